@@ -1,0 +1,46 @@
+# Quickstart: `make demo` and `make test` each create .venv, install gpufleet, and run.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test check unit venv clean golden validate-table bench
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/gpufleet scenarios run-set basic_demos --format html -o gpufleet-report.html
+	$(BIN)/gpufleet scenarios run-set basic_demos
+	@echo "HTML report written to gpufleet-report.html"
+
+check: $(STAMP)
+	$(BIN)/ruff check src tests tools benchmarks
+	$(BIN)/ruff format --check src tests tools benchmarks
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/pytest
+
+test: check unit
+
+# Regenerate golden files used by the tests (review the diff before committing).
+golden: $(STAMP)
+	GPUFLEET_REGEN_GOLDEN=1 $(BIN)/pytest tests -k golden
+
+# Regenerate the validation table quoted in the README.
+validate-table: $(STAMP)
+	$(BIN)/gpufleet validate src/gpufleet/estimate/data/cases.csv --format markdown
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/bench_catalog.py
+	$(BIN)/python benchmarks/bench_estimate.py
+	$(BIN)/python benchmarks/bench_recommend.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist src/*.egg-info

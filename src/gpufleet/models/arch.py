@@ -1,0 +1,69 @@
+"""The normalised architecture of a transformer model: the one type every estimator reads.
+
+Built from shipped ``data/models.json`` entries, from any Hugging Face ``config.json`` (Llama, Mistral, Mixtral,
+Qwen2, Gemma2, Phi3, DeepSeek-V3, GPT-2, GPT-J, GPTBigCode, Falcon, BERT field spellings), or from a size class.
+Field names follow the HF config where one exists; derived fields (``head_dim`` when absent, ``ffn_kind``) are
+resolved once here, never re-derived downstream. Always use ``head_dim`` (Gemma-2-27B: 128, not 4608/32).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+FfnKind = Literal["gated", "mlp"]  # gated = SwiGLU/GeGLU (3 matrices); mlp = up/down with GELU (2 matrices)
+PositionKind = Literal["rope", "learned", "alibi", "none"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelArch:
+    id: str
+    name: str
+    is_decoder: bool  # False for encoder-only models (BERT): no KV cache, no generation
+    hidden_size: int
+    num_layers: int
+    num_attention_heads: int
+    num_kv_heads: int  # == num_attention_heads for MHA, 1 for MQA, fewer for GQA
+    head_dim: int
+    intermediate_size: int  # dense FFN width (also the dense-first-layer width of MoE models)
+    ffn_kind: FfnKind
+    vocab_size: int
+    max_position_embeddings: int
+    tie_word_embeddings: bool
+    position_kind: PositionKind = "rope"
+    type_vocab_size: int = 0  # BERT token-type embeddings
+    qkv_bias: bool = False  # Qwen2
+    linear_bias: bool = False  # GPT-2/BERT/StarCoder biases on every linear layer
+    parallel_block: bool = False  # attention and MLP in parallel from one norm (GPT-J, Falcon)
+    # sliding-window attention: window in tokens and the fraction of layers that use it (1.0 = all, Mistral;
+    # 0.5 = alternating local/global, Gemma-2); None = full attention everywhere
+    sliding_window: int | None = None
+    sliding_window_layer_fraction: float = 0.0
+    # mixture of experts (0 = dense)
+    num_experts: int = 0
+    experts_per_token: int = 0
+    moe_intermediate_size: int = 0  # per-expert FFN width (== intermediate_size for Mixtral)
+    num_shared_experts: int = 0
+    first_k_dense_layers: int = 0  # DeepSeek-V3: first 3 layers are dense
+    # multi-head latent attention (DeepSeek-V2/V3); 0 = standard attention
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_nope_head_dim: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    # stated facts (from models.json) for checks; None when built from a bare config
+    stated_params: float | None = None  # total parameters [count]
+    stated_active_params: float | None = None
+    source: str = ""
+
+    @property
+    def is_moe(self) -> bool:
+        return self.num_experts > 0
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank > 0
+
+    @property
+    def num_moe_layers(self) -> int:
+        return self.num_layers - self.first_k_dense_layers if self.is_moe else 0
