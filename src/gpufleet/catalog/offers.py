@@ -1,0 +1,560 @@
+"""The offer catalog: typed, columnar, immutable, with vectorised filtering.
+
+The shipped table ``data/offers.csv`` is built by ``tools/build_catalog.py`` from the SkyPilot-format snapshots
+(see ``data/PROVENANCE.md`` for inputs, dates and every correction). One row is one purchasable machine: a
+provider x region (x zone) x instance type, with its accelerator (a spec id from ``gpu_specs.csv``; empty for
+CPU-only rows), the GPU count (fractional for GPU slices), the per-GPU memory [GiB] and hourly USD prices.
+``price_spot_usd_per_hour`` is ``None``/NaN where the provider lists no spot price, never 0.
+"""
+
+from __future__ import annotations
+
+import csv
+import fnmatch
+import io
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from gpufleet.catalog.specs import get_spec, load_specs
+from gpufleet.errors import DataError, InputError, UnknownNameError
+
+OFFER_COLUMNS: tuple[str, ...] = (
+    "provider",
+    "region",
+    "zone",
+    "instance_type",
+    "gpu",
+    "gpu_count",
+    "gpu_memory_gib",
+    "vcpus",
+    "ram_gib",
+    "arch",
+    "price_on_demand_usd_per_hour",
+    "price_spot_usd_per_hour",
+    "captured_at",
+    "source",
+)
+_STR_COLUMNS = ("provider", "region", "zone", "instance_type", "gpu", "arch", "captured_at", "source")
+_FLOAT_COLUMNS = (
+    "gpu_count",
+    "gpu_memory_gib",
+    "vcpus",
+    "ram_gib",
+    "price_on_demand_usd_per_hour",
+    "price_spot_usd_per_hour",
+)
+_OPTIONAL_STR = frozenset({"zone", "gpu", "arch"})  # "" in the arrays, None in Offer
+_OPTIONAL_FLOAT = frozenset({"vcpus", "ram_gib", "price_spot_usd_per_hour"})  # NaN in the arrays
+SortKey = Literal["price", "price_per_gpu", "price_per_gpu_memory"]
+SORT_KEYS: tuple[str, ...] = ("price", "price_per_gpu", "price_per_gpu_memory")
+_SHIPPED_FILE = "offers.csv"
+_REINSTALL = "Reinstall gpufleet (pip install --force-reinstall gpufleet) to restore the shipped catalog."
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Offer:
+    """One purchasable machine. Prices are for the whole machine [USD/h]; memory is per GPU [GiB]."""
+
+    provider: str
+    region: str
+    zone: str | None
+    instance_type: str
+    gpu: str | None  # spec id; None only for CPU-only rows
+    gpu_count: float  # fractional for GPU slices (AWS g6f, Azure NVadsA10_v5); 0 for CPU-only rows
+    gpu_memory_gib: float  # per GPU, device-reported [GiB]; 0 for CPU-only rows
+    vcpus: float | None
+    ram_gib: float | None
+    arch: str | None
+    price_on_demand_usd_per_hour: float
+    price_spot_usd_per_hour: float | None  # None = unknown, never 0
+    captured_at: str
+    source: str
+
+    @property
+    def price_per_gpu_usd_per_hour(self) -> float | None:
+        """On-demand price per GPU-hour [USD/(GPU h)]; ``None`` for CPU-only rows."""
+        return self.price_on_demand_usd_per_hour / self.gpu_count if self.gpu_count > 0 else None
+
+
+class OfferTable:
+    """Offers as numpy columns (read-only arrays). Every operation returns a new table."""
+
+    __slots__ = ("_cols", "_n")
+
+    _cols: dict[str, npt.NDArray[Any]]
+    _n: int
+
+    def __init__(self, columns: Mapping[str, npt.NDArray[Any]]) -> None:
+        missing = [c for c in OFFER_COLUMNS if c not in columns]
+        if missing:
+            raise ValueError(f"OfferTable needs columns {missing}")
+        lengths = {len(columns[c]) for c in OFFER_COLUMNS}
+        if len(lengths) > 1:
+            raise ValueError(f"OfferTable columns differ in length: {sorted(lengths)}")
+        cols: dict[str, npt.NDArray[Any]] = {}
+        for c in OFFER_COLUMNS:
+            arr = np.array(columns[c], dtype=float if c in _FLOAT_COLUMNS else object, copy=True)
+            arr.flags.writeable = False
+            cols[c] = arr
+        object.__setattr__(self, "_cols", cols)
+        object.__setattr__(self, "_n", lengths.pop() if lengths else 0)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError("OfferTable is immutable")
+
+    def __len__(self) -> int:
+        return self._n
+
+    def __repr__(self) -> str:
+        return f"OfferTable({self._n} offers, providers={self.providers()})"
+
+    def column(self, name: str) -> npt.NDArray[Any]:
+        """A read-only column: float64 for numbers (NaN = unknown), object (str, "" = none) for text."""
+        if name not in self._cols:
+            raise UnknownNameError("offer column", name, OFFER_COLUMNS)
+        return self._cols[name]
+
+    def providers(self) -> list[str]:
+        """Sorted distinct providers in this table."""
+        return sorted({str(p) for p in self._cols["provider"]})
+
+    def take(self, index: npt.NDArray[Any]) -> OfferTable:
+        """Rows selected by a boolean mask or an integer index array."""
+        return OfferTable({c: a[index] for c, a in self._cols.items()})
+
+    # --- filtering ---------------------------------------------------------------------------------------
+    def mask(
+        self,
+        *,
+        gpu: str | None = None,
+        min_gpu_memory_gib: float | None = None,
+        gpus: float | None = None,
+        provider: str | Sequence[str] | None = None,
+        region_glob: str | None = None,
+        spot: bool = False,
+        max_price_usd_per_hour: float | None = None,
+    ) -> npt.NDArray[np.bool_]:
+        """Boolean mask of the rows that satisfy every given condition (see :meth:`filter`)."""
+        m = np.ones(self._n, dtype=bool)
+        if gpu is not None:
+            m &= self._cols["gpu"] == get_spec(gpu).id
+        if min_gpu_memory_gib is not None:
+            _check_number("min_gpu_memory_gib", min_gpu_memory_gib, allow_zero=True)
+            m &= self._cols["gpu_memory_gib"] >= min_gpu_memory_gib
+        if gpus is not None:
+            _check_number("gpus", gpus)
+            m &= self._cols["gpu_count"] == gpus
+        if provider is not None:
+            wanted = _provider_list(provider)
+            known = self.providers()
+            for p in wanted:
+                if p not in known:
+                    raise UnknownNameError("provider", p, known, hint="Provider names are lower case.")
+            m &= np.isin(self._cols["provider"], np.array(wanted, dtype=object))
+        if region_glob is not None:
+            regions = {str(r) for r in self._cols["region"]}
+            pattern = region_glob.lower()
+            hits = [r for r in regions if fnmatch.fnmatchcase(r.lower(), pattern)]
+            m &= np.isin(self._cols["region"], np.array(hits, dtype=object))
+        spot_price = self._cols["price_spot_usd_per_hour"]
+        if spot:
+            m &= ~np.isnan(spot_price)
+        if max_price_usd_per_hour is not None:
+            _check_number("max_price_usd_per_hour", max_price_usd_per_hour)
+            price = spot_price if spot else self._cols["price_on_demand_usd_per_hour"]
+            with np.errstate(invalid="ignore"):
+                m &= price <= max_price_usd_per_hour
+        return m
+
+    def filter(
+        self,
+        *,
+        gpu: str | None = None,
+        min_gpu_memory_gib: float | None = None,
+        gpus: float | None = None,
+        provider: str | Sequence[str] | None = None,
+        region_glob: str | None = None,
+        spot: bool = False,
+        max_price_usd_per_hour: float | None = None,
+    ) -> OfferTable:
+        """Offers matching every condition given.
+
+        ``gpu``: spec id or alias (resolved with :func:`get_spec`). ``min_gpu_memory_gib``: per GPU [GiB].
+        ``gpus``: exact GPU count. ``provider``: one name or several (unknown names raise
+        :class:`UnknownNameError`). ``region_glob``: fnmatch pattern, case-insensitive. ``spot``: only offers
+        with a spot price. ``max_price_usd_per_hour``: on-demand price, or the spot price when ``spot``.
+        """
+        return self.take(
+            self.mask(
+                gpu=gpu,
+                min_gpu_memory_gib=min_gpu_memory_gib,
+                gpus=gpus,
+                provider=provider,
+                region_glob=region_glob,
+                spot=spot,
+                max_price_usd_per_hour=max_price_usd_per_hour,
+            )
+        )
+
+    # --- sorting ---------------------------------------------------------------------------------------------
+    def sort_values(self, key: str, *, spot: bool = False) -> npt.NDArray[np.float64]:
+        """The values :meth:`sort` orders by [USD/h, USD/(GPU h) or USD/(GiB h)]; inf where undefined."""
+        price = self._cols["price_spot_usd_per_hour" if spot else "price_on_demand_usd_per_hour"]
+        count = self._cols["gpu_count"]
+        if key == "price":
+            values = price.copy()
+        elif key == "price_per_gpu":
+            with np.errstate(divide="ignore", invalid="ignore"):
+                values = np.where(count > 0, price / count, np.inf)
+        elif key == "price_per_gpu_memory":
+            mem = count * self._cols["gpu_memory_gib"]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                values = np.where(mem > 0, price / mem, np.inf)
+        else:
+            raise UnknownNameError("sort key", key, SORT_KEYS)
+        return np.where(np.isnan(values), np.inf, values).astype(np.float64)
+
+    def sort(self, key: str, *, spot: bool = False) -> OfferTable:
+        """Offers ordered by ``key`` (price | price_per_gpu | price_per_gpu_memory), cheapest first.
+
+        Uses the spot price when ``spot`` (rows without one go last). Ties keep a deterministic order
+        (provider, region, instance type).
+        """
+        values = self.sort_values(key, spot=spot)
+        order = np.lexsort(
+            (
+                self._cols["zone"].astype(str),
+                self._cols["instance_type"].astype(str),
+                self._cols["region"].astype(str),
+                self._cols["provider"].astype(str),
+                values,
+            )
+        )
+        return self.take(order)
+
+    # --- conversion ------------------------------------------------------------------------------------------
+    def records(self) -> list[Offer]:
+        """The rows as :class:`Offer` values."""
+        cols = {c: self._cols[c].tolist() for c in OFFER_COLUMNS}
+        out = []
+        for i in range(self._n):
+            kw: dict[str, Any] = {}
+            for c in OFFER_COLUMNS:
+                v = cols[c][i]
+                if c in _OPTIONAL_STR:
+                    v = v or None
+                elif c in _OPTIONAL_FLOAT:
+                    v = None if math.isnan(v) else v
+                kw[c] = v
+            out.append(Offer(**kw))
+        return out
+
+    @staticmethod
+    def from_offers(offers: Iterable[Offer]) -> OfferTable:
+        """Build a table from :class:`Offer` values (None -> "" / NaN)."""
+        rows = list(offers)
+        cols: dict[str, list[Any]] = {c: [] for c in OFFER_COLUMNS}
+        for o in rows:
+            for c in OFFER_COLUMNS:
+                v = getattr(o, c)
+                if v is None:
+                    v = "" if c in _STR_COLUMNS else math.nan
+                cols[c].append(v)
+        return OfferTable({c: np.array(v, dtype=float if c in _FLOAT_COLUMNS else object) for c, v in cols.items()})
+
+    @staticmethod
+    def concat(tables: Sequence[OfferTable]) -> OfferTable:
+        """Rows of all ``tables``, in order."""
+        if not tables:
+            return OfferTable.from_offers([])
+        return OfferTable({c: np.concatenate([t.column(c) for t in tables]) for c in OFFER_COLUMNS})
+
+
+def _provider_list(provider: str | Sequence[str]) -> list[str]:
+    items = [provider] if isinstance(provider, str) else list(provider)
+    out: list[str] = []
+    for item in items:
+        for p in item.split(","):
+            p = p.strip().lower()
+            if p and p not in out:
+                out.append(p)
+    return out
+
+
+def _check_number(name: str, value: float, *, allow_zero: bool = False) -> None:
+    if not isinstance(value, int | float) or math.isnan(value) or value < 0 or (value == 0 and not allow_zero):
+        allowed = "zero or a positive number" if allow_zero else "a positive number"
+        raise InputError(f"{name} must be {allowed}; got {value!r}.")
+
+
+# --- CSV I/O ------------------------------------------------------------------------------------------------
+def _fmt(v: Any) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, float):
+        if math.isnan(v):
+            return ""
+        return f"{round(v, 6):.6f}".rstrip("0").rstrip(".")
+    return str(v)
+
+
+def write_offers_csv(offers: Iterable[Offer] | OfferTable) -> str:
+    """Offers as CSV text with exactly :data:`OFFER_COLUMNS` (numbers rounded to 6 decimals)."""
+    table = offers if isinstance(offers, OfferTable) else OfferTable.from_offers(offers)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(OFFER_COLUMNS)
+    cols = [table.column(c).tolist() for c in OFFER_COLUMNS]
+    for row in zip(*cols, strict=True):
+        w.writerow([_fmt(v) for v in row])
+    return buf.getvalue()
+
+
+class _Bad(Exception):
+    pass
+
+
+def _float_column(name: str, raw: list[str], optional: bool) -> npt.NDArray[np.float64]:
+    out = np.empty(len(raw), dtype=np.float64)
+    for i, s in enumerate(raw):
+        s = s.strip()
+        if s == "":
+            if not optional:
+                raise _Bad(f"row {i + 2}, field {name!r}: empty, but a number is required")
+            out[i] = math.nan
+            continue
+        try:
+            out[i] = float(s)
+        except ValueError:
+            raise _Bad(f"row {i + 2}, field {name!r}: {s!r} is not a number") from None
+    return out
+
+
+def _first_bad(mask: npt.NDArray[np.bool_]) -> int:
+    return int(np.flatnonzero(mask)[0]) + 2
+
+
+def read_offers_csv(text: str, *, source_name: str = "offers CSV") -> OfferTable:
+    """Parse and validate a normalised offer CSV in :data:`OFFER_COLUMNS` (any column order).
+
+    Raises :class:`DataError` naming the row and field: missing columns, non-numeric values, a price that is
+    0, negative or NaN, a spot price of 0, a GPU that is not a spec id, a GPU count that disagrees with the GPU.
+    """
+    try:
+        return _read(text)
+    except _Bad as exc:
+        raise DataError(
+            f"The offer table {source_name} is invalid: {exc}. Each row needs a provider, instance type and a "
+            "positive on-demand price; spot is empty or positive; gpu is empty (CPU-only, gpu_count 0) or a spec "
+            "id from `gpufleet catalog gpus`."
+        ) from exc
+
+
+def _read(text: str) -> OfferTable:
+    reader = csv.reader(io.StringIO(text))
+    header = next(reader, None)
+    if header is None:
+        raise _Bad("the file is empty")
+    missing = [c for c in OFFER_COLUMNS if c not in header]
+    if missing:
+        raise _Bad(f"columns {missing} are missing (found {header})")
+    idx = [header.index(c) for c in OFFER_COLUMNS]
+    raw: dict[str, list[str]] = {c: [] for c in OFFER_COLUMNS}
+    for line, row in enumerate(reader, start=2):
+        if not row:
+            continue
+        if len(row) != len(header):
+            raise _Bad(f"row {line} has {len(row)} fields, expected {len(header)}")
+        for c, j in zip(OFFER_COLUMNS, idx, strict=True):
+            raw[c].append(row[j])
+    cols: dict[str, npt.NDArray[Any]] = {}
+    for c in _STR_COLUMNS:
+        arr = np.array([s.strip() for s in raw[c]], dtype=object)
+        if c not in _OPTIONAL_STR and len(arr) and (arr == "").any():
+            raise _Bad(f"row {_first_bad(arr == '')}, field {c!r}: empty")
+        cols[c] = arr
+    for c in _FLOAT_COLUMNS:
+        cols[c] = _float_column(c, raw[c], c in _OPTIONAL_FLOAT)
+    _validate(cols)
+    return OfferTable(cols)
+
+
+def _validate(cols: dict[str, npt.NDArray[Any]]) -> None:
+    od, sp = cols["price_on_demand_usd_per_hour"], cols["price_spot_usd_per_hour"]
+    bad = ~np.isfinite(od) | (od <= 0)
+    if bad.any():
+        i = _first_bad(bad)
+        raise _Bad(f"row {i}, field 'price_on_demand_usd_per_hour': {od[i - 2]!r} (must be > 0)")
+    bad = ~np.isnan(sp) & (~np.isfinite(sp) | (sp <= 0))
+    if bad.any():
+        i = _first_bad(bad)
+        raise _Bad(f"row {i}, field 'price_spot_usd_per_hour': {sp[i - 2]!r} (empty when unknown, else > 0)")
+    count, mem, gpu = cols["gpu_count"], cols["gpu_memory_gib"], cols["gpu"]
+    has_gpu = gpu != ""
+    bad = ~np.isfinite(count) | (count < 0) | (has_gpu & (count <= 0)) | (~has_gpu & (count != 0))
+    if bad.any():
+        i = _first_bad(bad)
+        raise _Bad(f"row {i}, field 'gpu_count': {count[i - 2]!r} (> 0 with a gpu, 0 without)")
+    bad = ~np.isfinite(mem) | (mem < 0) | (has_gpu & (mem <= 0))
+    if bad.any():
+        i = _first_bad(bad)
+        raise _Bad(f"row {i}, field 'gpu_memory_gib': {mem[i - 2]!r} (> 0 with a gpu)")
+    known = np.array(list(load_specs()) + [""], dtype=object)
+    bad = ~np.isin(gpu, known)
+    if bad.any():
+        i = _first_bad(bad)
+        raise _Bad(f"row {i}, field 'gpu': {gpu[i - 2]!r} is not a spec id")
+
+
+# --- loading ------------------------------------------------------------------------------------------------
+@cache
+def load_shipped_offers() -> OfferTable:
+    """The shipped offer table (validated once, cached; no network, no writes)."""
+    try:
+        text = resources.files("gpufleet.catalog").joinpath("data", _SHIPPED_FILE).read_text(encoding="utf-8")
+    except (FileNotFoundError, OSError) as exc:
+        raise DataError(f"The shipped offer table {_SHIPPED_FILE} is missing. {_REINSTALL}") from exc
+    try:
+        return _read(text)
+    except _Bad as exc:
+        raise DataError(f"The shipped offer table {_SHIPPED_FILE} is corrupted: {exc}. {_REINSTALL}") from exc
+
+
+def _refreshed_tables() -> list[OfferTable]:
+    from gpufleet.catalog.fetch.store import refreshed_offer_files  # lazy: optional, another package
+
+    tables = []
+    for path in refreshed_offer_files():
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise DataError(
+                f"The refreshed price file {p} cannot be read ({exc}). Run `gpufleet catalog update` again."
+            ) from exc
+        tables.append(
+            read_offers_csv(text, source_name=f"{p} (refreshed; run `gpufleet catalog update` again to fix)")
+        )
+    return tables
+
+
+def load_offers(user_catalogs: Sequence[Path | str] = (), include_refreshed: bool = False) -> OfferTable:
+    """The shipped catalog, optionally with refreshed prices and user catalogs applied on top.
+
+    ``include_refreshed``: rows from ``gpufleet catalog update`` replace the shipped rows of their providers.
+    ``user_catalogs``: YAML/JSON files (see :mod:`gpufleet.catalog.user`); applied in order, each adding offers
+    and overriding prices.
+    """
+    table = load_shipped_offers()
+    if include_refreshed:
+        refreshed = _refreshed_tables()
+        if refreshed:
+            new = OfferTable.concat(refreshed)
+            replaced = np.isin(table.column("provider"), np.array(new.providers(), dtype=object))
+            table = OfferTable.concat([table.take(~replaced), new])
+    if user_catalogs:
+        from gpufleet.catalog.user import apply_user_catalog, read_user_catalog
+
+        for path in user_catalogs:
+            table = apply_user_catalog(table, read_user_catalog(Path(path)))
+    return table
+
+
+# --- age --------------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderAge:
+    """How old a provider's prices are. Ages in days; ``None`` where the capture date is unknown ("old")."""
+
+    provider: str
+    captured_at: tuple[str, ...]  # distinct captured_at values, e.g. ("2026-08/2026-11",)
+    newest_age_days: float | None  # since the latest possible capture date [d]
+    oldest_age_days: float | None  # since the earliest possible capture date [d]
+    human: str  # e.g. "0-3 months old", "6 months old", "unknown date (old)"
+
+
+def _date_bounds(captured_at: str) -> tuple[date, date] | None:
+    parts = [p.strip() for p in captured_at.split("/") if p.strip()]
+    starts, ends = [], []
+    for p in parts:
+        bits = p.split("-")
+        try:
+            if len(bits) == 3:
+                d = date(int(bits[0]), int(bits[1]), int(bits[2]))
+                starts.append(d)
+                ends.append(d)
+            elif len(bits) == 2:
+                y, m = int(bits[0]), int(bits[1])
+                starts.append(date(y, m, 1))
+                ends.append(date(y + (m == 12), m % 12 + 1, 1))
+            else:
+                return None
+        except ValueError:
+            return None
+    if not starts:
+        return None
+    return min(starts), max(ends)
+
+
+def _months(days: float) -> int:
+    return max(0, round(days / 30.44))
+
+
+def catalog_age(table: OfferTable | None = None, today: date | None = None) -> list[ProviderAge]:
+    """Per provider: the captured_at values of its rows and a human age relative to ``today``."""
+    table = load_shipped_offers() if table is None else table
+    today = today or date.today()
+    prov, cap = table.column("provider"), table.column("captured_at")
+    pairs = sorted({(str(p), str(c)) for p, c in zip(prov.tolist(), cap.tolist(), strict=True)})
+    by_provider: dict[str, list[str]] = {}
+    for p, c in pairs:
+        by_provider.setdefault(p, []).append(c)
+    out = []
+    for p, caps in by_provider.items():
+        bounds = [b for b in (_date_bounds(c) for c in caps) if b is not None]
+        if not bounds:
+            out.append(
+                ProviderAge(
+                    provider=p,
+                    captured_at=tuple(caps),
+                    newest_age_days=None,
+                    oldest_age_days=None,
+                    human="unknown date (old)",
+                )
+            )
+            continue
+        newest = max(0.0, float((today - max(b[1] for b in bounds)).days))
+        oldest = max(0.0, float((today - min(b[0] for b in bounds)).days))
+        lo, hi = _months(newest), _months(oldest)
+        human = f"{lo} months old" if lo == hi else f"{lo}-{hi} months old"
+        if len(bounds) < len(caps):
+            human += " (some rows of unknown date)"
+        out.append(
+            ProviderAge(
+                provider=p, captured_at=tuple(caps), newest_age_days=newest, oldest_age_days=oldest, human=human
+            )
+        )
+    return out
+
+
+__all__ = [
+    "OFFER_COLUMNS",
+    "SORT_KEYS",
+    "Offer",
+    "OfferTable",
+    "ProviderAge",
+    "SortKey",
+    "catalog_age",
+    "load_offers",
+    "load_shipped_offers",
+    "read_offers_csv",
+    "write_offers_csv",
+]

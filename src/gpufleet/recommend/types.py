@@ -1,0 +1,226 @@
+"""Result types of the recommendation engine: plain frozen dataclasses, units in every field name.
+
+The report/CLI layer renders these; the library never prints. Money is USD, time is seconds unless the name
+says otherwise (``_h`` = hours), memory is GiB (2**30 bytes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, get_args
+
+from gpufleet.estimate.types import Interval
+
+Objective = Literal["cheapest", "fastest", "throughput_per_dollar"]
+OBJECTIVES: tuple[str, ...] = get_args(Objective)
+
+#: workload pricing choice; maps to catalog price kinds (1y -> commit_1y, 3y -> commit_3y)
+Pricing = Literal["on_demand", "spot", "1y", "3y"]
+PRICINGS: tuple[str, ...] = get_args(Pricing)
+
+#: ``ok``: a best candidate meets every constraint. ``infeasible_slo``: some offers fit in memory but none meets
+#: the latency SLOs / deadline (``closest`` holds the nearest). ``over_budget``: candidates meet the SLOs but
+#: none within the budget cap (``closest`` holds the cheapest). ``cannot_fit``: no offer holds the model
+#: (``cannot_fit`` says why and what would make it fit). ``no_offers``: the filters left no offer at all.
+Status = Literal["ok", "infeasible_slo", "over_budget", "cannot_fit", "no_offers"]
+RiskLevel = Literal["low", "medium", "high"]
+Complexity = Literal["low", "medium", "high"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CurrentDeployment:
+    """What the workload runs on today (for migration analysis)."""
+
+    provider: str
+    instance_type: str
+    count: int = 1  # number of instances (nodes) [count]
+    region: str | None = None  # None = the cheapest region the catalog lists for that instance
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Workload:
+    """A validated workload (built from a file, kwargs or a scenario by :mod:`gpufleet.recommend.workload`)."""
+
+    name: str
+    model: str  # model id, alias, config.json path or size class (SMALL/MEDIUM/LARGE/MASSIVE)
+    task: str  # gpufleet.estimate.types.Task except "load"
+    precision: str
+    # inference
+    input_len_tokens: int = 512
+    output_len_tokens: int = 256
+    concurrency: int | None = None  # concurrent requests to serve [count]
+    target_output_tokens_per_s: float | None = None  # whole-system target [tokens/s]
+    target_requests_per_s: float | None = None  # whole-system target [requests/s]
+    ttft_p95_s: float | None = None  # SLO on time to first token [s]
+    tpot_p95_s: float | None = None  # SLO on time per output token [s]
+    # training
+    train_tokens: float | None = None  # tokens processed in the run (dataset tokens x epochs) [tokens]
+    deadline_h: float | None = None  # the run must finish within [h]
+    global_batch_sequences: int = 256  # sequences per optimizer step [count]
+    seq_len_tokens: int = 4096
+    # schedule and pricing
+    hours_per_month: float = 730.0  # hours the workload runs per month [h]
+    pricing: str = "on_demand"  # one of PRICINGS
+    # filters
+    providers: tuple[str, ...] = ()  # empty = all
+    regions: tuple[str, ...] = ()  # glob patterns; empty = all
+    gpu_vendors: tuple[str, ...] = ()  # e.g. ("NVIDIA", "AMD"); empty = all
+    max_nodes: int = 8  # largest node count considered per offer [count]
+    budget_usd_per_month: float | None = None
+    objective: str = "cheapest"  # one of OBJECTIVES
+    current: CurrentDeployment | None = None
+    description: str = ""
+
+    @property
+    def is_training(self) -> bool:
+        return self.task != "inference"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpotCost:
+    """How spot pricing was turned into an expected cost (see :mod:`gpufleet.cost.spot`)."""
+
+    price_usd_per_hour: float  # spot price of one node [USD/h]
+    interruptions_per_h: float  # assumed hazard rate lambda [1/h]
+    checkpoint_interval_h: float | None  # Young's tau = sqrt(2 C M) (training) [h]
+    wall_time_factor: float  # E[T] / W for training (>= 1); 1 for inference
+    replica_availability: float  # fraction of time one replica serves (inference) [0..1]
+    replicas_provisioned: int  # replicas paid for to keep the needed ones up (inference) [count]
+    replicas_needed: int  # replicas the throughput target needs [count]
+    assumption_source: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Candidate:
+    """One way to run the workload: an offer x node count x parallelism x replica count, with its cost."""
+
+    provider: str
+    region: str
+    instance_type: str
+    gpu: str  # accelerator spec id
+    gpu_vendor: str
+    gpus_per_node: int
+    nodes_per_replica: int  # nodes one model replica (or the training job) spans [count]
+    tp: int
+    pp: int
+    dp: int  # training data-parallel degree (1 for inference)
+    replicas: int  # model copies paid for (inference; spot includes over-provisioning) [count]
+    total_nodes: int  # instances billed [count]
+    total_gpus: int
+    price_kind: str  # catalog price kind used (on_demand, spot, commit_1y, ...)
+    price_usd_per_node_hour: float
+    cost_usd_per_hour: float  # all billed nodes while running (spot: expected) [USD/h]
+    cost_usd_per_month: float  # on the workload's schedule (commitments bill 730 h) [USD/month]
+    cost_usd_per_million_output_tokens: float | None  # inference, at the operating throughput
+    cost_usd_per_run: float | None  # training: the whole run
+    mem_per_gpu_gib: float  # memory needed per GPU
+    mem_capacity_gib: float  # per GPU, device-reported
+    # performance (None where it does not apply)
+    output_tokens_per_s: Interval | None = None  # inference, whole deployment at operating batch
+    requests_per_s: Interval | None = None
+    ttft_s: Interval | None = None
+    tpot_s: Interval | None = None
+    batch_per_replica: int | None = None  # operating concurrency per replica
+    tokens_per_s: Interval | None = None  # training throughput [tokens/s]
+    time_to_train_s: Interval | None = None  # training, including spot interruptions where spot
+    meets_slo: bool = True
+    slo_misses: tuple[str, ...] = ()  # human-readable, with numbers
+    within_budget: bool = True
+    spot: SpotCost | None = None
+    generation_year: int | None = None  # GPU release year
+    notes: tuple[str, ...] = ()
+
+    @property
+    def speed(self) -> float:
+        """The objective's speed: output tokens/s (inference) or 1/time-to-train [1/s] (training); 0 if unknown."""
+        if self.output_tokens_per_s is not None:
+            return self.output_tokens_per_s.central
+        if self.time_to_train_s is not None and self.time_to_train_s.central > 0:
+            return 1.0 / self.time_to_train_s.central
+        return 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FitSuggestion:
+    """One change that would make the model fit, with its numbers."""
+
+    kind: Literal["lower_precision", "more_gpus", "more_memory_gpu", "lora", "qlora"]
+    description: str
+    mem_per_gpu_gib: float  # memory needed per GPU after the change
+    example_offer: str | None = None  # "provider instance_type (region)" that would fit, if any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CannotFit:
+    """Why nothing fits and what would."""
+
+    mem_needed_single_gpu_gib: float  # the whole job on one GPU
+    largest_gpu_memory_gib: float  # largest per-GPU memory among the offers considered
+    largest_node_memory_gib: float  # largest GPUs x memory in one node among the offers considered
+    reason: str
+    suggestions: tuple[FitSuggestion, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Recommendation:
+    """The answer for one workload."""
+
+    workload: Workload
+    status: Status
+    objective: str
+    best: Candidate | None  # None unless status == "ok"
+    ranked: tuple[Candidate, ...]  # the feasible candidates in objective order (top ``limit``)
+    pareto: tuple[Candidate, ...]  # cost vs speed front among feasible candidates, cheapest first
+    closest: tuple[Candidate, ...] = ()  # infeasible_slo / over_budget: nearest misses
+    cannot_fit: CannotFit | None = None
+    offers_considered: int = 0
+    candidates_evaluated: int = 0
+    message: str = ""  # one paragraph explaining the status
+    notes: tuple[str, ...] = ()  # assumptions and fallbacks, shown to users
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PerformanceChange:
+    """Recommended vs current; ratios > 1 mean the recommended value is larger."""
+
+    throughput_ratio: float | None  # output tokens/s (inference) or tokens/s (training)
+    ttft_ratio: float | None
+    tpot_ratio: float | None
+    time_to_train_ratio: float | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Migration:
+    """Moving the current deployment to the recommended one."""
+
+    workload: Workload
+    current: Candidate
+    recommended: Candidate | None  # None when nothing beats the current setup
+    current_cost_usd_per_month: float
+    new_cost_usd_per_month: float | None
+    savings_usd_per_month: float | None
+    savings_pct: float | None  # of the current monthly cost [%]
+    performance: PerformanceChange | None
+    risk: RiskLevel
+    risk_reasons: tuple[str, ...]
+    complexity: Complexity
+    complexity_reasons: tuple[str, ...]
+    verdict: str  # one paragraph: migrate / stay, and why
+    recommendation: Recommendation
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScenarioResult:
+    """One named scenario: its recommendation and, where it has a current deployment, the migration."""
+
+    name: str
+    description: str
+    recommendation: Recommendation | None  # None only when ``error`` is set
+    migration: Migration | None = None
+    error: str | None = None  # a GpufleetError message when the scenario could not be evaluated
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScenarioSetResult:
+    name: str
+    results: tuple[ScenarioResult, ...] = field(default_factory=tuple)

@@ -1,0 +1,305 @@
+"""Inline SVG charts: no JavaScript, no external fonts, works offline.
+
+Each function returns one ``<svg>`` element as a string, sized by its ``viewBox`` so that it scales with the
+page. Every data mark carries a ``class`` (``mark``, ``pareto``, ``bar``, ``segment``) and a ``<title>`` tooltip,
+so that tests (and screen readers) can find them. Colours are the Okabe-Ito palette (colour-blind safe).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from html import escape
+
+PALETTE: tuple[str, ...] = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+_MUTED = "#9aa5b1"
+_AXIS = "#52606d"
+_GRID = "#e4e7eb"
+_FONT = "font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScatterPoint:
+    """One candidate on a scatter chart; ``x_low``/``x_high`` draw an error bar (e.g. p10-p90)."""
+
+    x: float
+    y: float
+    label: str
+    highlight: bool = False
+    x_low: float | None = None
+    x_high: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StackedBar:
+    """One bar made of named segments (e.g. monthly cost by component)."""
+
+    label: str
+    segments: Mapping[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class _Frame:
+    width: float
+    height: float
+    left: float = 72.0
+    right: float = 20.0
+    top: float = 36.0
+    bottom: float = 56.0
+
+    @property
+    def plot_w(self) -> float:
+        return self.width - self.left - self.right
+
+    @property
+    def plot_h(self) -> float:
+        return self.height - self.top - self.bottom
+
+
+def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
+    """Round tick values covering ``[lo, hi]`` (1-2-5 steps); at least two ticks."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return [0.0, 1.0]
+    if hi <= lo:
+        hi = lo + (abs(lo) if lo else 1.0)
+    raw = (hi - lo) / max(count, 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    start = math.floor(lo / step) * step
+    ticks = []
+    t = start
+    while t < hi + step * 0.5:
+        ticks.append(round(t, 10))
+        t += step
+    if ticks[-1] < hi:
+        ticks.append(round(ticks[-1] + step, 10))
+    return ticks
+
+
+def fmt_number(value: float) -> str:
+    """Short human number for axis labels: 1.2k, 3.4M, 0.05."""
+    a = abs(value)
+    if a >= 1e9:
+        return f"{value / 1e9:.3g}G"
+    if a >= 1e6:
+        return f"{value / 1e6:.3g}M"
+    if a >= 1e4:
+        return f"{value / 1e3:.3g}k"
+    if a >= 100 or value == 0:
+        return f"{value:.0f}"
+    return f"{value:.3g}"
+
+
+def _open(frame: _Frame, title: str, css_class: str) -> list[str]:
+    t = escape(title)
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="chart {css_class}" viewBox="0 0 {frame.width:.0f} '
+        f'{frame.height:.0f}" width="100%" role="img" aria-label="{t}" style="{_FONT};max-width:{frame.width:.0f}px">',
+        f"<title>{t}</title>",
+        f'<text x="{frame.left:.0f}" y="20" font-size="14" font-weight="600" fill="#1f2933">{t}</text>',
+    ]
+
+
+def _y_axis(frame: _Frame, ticks: Sequence[float], label: str, y_of: _Scale) -> list[str]:
+    out = []
+    for t in ticks:
+        y = y_of(t)
+        out.append(
+            f'<line x1="{frame.left:.1f}" x2="{frame.width - frame.right:.1f}" y1="{y:.1f}" y2="{y:.1f}" '
+            f'stroke="{_GRID}"/>'
+            f'<text x="{frame.left - 6:.1f}" y="{y + 4:.1f}" font-size="11" text-anchor="end" fill="{_AXIS}">'
+            f"{escape(fmt_number(t))}</text>"
+        )
+    cy = frame.top + frame.plot_h / 2
+    out.append(
+        f'<text x="14" y="{cy:.1f}" font-size="12" fill="{_AXIS}" text-anchor="middle" '
+        f'transform="rotate(-90 14 {cy:.1f})">{escape(label)}</text>'
+    )
+    return out
+
+
+class _Scale:
+    """Linear map from a data interval onto a pixel interval."""
+
+    def __init__(self, d0: float, d1: float, p0: float, p1: float) -> None:
+        self.d0, self.d1, self.p0, self.p1 = d0, d1, p0, p1
+
+    def __call__(self, v: float) -> float:
+        span = self.d1 - self.d0 or 1.0
+        return self.p0 + (v - self.d0) / span * (self.p1 - self.p0)
+
+
+def scatter_chart(
+    points: Sequence[ScatterPoint],
+    *,
+    title: str,
+    x_label: str,
+    y_label: str,
+    highlight_label: str = "Pareto front",
+    width: float = 680,
+    height: float = 400,
+) -> str:
+    """Scatter of ``points``; highlighted points are drawn on top and joined by a step line (the front)."""
+    frame = _Frame(width, height)
+    pts = [p for p in points if math.isfinite(p.x) and math.isfinite(p.y)]
+    out = _open(frame, title, "scatter")
+    if not pts:
+        out.append(_empty(frame))
+        return "\n".join([*out, "</svg>"])
+    xs = [v for p in pts for v in (p.x, p.x_low, p.x_high) if v is not None and math.isfinite(v)]
+    ys = [p.y for p in pts]
+    xt = nice_ticks(min(0.0, min(xs)), max(xs))
+    yt = nice_ticks(min(0.0, min(ys)), max(ys))
+    sx = _Scale(xt[0], xt[-1], frame.left, frame.width - frame.right)
+    sy = _Scale(yt[0], yt[-1], frame.top + frame.plot_h, frame.top)
+    out += _y_axis(frame, yt, y_label, sy)
+    base = frame.top + frame.plot_h
+    for t in xt:
+        x = sx(t)
+        out.append(
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{frame.top:.1f}" y2="{base:.1f}" stroke="{_GRID}"/>'
+            f'<text x="{x:.1f}" y="{base + 16:.1f}" font-size="11" text-anchor="middle" fill="{_AXIS}">'
+            f"{escape(fmt_number(t))}</text>"
+        )
+    out.append(
+        f'<text x="{frame.left + frame.plot_w / 2:.1f}" y="{frame.height - 12:.1f}" font-size="12" '
+        f'text-anchor="middle" fill="{_AXIS}">{escape(x_label)}</text>'
+    )
+    front = sorted((p for p in pts if p.highlight), key=lambda p: p.x)
+    if len(front) > 1:
+        path = " ".join(f"{sx(p.x):.1f},{sy(p.y):.1f}" for p in front)
+        out.append(f'<polyline class="front-line" points="{path}" fill="none" stroke="{PALETTE[3]}" '
+                   'stroke-width="1.5" stroke-dasharray="4 3"/>')
+    for p in sorted(pts, key=lambda p: p.highlight):
+        out.append(_point(p, sx, sy))
+    lx = frame.width - frame.right - 150
+    out.append(
+        f'<circle cx="{lx:.0f}" cy="16" r="5" fill="{PALETTE[3]}"/><text x="{lx + 10:.0f}" y="20" '
+        f'font-size="11" fill="{_AXIS}">{escape(highlight_label)}</text>'
+        f'<circle cx="{lx + 100:.0f}" cy="16" r="4" fill="{_MUTED}"/><text x="{lx + 108:.0f}" y="20" '
+        f'font-size="11" fill="{_AXIS}">other</text>'
+    )
+    return "\n".join([*out, "</svg>"])
+
+
+def _point(p: ScatterPoint, sx: _Scale, sy: _Scale) -> str:
+    cx, cy = sx(p.x), sy(p.y)
+    colour = PALETTE[3] if p.highlight else _MUTED
+    parts = []
+    if p.x_low is not None and p.x_high is not None:
+        parts.append(
+            f'<line class="errorbar" x1="{sx(p.x_low):.1f}" x2="{sx(p.x_high):.1f}" y1="{cy:.1f}" y2="{cy:.1f}" '
+            f'stroke="{colour}" stroke-width="1.5" opacity="0.6"/>'
+        )
+    cls = "mark pareto" if p.highlight else "mark"
+    r = 6 if p.highlight else 4.5
+    parts.append(
+        f'<circle class="{cls}" cx="{cx:.1f}" cy="{cy:.1f}" r="{r}" fill="{colour}" stroke="#fff" stroke-width="1">'
+        f"<title>{escape(p.label)}</title></circle>"
+    )
+    if p.highlight:
+        parts.append(
+            f'<text x="{cx + 8:.1f}" y="{cy - 8:.1f}" font-size="10" fill="#1f2933">{escape(_short(p.label))}</text>'
+        )
+    return "".join(parts)
+
+
+def stacked_bar_chart(
+    bars: Sequence[StackedBar], *, title: str, y_label: str, width: float = 680, height: float = 400
+) -> str:
+    """Vertical stacked bars, one per ``bars`` entry; segments are stacked in first-seen order (>= 0 only)."""
+    frame = _Frame(width, height, bottom=96.0)
+    out = _open(frame, title, "stacked")
+    names: list[str] = []
+    for b in bars:
+        names += [n for n in b.segments if n not in names]
+    totals = [sum(max(v, 0.0) for v in b.segments.values()) for b in bars]
+    if not bars or max(totals) <= 0:
+        out.append(_empty(frame))
+        return "\n".join([*out, "</svg>"])
+    yt = nice_ticks(0.0, max(totals))
+    sy = _Scale(0.0, yt[-1], frame.top + frame.plot_h, frame.top)
+    out += _y_axis(frame, yt, y_label, sy)
+    slot = frame.plot_w / len(bars)
+    bw = min(56.0, slot * 0.6)
+    for i, b in enumerate(bars):
+        x = frame.left + slot * i + (slot - bw) / 2
+        acc = 0.0
+        for j, name in enumerate(names):
+            v = max(b.segments.get(name, 0.0), 0.0)
+            if v <= 0:
+                continue
+            y1, y0 = sy(acc + v), sy(acc)
+            out.append(
+                f'<rect class="bar segment" x="{x:.1f}" y="{y1:.1f}" width="{bw:.1f}" height="{max(y0 - y1, 0.5):.1f}" '
+                f'fill="{PALETTE[j % len(PALETTE)]}"><title>{escape(b.label)}: {escape(name)} '
+                f"{escape(fmt_number(v))}</title></rect>"
+            )
+            acc += v
+        out.append(_x_label(x + bw / 2, frame.top + frame.plot_h + 12, b.label))
+    out += _legend(frame, names)
+    return "\n".join([*out, "</svg>"])
+
+
+def bar_chart(
+    items: Sequence[tuple[str, float]], *, title: str, y_label: str, width: float = 680, height: float = 360
+) -> str:
+    """Vertical bars that may be negative (e.g. savings per scenario); negative bars are drawn in orange."""
+    frame = _Frame(width, height, bottom=96.0)
+    out = _open(frame, title, "bars")
+    vals = [v for _, v in items if math.isfinite(v)]
+    if not vals:
+        out.append(_empty(frame))
+        return "\n".join([*out, "</svg>"])
+    yt = nice_ticks(min(0.0, min(vals)), max(0.0, max(vals)))
+    sy = _Scale(yt[0], yt[-1], frame.top + frame.plot_h, frame.top)
+    out += _y_axis(frame, yt, y_label, sy)
+    zero = sy(0.0)
+    slot = frame.plot_w / len(items)
+    bw = min(56.0, slot * 0.6)
+    for i, (label, v) in enumerate(items):
+        x = frame.left + slot * i + (slot - bw) / 2
+        if math.isfinite(v):
+            top, bottom = sorted((sy(v), zero))
+            colour = PALETTE[2] if v >= 0 else PALETTE[3]
+            out.append(
+                f'<rect class="bar" x="{x:.1f}" y="{top:.1f}" width="{bw:.1f}" height="{max(bottom - top, 1.0):.1f}" '
+                f'fill="{colour}"><title>{escape(label)}: {escape(fmt_number(v))}</title></rect>'
+            )
+        out.append(_x_label(x + bw / 2, frame.top + frame.plot_h + 12, label))
+    out.append(
+        f'<line x1="{frame.left:.1f}" x2="{frame.width - frame.right:.1f}" y1="{zero:.1f}" y2="{zero:.1f}" '
+        f'stroke="{_AXIS}"/>'
+    )
+    return "\n".join([*out, "</svg>"])
+
+
+def _x_label(x: float, y: float, label: str) -> str:
+    return (
+        f'<text x="{x:.1f}" y="{y:.1f}" font-size="10" fill="{_AXIS}" text-anchor="end" '
+        f'transform="rotate(-35 {x:.1f} {y:.1f})">{escape(_short(label))}<title>{escape(label)}</title></text>'
+    )
+
+
+def _legend(frame: _Frame, names: Sequence[str]) -> list[str]:
+    out = []
+    x = frame.left + 260
+    for j, name in enumerate(names):
+        out.append(
+            f'<rect x="{x:.0f}" y="9" width="10" height="10" fill="{PALETTE[j % len(PALETTE)]}"/>'
+            f'<text x="{x + 14:.0f}" y="18" font-size="11" fill="{_AXIS}">{escape(name)}</text>'
+        )
+        x += 22 + 6.5 * len(name)
+    return out
+
+
+def _empty(frame: _Frame) -> str:
+    return (
+        f'<text class="empty" x="{frame.width / 2:.0f}" y="{frame.height / 2:.0f}" text-anchor="middle" '
+        f'font-size="13" fill="{_AXIS}">no data to chart</text>'
+    )
+
+
+def _short(label: str, limit: int = 28) -> str:
+    return label if len(label) <= limit else label[: limit - 1] + "…"
