@@ -44,7 +44,7 @@ class UnknownNameError(InputError, KeyError):
         if self.close_matches:
             allowed = "Did you mean: " + ", ".join(self.close_matches) + "?"
         else:
-            shown = ", ".join(known_list[:20]) + (" ..." if len(known_list) > 20 else "")
+            shown = ", ".join(known_list[:40]) + (" ..." if len(known_list) > 40 else "")
             allowed = f"Known {kind}s: {shown}."
         msg = f"Unknown {kind} {name!r}. {allowed}"
         if hint:

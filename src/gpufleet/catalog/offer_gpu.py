@@ -1,17 +1,18 @@
 """Resolve the accelerator name of one provider offer to a spec id, with the per-provider exceptions.
 
 The generic mapping is ``data/gpu_aliases.csv``; its ``notes`` column documents where a provider means a
-different part by the same spelling. Those exceptions live here as an explicit rule table (:data:`RULES`), each
+different part by the same spelling. Those exceptions live here as an explicit rule table (:data:`RULES`),
+each
 rule citing the note (or the provider document) it implements. Rules are checked in order; the first match
 wins; otherwise the generic alias applies. ``gpu_memory_mib`` is the per-GPU memory the provider reports
-[MiB], already normalised by the caller (see ``tools/build_catalog.py``); rules use it to tell 40 GB from 80 GB
+[MiB], already normalised by the caller (see ``tools/build_catalog.py``); rules use it to tell 40 GB from
+80 GB
 parts and SXM from NVL hosts.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpufleet.catalog.aliases import load_aliases
@@ -42,10 +43,13 @@ class OfferGpuRule:
             return False
         if self.instance_pattern and not re.search(self.instance_pattern, instance_type):
             return False
-        if self.min_memory_mib is not None and (gpu_memory_mib is None or gpu_memory_mib < self.min_memory_mib):
+        if self.min_memory_mib is not None and (
+            gpu_memory_mib is None or gpu_memory_mib < self.min_memory_mib
+        ):
             return False
         return not (
-            self.max_memory_mib is not None and (gpu_memory_mib is None or gpu_memory_mib >= self.max_memory_mib)
+            self.max_memory_mib is not None
+            and (gpu_memory_mib is None or gpu_memory_mib >= self.max_memory_mib)
         )
 
 
@@ -55,12 +59,19 @@ _N_H100 = "gpu_aliases.csv H100 note"
 
 RULES: tuple[OfferGpuRule, ...] = (
     # --- RunPod (SkyPilot fetch_runpod renames the PCIe parts) -------------------------------------------
-    OfferGpuRule(provider="runpod", name="H100", spec_id="H100-PCIe", cites=f"{_N_H100}: RunPod 'H100' = PCIe"),
     OfferGpuRule(
-        provider="runpod", name="A100-80GB", spec_id="A100-PCIe-80GB", cites=f"{_N_A100_80}: RunPod = PCIe 80GB"
+        provider="runpod", name="H100", spec_id="H100-PCIe", cites=f"{_N_H100}: RunPod 'H100' = PCIe"
+    ),
+    OfferGpuRule(
+        provider="runpod",
+        name="A100-80GB",
+        spec_id="A100-PCIe-80GB",
+        cites=f"{_N_A100_80}: RunPod = PCIe 80GB",
     ),
     # --- Cudo (SkyPilot cudo_utils) ---------------------------------------------------------------------
-    OfferGpuRule(provider="cudo", name="H100", spec_id="H100-NVL", cites=f"{_N_H100}: Cudo 'H100' = H100 NVL"),
+    OfferGpuRule(
+        provider="cudo", name="H100", spec_id="H100-NVL", cites=f"{_N_H100}: Cudo 'H100' = H100 NVL"
+    ),
     OfferGpuRule(
         provider="cudo", name="A100", spec_id="A100-PCIe-80GB", cites=f"{_N_A100}: Cudo 'A100' = 80GB PCIe"
     ),
@@ -77,7 +88,7 @@ RULES: tuple[OfferGpuRule, ...] = (
         name="H100",
         spec_id="H100-NVL",
         instance_pattern=r"^Standard_NCC\d+ads_H100_v5$",
-        cites="Microsoft Learn, NCCads H100 v5 series: confidential VMs with H100 NVL 94GB (same part as NCads)",
+        cites="Microsoft Learn, NCCads H100 v5 series: confidential VMs on H100 NVL 94GB (as NCads)",
     ),
     OfferGpuRule(
         provider="azure",
@@ -93,7 +104,7 @@ RULES: tuple[OfferGpuRule, ...] = (
         instance_pattern=r"^Standard_NC(6|12|24|24r)s_v3$",
         cites="gpu_aliases.csv V100 note: Azure NCv3 (NC6s/12s/24s/24rs_v3) = V100 PCIe 16GB",
     ),
-    # --- Lambda -----------------------------------------------------------------------------------------------
+    # --- Lambda ---------------------------------------------------------------------------------------------
     OfferGpuRule(
         provider="lambda",
         name="H100",
@@ -101,7 +112,7 @@ RULES: tuple[OfferGpuRule, ...] = (
         instance_pattern=r"_h100_pcie$",
         cites=f"{_N_H100}: Lambda gpu_1x_h100_pcie = H100 PCIe",
     ),
-    # --- Vast: per row, from the host name and GpuInfo MiB -------------------------------------------------------
+    # --- Vast: per row, from the host name and GpuInfo MiB --------------------------------------------------
     OfferGpuRule(
         provider="vast",
         name="A100",
@@ -124,7 +135,7 @@ RULES: tuple[OfferGpuRule, ...] = (
         instance_pattern=r"RTX_3060_Ti",
         cites="gpu_aliases.csv RTX3060 note: Vast 'RTX_3060_Ti' rows (8192 MiB) = RTX 3060 Ti",
     ),
-    # --- Any provider: memory tells the part ------------------------------------------------------------------
+    # --- Any provider: memory tells the part ----------------------------------------------------------------
     OfferGpuRule(
         provider="*",
         name="A100",
@@ -187,7 +198,5 @@ def rule_for(
     prov = provider.strip().lower()
     return next((r for r in RULES if r.applies(name, prov, instance_type, gpu_memory_mib)), None)
 
-
-ResolveFn = Callable[[str, str, str, "float | None"], str]
 
 __all__ = ["RULES", "OfferGpuRule", "resolve_offer_gpu", "rule_for"]

@@ -1,6 +1,7 @@
 """The offer catalog: typed, columnar, immutable, with vectorised filtering.
 
-The shipped table ``data/offers.csv`` is built by ``tools/build_catalog.py`` from the SkyPilot-format snapshots
+The shipped table ``data/offers.csv`` is built by ``tools/build_catalog.py`` from the SkyPilot-format
+snapshots
 (see ``data/PROVENANCE.md`` for inputs, dates and every correction). One row is one purchasable machine: a
 provider x region (x zone) x instance type, with its accelerator (a spec id from ``gpu_specs.csv``; empty for
 CPU-only rows), the GPU count (fractional for GPU slices), the per-GPU memory [GiB] and hourly USD prices.
@@ -88,10 +89,11 @@ class Offer:
 class OfferTable:
     """Offers as numpy columns (read-only arrays). Every operation returns a new table."""
 
-    __slots__ = ("_cols", "_n")
+    __slots__ = ("_cache", "_cols", "_n")
 
     _cols: dict[str, npt.NDArray[Any]]
     _n: int
+    _cache: dict[str, tuple[list[str], npt.NDArray[np.intp]]]  # derived data only (the table never changes)
 
     def __init__(self, columns: Mapping[str, npt.NDArray[Any]]) -> None:
         missing = [c for c in OFFER_COLUMNS if c not in columns]
@@ -106,6 +108,7 @@ class OfferTable:
             arr.flags.writeable = False
             cols[c] = arr
         object.__setattr__(self, "_cols", cols)
+        object.__setattr__(self, "_cache", {})
         object.__setattr__(self, "_n", lengths.pop() if lengths else 0)
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -123,12 +126,28 @@ class OfferTable:
             raise UnknownNameError("offer column", name, OFFER_COLUMNS)
         return self._cols[name]
 
+    def _ranks(self, name: str) -> tuple[list[str], npt.NDArray[np.intp]]:
+        """(sorted distinct values, rank of each row's value) of a text column; computed once per table."""
+        if name not in self._cache:
+            values = self._cols[name].tolist()
+            uniq = sorted(set(values))
+            rank = {v: i for i, v in enumerate(uniq)}
+            codes = np.fromiter((rank[v] for v in values), dtype=np.intp, count=len(values))
+            self._cache[name] = (uniq, codes)
+        return self._cache[name]
+
+    def _isin(self, name: str, wanted: Iterable[str]) -> npt.NDArray[np.bool_]:
+        uniq, codes = self._ranks(name)
+        wanted_set = set(wanted)
+        hit = np.fromiter((u in wanted_set for u in uniq), dtype=bool, count=len(uniq))
+        return hit[codes] if len(codes) else np.zeros(0, dtype=bool)
+
     def providers(self) -> list[str]:
         """Sorted distinct providers in this table."""
-        return sorted({str(p) for p in self._cols["provider"]})
+        return list(self._ranks("provider")[0])
 
-    def take(self, index: npt.NDArray[Any]) -> OfferTable:
-        """Rows selected by a boolean mask or an integer index array."""
+    def take(self, index: npt.NDArray[Any] | slice) -> OfferTable:
+        """Rows selected by a boolean mask, an integer index array or a slice."""
         return OfferTable({c: a[index] for c, a in self._cols.items()})
 
     # --- filtering ---------------------------------------------------------------------------------------
@@ -159,12 +178,11 @@ class OfferTable:
             for p in wanted:
                 if p not in known:
                     raise UnknownNameError("provider", p, known, hint="Provider names are lower case.")
-            m &= np.isin(self._cols["provider"], np.array(wanted, dtype=object))
+            m &= self._isin("provider", wanted)
         if region_glob is not None:
-            regions = {str(r) for r in self._cols["region"]}
             pattern = region_glob.lower()
-            hits = [r for r in regions if fnmatch.fnmatchcase(r.lower(), pattern)]
-            m &= np.isin(self._cols["region"], np.array(hits, dtype=object))
+            regions = self._ranks("region")[0]
+            m &= self._isin("region", [r for r in regions if fnmatch.fnmatchcase(r.lower(), pattern)])
         spot_price = self._cols["price_spot_usd_per_hour"]
         if spot:
             m &= ~np.isnan(spot_price)
@@ -205,7 +223,7 @@ class OfferTable:
             )
         )
 
-    # --- sorting ---------------------------------------------------------------------------------------------
+    # --- sorting --------------------------------------------------------------------------------------------
     def sort_values(self, key: str, *, spot: bool = False) -> npt.NDArray[np.float64]:
         """The values :meth:`sort` orders by [USD/h, USD/(GPU h) or USD/(GiB h)]; inf where undefined."""
         price = self._cols["price_spot_usd_per_hour" if spot else "price_on_demand_usd_per_hour"]
@@ -230,18 +248,11 @@ class OfferTable:
         (provider, region, instance type).
         """
         values = self.sort_values(key, spot=spot)
-        order = np.lexsort(
-            (
-                self._cols["zone"].astype(str),
-                self._cols["instance_type"].astype(str),
-                self._cols["region"].astype(str),
-                self._cols["provider"].astype(str),
-                values,
-            )
-        )
+        ties = tuple(self._ranks(c)[1] for c in ("zone", "instance_type", "region", "provider"))
+        order = np.lexsort((*ties, values))
         return self.take(order)
 
-    # --- conversion ------------------------------------------------------------------------------------------
+    # --- conversion -----------------------------------------------------------------------------------------
     def records(self) -> list[Offer]:
         """The rows as :class:`Offer` values."""
         cols = {c: self._cols[c].tolist() for c in OFFER_COLUMNS}
@@ -269,7 +280,9 @@ class OfferTable:
                 if v is None:
                     v = "" if c in _STR_COLUMNS else math.nan
                 cols[c].append(v)
-        return OfferTable({c: np.array(v, dtype=float if c in _FLOAT_COLUMNS else object) for c, v in cols.items()})
+        return OfferTable(
+            {c: np.array(v, dtype=float if c in _FLOAT_COLUMNS else object) for c, v in cols.items()}
+        )
 
     @staticmethod
     def concat(tables: Sequence[OfferTable]) -> OfferTable:
@@ -291,7 +304,12 @@ def _provider_list(provider: str | Sequence[str]) -> list[str]:
 
 
 def _check_number(name: str, value: float, *, allow_zero: bool = False) -> None:
-    if not isinstance(value, int | float) or math.isnan(value) or value < 0 or (value == 0 and not allow_zero):
+    if (
+        not isinstance(value, int | float)
+        or math.isnan(value)
+        or value < 0
+        or (value == 0 and not allow_zero)
+    ):
         allowed = "zero or a positive number" if allow_zero else "a positive number"
         raise InputError(f"{name} must be {allowed}; got {value!r}.")
 
@@ -324,19 +342,23 @@ class _Bad(Exception):
 
 
 def _float_column(name: str, raw: list[str], optional: bool) -> npt.NDArray[np.float64]:
-    out = np.empty(len(raw), dtype=np.float64)
-    for i, s in enumerate(raw):
-        s = s.strip()
-        if s == "":
-            if not optional:
-                raise _Bad(f"row {i + 2}, field {name!r}: empty, but a number is required")
-            out[i] = math.nan
-            continue
-        try:
-            out[i] = float(s)
-        except ValueError:
-            raise _Bad(f"row {i + 2}, field {name!r}: {s!r} is not a number") from None
-    return out
+    """Parse a numeric column ("" -> NaN where optional); name the first bad cell otherwise."""
+    cells = [s.strip() for s in raw]
+    for i, s in enumerate(cells):
+        if (not s and not optional) or s.lower() == "nan":
+            what = (
+                "empty, but a number is required" if not s else "'nan' (leave the field empty when unknown)"
+            )
+            raise _Bad(f"row {i + 2}, field {name!r}: {what}")
+    try:
+        return np.array([s or "nan" for s in cells], dtype=np.float64)
+    except ValueError:
+        for i, s in enumerate(cells):
+            try:
+                float(s or "nan")
+            except ValueError:
+                raise _Bad(f"row {i + 2}, field {name!r}: {s!r} is not a number") from None
+        raise
 
 
 def _first_bad(mask: npt.NDArray[np.bool_]) -> int:
@@ -347,14 +369,17 @@ def read_offers_csv(text: str, *, source_name: str = "offers CSV") -> OfferTable
     """Parse and validate a normalised offer CSV in :data:`OFFER_COLUMNS` (any column order).
 
     Raises :class:`DataError` naming the row and field: missing columns, non-numeric values, a price that is
-    0, negative or NaN, a spot price of 0, a GPU that is not a spec id, a GPU count that disagrees with the GPU.
+    0, negative or NaN, a spot price of 0, a GPU that is not a spec id, a GPU count that disagrees with the
+    GPU.
     """
     try:
         return _read(text)
     except _Bad as exc:
         raise DataError(
-            f"The offer table {source_name} is invalid: {exc}. Each row needs a provider, instance type and a "
-            "positive on-demand price; spot is empty or positive; gpu is empty (CPU-only, gpu_count 0) or a spec "
+            f"The offer table {source_name} is invalid: {exc}. Each row needs a provider, instance type "
+            f"and a "
+            "positive on-demand price; spot is empty or positive; gpu is empty (CPU-only, gpu_count 0) or "
+            "a spec "
             "id from `gpufleet catalog gpus`."
         ) from exc
 
@@ -408,7 +433,7 @@ def _validate(cols: dict[str, npt.NDArray[Any]]) -> None:
     if bad.any():
         i = _first_bad(bad)
         raise _Bad(f"row {i}, field 'gpu_memory_gib': {mem[i - 2]!r} (> 0 with a gpu)")
-    known = np.array(list(load_specs()) + [""], dtype=object)
+    known = np.array([*load_specs(), ""], dtype=object)
     bad = ~np.isin(gpu, known)
     if bad.any():
         i = _first_bad(bad)
@@ -451,7 +476,8 @@ def load_offers(user_catalogs: Sequence[Path | str] = (), include_refreshed: boo
     """The shipped catalog, optionally with refreshed prices and user catalogs applied on top.
 
     ``include_refreshed``: rows from ``gpufleet catalog update`` replace the shipped rows of their providers.
-    ``user_catalogs``: YAML/JSON files (see :mod:`gpufleet.catalog.user`); applied in order, each adding offers
+    ``user_catalogs``: YAML/JSON files (see :mod:`gpufleet.catalog.user`); applied in order, each adding
+    offers
     and overriding prices.
     """
     table = load_shipped_offers()
@@ -539,7 +565,11 @@ def catalog_age(table: OfferTable | None = None, today: date | None = None) -> l
             human += " (some rows of unknown date)"
         out.append(
             ProviderAge(
-                provider=p, captured_at=tuple(caps), newest_age_days=newest, oldest_age_days=oldest, human=human
+                provider=p,
+                captured_at=tuple(caps),
+                newest_age_days=newest,
+                oldest_age_days=oldest,
+                human=human,
             )
         )
     return out

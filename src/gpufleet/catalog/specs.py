@@ -1,8 +1,10 @@
 """Accelerator specifications: one typed loader over the shipped ``data/gpu_specs.csv``.
 
-Every figure in the table cites its source in the ``source`` column (datasheets, device-reported MiB); peaks are
+Every figure in the table cites its source in the ``source`` column (datasheets, device-reported MiB);
+peaks are
 DENSE (vendor sheets quoting 2:4 sparsity were halved). ``uncertain`` marks rows with unconfirmed figures, and
-stays visible to users. Usable memory starts from ``memory_gib`` (the device-reported GiB), never the marketing GB.
+stays visible to users. Usable memory starts from ``memory_gib`` (the device-reported GiB), never the
+marketing GB.
 """
 
 from __future__ import annotations
@@ -29,7 +31,8 @@ _REQUIRED = (
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AcceleratorSpec:
-    """One accelerator model. Throughputs are dense peaks; ``None`` means no hardware support / not published."""
+    """One accelerator model. Throughputs are dense peaks; ``None`` means no hardware support / not "
+    "published."""
 
     id: str
     name: str
@@ -38,7 +41,7 @@ class AcceleratorSpec:
     memory_gib: float  # device-reported capacity [GiB]
     memory_gb_marketing: float  # vendor's marketing capacity [GB = 1e9 bytes]
     memory_type: str
-    mem_bw_gb_per_s: float  # peak DRAM bandwidth [GB/s]
+    mem_bw_gb_per_s: float  # peak DRAM bandwidth [GB/s]; 0 only for FPGA rows, which publish none
     fp32_tflops: float | None
     tf32_tflops: float | None
     fp16_tflops: float | None
@@ -62,7 +65,8 @@ class AcceleratorSpec:
         return self.scaleup_bw_gb_per_s > 0 and self.scaleup_interconnect.lower() != "none"
 
     def dense_peak_tflops(self, precision: str) -> float | None:
-        """Dense peak [TFLOP/s or TOP/s] at which ``precision`` computes; ``None`` if unsupported in hardware."""
+        """Dense peak [TFLOP/s or TOP/s] at which ``precision`` computes; ``None`` if unsupported in "
+        "hardware."""
         col = COMPUTE_COLUMN[check_precision(precision)]
         return {
             "fp32": self.fp32_tflops,
@@ -84,8 +88,9 @@ def _f(row: dict[str, str], key: str) -> float | None:
 
 def _parse_row(row: dict[str, str], line: int) -> AcceleratorSpec:
     try:
+        is_fpga = "fpga" in (row.get("form_factor") or "").lower()
         for key in _REQUIRED:
-            if not (row.get(key) or "").strip():
+            if not (row.get(key) or "").strip() and not (is_fpga and key == "mem_bw_gbps"):
                 raise ValueError(f"field {key!r} is empty")
         year = _f(row, "release_year")
         return AcceleratorSpec(
@@ -96,7 +101,7 @@ def _parse_row(row: dict[str, str], line: int) -> AcceleratorSpec:
             memory_gib=float(row["memory_gib_nominal"]),
             memory_gb_marketing=float(row["memory_gb_marketing"]),
             memory_type=(row.get("memory_type") or "").strip(),
-            mem_bw_gb_per_s=float(row["mem_bw_gbps"]),
+            mem_bw_gb_per_s=_f(row, "mem_bw_gbps") or 0.0,
             fp32_tflops=_f(row, "fp32_tflops"),
             tf32_tflops=_f(row, "tf32_dense_tflops"),
             fp16_tflops=_f(row, "fp16_dense_tflops"),
@@ -146,7 +151,9 @@ def load_specs() -> dict[str, AcceleratorSpec]:
     try:
         text = resources.files("gpufleet.catalog").joinpath("data", _SPEC_FILE).read_text(encoding="utf-8")
     except (FileNotFoundError, OSError) as exc:
-        raise DataError(f"The shipped accelerator table {_SPEC_FILE} is missing. Reinstall gpufleet.") from exc
+        raise DataError(
+            f"The shipped accelerator table {_SPEC_FILE} is missing. Reinstall gpufleet."
+        ) from exc
     return parse_specs(text)
 
 

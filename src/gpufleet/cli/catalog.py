@@ -1,7 +1,213 @@
-"""`gpufleet catalog` commands. (Being built: see the issue tracker.)"""
+"""`gpufleet catalog gpus|offers` (and `update`, registered from :mod:`gpufleet.cli.catalog_update`)."""
 
 from __future__ import annotations
 
-import typer
+import csv
+import dataclasses
+import io
+import json
+import math
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated, Any
 
-app = typer.Typer(help="catalog commands.", no_args_is_help=True)
+import typer
+from rich.table import Table
+
+from gpufleet.catalog.offers import OFFER_COLUMNS, OfferTable, catalog_age, load_offers, write_offers_csv
+from gpufleet.catalog.specs import AcceleratorSpec, load_specs
+from gpufleet.cli import catalog_update
+from gpufleet.cli.console import console, err_console
+from gpufleet.errors import InputError
+
+app = typer.Typer(help="Accelerator specs and the multi-cloud GPU offer catalog.", no_args_is_help=True)
+catalog_update.register(app)
+
+
+class Format(StrEnum):
+    table = "table"
+    json = "json"
+    csv = "csv"
+
+
+class SortBy(StrEnum):
+    price = "price"
+    price_per_gpu = "price_per_gpu"
+    price_per_gpu_memory = "price_per_gpu_memory"
+
+
+def _num(v: float | None, digits: int = 2) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{v:,.{digits}f}"
+
+
+# --- gpus ---------------------------------------------------------------------------------------------------
+def _spec_rows() -> list[dict[str, Any]]:
+    return [dataclasses.asdict(s) for s in sorted(load_specs().values(), key=lambda s: (s.vendor, s.id))]
+
+
+@app.command("gpus")
+def gpus(
+    fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
+) -> None:
+    """List every accelerator spec (device-reported memory, dense peaks, interconnect, `uncertain` flag)."""
+    rows = _spec_rows()
+    if fmt is Format.json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if fmt is Format.csv:
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows(rows)
+        typer.echo(buf.getvalue(), nl=False)
+        return
+    table = Table(title=f"{len(rows)} accelerators (dense peaks; memory as the device reports it)")
+    for col, justify in (
+        ("id", "left"),
+        ("name", "left"),
+        ("mem GiB", "right"),
+        ("BW GB/s", "right"),
+        ("bf16 TFLOPS", "right"),
+        ("fp8 TFLOPS", "right"),
+        ("scale-up", "left"),
+        ("uncertain", "center"),
+    ):
+        table.add_column(col, justify=justify, min_width=len(col) if col == "uncertain" else None)  # type: ignore[arg-type]
+    for s in sorted(load_specs().values(), key=lambda s: (s.vendor, s.id)):
+        table.add_row(
+            s.id,
+            s.name,
+            _num(s.memory_gib),
+            _num(s.mem_bw_gb_per_s, 0),
+            _num(s.bf16_tflops, 0),
+            _num(s.fp8_tflops, 0),
+            _interconnect(s),
+            "[yellow]yes[/]" if s.uncertain else "no",
+        )
+    console.print(table)
+    console.print("uncertain = some figures unconfirmed; see the source column (`--format csv`).")
+
+
+def _interconnect(s: AcceleratorSpec | None) -> str:
+    if s is None:
+        return "-"
+    if not s.has_scaleup_fabric:
+        return s.host_link or "PCIe"
+    return f"{s.scaleup_interconnect} ({s.scaleup_bw_gb_per_s:,.0f} GB/s)"
+
+
+# --- offers -------------------------------------------------------------------------------------------------
+def _offers_json(table: OfferTable) -> str:
+    rows = []
+    for o in table.records():
+        rows.append({c: getattr(o, c) for c in OFFER_COLUMNS})
+    return json.dumps(rows, indent=1)
+
+
+def _offers_table(table: OfferTable, shown: OfferTable, spot: bool) -> Table:
+    specs = load_specs()
+    t = Table(
+        title=f"{len(table)} offers"
+        + (f" (showing the first {len(shown)}; use --limit)" if len(shown) < len(table) else "")
+    )
+    per_gpu_col = "spot $/GPU-h" if spot else "$/GPU-h"
+    numeric = ("GiB/GPU", "$/h", per_gpu_col, "spot $/h")
+    cols = (
+        "provider",
+        "region",
+        "instance",
+        "GPUs",
+        "GiB/GPU",
+        "interconnect",
+        "$/h",
+        per_gpu_col,
+        "spot $/h",
+    )
+    for col in (*cols, "date"):
+        justify = "right" if col in numeric else "left"
+        t.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for o in shown.records():
+        per_gpu = o.price_per_gpu_usd_per_hour
+        if spot and o.price_spot_usd_per_hour is not None and o.gpu_count > 0:
+            per_gpu = o.price_spot_usd_per_hour / o.gpu_count
+        t.add_row(
+            o.provider,
+            o.region + (f" ({o.zone})" if o.zone else ""),
+            o.instance_type,
+            f"{o.gpu_count:g}x {o.gpu}" if o.gpu else "CPU only",
+            _num(o.gpu_memory_gib) if o.gpu else "-",
+            _interconnect(specs.get(o.gpu)) if o.gpu else "-",
+            _num(o.price_on_demand_usd_per_hour, 3),
+            _num(per_gpu, 3),
+            _num(o.price_spot_usd_per_hour, 3),
+            o.captured_at,
+        )
+    return t
+
+
+def _age_footer(table: OfferTable) -> str:
+    """One line: providers grouped by the age of their prices."""
+    groups: dict[str, list[str]] = {}
+    for a in catalog_age(table):
+        groups.setdefault(f"{', '.join(a.captured_at)} ({a.human})", []).append(a.provider)
+    return "Catalog age: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in groups.items()) + "."
+
+
+@app.command("offers")
+def offers(
+    gpu: Annotated[
+        str | None, typer.Option("--gpu", help="Spec id or alias, e.g. H100-SXM, A100-80GB.")
+    ] = None,
+    min_gpu_memory: Annotated[
+        float | None, typer.Option("--min-gpu-memory", help="Minimum memory per GPU [GiB].")
+    ] = None,
+    gpu_count: Annotated[float | None, typer.Option("--gpus", help="Exact GPU count per machine.")] = None,
+    provider: Annotated[
+        list[str] | None, typer.Option("--provider", help="Provider (repeatable or comma-separated).")
+    ] = None,
+    region: Annotated[str | None, typer.Option("--region", help="Region glob, e.g. 'us-*'.")] = None,
+    spot: Annotated[
+        bool, typer.Option("--spot", help="Only offers with a spot price; price by spot.")
+    ] = False,
+    max_price: Annotated[
+        float | None,
+        typer.Option("--max-price", help="Maximum machine price [USD/h] (spot price with --spot)."),
+    ] = None,
+    sort: Annotated[SortBy, typer.Option("--sort", help="Sort key, cheapest first.")] = SortBy.price_per_gpu,
+    fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
+    catalog: Annotated[
+        list[Path] | None, typer.Option("--catalog", help="User catalog YAML/JSON (repeatable).")
+    ] = None,
+    refreshed: Annotated[
+        bool, typer.Option("--refreshed", help="Use prices from `gpufleet catalog update` where present.")
+    ] = False,
+    limit: Annotated[
+        int, typer.Option("--limit", help="Rows shown in the table (JSON/CSV are unlimited).")
+    ] = 50,
+) -> None:
+    """List GPU offers across providers, filtered and sorted (prices in USD per hour)."""
+    if limit < 1:
+        raise InputError(f"--limit must be a positive integer; got {limit}. Use e.g. --limit 20.")
+    table = load_offers(user_catalogs=tuple(catalog or ()), include_refreshed=refreshed)
+    result = table.filter(
+        gpu=gpu,
+        min_gpu_memory_gib=min_gpu_memory,
+        gpus=gpu_count,
+        provider=provider or None,
+        region_glob=region,
+        spot=spot,
+        max_price_usd_per_hour=max_price,
+    ).sort(sort.value, spot=spot)
+    if fmt is Format.json:
+        typer.echo(_offers_json(result))
+        return
+    if fmt is Format.csv:
+        typer.echo(write_offers_csv(result), nl=False)
+        return
+    if len(result) == 0:
+        err_console.print("No offer matches these filters. Loosen them (e.g. drop --region or --max-price).")
+        return
+    console.print(_offers_table(result, result.take(slice(0, limit)), spot))
+    console.print(_age_footer(result), highlight=False)

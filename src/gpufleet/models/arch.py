@@ -1,7 +1,8 @@
 """The normalised architecture of a transformer model: the one type every estimator reads.
 
-Built from shipped ``data/models.json`` entries, from any Hugging Face ``config.json`` (Llama, Mistral, Mixtral,
-Qwen2, Gemma2, Phi3, DeepSeek-V3, GPT-2, GPT-J, GPTBigCode, Falcon, BERT field spellings), or from a size class.
+Built from shipped ``data/models.json`` entries, from any Hugging Face ``config.json`` (Llama, Mistral,
+Mixtral, Qwen2, Gemma2, Phi3, DeepSeek-V3, GPT-2, GPT-J, GPTBigCode, Falcon, BERT field spellings), or from a
+size class.
 Field names follow the HF config where one exists; derived fields (``head_dim`` when absent, ``ffn_kind``) are
 resolved once here, never re-derived downstream. Always use ``head_dim`` (Gemma-2-27B: 128, not 4608/32).
 """
@@ -13,6 +14,7 @@ from typing import Literal
 
 FfnKind = Literal["gated", "mlp"]  # gated = SwiGLU/GeGLU (3 matrices); mlp = up/down with GELU (2 matrices)
 PositionKind = Literal["rope", "learned", "alibi", "none"]
+NormKind = Literal["rmsnorm", "layernorm"]  # rmsnorm: weight only; layernorm: weight + bias
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,6 +37,14 @@ class ModelArch:
     qkv_bias: bool = False  # Qwen2
     linear_bias: bool = False  # GPT-2/BERT/StarCoder biases on every linear layer
     parallel_block: bool = False  # attention and MLP in parallel from one norm (GPT-J, Falcon)
+    mlp_bias: bool = False  # biases on the MLP linears only (GPT-J); implied by linear_bias
+    lm_head_bias: bool = False  # GPT-J's lm_head has a bias [vocab_size]
+    norm_kind: NormKind = "rmsnorm"
+    norms_per_layer: int = 2  # Llama: 2; GPT-J / Falcon-7B: 1; Falcon-40B: 2; Gemma-2: 4
+    embedding_norm: bool = False  # BERT: LayerNorm after the embeddings
+    final_norm: bool = True  # decoders: a norm before lm_head; BERT (post-LN) has none
+    pooler: bool = False  # BERT pooler dense h x h + bias (counted as in BertModel)
+    dropout: bool = False  # trained with dropout (GPT-2/3, BERT): dropout masks are stored for backward
     # sliding-window attention: window in tokens and the fraction of layers that use it (1.0 = all, Mistral;
     # 0.5 = alternating local/global, Gemma-2); None = full attention everywhere
     sliding_window: int | None = None

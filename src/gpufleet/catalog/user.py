@@ -1,0 +1,400 @@
+"""User catalogs: your own machines and negotiated prices on top of the shipped catalog.
+
+Two formats are read (YAML or JSON; the format is told by the top-level keys, see ``docs/catalog.md``):
+
+* the gpufleet format: ``offers:`` (on-prem machines, a new cloud) and ``price_overrides:`` (replace a
+  price or apply a negotiated discount, matched by provider + instance type + optional region glob);
+* the GPU Fleet Optimizer's ``config/gpu_instances.json``, unchanged: top-level ``gpu_instances`` mapping an
+  id to an AWS instance (provider ``aws``, region ``unspecified``).
+
+pydantic validates at this boundary only; every problem becomes a :class:`ConfigFileError` that names the
+file,
+the entry, the field, the bad value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from gpufleet.catalog.offers import OFFER_COLUMNS, Offer, OfferTable
+from gpufleet.catalog.specs import get_spec
+from gpufleet.errors import ConfigFileError, UnknownNameError
+
+USER_CAPTURED_AT = "user"
+GFO_REGION = "unspecified"
+
+#: GPU Fleet Optimizer ``gpu_type`` -> spec id. Its instances are AWS G4dn (T4), G5 (A10G), G6 (L4), G6e
+#: (L40S),
+#: P4d (A100 SXM4 40GB), P4de (A100 SXM4 80GB), P5 (H100 SXM5), P5e (H200 SXM), P6 (B200) per AWS's instance
+#: type pages (https://aws.amazon.com/ec2/instance-types/), hence the SXM parts.
+GFO_GPU_TYPES: Mapping[str, str] = {
+    "T4": "T4",
+    "A10G": "A10G",
+    "L4": "L4",
+    "L40S": "L40S",
+    "A100 40GB": "A100-SXM-40GB",
+    "A100 80GB": "A100-SXM-80GB",
+    "H100": "H100-SXM",
+    "H200": "H200-SXM",
+    "B200": "B200",
+}
+
+
+def _positive_price(v: float | None, *, optional: bool) -> float | None:
+    if v is None:
+        if optional:
+            return None
+        raise ValueError("a price is required")
+    if math.isnan(v) or math.isinf(v) or v <= 0:
+        raise ValueError(
+            "must be a finite price > 0 [USD/h]"
+            + (" (leave it out or null when unknown)" if optional else "")
+        )
+    return v
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class OfferIn(_Strict):
+    """One user offer (gpufleet format)."""
+
+    provider: str = Field(min_length=1)
+    region: str = Field(min_length=1)
+    zone: str | None = None
+    instance_type: str = Field(min_length=1)
+    gpu: str | None = None  # spec id or alias; null for a CPU-only machine
+    gpu_count: float = Field(default=0.0, ge=0)
+    gpu_memory_gib: float | None = Field(
+        default=None, gt=0
+    )  # per GPU; default: the spec's device-reported GiB
+    vcpus: float | None = Field(default=None, gt=0)
+    ram_gib: float | None = Field(default=None, gt=0)
+    arch: str | None = None
+    price_on_demand_usd_per_hour: float
+    price_spot_usd_per_hour: float | None = None
+    captured_at: str = USER_CAPTURED_AT
+
+    @field_validator("price_on_demand_usd_per_hour")
+    @classmethod
+    def _od(cls, v: float) -> float:
+        out = _positive_price(v, optional=False)
+        assert out is not None
+        return out
+
+    @field_validator("price_spot_usd_per_hour")
+    @classmethod
+    def _spot(cls, v: float | None) -> float | None:
+        return _positive_price(v, optional=True)
+
+    @model_validator(mode="after")
+    def _count(self) -> OfferIn:
+        if self.gpu and self.gpu_count <= 0:
+            raise ValueError("gpu_count must be > 0 when gpu is set (fractions allowed for GPU slices)")
+        if not self.gpu and self.gpu_count != 0:
+            raise ValueError("gpu_count must be 0 (or left out) for a CPU-only machine without gpu")
+        return self
+
+
+class OverrideIn(_Strict):
+    """One price override: matched by provider + instance type (+ region glob)."""
+
+    provider: str = Field(min_length=1)
+    instance_type: str = Field(min_length=1)
+    region: str = "*"  # fnmatch glob
+    price_on_demand_usd_per_hour: float | None = None  # replaces the on-demand price
+    discount_fraction: float | None = Field(default=None, gt=0, lt=1)  # 0.3 = 30 % off on-demand
+    price_spot_usd_per_hour: float | None = None  # replaces the spot price
+
+    @field_validator("price_on_demand_usd_per_hour", "price_spot_usd_per_hour")
+    @classmethod
+    def _prices(cls, v: float | None) -> float | None:
+        return _positive_price(v, optional=True)
+
+    @model_validator(mode="after")
+    def _one_change(self) -> OverrideIn:
+        if self.price_on_demand_usd_per_hour is not None and self.discount_fraction is not None:
+            raise ValueError("give either price_on_demand_usd_per_hour or discount_fraction, not both")
+        if (
+            self.price_on_demand_usd_per_hour is None
+            and self.discount_fraction is None
+            and self.price_spot_usd_per_hour is None
+        ):
+            raise ValueError(
+                "set price_on_demand_usd_per_hour, discount_fraction (0 < f < 1) or price_spot_usd_per_hour"
+            )
+        return self
+
+
+class CatalogIn(_Strict):
+    """A gpufleet user catalog file."""
+
+    version: int = 1
+    offers: list[OfferIn] = Field(default_factory=list)
+    price_overrides: list[OverrideIn] = Field(default_factory=list)
+
+
+class GfoInstanceIn(BaseModel):
+    """One entry of the GPU Fleet Optimizer's gpu_instances.json (fields it has that we do not use are "
+    "kept)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    name: str = Field(min_length=1)
+    family: str = Field(min_length=1)
+    gpu_type: str = Field(min_length=1)
+    vcpus: float = Field(gt=0)
+    gpu_memory_gb: float = Field(gt=0)
+    gpus_per_instance: float = Field(gt=0)
+    on_demand_cost_per_hour: float
+    spot_cost_per_hour: float | None = None
+    description: str = ""
+
+    @field_validator("on_demand_cost_per_hour")
+    @classmethod
+    def _od(cls, v: float) -> float:
+        out = _positive_price(v, optional=False)
+        assert out is not None
+        return out
+
+    @field_validator("spot_cost_per_hour")
+    @classmethod
+    def _spot(cls, v: float | None) -> float | None:
+        return _positive_price(v, optional=True)
+
+
+class GfoCatalogIn(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    gpu_instances: dict[str, GfoInstanceIn]
+
+
+# --- domain values ------------------------------------------------------------------------------------------
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PriceOverride:
+    """Replace or discount prices of matching offers (``discount_fraction`` 0.3 = 30 % off on-demand)."""
+
+    provider: str
+    instance_type: str
+    region_glob: str
+    price_on_demand_usd_per_hour: float | None
+    discount_fraction: float | None
+    price_spot_usd_per_hour: float | None
+    entry: str  # where it came from, for error messages
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserCatalog:
+    """What one user file adds (offers) and changes (price overrides)."""
+
+    path: Path
+    offers: tuple[Offer, ...]
+    price_overrides: tuple[PriceOverride, ...]
+
+
+# --- reading ------------------------------------------------------------------------------------------------
+def _fail(path: Path, what: str) -> ConfigFileError:
+    return ConfigFileError(f"User catalog {path}: {what}")
+
+
+def _load_document(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return _raise(
+            _fail(path, "the file does not exist. Pass an existing YAML or JSON file to --catalog.")
+        )
+    except OSError as exc:
+        return _raise(_fail(path, f"the file cannot be read ({exc.strerror}). Check its permissions."))
+    if path.suffix.lower() == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            return _raise(
+                _fail(
+                    path,
+                    f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}. Fix the syntax.",
+                )
+            )
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc)
+        return _raise(_fail(path, f"malformed YAML{where}: {problem}. Fix the syntax."))
+
+
+def _raise(exc: Exception) -> Any:
+    raise exc
+
+
+def _describe(path: Path, exc: ValidationError, data: Any) -> ConfigFileError:
+    parts = []
+    for err in exc.errors()[:3]:
+        loc = [str(x) for x in err["loc"]]
+        entry = " / ".join(loc[:-1]) if len(loc) > 1 else "(top level)"
+        fld = loc[-1] if loc else "(file)"
+        value = err.get("input")
+        shown = "missing" if err["type"] == "missing" else f"{value!r}"
+        msg = err["msg"].removeprefix("Value error, ")
+        parts.append(f"entry {entry}, field {fld!r} = {shown}: {msg}")
+    more = f" (and {len(exc.errors()) - 3} more problems)" if len(exc.errors()) > 3 else ""
+    return _fail(
+        path,
+        "; ".join(parts)
+        + more
+        + ". See docs/catalog.md for the allowed fields (prices in USD per hour, > 0; "
+        "GPUs as spec ids or aliases from `gpufleet catalog gpus`).",
+    )
+
+
+def _resolve_gpu(path: Path, entry: str, field: str, name: str) -> str:
+    try:
+        return get_spec(name).id
+    except UnknownNameError as exc:
+        raise _fail(path, f"entry {entry}, field {field!r} = {name!r}: {exc}") from exc
+
+
+def read_user_catalog(path: Path) -> UserCatalog:
+    """Read and validate one user catalog (gpufleet format or GPU Fleet Optimizer gpu_instances.json)."""
+    path = Path(path)
+    data = _load_document(path)
+    if not isinstance(data, dict):
+        raise _fail(
+            path,
+            f"the top level is {type(data).__name__}, expected a mapping with 'offers' and/or "
+            f"'price_overrides' "
+            "(gpufleet format) or 'gpu_instances' (GPU Fleet Optimizer format).",
+        )
+    if "gpu_instances" in data:
+        return _read_gfo(path, data)
+    try:
+        doc = CatalogIn.model_validate(data)
+    except ValidationError as exc:
+        raise _describe(path, exc, data) from exc
+    offers = []
+    for i, o in enumerate(doc.offers):
+        entry = f"offers[{i}] ({o.instance_type})"
+        gpu = _resolve_gpu(path, entry, "gpu", o.gpu) if o.gpu else None
+        mem = o.gpu_memory_gib if o.gpu_memory_gib is not None else (get_spec(gpu).memory_gib if gpu else 0.0)
+        offers.append(
+            Offer(
+                provider=o.provider.strip().lower(),
+                region=o.region,
+                zone=o.zone,
+                instance_type=o.instance_type,
+                gpu=gpu,
+                gpu_count=o.gpu_count if gpu else 0.0,
+                gpu_memory_gib=mem if gpu else 0.0,
+                vcpus=o.vcpus,
+                ram_gib=o.ram_gib,
+                arch=o.arch,
+                price_on_demand_usd_per_hour=o.price_on_demand_usd_per_hour,
+                price_spot_usd_per_hour=o.price_spot_usd_per_hour,
+                captured_at=o.captured_at,
+                source=f"user catalog {path.name}",
+            )
+        )
+    overrides = tuple(
+        PriceOverride(
+            provider=r.provider.strip().lower(),
+            instance_type=r.instance_type,
+            region_glob=r.region,
+            price_on_demand_usd_per_hour=r.price_on_demand_usd_per_hour,
+            discount_fraction=r.discount_fraction,
+            price_spot_usd_per_hour=r.price_spot_usd_per_hour,
+            entry=f"price_overrides[{i}] ({r.provider} {r.instance_type} {r.region})",
+        )
+        for i, r in enumerate(doc.price_overrides)
+    )
+    return UserCatalog(path=path, offers=tuple(offers), price_overrides=overrides)
+
+
+def _read_gfo(path: Path, data: dict[str, Any]) -> UserCatalog:
+    try:
+        doc = GfoCatalogIn.model_validate(data)
+    except ValidationError as exc:
+        raise _describe(path, exc, data) from exc
+    offers = []
+    for key, inst in sorted(doc.gpu_instances.items()):
+        entry = f"gpu_instances / {key}"
+        spec_id = GFO_GPU_TYPES.get(inst.gpu_type) or _resolve_gpu(path, entry, "gpu_type", inst.gpu_type)
+        offers.append(
+            Offer(
+                provider="aws",
+                region=GFO_REGION,
+                zone=None,
+                instance_type=inst.name,
+                gpu=spec_id,
+                gpu_count=inst.gpus_per_instance,
+                gpu_memory_gib=get_spec(spec_id).memory_gib,
+                vcpus=inst.vcpus,
+                ram_gib=None,
+                arch=None,
+                price_on_demand_usd_per_hour=inst.on_demand_cost_per_hour,
+                price_spot_usd_per_hour=inst.spot_cost_per_hour,
+                captured_at=USER_CAPTURED_AT,
+                source=f"user catalog {path.name} (GPU Fleet Optimizer format)",
+            )
+        )
+    return UserCatalog(path=path, offers=tuple(offers), price_overrides=())
+
+
+# --- applying -----------------------------------------------------------------------------------------------
+def apply_user_catalog(table: OfferTable, catalog: UserCatalog) -> OfferTable:
+    """``table`` plus the catalog's offers, with its price overrides applied (vectorised per override).
+
+    An override that matches no offer is an error (most likely a typo in the provider or instance type).
+    """
+    if catalog.offers:
+        table = OfferTable.concat([table, OfferTable.from_offers(catalog.offers)])
+    if not catalog.price_overrides:
+        return table
+    cols = {c: table.column(c).copy() for c in OFFER_COLUMNS}
+    od, spot = cols["price_on_demand_usd_per_hour"], cols["price_spot_usd_per_hour"]
+    regions = cols["region"]
+    for ov in catalog.price_overrides:
+        m = (cols["provider"] == ov.provider) & (cols["instance_type"] == ov.instance_type)
+        if ov.region_glob != "*":
+            hits = [
+                r for r in set(regions[m].tolist()) if fnmatch.fnmatchcase(r.lower(), ov.region_glob.lower())
+            ]
+            m &= np.isin(regions, np.array(hits, dtype=object))
+        if not m.any():
+            raise _fail(
+                catalog.path,
+                f"entry {ov.entry} matches no offer. Check the provider, the exact instance type and the "
+                f"region "
+                "glob against `gpufleet catalog offers --provider ... --format csv`.",
+            )
+        if ov.price_on_demand_usd_per_hour is not None:
+            od[m] = ov.price_on_demand_usd_per_hour
+        if ov.discount_fraction is not None:
+            od[m] = od[m] * (1.0 - ov.discount_fraction)
+        if ov.price_spot_usd_per_hour is not None:
+            spot[m] = ov.price_spot_usd_per_hour
+        cols["source"][m] = np.array(
+            [f"{s} + override {catalog.path.name}" for s in cols["source"][m]], dtype=object
+        )
+    return OfferTable(cols)
+
+
+__all__ = [
+    "GFO_GPU_TYPES",
+    "PriceOverride",
+    "UserCatalog",
+    "apply_user_catalog",
+    "read_user_catalog",
+]

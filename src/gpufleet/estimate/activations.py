@@ -1,0 +1,138 @@
+"""Activation memory: training (stored for backward) and inference (transient working set).
+
+Training follows Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models"
+(arXiv:2205.05198), sec. 4: per layer sbh(34 + 5as/h) bytes at 2-byte activations without parallelism, from
+attention 11sbh + 5as²b, MLP 19sbh and LayerNorms 4sbh (dropout masks are 1 byte per element). Adapted here,
+term by term, to
+
+- GQA/MQA and head_dim != h/a: K and V take kv_heads x head_dim, Q and the attention output heads x head_dim;
+- MLA: Q/K take heads x (nope + rope), V heads x v_head_dim, plus the latent q/kv down-projection outputs;
+- gated FFN (SwiGLU/GeGLU, Megatron fused ``bias_swiglu``): input h + fc1 output 2I + activation output I;
+  plain GELU MLP: input h + GELU input I + GELU output I (the paper's 19sbh at I = 4h, with the mask);
+- MoE (Megatron ``moe_layer``): the routed copies of the input (top-k x h), top-k experts' FFN activations,
+  shared experts, and the fp32 router logits;
+- flash attention (FlashAttention-2, Dao 2023): no s x s scores; stores the fp32 log-sum-exp per head instead;
+- no dropout for RoPE-era LLMs (Llama/Mistral/Qwen/DeepSeek train without it), masks kept for models trained
+  with dropout (GPT-2/3, BERT: ``ModelArch.dropout``);
+- sequence parallelism divides every term by t (paper eq. 5: sbh(34/t + 5as/(ht))); without it the norms,
+  block inputs and dropout masks (the paper's 10sbh) stay whole;
+- recompute: none; selective (recompute core attention: drops the s² terms, which flash attention already
+  never stores); full (only each layer's input 2sbh is kept, plus one layer's activations while it is
+  recomputed).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from gpufleet.errors import InputError
+from gpufleet.models.arch import ModelArch
+
+Recompute = Literal["none", "selective", "full"]
+RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
+
+#: bytes of a log-sum-exp value FlashAttention stores per (token, head) [bytes]
+_LSE_BYTES = 4.0
+#: bytes per element of a dropout mask (torch.bool) [bytes]; Korthikanti et al. 2022 sec. 4.1
+_MASK_BYTES = 1.0
+#: bytes per router logit: Megatron computes the router in fp32 [bytes]
+_ROUTER_BYTES = 4.0
+
+
+def check_recompute(recompute: str) -> str:
+    if recompute not in RECOMPUTE_MODES:
+        raise InputError(
+            f"Unknown recompute mode {recompute!r}. Allowed: {', '.join(RECOMPUTE_MODES)}. "
+            "Use 'selective' (the Megatron default) unless you know the run recomputes whole layers ('full')."
+        )
+    return recompute
+
+
+def _ffn_widths(m: ModelArch, moe: bool) -> tuple[float, float]:
+    """(FFN output-copy elements, FFN intermediate elements) per token, for the layer kind."""
+    per_width = 3.0 if m.ffn_kind == "gated" else 2.0
+    if moe:
+        k = m.experts_per_token
+        shared = m.num_shared_experts
+        return k * m.hidden_size, (k + shared) * per_width * m.moe_intermediate_size
+    return 0.0, per_width * m.intermediate_size
+
+
+def _attn_dims(m: ModelArch) -> tuple[float, float]:
+    """(elements of Q+K+V+attention-output, elements of latent projections) per token."""
+    nh = m.num_attention_heads
+    if m.is_mla:
+        qk = m.qk_nope_head_dim + m.qk_rope_head_dim
+        return 2.0 * nh * qk + 2.0 * nh * m.v_head_dim, m.q_lora_rank + m.kv_lora_rank + m.qk_rope_head_dim
+    q_dim, kv_dim = nh * m.head_dim, m.num_kv_heads * m.head_dim
+    return 2.0 * q_dim + 2.0 * kv_dim, 0.0
+
+
+def activation_bytes_per_layer(
+    m: ModelArch,
+    *,
+    seq_len: int,
+    batch: int,
+    tp: int = 1,
+    sequence_parallel: bool = True,
+    recompute: str = "selective",
+    flash_attention: bool = True,
+    act_bytes: float = 2.0,
+    moe_layer: bool | None = None,
+) -> float:
+    """Activations one transformer layer stores for backward, per GPU [bytes].
+
+    ``moe_layer`` picks the layer kind of MoE models (default: MoE when the model has experts).
+    """
+    check_recompute(recompute)
+    tokens = float(seq_len) * batch
+    h = float(m.hidden_size)
+    sp = tp if sequence_parallel else 1
+    if recompute == "full":
+        return tokens * h * act_bytes / sp
+    moe = m.is_moe if moe_layer is None else moe_layer
+    qkvo, latent = _attn_dims(m)
+    copies, inter = _ffn_widths(m, moe)
+    # replicated across TP ranks unless sequence parallel: norm inputs, attention and MLP block inputs, masks
+    outer = (m.norms_per_layer + 2.0) * h * act_bytes
+    if m.dropout:
+        outer += 2.0 * h * _MASK_BYTES
+    # split by TP: Q, K, V, attention output, latents, FFN internals, router logits
+    inner = (qkvo + latent + copies + inter) * act_bytes
+    if moe:
+        inner += m.num_experts * _ROUTER_BYTES * tp  # router logits are not split by TP
+    nh = float(m.num_attention_heads)
+    if flash_attention:
+        inner += nh * _LSE_BYTES
+    elif recompute == "none":
+        # softmax output (+ dropout mask and output): the paper's 5as²b at 2 bytes with dropout
+        per_score = act_bytes + ((_MASK_BYTES + act_bytes) if m.dropout else 0.0)
+        inner += nh * seq_len * per_score
+    return tokens * (outer / sp + inner / tp)
+
+
+def logits_bytes(m: ModelArch, *, tokens: int, tp: int = 1, logits_bytes_per_element: float = 6.0) -> float:
+    """Logits kept for the loss [bytes]: tokens x vocab x (2-byte logits + fp32 upcast = 6 B) / tp.
+
+    At a 128k vocabulary this is 8192 x 128256 x 6 B = 6.3 GB per 8k-token sequence. Vocab-parallel cross
+    entropy (Megatron ``vocab_parallel_cross_entropy``) splits it over TP ranks.
+    """
+    return float(tokens) * m.vocab_size * logits_bytes_per_element / tp
+
+
+def inference_activation_bytes(m: ModelArch, *, tokens: int, tp: int = 1, act_bytes: float = 2.0) -> float:
+    """Transient working set of one layer's forward pass over ``tokens`` tokens, per GPU [bytes].
+
+    Nothing is stored across layers in inference, so the peak is the largest simultaneously live set in one
+    layer: residual and normed hidden state (2h), Q/K/V and attention output, and the FFN intermediate
+    (gated: fc1 2I + activation I; MoE: the routed copies and top-k experts' intermediates). FlashAttention /
+    SDPA kernels never materialise the s x s scores.
+    """
+    h = float(m.hidden_size)
+    qkvo, latent = _attn_dims(m)
+    copies, inter = _ffn_widths(m, m.is_moe)
+    if m.is_moe:
+        copies_d, inter_d = _ffn_widths(m, False)
+        copies, inter = max(copies, copies_d), max(inter, inter_d)
+    per_token = 2.0 * h * act_bytes + (max(qkvo + latent, copies + inter)) * act_bytes / tp
+    return float(tokens) * per_token

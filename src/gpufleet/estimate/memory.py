@@ -1,0 +1,630 @@
+"""GPU memory per device for inference, training, LoRA/QLoRA and loading (docs/memory.md: every formula).
+
+Pure functions carry the numbers (``weights_bytes``, ``kv_cache_bytes``, ``optimizer_bytes_per_param`` ...);
+:func:`estimate_memory` assembles them per pipeline stage and reports the heaviest stage with its
+breakdown and the assumptions it made. Nothing here prints.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Literal
+
+from gpufleet.catalog.specs import AcceleratorSpec, get_spec
+from gpufleet.errors import InputError, UnsupportedError
+from gpufleet.estimate.activations import (
+    activation_bytes_per_layer,
+    check_recompute,
+    inference_activation_bytes,
+    logits_bytes,
+)
+from gpufleet.estimate.types import TASKS
+from gpufleet.models.arch import ModelArch
+from gpufleet.models.params import LORA_TARGETS, count_params, ffn_params, lora_params
+from gpufleet.models.registry import resolve_model
+from gpufleet.precision import BYTES_PER_ELEMENT, check_precision
+from gpufleet.units import GIB
+
+Engine = Literal["vllm", "trtllm", "transformers", "pytorch"]
+ENGINES: tuple[str, ...] = ("vllm", "trtllm", "transformers", "pytorch")
+OPTIMIZERS: tuple[str, ...] = ("adamw", "adam", "adamw_8bit", "sgd", "sgd_momentum")
+
+#: CUDA context + kernel images per process with CUDA >= 12.2 lazy loading (CUDA C++ Programming Guide,
+#: "Lazy Loading"; default since CUDA 12.2); PyTorch processes on A100/H100 show 0.4-0.6 GiB in nvidia-smi
+#: before the first allocation. [GiB]
+CUDA_CONTEXT_GIB = 0.5
+#: NCCL communicator buffers when a process talks to peers (NCCL_BUFFSIZE 4 MiB x channels x peers);
+#: a stated assumption, not a measurement [GiB]
+NCCL_BUFFERS_GIB = 0.25
+#: vLLM CUDA-graph pool: vLLM logs "Graph capturing finished ... took 0.2-1 GiB" for 7B-70B models;
+#: a stated assumption [GiB]
+VLLM_CUDA_GRAPHS_GIB = 0.5
+#: vLLM ``gpu_memory_utilization`` default: the engine's total budget is this fraction of device memory
+VLLM_GPU_MEMORY_UTILIZATION = 0.9
+#: TRT-LLM ``kv_cache_free_gpu_mem_fraction`` default: KV pool = this fraction of memory free after load
+TRTLLM_KV_FREE_FRACTION = 0.9
+#: KV block sizes [tokens]: vLLM ``--block-size`` 16; TRT-LLM ``tokens_per_block`` 64
+KV_BLOCK_TOKENS = {"vllm": 16, "trtllm": 64, "transformers": 1, "pytorch": 1}
+#: tokens per forward in the engine's profiling/prefill chunk: vLLM ``max_num_batched_tokens`` 8192 (V1
+#: default for ``vllm serve``); TRT-LLM ``max_num_tokens`` 8192 (trtllm-build default)
+PREFILL_CHUNK_TOKENS = {"vllm": 8192, "trtllm": 8192}
+#: vLLM ``max_num_seqs`` default 256: its profiling run samples that many sequences' logits (fp32)
+VLLM_MAX_NUM_SEQS = 256
+#: quantised checkpoints keep embeddings, lm_head and norms in 16 bit (AWQ/GPTQ, vLLM fp8, bitsandbytes)
+_QUANTISED = frozenset({"fp8", "int8", "int4", "fp4", "nf4"})
+#: KV-cache element sizes: fp8/int8 KV uses per-tensor scales (vLLM ``kv_cache_dtype=fp8``, TRT-LLM) [bytes]
+_KV_BYTES = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "fp4": BYTES_PER_ELEMENT["fp4"]}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryEstimate:
+    per_gpu_gib: float  # needed per GPU (what nvidia-smi would show: includes context and reserve)
+    allocated_gib: float  # torch.cuda.max_memory_allocated: no CUDA context, no engine pre-reservation
+    usable_gib: float  # per GPU, after CUDA context and engine reserve
+    capacity_gib: float  # device-reported
+    fits: bool
+    breakdown_gib: Mapping[str, float]
+    assumptions: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainingBytesPerParam:
+    """Bytes per trainable parameter held for training [bytes/param]."""
+
+    weights: float
+    gradients: float
+    optimizer_states: float  # fp32 master copy (mixed precision) + optimizer moments
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer_states
+
+
+# ---- pure functions --------------------------------------------------------------------------------
+
+
+def optimizer_bytes_per_param(
+    optimizer: str = "adamw", precision: str = "bf16", *, fp32_grads: bool = False
+) -> TrainingBytesPerParam:
+    """Bytes per parameter for weights, gradients and optimizer state.
+
+    Mixed precision (Micikevicius et al. 2018; ZeRO paper, Rajbhandari et al. 2020, sec. 3.1: "16 bytes"):
+    16-bit weights 2 + 16-bit gradients 2 (4 with fp32 gradient accumulation, Megatron's default) + fp32
+    master 4 + Adam m 4 + v 4 = 16 (18). 8-bit Adam (Dettmers et al. 2022) keeps m and v in 1 byte each.
+    SGD keeps no state; with momentum one fp32 buffer. Pure fp32 training has no master copy.
+    """
+    prec = check_precision(precision)
+    if optimizer not in OPTIMIZERS:
+        raise InputError(
+            f"Unknown optimizer {optimizer!r}. Allowed: {', '.join(OPTIMIZERS)}. "
+            "adamw is the usual choice; adamw_8bit is bitsandbytes' 8-bit Adam."
+        )
+    moments = {"adamw": 8.0, "adam": 8.0, "adamw_8bit": 2.0, "sgd": 0.0, "sgd_momentum": 4.0}[optimizer]
+    if prec in ("fp32", "tf32"):
+        return TrainingBytesPerParam(weights=4.0, gradients=4.0, optimizer_states=moments)
+    if prec not in ("bf16", "fp16", "fp8"):
+        raise UnsupportedError(
+            f"Cannot train weights stored in {prec}. Allowed training precisions: fp32, tf32, bf16, fp16, "
+            "fp8. "
+            "For a 4-bit frozen base use task 'qlora'; otherwise train in bf16."
+        )
+    return TrainingBytesPerParam(
+        weights=2.0, gradients=4.0 if fp32_grads else 2.0, optimizer_states=4.0 + moments
+    )
+
+
+def weights_bytes(params: float, precision: str) -> float:
+    """Weights of ``params`` parameters at ``precision`` incl. quantisation scales [bytes]."""
+    return params * BYTES_PER_ELEMENT[check_precision(precision)]
+
+
+def kv_cache_bytes(
+    *, num_layers: int, num_kv_heads: int, head_dim: int, tokens: float, bytes_per_element: float
+) -> float:
+    """MHA/GQA/MQA KV cache: 2 (K and V) x layers x kv_heads x head_dim x tokens x bytes [bytes]."""
+    return 2.0 * num_layers * num_kv_heads * head_dim * tokens * bytes_per_element
+
+
+def mla_kv_cache_bytes(
+    *, num_layers: int, kv_lora_rank: int, qk_rope_head_dim: int, tokens: float, bytes_per_element: float
+) -> float:
+    """MLA latent cache (DeepSeek-V2 paper, sec. 2.1.2): layers x (kv_lora_rank + rope) x tokens x bytes."""
+    return float(num_layers) * (kv_lora_rank + qk_rope_head_dim) * tokens * bytes_per_element
+
+
+def kv_bytes_per_element(kv_precision: str | None) -> float:
+    """KV-cache element size [bytes]; None = 16 bit (engines' ``kv_cache_dtype=auto`` on 16-bit models)."""
+    if kv_precision is None:
+        return 2.0
+    prec = check_precision(kv_precision)
+    if prec not in _KV_BYTES:
+        raise UnsupportedError(
+            f"KV cache in {prec} is not supported by vLLM or TRT-LLM. Allowed KV precisions: "
+            f"{', '.join(_KV_BYTES)}. Use --kv-precision fp8 to halve the cache."
+        )
+    return _KV_BYTES[prec]
+
+
+def _kv_heads_per_rank(m: ModelArch, tp: int) -> float:
+    """KV heads one TP rank holds: kv/tp, at least 1 (replicated when tp > kv heads, as in vLLM)."""
+    return max(1.0, m.num_kv_heads / tp)
+
+
+def kv_cache_bytes_per_token(model: ModelArch | str, kv_precision: str | None = None) -> float:
+    """KV cache of one token of one sequence over all layers, no TP, no sliding window [bytes/token]."""
+    m = resolve_model(model)
+    return _kv_per_token_layer(m, 1, kv_bytes_per_element(kv_precision)) * m.num_layers
+
+
+def _kv_per_token_layer(m: ModelArch, tp: int, bpe: float) -> float:
+    if not m.is_decoder:
+        return 0.0
+    if m.is_mla:  # the latent is not split across TP ranks (vLLM and SGLang replicate it)
+        return mla_kv_cache_bytes(
+            num_layers=1,
+            kv_lora_rank=m.kv_lora_rank,
+            qk_rope_head_dim=m.qk_rope_head_dim,
+            tokens=1,
+            bytes_per_element=bpe,
+        )
+    return 2.0 * _kv_heads_per_rank(m, tp) * m.head_dim * bpe
+
+
+def kv_cache_bytes_per_sequence(
+    m: ModelArch,
+    *,
+    tokens: int,
+    kv_precision: str | None = None,
+    tp: int = 1,
+    num_layers: int | None = None,
+    block_tokens: int = 1,
+) -> float:
+    """KV cache of one sequence of ``tokens`` on one TP rank over ``num_layers`` layers [bytes].
+
+    Tokens round up to whole blocks; on sliding-window layers only the last ``sliding_window`` tokens are kept
+    (vLLM's hybrid allocator, TRT-LLM cyclic KV).
+    """
+    layers = m.num_layers if num_layers is None else num_layers
+    per_layer_token = _kv_per_token_layer(m, tp, kv_bytes_per_element(kv_precision))
+    full = _round_up(tokens, block_tokens)
+    if m.sliding_window:
+        windowed = _round_up(min(tokens, m.sliding_window), block_tokens)
+        frac = m.sliding_window_layer_fraction
+        return per_layer_token * layers * ((1.0 - frac) * full + frac * windowed)
+    return per_layer_token * layers * full
+
+
+def _round_up(tokens: int, block: int) -> int:
+    return -(-tokens // block) * block
+
+
+# ---- parallelism checks ----------------------------------------------------------------------------
+
+
+def allowed_tp_degrees(m: ModelArch) -> list[int]:
+    """TP degrees that split the attention heads; GQA also needs kv_heads % tp == 0 or tp % kv_heads == 0."""
+    return list(_allowed_tp(m))
+
+
+@cache
+def _allowed_tp(m: ModelArch) -> tuple[int, ...]:
+    nh, kv = m.num_attention_heads, m.num_kv_heads
+    return tuple(d for d in range(1, nh + 1) if nh % d == 0 and (m.is_mla or kv % d == 0 or d % kv == 0))
+
+
+def _check_parallel(m: ModelArch, tp: int, pp: int, dp: int, ep: int = 1) -> None:
+    for name, v in (("tp", tp), ("pp", pp), ("dp", dp), ("ep", ep)):
+        _positive(name, v)
+    if ep > 1 and (not m.is_moe or m.num_experts % ep):
+        allowed = [d for d in range(1, m.num_experts + 1) if m.num_experts % d == 0] if m.is_moe else [1]
+        raise InputError(
+            f"Expert-parallel degree {ep} does not fit {m.id}: EP must divide its {m.num_experts} routed "
+            f"experts (dense models allow only 1). Allowed EP degrees: {', '.join(map(str, allowed))}."
+        )
+    if tp not in _allowed_tp(m):
+        why = "" if m.is_mla else f" and to divide or be a multiple of its {m.num_kv_heads} key/value heads"
+        raise InputError(
+            f"Tensor-parallel degree {tp} does not fit {m.id}: TP must divide its {m.num_attention_heads} "
+            f"attention heads{why}. Allowed TP degrees: {', '.join(map(str, allowed_tp_degrees(m)))}."
+        )
+    if pp > m.num_layers:
+        raise InputError(
+            f"Pipeline-parallel degree {pp} exceeds the {m.num_layers} layers of {m.id}. "
+            f"Use a PP degree between 1 and {m.num_layers}."
+        )
+
+
+def _positive(name: str, value: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise InputError(f"{name} must be a whole number >= 1, got {value!r}. Pass a positive integer.")
+
+
+# ---- per-stage parameters --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Stage:
+    layers: int  # transformer layers on this stage
+    dense_layers: int  # of which dense (the rest are MoE layers)
+    layer_params: float  # parameters per GPU in those layers (after TP)
+    embed_params: float  # embedding (first stage) + lm_head/final norm (last stage), per GPU after TP
+    expert_params: float  # of layer_params: routed experts (sharded by ZeRO over dp / ep only)
+    in_flight: int  # micro-batches whose activations the stage holds under 1F1B (p - stage index)
+    first: bool
+    last: bool
+
+
+@cache
+def _stages(m: ModelArch, tp: int, pp: int, ep: int = 1) -> tuple[_Stage, ...]:
+    """Per-GPU parameters of each pipeline stage; routed experts split over tp x ep GPUs (Megatron EP)."""
+    pc = count_params(m)
+    dense = pc.dense_layer
+    routed = m.num_experts * ffn_params(m, m.moe_intermediate_size) if m.is_moe else 0
+    rep = pc.tp_replicated_per_layer
+    moe_per_gpu = (pc.moe_layer - rep - routed) / tp + routed / (tp * ep) + rep
+    n_dense = pc.num_dense_layers
+    base, extra = divmod(m.num_layers, pp)
+    stages = []
+    start = 0
+    for i in range(pp):
+        n = base + (1 if i < extra else 0)
+        d = max(0, min(n, n_dense - start))
+        params = d * ((dense - rep) / tp + rep) + (n - d) * moe_per_gpu
+        emb = pc.embedding / tp if i == 0 else 0.0
+        if i == pp - 1:
+            head = pc.lm_head or (m.vocab_size * m.hidden_size if pp > 1 and m.is_decoder else 0)
+            emb += head / tp + pc.final
+        experts = (n - d) * routed / (tp * ep)
+        stages.append(_Stage(n, d, params, emb, experts, pp - i, i == 0, i == pp - 1))
+        start += n
+    return tuple(stages)
+
+
+def _weight_bytes(stage: _Stage, precision: str) -> float:
+    """Stage weights: layers at ``precision``; embeddings/lm_head 16-bit when the checkpoint is quantised."""
+    emb_bpe = 2.0 if precision in _QUANTISED else BYTES_PER_ELEMENT[precision]
+    return stage.layer_params * BYTES_PER_ELEMENT[precision] + stage.embed_params * emb_bpe
+
+
+# ---- assembly --------------------------------------------------------------------------------------
+
+
+def _resolve_gpu(gpu: AcceleratorSpec | str) -> AcceleratorSpec:
+    return gpu if isinstance(gpu, AcceleratorSpec) else get_spec(gpu)
+
+
+def _check_engine(engine: str) -> str:
+    if engine not in ENGINES:
+        raise InputError(
+            f"Unknown inference engine {engine!r}. Allowed: {', '.join(ENGINES)}. "
+            "vllm and trtllm pre-reserve a KV pool; transformers/pytorch allocate on demand."
+        )
+    return engine
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Query:
+    """Validated inputs of one estimate (internal)."""
+
+    m: ModelArch
+    task: str
+    precision: str
+    engine: str  # "pytorch" for every task but inference
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    batch: int
+    seq_len: int
+    kv_precision: str | None
+    zero_stage: int
+    recompute: str
+    optimizer: str
+    lora_rank: int
+    fp32_grads: bool
+    sequence_parallel: bool
+    flash_attention: bool
+
+
+def _inference_parts(q: _Query, st: _Stage) -> dict[str, float]:
+    m = q.m
+    parts = {"weights": _weight_bytes(st, q.precision)}
+    if m.is_decoder:
+        block = KV_BLOCK_TOKENS[q.engine]
+        per_seq = kv_cache_bytes_per_sequence(
+            m,
+            tokens=q.seq_len,
+            kv_precision=q.kv_precision,
+            tp=q.tp,
+            num_layers=st.layers,
+            block_tokens=block,
+        )
+        parts["kv_cache"] = q.batch * per_seq
+    tokens = PREFILL_CHUNK_TOKENS.get(q.engine, q.batch * q.seq_len)
+    parts["activations"] = inference_activation_bytes(m, tokens=tokens, tp=q.tp)
+    if st.last and m.is_decoder:
+        seqs = max(q.batch, VLLM_MAX_NUM_SEQS) if q.engine == "vllm" else q.batch
+        parts["logits"] = float(seqs) * m.vocab_size * 4.0  # last-token logits in fp32 for sampling
+    return parts
+
+
+def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
+    m = q.m
+    expert_dp = max(1, q.dp // q.ep)  # experts replicate over dp / ep ranks (Megatron expert-data-parallel)
+
+    def shard(n_params: float, stage: int) -> float:
+        """Trainable parameters per GPU after ZeRO ``stage`` (1 optimizer, 2 grads, 3 weights) sharding."""
+        if q.zero_stage < stage:
+            return n_params
+        return (n_params - experts) / q.dp + experts / expert_dp
+
+    parts: dict[str, float] = {}
+    if q.task in ("lora", "qlora"):
+        base = q.precision if q.task == "lora" or q.precision in ("nf4", "int4", "fp4") else "nf4"
+        parts["weights"] = _weight_bytes(st, base) / (q.dp if q.zero_stage >= 3 else 1)
+        trainable = lora_params(m, q.lora_rank) * st.layers / m.num_layers / q.tp
+        experts = 0.0
+        bpp = optimizer_bytes_per_param(q.optimizer, "fp32")  # PEFT keeps adapters in fp32
+        parts["lora_adapters"] = shard(trainable, 3) * bpp.weights
+        if q.task == "qlora":  # one layer's largest matrix dequantised to bf16 at a time (bitsandbytes)
+            widest = max(m.intermediate_size, m.moe_intermediate_size, m.num_attention_heads * m.head_dim)
+            parts["dequant_workspace"] = 2.0 * m.hidden_size * widest / q.tp
+        act_bytes = 2.0
+    else:
+        bpp = optimizer_bytes_per_param(q.optimizer, q.precision, fp32_grads=q.fp32_grads)
+        trainable = st.layer_params + st.embed_params
+        experts = st.expert_params
+        parts["weights"] = shard(trainable, 3) * bpp.weights
+        act_bytes = 4.0 if q.precision in ("fp32", "tf32") else 2.0
+    parts["gradients"] = shard(trainable, 2) * bpp.gradients
+    parts["optimizer_states"] = shard(trainable, 1) * bpp.optimizer_states
+
+    def layers_sum(mode: str) -> float:
+        def one(moe: bool) -> float:
+            return activation_bytes_per_layer(
+                m, seq_len=q.seq_len, batch=q.batch, tp=q.tp, sequence_parallel=q.sequence_parallel,
+                recompute=mode, flash_attention=q.flash_attention, act_bytes=act_bytes, moe_layer=moe,
+            )  # fmt: skip
+
+        n_moe = st.layers - st.dense_layers
+        return st.dense_layers * one(False) + (n_moe * one(True) if n_moe else 0.0)
+
+    act = st.in_flight * layers_sum(q.recompute)
+    if q.recompute == "full" and st.layers:  # one layer rematerialised during its backward
+        act += layers_sum("none") / st.layers
+    parts["activations"] = act
+    if st.last:
+        parts["logits"] = logits_bytes(m, tokens=q.seq_len * q.batch, tp=q.tp)
+    return parts
+
+
+def estimate_memory(
+    *,
+    model: ModelArch | str,
+    task: str,
+    precision: str,
+    gpu: AcceleratorSpec | str,
+    tp: int = 1,
+    pp: int = 1,
+    dp: int = 1,
+    batch: int = 1,
+    seq_len: int,
+    kv_precision: str | None = None,
+    zero_stage: int = 0,
+    ep: int = 1,
+    recompute: str = "selective",
+    optimizer: str = "adamw",
+    lora_rank: int = 16,
+    engine: str = "vllm",
+    fp32_grads: bool = False,
+    sequence_parallel: bool = True,
+    flash_attention: bool = True,
+) -> MemoryEstimate:
+    """Memory per GPU for ``task`` (docs/memory.md).
+
+    ``batch`` is concurrent sequences for inference and the micro-batch per model replica for training;
+    ``seq_len`` is the context (prompt + output) or the training sequence length [tokens]. With pipeline
+    parallelism the heaviest stage is reported. ``engine`` matters for inference only.
+    """
+    m = resolve_model(model)
+    spec = _resolve_gpu(gpu)
+    if task not in TASKS:
+        raise InputError(f"Unknown task {task!r}. Allowed: {', '.join(TASKS)}. Pick the one you will run.")
+    prec = check_precision(precision)
+    _check_engine(engine)
+    for name, v in (("batch", batch), ("seq_len", seq_len), ("lora_rank", lora_rank)):
+        _positive(name, v)
+    _check_parallel(m, tp, pp, dp, ep)
+    if zero_stage not in (0, 1, 2, 3):
+        raise InputError(f"zero_stage must be 0, 1, 2 or 3 (3 = FSDP full sharding), got {zero_stage!r}.")
+    check_recompute(recompute)
+    if kv_precision is not None:
+        kv_bytes_per_element(kv_precision)
+    if task not in ("inference", "load"):
+        optimizer_bytes_per_param(optimizer, "fp32" if task in ("lora", "qlora") else prec)
+    q = _Query(
+        m=m, task=task, precision=prec, engine=engine if task == "inference" else "pytorch", tp=tp, pp=pp,
+        dp=dp, ep=ep, batch=batch, seq_len=seq_len, kv_precision=kv_precision, zero_stage=zero_stage,
+        recompute=recompute, optimizer=optimizer, lora_rank=lora_rank, fp32_grads=fp32_grads,
+        sequence_parallel=sequence_parallel, flash_attention=flash_attention,
+    )  # fmt: skip
+    cap = spec.memory_gib * GIB
+    over = _overheads(q)
+    extra = sum(v for k, v in over.items() if k != "cuda_context")
+    best: tuple[float, dict[str, float], float] | None = None
+    for st in _stages(m, tp, pp, ep):
+        if task == "load":
+            parts = {"weights": _weight_bytes(st, prec)}
+        elif task == "inference":
+            parts = _inference_parts(q, st)
+        else:
+            parts = _training_parts(q, st)
+        allocated = sum(parts.values())
+        usable = _usable(cap, q.engine, over, allocated - parts.get("kv_cache", 0.0))
+        slack = usable - allocated - extra
+        if best is None or slack < best[2]:
+            best = (usable, parts, slack)
+    assert best is not None
+    usable, parts, slack = best
+    return MemoryEstimate(
+        per_gpu_gib=(sum(parts.values()) + sum(over.values())) / GIB,
+        allocated_gib=sum(parts.values()) / GIB,
+        usable_gib=usable / GIB,
+        capacity_gib=spec.memory_gib,
+        fits=slack >= 0.0,
+        breakdown_gib={k: v / GIB for k, v in (parts | over).items()},
+        assumptions=_assumptions(q),
+    )
+
+
+def _overheads(q: _Query) -> dict[str, float]:
+    """Memory outside torch's allocator: CUDA context, NCCL buffers, vLLM CUDA graphs [bytes]."""
+    out = {"cuda_context": CUDA_CONTEXT_GIB * GIB}
+    if q.tp * q.pp * (q.dp if q.task != "inference" else 1) > 1:
+        out["nccl_buffers"] = NCCL_BUFFERS_GIB * GIB
+    if q.task == "inference" and q.engine == "vllm":
+        out["cuda_graphs"] = VLLM_CUDA_GRAPHS_GIB * GIB
+    return out
+
+
+def _usable(cap: float, engine: str, over: Mapping[str, float], static: float) -> float:
+    """Bytes the engine may use for tensors on one GPU, after the CUDA context and the engine reserve.
+
+    ``static`` = weights + activations + logits (TRT-LLM sizes its KV pool from what is free after them).
+    """
+    ctx = over["cuda_context"]
+    if engine == "vllm":
+        return cap * VLLM_GPU_MEMORY_UTILIZATION - ctx
+    if engine == "trtllm":
+        free = max(0.0, cap - ctx - static - over.get("nccl_buffers", 0.0))
+        return cap - ctx - (1.0 - TRTLLM_KV_FREE_FRACTION) * free
+    return cap - ctx
+
+
+def max_concurrent_sequences(
+    *,
+    model: ModelArch | str,
+    gpu: AcceleratorSpec | str,
+    precision: str,
+    tp: int,
+    pp: int,
+    context_len: int,
+    kv_precision: str | None = None,
+    engine: str = "vllm",
+) -> int:
+    """Sequences of ``context_len`` tokens that fit one replica's KV cache [count].
+
+    Engine reserve, block rounding and the heaviest pipeline stage applied; 0 when even one does not fit.
+    """
+    m = resolve_model(model)
+    if not m.is_decoder:
+        raise UnsupportedError(
+            f"{m.id} is an encoder-only model: it has no KV cache, so concurrency is not KV-bound. "
+            "Use estimate_memory with the batch you plan to run."
+        )
+    spec = _resolve_gpu(gpu)
+    _positive("context_len", context_len)
+    # validates every other input exactly as estimate_memory does
+    estimate_memory(
+        model=m, task="inference", precision=precision, gpu=spec, tp=tp, pp=pp, seq_len=context_len,
+        kv_precision=kv_precision, engine=engine,
+    )  # fmt: skip
+    q = _Query(
+        m=m, task="inference", precision=check_precision(precision), engine=engine, tp=tp, pp=pp, dp=1,
+        ep=1, batch=1, seq_len=context_len, kv_precision=kv_precision, zero_stage=0, recompute="selective",
+        optimizer="adamw", lora_rank=1, fp32_grads=False, sequence_parallel=True, flash_attention=True,
+    )  # fmt: skip
+    cap = spec.memory_gib * GIB
+    over = _overheads(q)
+    extra = sum(v for k, v in over.items() if k != "cuda_context")
+    best = math.inf
+    for st in _stages(m, tp, pp):
+        parts = _inference_parts(q, st)
+        per_seq = parts.pop("kv_cache")
+        static = sum(parts.values())
+        pool = _usable(cap, engine, over, static) - static - extra
+        best = min(best, math.floor(max(0.0, pool) / per_seq))
+    return int(best)
+
+
+def _assumptions(q: _Query) -> tuple[str, ...]:
+    a = [f"CUDA context {CUDA_CONTEXT_GIB} GiB per GPU (CUDA 12 lazy loading)."]
+    if q.tp * q.pp * (q.dp if q.task != "inference" else 1) > 1:
+        a.append(f"NCCL buffers {NCCL_BUFFERS_GIB} GiB per GPU (stated assumption).")
+    if q.ep > 1:
+        a.append(f"Routed experts split over tp x ep = {q.tp * q.ep} GPUs; ZeRO shards them over dp/ep.")
+    if q.pp > 1:
+        a.append("Heaviest pipeline stage shown: the first holds the embedding, the last lm_head and logits.")
+    if q.precision in _QUANTISED:
+        a.append(f"Linear layers in {q.precision} incl. scales; embeddings, lm_head and norms stay 16-bit.")
+    if q.task == "load":
+        a.append("Weights only: no KV cache, activations or optimizer.")
+    elif q.task == "inference":
+        a += _inference_assumptions(q)
+    else:
+        a += _training_assumptions(q)
+    return tuple(a)
+
+
+def _inference_assumptions(q: _Query) -> list[str]:
+    m, kv = q.m, q.kv_precision or "16-bit"
+    if m.is_mla:
+        a = [f"KV cache in {kv}: the {m.kv_lora_rank + m.qk_rope_head_dim}-wide MLA latent per layer."]
+    else:
+        a = [f"KV cache in {kv} over {m.num_kv_heads} KV heads x head_dim {m.head_dim}."]
+    if m.sliding_window:
+        a.append(
+            f"Sliding window {m.sliding_window} tokens caps the cache on "
+            f"{m.sliding_window_layer_fraction:.0%} of layers (window-aware KV allocator)."
+        )
+    if q.engine == "vllm":
+        a.append(
+            f"vLLM: gpu_memory_utilization {VLLM_GPU_MEMORY_UTILIZATION}, {KV_BLOCK_TOKENS['vllm']}-token "
+            f"blocks, {PREFILL_CHUNK_TOKENS['vllm']}-token prefill chunk, CUDA graphs {VLLM_CUDA_GRAPHS_GIB} "
+            "GiB (stated)."
+        )
+    elif q.engine == "trtllm":
+        a.append(
+            f"TRT-LLM: KV pool = {TRTLLM_KV_FREE_FRACTION} of memory free after weights; "
+            f"{KV_BLOCK_TOKENS['trtllm']}-token blocks; max_num_tokens {PREFILL_CHUNK_TOKENS['trtllm']}."
+        )
+    else:
+        a.append(
+            f"{q.engine}: no pre-reservation; whole context prefilled at once; last-token logits only; "
+            "allocator fragmentation not added."
+        )
+    return a
+
+
+def _training_assumptions(q: _Query) -> list[str]:
+    a = []
+    if q.task in ("lora", "qlora"):
+        a.append(
+            f"LoRA rank {q.lora_rank} on {LORA_TARGETS}; adapters, grads and {q.optimizer} state in fp32."
+        )
+        if q.task == "qlora":
+            a.append("QLoRA base in NF4 with double quantisation; bf16 compute.")
+    else:
+        bpp = optimizer_bytes_per_param(q.optimizer, q.precision, fp32_grads=q.fp32_grads)
+        a.append(
+            f"{q.optimizer}: {bpp.total:g} bytes/param (weights {bpp.weights:g}, grads {bpp.gradients:g}, "
+            f"states {bpp.optimizer_states:g})."
+        )
+        if q.precision == "fp8":
+            a.append("fp8 training (Transformer Engine) keeps bf16 weights and fp32 master copies.")
+    if q.zero_stage:
+        a.append(f"ZeRO stage {q.zero_stage} shards over dp={q.dp}.")
+    a.append(
+        f"Activations per Korthikanti et al. 2022, recompute {q.recompute}, "
+        f"{'flash attention' if q.flash_attention else 'materialised attention scores'}, "
+        f"{'sequence parallel' if q.sequence_parallel else 'no sequence parallelism'}, "
+        f"{'dropout masks' if q.m.dropout else 'no dropout'}; 1F1B keeps pp micro-batches on stage 1."
+    )
+    a.append("Logits: 16-bit + fp32 upcast for the loss (6 B per vocab entry per token), split over TP.")
+    a.append(
+        "No allocator fragmentation added (PyTorch's caching allocator may reserve more than it allocates)."
+    )
+    return a

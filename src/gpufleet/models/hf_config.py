@@ -1,0 +1,302 @@
+"""Hugging Face ``config.json`` -> :class:`ModelArch`, for every field spelling gpufleet knows.
+
+Families and the facts taken from their ``modeling_*.py`` in transformers (v4.4x):
+
+- Llama / Mistral / Mixtral / Qwen2 / Phi3 / Gemma2 / DeepSeek-V3: gated FFN (3 matrices), RoPE, RMSNorm,
+  2 norms per layer (Gemma2: 4, pre- and post-norm around attention and MLP), no biases except Qwen2's q/k/v.
+  ``head_dim`` is read from the config when present (Gemma-2-27B: 128, not 4608/32).
+- GPT-2 / GPT-3-style (Megatron) / GPTBigCode: ``n_embd``/``n_layer``/``n_head``, ``n_inner`` null => 4h,
+  2-matrix GELU MLP, learned positions, LayerNorm, biases on every linear, tied lm_head; GPTBigCode
+  ``multi_query`` => one KV head.
+- GPT-J: parallel attention + MLP from one LayerNorm, rotary, no attention biases, MLP biases, untied lm_head
+  with a bias.
+- Falcon: ``num_kv_heads`` with ``new_decoder_architecture`` (two LayerNorms per layer), else ``multi_query``
+  (one KV head, one LayerNorm); FFN ``ffn_hidden_size`` or 4h; ``bias``; tied lm_head.
+- BERT: encoder, learned positions + token-type embeddings, embedding LayerNorm, post-LN (2 LayerNorms per
+  layer), biases everywhere, pooler; counted as ``BertModel`` (no MLM head).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gpufleet.errors import ConfigFileError
+from gpufleet.models.arch import ModelArch
+
+_LLAMA_LIKE = ("deepseek", "mixtral", "qwen2", "phi3", "mistral", "gemma", "llama")
+#: ``model_type`` values whose modules the counting above matches (qwen3 adds per-head q/k norms: 2 x head_dim
+#: per layer, not counted)
+SUPPORTED_MODEL_TYPES = (
+    "bert", "deepseek_v2", "deepseek_v3", "falcon", "gemma", "gemma2", "gpt2", "gpt_bigcode", "gptj", "llama",
+    "mistral", "mixtral", "phi3", "qwen2", "qwen3", "RefinedWeb", "RefinedWebModel",
+)  # fmt: skip
+
+
+def detect_family(cfg: Mapping[str, Any], hint: str = "") -> str:
+    """The config family: from ``model_type``/``architectures``, a hint, then distinctive field names."""
+    archs = cfg.get("architectures") or []
+    text = " ".join([str(cfg.get("model_type", "")), *map(str, archs), hint]).lower()
+    if "deepseek" in text or "kv_lora_rank" in cfg:
+        return "deepseek"
+    if "bigcode" in text or ("multi_query" in cfg and "n_embd" in cfg):
+        return "gpt_bigcode"
+    if "gptj" in text or "gpt-j" in text or ("rotary_dim" in cfg and "n_embd" in cfg):
+        return "gptj"
+    if "falcon" in text or "refinedweb" in text or "new_decoder_architecture" in cfg or "num_kv_heads" in cfg:
+        return "falcon"
+    if "bert" in text or "type_vocab_size" in cfg:
+        return "bert"
+    if "gpt2" in text or "n_embd" in cfg:
+        return "gpt2"
+    if "gpt-style" in text or text.strip() in ("gpt", "openai-gpt"):
+        return "gpt"
+    for fam in _LLAMA_LIKE:
+        if fam in text:
+            return "gemma2" if fam == "gemma" and ("gemma2" in text or "gemma3" in text) else fam
+    return "llama"
+
+
+class _Reader:
+    """Typed field access that collects every missing/bad field before raising one ConfigFileError."""
+
+    def __init__(self, cfg: Mapping[str, Any], source: str) -> None:
+        self.cfg = cfg
+        self.source = source
+        self.missing: list[str] = []
+
+    def _fail(self, name: str, value: object, want: str) -> ConfigFileError:
+        return ConfigFileError(
+            f"{self.source}: field {name!r} has the value {value!r}, but it must be {want}. "
+            "Fix that field in the config.json (copy it from the model's Hugging Face page)."
+        )
+
+    def int(self, *names: str, default: int | None = None, required: bool = True) -> int:
+        for name in names:
+            value = self.cfg.get(name)
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
+                raise self._fail(name, value, "a whole number")
+            if value <= 0 and name not in _ZERO_OK:
+                raise self._fail(name, value, "a positive whole number")
+            return int(value)
+        if default is not None or not required:
+            return default if default is not None else 0
+        self.missing.append(" or ".join(repr(n) for n in names))
+        return 1
+
+    def bool(self, name: str, default: bool) -> bool:
+        value = self.cfg.get(name)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self._fail(name, value, "true or false")
+        return value
+
+    def check(self, family: str) -> None:
+        if self.missing:
+            raise ConfigFileError(
+                f"{self.source}: the {family} config lacks required fields {', '.join(self.missing)}. "
+                "A Hugging Face config.json for this architecture has them; add them (copy the model's "
+                "config.json from its Hugging Face page) and try again."
+            )
+
+
+_ZERO_OK = {"n_shared_experts", "first_k_dense_replace", "q_lora_rank", "type_vocab_size", "sliding_window"}
+
+
+def arch_from_config(
+    cfg: Mapping[str, Any],
+    *,
+    model_id: str,
+    name: str,
+    source: str,
+    family_hint: str = "",
+    stated_params: float | None = None,
+    stated_active_params: float | None = None,
+) -> ModelArch:
+    """Normalise one config mapping; ``source`` names the file (or entry) in error messages."""
+    if not isinstance(cfg, Mapping):
+        raise ConfigFileError(f"{source}: expected a JSON object of config fields, got {type(cfg).__name__}.")
+    model_type = cfg.get("model_type")
+    if model_type is not None and model_type not in SUPPORTED_MODEL_TYPES:
+        raise ConfigFileError(
+            f"{source}: field 'model_type' is {model_type!r}, an architecture gpufleet cannot count yet. "
+            f"Supported model_type values: {', '.join(SUPPORTED_MODEL_TYPES)}. Use the closest shipped model "
+            "or a size class instead."
+        )
+    family = detect_family(cfg, family_hint)
+    r = _Reader(cfg, source)
+    common: dict[str, Any] = {
+        "id": model_id,
+        "name": name,
+        "source": source,
+        "stated_params": stated_params,
+        "stated_active_params": stated_active_params,
+    }
+    if family in ("gpt2", "gpt_bigcode", "gptj"):
+        h = r.int("n_embd", "hidden_size")
+        heads = r.int("n_head", "num_attention_heads")
+        kw: dict[str, Any] = {
+            "hidden_size": h,
+            "num_layers": r.int("n_layer", "num_hidden_layers"),
+            "num_attention_heads": heads,
+            "intermediate_size": r.int("n_inner", "intermediate_size", default=4 * h),
+            "vocab_size": r.int("vocab_size"),
+            "max_position_embeddings": r.int("n_positions", "max_position_embeddings"),
+            "ffn_kind": "mlp",
+            "norm_kind": "layernorm",
+            "dropout": True,
+        }
+        if family == "gptj":
+            kw |= {
+                "num_kv_heads": heads,
+                "position_kind": "rope",
+                "parallel_block": True,
+                "norms_per_layer": 1,
+                "mlp_bias": True,
+                "lm_head_bias": True,
+                "dropout": False,
+                "tie_word_embeddings": r.bool("tie_word_embeddings", False),
+            }
+        else:
+            mqa = family == "gpt_bigcode" and r.bool("multi_query", True)
+            kw |= {
+                "num_kv_heads": 1 if mqa else heads,
+                "position_kind": "learned",
+                "linear_bias": True,
+                "tie_word_embeddings": r.bool("tie_word_embeddings", True),
+            }
+        kw["head_dim"] = h // heads
+    elif family == "falcon":
+        h = r.int("hidden_size", "n_embd")
+        heads = r.int("num_attention_heads", "n_head")
+        new_arch = r.bool("new_decoder_architecture", False)
+        mqa_kv = 1 if r.bool("multi_query", True) else heads
+        kv = r.int("num_kv_heads", default=heads) if new_arch else mqa_kv
+        kw = {
+            "hidden_size": h,
+            "num_layers": r.int("num_hidden_layers", "n_layer"),
+            "num_attention_heads": heads,
+            "num_kv_heads": kv,
+            "head_dim": h // heads,
+            "intermediate_size": r.int("ffn_hidden_size", default=4 * h),
+            "vocab_size": r.int("vocab_size"),
+            # Falcon-7B/40B configs carry no max_position_embeddings: trained at 2048 (TII model cards)
+            "max_position_embeddings": r.int("max_position_embeddings", default=2048),
+            "ffn_kind": "mlp",
+            "position_kind": "alibi" if r.bool("alibi", False) else "rope",
+            "norm_kind": "layernorm",
+            "norms_per_layer": 2 if new_arch or not r.bool("parallel_attn", True) else 1,
+            "parallel_block": r.bool("parallel_attn", True),
+            "linear_bias": r.bool("bias", False),
+            "tie_word_embeddings": r.bool("tie_word_embeddings", True),
+        }
+    elif family in ("bert", "gpt"):
+        h = r.int("hidden_size")
+        heads = r.int("num_attention_heads")
+        kw = {
+            "hidden_size": h,
+            "num_layers": r.int("num_hidden_layers"),
+            "num_attention_heads": heads,
+            "num_kv_heads": r.int("num_key_value_heads", default=heads),
+            "head_dim": r.int("head_dim", default=h // heads),
+            "intermediate_size": r.int("intermediate_size", default=4 * h),
+            "vocab_size": r.int("vocab_size"),
+            "max_position_embeddings": r.int("max_position_embeddings"),
+            "ffn_kind": "mlp",
+            "position_kind": "learned",
+            "norm_kind": "layernorm",
+            "linear_bias": True,
+            "dropout": True,
+            "tie_word_embeddings": r.bool("tie_word_embeddings", True),
+        }
+        if family == "bert":
+            kw |= {
+                "is_decoder": False,
+                "type_vocab_size": r.int("type_vocab_size", default=2),
+                "embedding_norm": True,
+                "final_norm": False,
+                "pooler": True,
+            }
+    else:
+        kw = _llama_like(r, family)
+    r.check(family)
+    kw.setdefault("is_decoder", True)
+    _check_heads(kw, source)
+    return ModelArch(**(common | kw))
+
+
+def _llama_like(r: _Reader, family: str) -> dict[str, Any]:
+    h = r.int("hidden_size")
+    heads = r.int("num_attention_heads")
+    kw: dict[str, Any] = {
+        "hidden_size": h,
+        "num_layers": r.int("num_hidden_layers"),
+        "num_attention_heads": heads,
+        "num_kv_heads": r.int("num_key_value_heads", default=heads),
+        "head_dim": r.int("head_dim", default=h // heads),
+        "intermediate_size": r.int("intermediate_size"),
+        "vocab_size": r.int("vocab_size"),
+        "max_position_embeddings": r.int("max_position_embeddings"),
+        "ffn_kind": "gated",
+        "qkv_bias": family == "qwen2" or r.bool("attention_bias", False),
+        "tie_word_embeddings": r.bool("tie_word_embeddings", family in ("gemma", "gemma2")),
+        "norms_per_layer": 4 if family == "gemma2" else 2,
+    }
+    window = r.int("sliding_window", required=False)
+    if family == "qwen2" and not r.bool("use_sliding_window", False):
+        window = 0
+    if window:
+        kw["sliding_window"] = window
+        kw["sliding_window_layer_fraction"] = 0.5 if family == "gemma2" else 1.0
+    experts = r.int("num_local_experts", "n_routed_experts", "num_experts", required=False)
+    if experts:
+        kw |= {
+            "num_experts": experts,
+            "experts_per_token": r.int("num_experts_per_tok"),
+            "moe_intermediate_size": r.int("moe_intermediate_size", default=kw["intermediate_size"]),
+            "num_shared_experts": r.int("n_shared_experts", required=False),
+            "first_k_dense_layers": r.int("first_k_dense_replace", required=False),
+        }
+    kv_lora = r.int("kv_lora_rank", required=False)
+    if kv_lora:
+        nope, rope = r.int("qk_nope_head_dim"), r.int("qk_rope_head_dim")
+        kw |= {
+            "kv_lora_rank": kv_lora,
+            "q_lora_rank": r.int("q_lora_rank", required=False),
+            "qk_nope_head_dim": nope,
+            "qk_rope_head_dim": rope,
+            "v_head_dim": r.int("v_head_dim"),
+            "head_dim": nope + rope,
+        }
+    return kw
+
+
+def _check_heads(kw: Mapping[str, Any], source: str) -> None:
+    heads, kv = kw["num_attention_heads"], kw["num_kv_heads"]
+    if heads % kv:
+        raise ConfigFileError(
+            f"{source}: num_attention_heads ({heads}) is not a multiple of the number of key/value heads "
+            f"({kv}). Grouped-query attention needs heads = k x kv_heads; fix one of the two fields."
+        )
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """Read a config.json as a dict, raising :class:`ConfigFileError` naming the file on any problem."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigFileError(
+            f"Cannot read {path}: {exc.strerror}. Pass the path of a readable config.json."
+        ) from exc
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigFileError(
+            f"{path} is not valid JSON ({exc}). Pass a Hugging Face config.json exactly as downloaded."
+        ) from exc
+    if not isinstance(data, dict):
+        raise ConfigFileError(f"{path}: expected a JSON object of config fields, got {type(data).__name__}.")
+    return data

@@ -1,0 +1,158 @@
+"""Shipped model architectures (``data/models.json``) and :func:`resolve_model`.
+
+``models.json`` holds config.json facts as published, with each model's stated parameter count and its source
+(``config_source``, ``params_source`` per entry). Resolution order: shipped id, alias, Hugging Face repo
+id (all case-insensitive), size class (SMALL, MEDIUM, LARGE, MASSIVE), then a path to a ``config.json``
+(or its folder).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from gpufleet.errors import ConfigFileError, DataError, UnknownNameError
+from gpufleet.models.arch import ModelArch
+from gpufleet.models.hf_config import arch_from_config, read_config_file
+from gpufleet.models.size_classes import SIZE_CLASSES, size_class_arch
+
+_MODELS_FILE = "models.json"
+_UNITS = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
+_NUM = r"(\d+(?:\.\d+)?)\s*([KMBT])"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelEntry:
+    """One shipped model: its architecture plus the provenance and notes of models.json."""
+
+    arch: ModelArch
+    hf_repo: str
+    stated_params_text: str
+    reported_exact_params: float | None
+    config_source: str
+    params_source: str
+    notes: str
+
+
+def parse_stated_params(text: str) -> tuple[float, float | None]:
+    """Parse a stated count -> (total, active or None) [count].
+
+    "46.7B total / 12.9B active" -> (46.7e9, 12.9e9); "1B (1.23B)" -> 1.23e9 (a bare parenthesised number is
+    the precise one); "0.49B (0.36B non-embedding)" -> 0.49e9; "124M" -> 124e6.
+    """
+    m = re.match(rf"\s*{_NUM}", text, re.IGNORECASE)
+    if not m:
+        raise ValueError(f"no count in {text!r}")
+    total = float(m.group(1)) * _UNITS[m.group(2).upper()]
+    precise = re.match(rf"\s*\(\s*{_NUM}\s*\)", text[m.end() :], re.IGNORECASE)
+    if precise:
+        total = float(precise.group(1)) * _UNITS[precise.group(2).upper()]
+    act = re.search(rf"{_NUM}\s+activ", text, re.IGNORECASE)
+    active = float(act.group(1)) * _UNITS[act.group(2).upper()] if act else None
+    return total, active
+
+
+def _entry(raw: dict[str, Any]) -> ModelEntry:
+    mid = raw["id"]
+    stated_text = str(raw.get("stated_params", ""))
+    total, active = parse_stated_params(stated_text)
+    exact = raw.get("reported_exact_params")
+    cfg = {k: v for k, v in raw["config"].items() if not k.startswith("note_")}
+    arch = arch_from_config(
+        cfg,
+        model_id=mid,
+        name=raw.get("name", mid),
+        source=f"models.json entry {mid!r}",
+        family_hint=raw.get("architecture", ""),
+        stated_params=float(exact) if exact else total,
+        stated_active_params=active,
+    )
+    return ModelEntry(
+        arch=arch,
+        hf_repo=raw.get("hf_repo", ""),
+        stated_params_text=stated_text,
+        reported_exact_params=float(exact) if exact else None,
+        config_source=raw.get("config_source", ""),
+        params_source=raw.get("params_source", ""),
+        notes=raw.get("notes", ""),
+    )
+
+
+@cache
+def load_model_entries() -> dict[str, ModelEntry]:
+    """All shipped models by id (cached; read once from the package data)."""
+    try:
+        text = resources.files("gpufleet.models").joinpath("data", _MODELS_FILE).read_text(encoding="utf-8")
+        data = json.loads(text)
+        return {raw["id"]: _entry(raw) for raw in data["models"]}
+    except (OSError, KeyError, TypeError, ValueError, ConfigFileError) as exc:
+        raise DataError(
+            f"The shipped model table {_MODELS_FILE} is missing or corrupted ({exc}). "
+            "Reinstall gpufleet (pip install --force-reinstall gpufleet) to restore it."
+        ) from exc
+
+
+@cache
+def load_model_aliases() -> dict[str, str]:
+    """Alias (lower-case) -> shipped id, from models.json ``aliases``."""
+    text = resources.files("gpufleet.models").joinpath("data", _MODELS_FILE).read_text(encoding="utf-8")
+    aliases: dict[str, str] = json.loads(text).get("aliases", {})
+    return {k.lower(): v for k, v in aliases.items()}
+
+
+def known_model_names() -> list[str]:
+    """Every name :func:`resolve_model` accepts besides paths: ids, aliases and size classes."""
+    return [*load_model_entries(), *load_model_aliases(), *SIZE_CLASSES]
+
+
+def resolve_model(name_or_path: str | Path | ModelArch) -> ModelArch:
+    """Shipped id, alias or Hugging Face repo id (case-insensitive), size class, or config.json path."""
+    if isinstance(name_or_path, ModelArch):
+        return name_or_path
+    name = str(name_or_path).strip()
+    entries = load_model_entries()
+    if name in entries:
+        return entries[name].arch
+    lower = name.lower()
+    by_lower = {k.lower(): v for k, v in entries.items()}
+    if lower in by_lower:
+        return by_lower[lower].arch
+    aliases = load_model_aliases()
+    if lower in aliases:
+        return entries[aliases[lower]].arch
+    by_repo = {e.hf_repo.lower(): e for e in entries.values() if e.hf_repo}
+    if lower in by_repo:
+        return by_repo[lower].arch
+    if name.upper() in SIZE_CLASSES:
+        return size_class_arch(name.upper())
+    path = Path(name).expanduser()
+    is_dir = path.is_dir()
+    if is_dir:
+        path = path / "config.json"
+    if path.is_file():
+        return model_from_config_file(path)
+    if is_dir or isinstance(name_or_path, Path) or name.endswith(".json"):
+        raise ConfigFileError(
+            f"The model config file {path} does not exist. Pass the path of a Hugging Face config.json "
+            "(or the folder that holds it), a shipped model id, or a size class."
+        )
+    raise UnknownNameError(
+        "model",
+        name,
+        known_model_names(),
+        hint="Pass a shipped model id or alias, a size class (SMALL, MEDIUM, LARGE, MASSIVE), or the path "
+        "of a Hugging Face config.json.",
+    )
+
+
+def model_from_config_file(path: Path) -> ModelArch:
+    """Parse a Hugging Face config.json file (the model id is its folder name)."""
+    cfg = read_config_file(path)
+    model_id = path.parent.name or path.stem
+    name = str(cfg.get("_name_or_path") or model_id)
+    return arch_from_config(cfg, model_id=model_id, name=name, source=str(path))
