@@ -6,7 +6,7 @@ constants only. GiB (2**30 bytes) is not GB (10**9 bytes): vendors quote GB, dev
 
 from __future__ import annotations
 
-# --- bytes -------------------------------------------------------------------------------------------------
+# --- bytes ---
 KIB = 2**10
 MIB = 2**20
 GIB = 2**30
@@ -15,12 +15,12 @@ MB = 10**6
 GB = 10**9
 TB = 10**12
 
-# --- rates ---------------------------------------------------------------------------------------------------
+# --- rates ---
 GIGA = 1e9
 TERA = 1e12
 PETA = 1e15
 
-# --- time ----------------------------------------------------------------------------------------------------
+# --- time ---
 MS_PER_S = 1000.0
 SECONDS_PER_MINUTE = 60.0
 SECONDS_PER_HOUR = 3600.0
@@ -29,7 +29,7 @@ DAYS_PER_YEAR = 365.0
 HOURS_PER_YEAR = 8760.0  # 365 d x 24 h, as used by AWS/Azure for commitment terms
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12.0  # 730 h: the cloud billing convention (AWS, Azure, GCP calculators)
 
-# --- money ---------------------------------------------------------------------------------------------------
+# --- money ---
 MILLION = 1e6
 
 

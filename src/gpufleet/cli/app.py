@@ -1,7 +1,7 @@
 """Root of the ``gpufleet`` command. Each command group lives in its own module and registers here.
 
-User errors (any :class:`gpufleet.errors.GpufleetError`) end as one paragraph on stderr and exit code 2, with no
-traceback; this is done once, in :class:`_ErrorHandlingGroup`, for every command.
+User errors (any :class:`gpufleet.errors.GpufleetError`) end as one paragraph on stderr and exit code 2,
+with no traceback; this is done once, in :class:`_ErrorHandlingGroup`, for every command.
 """
 
 from __future__ import annotations

@@ -1,7 +1,347 @@
-"""`gpufleet config` commands. (Being built: see the issue tracker.)"""
+"""`gpufleet config check [FILES...]`: validate user files (kind told by content), show the configuration.
+
+Kinds: user catalogs (gpufleet YAML/JSON, GPU Fleet Optimizer ``gpu_instances.json``), normalised offer CSVs,
+workload files, scenario files (gpufleet YAML, GFO ``workloads.json`` and ``model_config.json``), commitment
+discount overrides, spot assumption CSVs, Hugging Face ``config.json`` files and calibration case CSVs.
+"""
 
 from __future__ import annotations
 
-import typer
+import csv
+import io
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any
 
-app = typer.Typer(help="config commands.", no_args_is_help=True)
+import typer
+import yaml
+from rich.table import Table
+
+from gpufleet.cli.console import console, err_console
+from gpufleet.errors import ConfigFileError, GpufleetError
+
+app = typer.Typer(help="Check configuration files and show the configuration in force.", no_args_is_help=True)
+
+_KINDS_HELP = (
+    "a user catalog (top-level 'offers'/'price_overrides', or 'gpu_instances' from GPU Fleet Optimizer), a "
+    "workload file ('workload' or 'model' + 'task'), a scenario file ('scenarios'/'sets', GFO 'workloads' or "
+    "GFO model_config.json 'models'), a commitment override ('commitments'), a Hugging Face config.json "
+    "('model_type'/'architectures'), or a CSV of offers, spot assumptions or calibration cases"
+)
+
+
+def _read_document(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ConfigFileError(
+            f"{path}: the file does not exist. Pass the path of an existing file."
+        ) from None
+    except OSError as exc:
+        raise ConfigFileError(
+            f"{path}: the file cannot be read ({exc.strerror}). Check its permissions."
+        ) from exc
+    if path.suffix.lower() == ".csv":
+        return next(csv.reader(io.StringIO(text)), [])
+    try:
+        return json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        kind = "JSON" if path.suffix.lower() == ".json" else "YAML"
+        raise ConfigFileError(f"{path}: the file is not valid {kind} ({exc}). Fix the syntax.") from exc
+
+
+def detect_kind(path: Path) -> str:
+    """The kind of configuration file ``path`` holds, told by its content (top-level keys or CSV header)."""
+    doc = _read_document(path)
+    if path.suffix.lower() == ".csv":
+        header = set(doc)
+        if "mean_time_between_interruptions_h" in header:
+            return "spot_assumptions"
+        if "case_id" in header:
+            return "calibration_cases"
+        if {"provider", "instance_type", "price_on_demand_usd_per_hour"} <= header:
+            return "offers_csv"
+        raise ConfigFileError(
+            f"{path}: cannot tell what this CSV holds (header {sorted(header)[:8]}). Allowed: {_KINDS_HELP}."
+        )
+    if not isinstance(doc, dict):
+        raise ConfigFileError(
+            f"{path}: the top level is {type(doc).__name__}, expected a mapping. Allowed: {_KINDS_HELP}."
+        )
+    keys = set(doc)
+    from gpufleet.models import SIZE_CLASSES
+    from gpufleet.recommend.gfo import is_gfo_workloads
+
+    size_classes = {c.upper() for c in SIZE_CLASSES}
+    rules: tuple[tuple[bool, str], ...] = (
+        (bool(keys & {"gpu_instances", "offers", "price_overrides"}), "catalog"),
+        ("commitments" in keys, "commitments"),
+        (bool(keys & {"scenarios", "sets"}), "scenarios"),
+        (is_gfo_workloads(doc), "gfo_workloads"),
+        ("workloads" in keys or "model" in keys, "workload"),
+        (
+            bool(keys & {"models", "model_sizes"})
+            or (bool(keys) and {str(k).upper() for k in keys} <= size_classes),
+            "gfo_models",
+        ),
+        (bool(keys & {"model_type", "architectures"}), "hf_config"),
+    )
+    for hit, kind in rules:
+        if hit:
+            return kind
+    raise ConfigFileError(
+        f"{path}: cannot tell what this file holds (top-level keys {sorted(keys)[:8]}). "
+        f"Allowed: {_KINDS_HELP}."
+    )
+
+
+# --- one checker per kind: validate with the owning loader, return summary lines ---------------------------
+def _check_catalog(path: Path) -> list[str]:
+    from gpufleet.catalog.user import read_user_catalog
+
+    cat = read_user_catalog(path)
+    providers = sorted({o.provider for o in cat.offers})
+    return [
+        f"{len(cat.offers)} offers" + (f" ({', '.join(providers)})" if providers else ""),
+        f"{len(cat.price_overrides)} price overrides",
+    ]
+
+
+def _check_offers_csv(path: Path) -> list[str]:
+    from gpufleet.catalog.offers import read_offers_csv
+
+    table = read_offers_csv(path.read_text(encoding="utf-8"), source_name=str(path))
+    return [f"{len(table)} offers ({', '.join(table.providers())})"]
+
+
+def _check_commitments(path: Path) -> list[str]:
+    from gpufleet.catalog.pricing import describe_assumptions, load_commitment_assumptions
+    from gpufleet.report.assumptions import commitment_lines
+
+    rows = describe_assumptions(load_commitment_assumptions(path, include_fetched=False))
+    return [f"{len(rows)} commitment discounts in force with this override", *commitment_lines(rows)]
+
+
+def _check_spot(path: Path) -> list[str]:
+    from gpufleet.cost.spot import load_spot_assumptions
+    from gpufleet.report.assumptions import spot_lines
+
+    return spot_lines(load_spot_assumptions(path))
+
+
+def _check_hf_config(path: Path) -> list[str]:
+    from gpufleet.models.registry import model_from_config_file
+
+    arch = model_from_config_file(path)
+    return [f"model {arch.id}: {arch.num_layers} layers, hidden size {arch.hidden_size}"]
+
+
+def _check_cases(path: Path) -> list[str]:
+    from gpufleet.estimate.cases import read_cases
+
+    cases = read_cases(path)
+    return [f"{len(cases)} calibration cases ({len({c.metric for c in cases})} metrics)"]
+
+
+def _check_workload(path: Path) -> list[str]:
+    from gpufleet.recommend.workload import read_workload_file
+
+    return [
+        f"workload {w.name}: model {w.model}, task {w.task}, precision {w.precision}, pricing {w.pricing}, "
+        f"{w.hours_per_month:g} h/month"
+        for w in read_workload_file(path).values()
+    ]
+
+
+def _check_gfo_workloads(path: Path) -> list[str]:
+    from gpufleet.recommend.gfo import read_gfo_files
+
+    workloads, sets = read_gfo_files(path)
+    return [
+        f"{len(workloads)} workloads: {', '.join(workloads)}",
+        f"{len(sets)} workload sets" + (f": {', '.join(sets)}" if sets else ""),
+    ]
+
+
+def _check_gfo_models(path: Path) -> list[str]:
+    from gpufleet.models import resolve_model
+    from gpufleet.recommend.gfo import parse_gfo_model_config
+
+    mapping = parse_gfo_model_config(_read_document(path), source=str(path))
+    lines = []
+    for size_class, ref in mapping.items():
+        try:
+            arch = resolve_model(ref)
+        except GpufleetError as exc:
+            raise ConfigFileError(
+                f"GPU Fleet Optimizer model config {path}, entry {size_class!r}: {exc}"
+            ) from exc
+        lines.append(f"{size_class} -> {arch.id}")
+    return lines
+
+
+def _check_scenarios(path: Path) -> list[str]:
+    from gpufleet.recommend.scenarios import parse_scenarios
+
+    data = _read_document(path)
+    scenarios, sets = data.get("scenarios"), data.get("sets") or {}
+    if not isinstance(scenarios, dict) or not scenarios:
+        raise ConfigFileError(
+            f"Scenario file {path}: 'scenarios' must map scenario names to workloads "
+            f"(got {scenarios!r:.60}). "
+            "Write `scenarios: {NAME: {model: ..., task: ...}}`."
+        )
+    if not isinstance(sets, dict):
+        raise ConfigFileError(f"Scenario file {path}: 'sets' must map set names to lists of scenario names.")
+    for name, ids in sets.items():
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise ConfigFileError(
+                f"Scenario file {path}, set {name!r}: expected a list of scenario names, got {ids!r:.60}."
+            )
+        unknown = [i for i in ids if i not in scenarios]
+        if unknown:
+            raise ConfigFileError(
+                f"Scenario file {path}, set {name!r} names unknown scenarios {unknown}; the file defines "
+                f"{', '.join(map(str, scenarios))}. Fix the names or add those scenarios."
+            )
+    lib = parse_scenarios(data, str(path))
+    return [
+        f"{len(lib.scenarios)} scenarios: {', '.join(lib.scenarios)}",
+        f"{len(lib.sets)} sets: {', '.join(lib.sets)}",
+    ]
+
+
+CHECKERS: dict[str, tuple[str, Callable[[Path], list[str]]]] = {
+    "catalog": ("user catalog", _check_catalog),
+    "offers_csv": ("offers CSV", _check_offers_csv),
+    "commitments": ("commitment discount override", _check_commitments),
+    "spot_assumptions": ("spot assumptions", _check_spot),
+    "hf_config": ("Hugging Face config.json", _check_hf_config),
+    "calibration_cases": ("calibration cases", _check_cases),
+    "workload": ("workload file", _check_workload),
+    "scenarios": ("scenario file", _check_scenarios),
+    "gfo_workloads": ("GPU Fleet Optimizer workloads.json", _check_gfo_workloads),
+    "gfo_models": ("GPU Fleet Optimizer model_config.json", _check_gfo_models),
+}
+
+
+def check_file(path: Path) -> tuple[str, list[str]]:
+    """(kind description, summary lines) for one file; the loader's ConfigFileError when it is invalid."""
+    kind = detect_kind(path)
+    title, checker = CHECKERS[kind]
+    return title, checker(path)
+
+
+# --- the configuration in force ---------------------------------------------------------------------------
+def _catalog_table(catalogs: list[Path]) -> Table:
+    from gpufleet.catalog.offers import catalog_age, load_offers
+
+    offers = load_offers(catalogs)
+    counts: dict[str, int] = {}
+    for p in offers.column("provider").tolist():
+        counts[str(p)] = counts.get(str(p), 0) + 1
+    extra = f" + {len(catalogs)} user catalog(s)" if catalogs else ""
+    table = Table(
+        title=f"Catalog: {len(offers)} offers, {len(counts)} providers{extra}", title_justify="left"
+    )
+    for col in ("Provider", "Offers", "Captured", "Age"):
+        table.add_column(col, justify="right" if col == "Offers" else "left")
+    for age in catalog_age(offers):
+        table.add_row(age.provider, str(counts.get(age.provider, 0)), ", ".join(age.captured_at), age.human)
+    return table
+
+
+def _models_line() -> str:
+    from gpufleet.models import SIZE_CLASSES, load_model_entries
+
+    ids = sorted(load_model_entries())
+    return (
+        f"Models: {len(ids)} shipped ({', '.join(ids)}); size classes {', '.join(SIZE_CLASSES)}; "
+        "or the path of "
+        "any Hugging Face config.json."
+    )
+
+
+def _scenarios_table() -> Table:
+    from gpufleet.recommend.scenarios import load_scenarios
+
+    lib = load_scenarios()
+    table = Table(
+        title=f"Built-in scenarios: {len(lib.scenarios)}, sets: {len(lib.sets)}", title_justify="left"
+    )
+    table.add_column("Set")
+    table.add_column("Scenarios", overflow="fold")
+    for name, members in lib.sets.items():
+        table.add_row(name, ", ".join(members))
+    return table
+
+
+def _assumptions_tables(commitments: Path | None, spot: Path | None) -> list[Table]:
+    from gpufleet.catalog.pricing import describe_assumptions, load_commitment_assumptions
+    from gpufleet.cost.spot import load_spot_assumptions
+
+    rows = describe_assumptions(load_commitment_assumptions(commitments))
+    ct = Table(title="Commitment discounts in force", title_justify="left")
+    for col in ("Provider", "Program", "Term", "Discount", "Basis", "Verified", "Source"):
+        ct.add_column(col, overflow="fold", max_width=60 if col == "Source" else None)
+    for r in rows:
+        ct.add_row(
+            r.provider,
+            r.program,
+            f"{r.term_years}y",
+            f"{r.discount_fraction:.0%}",
+            r.basis,
+            "yes" if r.verified else "no",
+            r.source,
+        )
+    st = Table(title="Spot interruption model in force", title_justify="left")
+    for col in ("Provider", "Mean time between interruptions", "Per hour", "Notice", "Restart", "Verified"):
+        st.add_column(col)
+    for key, a in sorted(load_spot_assumptions(spot).items(), key=lambda kv: (kv[0] == "*", kv[0])):
+        st.add_row(
+            "other" if key == "*" else key,
+            f"{a.mean_time_between_interruptions_h:g} h",
+            f"{a.interruptions_per_h:.2f}",
+            f"{a.notice_s:g} s",
+            f"{a.restart_overhead_s:g} s",
+            a.verified or "no",
+        )
+    return [ct, st]
+
+
+@app.command("check")
+def check(
+    files: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Files to validate; the kind is told by content. None: built-ins."),
+    ] = None,
+) -> None:
+    """Validate configuration files and summarise the configuration in force (catalog, models, scenarios,
+    commitment discounts, spot model)."""
+    files = files or []
+    by_kind: dict[str, list[Path]] = {}
+    failures = 0
+    for path in files:
+        try:
+            kind = detect_kind(path)
+            title, lines = CHECKERS[kind][0], CHECKERS[kind][1](path)
+        except GpufleetError as exc:
+            failures += 1
+            err_console.print(f"[bold red]Invalid:[/] {exc}", highlight=False, soft_wrap=True)
+            continue
+        by_kind.setdefault(kind, []).append(path)
+        console.print(f"[bold green]OK[/] {path} [dim]({title})[/]", highlight=False)
+        for line in lines:
+            console.print(f"   {line}", highlight=False, markup=False)
+    if failures:
+        err_console.print(f"{failures} of {len(files)} file(s) invalid.", highlight=False)
+        raise typer.Exit(2)
+    console.print()
+    console.print(_catalog_table(by_kind.get("catalog", [])))
+    console.print(_models_line(), highlight=False)
+    console.print(_scenarios_table())
+    commitments = by_kind.get("commitments", [None])[-1]
+    spot = by_kind.get("spot_assumptions", [None])[-1]
+    for table in _assumptions_tables(commitments, spot):
+        console.print(table)

@@ -1,7 +1,197 @@
-"""`gpufleet estimate` commands. (Being built: see the issue tracker.)"""
+"""`gpufleet estimate memory|train|infer|matrix`: what a model needs, and how fast it runs, on a given GPU.
+
+Every command resolves the model (id, alias, config.json path or size class) and the GPU first, so that
+unknown names fail with close matches before any estimate; counts and lengths must be >= 1.
+"""
 
 from __future__ import annotations
 
+import json
+from enum import StrEnum
+from typing import Annotated, Any
+
 import typer
 
-app = typer.Typer(help="estimate commands.", no_args_is_help=True)
+from gpufleet.cli.console import console
+from gpufleet.cli.estimate_args import gpu_arg, model_arg, require_positive
+from gpufleet.cli.estimate_matrix import matrix
+from gpufleet.cli.estimate_render import inference_table, memory_table, notes_table, training_table
+from gpufleet.cli.profile_option import ProfileOption, load_profile_option
+from gpufleet.precision import check_precision
+from gpufleet.report.json_report import to_jsonable
+
+app = typer.Typer(
+    help="Estimate memory, training and inference performance of a model on a GPU.", no_args_is_help=True
+)
+app.command("matrix")(matrix)
+
+
+class OutFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+ModelOpt = Annotated[
+    str, typer.Option("--model", "-m", help="Model id, alias, config.json path or size class.")
+]
+GpuOpt = Annotated[
+    str, typer.Option("--gpu", "-g", help="Accelerator id or alias (see `gpufleet catalog gpus`).")
+]
+PrecisionOpt = Annotated[
+    str, typer.Option("--precision", "-p", help="fp32 tf32 fp16 bf16 fp8 fp4 int8 int4 nf4.")
+]
+KvOpt = Annotated[
+    str | None, typer.Option("--kv-precision", help="KV-cache precision (default: as --precision).")
+]
+FormatOpt = Annotated[OutFormat, typer.Option("--format", "-f", help="table or json.")]
+FallbackOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-fallback",
+        help="Fall back visibly (bf16 -> fp16 on T4/V100, fp8 -> weight-only fp8 on A100), not fail.",
+    ),
+]
+
+
+def _precisions(precision: str, kv_precision: str | None) -> tuple[str, str | None]:
+    return check_precision(precision), None if kv_precision is None else check_precision(kv_precision)
+
+
+def _emit_json(result: Any) -> None:
+    typer.echo(json.dumps(to_jsonable(result), indent=2, ensure_ascii=False, allow_nan=False))
+
+
+@app.command("memory")
+def memory(
+    model: ModelOpt,
+    gpu: GpuOpt,
+    task: Annotated[
+        str, typer.Option(help="inference pretrain full_finetune lora qlora load.")
+    ] = "inference",
+    precision: PrecisionOpt = "bf16",
+    kv_precision: KvOpt = None,
+    batch: Annotated[int, typer.Option(help="Sequences per GPU (micro-batch or concurrent requests).")] = 1,
+    seq_len: Annotated[
+        int | None, typer.Option(help="Tokens per sequence (default input+output, else 2048).")
+    ] = None,
+    input_len: Annotated[int | None, typer.Option(help="Inference prompt tokens.")] = None,
+    output_len: Annotated[int | None, typer.Option(help="Inference generated tokens.")] = None,
+    tp: Annotated[int, typer.Option(help="Tensor-parallel degree.")] = 1,
+    pp: Annotated[int, typer.Option(help="Pipeline-parallel degree.")] = 1,
+    dp: Annotated[int, typer.Option(help="Data-parallel degree (shards optimizer state with --zero).")] = 1,
+    zero: Annotated[int, typer.Option(help="ZeRO stage 0-3.")] = 0,
+    recompute: Annotated[
+        str, typer.Option(help="Activation recompute: none, selective or full.")
+    ] = "selective",
+    engine: Annotated[str, typer.Option("--engine", "--software", help="Serving engine (reserve).")] = "vllm",
+    profile: ProfileOption = None,
+    output_format: FormatOpt = OutFormat.table,
+) -> None:
+    """Memory per GPU: weights, KV cache, activations, optimizer state; and whether it fits.
+
+    Memory does not depend on the calibration profile; --profile is accepted (and checked) for symmetry."""
+    from gpufleet.estimate.memory import estimate_memory
+
+    require_positive(
+        batch=batch, seq_len=seq_len, input_len=input_len, output_len=output_len, tp=tp, pp=pp, dp=dp
+    )
+    prec, kv = _precisions(precision, kv_precision)
+    arch, spec = model_arg(model), gpu_arg(gpu)
+    load_profile_option(profile)
+    if seq_len is None:
+        seq_len = (input_len or 0) + (output_len or 0) or 2048
+    mem = estimate_memory(
+        model=arch, task=task, precision=prec, gpu=spec, tp=tp, pp=pp, dp=dp, batch=batch, seq_len=seq_len,
+        kv_precision=kv, zero_stage=zero, recompute=recompute, engine=engine,
+    )  # fmt: skip
+    if output_format is OutFormat.json:
+        _emit_json(mem)
+        return
+    title = (
+        f"{arch.id} {task} on {spec.id}, {prec}, batch {batch} × {seq_len} tokens, TP {tp} PP {pp} DP {dp}"
+    )
+    console.print(memory_table(mem, title))
+    console.print(notes_table(mem.assumptions))
+
+
+@app.command("infer")
+def infer(
+    model: ModelOpt,
+    gpu: GpuOpt,
+    gpus: Annotated[int, typer.Option(help="GPUs in the deployment (replicas = gpus // (tp*pp)).")] = 1,
+    precision: PrecisionOpt = "bf16",
+    kv_precision: KvOpt = None,
+    input_len: Annotated[int, typer.Option(help="Prompt tokens per request.")] = 1024,
+    output_len: Annotated[int, typer.Option(help="Generated tokens per request.")] = 256,
+    batch: Annotated[
+        int | None, typer.Option(help="Concurrent requests per replica (default: saturated).")
+    ] = None,
+    tp: Annotated[int | None, typer.Option(help="Tensor-parallel degree (default: chosen).")] = None,
+    pp: Annotated[int, typer.Option(help="Pipeline-parallel degree.")] = 1,
+    engine: Annotated[
+        str | None, typer.Option("--engine", "--software", help="vllm, trtllm, tgi, ...")
+    ] = None,
+    allow_fallback: FallbackOpt = False,
+    profile: ProfileOption = None,
+    output_format: FormatOpt = OutFormat.table,
+) -> None:
+    """Inference: TTFT, TPOT, tokens/s and requests/s with p10–p90 intervals."""
+    from gpufleet.estimate.performance import estimate_inference
+
+    require_positive(gpus=gpus, input_len=input_len, output_len=output_len, batch=batch, tp=tp, pp=pp)
+    prec, kv = _precisions(precision, kv_precision)
+    arch, spec = model_arg(model), gpu_arg(gpu)
+    est = estimate_inference(
+        model=arch, gpu=spec, precision=prec, input_len=input_len, output_len=output_len, gpu_count=gpus,
+        batch=batch, tp=tp, pp=pp, kv_precision=kv, software=engine, profile=load_profile_option(profile),
+        allow_fallback=allow_fallback,
+    )  # fmt: skip
+    if output_format is OutFormat.json:
+        _emit_json(est)
+        return
+    title = f"{arch.id} inference on {gpus}× {spec.id}, {prec}, {input_len} in / {output_len} out tokens"
+    console.print(inference_table(est, title))
+    console.print(memory_table(est.memory, "Memory per GPU"))
+    console.print(notes_table((*est.notes, *est.memory.assumptions)))
+
+
+@app.command("train")
+def train(
+    model: ModelOpt,
+    gpu: GpuOpt,
+    gpus: Annotated[int, typer.Option(help="GPUs in the job.")] = 8,
+    task: Annotated[str, typer.Option(help="pretrain, full_finetune, lora or qlora.")] = "pretrain",
+    precision: PrecisionOpt = "bf16",
+    batch: Annotated[int, typer.Option(help="Global batch [sequences].")] = 256,
+    seq_len: Annotated[int, typer.Option(help="Sequence length [tokens].")] = 4096,
+    tokens: Annotated[float | None, typer.Option(help="Tokens to train on (for time and GPU-hours).")] = None,
+    tp: Annotated[int | None, typer.Option(help="Tensor-parallel degree (default: chosen).")] = None,
+    pp: Annotated[int | None, typer.Option(help="Pipeline-parallel degree (default: chosen).")] = None,
+    dp: Annotated[int | None, typer.Option(help="Data-parallel degree (default: chosen).")] = None,
+    zero: Annotated[int | None, typer.Option(help="ZeRO stage 0-3 (default: chosen).")] = None,
+    recompute: Annotated[str | None, typer.Option(help="none, selective or full (default: chosen).")] = None,
+    software: Annotated[
+        str | None, typer.Option("--software", "--engine", help="megatron, nemo, ...")
+    ] = None,
+    allow_fallback: FallbackOpt = False,
+    profile: ProfileOption = None,
+    output_format: FormatOpt = OutFormat.table,
+) -> None:
+    """Training: step time, tokens/s, MFU, time and GPU-hours with p10–p90 intervals."""
+    from gpufleet.estimate.performance import estimate_training
+
+    require_positive(gpus=gpus, batch=batch, seq_len=seq_len, tokens=tokens, tp=tp, pp=pp, dp=dp)
+    prec, _ = _precisions(precision, None)
+    arch, spec = model_arg(model), gpu_arg(gpu)
+    est = estimate_training(
+        model=arch, task=task, gpu=spec, precision=prec, gpu_count=gpus, global_batch=batch, seq_len=seq_len,
+        train_tokens=tokens, tp=tp, pp=pp, dp=dp, zero_stage=zero, recompute=recompute, software=software,
+        profile=load_profile_option(profile), allow_fallback=allow_fallback,
+    )  # fmt: skip
+    if output_format is OutFormat.json:
+        _emit_json(est)
+        return
+    title = f"{arch.id} {task} on {gpus}× {spec.id}, {prec}, global batch {batch} × {seq_len} tokens"
+    console.print(training_table(est, title))
+    console.print(memory_table(est.memory, "Memory per GPU"))
+    console.print(notes_table((*est.notes, *est.memory.assumptions)))

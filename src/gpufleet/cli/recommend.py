@@ -1,9 +1,363 @@
-"""Top-level `gpufleet` commands of this group. (Being built: see the issue tracker.)"""
+"""`gpufleet recommend` and `gpufleet migrate`, plus the report output shared with `gpufleet scenarios`.
+
+A workload comes from a file (WORKLOAD.yaml; our format or GPU Fleet Optimizer workloads.json) or from flags,
+not both. Exit codes: 0 with a result (an infeasible SLO or a model that cannot fit is a reported status,
+not an error); 2 for bad input (unknown names, malformed files, a zero budget).
+"""
 
 from __future__ import annotations
 
+import io
+from collections.abc import Sequence
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
 import typer
+from rich.console import Console
+
+from gpufleet.cli.console import console, err_console
+from gpufleet.errors import InputError
+from gpufleet.recommend.types import Workload
+from gpufleet.report import Result, render_terminal, render_text
+
+if TYPE_CHECKING:
+    from gpufleet.catalog.offers import OfferTable
+
+DEFAULT_HTML_FILE = Path("gpufleet-report.html")
+
+
+class Format(StrEnum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    html = "html"
+
+
+FormatOpt = Annotated[
+    Format,
+    typer.Option("--format", "-f", help="table (terminal), json, markdown or html (a self-contained file)."),
+]
+OutputOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--output", "-o", help=f"Write the report to this file (html defaults to {DEFAULT_HTML_FILE})."
+    ),
+]
+
+
+def assumption_notes(workloads: Sequence[Workload]) -> list[str]:
+    """Pricing assumptions in force for these workloads: commitment discounts (1y/3y) and the spot model."""
+    from gpufleet.catalog.pricing import describe_assumptions
+    from gpufleet.cost.spot import load_spot_assumptions
+    from gpufleet.report.assumptions import commitment_lines, spot_lines
+
+    pricings = {w.pricing for w in workloads} | {"on_demand" for w in workloads if w.current is not None}
+    lines: list[str] = []
+    for pricing, term in (("1y", 1), ("3y", 3)):
+        if pricing in pricings:
+            lines += commitment_lines(describe_assumptions(), term_years=term)
+    if "spot" in pricings:
+        lines += spot_lines(load_spot_assumptions())
+    return lines
+
+
+def emit(result: Result, fmt: Format, output: Path | None, assumptions: Sequence[str] = ()) -> None:
+    """Render ``result`` and print it (stdout) or write it to ``output``; HTML always goes to a file."""
+    if fmt is Format.html and output is None:
+        output = DEFAULT_HTML_FILE
+    if fmt is Format.table:
+        renderable = render_terminal(result, assumptions=assumptions)
+        if output is None:
+            console.print(renderable)
+            return
+        buffer = io.StringIO()
+        Console(file=buffer, width=200, color_system=None).print(renderable)
+        text = buffer.getvalue()
+    else:
+        text = render_text(result, fmt.value, assumptions=assumptions)
+        if output is None:
+            typer.echo(text, nl=False)
+            return
+    try:
+        output.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(
+            f"Cannot write the report to {output}: {exc.strerror or exc}. "
+            "Pass a writable path with -o/--output."
+        ) from exc
+    err_console.print(f"Report written to {output}", highlight=False)
+
+
+def _flag_fields(**flags: Any) -> dict[str, Any]:
+    """Workload fields set on the command line (None = not given), renamed to the workload file's names."""
+    names = {
+        "target_rps": "target_requests_per_s",
+        "target_tps": "target_output_tokens_per_s",
+        "ttft_ms": "ttft_p95_ms",
+        "tpot_ms": "tpot_p95_ms",
+        "input_len": "input_len_tokens",
+        "output_len": "output_len_tokens",
+        "tokens": "train_tokens",
+        "deadline_hours": "deadline_h",
+        "provider": "providers",
+        "region": "regions",
+        "vendor": "gpu_vendors",
+        "budget": "budget_usd_per_month",
+    }
+    out: dict[str, Any] = {}
+    for key, value in flags.items():
+        if value is None or value == []:
+            continue
+        out[names.get(key, key)] = value
+    return out
+
+
+def resolve_workload(
+    workload_file: Path | None,
+    name: str | None,
+    fields: dict[str, Any],
+    current: dict[str, Any] | None = None,
+) -> Workload:
+    """The workload: from ``workload_file`` (entry ``name`` when it holds several) or from flags."""
+    from gpufleet.recommend.workload import read_workload_file, workload_from_dict
+
+    if workload_file is not None:
+        given = sorted(fields) + (sorted(current) if current else [])
+        if given:
+            raise InputError(
+                f"Give the workload either as a file ({workload_file}) or with flags, not both: remove "
+                f"{', '.join('--' + g.replace('_', '-') for g in given)} or the file argument "
+                "(change the file "
+                "instead)."
+            )
+        workloads = read_workload_file(workload_file)
+        if name is None:
+            if len(workloads) == 1:
+                return next(iter(workloads.values()))
+            raise InputError(
+                f"Workload file {workload_file} holds {len(workloads)} workloads "
+                f"({', '.join(workloads)}). Pick one "
+                "with --name, or run them all as a set with `gpufleet scenarios run-set`."
+            )
+        if name not in workloads:
+            from gpufleet.errors import UnknownNameError
+
+            raise UnknownNameError("workload", name, workloads, hint=f"Workloads in {workload_file}.")
+        return workloads[name]
+    if "model" not in fields:
+        raise InputError(
+            "No workload given: pass a WORKLOAD.yaml file, or at least --model (with --task, --precision, "
+            "targets "
+            "and SLOs as needed). See `gpufleet recommend --help`."
+        )
+    data = dict(fields)
+    if current:
+        data["current"] = current
+    return workload_from_dict(data, source="command-line flags", entry=str(data.get("name", "workload")))
+
+
+# --- options shared by `recommend` and `migrate` ----------------------------------------------------------
+WorkloadArg = Annotated[
+    Path | None,
+    typer.Argument(
+        help="Workload file (YAML/JSON; our format or GPU Fleet Optimizer workloads.json). Or use flags."
+    ),
+]
+NameOpt = Annotated[
+    str | None, typer.Option("--name", help="The workload to use when the file holds several.")
+]
+ModelOpt = Annotated[
+    str | None, typer.Option("--model", help="Model id, alias, config.json path or size class.")
+]
+TaskOpt = Annotated[
+    str | None, typer.Option("--task", help="inference, pretrain, full_finetune, lora or qlora.")
+]
+PrecisionOpt = Annotated[str | None, typer.Option("--precision", help="bf16, fp16, fp8, int8, int4, ...")]
+InputLenOpt = Annotated[int | None, typer.Option("--input-len", help="Prompt length [tokens].")]
+OutputLenOpt = Annotated[int | None, typer.Option("--output-len", help="Generated length [tokens].")]
+ConcurrencyOpt = Annotated[int | None, typer.Option("--concurrency", help="Concurrent requests to serve.")]
+RpsOpt = Annotated[float | None, typer.Option("--target-rps", help="Target throughput [requests/s].")]
+TpsOpt = Annotated[float | None, typer.Option("--target-tps", help="Target throughput [output tokens/s].")]
+TtftOpt = Annotated[float | None, typer.Option("--ttft-ms", help="SLO: p95 time to first token [ms].")]
+TpotOpt = Annotated[float | None, typer.Option("--tpot-ms", help="SLO: p95 time per output token [ms].")]
+TokensOpt = Annotated[float | None, typer.Option("--tokens", help="Training: tokens to process [tokens].")]
+DeadlineOpt = Annotated[
+    float | None, typer.Option("--deadline-hours", help="Training: must finish within [h].")
+]
+HoursOpt = Annotated[
+    float | None, typer.Option("--hours-per-month", help="Hours the workload runs per month.")
+]
+ScheduleOpt = Annotated[
+    str | None, typer.Option("--schedule", help="24/7 (default; or use --hours-per-month).")
+]
+PricingOpt = Annotated[str | None, typer.Option("--pricing", help="on_demand, spot, 1y or 3y.")]
+ProviderOpt = Annotated[list[str] | None, typer.Option("--provider", help="Only this provider (repeatable).")]
+RegionOpt = Annotated[
+    list[str] | None, typer.Option("--region", help="Region glob, e.g. 'us-*' (repeatable).")
+]
+VendorOpt = Annotated[
+    list[str] | None, typer.Option("--vendor", help="GPU vendor, e.g. NVIDIA (repeatable).")
+]
+BudgetOpt = Annotated[float | None, typer.Option("--budget", help="Budget cap [USD/month]; must be > 0.")]
+ObjectiveOpt = Annotated[
+    str | None, typer.Option("--objective", help="cheapest, fastest or throughput_per_dollar.")
+]
+TopOpt = Annotated[int, typer.Option("--top", min=1, help="Number of ranked candidates to show.")]
+CatalogOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--catalog", help="User catalog (YAML/JSON or gpu_instances.json; repeatable)."),
+]
+
+
+def catalog_offers(catalogs: list[Path] | None) -> OfferTable | None:
+    """The shipped catalog with the user catalogs applied; None (= the engine's default table) without any."""
+    from gpufleet.catalog.offers import load_offers
+
+    return load_offers(catalogs) if catalogs else None
 
 
 def register(app: typer.Typer) -> None:
-    """Attach this module's commands to the root app."""
+    """Attach `gpufleet recommend` and `gpufleet migrate` to the root app."""
+
+    @app.command("recommend")
+    def recommend_cmd(
+        workload_file: WorkloadArg = None,
+        name: NameOpt = None,
+        model: ModelOpt = None,
+        task: TaskOpt = None,
+        precision: PrecisionOpt = None,
+        input_len: InputLenOpt = None,
+        output_len: OutputLenOpt = None,
+        concurrency: ConcurrencyOpt = None,
+        target_rps: RpsOpt = None,
+        target_tps: TpsOpt = None,
+        ttft_ms: TtftOpt = None,
+        tpot_ms: TpotOpt = None,
+        tokens: TokensOpt = None,
+        deadline_hours: DeadlineOpt = None,
+        hours_per_month: HoursOpt = None,
+        schedule: ScheduleOpt = None,
+        pricing: PricingOpt = None,
+        provider: ProviderOpt = None,
+        region: RegionOpt = None,
+        vendor: VendorOpt = None,
+        budget: BudgetOpt = None,
+        objective: ObjectiveOpt = None,
+        top: TopOpt = 5,
+        catalog: CatalogOpt = None,
+        fmt: FormatOpt = Format.table,
+        output: OutputOpt = None,
+    ) -> None:
+        """Rank where to run a workload: offers x GPU counts x parallelism, with cost, speed and risk.
+
+        An SLO nobody meets, a budget nobody fits or a model that fits nowhere is reported (exit 0) with the
+        closest options or what would fit; bad input exits 2.
+        """
+        from gpufleet.recommend.api import recommend
+
+        fields = _flag_fields(
+            model=model,
+            task=task,
+            precision=precision,
+            input_len=input_len,
+            output_len=output_len,
+            concurrency=concurrency,
+            target_rps=target_rps,
+            target_tps=target_tps,
+            ttft_ms=ttft_ms,
+            tpot_ms=tpot_ms,
+            tokens=tokens,
+            deadline_hours=deadline_hours,
+            hours_per_month=hours_per_month,
+            schedule=schedule,
+            pricing=pricing,
+            provider=provider,
+            region=region,
+            vendor=vendor,
+            budget=budget,
+            objective=objective,
+        )
+        w = resolve_workload(workload_file, name, fields)
+        rec = recommend(w, offers=catalog_offers(catalog), limit=top)
+        emit(rec, fmt, output, assumption_notes([w]))
+
+    @app.command("migrate")
+    def migrate_cmd(
+        workload_file: WorkloadArg = None,
+        name: NameOpt = None,
+        current_provider: Annotated[
+            str | None, typer.Option(help="Provider it runs on today, e.g. aws.")
+        ] = None,
+        current_instance: Annotated[str | None, typer.Option(help="Instance type it runs on today.")] = None,
+        current_count: Annotated[int | None, typer.Option(help="Number of such instances today.")] = None,
+        current_region: Annotated[
+            str | None, typer.Option(help="Region today (default: cheapest listed).")
+        ] = None,
+        model: ModelOpt = None,
+        task: TaskOpt = None,
+        precision: PrecisionOpt = None,
+        input_len: InputLenOpt = None,
+        output_len: OutputLenOpt = None,
+        concurrency: ConcurrencyOpt = None,
+        target_rps: RpsOpt = None,
+        target_tps: TpsOpt = None,
+        ttft_ms: TtftOpt = None,
+        tpot_ms: TpotOpt = None,
+        tokens: TokensOpt = None,
+        deadline_hours: DeadlineOpt = None,
+        hours_per_month: HoursOpt = None,
+        schedule: ScheduleOpt = None,
+        pricing: PricingOpt = None,
+        provider: ProviderOpt = None,
+        region: RegionOpt = None,
+        vendor: VendorOpt = None,
+        budget: BudgetOpt = None,
+        objective: ObjectiveOpt = None,
+        top: TopOpt = 5,
+        catalog: CatalogOpt = None,
+        fmt: FormatOpt = Format.table,
+        output: OutputOpt = None,
+    ) -> None:
+        """Compare the current deployment with the best alternative: now vs after, savings, performance,
+        risk and migration complexity."""
+        from gpufleet.recommend.api import migrate
+
+        fields = _flag_fields(
+            model=model,
+            task=task,
+            precision=precision,
+            input_len=input_len,
+            output_len=output_len,
+            concurrency=concurrency,
+            target_rps=target_rps,
+            target_tps=target_tps,
+            ttft_ms=ttft_ms,
+            tpot_ms=tpot_ms,
+            tokens=tokens,
+            deadline_hours=deadline_hours,
+            hours_per_month=hours_per_month,
+            schedule=schedule,
+            pricing=pricing,
+            provider=provider,
+            region=region,
+            vendor=vendor,
+            budget=budget,
+            objective=objective,
+        )
+        given = {
+            "provider": current_provider,
+            "instance_type": current_instance,
+            "count": current_count,
+            "region": current_region,
+        }
+        current = {k: v for k, v in given.items() if v is not None}
+        if workload_file is None and "instance_type" not in current:
+            raise InputError(
+                "migrate needs the current deployment: pass --current-instance (with --current-provider, "
+                "default "
+                "aws, and --current-count), or a workload file with a `current:` section."
+            )
+        w = resolve_workload(workload_file, name, fields, current)
+        mig = migrate(w, offers=catalog_offers(catalog), limit=top)
+        emit(mig, fmt, output, assumption_notes([w]))

@@ -1,7 +1,101 @@
-"""`gpufleet scenarios` commands. (Being built: see the issue tracker.)"""
+"""`gpufleet scenarios list | run ID | run-set NAME`: the shipped GPU Fleet Optimizer scenarios and sets."""
 
 from __future__ import annotations
 
-import typer
+from typing import Annotated
 
-app = typer.Typer(help="scenarios commands.", no_args_is_help=True)
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from gpufleet.cli.console import console, err_console
+from gpufleet.cli.recommend import (
+    CatalogOpt,
+    Format,
+    FormatOpt,
+    OutputOpt,
+    TopOpt,
+    assumption_notes,
+    catalog_offers,
+    emit,
+)
+
+app = typer.Typer(
+    help="Named scenarios (GPU Fleet Optimizer workloads) and sets of them.", no_args_is_help=True
+)
+
+
+@app.command("list")
+def list_cmd() -> None:
+    """List every scenario (id, model, task, pricing, description) and every set."""
+    from gpufleet.recommend.scenarios import load_scenarios
+
+    lib = load_scenarios()
+    table = Table(title=f"Scenarios ({len(lib.scenarios)})", title_justify="left", header_style="bold")
+    for col in ("ID", "Model", "Task", "Pricing", "Current"):
+        table.add_column(col, no_wrap=True)
+    table.add_column("Description", overflow="fold", min_width=24)
+    for sid, w in lib.scenarios.items():
+        cur = f"{w.current.count} x {w.current.instance_type}" if w.current else "-"
+        table.add_row(sid, w.model, w.task, w.pricing, cur, w.description)
+    sets = Table(title=f"Sets ({len(lib.sets)})", title_justify="left", header_style="bold")
+    sets.add_column("Set")
+    sets.add_column("Scenarios", overflow="fold")
+    for name, members in lib.sets.items():
+        sets.add_row(name, ", ".join(members))
+    console.print(table)
+    console.print(sets)
+
+
+@app.command("run")
+def run_cmd(
+    scenario_id: Annotated[
+        str, typer.Argument(metavar="ID", help="Scenario id (see `gpufleet scenarios list`).")
+    ],
+    top: TopOpt = 5,
+    catalog: CatalogOpt = None,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
+) -> None:
+    """Run one scenario: its recommendation and, when it has a current deployment, the migration."""
+    from gpufleet.recommend.api import run_scenario
+    from gpufleet.recommend.scenarios import get_scenario
+
+    workload = get_scenario(scenario_id)
+    result = run_scenario(scenario_id, offers=catalog_offers(catalog), limit=top)
+    emit(result, fmt, output, assumption_notes([workload]))
+
+
+@app.command("run-set")
+def run_set_cmd(
+    name: Annotated[str, typer.Argument(help="Set name (see `gpufleet scenarios list`).")],
+    top: TopOpt = 5,
+    catalog: CatalogOpt = None,
+    fmt: FormatOpt = Format.table,
+    output: OutputOpt = None,
+    progress: Annotated[
+        bool, typer.Option("--progress/--no-progress", help="Progress bar on stderr.")
+    ] = True,
+) -> None:
+    """Run every scenario of a set, with a progress bar on stderr, and report them together."""
+    from gpufleet.recommend.api import run_scenario_set
+    from gpufleet.recommend.scenarios import get_scenario, get_scenario_set
+
+    members = get_scenario_set(name)
+    bar = Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err_console,
+        transient=True,
+        disable=not progress,
+    )
+    with bar:
+        task = bar.add_task(f"Running {name}", total=len(members))
+
+        def advance(done: int, total: int, scenario: str) -> None:
+            bar.update(task, completed=done, total=total, description=f"{name}: {scenario}")
+
+        result = run_scenario_set(name, offers=catalog_offers(catalog), limit=top, progress=advance)
+    emit(result, fmt, output, assumption_notes([get_scenario(s) for s in members]))

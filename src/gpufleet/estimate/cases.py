@@ -1,10 +1,10 @@
 """Calibration cases: published or user-measured results in the validation schema, read from CSV.
 
 The schema is ``docs/calibration-schema.md`` (a copy of ``shared/calibration/README.md``): one row per
-measurement, columns in :data:`CASE_COLUMNS`, metrics and their units in :data:`METRIC_UNITS`. Any file in that
-schema is accepted: blank optional fields, float-formatted integers (``1211000000.0``, ``8.0``), quoted notes
-with commas, a UTF-8 BOM, optional columns left out. Everything else is a :class:`ConfigFileError` that names
-the file, the row (case_id and line), the field, the bad value and what is allowed.
+measurement, columns in :data:`CASE_COLUMNS`, metrics and their units in :data:`METRIC_UNITS`. Any file in
+that schema is accepted: blank optional fields, float-formatted integers (``1211000000.0``, ``8.0``), quoted
+notes with commas, a UTF-8 BOM, optional columns left out. Everything else is a :class:`ConfigFileError` that
+names the file, the row (case_id and line), the field, the bad value and what is allowed.
 """
 
 from __future__ import annotations
@@ -270,8 +270,7 @@ class _CaseRow(BaseModel):
         self.unit = expected
         if self.metric == "mfu" and self.measured > 1.0:
             raise ValueError(
-                f"field 'measured' has {self.measured!r}, but mfu is a fraction in (0, 1]; "
-                "write 41% as 0.41"
+                f"field 'measured' has {self.measured!r}, but mfu is a fraction in (0, 1]; write 41% as 0.41"
             )
         return self
 
@@ -321,7 +320,7 @@ def parse_cases_csv(text: str, source_name: str) -> list[CalibrationCase]:
         if "\x00extra" in raw:
             raise ConfigFileError(
                 f"{source_name}: row at line {line} has more fields than the header's {len(header)} columns. "
-                "Quote any value that contains a comma (for example \"a, b\") and run again."
+                'Quote any value that contains a comma (for example "a, b") and run again.'
             )
         if all(_blank(v) for v in raw.values()):
             continue
@@ -356,7 +355,7 @@ def read_cases(path: Path) -> list[CalibrationCase]:
         ) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigFileError(
-            f"Cases file {str(path)!r} cannot be read ({exc}). Pass a UTF-8 CSV file in the calibration schema."
+            f"Cases file {str(path)!r} cannot be read ({exc}). Pass a UTF-8 CSV in the calibration schema."
         ) from None
     return parse_cases_csv(text, str(path))
 

@@ -25,6 +25,4 @@ class Interval:
 
     def inverted(self, numerator: float = 1.0) -> Interval:
         """``numerator / x`` for a positive quantity (time <-> rate); p10 and p90 swap."""
-        return Interval(
-            central=numerator / self.central, p10=numerator / self.p90, p90=numerator / self.p10
-        )
+        return Interval(central=numerator / self.central, p10=numerator / self.p90, p90=numerator / self.p10)

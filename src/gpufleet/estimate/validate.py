@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpufleet.errors import GpufleetError, InputError
+from gpufleet.errors import DataError, GpufleetError, InputError
 from gpufleet.estimate.cases import CalibrationCase
 
 if TYPE_CHECKING:
     from gpufleet.estimate.calibration import CalibrationProfile, CasePrediction
 
 #: predict one case, given an optional profile (the default is gpufleet.estimate.calibration.predict_case)
-Predictor = Callable[[CalibrationCase, Any], "CasePrediction"]
+Predictor = Callable[[CalibrationCase, "CalibrationProfile | None"], "CasePrediction"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -75,11 +75,13 @@ def _default_predictor() -> Predictor:
     return predict_case
 
 
-def _score(case: CalibrationCase, profile: Any, predictor: Predictor) -> ValidationRow:
+def _score(case: CalibrationCase, profile: CalibrationProfile | None, predictor: Predictor) -> ValidationRow:
     base: dict[str, Any] = {"case_id": case.case_id, "metric": case.metric, "unit": case.unit}
     base["measured"] = case.measured
     try:
         pred = predictor(case, profile)
+    except DataError:
+        raise  # a broken installation, not a property of this case
     except GpufleetError as exc:
         return ValidationRow(
             **base,
@@ -157,8 +159,9 @@ def validate_cases(
     """Predict every case (with ``profile``, None = the shipped one) and score it against its measurement.
 
     ``predictor`` replaces :func:`gpufleet.estimate.calibration.predict_case` (tests, other estimators). Any
-    :class:`GpufleetError` it raises for a case (``CaseNotSupportedError``, an unknown model, ...) becomes that
-    case's ``reason``; the case is kept and counts against ``coverage``.
+    :class:`GpufleetError` it raises for a case (``CaseNotSupportedError``, an unknown model, ...) becomes
+    that case's ``reason``; the case is kept and counts against ``coverage``. A :class:`DataError` (a broken
+    installation, e.g. the shipped profile missing) is raised, not hidden in every row.
     """
     if not cases:
         raise InputError("No cases to validate. Pass a cases file with at least one row.")

@@ -18,10 +18,11 @@ OBJECTIVES: tuple[str, ...] = get_args(Objective)
 Pricing = Literal["on_demand", "spot", "1y", "3y"]
 PRICINGS: tuple[str, ...] = get_args(Pricing)
 
-#: ``ok``: a best candidate meets every constraint. ``infeasible_slo``: some offers fit in memory but none meets
-#: the latency SLOs / deadline (``closest`` holds the nearest). ``over_budget``: candidates meet the SLOs but
-#: none within the budget cap (``closest`` holds the cheapest). ``cannot_fit``: no offer holds the model
-#: (``cannot_fit`` says why and what would make it fit). ``no_offers``: the filters left no offer at all.
+#: ``ok``: a best candidate meets every constraint.
+#: ``infeasible_slo``: some offers fit in memory but none meets the latency SLOs / deadline (``closest``
+#: holds the nearest). ``over_budget``: candidates meet the SLOs but none is within the budget cap
+#: (``closest`` holds the cheapest). ``cannot_fit``: no offer holds the model (``cannot_fit`` says why and
+#: what would make it fit). ``no_offers``: the filters left no offer at all.
 Status = Literal["ok", "infeasible_slo", "over_budget", "cannot_fit", "no_offers"]
 RiskLevel = Literal["low", "medium", "high"]
 Complexity = Literal["low", "medium", "high"]
@@ -35,11 +36,13 @@ class CurrentDeployment:
     instance_type: str
     count: int = 1  # number of instances (nodes) [count]
     region: str | None = None  # None = the cheapest region the catalog lists for that instance
+    gpu_count: int | None = None  # total GPUs as the source states it (GPU Fleet Optimizer "1x P5"); when it
+    # differs from count x GPUs of the instance, the same-family instance with that many GPUs is used
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Workload:
-    """A validated workload (built from a file, kwargs or a scenario by :mod:`gpufleet.recommend.workload`)."""
+    """A validated workload (from a file, kwargs or a scenario, via :mod:`gpufleet.recommend.workload`)."""
 
     name: str
     model: str  # model id, alias, config.json path or size class (SMALL/MEDIUM/LARGE/MASSIVE)
@@ -132,9 +135,13 @@ class Candidate:
 
     @property
     def speed(self) -> float:
-        """The objective's speed: output tokens/s (inference) or 1/time-to-train [1/s] (training); 0 if unknown."""
-        if self.output_tokens_per_s is not None:
-            return self.output_tokens_per_s.central
+        """The speed the objectives and the Pareto front use; 0 where unknown.
+
+        Inference: per-stream decode speed 1 / TPOT [tokens/s per request] (every candidate already meets the
+        throughput target by its replica count). Training: 1 / time to train [1/s].
+        """
+        if self.tpot_s is not None and self.tpot_s.central > 0:
+            return 1.0 / self.tpot_s.central
         if self.time_to_train_s is not None and self.time_to_train_s.central > 0:
             return 1.0 / self.time_to_train_s.central
         return 0.0

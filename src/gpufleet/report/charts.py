@@ -1,8 +1,9 @@
 """Inline SVG charts: no JavaScript, no external fonts, works offline.
 
 Each function returns one ``<svg>`` element as a string, sized by its ``viewBox`` so that it scales with the
-page. Every data mark carries a ``class`` (``mark``, ``pareto``, ``bar``, ``segment``) and a ``<title>`` tooltip,
-so that tests (and screen readers) can find them. Colours are the Okabe-Ito palette (colour-blind safe).
+page. Every data mark carries a ``class`` (``mark``, ``pareto``, ``bar``, ``segment``) and a ``<title>``
+tooltip, so that tests (and screen readers) can find them. Colours: the Okabe-Ito palette (colour-blind
+safe).
 """
 
 from __future__ import annotations
@@ -12,7 +13,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from html import escape
 
-PALETTE: tuple[str, ...] = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+PALETTE: tuple[str, ...] = (
+    "#0072B2",
+    "#E69F00",
+    "#009E73",
+    "#D55E00",
+    "#CC79A7",
+    "#56B4E9",
+    "#F0E442",
+    "#000000",
+)
 _MUTED = "#9aa5b1"
 _AXIS = "#52606d"
 _GRID = "#e4e7eb"
@@ -95,7 +105,8 @@ def _open(frame: _Frame, title: str, css_class: str) -> list[str]:
     t = escape(title)
     return [
         f'<svg xmlns="http://www.w3.org/2000/svg" class="chart {css_class}" viewBox="0 0 {frame.width:.0f} '
-        f'{frame.height:.0f}" width="100%" role="img" aria-label="{t}" style="{_FONT};max-width:{frame.width:.0f}px">',
+        f'{frame.height:.0f}" width="100%" role="img" aria-label="{t}" '
+        f'style="{_FONT};max-width:{frame.width:.0f}px">',
         f"<title>{t}</title>",
         f'<text x="{frame.left:.0f}" y="20" font-size="14" font-weight="600" fill="#1f2933">{t}</text>',
     ]
@@ -120,14 +131,49 @@ def _y_axis(frame: _Frame, ticks: Sequence[float], label: str, y_of: _Scale) -> 
 
 
 class _Scale:
-    """Linear map from a data interval onto a pixel interval."""
+    """Map from a data interval onto a pixel interval, linear or log10 (``log`` needs a positive interval)."""
 
-    def __init__(self, d0: float, d1: float, p0: float, p1: float) -> None:
-        self.d0, self.d1, self.p0, self.p1 = d0, d1, p0, p1
+    def __init__(self, d0: float, d1: float, p0: float, p1: float, *, log: bool = False) -> None:
+        self.log = log
+        self.d0, self.d1 = (math.log10(d0), math.log10(d1)) if log else (d0, d1)
+        self.p0, self.p1 = p0, p1
 
     def __call__(self, v: float) -> float:
+        if self.log:
+            v = math.log10(max(v, 10**self.d0))
         span = self.d1 - self.d0 or 1.0
         return self.p0 + (v - self.d0) / span * (self.p1 - self.p0)
+
+
+#: a positive axis spanning more than this ratio (max / min) is drawn on a log scale
+LOG_SCALE_RATIO = 30.0
+
+
+def log_ticks(lo: float, hi: float) -> list[float]:
+    """1-2-5 ticks per decade covering ``[lo, hi]`` (both > 0); only decades when the span is wide."""
+    d0, d1 = math.floor(math.log10(lo)), math.ceil(math.log10(hi))
+    steps = (1.0,) if d1 - d0 > 4 else (1.0, 2.0, 5.0)
+    ticks = [m * 10.0**d for d in range(d0, d1 + 1) for m in steps]
+    inside = [t for t in ticks if lo <= t <= hi]
+    below = [t for t in ticks if t < lo][-1:] or [10.0**d0]
+    above = [t for t in ticks if t > hi][:1] or [10.0**d1]
+    return below + inside + above
+
+
+def _axis(values: Sequence[float], p0: float, p1: float) -> tuple[_Scale, list[float]]:
+    lo, hi = min(values), max(values)
+    if lo > 0 and hi / lo > LOG_SCALE_RATIO:
+        ticks = log_ticks(lo, hi)
+        return _Scale(ticks[0], ticks[-1], p0, p1, log=True), ticks
+    ticks = nice_ticks(min(0.0, lo), hi)
+    return _Scale(ticks[0], ticks[-1], p0, p1), ticks
+
+
+def _labelled(n: int, limit: int = 5) -> set[int]:
+    """Indices of at most ``limit`` evenly spread items out of ``n`` (always the first and the last)."""
+    if n <= limit:
+        return set(range(n))
+    return {round(i * (n - 1) / (limit - 1)) for i in range(limit)}
 
 
 def scatter_chart(
@@ -148,11 +194,10 @@ def scatter_chart(
         out.append(_empty(frame))
         return "\n".join([*out, "</svg>"])
     xs = [v for p in pts for v in (p.x, p.x_low, p.x_high) if v is not None and math.isfinite(v)]
-    ys = [p.y for p in pts]
-    xt = nice_ticks(min(0.0, min(xs)), max(xs))
-    yt = nice_ticks(min(0.0, min(ys)), max(ys))
-    sx = _Scale(xt[0], xt[-1], frame.left, frame.width - frame.right)
-    sy = _Scale(yt[0], yt[-1], frame.top + frame.plot_h, frame.top)
+    sx, xt = _axis(xs, frame.left, frame.width - frame.right)
+    sy, yt = _axis([p.y for p in pts], frame.top + frame.plot_h, frame.top)
+    x_label += " (log scale)" if sx.log else ""
+    y_label += " (log)" if sy.log else ""
     out += _y_axis(frame, yt, y_label, sy)
     base = frame.top + frame.plot_h
     for t in xt:
@@ -169,10 +214,14 @@ def scatter_chart(
     front = sorted((p for p in pts if p.highlight), key=lambda p: p.x)
     if len(front) > 1:
         path = " ".join(f"{sx(p.x):.1f},{sy(p.y):.1f}" for p in front)
-        out.append(f'<polyline class="front-line" points="{path}" fill="none" stroke="{PALETTE[3]}" '
-                   'stroke-width="1.5" stroke-dasharray="4 3"/>')
+        out.append(
+            f'<polyline class="front-line" points="{path}" fill="none" stroke="{PALETTE[3]}" '
+            'stroke-width="1.5" stroke-dasharray="4 3"/>'
+        )
+    labelled = {id(front[i]) for i in _labelled(len(front))}
+    faint = len(pts) > 12
     for p in sorted(pts, key=lambda p: p.highlight):
-        out.append(_point(p, sx, sy))
+        out.append(_point(p, sx, sy, label=id(p) in labelled, faint=faint))
     lx = frame.width - frame.right - 150
     out.append(
         f'<circle cx="{lx:.0f}" cy="16" r="5" fill="{PALETTE[3]}"/><text x="{lx + 10:.0f}" y="20" '
@@ -183,37 +232,43 @@ def scatter_chart(
     return "\n".join([*out, "</svg>"])
 
 
-def _point(p: ScatterPoint, sx: _Scale, sy: _Scale) -> str:
+def _point(p: ScatterPoint, sx: _Scale, sy: _Scale, *, label: bool, faint: bool) -> str:
     cx, cy = sx(p.x), sy(p.y)
     colour = PALETTE[3] if p.highlight else _MUTED
     parts = []
     if p.x_low is not None and p.x_high is not None:
         parts.append(
-            f'<line class="errorbar" x1="{sx(p.x_low):.1f}" x2="{sx(p.x_high):.1f}" y1="{cy:.1f}" y2="{cy:.1f}" '
-            f'stroke="{colour}" stroke-width="1.5" opacity="0.6"/>'
+            f'<line class="errorbar" x1="{sx(p.x_low):.1f}" x2="{sx(p.x_high):.1f}" '
+            f'y1="{cy:.1f}" y2="{cy:.1f}" '
+            f'stroke="{colour}" stroke-width="1.5" opacity="{0.25 if faint else 0.6}"/>'
         )
     cls = "mark pareto" if p.highlight else "mark"
-    r = 6 if p.highlight else 4.5
+    r = (5 if faint else 6) if p.highlight else 4
     parts.append(
-        f'<circle class="{cls}" cx="{cx:.1f}" cy="{cy:.1f}" r="{r}" fill="{colour}" stroke="#fff" stroke-width="1">'
+        f'<circle class="{cls}" cx="{cx:.1f}" cy="{cy:.1f}" r="{r}" fill="{colour}" '
+        'stroke="#fff" stroke-width="1">'
         f"<title>{escape(p.label)}</title></circle>"
     )
-    if p.highlight:
+    if p.highlight and label:
+        right_half = cx > (sx.p0 + sx.p1) / 2
+        tx, anchor = (cx - 8, "end") if right_half else (cx + 8, "start")
         parts.append(
-            f'<text x="{cx + 8:.1f}" y="{cy - 8:.1f}" font-size="10" fill="#1f2933">{escape(_short(p.label))}</text>'
+            f'<text class="point-label" x="{tx:.1f}" y="{cy - 8:.1f}" font-size="10" fill="#1f2933" '
+            f'text-anchor="{anchor}">'
+            f"{escape(_short(p.label))}</text>"
         )
     return "".join(parts)
 
 
 def stacked_bar_chart(
-    bars: Sequence[StackedBar], *, title: str, y_label: str, width: float = 680, height: float = 400
+    bars: Sequence[StackedBar], *, title: str, y_label: str, width: float = 680, height: float = 420
 ) -> str:
     """Vertical stacked bars, one per ``bars`` entry; segments are stacked in first-seen order (>= 0 only)."""
-    frame = _Frame(width, height, bottom=96.0)
+    frame = _Frame(width, height, top=52.0, bottom=120.0)
     out = _open(frame, title, "stacked")
     names: list[str] = []
     for b in bars:
-        names += [n for n in b.segments if n not in names]
+        names += [n for n, v in b.segments.items() if n not in names and v > 0]
     totals = [sum(max(v, 0.0) for v in b.segments.values()) for b in bars]
     if not bars or max(totals) <= 0:
         out.append(_empty(frame))
@@ -232,7 +287,8 @@ def stacked_bar_chart(
                 continue
             y1, y0 = sy(acc + v), sy(acc)
             out.append(
-                f'<rect class="bar segment" x="{x:.1f}" y="{y1:.1f}" width="{bw:.1f}" height="{max(y0 - y1, 0.5):.1f}" '
+                f'<rect class="bar segment" x="{x:.1f}" y="{y1:.1f}" width="{bw:.1f}" '
+                f'height="{max(y0 - y1, 0.5):.1f}" '
                 f'fill="{PALETTE[j % len(PALETTE)]}"><title>{escape(b.label)}: {escape(name)} '
                 f"{escape(fmt_number(v))}</title></rect>"
             )
@@ -246,7 +302,7 @@ def bar_chart(
     items: Sequence[tuple[str, float]], *, title: str, y_label: str, width: float = 680, height: float = 360
 ) -> str:
     """Vertical bars that may be negative (e.g. savings per scenario); negative bars are drawn in orange."""
-    frame = _Frame(width, height, bottom=96.0)
+    frame = _Frame(width, height, bottom=120.0)
     out = _open(frame, title, "bars")
     vals = [v for _, v in items if math.isfinite(v)]
     if not vals:
@@ -264,7 +320,8 @@ def bar_chart(
             top, bottom = sorted((sy(v), zero))
             colour = PALETTE[2] if v >= 0 else PALETTE[3]
             out.append(
-                f'<rect class="bar" x="{x:.1f}" y="{top:.1f}" width="{bw:.1f}" height="{max(bottom - top, 1.0):.1f}" '
+                f'<rect class="bar" x="{x:.1f}" y="{top:.1f}" width="{bw:.1f}" '
+                f'height="{max(bottom - top, 1.0):.1f}" '
                 f'fill="{colour}"><title>{escape(label)}: {escape(fmt_number(v))}</title></rect>'
             )
         out.append(_x_label(x + bw / 2, frame.top + frame.plot_h + 12, label))
@@ -278,17 +335,18 @@ def bar_chart(
 def _x_label(x: float, y: float, label: str) -> str:
     return (
         f'<text x="{x:.1f}" y="{y:.1f}" font-size="10" fill="{_AXIS}" text-anchor="end" '
-        f'transform="rotate(-35 {x:.1f} {y:.1f})">{escape(_short(label))}<title>{escape(label)}</title></text>'
+        f'transform="rotate(-30 {x:.1f} {y:.1f})">{escape(_short(label, 30))}'
+        f"<title>{escape(label)}</title></text>"
     )
 
 
 def _legend(frame: _Frame, names: Sequence[str]) -> list[str]:
     out = []
-    x = frame.left + 260
+    x = frame.left
     for j, name in enumerate(names):
         out.append(
-            f'<rect x="{x:.0f}" y="9" width="10" height="10" fill="{PALETTE[j % len(PALETTE)]}"/>'
-            f'<text x="{x + 14:.0f}" y="18" font-size="11" fill="{_AXIS}">{escape(name)}</text>'
+            f'<rect x="{x:.0f}" y="29" width="10" height="10" fill="{PALETTE[j % len(PALETTE)]}"/>'
+            f'<text x="{x + 14:.0f}" y="38" font-size="11" fill="{_AXIS}">{escape(name)}</text>'
         )
         x += 22 + 6.5 * len(name)
     return out

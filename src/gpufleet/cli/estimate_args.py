@@ -1,0 +1,36 @@
+"""Argument checks shared by the `gpufleet estimate` commands: positive numbers, model and GPU names."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from gpufleet.errors import InputError
+
+if TYPE_CHECKING:
+    from gpufleet.catalog.specs import AcceleratorSpec
+    from gpufleet.models.arch import ModelArch
+
+
+def require_positive(**values: float | None) -> None:
+    """Raise :class:`InputError` for the first value that is given and not > 0."""
+    for name, value in values.items():
+        if value is not None and not value > 0:
+            flag = "--" + name.replace("_", "-")
+            raise InputError(
+                f"{flag} must be greater than 0, got {value!r}. Batch sizes, lengths, token counts and "
+                f"GPU or parallel degrees are positive; pass for example {flag} 1."
+            )
+
+
+def model_arg(name: str) -> ModelArch:
+    """The model for ``--model`` (id, alias, config.json path or size class); errors list close matches."""
+    from gpufleet.models import resolve_model
+
+    return resolve_model(name)
+
+
+def gpu_arg(name: str) -> AcceleratorSpec:
+    """The accelerator for ``--gpu``, or an UnknownNameError with close matches."""
+    from gpufleet.catalog.specs import get_spec
+
+    return get_spec(name)

@@ -1,0 +1,195 @@
+"""`gpufleet estimate matrix`: the planning tables teams write by hand, one cell per model × GPU.
+
+- train: tokens/s (system) and wall-clock hours per 100M tokens on ``--gpu-count`` GPUs;
+- infer: TTFT, TPOT and requests/s at ``--batch`` concurrent requests, on the smallest of 1, 2, 4, 8 GPUs that
+  holds the model (or exactly ``--gpu-count``);
+- memory: GiB per GPU needed at fp32, bf16, fp8, int8 and int4 (inference, one GPU, ``--batch`` × context).
+
+A combination that does not fit is marked "does not fit", a precision the GPU cannot run "unsupported"; any
+other refusal by the estimator is shown in the cell. Unknown models or GPUs fail before anything is estimated.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from enum import StrEnum
+from functools import partial
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from gpufleet.cli.console import console
+from gpufleet.cli.estimate_args import gpu_arg, model_arg, require_positive
+from gpufleet.cli.estimate_render import DOES_NOT_FIT, UNSUPPORTED, grid_table
+from gpufleet.cli.profile_option import ProfileOption, load_profile_option
+from gpufleet.cli.validate_render import fmt_num
+from gpufleet.errors import InfeasibleError, InputError, UnsupportedError
+from gpufleet.precision import check_precision
+from gpufleet.units import MS_PER_S, SECONDS_PER_HOUR
+
+if TYPE_CHECKING:
+    from gpufleet.catalog.specs import AcceleratorSpec
+    from gpufleet.models.arch import ModelArch
+
+MEMORY_PRECISIONS: tuple[str, ...] = ("fp32", "bf16", "fp8", "int8", "int4")
+INFER_GPU_COUNTS: tuple[int, ...] = (1, 2, 4, 8)
+TOKENS_PER_PLAN = 1e8  # hours are quoted per 100M tokens [tokens]
+
+
+class Mode(StrEnum):
+    train = "train"
+    infer = "infer"
+    memory = "memory"
+    all = "all"
+
+
+class MatrixFormat(StrEnum):
+    table = "table"
+    markdown = "markdown"
+    json = "json"
+
+
+Grid = tuple[str, str, list[str], list[tuple[str, list[str]]]]  # title, corner, columns, rows
+
+
+def _split(value: str, flag: str) -> list[str]:
+    items = [v.strip() for v in value.split(",") if v.strip()]
+    if not items:
+        raise InputError(
+            f"{flag} is empty. Pass a comma-separated list, for example {flag} llama-3.1-8b,mixtral."
+        )
+    return items
+
+
+def _cell(fn: Callable[[], str]) -> str:
+    """Run one estimate; refusals of this combination become the cell text (data/profile errors propagate)."""
+    try:
+        return fn()
+    except UnsupportedError:
+        return UNSUPPORTED
+    except (InputError, InfeasibleError) as exc:
+        return "n/a: " + str(exc).split(". ")[0]
+
+
+def _train_grid(models: list[ModelArch], gpus: list[AcceleratorSpec], o: dict[str, Any]) -> Grid:
+    from gpufleet.estimate.performance import estimate_training
+
+    def one(arch: ModelArch, spec: AcceleratorSpec) -> str:
+        est = estimate_training(
+            model=arch, task=o["task"], gpu=spec, precision=o["precision"], gpu_count=o["gpu_count"] or 8,
+            global_batch=o["global_batch"], seq_len=o["seq_len"], profile=o["profile"],
+        )  # fmt: skip
+        if not est.fits or est.tokens_per_s is None:
+            return DOES_NOT_FIT
+        tps = est.tokens_per_s.central
+        hours = TOKENS_PER_PLAN / tps / SECONDS_PER_HOUR
+        return f"{fmt_num(tps, 3)} tok/s · {fmt_num(hours, 3)} h/100M"
+
+    rows = [(m.id, [_cell(partial(one, m, g)) for g in gpus]) for m in models]
+    title = (
+        f"Training ({o['task']}, {o['precision']}, {o['gpu_count'] or 8} GPUs, "
+        f"global batch {o['global_batch']} × {o['seq_len']}): tokens/s, wall-clock hours per 100M tokens"
+    )
+    return title, "model", [g.id for g in gpus], rows
+
+
+def _infer_grid(models: list[ModelArch], gpus: list[AcceleratorSpec], o: dict[str, Any]) -> Grid:
+    from gpufleet.estimate.performance import estimate_inference
+
+    counts = (o["gpu_count"],) if o["gpu_count"] else INFER_GPU_COUNTS
+
+    def one(arch: ModelArch, spec: AcceleratorSpec) -> str:
+        for n in counts:
+            est = estimate_inference(
+                model=arch, gpu=spec, precision=o["precision"], input_len=o["input_len"],
+                output_len=o["output_len"], gpu_count=n, batch=o["batch"], profile=o["profile"],
+            )  # fmt: skip
+            if est.fits and est.ttft_s and est.tpot_s and est.requests_per_s:
+                return (
+                    f"{n}× TP{est.tp}: TTFT {fmt_num(est.ttft_s.central * MS_PER_S, 3)} ms · "
+                    f"TPOT {fmt_num(est.tpot_s.central * MS_PER_S, 3)} ms · "
+                    f"{fmt_num(est.requests_per_s.central, 3)} req/s"
+                )
+        return DOES_NOT_FIT
+
+    rows = [(m.id, [_cell(partial(one, m, g)) for g in gpus]) for m in models]
+    title = (
+        f"Inference ({o['precision']}, batch {o['batch']}, {o['input_len']} in / {o['output_len']} out "
+        "tokens): TTFT, TPOT, requests/s"
+    )
+    return title, "model", [g.id for g in gpus], rows
+
+
+def _memory_grid(models: list[ModelArch], gpus: list[AcceleratorSpec], o: dict[str, Any]) -> Grid:
+    from gpufleet.estimate.memory import estimate_memory
+
+    seq = o["input_len"] + o["output_len"]
+
+    def one(arch: ModelArch, spec: AcceleratorSpec, prec: str) -> str:
+        mem = estimate_memory(
+            model=arch, task="inference", precision=prec, gpu=spec, batch=o["batch"], seq_len=seq
+        )
+        text = f"{mem.per_gpu_gib:,.1f} GiB"
+        return text if mem.fits else f"{text} ({DOES_NOT_FIT})"
+
+    rows = [
+        (f"{m.id} on {g.id}", [_cell(partial(one, m, g, p)) for p in MEMORY_PRECISIONS])
+        for m in models
+        for g in gpus
+    ]
+    title = f"Inference memory per GPU on one GPU (batch {o['batch']} × {seq} tokens), by weight precision"
+    return title, "model on GPU", list(MEMORY_PRECISIONS), rows
+
+
+def _markdown(grid: Grid) -> str:
+    title, corner, cols, rows = grid
+    lines = [f"**{title}**", "", "| " + " | ".join([corner, *cols]) + " |", "|" + "---|" * (len(cols) + 1)]
+    lines += ["| " + " | ".join([label, *cells]) + " |" for label, cells in rows]
+    return "\n".join(lines) + "\n"
+
+
+def matrix(
+    models: Annotated[str, typer.Option("--models", help="Comma-separated model ids/aliases/size classes.")],
+    gpus: Annotated[str, typer.Option("--gpus", help="Comma-separated accelerator ids or aliases.")],
+    mode: Annotated[Mode, typer.Option(help="train, infer, memory or all.")] = Mode.all,
+    precision: Annotated[str, typer.Option(help="Precision for train and infer.")] = "bf16",
+    task: Annotated[
+        str, typer.Option(help="Training task: pretrain, full_finetune, lora, qlora.")
+    ] = "pretrain",
+    gpu_count: Annotated[
+        int | None, typer.Option(help="GPUs per job (default: train 8, infer smallest fit).")
+    ] = None,
+    global_batch: Annotated[int, typer.Option(help="Training global batch [sequences].")] = 256,
+    seq_len: Annotated[int, typer.Option(help="Training sequence length [tokens].")] = 4096,
+    batch: Annotated[int, typer.Option(help="Inference concurrent requests per replica.")] = 8,
+    input_len: Annotated[int, typer.Option(help="Inference prompt tokens.")] = 1024,
+    output_len: Annotated[int, typer.Option(help="Inference generated tokens.")] = 256,
+    profile: ProfileOption = None,
+    output_format: Annotated[MatrixFormat, typer.Option("--format", "-f")] = MatrixFormat.table,
+) -> None:
+    """Planning tables per model × GPU: training tokens/s, inference latency and memory by precision."""
+    require_positive(
+        gpu_count=gpu_count, global_batch=global_batch, seq_len=seq_len, batch=batch, input_len=input_len,
+        output_len=output_len,
+    )  # fmt: skip
+    names, gpu_names = _split(models, "--models"), _split(gpus, "--gpus")
+    archs = [model_arg(n) for n in names]
+    specs = [gpu_arg(g) for g in gpu_names]
+    opts: dict[str, Any] = {
+        "precision": check_precision(precision), "task": task, "gpu_count": gpu_count,
+        "global_batch": global_batch, "seq_len": seq_len, "batch": batch, "input_len": input_len,
+        "output_len": output_len, "profile": load_profile_option(profile),
+    }  # fmt: skip
+    builders = {Mode.train: _train_grid, Mode.infer: _infer_grid, Mode.memory: _memory_grid}
+    chosen = list(builders) if mode is Mode.all else [mode]
+    grids = [builders[m](archs, specs, opts) for m in chosen]
+    if output_format is MatrixFormat.json:
+        doc = [{"title": t, "columns": [c, *cols], "rows": [[lbl, *cells] for lbl, cells in rows]}
+               for t, c, cols, rows in grids]  # fmt: skip
+        typer.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+    elif output_format is MatrixFormat.markdown:
+        typer.echo("\n".join(_markdown(g) for g in grids), nl=False)
+    else:
+        for g in grids:
+            console.print(grid_table(*g))

@@ -1,0 +1,102 @@
+"""Rich tables for `gpufleet estimate`: memory breakdown, inference and training estimates, planning matrices.
+
+Pure formatting over the estimator's result types; times shown in ms or h, rates in tokens/s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from rich.table import Table
+
+from gpufleet.cli.validate_render import fmt_num
+from gpufleet.estimate.types import Interval
+from gpufleet.units import MS_PER_S, SECONDS_PER_HOUR
+
+if TYPE_CHECKING:
+    from gpufleet.estimate.memory import MemoryEstimate
+    from gpufleet.estimate.performance import InferenceEstimate, TrainingEstimate
+
+DOES_NOT_FIT = "does not fit"
+UNSUPPORTED = "unsupported"
+
+
+def fmt_interval(iv: Interval | None, factor: float = 1.0, unit: str = "") -> str:
+    """``central (p10–p90) unit`` after multiplying by ``factor``; a dash for None."""
+    if iv is None:
+        return "—"
+    s = iv.scaled(factor)
+    tail = f" {unit}" if unit else ""
+    return f"{fmt_num(s.central)} ({fmt_num(s.p10, 3)}–{fmt_num(s.p90, 3)}){tail}"
+
+
+def memory_table(mem: MemoryEstimate, title: str) -> Table:
+    t = Table(title=title, title_justify="left", min_width=min(len(title), 110))
+    t.add_column("memory per GPU")
+    t.add_column("GiB", justify="right")
+    for name, gib in mem.breakdown_gib.items():
+        t.add_row(name, f"{gib:,.2f}")
+    t.add_row("[bold]needed (nvidia-smi view)[/]", f"[bold]{mem.per_gpu_gib:,.2f}[/]")
+    t.add_row("allocated (torch max_memory_allocated view)", f"{mem.allocated_gib:,.2f}")
+    t.add_row("usable after CUDA context and engine reserve", f"{mem.usable_gib:,.2f}")
+    t.add_row("device capacity", f"{mem.capacity_gib:,.2f}")
+    verdict = "[green]fits[/]" if mem.fits else f"[red]{DOES_NOT_FIT}[/]"
+    t.add_row("[bold]verdict[/]", verdict)
+    return t
+
+
+def notes_table(notes: Sequence[str], title: str = "Notes and assumptions") -> Table:
+    t = Table(title=title, title_justify="left", show_header=False)
+    t.add_column("note")
+    for n in notes:
+        t.add_row(f"• {n}")
+    return t
+
+
+def inference_table(est: InferenceEstimate, title: str) -> Table:
+    t = Table(title=title, title_justify="left", min_width=min(len(title), 110))
+    t.add_column("quantity")
+    t.add_column("estimate (p10–p90)", justify="right")
+    t.add_row("parallelism", f"TP {est.tp} × PP {est.pp}, {est.replicas} replica(s)")
+    t.add_row(
+        "batch per replica", f"{est.batch_per_replica} (max by KV cache {est.max_concurrency_per_replica})"
+    )
+    if not est.fits:
+        t.add_row("[bold]verdict[/]", f"[red]{DOES_NOT_FIT}[/]")
+        return t
+    t.add_row("TTFT", fmt_interval(est.ttft_s, MS_PER_S, "ms"))
+    t.add_row("TPOT", fmt_interval(est.tpot_s, MS_PER_S, "ms"))
+    t.add_row("output tokens/s (system)", fmt_interval(est.output_tokens_per_s, 1.0, "tok/s"))
+    t.add_row("requests/s (system)", fmt_interval(est.requests_per_s, 1.0, "req/s"))
+    return t
+
+
+def training_table(est: TrainingEstimate, title: str) -> Table:
+    t = Table(title=title, title_justify="left", min_width=min(len(title), 110))
+    t.add_column("quantity")
+    t.add_column("estimate (p10–p90)", justify="right")
+    t.add_row("parallelism", f"TP {est.tp} × PP {est.pp} × DP {est.dp}")
+    if not est.fits:
+        t.add_row("[bold]verdict[/]", f"[red]{DOES_NOT_FIT}[/]")
+        return t
+    t.add_row("step time", fmt_interval(est.step_time_s, 1.0, "s"))
+    t.add_row("tokens/s per GPU", fmt_interval(est.tokens_per_s_per_gpu, 1.0, "tok/s/gpu"))
+    t.add_row("tokens/s (system)", fmt_interval(est.tokens_per_s, 1.0, "tok/s"))
+    t.add_row("MFU", "—" if est.mfu is None else f"{100 * est.mfu:.1f}%")
+    t.add_row("time to train", fmt_interval(est.time_to_train_s, 1.0 / SECONDS_PER_HOUR, "h"))
+    t.add_row("GPU-hours", fmt_interval(est.gpu_hours, 1.0, "GPU·h"))
+    return t
+
+
+def grid_table(
+    title: str, corner: str, columns: Sequence[str], rows: Sequence[tuple[str, list[str]]]
+) -> Table:
+    """A planning matrix: one row label and one cell per column."""
+    t = Table(title=title, title_justify="left", min_width=min(len(title), 110))
+    t.add_column(corner)
+    for c in columns:
+        t.add_column(c, justify="right")
+    for label, cells in rows:
+        t.add_row(label, *cells)
+    return t

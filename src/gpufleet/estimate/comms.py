@@ -1,0 +1,122 @@
+"""Collective-communication times: ring all-reduce, all-gather/reduce-scatter, all-to-all over GPU links.
+
+Cost model (Thakur, Rabenseifner & Gropp 2005; NCCL's "bus bandwidth" convention, nccl-tests PERFORMANCE.md):
+a ring all-reduce of ``B`` bytes over ``n`` ranks moves ``2 (n-1)/n B`` bytes through each rank's slowest link
+and takes ``2 (n-1)`` latency hops; all-gather and reduce-scatter move ``(n-1)/n B`` in ``n-1`` hops; an
+all-to-all moves ``(n-1)/n B``. Link rates are per direction, times an achieved-bandwidth efficiency
+(``link_eff`` in the calibration profile, prior 0.8: nccl-tests on DGX A100 reach ~230 of 300 GB/s per
+direction, DGX H100 ~360 of 450 GB/s).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gpufleet.catalog.specs import AcceleratorSpec
+from gpufleet.units import GB
+
+#: PCIe x16 bandwidth per direction by generation [GB/s] (PCI-SIG base specs: 8/16/32/64 GT/s per lane x16,
+#: 128b/130b encoding; Gen6 FLIT ~121 GB/s)
+PCIE_X16_GB_PER_S: dict[int, float] = {3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0}
+#: assumed when the host link names no generation [GB/s] (PCIe Gen4 x16)
+PCIE_DEFAULT_GB_PER_S = 31.5
+
+#: inter-node network per GPU, per direction [GB/s]: one 400 Gb/s NDR InfiniBand ConnectX-7 per GPU in
+#: DGX H100 / H200 / B200 (NVIDIA DGX user guides; DGX SuperPOD reference architectures) = 50 GB/s; one
+#: 800 Gb/s ConnectX-8 per GPU in DGX B300 = 100 GB/s; one 200 Gb/s HDR ConnectX-6 per GPU in DGX A100 (DGX
+#: A100 user guide) = 25 GB/s, also the default for older or PCIe systems. A named assumption: cloud clusters
+#: vary (AWS p4d 400 Gb/s per 8 GPUs with EFA, p5 3200 Gb/s per 8 GPUs).
+INTERNODE_GB_PER_S_BY_ARCH: dict[str, float] = {"Hopper": 50.0, "Blackwell": 50.0, "Blackwell Ultra": 100.0}
+INTERNODE_DEFAULT_GB_PER_S = 25.0
+
+#: per-hop latency of a collective step [s]: NVLink/NVSwitch ~5 us, PCIe through the host ~15 us, network
+#: ~10 us (nccl-tests small-message all-reduce times on DGX A100/H100 and PCIe hosts)
+NVLINK_HOP_LATENCY_S = 5e-6
+PCIE_HOP_LATENCY_S = 15e-6
+NETWORK_HOP_LATENCY_S = 10e-6
+
+#: GPUs in one scale-up domain when the caller gives none (HGX/DGX baseboards: 8; PCIe hosts: 8 slots at most)
+DEFAULT_GPUS_PER_NODE = 8
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Link:
+    """One communication path: per-direction rate after efficiency [GB/s] and per-hop latency [s]."""
+
+    bw_gb_per_s: float
+    hop_latency_s: float
+    kind: str  # "nvlink" | "pcie" | "network"
+
+
+def pcie_gb_per_s(spec: AcceleratorSpec) -> float:
+    """Per-direction host-link bandwidth from the spec's ``host_link`` text [GB/s]."""
+    m = re.search(r"Gen\s*(\d)", spec.host_link)
+    bw = PCIE_X16_GB_PER_S.get(int(m.group(1)), PCIE_DEFAULT_GB_PER_S) if m else PCIE_DEFAULT_GB_PER_S
+    if "x8" in spec.host_link:
+        bw /= 2.0
+    return bw
+
+
+def intra_node_link(spec: AcceleratorSpec, link_eff: float) -> Link:
+    """Link between GPUs of one node: NVLink/IF (half the bidirectional per-GPU figure) or PCIe."""
+    if spec.has_scaleup_fabric:
+        return Link(
+            bw_gb_per_s=spec.scaleup_bw_gb_per_s / 2.0 * link_eff,
+            hop_latency_s=NVLINK_HOP_LATENCY_S,
+            kind="nvlink",
+        )
+    return Link(bw_gb_per_s=pcie_gb_per_s(spec) * link_eff, hop_latency_s=PCIE_HOP_LATENCY_S, kind="pcie")
+
+
+def inter_node_link(spec: AcceleratorSpec, link_eff: float) -> Link:
+    """Network link per GPU between nodes (named assumption :data:`INTERNODE_GB_PER_S_BY_ARCH`)."""
+    bw = INTERNODE_GB_PER_S_BY_ARCH.get(spec.architecture, INTERNODE_DEFAULT_GB_PER_S)
+    return Link(bw_gb_per_s=bw * link_eff, hop_latency_s=NETWORK_HOP_LATENCY_S, kind="network")
+
+
+def group_link(
+    spec: AcceleratorSpec, *, group: int, stride: int, gpus_per_node: int, link_eff: float
+) -> Link:
+    """Slowest link of a group of ``group`` ranks spaced ``stride`` apart (TP innermost: stride 1)."""
+    if group * stride <= gpus_per_node:
+        return intra_node_link(spec, link_eff)
+    return inter_node_link(spec, link_eff)
+
+
+def all_reduce_s(n_bytes: float, ranks: int, link: Link) -> float:
+    """Ring all-reduce of ``n_bytes`` over ``ranks`` [s]; 0 for one rank."""
+    if ranks <= 1 or n_bytes <= 0:
+        return 0.0
+    return (
+        2.0 * (ranks - 1) / ranks * n_bytes / (link.bw_gb_per_s * GB) + 2.0 * (ranks - 1) * link.hop_latency_s
+    )
+
+
+def all_gather_s(n_bytes: float, ranks: int, link: Link) -> float:
+    """Ring all-gather (or reduce-scatter) producing ``n_bytes`` per rank [s]; 0 for one rank."""
+    if ranks <= 1 or n_bytes <= 0:
+        return 0.0
+    return (ranks - 1) / ranks * n_bytes / (link.bw_gb_per_s * GB) + (ranks - 1) * link.hop_latency_s
+
+
+def all_to_all_s(n_bytes: float, ranks: int, link: Link) -> float:
+    """All-to-all where each rank holds ``n_bytes`` and keeps ``1/ranks`` of it [s]; 0 for one rank."""
+    if ranks <= 1 or n_bytes <= 0:
+        return 0.0
+    return (ranks - 1) / ranks * n_bytes / (link.bw_gb_per_s * GB) + link.hop_latency_s
+
+
+__all__ = [
+    "DEFAULT_GPUS_PER_NODE",
+    "INTERNODE_DEFAULT_GB_PER_S",
+    "INTERNODE_GB_PER_S_BY_ARCH",
+    "Link",
+    "all_gather_s",
+    "all_reduce_s",
+    "all_to_all_s",
+    "group_link",
+    "inter_node_link",
+    "intra_node_link",
+    "pcie_gb_per_s",
+]

@@ -1,0 +1,181 @@
+"""FLOPs and bytes of a transformer: the work the performance model divides by hardware rates.
+
+Conventions (see ``docs/performance.md``):
+
+* A matmul of an ``m x n`` weight costs ``2 m n`` FLOPs per token forward, ``4 m n`` backward (activation and
+  weight gradients), so a full training step costs ``6 N`` per token for ``N`` matmul weights (Kaplan et al.
+  2020, sec. 2.1; Narayanan et al. 2021, eq. 3). Embedding look-ups cost nothing; the LM head is a matmul.
+* Attention scores and the weighted sum cost ``2 c d_qk + 2 c d_v`` FLOPs per token per layer forward against
+  ``c`` keys. For model FLOPs in training (MFU) we follow PaLM (Chowdhery et al. 2022, App. B): the full
+  sequence ``c = s`` (no causal halving), i.e. ``12 L s d`` per token for forward + backward. For inference
+  time we count what causal kernels execute: ``c`` = the position, ``s/2`` on average over a prompt.
+* LoRA/QLoRA freeze the base: backward computes activation gradients only (``2 N``), so ``4 N`` per token plus
+  ``6 N_adapter`` on :data:`gpufleet.models.LORA_TARGETS` (Hu et al. 2021; Dettmers et al. 2023).
+* Full recompute replays the forward (``+2 N``): hardware FLOPs, not model FLOPs (Korthikanti et al. 2022,
+  sec. 5). Selective recompute replays only the attention core (Korthikanti et al. 2022, sec. 4.3), which
+  FlashAttention's backward already does inside the 3x attention count (Dao 2022, sec. 3.1): no extra FLOPs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from gpufleet.models import count_params, ffn_params, lora_params
+from gpufleet.models.arch import ModelArch
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelShape:
+    """Per-token matmul sizes of a model, derived once from its parameter count [count of weights]."""
+
+    attn_proj_params: float  # attention projections over all layers (incl. biases) [weights]
+    ffn_active_params: (
+        float  # FFN weights a token passes through, all layers (k routed + shared experts) [weights]
+    )
+    ffn_total_params: float  # all FFN weights, all experts, all layers [weights]
+    dense_ffn_params: (
+        float  # FFN weights outside routed experts (dense layers, shared experts, routers) [weights]
+    )
+    expert_params: float  # one routed expert of one MoE layer [weights]
+    lm_head_params: (
+        float  # hidden x vocab output projection (tied or not: it is a matmul either way) [weights]
+    )
+    attn_qk_dim: int  # query/key width summed over heads, per layer [elements]
+    attn_v_dim: int  # value width summed over heads, per layer [elements]
+
+    @property
+    def matmul_active_params(self) -> float:
+        """Weights every token multiplies through (forward FLOPs = 2 x this) [weights]."""
+        return self.attn_proj_params + self.ffn_active_params + self.lm_head_params
+
+
+@lru_cache(maxsize=256)
+def model_shape(model: ModelArch) -> ModelShape:
+    """The per-token matmul sizes of ``model`` from :func:`gpufleet.models.count_params` (cached)."""
+    pc = count_params(model)
+    if model.is_mla:
+        qk_dim = model.num_attention_heads * (model.qk_nope_head_dim + model.qk_rope_head_dim)
+        v_dim = model.num_attention_heads * model.v_head_dim
+    else:
+        qk_dim = v_dim = model.num_attention_heads * model.head_dim
+    expert = float(ffn_params(model, model.moe_intermediate_size)) if model.is_moe else 0.0
+    n_moe = pc.num_moe_layers
+    ffn_total = float(pc.num_dense_layers * pc.ffn_per_layer + n_moe * pc.moe_ffn_per_layer)
+    routed = n_moe * model.num_experts * expert
+    return ModelShape(
+        attn_proj_params=float(pc.attention_per_layer * model.num_layers),
+        ffn_active_params=float(pc.num_dense_layers * pc.ffn_per_layer + n_moe * pc.moe_ffn_active_per_layer),
+        ffn_total_params=ffn_total,
+        dense_ffn_params=ffn_total - routed,
+        expert_params=expert,
+        lm_head_params=float(pc.lm_head or model.hidden_size * model.vocab_size),
+        attn_qk_dim=qk_dim,
+        attn_v_dim=v_dim,
+    )
+
+
+def decode_weight_params(model: ModelArch, tokens: float) -> float:
+    """Weights read from memory by one decode step of ``tokens`` sequences [weights].
+
+    Dense models read every matmul weight (embedding look-ups read ``tokens`` rows only: ignored). MoE layers
+    read the expected distinct experts touched, :func:`moe_expected_experts`.
+    """
+    s = model_shape(model)
+    base = s.attn_proj_params + s.lm_head_params + s.dense_ffn_params
+    if not model.is_moe:
+        return base
+    touched = moe_expected_experts(model.num_experts, model.experts_per_token, tokens)
+    return base + model.num_moe_layers * touched * s.expert_params
+
+
+def _attended(model: ModelArch, context: float) -> float:
+    """Keys attended per layer, averaged over layers, at ``context`` keys (windows cap it) [tokens]."""
+    if model.sliding_window is None or model.sliding_window_layer_fraction <= 0.0:
+        return context
+    frac = model.sliding_window_layer_fraction
+    return (1.0 - frac) * context + frac * min(context, float(model.sliding_window))
+
+
+def attention_flops_per_token(model: ModelArch, context: float) -> float:
+    """Forward attention-core FLOPs (QK^T, AV) of one token attending ``context`` keys, all layers [FLOP]."""
+    s = model_shape(model)
+    return 2.0 * _attended(model, context) * (s.attn_qk_dim + s.attn_v_dim) * model.num_layers
+
+
+def prefill_flops(model: ModelArch, input_len: float) -> float:
+    """Forward FLOPs to process a causal prompt of ``input_len`` tokens [FLOP].
+
+    Matmuls ``2 N`` per token; attention at the mean causal context ``(input_len + 1) / 2`` (encoders attend
+    the whole sequence).
+    """
+    s = model_shape(model)
+    mean_ctx = (input_len + 1.0) / 2.0 if model.is_decoder else input_len
+    return input_len * (2.0 * s.matmul_active_params + attention_flops_per_token(model, mean_ctx))
+
+
+def decode_flops_per_token(model: ModelArch, context: float) -> float:
+    """Forward FLOPs to generate one token with ``context`` tokens already cached [FLOP]."""
+    return 2.0 * model_shape(model).matmul_active_params + attention_flops_per_token(model, context)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainingFlops:
+    """Training FLOPs per token, split by where they run [FLOP/token]."""
+
+    model_matmul: float  # matmul FLOPs counted for MFU (no recompute)
+    model_attention: float  # attention-core FLOPs counted for MFU (PaLM convention, full sequence)
+    hw_matmul: float  # matmul FLOPs executed (with recompute)
+    hw_attention: float  # attention-core FLOPs executed (with recompute)
+
+    @property
+    def model_total(self) -> float:
+        return self.model_matmul + self.model_attention
+
+    @property
+    def hw_total(self) -> float:
+        return self.hw_matmul + self.hw_attention
+
+
+def training_flops_per_token(
+    model: ModelArch, *, task: str, seq_len: int, recompute: str = "selective", lora_rank: int = 16
+) -> TrainingFlops:
+    """Model and hardware FLOPs per trained token for ``task`` and ``recompute`` (``none|selective|full``)."""
+    s = model_shape(model)
+    fwd_mm = 2.0 * s.matmul_active_params
+    fwd_attn = attention_flops_per_token(model, float(seq_len))  # PaLM: full sequence
+    if task in ("lora", "qlora"):
+        adapter = float(lora_params(model, lora_rank))
+        mm = 2.0 * fwd_mm + 6.0 * adapter  # forward + activation gradients; adapters train fully
+    else:
+        mm = 3.0 * fwd_mm
+    attn = 3.0 * fwd_attn  # the attention core always back-propagates (activation gradients)
+    hw_mm, hw_attn = mm, attn
+    if recompute == "full":
+        hw_mm += fwd_mm
+        hw_attn += fwd_attn
+    return TrainingFlops(model_matmul=mm, model_attention=attn, hw_matmul=hw_mm, hw_attention=hw_attn)
+
+
+def moe_expected_experts(num_experts: int, experts_per_token: int, tokens: float) -> float:
+    """Expected distinct routed experts a layer touches for ``tokens`` tokens, uniform routing [experts].
+
+    ``E (1 - (1 - k/E)^b)``: each expert is missed by one token with probability ``1 - k/E``.
+    """
+    if num_experts <= 0:
+        return 0.0
+    missed = (1.0 - experts_per_token / num_experts) ** max(tokens, 0.0)
+    return float(num_experts * (1.0 - missed))
+
+
+__all__ = [
+    "ModelShape",
+    "TrainingFlops",
+    "attention_flops_per_token",
+    "decode_flops_per_token",
+    "decode_weight_params",
+    "model_shape",
+    "moe_expected_experts",
+    "prefill_flops",
+    "training_flops_per_token",
+]

@@ -1,0 +1,216 @@
+"""Choosing tensor / pipeline / data parallel degrees as an engineer would when the user gives none.
+
+Training (Megatron-LM/NeMo practice, Narayanan et al. 2021 sec. 3 "takeaways"): tensor parallelism (a power of
+two within a node that divides the heads) before pipeline parallelism, which is used only when TP = GPUs per
+node still does not fit; the rest data parallel with ZeRO-1 (distributed optimizer) and selective recompute;
+then ZeRO-3, then full recompute. Among the TP degrees that fit at the smallest such PP, the performance model
+takes the fastest (engineers tune TP for speed, not only for memory: a larger TP can beat a slow data-parallel
+reduce). Stacks without tensor parallelism (DeepSpeed, plain PyTorch, HF transformers) shard with ZeRO-3/FSDP
+instead. Inference: the smallest TP that holds the weights plus a useful KV cache (:data:`USEFUL_CONCURRENCY`
+sequences), replicas beyond.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from gpufleet.catalog.specs import AcceleratorSpec
+from gpufleet.errors import InputError
+from gpufleet.estimate.memory import (
+    MemoryEstimate,
+    allowed_tp_degrees,
+    estimate_memory,
+    max_concurrent_sequences,
+)
+from gpufleet.models.arch import ModelArch
+
+#: stacks whose training recipes have no tensor/pipeline parallelism: they shard with ZeRO/FSDP instead
+NO_TP_STACKS = frozenset({"deepspeed", "pytorch", "transformers"})
+#: an inference replica is worth running when its KV cache holds at least this many sequences of the
+#: requested context (a named assumption: below ~16 concurrent sequences decode is bandwidth-starved)
+USEFUL_CONCURRENCY = 16
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainingLayout:
+    """Chosen training parallelism with the memory estimate at that layout."""
+
+    tp: int
+    pp: int
+    dp: int
+    zero_stage: int
+    recompute: str
+    memory: MemoryEstimate
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InferenceLayout:
+    """Chosen inference parallelism per replica with its memory and KV-bound concurrency."""
+
+    tp: int
+    pp: int
+    memory: MemoryEstimate
+    max_concurrency: int
+
+
+@lru_cache(maxsize=4096)
+def _memory(**kw: object) -> MemoryEstimate:
+    """:func:`estimate_memory`, cached: layouts are re-scored with the same arguments (calibration)."""
+    return estimate_memory(**kw)  # type: ignore[arg-type]
+
+
+@lru_cache(maxsize=4096)
+def _concurrency(**kw: object) -> int:
+    """:func:`max_concurrent_sequences`, cached."""
+    return max_concurrent_sequences(**kw)  # type: ignore[arg-type]
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def default_ep(model: ModelArch, dp: int, gpus_per_node: int) -> int:
+    """Expert-parallel degree: the largest power of two dividing the experts, within dp and a node."""
+    ep = 1
+    while ep * 2 <= min(dp, gpus_per_node) and model.num_experts % (ep * 2) == 0:
+        ep *= 2
+    return ep
+
+
+def tp_candidates(model: ModelArch, limit: int) -> list[int]:
+    """Powers of two up to ``limit`` that split the model's heads (smallest first)."""
+    return [d for d in allowed_tp_degrees(model) if d <= limit and d & (d - 1) == 0]
+
+
+def training_layouts(
+    *,
+    model: ModelArch,
+    spec: AcceleratorSpec,
+    task: str,
+    precision: str,
+    gpu_count: int,
+    global_batch: int,
+    seq_len: int,
+    gpus_per_node: int,
+    software: str,
+    tp: int | None,
+    pp: int | None,
+    dp: int | None,
+    zero_stage: int | None,
+    recompute: str | None,
+    ep: int | None = None,
+) -> list[TrainingLayout]:
+    """The fitting layouts at the smallest pipeline degree of the first pass that has one, else ``[the last
+    layout tried]``.
+
+    Passes, in the order an engineer relaxes them: (1) selective recompute with ZeRO-1 (ZeRO-1 then ZeRO-3 for
+    stacks without TP), every TP at the smallest PP that fits; (2) ZeRO-3/FSDP; (3) full recompute. Degrees,
+    ZeRO stage or recompute given by the caller are kept fixed.
+    """
+    no_tp = software in NO_TP_STACKS
+    auto_tps = [1] if no_tp else tp_candidates(model, min(gpus_per_node, gpu_count))
+    tps = [tp] if tp is not None else auto_tps
+    passes: list[tuple[str, list[int]]] = [
+        ("selective", [1, 3] if no_tp else [1]),
+        ("selective", [3]),
+        ("full", [1, 3]),
+    ]
+    last: TrainingLayout | None = None
+    for rc, zeros in passes:
+        rc = recompute or rc
+        zs = [zero_stage] if zero_stage is not None else zeros
+        for pp_try in [pp] if pp is not None else _pp_candidates(model, gpu_count, tps[0] if tps else 1):
+            found: list[TrainingLayout] = []
+            for t in tps:
+                if gpu_count % (t * pp_try):
+                    continue
+                d = dp if dp is not None else gpu_count // (t * pp_try)
+                if t * pp_try * d != gpu_count:
+                    continue
+                e = ep if ep is not None else (default_ep(model, d, gpus_per_node) if model.is_moe else 1)
+                if e > 1 and d % e:
+                    e = 1
+                for z in zs:
+                    mem = _memory(
+                        model=model, task=task, precision=precision, gpu=spec, tp=t, pp=pp_try, dp=d, ep=e,
+                        batch=1, seq_len=seq_len, zero_stage=z, recompute=rc, engine="pytorch",
+                    )  # fmt: skip
+                    last = TrainingLayout(tp=t, pp=pp_try, dp=d, zero_stage=z, recompute=rc, memory=mem)
+                    if mem.fits and global_batch >= d:
+                        found.append(last)
+                        break
+            if found:
+                return found
+    if last is None:
+        raise InputError(
+            f"No tensor x pipeline x data parallel layout of {gpu_count} GPUs matches tp={tp}, pp={pp}, "
+            f"dp={dp} "
+            f"for {model.id}: tp x pp x dp must equal the GPU count and tp must divide the attention heads. "
+            "Give consistent degrees or leave them out to let gpufleet choose."
+        )
+    return [last]
+
+
+def _pp_candidates(model: ModelArch, gpu_count: int, max_tp: int) -> list[int]:
+    """1, then pipeline degrees (dividing the GPUs left after TP, at most the layer count) in order."""
+    return [p for p in _divisors(max(gpu_count // max_tp, 1)) if p <= model.num_layers] or [1]
+
+
+def choose_inference_layout(
+    *,
+    model: ModelArch,
+    spec: AcceleratorSpec,
+    precision: str,
+    gpu_count: int,
+    context_len: int,
+    batch: int | None,
+    kv_precision: str | None,
+    engine: str,
+    gpus_per_node: int,
+    tp: int | None,
+    pp: int,
+) -> InferenceLayout:
+    """Smallest TP (then PP) whose replica fits the weights and a useful KV cache (or ``batch`` sequences)."""
+    want = batch if batch is not None else USEFUL_CONCURRENCY
+    tps = [tp] if tp is not None else tp_candidates(model, min(gpus_per_node, gpu_count))
+    pps = [pp] if pp != 1 or tp is not None else [p for p in _divisors(gpu_count) if p <= model.num_layers]
+    fallback: InferenceLayout | None = None
+    last: InferenceLayout | None = None
+    for p in pps:
+        for t in tps:
+            if t * p > gpu_count:
+                continue
+            mem = _memory(
+                model=model, task="inference", precision=precision, gpu=spec, tp=t, pp=p, batch=batch or 1,
+                seq_len=context_len, kv_precision=kv_precision, engine=engine,
+            )  # fmt: skip
+            conc = 0
+            if mem.fits:
+                conc = _concurrency(
+                    model=model, gpu=spec, precision=precision, tp=t, pp=p, context_len=context_len,
+                    kv_precision=kv_precision, engine=engine,
+                )  # fmt: skip
+            last = InferenceLayout(tp=t, pp=p, memory=mem, max_concurrency=conc)
+            if mem.fits and conc >= want:
+                return last
+            if mem.fits and conc >= 1 and fallback is None:
+                fallback = last
+    if fallback is not None:
+        return fallback
+    if last is None:
+        raise InputError(
+            f"tp={tp} x pp={pp} needs more than the {gpu_count} GPUs given. Use tp x pp <= gpu_count."
+        )
+    return last
+
+
+__all__ = [
+    "NO_TP_STACKS",
+    "USEFUL_CONCURRENCY",
+    "InferenceLayout",
+    "TrainingLayout",
+    "choose_inference_layout",
+    "tp_candidates",
+    "training_layouts",
+]

@@ -1,0 +1,317 @@
+"""Candidates: every eligible offer x placement (node count, TP/PP, replicas), costed with numpy.
+
+Performance comes from :mod:`gpufleet.recommend.perf` once per unique (GPU, GPUs per node); prices, spot
+expectations and costs are broadcast over all offers sharing that shape. Nothing here ranks; see ``rank.py``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from gpufleet.catalog.offers import OfferTable
+from gpufleet.catalog.specs import load_specs
+from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
+from gpufleet.cost.schedule import Schedule
+from gpufleet.cost.spot import (
+    SpotAssumption,
+    assumption_for,
+    replica_availability,
+    replicas_to_provision,
+    spot_training,
+)
+from gpufleet.recommend.perf import (
+    Config,
+    Estimator,
+    configs_for,
+    perf_cache_key,
+    slo_gap,
+    target_output_tokens_per_s,
+)
+from gpufleet.recommend.types import Workload
+from gpufleet.units import MILLION, SECONDS_PER_HOUR
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+B = npt.NDArray[np.bool_]
+
+#: accelerators never offered for training: AWS Inf1/Inf2 instance pages describe them as inference
+#: accelerators (https://aws.amazon.com/ec2/instance-types/inf2/), training is Trn1/Trn2's role
+INFERENCE_ONLY: tuple[str, ...] = ("Inferentia1", "Inferentia2")
+
+_CONFIG_CACHE: dict[tuple[object, ...], tuple[Config, ...]] = {}
+_CACHE_MAX = 20_000
+
+
+def cached_configs(est: Estimator, w: Workload, gpu: str, g: int) -> tuple[Config, ...]:
+    """:func:`configs_for` memoised on (estimator, performance-relevant workload fields, gpu, g)."""
+    key = (id(est), perf_cache_key(w), gpu, g)
+    hit = _CONFIG_CACHE.get(key)
+    if hit is None:
+        if len(_CONFIG_CACHE) >= _CACHE_MAX:
+            _CONFIG_CACHE.clear()
+        hit = configs_for(est, w, gpu, g)
+        _CONFIG_CACHE[key] = hit
+    return hit
+
+
+_SHAPES: dict[int, tuple[OfferTable, dict[tuple[str, int], I64]]] = {}
+
+
+def shape_index(table: OfferTable) -> dict[tuple[str, int], I64]:
+    """Row indices per (gpu, whole GPUs per node) of ``table``, computed once per table (tables are
+    immutable). Fractional-GPU and CPU-only rows belong to no shape."""
+    hit = _SHAPES.get(id(table))
+    if hit is not None and hit[0] is table:
+        return hit[1]
+    gpu = table.column("gpu")
+    count = table.column("gpu_count")
+    whole = (gpu != "") & (count >= 1) & (np.mod(count, 1.0) == 0)
+    rows = np.flatnonzero(whole)
+    keys = np.array([f"{a}|{int(b)}" for a, b in zip(gpu[rows], count[rows], strict=True)], dtype=object)
+    uniq, inverse = np.unique(keys, return_inverse=True)
+    order = np.argsort(inverse, kind="stable")
+    bounds = np.searchsorted(inverse[order], np.arange(len(uniq) + 1))
+    index: dict[tuple[str, int], I64] = {}
+    for k, key in enumerate(uniq):
+        name, n = str(key).rsplit("|", 1)
+        index[(name, int(n))] = rows[order[bounds[k] : bounds[k + 1]]].astype(np.int64)
+    if len(_SHAPES) > 8:
+        _SHAPES.clear()
+    _SHAPES[id(table)] = (table, index)
+    return index
+
+
+_CODES: dict[int, tuple[OfferTable, dict[str, tuple[npt.NDArray[Any], I64]]]] = {}
+
+
+def text_codes(table: OfferTable, column: str) -> tuple[npt.NDArray[Any], I64]:
+    """(distinct values, code per row) of a text column, computed once per (immutable) table."""
+    hit = _CODES.get(id(table))
+    if hit is None or hit[0] is not table:
+        if len(_CODES) > 8:
+            _CODES.clear()
+        hit = (table, {})
+        _CODES[id(table)] = hit
+    if column not in hit[1]:
+        names, inverse = np.unique(table.column(column).astype(str), return_inverse=True)
+        hit[1][column] = (names, inverse.astype(np.int64))
+    return hit[1][column]
+
+
+def _match(table: OfferTable, column: str, keep: Any) -> B:
+    """Rows whose ``column`` value satisfies ``keep(value)``: evaluated once per distinct value."""
+    names, inverse = text_codes(table, column)
+    lut = np.array([bool(keep(str(n))) for n in names], dtype=bool)
+    return lut[inverse]
+
+
+def eligible_mask(table: OfferTable, w: Workload) -> B:
+    """Offers passing the workload's filters: whole GPUs, provider, region globs, GPU vendor; no
+    inference-only accelerator for training."""
+    count = table.column("gpu_count")
+    m: B = (count >= 1) & (np.mod(count, 1.0) == 0) & _match(table, "gpu", lambda g: g != "")
+    if w.providers:
+        wanted = {p.lower() for p in w.providers}
+        m &= _match(table, "provider", lambda p: p in wanted)
+    if w.regions:
+        globs = [g.lower() for g in w.regions]
+        m &= _match(table, "region", lambda r: any(fnmatch.fnmatchcase(r.lower(), g) for g in globs))
+    if w.is_training:  # Inferentia is an inference accelerator: AWS positions Trn1/Trn2 for training
+        m &= _match(table, "gpu", lambda g: g not in INFERENCE_ONLY)
+    if w.gpu_vendors:
+        specs = load_specs()
+        wanted_v = {v.lower() for v in w.gpu_vendors}
+        m &= _match(table, "gpu", lambda g: g in specs and specs[g].vendor.lower() in wanted_v)
+    return m
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CandidateSet:
+    """Column arrays, one row per (offer, placement).
+
+    ``offer`` indexes ``table``; ``cfg`` indexes ``configs``.
+    """
+
+    table: OfferTable
+    configs: tuple[Config, ...]
+    price_kind: str
+    offer: I64
+    cfg: I64
+    price_usd_per_node_hour: F64
+    replicas_needed: I64  # units the target needs [count]
+    replicas: I64  # units paid for (spot: over-provisioned) [count]
+    total_nodes: I64
+    cost_usd_per_hour: F64
+    cost_usd_per_month: F64
+    cost_usd_per_run: F64  # NaN for inference
+    cost_usd_per_million_output_tokens: F64  # NaN for training
+    output_tokens_per_s: F64  # inference, deployment [tokens/s]; training: tokens/s
+    time_to_train_s: F64  # NaN for inference; spot includes the expected slowdown
+    spot_factor: F64  # training wall-time factor on spot (1 otherwise)
+    speed: F64  # see Candidate.speed
+    meets_slo: B
+    within_budget: B
+    slo_gap: F64
+    notes: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return int(self.offer.shape[0])
+
+    @property
+    def feasible(self) -> B:
+        return self.meets_slo & self.within_budget
+
+
+def build_candidates(
+    table: OfferTable, w: Workload, est: Estimator, spot_assumptions: dict[str, SpotAssumption]
+) -> CandidateSet:
+    """Cost every eligible offer x fitting placement for ``w``. Non-fitting placements are left out."""
+    kind = price_kind_for(w.pricing)
+    sched = Schedule(hours_per_month=w.hours_per_month)
+    billed_h = sched.billed_hours_per_month(kind)
+    elig = eligible_mask(table, w)
+    prices = node_prices_usd_per_hour(table, kind)
+    with np.errstate(invalid="ignore"):
+        elig &= np.isfinite(prices) & (prices > 0)
+    prov_names, prov_codes = text_codes(table, "provider")
+    rows_by_provider = [assumption_for(str(p), spot_assumptions) for p in prov_names]
+    train_luts: dict[int, tuple[F64, B]] = {}
+    paid_luts: dict[tuple[int, int], I64] = {}
+
+    def spot_train_lut(nodes: int) -> tuple[F64, B]:
+        if nodes not in train_luts:
+            sts = [spot_training(a, nodes=nodes) for a in rows_by_provider]
+            train_luts[nodes] = (
+                np.array([s.wall_time_factor for s in sts]),
+                np.array([s.valid for s in sts]),
+            )
+        return train_luts[nodes]
+
+    def spot_paid_lut(units: int, nodes: int) -> I64:
+        if (units, nodes) not in paid_luts:
+            paid_luts[(units, nodes)] = np.array(
+                [replicas_to_provision(units, replica_availability(a, nodes_per_replica=nodes))
+                 for a in rows_by_provider], dtype=np.int64)  # fmt: skip
+        return paid_luts[(units, nodes)]
+
+    configs: list[Config] = []
+    notes: list[str] = []
+    offer_parts: list[I64] = []
+    sizes: list[int] = []
+    for (gpu, g), rows in shape_index(table).items():
+        offers = rows[elig[rows]]
+        if offers.size == 0:
+            continue
+        for cfg in cached_configs(est, w, gpu, g):
+            if cfg.fits:
+                configs.append(cfg)
+                offer_parts.append(offers)
+                sizes.append(int(offers.size))
+    offer = np.concatenate(offer_parts) if offer_parts else np.zeros(0, dtype=np.int64)
+    cfg_i = np.repeat(np.arange(len(configs), dtype=np.int64), sizes)
+    need = _cfg_array(tuple(configs), cfg_i, lambda c: c.units).astype(np.int64)
+    target = target_output_tokens_per_s(w)
+    if not w.is_training and target is not None and cfg_i.size:
+        unit_tput = _cfg_array(tuple(configs), cfg_i, lambda c: c.unit_output_tokens_per_s.central)
+        need = np.maximum(need, np.ceil(target / unit_tput - 1e-9).astype(np.int64))
+    paid = need.copy()
+    factor = np.ones(offer.shape)
+    valid = np.ones(offer.shape, dtype=bool)
+    if kind == "spot" and cfg_i.size:
+        codes = prov_codes[offer]
+        nodes = _cfg_array(tuple(configs), cfg_i, lambda c: c.nodes_per_unit).astype(np.int64)
+        if w.is_training:
+            for n in np.unique(nodes):
+                sel = nodes == n
+                lut_f, lut_v = spot_train_lut(int(n))
+                factor[sel] = lut_f[codes[sel]]
+                valid[sel] = lut_v[codes[sel]]
+        else:
+            pair = need * 1024 + nodes
+            for key in np.unique(pair):
+                sel = pair == key
+                paid[sel] = spot_paid_lut(int(key // 1024), int(key % 1024))[codes[sel]]
+    if not valid.all():
+        notes.append(
+            "Some spot placements were dropped: expected work lost to interruptions exceeds half the "
+            "run (lambda (tau/2 + R) > 0.5), where the first-order spot model is not valid."
+        )
+    offer, cfg_i, need, paid, factor = offer[valid], cfg_i[valid], need[valid], paid[valid], factor[valid]
+    return _cost(table, w, tuple(configs), kind, billed_h, prices, offer, cfg_i, need, paid, factor, notes)
+
+
+def _cfg_array(configs: tuple[Config, ...], cfg_i: I64, fn: Any) -> F64:
+    vals = np.array([fn(c) for c in configs] or [0.0], dtype=float)
+    return vals[cfg_i] if cfg_i.size else np.zeros(0)
+
+
+def _cost(
+    table: OfferTable,
+    w: Workload,
+    configs: tuple[Config, ...],
+    kind: str,
+    billed_h: float,
+    prices: F64,
+    offer: I64,
+    cfg_i: I64,
+    need: I64,
+    paid: I64,
+    factor: F64,
+    notes: list[str],
+) -> CandidateSet:
+    nodes_per_unit = _cfg_array(configs, cfg_i, lambda c: c.nodes_per_unit).astype(np.int64)
+    total_nodes = paid * nodes_per_unit
+    node_price = prices[offer]
+    cost_h = node_price * total_nodes
+    cost_month = cost_h * billed_h
+    nan = np.full(offer.shape, np.nan)
+    if w.is_training:
+        tps = _cfg_array(configs, cfg_i, lambda c: c.tokens_per_s.central if c.tokens_per_s else np.nan)
+        ttt = _cfg_array(configs, cfg_i, lambda c: c.time_to_train_s.central if c.time_to_train_s else np.nan)
+        ttt = ttt * factor
+        tput = tps / factor
+        cost_run = cost_h * ttt / SECONDS_PER_HOUR
+        per_mtok = nan
+        speed = 1.0 / ttt
+        gap = _cfg_array(configs, cfg_i, lambda c: slo_gap(c, w))
+        if w.deadline_h is not None:  # spot slowdown can break the deadline
+            gap = np.maximum(gap, ttt / (w.deadline_h * SECONDS_PER_HOUR))
+    else:
+        unit_tput = _cfg_array(configs, cfg_i, lambda c: c.unit_output_tokens_per_s.central)
+        tput = unit_tput * need
+        per_mtok = cost_h / (tput * SECONDS_PER_HOUR) * MILLION
+        cost_run = nan
+        ttt = nan
+        speed = _cfg_array(configs, cfg_i, lambda c: 1.0 / c.tpot_s.central if c.tpot_s else 0.0)
+        gap = _cfg_array(configs, cfg_i, lambda c: slo_gap(c, w))
+    meets = gap <= 1.0 + 1e-12
+    budget = w.budget_usd_per_month
+    within = cost_month <= budget if budget is not None else np.ones(offer.shape, dtype=bool)
+    return CandidateSet(
+        table=table,
+        configs=configs,
+        price_kind=kind,
+        offer=offer,
+        cfg=cfg_i,
+        price_usd_per_node_hour=node_price,
+        replicas_needed=need,
+        replicas=paid,
+        total_nodes=total_nodes,
+        cost_usd_per_hour=cost_h,
+        cost_usd_per_month=cost_month,
+        cost_usd_per_run=cost_run,
+        cost_usd_per_million_output_tokens=per_mtok,
+        output_tokens_per_s=tput,
+        time_to_train_s=ttt,
+        spot_factor=factor,
+        speed=speed,
+        meets_slo=meets,
+        within_budget=within,
+        slo_gap=gap,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,149 @@
+"""CANNOT FIT: why nothing holds the workload, and what would (each suggestion with its numbers).
+
+Each suggestion is a re-run of the candidate engine on a changed workload (lower precision, more nodes, the
+whole catalog's larger-memory GPUs, LoRA/QLoRA instead of a full fine-tune), so its memory figure and example
+offer come from the same estimator as the main answer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+import numpy as np
+
+from gpufleet.catalog.offers import OfferTable
+from gpufleet.cost.spot import SpotAssumption
+from gpufleet.recommend.candidates import build_candidates, cached_configs, eligible_mask
+from gpufleet.recommend.perf import Config, Estimator, unique_shapes
+from gpufleet.recommend.types import CannotFit, FitSuggestion, Workload
+
+#: lower precisions tried, in order, for each starting precision (inference: weight quantisation)
+_LOWER_INFERENCE = {
+    "fp32": ("bf16", "fp8", "int4"),
+    "tf32": ("bf16", "fp8", "int4"),
+    "fp16": ("fp8", "int8", "int4"),
+    "bf16": ("fp8", "int8", "int4"),
+    "fp8": ("int4", "fp4"),
+    "int8": ("int4",),
+}
+_LOWER_TRAINING = {"fp32": ("bf16",), "tf32": ("bf16",), "fp16": ("fp8",), "bf16": ("fp8",)}
+#: the most nodes tried by the "more GPUs" suggestion [count]
+MAX_NODES_SUGGESTED = 32
+
+
+def _cheapest(
+    table: OfferTable, w: Workload, est: Estimator, spot: dict[str, SpotAssumption]
+) -> tuple[str, float] | None:
+    """(offer description, memory per GPU) of the cheapest fitting candidate of ``w``, if any."""
+    cs = build_candidates(table, w, est, spot)
+    if len(cs) == 0:
+        return None
+    cost = cs.cost_usd_per_run if w.is_training else cs.cost_usd_per_month
+    row = int(np.nanargmin(cost))
+    o = int(cs.offer[row])
+    cfg = cs.configs[int(cs.cfg[row])]
+    t = cs.table
+    desc = (
+        f"{t.column('provider')[o]} {t.column('instance_type')[o]} ({t.column('region')[o]}), "
+        f"{int(cs.total_nodes[row])} node(s) x {cfg.gpus_per_node} {cfg.gpu}, TP {cfg.tp} PP {cfg.pp}, "
+        f"${float(cost[row]):,.0f}{'/run' if w.is_training else '/month'}"
+    )
+    return desc, cfg.mem_per_gpu_gib
+
+
+def _tried_configs(table: OfferTable, w: Workload, est: Estimator) -> list[Config]:
+    m = eligible_mask(table, w)
+    shapes = unique_shapes(list(table.column("gpu")[m]), list(table.column("gpu_count")[m]))
+    return [c for gpu, g in shapes for c in cached_configs(est, w, gpu, g)]
+
+
+def analyse_cannot_fit(
+    table: OfferTable, w: Workload, est: Estimator, spot: dict[str, SpotAssumption], full_table: OfferTable
+) -> CannotFit:
+    """Explain a workload no eligible offer holds; ``full_table`` is the unfiltered catalog."""
+    configs = _tried_configs(table, w, est)
+    single = [c.mem_per_gpu_gib for c in configs if c.tp * c.pp == 1 and c.nodes_per_unit == 1]
+    need_1 = max(single) if single else (max((c.mem_per_gpu_gib * c.tp * c.pp for c in configs), default=0.0))
+    m = eligible_mask(table, w)
+    mem = table.column("gpu_memory_gib")[m]
+    cnt = table.column("gpu_count")[m]
+    largest_gpu = float(mem.max()) if mem.size else 0.0
+    largest_node = float((mem * cnt).max()) if mem.size else 0.0
+    best_try = min(configs, key=lambda c: c.mem_per_gpu_gib / max(c.mem_capacity_gib, 1e-9), default=None)
+    reason = (
+        f"{w.model} ({w.task}, {w.precision}) needs about {need_1:,.1f} GiB on a single GPU. The largest "
+        f"GPU among the offers considered has {largest_gpu:,.1f} GiB and the largest node "
+        f"{largest_node:,.1f} GiB in total, up to {w.max_nodes} node(s) per replica."
+    )
+    if best_try is not None:
+        reason += (
+            f" The closest placement, {best_try.nodes_per_unit} node(s) of {best_try.gpus_per_node} x "
+            f"{best_try.gpu} at TP {best_try.tp} PP {best_try.pp}, needs {best_try.mem_per_gpu_gib:,.1f} GiB "
+            f"per GPU of {best_try.mem_capacity_gib:,.1f} GiB."
+        )
+    out: list[FitSuggestion] = []
+    lower = (_LOWER_TRAINING if w.is_training else _LOWER_INFERENCE).get(w.precision, ())
+    for p in lower:
+        hit = _cheapest(table, dataclasses.replace(w, precision=p), est, spot)
+        if hit:
+            out.append(
+                FitSuggestion(
+                    kind="lower_precision",
+                    description=f"Use {p} instead of {w.precision}: "
+                    f"{hit[1]:,.1f} GiB per GPU; e.g. {hit[0]}.",
+                    mem_per_gpu_gib=hit[1],
+                    example_offer=hit[0],
+                )
+            )
+            break
+    if w.max_nodes < MAX_NODES_SUGGESTED:
+        hit = _cheapest(table, dataclasses.replace(w, max_nodes=MAX_NODES_SUGGESTED), est, spot)
+        if hit:
+            out.append(
+                FitSuggestion(
+                    kind="more_gpus",
+                    description=f"Allow up to {MAX_NODES_SUGGESTED} nodes "
+                    f"(TP within a node, PP across nodes): {hit[1]:,.1f} GiB per GPU; e.g. {hit[0]}.",
+                    mem_per_gpu_gib=hit[1],
+                    example_offer=hit[0],
+                )
+            )
+    if len(full_table) != len(table) or w.providers or w.regions or w.gpu_vendors:
+        wide = dataclasses.replace(w, providers=(), regions=(), gpu_vendors=())
+        hit = _cheapest(full_table, wide, est, spot)
+        if hit:
+            out.append(
+                FitSuggestion(
+                    kind="more_memory_gpu",
+                    description="Drop the provider/region/vendor filters "
+                    f"to reach GPUs with more memory: {hit[1]:,.1f} GiB per GPU; e.g. {hit[0]}.",
+                    mem_per_gpu_gib=hit[1],
+                    example_offer=hit[0],
+                )
+            )
+    if w.task == "full_finetune":
+        for task, prec in (("lora", w.precision), ("qlora", "nf4")):
+            hit = _cheapest(table, dataclasses.replace(w, task=task, precision=prec), est, spot)
+            if hit:
+                kind: Literal["lora", "qlora"] = "lora" if task == "lora" else "qlora"
+                out.append(
+                    FitSuggestion(
+                        kind=kind,
+                        description=f"Fine-tune with {task.upper()} ({prec} base "
+                        f"weights) instead of a full fine-tune: {hit[1]:,.1f} GiB per GPU; e.g. "
+                        f"{hit[0]}.",
+                        mem_per_gpu_gib=hit[1],
+                        example_offer=hit[0],
+                    )
+                )
+                break
+    if not out:
+        reason += " No lower precision, larger node count or LoRA/QLoRA variant fits the catalog either."
+    return CannotFit(
+        mem_needed_single_gpu_gib=need_1,
+        largest_gpu_memory_gib=largest_gpu,
+        largest_node_memory_gib=largest_node,
+        reason=reason,
+        suggestions=tuple(out),
+    )

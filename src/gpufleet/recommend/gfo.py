@@ -1,0 +1,278 @@
+"""Tolerant readers for the GPU Fleet Optimizer's ``config/workloads.json`` and ``config/model_config.json``.
+
+We have no copy of those files; the accepted shape (documented in ``docs/recommend.md``, examples in
+``tests/data/workloads/``) is built from what is known of them: a top-level ``workloads`` mapping of ids
+(``inference_small_p5``) to workloads and ``workload_sets`` mapping set names to lists of ids. Field names are
+matched case-insensitively against the synonyms below; unknown fields are ignored and reported in the
+workload description, bad values of known fields raise :class:`ConfigFileError` naming file, entry and field.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from gpufleet.errors import ConfigFileError
+from gpufleet.recommend.types import Workload
+from gpufleet.recommend.workload import workload_from_dict
+
+#: our field <- the GFO spellings accepted (lower case)
+SYNONYMS: dict[str, tuple[str, ...]] = {
+    "model": ("model", "model_size", "model_size_class", "size_class", "size", "model_name", "model_id"),
+    "task": ("workload_type", "type", "task", "job_type"),
+    "instance_type": ("current_instance", "current_instance_type", "instance_type", "instance"),
+    "gpu_count": ("gpu_count", "num_gpus", "gpus", "current_gpu_count"),
+    "instance_count": ("instance_count", "num_instances", "instances", "node_count", "nodes"),
+    "hours_per_month": ("hours_per_month", "monthly_hours", "usage_hours_per_month", "hours"),
+    "precision": ("precision", "dtype", "data_type"),
+    "pricing": ("pricing", "pricing_model", "purchase_option", "pricing_type"),
+    "description": ("description", "name", "title"),
+    "region": ("region", "aws_region"),
+    "provider": ("provider", "cloud"),
+    "batch_size": ("batch_size",),
+    "seq_len": ("sequence_length", "seq_len", "context_length", "max_seq_len"),
+    "requests_per_s": ("requests_per_second", "target_rps", "rps"),
+    "requests_per_hour": ("requests_per_hour",),
+    "tokens_per_s": ("tokens_per_second", "target_tokens_per_second"),
+    "train_tokens": ("train_tokens", "training_tokens", "tokens"),
+    "input_len": ("input_tokens", "input_length", "prompt_tokens"),
+    "output_len": ("output_tokens", "output_length", "max_new_tokens"),
+}
+_TASKS = {
+    "inference": "inference",
+    "serving": "inference",
+    "real_time_inference": "inference",
+    "batch_inference": "inference",
+    "realtime_inference": "inference",
+    "training": "pretrain",
+    "pretraining": "pretrain",
+    "pretrain": "pretrain",
+    "fine_tuning": "full_finetune",
+    "finetuning": "full_finetune",
+    "fine-tuning": "full_finetune",
+    "full_finetune": "full_finetune",
+    "lora": "lora",
+    "qlora": "qlora",
+}
+_PRECISIONS = {
+    "fp16": "fp16",
+    "float16": "fp16",
+    "half": "fp16",
+    "bf16": "bf16",
+    "bfloat16": "bf16",
+    "fp32": "fp32",
+    "float32": "fp32",
+    "fp8": "fp8",
+    "int8": "int8",
+    "int4": "int4",
+    "nf4": "nf4",
+    "4bit": "int4",
+    "8bit": "int8",
+    "mixed": "bf16",
+}
+_PRICING = {
+    "on_demand": "on_demand",
+    "on-demand": "on_demand",
+    "ondemand": "on_demand",
+    "spot": "spot",
+    "reserved": "1y",
+    "reserved_1y": "1y",
+    "1yr": "1y",
+    "1y": "1y",
+    "reserved_3y": "3y",
+    "3yr": "3y",
+    "3y": "3y",
+    "savings_plan": "1y",
+    "savings_plan_1y": "1y",
+    "savings_plan_3y": "3y",
+}
+#: default tokens for a GFO training workload with none stated: 1 B tokens per run (documented assumption)
+DEFAULT_GFO_TRAIN_TOKENS = 1e9
+
+
+def is_gfo_workloads(data: Mapping[str, Any]) -> bool:
+    """A GFO workloads.json: ``workload_sets`` present, or ``workloads`` entries using GFO field names."""
+    if "workload_sets" in data:
+        return True
+    items = data.get("workloads")
+    if not isinstance(items, Mapping):
+        return False
+    gfo_only = {"model_size", "workload_type", "current_instance", "current_instance_type", "pricing_model"}
+    return any(isinstance(v, Mapping) and gfo_only & {k.lower() for k in v} for v in items.values())
+
+
+def _pick(entry: Mapping[str, Any], field: str) -> tuple[str, Any] | None:
+    lower = {str(k).lower(): (str(k), v) for k, v in entry.items()}
+    for name in SYNONYMS[field]:
+        if name in lower:
+            return lower[name]
+    return None
+
+
+def _bad(source: str, entry: str, key: str, value: Any, allowed: str) -> ConfigFileError:
+    return ConfigFileError(
+        f"GPU Fleet Optimizer workloads file {source}, entry {entry!r}: field {key!r} = "
+        f"{value!r} is not understood. Allowed: {allowed}. Fix the value or write the workload "
+        "in gpufleet's format (docs/recommend.md)."
+    )
+
+
+def _mapped(
+    entry: Mapping[str, Any], field: str, table: Mapping[str, str], source: str, name: str
+) -> str | None:
+    hit = _pick(entry, field)
+    if hit is None:
+        return None
+    key, value = hit
+    norm = str(value).strip().lower().replace(" ", "_")
+    if norm not in table:
+        raise _bad(source, name, key, value, ", ".join(sorted(set(table))))
+    return table[norm]
+
+
+def gfo_entry_to_dict(
+    entry: Mapping[str, Any], *, source: str, name: str, models: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """Translate one GFO workload entry into gpufleet's workload fields."""
+    if not isinstance(entry, Mapping):
+        raise ConfigFileError(
+            f"GPU Fleet Optimizer workloads file {source}, entry {name!r}: expected a mapping "
+            f"of fields, got {type(entry).__name__}."
+        )
+    out: dict[str, Any] = {"name": name}
+    model = _pick(entry, "model")
+    if model is None:
+        raise ConfigFileError(
+            f"GPU Fleet Optimizer workloads file {source}, entry {name!r}: no model field "
+            f"(one of {', '.join(SYNONYMS['model'])}). Add model_size: SMALL|MEDIUM|LARGE|MASSIVE "
+            "or a model id."
+        )
+    mval = str(model[1]).strip()
+    out["model"] = (models or {}).get(mval.upper(), mval)
+    task = _mapped(entry, "task", _TASKS, source, name) or "inference"
+    out["task"] = task
+    if (p := _mapped(entry, "precision", _PRECISIONS, source, name)) is not None:
+        out["precision"] = p
+    if (pr := _mapped(entry, "pricing", _PRICING, source, name)) is not None:
+        out["pricing"] = pr
+    simple = {
+        "hours_per_month": "hours_per_month",
+        "description": "description",
+        "seq_len": "seq_len_tokens",
+        "requests_per_s": "target_requests_per_s",
+        "requests_per_hour": "target_requests_per_hour",
+        "tokens_per_s": "target_output_tokens_per_s",
+        "train_tokens": "train_tokens",
+        "input_len": "input_len_tokens",
+        "output_len": "output_len_tokens",
+    }
+    for gfo_field, ours in simple.items():
+        if (hit := _pick(entry, gfo_field)) is not None:
+            out[ours] = hit[1]
+    if (bs := _pick(entry, "batch_size")) is not None:
+        out["global_batch_sequences" if task != "inference" else "concurrency"] = bs[1]
+    if task != "inference" and "train_tokens" not in out:
+        out["train_tokens"] = DEFAULT_GFO_TRAIN_TOKENS
+    inst = _pick(entry, "instance_type")
+    if inst is not None:
+        cur: dict[str, Any] = {"instance_type": str(inst[1]), "provider": "aws"}
+        if (prov := _pick(entry, "provider")) is not None:
+            cur["provider"] = str(prov[1]).lower()
+        if (reg := _pick(entry, "region")) is not None:
+            cur["region"] = str(reg[1])
+        if (gc := _pick(entry, "gpu_count")) is not None:
+            cur["gpu_count"] = gc[1]
+        if (ic := _pick(entry, "instance_count")) is not None:
+            cur["count"] = ic[1]
+        out["current"] = cur
+    return out
+
+
+def parse_gfo_workloads(
+    data: Mapping[str, Any], *, source: str, models: Mapping[str, str] | None = None
+) -> tuple[dict[str, Workload], dict[str, tuple[str, ...]]]:
+    """(workloads by id, sets by name) from a parsed GFO ``workloads.json``."""
+    items = data.get("workloads", {})
+    if not isinstance(items, Mapping):
+        raise ConfigFileError(
+            f"GPU Fleet Optimizer workloads file {source}: 'workloads' must map ids to "
+            f"workloads; got {type(items).__name__}."
+        )
+    workloads = {
+        str(k): workload_from_dict(
+            gfo_entry_to_dict(v, source=source, name=str(k), models=models), source=source, entry=str(k)
+        )
+        for k, v in items.items()
+    }
+    sets: dict[str, tuple[str, ...]] = {}
+    raw_sets = data.get("workload_sets", {})
+    if not isinstance(raw_sets, Mapping):
+        raise ConfigFileError(
+            f"GPU Fleet Optimizer workloads file {source}: 'workload_sets' must map set names "
+            "to lists of workload ids."
+        )
+    for set_name, ids in raw_sets.items():
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+            raise ConfigFileError(
+                f"GPU Fleet Optimizer workloads file {source}, workload set {set_name!r}: "
+                f"expected a list of workload ids, got {ids!r}."
+            )
+        missing = [i for i in ids if i not in workloads]
+        if missing:
+            raise ConfigFileError(
+                f"GPU Fleet Optimizer workloads file {source}, workload set {set_name!r} names "
+                f"unknown workload ids {missing}; known: {', '.join(sorted(workloads))}."
+            )
+        sets[str(set_name)] = tuple(ids)
+    return workloads, sets
+
+
+def parse_gfo_model_config(data: Mapping[str, Any], *, source: str) -> dict[str, str]:
+    """Size class -> model reference from a GFO ``model_config.json``.
+
+    Accepts ``{"models": {...}}``, ``{"model_sizes": {...}}`` or the classes at top level. An entry naming a
+    model (``model_id``, ``hf_model_id``, ``hf_model``, ``model_name``, ``example_model``) maps the class to
+    that model; otherwise the class keeps gpufleet's pinned architecture (``gpufleet.models.size_classes``).
+    """
+    body = data.get("models", data.get("model_sizes", data))
+    if not isinstance(body, Mapping):
+        raise ConfigFileError(
+            f"GPU Fleet Optimizer model config {source}: expected a mapping of size classes."
+        )
+    out: dict[str, str] = {}
+    for cls, entry in body.items():
+        ref = str(cls).upper()
+        if isinstance(entry, Mapping):
+            lower = {str(k).lower(): v for k, v in entry.items()}
+            for key in ("model_id", "hf_model_id", "hf_model", "model_name", "example_model"):
+                if isinstance(lower.get(key), str) and lower[key].strip():
+                    ref = lower[key].strip()
+                    break
+        out[str(cls).upper()] = ref
+    return out
+
+
+def read_gfo_files(
+    workloads_path: Path | str, model_config_path: Path | str | None = None
+) -> tuple[dict[str, Workload], dict[str, tuple[str, ...]]]:
+    """Read GFO ``workloads.json`` (and optionally ``model_config.json``)."""
+    models = None
+    if model_config_path is not None:
+        models = parse_gfo_model_config(_read_json(Path(model_config_path)), source=str(model_config_path))
+    return parse_gfo_workloads(_read_json(Path(workloads_path)), source=str(workloads_path), models=models)
+
+
+def _read_json(path: Path) -> Mapping[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise ConfigFileError(f"Cannot read {path}: {exc.strerror or exc}. Check the path.") from exc
+    except json.JSONDecodeError as exc:
+        raise ConfigFileError(
+            f"{path} is not valid JSON: {exc}. Fix the syntax at the position shown."
+        ) from exc
+    if not isinstance(data, Mapping):
+        raise ConfigFileError(f"{path} must hold a JSON object at top level.")
+    return data

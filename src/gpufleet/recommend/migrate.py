@@ -1,0 +1,418 @@
+"""Migration analysis: the current deployment costed and estimated like any candidate, against the best.
+
+Risk is stated with reasons, never a score without them: spot interruptions, a cross-provider move (egress,
+IAM, networking), multi-node serving/training, a different GPU vendor / software stack (CUDA, ROCm, Neuron,
+XLA/TPU, SynapseAI), an older GPU generation, data egress across regions, and thin SLO headroom.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+
+from gpufleet.catalog.offers import OfferTable
+from gpufleet.cost.schedule import COMMITTED_KINDS
+from gpufleet.cost.spot import SpotAssumption
+from gpufleet.errors import InputError, UnknownNameError
+from gpufleet.recommend.candidates import build_candidates
+from gpufleet.recommend.engine import recommend_on
+from gpufleet.recommend.perf import Estimator, target_output_tokens_per_s
+from gpufleet.recommend.rank import materialise
+from gpufleet.recommend.types import (
+    Candidate,
+    Complexity,
+    CurrentDeployment,
+    Migration,
+    PerformanceChange,
+    RiskLevel,
+    Workload,
+)
+from gpufleet.units import SECONDS_PER_HOUR
+
+#: software stack per accelerator vendor (as written in gpu_specs.csv ``vendor``)
+STACKS = {
+    "nvidia": "CUDA",
+    "amd": "ROCm",
+    "aws": "Neuron",
+    "google": "XLA/TPU",
+    "intel": "SynapseAI (Gaudi)",
+    "habana": "SynapseAI (Gaudi)",
+    "xilinx": "Vitis (FPGA)",
+}
+#: an SLO met with less than this relative margin is "thin headroom" [fraction]
+SLO_HEADROOM = 0.2
+
+
+def _stack(vendor: str) -> str:
+    return STACKS.get(vendor.lower(), vendor)
+
+
+def resolve_current(
+    table: OfferTable, cur: CurrentDeployment, price_kind_prices: np.ndarray
+) -> tuple[int, int, list[str]]:
+    """(row index, instance count, notes) of the current deployment in ``table``.
+
+    Region None -> the cheapest region listing the instance. A stated ``gpu_count`` that differs from
+    count x GPUs per instance picks the same-family instance with that many GPUs of the same model (GPU
+    Fleet Optimizer "1x P5 H100" -> p5.4xlarge), else scales the instance count up to cover it.
+    """
+    prov = table.column("provider")
+    inst = table.column("instance_type")
+    region = table.column("region")
+    notes: list[str] = []
+    mask = (prov == cur.provider) & (inst == cur.instance_type)
+    if not mask.any():
+        known = sorted({str(i) for i in inst[prov == cur.provider]})
+        raise UnknownNameError(
+            "instance type",
+            cur.instance_type,
+            known or sorted({str(p) for p in prov}),
+            hint=f"for provider {cur.provider!r}; run `gpufleet catalog offers` to list them.",
+        )
+    count = cur.count
+    gpu = table.column("gpu")
+    gcount = table.column("gpu_count")
+    row0 = int(np.flatnonzero(mask)[0])
+    per_node = int(gcount[row0])
+    if cur.gpu_count is not None and cur.gpu_count != count * per_node:
+        family = cur.instance_type.split(".")[0] + "."
+        same = (
+            np.array([str(i).startswith(family) for i in inst]) & (prov == cur.provider) & (gpu == gpu[row0])
+        )
+        exact = same & (gcount == cur.gpu_count)
+        if exact.any():
+            swapped = str(inst[np.flatnonzero(exact)[0]])
+            notes.append(
+                f"Current deployment states {cur.gpu_count} GPU(s); {cur.instance_type} has {per_node}, so "
+                f"the {cur.gpu_count}-GPU {swapped} of the same family is used."
+            )
+            mask = exact & (prov == cur.provider)
+            count = 1
+        else:
+            count = max(1, math.ceil(cur.gpu_count / per_node))
+            notes.append(
+                f"Current deployment states {cur.gpu_count} GPU(s); {cur.instance_type} has {per_node} "
+                f"per instance, so {count} instance(s) are costed."
+            )
+    if cur.region is not None:
+        rmask = mask & (region == cur.region)
+        if not rmask.any():
+            raise UnknownNameError(
+                "region",
+                cur.region,
+                sorted({str(r) for r in region[mask]}),
+                hint=f"{cur.instance_type} is listed in these regions.",
+            )
+        mask = rmask
+    rows = np.flatnonzero(mask)
+    prices = np.where(np.isfinite(price_kind_prices[rows]), price_kind_prices[rows], np.inf)
+    if not np.isfinite(prices).any():
+        raise InputError(
+            f"The current instance {cur.instance_type} has no price for this pricing in the catalog; "
+            "choose on_demand pricing or another instance."
+        )
+    return int(rows[int(np.argmin(prices))]), count, notes
+
+
+def current_candidate(
+    table: OfferTable, w: Workload, est: Estimator, spot: dict[str, SpotAssumption]
+) -> tuple[Candidate, list[str]]:
+    """The current deployment as a :class:`Candidate` (best use of its hardware), with notes."""
+    from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
+
+    assert w.current is not None
+    kind_prices = node_prices_usd_per_hour(table, price_kind_for(w.pricing))
+    row, count, notes = resolve_current(table, w.current, kind_prices)
+    one = table.take(np.array([row]))
+    wc = dataclasses.replace(
+        w,
+        budget_usd_per_month=None,
+        providers=(),
+        regions=(),
+        gpu_vendors=(),
+        max_nodes=max(count, 1),
+    )
+    if not w.is_training:  # the current fleet as sized: count nodes, no target
+        wc = dataclasses.replace(
+            wc, concurrency=None, target_output_tokens_per_s=None, target_requests_per_s=None
+        )
+    cs = build_candidates(one, wc, est, spot)
+    if len(cs) == 0:
+        raise InputError(
+            f"The current deployment ({w.current.instance_type} x{count}) cannot hold {w.model} at "
+            f"{w.precision} per the estimator, so there is nothing to migrate from. Check the "
+            "model, the precision and the instance count."
+        )
+    nodes_per_unit = np.array([cs.configs[int(c)].nodes_per_unit for c in cs.cfg])
+    usable = nodes_per_unit <= count
+    if w.is_training:
+        usable &= nodes_per_unit == count
+        if not usable.any():
+            usable = nodes_per_unit <= count
+        row_i = int(np.flatnonzero(usable)[np.argmax(cs.speed[usable])])
+        cand = materialise(cs, wc, row_i, spot)
+    else:
+        units = count // np.maximum(nodes_per_unit, 1)
+        tput = cs.output_tokens_per_s * units
+        row_i = int(np.flatnonzero(usable)[np.argmax(tput[usable])])
+        cand = materialise(cs, wc, row_i, spot)
+        n_units = count // cand.nodes_per_replica
+        if n_units != 1:
+            scale = float(n_units)
+            cand = dataclasses.replace(
+                cand,
+                total_nodes=count,
+                total_gpus=count * cand.gpus_per_node,
+                replicas=cand.replicas * n_units,
+                cost_usd_per_hour=cand.cost_usd_per_hour * scale,
+                cost_usd_per_month=cand.cost_usd_per_month * scale,
+                output_tokens_per_s=cand.output_tokens_per_s.scaled(scale)
+                if cand.output_tokens_per_s
+                else None,
+                requests_per_s=cand.requests_per_s.scaled(scale) if cand.requests_per_s else None,
+            )
+    if not cand.meets_slo:
+        notes.append(
+            "The current deployment itself misses the SLOs/deadline per the estimator: "
+            + "; ".join(cand.slo_misses)
+            + "."
+        )
+    return cand, notes
+
+
+def _ratio(new: float | None, old: float | None) -> float | None:
+    return new / old if new is not None and old not in (None, 0.0) else None
+
+
+def performance_change(cur: Candidate, new: Candidate) -> PerformanceChange:
+    def c(x: object) -> float | None:
+        return getattr(x, "central", None)
+
+    thr_new = c(new.tokens_per_s) or c(new.output_tokens_per_s)
+    thr_old = c(cur.tokens_per_s) or c(cur.output_tokens_per_s)
+    return PerformanceChange(
+        throughput_ratio=_ratio(thr_new, thr_old),
+        ttft_ratio=_ratio(c(new.ttft_s), c(cur.ttft_s)),
+        tpot_ratio=_ratio(c(new.tpot_s), c(cur.tpot_s)),
+        time_to_train_ratio=_ratio(c(new.time_to_train_s), c(cur.time_to_train_s)),
+    )
+
+
+def assess_risk(
+    w: Workload, cur: Candidate, new: Candidate
+) -> tuple[RiskLevel, tuple[str, ...], Complexity, tuple[str, ...]]:
+    """Risk level and complexity, each with its reasons."""
+    high: list[str] = []
+    med: list[str] = []
+    low: list[str] = []
+    cx: list[str] = []
+    if new.spot is not None:
+        s = new.spot
+        med.append(
+            f"spot capacity: ~{s.interruptions_per_h:.2f} interruptions/h assumed; "
+            + (
+                f"{s.replicas_provisioned} replicas paid for to keep {s.replicas_needed} serving"
+                if not w.is_training
+                else f"expected run time x{s.wall_time_factor:.2f} from checkpoint/restart"
+            )
+        )
+    if new.provider != cur.provider:
+        med.append(
+            f"cross-provider move ({cur.provider} -> {new.provider}): new accounts, IAM, networking, quotas"
+        )
+        low.append(
+            "data egress: moving weights and data out of the current provider is billed (not modelled)"
+        )
+        cx.append("different provider")
+    elif new.region != cur.region:
+        low.append(
+            f"region change ({cur.region} -> {new.region}): cross-region transfer is billed (not modelled)"
+        )
+    if new.nodes_per_replica > 1 and cur.nodes_per_replica <= 1:
+        med.append(f"multi-node: {new.nodes_per_replica} nodes per replica depend on the inter-node network")
+        cx.append("multi-node orchestration")
+    if new.gpu_vendor.lower() != cur.gpu_vendor.lower():
+        high.append(
+            f"different software stack: {_stack(cur.gpu_vendor)} -> {_stack(new.gpu_vendor)} "
+            f"({cur.gpu_vendor} -> {new.gpu_vendor}); kernels, engines and precisions must be re-validated"
+        )
+        cx.append("port to another accelerator stack")
+    if new.generation_year and cur.generation_year and new.generation_year < cur.generation_year:
+        low.append(
+            f"older GPU generation: {new.gpu} ({new.generation_year}) "
+            f"replaces {cur.gpu} ({cur.generation_year})"
+        )
+    if new.gpu != cur.gpu:
+        cx.append(f"different GPU ({cur.gpu} -> {new.gpu}): re-benchmark and re-tune batch sizes")
+    if w.ttft_p95_s and new.ttft_s and new.ttft_s.central > (1 - SLO_HEADROOM) * w.ttft_p95_s:
+        med.append(
+            f"thin TTFT headroom: {new.ttft_s.central * 1e3:.0f} ms vs SLO {w.ttft_p95_s * 1e3:.0f} ms"
+        )
+    if w.tpot_p95_s and new.tpot_s and new.tpot_s.central > (1 - SLO_HEADROOM) * w.tpot_p95_s:
+        med.append(
+            f"thin TPOT headroom: {new.tpot_s.central * 1e3:.1f} ms vs SLO {w.tpot_p95_s * 1e3:.1f} ms"
+        )
+    if not (high or med or low):
+        low.append("same provider and accelerator vendor: only the instance type or count changes")
+    risk: RiskLevel = "high" if high or len(med) >= 3 else "medium" if med else "low"
+    complexity: Complexity = (
+        "high"
+        if any("stack" in c for c in cx)
+        else "medium"
+        if any(c in ("different provider", "multi-node orchestration") for c in cx)
+        else "low"
+    )
+    if not cx:
+        cx.append("same GPU and provider: change the instance type / count only")
+    return risk, tuple(high + med + low), complexity, tuple(cx)
+
+
+def current_shortfall(w: Workload, cur: Candidate) -> str:
+    """Why the current deployment does not meet the workload ('' when it does)."""
+    parts = list(cur.slo_misses)
+    if not w.is_training and cur.output_tokens_per_s is not None:
+        target = target_output_tokens_per_s(w)
+        if target is not None and cur.output_tokens_per_s.central < target * (1 - 1e-9):
+            parts.append(f"{cur.output_tokens_per_s.central:,.0f} output tokens/s < target {target:,.0f}")
+        cap = cur.replicas * (cur.batch_per_replica or 0)
+        if w.concurrency is not None and cap < w.concurrency:
+            parts.append(f"holds {cap} concurrent requests within the SLOs < {w.concurrency}")
+    return "; ".join(parts)
+
+
+def work_equivalent_month_usd(w: Workload, cur: Candidate, new: Candidate) -> float:
+    """Monthly cost of ``new`` for the same work as ``cur`` does in a month [USD/month].
+
+    Inference: both serve the same target, so the candidate's monthly cost. Training: the current cluster
+    completes hours_per_month / time_to_train runs a month; ``new`` costs its per-run cost times that many
+    runs (commitments still bill 730 h: then the larger of that and the committed monthly cost).
+    """
+    if not (w.is_training and cur.time_to_train_s and new.cost_usd_per_run is not None):
+        return new.cost_usd_per_month
+    runs = w.hours_per_month * SECONDS_PER_HOUR / cur.time_to_train_s.central
+    by_work = new.cost_usd_per_run * runs
+    return max(by_work, new.cost_usd_per_month) if new.price_kind in COMMITTED_KINDS else by_work
+
+
+def _beats(w: Workload, objective: str, cur: Candidate, new: Candidate) -> bool:
+    if objective == "fastest":
+        return new.speed > cur.speed * 1.0001
+    if objective == "throughput_per_dollar":
+
+        def tpd(c: Candidate) -> float:
+            t = c.tokens_per_s or c.output_tokens_per_s
+            return t.central / c.cost_usd_per_hour if t else 0.0
+
+        return tpd(new) > tpd(cur) * 1.0001
+    if w.is_training and new.cost_usd_per_run is not None and cur.cost_usd_per_run is not None:
+        return new.cost_usd_per_run < cur.cost_usd_per_run * 0.9999
+    return new.cost_usd_per_month < cur.cost_usd_per_month * 0.9999
+
+
+def migrate_on(
+    table: OfferTable,
+    w: Workload,
+    est: Estimator,
+    spot: dict[str, SpotAssumption],
+    *,
+    objective: str | None = None,
+    limit: int = 10,
+    full_table: OfferTable | None = None,
+) -> Migration:
+    """Compare ``w.current`` with the best alternative over ``table``."""
+    if w.current is None:
+        raise InputError(
+            f"Workload {w.name!r} has no current deployment, so there is nothing to migrate from. "
+            "Add current: {provider, instance_type, count, region} to the workload, or use "
+            "recommend() for a new workload."
+        )
+    cur, notes = current_candidate(table, w, est, spot)
+    target_w = w
+    if (
+        not w.is_training
+        and w.concurrency is None
+        and w.target_output_tokens_per_s is None
+        and w.target_requests_per_s is None
+        and cur.output_tokens_per_s is not None
+    ):
+        target_w = dataclasses.replace(w, target_output_tokens_per_s=cur.output_tokens_per_s.central)
+        notes.append(
+            f"No throughput target given: alternatives must match the current deployment's estimated "
+            f"{cur.output_tokens_per_s.central:,.0f} output tokens/s (like-for-like)."
+        )
+    rec = recommend_on(table, target_w, est, spot, objective=objective, limit=limit, full_table=full_table)
+    rec = dataclasses.replace(rec, notes=rec.notes + tuple(notes))
+    obj = rec.objective
+    new = rec.best
+    shortfall = current_shortfall(w, cur)
+    same = new is not None and (new.provider, new.instance_type, new.total_nodes, new.tp) == (
+        cur.provider,
+        cur.instance_type,
+        cur.total_nodes,
+        cur.tp,
+    )
+    if new is not None and (same or (not shortfall and not _beats(w, obj, cur, new))):
+        new = None
+    cur_m = cur.cost_usd_per_month
+    if new is None:
+        why = rec.message if rec.status != "ok" else f"no candidate beats it on {obj}"
+        if shortfall:
+            why += f". Note: {shortfall}"
+        verdict = (
+            f"Stay on {cur.provider} {cur.instance_type} x{cur.total_nodes} (${cur_m:,.0f}/month): {why}."
+        )
+        return Migration(
+            workload=w,
+            current=cur,
+            recommended=None,
+            current_cost_usd_per_month=cur_m,
+            new_cost_usd_per_month=None,
+            savings_usd_per_month=None,
+            savings_pct=None,
+            performance=None,
+            risk="low",
+            risk_reasons=("no change recommended",),
+            complexity="low",
+            complexity_reasons=("none",),
+            verdict=verdict,
+            recommendation=rec,
+        )
+    risk, reasons, cx, cx_reasons = assess_risk(w, cur, new)
+    new_m = work_equivalent_month_usd(w, cur, new)
+    save = cur_m - new_m
+    pct = 100.0 * save / cur_m if cur_m > 0 else None
+    perf = performance_change(cur, new)
+    pct_text = f" ({pct:.0f} %)" if pct is not None else ""
+    run_text = ""
+    if w.is_training and cur.time_to_train_s and new.time_to_train_s and new.cost_usd_per_run is not None:
+        run_text = (
+            f" Per run: {cur.time_to_train_s.central / SECONDS_PER_HOUR:,.0f} h -> "
+            f"{new.time_to_train_s.central / SECONDS_PER_HOUR:,.0f} h, ${cur.cost_usd_per_run or 0:,.0f} -> "
+            f"${new.cost_usd_per_run:,.0f}; monthly figures are for the same number of runs as today."
+        )
+    if shortfall:
+        run_text += f" The current deployment falls short ({shortfall}); the new one meets the workload."
+    verdict = (
+        f"Move from {cur.provider} {cur.instance_type} x{cur.total_nodes} (${cur_m:,.0f}/month) to "
+        f"{new.provider} {new.instance_type} x{new.total_nodes} in {new.region} "
+        f"(${new_m:,.0f}/month): {'saves' if save >= 0 else 'costs'} "
+        f"${abs(save):,.0f}/month{pct_text}; risk {risk}, complexity {cx}.{run_text}"
+    )
+    return Migration(
+        workload=w,
+        current=cur,
+        recommended=new,
+        current_cost_usd_per_month=cur_m,
+        new_cost_usd_per_month=new_m,
+        savings_usd_per_month=save,
+        savings_pct=pct,
+        performance=perf,
+        risk=risk,
+        risk_reasons=reasons,
+        complexity=cx,
+        complexity_reasons=cx_reasons,
+        verdict=verdict,
+        recommendation=rec,
+    )

@@ -1,0 +1,424 @@
+"""Performance of one (GPU, GPUs per node, precision) combination for a workload, computed once and cached.
+
+Estimates depend only on the accelerator, the node shape, the node count and the workload (model, precision,
+lengths, batch), never on the price, provider or region; so the engine evaluates each unique combination once
+here and broadcasts prices over every offer that shares it (:mod:`gpufleet.recommend.candidates`).
+
+The estimator is injected (:class:`Estimator`); :class:`DefaultEstimator` calls ``gpufleet.estimate``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from gpufleet.errors import InputError, UnknownNameError
+from gpufleet.estimate.types import Interval
+from gpufleet.recommend.types import Workload
+from gpufleet.units import MS_PER_S, SECONDS_PER_HOUR
+
+#: operating batches (concurrent sequences per replica) tried when latency SLOs bound the batch
+BATCH_LADDER: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+class Estimator(Protocol):
+    """What the engine needs from the estimator (``gpufleet.estimate`` contract, duck-typed results)."""
+
+    def inference(
+        self,
+        *,
+        gpu: str,
+        precision: str,
+        gpu_count: int,
+        tp: int,
+        pp: int,
+        batch: int | None,
+        workload: Workload,
+    ) -> Any: ...
+
+    def training(
+        self, *, gpu: str, precision: str, gpu_count: int, gpus_per_node: int, workload: Workload
+    ) -> Any: ...
+
+
+class DefaultEstimator:
+    """Calls ``gpufleet.estimate.estimate_inference/estimate_training`` with explicit fallbacks allowed."""
+
+    def __init__(self) -> None:
+        self._models: dict[str, Any] = {}
+
+    def _model(self, name: str) -> Any:
+        if name not in self._models:
+            from gpufleet.models import resolve_model
+
+            self._models[name] = resolve_model(name)
+        return self._models[name]
+
+    def inference(
+        self,
+        *,
+        gpu: str,
+        precision: str,
+        gpu_count: int,
+        tp: int,
+        pp: int,
+        batch: int | None,
+        workload: Workload,
+    ) -> Any:
+        model = self._model(workload.model)
+        from gpufleet.estimate.performance import estimate_inference
+
+        return estimate_inference(
+            model=model,
+            gpu=gpu,
+            precision=precision,
+            input_len=workload.input_len_tokens,
+            output_len=workload.output_len_tokens,
+            gpu_count=gpu_count,
+            batch=batch,
+            tp=tp,
+            pp=pp,
+            allow_fallback=True,
+        )
+
+    def training(
+        self, *, gpu: str, precision: str, gpu_count: int, gpus_per_node: int, workload: Workload
+    ) -> Any:
+        model = self._model(workload.model)
+        from gpufleet.estimate.performance import estimate_training
+
+        return estimate_training(
+            model=model,
+            task=workload.task,
+            gpu=gpu,
+            precision=precision,
+            gpu_count=gpu_count,
+            global_batch=workload.global_batch_sequences,
+            seq_len=workload.seq_len_tokens,
+            train_tokens=workload.train_tokens,
+            gpus_per_node=gpus_per_node,
+            allow_fallback=True,
+        )
+
+
+_CALLS: dict[tuple[object, ...], Any] = {}
+_CALLS_MAX = 500_000
+
+
+def _memo(key: tuple[object, ...], fn: Any) -> Any:
+    """Memoise one estimator call (results and rejections) on everything it depends on."""
+    hit = _CALLS.get(key)
+    if hit is None:
+        if len(_CALLS) >= _CALLS_MAX:
+            _CALLS.clear()
+        try:
+            hit = (True, fn())
+        except InputError as exc:
+            hit = (False, exc)
+        _CALLS[key] = hit
+    ok, value = hit
+    if not ok:
+        raise value
+    return value
+
+
+def cached_training(est_fn: Estimator, w: Workload, *, gpu: str, gpu_count: int, gpus_per_node: int) -> Any:
+    """``est_fn.training`` memoised on everything it reads."""
+    key = ("train", id(est_fn), w.model, w.task, w.precision, w.global_batch_sequences, w.seq_len_tokens,
+           w.train_tokens, gpu, gpu_count, gpus_per_node)  # fmt: skip
+    return _memo(key, lambda: est_fn.training(gpu=gpu, precision=w.precision, gpu_count=gpu_count,
+                                              gpus_per_node=gpus_per_node, workload=w))  # fmt: skip
+
+
+class _Placement:
+    """Estimates of one placement (model, precision, lengths, GPU, GPU count, TP, PP) by batch, memoised so
+    workloads differing only in targets, SLOs, schedule, price or filters reuse them."""
+
+    __slots__ = ("est_fn", "evals", "gpu", "gpus", "pp", "sat", "tp", "w")
+
+    def __init__(self, est_fn: Estimator, w: Workload, gpu: str, gpus: int, tp: int, pp: int) -> None:
+        self.est_fn, self.w, self.gpu, self.gpus, self.tp, self.pp = est_fn, w, gpu, gpus, tp, pp
+        self.evals: dict[int, Any] = {}
+        self.sat = est_fn.inference(
+            gpu=gpu, precision=w.precision, gpu_count=gpus, tp=tp, pp=pp, batch=None, workload=w
+        )
+        b = getattr(self.sat, "batch_per_replica", None)
+        if b is not None and int(b) == int(getattr(self.sat, "max_concurrency_per_replica", -1)):
+            self.evals[int(b)] = self.sat
+
+    def at(self, batch: int) -> Any:
+        hit = self.evals.get(batch)
+        if hit is None:
+            w = self.w
+            hit = self.est_fn.inference(gpu=self.gpu, precision=w.precision, gpu_count=self.gpus, tp=self.tp,
+                                        pp=self.pp, batch=batch, workload=w)  # fmt: skip
+            self.evals[batch] = hit
+        return hit
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Config:
+    """One way to place the workload on ``nodes_per_unit`` nodes of a shape; ``units`` copies meet the target.
+
+    Inference: a unit is ``nodes_per_unit`` nodes holding ``replicas_per_unit`` model replicas (TP within a
+    node, PP across nodes only when one node cannot hold a replica). Training: the unit is the whole job.
+    """
+
+    gpu: str
+    gpus_per_node: int
+    nodes_per_unit: int
+    tp: int
+    pp: int
+    dp: int
+    replicas_per_unit: int
+    units: int  # unit copies the concurrency needs (inference; the throughput target is applied per offer)
+    fits: bool
+    mem_per_gpu_gib: float
+    mem_capacity_gib: float
+    meets_slo: bool
+    slo_misses: tuple[str, ...]
+    batch_per_replica: int | None = None
+    unit_output_tokens_per_s: Interval | None = None  # inference, one unit at the operating batch
+    unit_requests_per_s: Interval | None = None
+    ttft_s: Interval | None = None
+    tpot_s: Interval | None = None
+    tokens_per_s: Interval | None = None  # training
+    time_to_train_s: Interval | None = None  # training, on demand (no interruptions)
+    notes: tuple[str, ...] = ()
+
+
+def _pow2_upto(n: int) -> list[int]:
+    out, t = [], 1
+    while t <= n:
+        if n % t == 0:
+            out.append(t)
+        t *= 2
+    return out
+
+
+def _slo_misses(est: Any, w: Workload) -> tuple[str, ...]:
+    """SLO misses of an estimate, judged on its central value (the p10-p90 band is estimation uncertainty,
+    not the latency distribution; the engine notes when p90 crosses the SLO)."""
+    misses = []
+    if w.ttft_p95_s is not None and est.ttft_s is not None and est.ttft_s.central > w.ttft_p95_s:
+        misses.append(f"TTFT {est.ttft_s.central * MS_PER_S:.0f} ms > SLO {w.ttft_p95_s * MS_PER_S:.0f} ms")
+    if w.tpot_p95_s is not None and est.tpot_s is not None and est.tpot_s.central > w.tpot_p95_s:
+        misses.append(f"TPOT {est.tpot_s.central * MS_PER_S:.1f} ms > SLO {w.tpot_p95_s * MS_PER_S:.1f} ms")
+    return tuple(misses)
+
+
+def slo_gap(cfg: Config, w: Workload) -> float:
+    """How far a placement is from its SLOs: max(actual / limit) over the SLOs (<= 1 meets them)."""
+    ratios = [0.0]
+    if w.ttft_p95_s is not None and cfg.ttft_s is not None:
+        ratios.append(cfg.ttft_s.central / w.ttft_p95_s)
+    if w.tpot_p95_s is not None and cfg.tpot_s is not None:
+        ratios.append(cfg.tpot_s.central / w.tpot_p95_s)
+    if w.deadline_h is not None and cfg.time_to_train_s is not None:
+        ratios.append(cfg.time_to_train_s.central / (w.deadline_h * SECONDS_PER_HOUR))
+    return max(ratios)
+
+
+def target_output_tokens_per_s(w: Workload) -> float | None:
+    """The whole-system decode-rate target [tokens/s] (requests/s x output length), or None."""
+    if w.target_output_tokens_per_s is not None:
+        return w.target_output_tokens_per_s
+    if w.target_requests_per_s is not None:
+        return w.target_requests_per_s * w.output_len_tokens
+    return None
+
+
+def _meets(est: Any, w: Workload) -> bool:
+    """Fast form of ``not _slo_misses(est, w)`` for the batch search."""
+    if w.ttft_p95_s is not None and est.ttft_s is not None and est.ttft_s.central > w.ttft_p95_s:
+        return False
+    return not (w.tpot_p95_s is not None and est.tpot_s is not None and est.tpot_s.central > w.tpot_p95_s)
+
+
+def _inference_config(w: Workload, gpu: str, g: int, nodes: int, tp: int, pp: int, pl: _Placement) -> Config:
+    sat = pl.sat
+    common: dict[str, Any] = {
+        "gpu": gpu,
+        "gpus_per_node": g,
+        "nodes_per_unit": nodes,
+        "tp": tp,
+        "pp": pp,
+        "dp": 1,
+        "mem_per_gpu_gib": float(sat.memory.per_gpu_gib),
+        "mem_capacity_gib": float(sat.memory.capacity_gib),
+    }
+    if not sat.fits or sat.output_tokens_per_s is None:
+        return Config(
+            **common,
+            replicas_per_unit=0,
+            units=0,
+            fits=False,
+            meets_slo=False,
+            slo_misses=(),
+            notes=tuple(sat.notes),
+        )
+    replicas = max(1, int(sat.replicas))
+    # the saturated operating batch (KV cache and engine limit), never above the KV bound
+    max_b = max(1, min(int(sat.max_concurrency_per_replica), int(sat.batch_per_replica or 10**9)))
+    # largest ladder batch (<= the KV bound) meeting the SLOs; latencies grow with batch -> bisect the ladder
+    ladder = [b for b in BATCH_LADDER if b < max_b] + [max_b]
+    at = pl.at
+    lo, hi, best = 0, len(ladder) - 1, -1
+    while lo <= hi:
+        mid = (lo + hi) // 2
+        if not _meets(at(ladder[mid]), w):
+            hi = mid - 1
+        else:
+            best, lo = mid, mid + 1
+    b_slo = ladder[best] if best >= 0 else 1
+    b_op = min(b_slo, math.ceil(w.concurrency / replicas)) if w.concurrency is not None else b_slo
+    est = at(b_op)
+    if est.output_tokens_per_s is None or est.tpot_s is None:  # the estimator says this batch does not fit
+        return Config(**common, replicas_per_unit=0, units=0, fits=False, meets_slo=False, slo_misses=(),
+                      notes=tuple(est.notes))  # fmt: skip
+    misses = _slo_misses(est, w)
+    unit_tput: Interval = est.output_tokens_per_s
+    units = 1  # the throughput target is applied per offer in candidates.py (vectorised)
+    if w.concurrency is not None:
+        units = max(units, math.ceil(w.concurrency / (replicas * b_op) - 1e-9))
+    return Config(
+        **common,
+        replicas_per_unit=replicas,
+        units=units,
+        fits=True,
+        meets_slo=not misses,
+        slo_misses=misses,
+        batch_per_replica=b_op,
+        unit_output_tokens_per_s=unit_tput,
+        unit_requests_per_s=est.requests_per_s,
+        ttft_s=est.ttft_s,
+        tpot_s=est.tpot_s,
+        notes=tuple(est.notes),
+    )
+
+
+def _shape_placements(
+    est_fn: Estimator, w: Workload, gpu: str, g: int
+) -> tuple[tuple[int, int, int, Any], ...]:
+    """(nodes, tp, pp, placement) tried on nodes of ``g`` x ``gpu``: every TP degree within one node; if none
+    fits, the fewest nodes (up to ``max_nodes``) with PP across them. Memoised on what estimates depend on."""
+
+    def build() -> tuple[tuple[int, int, int, Any], ...]:
+        out: list[tuple[int, int, int, Any]] = []
+        for tp in _pow2_upto(g):
+            pl = _try_placement(est_fn, w, gpu, g, tp, 1)
+            if pl is not None:
+                out.append((1, tp, 1, pl))
+        if any(pl.sat.fits for *_, pl in out):
+            return tuple(out)
+        for nodes in range(2, w.max_nodes + 1):
+            pl = _try_placement(est_fn, w, gpu, g * nodes, g, nodes)
+            if pl is not None:
+                out.append((nodes, g, nodes, pl))
+                if pl.sat.fits:
+                    break
+        return tuple(out)
+
+    key = ("shape", id(est_fn), w.model, w.precision, w.input_len_tokens, w.output_len_tokens, gpu, g,
+           w.max_nodes)  # fmt: skip
+    return _memo(key, build)  # type: ignore[no-any-return]
+
+
+def _try_placement(
+    est_fn: Estimator, w: Workload, gpu: str, gpus: int, tp: int, pp: int
+) -> _Placement | None:
+    """A placement, or None when the estimator rejects it (TP not dividing the heads, a precision the GPU
+    cannot run). Unknown names (model, GPU) are workload errors and propagate."""
+    try:
+        return _Placement(est_fn, w, gpu, gpus, tp, pp)
+    except UnknownNameError:
+        raise
+    except InputError:
+        return None
+
+
+def inference_configs(est_fn: Estimator, w: Workload, gpu: str, g: int) -> list[Config]:
+    """Configs of every placement tried (see :func:`_shape_placements`); non-fitting ones are returned too
+    (``fits=False``) so CANNOT FIT can report memory figures."""
+    return [
+        _inference_config(w, gpu, g, n, tp, pp, pl) for n, tp, pp, pl in _shape_placements(est_fn, w, gpu, g)
+    ]
+
+
+def training_configs(est_fn: Estimator, w: Workload, gpu: str, g: int) -> list[Config]:
+    """The job on 1..max_nodes nodes; the estimator picks TP/PP/DP for each size."""
+    out: list[Config] = []
+    for nodes in range(1, w.max_nodes + 1):
+        try:
+            est = cached_training(est_fn, w, gpu=gpu, gpu_count=g * nodes, gpus_per_node=g)
+        except UnknownNameError:
+            raise
+        except InputError:
+            continue
+        fits = bool(est.fits) and est.time_to_train_s is not None
+        misses: tuple[str, ...] = ()
+        if (
+            fits
+            and w.deadline_h is not None
+            and est.time_to_train_s.central > w.deadline_h * SECONDS_PER_HOUR
+        ):
+            hours = est.time_to_train_s.central / SECONDS_PER_HOUR
+            misses = (f"time to train {hours:.1f} h > deadline {w.deadline_h:g} h",)
+        out.append(
+            Config(
+                gpu=gpu,
+                gpus_per_node=g,
+                nodes_per_unit=nodes,
+                tp=int(est.tp),
+                pp=int(est.pp),
+                dp=int(est.dp),
+                replicas_per_unit=1,
+                units=1 if fits else 0,
+                fits=fits,
+                mem_per_gpu_gib=float(est.memory.per_gpu_gib),
+                mem_capacity_gib=float(est.memory.capacity_gib),
+                meets_slo=fits and not misses,
+                slo_misses=misses,
+                tokens_per_s=est.tokens_per_s if fits else None,
+                time_to_train_s=est.time_to_train_s if fits else None,
+                notes=tuple(est.notes),
+            )
+        )
+    return out
+
+
+def configs_for(est_fn: Estimator, w: Workload, gpu: str, g: int) -> tuple[Config, ...]:
+    """All placements of ``w`` on nodes of ``g`` x ``gpu``; () when the estimator cannot run that GPU."""
+    if w.is_training:
+        return tuple(training_configs(est_fn, w, gpu, g))
+    return tuple(inference_configs(est_fn, w, gpu, g))
+
+
+def perf_cache_key(w: Workload) -> tuple[object, ...]:
+    """The workload fields performance depends on (not price, schedule, filters or budget)."""
+    return (
+        w.model,
+        w.task,
+        w.precision,
+        w.input_len_tokens,
+        w.output_len_tokens,
+        w.concurrency,
+        w.ttft_p95_s,
+        w.tpot_p95_s,
+        w.train_tokens,
+        w.deadline_h,
+        w.global_batch_sequences,
+        w.seq_len_tokens,
+        w.max_nodes,
+    )
+
+
+def unique_shapes(gpus: Sequence[str], counts: Sequence[float]) -> list[tuple[str, int]]:
+    """Distinct (gpu, whole GPUs per node) pairs; fractional and CPU-only rows are excluded."""
+    seen: dict[tuple[str, int], None] = {}
+    for gpu, c in zip(gpus, counts, strict=True):
+        if gpu and c >= 1 and float(c).is_integer():
+            seen[(str(gpu), int(c))] = None
+    return list(seen)

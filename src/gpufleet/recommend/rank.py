@@ -1,0 +1,276 @@
+"""Objectives, the Pareto front of cost vs speed, and an independent loop-based reference search.
+
+Objectives (all over feasible candidates: fits, meets the SLOs/deadline, within budget):
+
+- ``cheapest``: lowest cost per run (training) or per month on the schedule (inference); ties -> faster.
+- ``fastest``: highest speed (:attr:`Candidate.speed`: 1/TPOT for inference, 1/time-to-train for training);
+  ties -> cheaper.
+- ``throughput_per_dollar``: highest tokens/s per USD/h (output tokens for inference, trained tokens for
+  training); ties -> cheaper.
+
+Remaining ties break on the offer's row order in the catalog table, so results are deterministic.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from gpufleet.catalog.offers import OfferTable
+from gpufleet.catalog.specs import get_spec
+from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
+from gpufleet.cost.schedule import Schedule
+from gpufleet.cost.spot import (
+    SpotAssumption,
+    assumption_for,
+    replica_availability,
+    replicas_to_provision,
+    spot_training,
+)
+from gpufleet.errors import InputError
+from gpufleet.estimate.types import Interval
+from gpufleet.recommend.candidates import CandidateSet
+from gpufleet.recommend.perf import Estimator, configs_for, slo_gap, target_output_tokens_per_s
+from gpufleet.recommend.types import OBJECTIVES, Candidate, SpotCost, Workload
+from gpufleet.units import SECONDS_PER_HOUR
+
+
+def check_objective(objective: str) -> str:
+    if objective not in OBJECTIVES:
+        raise InputError(
+            f"Unknown objective {objective!r}. Allowed: {', '.join(OBJECTIVES)}. "
+            "cheapest (default) meets the "
+            "SLOs at the lowest cost; fastest is the quickest within budget; throughput_per_dollar maximises "
+            "tokens/s per USD/h."
+        )
+    return objective
+
+
+def primary_cost(cs: CandidateSet, w: Workload) -> npt.NDArray[np.float64]:
+    """What ``cheapest`` minimises: cost per run (training) or per month (inference) [USD]."""
+    return cs.cost_usd_per_run if w.is_training else cs.cost_usd_per_month
+
+
+def order(
+    cs: CandidateSet, w: Workload, objective: str, rows: npt.NDArray[np.int64]
+) -> npt.NDArray[np.int64]:
+    """``rows`` sorted best-first by ``objective`` (deterministic tie-breaks)."""
+    check_objective(objective)
+    cost = primary_cost(cs, w)[rows]
+    speed = cs.speed[rows]
+    cfg, offer = cs.cfg[rows], cs.offer[rows]
+    if objective == "cheapest":
+        keys = (cfg, offer, -speed, cost)
+    elif objective == "fastest":
+        keys = (cfg, offer, cost, -speed)
+    else:
+        tpd = cs.output_tokens_per_s[rows] / cs.cost_usd_per_hour[rows]
+        keys = (cfg, offer, cost, -tpd)
+    return rows[np.lexsort(keys)]
+
+
+def pareto_rows(cs: CandidateSet, w: Workload, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Rows not dominated in (lower cost, higher speed), cheapest first; equal points keep one row."""
+    if rows.size == 0:
+        return rows
+    cost = primary_cost(cs, w)[rows]
+    speed = cs.speed[rows]
+    srt = rows[np.lexsort((cs.offer[rows], -speed, cost))]
+    s = cs.speed[srt]
+    prev_best = np.concatenate(([-np.inf], np.maximum.accumulate(s)[:-1]))
+    return srt[s > prev_best]
+
+
+def _iv(x: Interval | None, factor: float) -> Interval | None:
+    return x.scaled(factor) if x is not None else None
+
+
+def materialise(
+    cs: CandidateSet, w: Workload, row: int, spot_assumptions: dict[str, SpotAssumption] | None = None
+) -> Candidate:
+    """Build the :class:`Candidate` of one row (only for the rows shown)."""
+    t = cs.table
+    o = int(cs.offer[row])
+    cfg = cs.configs[int(cs.cfg[row])]
+    spec = get_spec(cfg.gpu)
+    need = int(cs.replicas_needed[row])
+    paid = int(cs.replicas[row])
+    provider = str(t.column("provider")[o])
+    spot = None
+    if cs.price_kind == "spot" and spot_assumptions is not None:
+        a = assumption_for(provider, spot_assumptions)
+        st = spot_training(a, nodes=cfg.nodes_per_unit) if w.is_training else None
+        spot = SpotCost(
+            price_usd_per_hour=float(cs.price_usd_per_node_hour[row]),
+            interruptions_per_h=a.interruptions_per_h * cfg.nodes_per_unit,
+            checkpoint_interval_h=st.checkpoint_interval_h if st else None,
+            wall_time_factor=st.wall_time_factor if st else 1.0,
+            replica_availability=replica_availability(a, nodes_per_replica=cfg.nodes_per_unit),
+            replicas_provisioned=paid,
+            replicas_needed=need,
+            assumption_source=a.source,
+        )
+    factor = float(cs.spot_factor[row])
+    per_mtok = float(cs.cost_usd_per_million_output_tokens[row])
+    per_run = float(cs.cost_usd_per_run[row])
+    return Candidate(
+        provider=provider,
+        region=str(t.column("region")[o]),
+        instance_type=str(t.column("instance_type")[o]),
+        gpu=cfg.gpu,
+        gpu_vendor=spec.vendor,
+        gpus_per_node=cfg.gpus_per_node,
+        nodes_per_replica=cfg.nodes_per_unit,
+        tp=cfg.tp,
+        pp=cfg.pp,
+        dp=cfg.dp,
+        replicas=paid * cfg.replicas_per_unit if not w.is_training else 1,
+        total_nodes=int(cs.total_nodes[row]),
+        total_gpus=int(cs.total_nodes[row]) * cfg.gpus_per_node,
+        price_kind=cs.price_kind,
+        price_usd_per_node_hour=float(cs.price_usd_per_node_hour[row]),
+        cost_usd_per_hour=float(cs.cost_usd_per_hour[row]),
+        cost_usd_per_month=float(cs.cost_usd_per_month[row]),
+        cost_usd_per_million_output_tokens=None if math.isnan(per_mtok) else per_mtok,
+        cost_usd_per_run=None if math.isnan(per_run) else per_run,
+        mem_per_gpu_gib=cfg.mem_per_gpu_gib,
+        mem_capacity_gib=cfg.mem_capacity_gib,
+        output_tokens_per_s=_iv(cfg.unit_output_tokens_per_s, need),
+        requests_per_s=_iv(cfg.unit_requests_per_s, need),
+        ttft_s=cfg.ttft_s,
+        tpot_s=cfg.tpot_s,
+        batch_per_replica=cfg.batch_per_replica,
+        tokens_per_s=_iv(cfg.tokens_per_s, 1.0 / factor),
+        time_to_train_s=_iv(cfg.time_to_train_s, factor),
+        meets_slo=bool(cs.meets_slo[row]),
+        slo_misses=_misses(cs, w, row, cfg.slo_misses),
+        within_budget=bool(cs.within_budget[row]),
+        spot=spot,
+        generation_year=spec.release_year,
+        notes=cfg.notes,
+    )
+
+
+def _misses(cs: CandidateSet, w: Workload, row: int, base: tuple[str, ...]) -> tuple[str, ...]:
+    if w.is_training and w.deadline_h is not None and not cs.meets_slo[row] and not base:
+        hours = float(cs.time_to_train_s[row]) / SECONDS_PER_HOUR
+        return (f"time to train {hours:.1f} h with spot interruptions > deadline {w.deadline_h:g} h",)
+    return base
+
+
+# --- independent reference ------------------------------------------------------------------------------
+
+
+def brute_force_best(
+    table: OfferTable,
+    w: Workload,
+    est: Estimator,
+    spot_assumptions: dict[str, SpotAssumption],
+    objective: str = "cheapest",
+) -> tuple[float, dict[str, Any]] | None:
+    """Loop-based reference: the best objective value and its row, or None when nothing is feasible.
+
+    It shares only the per-placement performance (:func:`configs_for`: the estimator's numbers) and the
+    spot/schedule formulas with the engine; filtering, pricing, replica counts, costing, feasibility and
+    selection are re-done row by row over ``table.records()``.
+    Returns ``(key, row)`` where ``key`` is the value minimised (cost, -speed or -tokens/s per USD/h).
+    """
+    kind = price_kind_for(w.pricing)
+    billed_h = Schedule(hours_per_month=w.hours_per_month).billed_hours_per_month(kind)
+    commit = node_prices_usd_per_hour(table, kind) if kind not in ("on_demand", "spot") else None
+    vendors = {v.lower() for v in w.gpu_vendors}
+    best: tuple[tuple[float, float], dict[str, Any]] | None = None
+    for i, rec in enumerate(table.records()):
+        if rec.gpu is None or rec.gpu_count < 1 or rec.gpu_count != int(rec.gpu_count):
+            continue
+        if w.is_training and rec.gpu.startswith("Inferentia"):
+            continue
+        if w.providers and rec.provider not in {p.lower() for p in w.providers}:
+            continue
+        if w.regions and not any(fnmatch.fnmatchcase(rec.region.lower(), g.lower()) for g in w.regions):
+            continue
+        if vendors and get_spec(rec.gpu).vendor.lower() not in vendors:
+            continue
+        if kind == "on_demand":
+            price = rec.price_on_demand_usd_per_hour
+        elif kind == "spot":
+            price = rec.price_spot_usd_per_hour if rec.price_spot_usd_per_hour is not None else math.nan
+        else:
+            assert commit is not None
+            price = float(commit[i])
+        if not (price > 0):
+            continue
+        for cfg in configs_for(est, w, rec.gpu, int(rec.gpu_count)):
+            if not cfg.fits:
+                continue
+            need = cfg.units
+            target = target_output_tokens_per_s(w)
+            if not w.is_training and target is not None:
+                assert cfg.unit_output_tokens_per_s is not None
+                need = max(need, math.ceil(target / cfg.unit_output_tokens_per_s.central - 1e-9))
+            paid, factor = need, 1.0
+            if kind == "spot":
+                a = assumption_for(rec.provider, spot_assumptions)
+                if w.is_training:
+                    st = spot_training(a, nodes=cfg.nodes_per_unit)
+                    if not st.valid:
+                        continue
+                    factor = st.wall_time_factor
+                else:
+                    paid = replicas_to_provision(
+                        need, replica_availability(a, nodes_per_replica=cfg.nodes_per_unit)
+                    )
+            cost_h = price * paid * cfg.nodes_per_unit
+            month = cost_h * billed_h
+            if w.budget_usd_per_month is not None and month > w.budget_usd_per_month:
+                continue
+            if w.is_training:
+                assert cfg.time_to_train_s is not None and cfg.tokens_per_s is not None
+                ttt = cfg.time_to_train_s.central * factor
+                if slo_gap(cfg, w) > 1 + 1e-12:
+                    continue
+                if w.deadline_h is not None and ttt > w.deadline_h * SECONDS_PER_HOUR * (1 + 1e-12):
+                    continue
+                cost, speed, tput = (
+                    cost_h * ttt / SECONDS_PER_HOUR,
+                    1.0 / ttt,
+                    cfg.tokens_per_s.central / factor,
+                )
+            else:
+                assert cfg.unit_output_tokens_per_s is not None and cfg.tpot_s is not None
+                if slo_gap(cfg, w) > 1 + 1e-12:
+                    continue
+                cost, speed = month, 1.0 / cfg.tpot_s.central
+                tput = cfg.unit_output_tokens_per_s.central * need
+            if objective == "cheapest":
+                key = (cost, -speed)
+            elif objective == "fastest":
+                key = (-speed, cost)
+            else:
+                key = (-tput / cost_h, cost)
+            row = {
+                "offer": i,
+                "provider": rec.provider,
+                "instance_type": rec.instance_type,
+                "cost": cost,
+                "speed": speed,
+                "nodes": cfg.nodes_per_unit,
+                "tp": cfg.tp,
+                "replicas": paid,
+            }
+            if best is None or key < best[0]:
+                best = (key, row)
+    return None if best is None else (best[0][0], best[1])
+
+
+def objective_value(cs: CandidateSet, w: Workload, objective: str, row: int) -> float:
+    """The engine's value of ``row`` on the same scale as :func:`brute_force_best` keys."""
+    if objective == "cheapest":
+        return float(primary_cost(cs, w)[row])
+    if objective == "fastest":
+        return -float(cs.speed[row])
+    return -float(cs.output_tokens_per_s[row] / cs.cost_usd_per_hour[row])

@@ -1,0 +1,252 @@
+"""Workload specs at the I/O boundary: our YAML/JSON format (pydantic) and the GPU Fleet Optimizer's files.
+
+The exact accepted shapes are documented in ``docs/recommend.md``. Every problem becomes a
+:class:`~gpufleet.errors.ConfigFileError` naming the file, the entry, the field, the bad value and what is
+allowed. Inside the library a workload is the frozen :class:`~gpufleet.recommend.types.Workload`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from gpufleet.cost.schedule import Schedule
+from gpufleet.errors import ConfigFileError, GpufleetError
+from gpufleet.precision import PRECISIONS, check_precision
+from gpufleet.recommend.types import OBJECTIVES, PRICINGS, CurrentDeployment, Workload
+from gpufleet.units import HOURS_PER_MONTH, MS_PER_S, SECONDS_PER_HOUR
+
+
+class _Current(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    provider: str = "aws"
+    instance_type: str
+    count: int = Field(1, ge=1, le=4096)
+    region: str | None = None
+    gpu_count: int | None = Field(None, ge=1)
+
+
+class WorkloadSpec(BaseModel):
+    """One workload as written in a user file (YAML or JSON) or passed as keyword arguments."""
+
+    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    name: str = "workload"
+    description: str = ""
+    model: str = Field(min_length=1)
+    task: Literal["inference", "pretrain", "full_finetune", "lora", "qlora"] = "inference"
+    precision: str = "bf16"
+    input_len_tokens: int = Field(512, gt=0, le=2_000_000)
+    output_len_tokens: int = Field(256, gt=0, le=2_000_000)
+    concurrency: int | None = Field(None, gt=0)
+    target_output_tokens_per_s: float | None = Field(None, gt=0)
+    target_requests_per_s: float | None = Field(None, gt=0)
+    target_requests_per_hour: float | None = Field(None, gt=0)
+    ttft_p95_ms: float | None = Field(None, gt=0)
+    tpot_p95_ms: float | None = Field(None, gt=0)
+    train_tokens: float | None = Field(None, gt=0)
+    dataset_tokens: float | None = Field(None, gt=0)
+    epochs: float | None = Field(None, gt=0)
+    deadline_h: float | None = Field(None, gt=0)
+    global_batch_sequences: int = Field(256, gt=0)
+    seq_len_tokens: int = Field(4096, gt=0)
+    schedule: Literal["24/7"] | None = None
+    hours_per_month: float | None = Field(None, gt=0, le=HOURS_PER_MONTH)
+    hours_per_day: float | None = Field(None, gt=0, le=24)
+    days_per_month: float | None = Field(None, gt=0, le=HOURS_PER_MONTH / 24)
+    pricing: Literal["on_demand", "spot", "1y", "3y"] = "on_demand"
+    providers: list[str] = Field(default_factory=list)
+    regions: list[str] = Field(default_factory=list)
+    gpu_vendors: list[str] = Field(default_factory=list)
+    max_nodes: int = Field(8, ge=1, le=64)
+    budget_usd_per_month: float | None = None
+    objective: Literal["cheapest", "fastest", "throughput_per_dollar"] = "cheapest"
+    current: _Current | None = None
+
+    @field_validator("precision")
+    @classmethod
+    def _precision(cls, v: str) -> str:
+        try:
+            return check_precision(v)
+        except GpufleetError as exc:
+            raise ValueError(f"unknown precision; allowed: {', '.join(PRECISIONS)}") from exc
+
+    @field_validator("budget_usd_per_month")
+    @classmethod
+    def _budget(cls, v: float | None) -> float | None:
+        if v is not None and v <= 0:
+            raise ValueError("the budget must be a positive number of USD per month (omit it for no cap)")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> WorkloadSpec:
+        targets = [
+            self.concurrency,
+            self.target_output_tokens_per_s,
+            self.target_requests_per_s,
+            self.target_requests_per_hour,
+        ]
+        if sum(t is not None for t in targets) > 1:
+            raise ValueError(
+                "give at most one of concurrency, target_output_tokens_per_s, target_requests_per_s, "
+                "target_requests_per_hour"
+            )
+        sched = [
+            self.schedule is not None,
+            self.hours_per_month is not None,
+            self.hours_per_day is not None or self.days_per_month is not None,
+        ]
+        if sum(sched) > 1:
+            raise ValueError(
+                "give one schedule: schedule: 24/7, hours_per_month, or hours_per_day with days_per_month"
+            )
+        if (self.hours_per_day is None) != (self.days_per_month is None):
+            raise ValueError("hours_per_day and days_per_month go together (e.g. 8 and 22)")
+        if self.task != "inference" and self.train_tokens is None and self.dataset_tokens is None:
+            raise ValueError(f"a {self.task} workload needs train_tokens (or dataset_tokens with epochs)")
+        if self.train_tokens is not None and self.dataset_tokens is not None:
+            raise ValueError("give train_tokens or dataset_tokens (x epochs), not both")
+        return self
+
+    def to_workload(self) -> Workload:
+        if self.hours_per_day is not None and self.days_per_month is not None:
+            hours = Schedule.daily(hours_per_day=self.hours_per_day, days_per_month=self.days_per_month)
+        else:
+            hours = Schedule(hours_per_month=self.hours_per_month or HOURS_PER_MONTH)
+        rps = self.target_requests_per_s
+        if self.target_requests_per_hour is not None:
+            rps = self.target_requests_per_hour / SECONDS_PER_HOUR
+        tokens = self.train_tokens
+        if self.dataset_tokens is not None:
+            tokens = self.dataset_tokens * (self.epochs or 1.0)
+        cur = self.current
+        return Workload(
+            name=self.name,
+            description=self.description,
+            model=self.model,
+            task=self.task,
+            precision=self.precision,
+            input_len_tokens=self.input_len_tokens,
+            output_len_tokens=self.output_len_tokens,
+            concurrency=self.concurrency,
+            target_output_tokens_per_s=self.target_output_tokens_per_s,
+            target_requests_per_s=rps,
+            ttft_p95_s=self.ttft_p95_ms / MS_PER_S if self.ttft_p95_ms else None,
+            tpot_p95_s=self.tpot_p95_ms / MS_PER_S if self.tpot_p95_ms else None,
+            train_tokens=tokens,
+            deadline_h=self.deadline_h,
+            global_batch_sequences=self.global_batch_sequences,
+            seq_len_tokens=self.seq_len_tokens,
+            hours_per_month=hours.hours_per_month,
+            pricing=self.pricing,
+            providers=tuple(p.lower() for p in self.providers),
+            regions=tuple(self.regions),
+            gpu_vendors=tuple(self.gpu_vendors),
+            max_nodes=self.max_nodes,
+            budget_usd_per_month=self.budget_usd_per_month,
+            objective=self.objective,
+            current=CurrentDeployment(
+                provider=cur.provider.lower(),
+                instance_type=cur.instance_type,
+                count=cur.count,
+                region=cur.region,
+                gpu_count=cur.gpu_count,
+            )
+            if cur
+            else None,
+        )
+
+
+_ALLOWED_HINT = {
+    "task": "inference, pretrain, full_finetune, lora, qlora",
+    "pricing": ", ".join(PRICINGS),
+    "objective": ", ".join(OBJECTIVES),
+    "precision": ", ".join(PRECISIONS),
+    "schedule": "24/7 (or use hours_per_month, or hours_per_day with days_per_month)",
+}
+
+
+def validation_message(exc: ValidationError, source: str, entry: str, data: Mapping[str, Any]) -> str:
+    """One paragraph naming file, entry, field(s), bad value(s) and what is allowed."""
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "(workload)"
+        top = str(err["loc"][0]) if err["loc"] else ""
+        value = data.get(top, "<missing>") if top else "<workload>"
+        if err["type"] == "extra_forbidden":
+            allowed = ", ".join(sorted(WorkloadSpec.model_fields))
+            parts.append(f"field {loc!r} is not a workload field (allowed: {allowed})")
+            continue
+        hint = _ALLOWED_HINT.get(top, "")
+        msg = err["msg"].removeprefix("Value error, ")
+        parts.append(f"field {loc!r} = {value!r}: {msg}" + (f" (allowed: {hint})" if hint else ""))
+    return (
+        f"Workload file {source}, entry {entry!r}: "
+        + "; ".join(parts)
+        + ". Fix these fields; docs/recommend.md lists every field with its unit."
+    )
+
+
+def workload_from_dict(
+    data: Mapping[str, Any], *, source: str = "<arguments>", entry: str | None = None
+) -> Workload:
+    """Validate one workload mapping (our format) into a :class:`Workload`."""
+    if not isinstance(data, Mapping):
+        raise ConfigFileError(
+            f"Workload file {source}, entry {entry!r}: expected a mapping of fields, got "
+            f"{type(data).__name__}. Write the workload as key: value pairs."
+        )
+    payload = dict(data)
+    if entry is not None and "name" not in payload:
+        payload["name"] = entry
+    try:
+        return WorkloadSpec.model_validate(payload).to_workload()
+    except ValidationError as exc:
+        raise ConfigFileError(
+            validation_message(exc, source, entry or str(payload.get("name", "workload")), payload)
+        ) from exc
+
+
+def _load_text(path: Path) -> Any:
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigFileError(
+            f"Cannot read workload file {path}: {exc.strerror or exc}. Check the path."
+        ) from exc
+    try:
+        return json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ConfigFileError(
+            f"Workload file {path} is not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}:"
+            f" {exc}. Fix the syntax at the position shown."
+        ) from exc
+
+
+def read_workload_file(path: Path | str) -> dict[str, Workload]:
+    """Read a workload file: one workload, ``workloads: {name: workload}`` in our format, or a GPU Fleet
+    Optimizer ``workloads.json`` (detected by its fields; see :mod:`gpufleet.recommend.gfo`)."""
+    from gpufleet.recommend.gfo import is_gfo_workloads, parse_gfo_workloads
+
+    p = Path(path)
+    data = _load_text(p)
+    if not isinstance(data, Mapping):
+        raise ConfigFileError(
+            f"Workload file {p} must hold a mapping (one workload, or 'workloads:' mapping "
+            f"names to workloads); it holds {type(data).__name__}."
+        )
+    if is_gfo_workloads(data):
+        return parse_gfo_workloads(data, source=str(p))[0]
+    if "workloads" in data:
+        items = data["workloads"]
+        if not isinstance(items, Mapping) or not items:
+            raise ConfigFileError(
+                f"Workload file {p}: 'workloads' must map names to workloads; got {items!r}."
+            )
+        return {str(k): workload_from_dict(v, source=str(p), entry=str(k)) for k, v in items.items()}
+    w = workload_from_dict(data, source=str(p), entry=str(data.get("name", p.stem)))
+    return {w.name: w}

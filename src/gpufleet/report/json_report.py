@@ -1,0 +1,57 @@
+"""Results as plain JSON: dataclasses -> objects (fields in declaration order), tuples -> lists, NaN -> null.
+
+The top-level object carries ``kind`` (``recommendation``, ``migration``, ``scenario``, ``scenario_set``) and
+``gpufleet_version`` so that consumers can tell documents apart. Keys are the dataclass field names, which
+carry their units (``cost_usd_per_month``, ``ttft_s``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from gpufleet import __version__
+from gpufleet.recommend.types import Migration, Recommendation, ScenarioResult, ScenarioSetResult
+from gpufleet.report.common import Result
+
+_KINDS: tuple[tuple[type, str], ...] = (
+    (Recommendation, "recommendation"),
+    (Migration, "migration"),
+    (ScenarioResult, "scenario"),
+    (ScenarioSetResult, "scenario_set"),
+)
+
+
+def to_jsonable(value: Any) -> Any:
+    """Convert a result (or any part of it) into JSON-compatible Python values."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, Mapping):
+        return {str(k): to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(v) for v in value]
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if value is None or isinstance(value, str | int | bool):
+        return value
+    if hasattr(value, "item"):  # numpy scalar
+        return to_jsonable(value.item())
+    raise TypeError(f"cannot convert {type(value).__name__} to JSON")
+
+
+def result_kind(result: Result) -> str:
+    for cls, name in _KINDS:
+        if isinstance(result, cls):
+            return name
+    raise TypeError(f"not a gpufleet result: {type(result).__name__}")
+
+
+def render_json(result: Result, *, assumptions: tuple[str, ...] = ()) -> str:
+    """The JSON document for ``result`` (2-space indent, trailing newline)."""
+    doc: dict[str, Any] = {"kind": result_kind(result), "gpufleet_version": __version__}
+    doc["assumptions"] = list(assumptions)
+    doc["result"] = to_jsonable(result)
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"

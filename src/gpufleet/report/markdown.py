@@ -1,0 +1,143 @@
+"""Results as GitHub-flavoured Markdown (tables, headings, bullet lists)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gpufleet.recommend.types import (
+    Candidate,
+    Migration,
+    Recommendation,
+    ScenarioResult,
+)
+from gpufleet.report.common import (
+    CANDIDATE_COLUMNS,
+    STATUS_TITLES,
+    Result,
+    assumption_lines,
+    candidate_label,
+    candidate_row,
+    speed_text,
+    suggestion_text,
+    usd,
+    workload_lines,
+)
+from gpufleet.report.summary import (
+    SET_COLUMNS,
+    migration_rows,
+    performance_lines,
+    savings_text,
+    scenario_set_row,
+)
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown pipe table."""
+    lines = ["| " + " | ".join(_cell(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _candidates(cands: Sequence[Candidate]) -> str:
+    rows = [list(candidate_row(i, c).values()) for i, c in enumerate(cands, 1)]
+    return table([h for _, h in CANDIDATE_COLUMNS], rows)
+
+
+def _recommendation(rec: Recommendation, level: int, extra: Sequence[str]) -> list[str]:
+    h = "#" * level
+    out = [f"**Status:** {STATUS_TITLES.get(rec.status, rec.status)}"]
+    if rec.message:
+        out.append(rec.message)
+    out.append(f"{h} Workload\n\n" + "\n".join(f"- {line}" for line in workload_lines(rec.workload)))
+    if rec.best is not None:
+        b = rec.best
+        out.append(
+            f"{h} Best option\n\n**{candidate_label(b)}**: {b.total_gpus} x {b.gpu}, "
+            f"{usd(b.cost_usd_per_month)}"
+            f"/month, {speed_text(b)}"
+        )
+    if rec.ranked:
+        out.append(f"{h} Top candidates\n\n{_candidates(rec.ranked)}")
+    if rec.pareto:
+        rows = [[candidate_label(c), usd(c.cost_usd_per_month), speed_text(c)] for c in rec.pareto]
+        out.append(f"{h} Pareto front (cost vs speed)\n\n" + table(["Option", "$/month", "Speed"], rows))
+    if rec.closest:
+        misses = [f"- {candidate_label(c)}: {'; '.join(c.slo_misses) or 'over budget'}" for c in rec.closest]
+        out.append(f"{h} Closest options\n\n{_candidates(rec.closest)}\n\n" + "\n".join(misses))
+    if rec.cannot_fit is not None:
+        cf = rec.cannot_fit
+        lines = [f"{h} Why it cannot fit", ""]
+        if cf.reason not in rec.message:
+            lines += [cf.reason, ""]
+        lines += [
+            f"- memory needed on one GPU: {cf.mem_needed_single_gpu_gib:.1f} GiB",
+            f"- largest GPU offered: {cf.largest_gpu_memory_gib:.1f} GiB; largest node: "
+            f"{cf.largest_node_memory_gib:.1f} GiB",
+            "",
+            "Suggestions:",
+            "",
+        ]
+        lines += [f"- {suggestion_text(s)}" for s in cf.suggestions]
+        out.append("\n".join(lines))
+    out.append(
+        f"{h} Search\n\n{rec.offers_considered} offers considered, "
+        f"{rec.candidates_evaluated} candidates evaluated."
+    )
+    assumptions = assumption_lines(rec, extra)
+    if assumptions:
+        out.append(f"{h} Assumptions\n\n" + "\n".join(f"- {a}" for a in assumptions))
+    return out
+
+
+def _migration(m: Migration, level: int) -> list[str]:
+    h = "#" * level
+    out = [f"{h} Migration\n\n" + table(["", "Now", "After"], [list(r) for r in migration_rows(m)])]
+    facts = [f"- **Savings:** {savings_text(m)}"]
+    perf = performance_lines(m)
+    if perf:
+        facts.append(f"- **Performance:** {'; '.join(perf)}")
+    facts.append(f"- **Risk:** {m.risk}" + (f": {'; '.join(m.risk_reasons)}" if m.risk_reasons else ""))
+    facts.append(
+        f"- **Complexity:** {m.complexity}"
+        + (f": {'; '.join(m.complexity_reasons)}" if m.complexity_reasons else "")
+    )
+    out.append("\n".join(facts))
+    out.append(f"**Verdict:** {m.verdict}")
+    return out
+
+
+def _scenario(s: ScenarioResult, level: int, extra: Sequence[str]) -> list[str]:
+    out = [f"{'#' * level} Scenario {s.name}"]
+    if s.description:
+        out.append(s.description)
+    if s.error is not None or s.recommendation is None:
+        out.append(f"**Error:** {s.error}")
+        return out
+    if s.migration is not None:
+        out += _migration(s.migration, level + 1)
+    out += _recommendation(s.recommendation, level + 1, extra)
+    return out
+
+
+def render_markdown(result: Result, *, assumptions: Sequence[str] = ()) -> str:
+    """The Markdown document for ``result``; ``assumptions`` are extra lines for the assumptions section."""
+    if isinstance(result, Recommendation):
+        parts = [f"# Recommendation: {result.workload.name}", *_recommendation(result, 2, assumptions)]
+    elif isinstance(result, Migration):
+        parts = [
+            f"# Migration: {result.workload.name}",
+            *_migration(result, 2),
+            *_recommendation(result.recommendation, 2, assumptions),
+        ]
+    elif isinstance(result, ScenarioResult):
+        parts = [f"# gpufleet report: {result.name}", *_scenario(result, 2, assumptions)]
+    else:
+        summary = table(SET_COLUMNS, [list(scenario_set_row(s)) for s in result.results])
+        parts = [f"# Scenario set: {result.name}", summary]
+        for s in result.results:
+            parts += _scenario(s, 2, assumptions)
+    return "\n\n".join(parts).rstrip() + "\n"

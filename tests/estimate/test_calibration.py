@@ -1,0 +1,249 @@
+"""Calibration: profile file round trip and errors, the fit, predict_case for every metric, intervals."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gpufleet.errors import ConfigFileError
+from gpufleet.estimate.calibration import (
+    METRIC_FAMILY,
+    PRIORS,
+    CalibrationProfile,
+    CaseNotSupportedError,
+    fit_profile,
+    fitted_parameter_names,
+    load_profile,
+    make_interval,
+    note_hints,
+    predict_case,
+    prior_profile,
+    profile_to_dict,
+    save_profile,
+    with_params,
+)
+from gpufleet.estimate.cases import CalibrationCase, read_cases
+
+CASES_CSV = Path(__file__).resolve().parents[2] / "src" / "gpufleet" / "estimate" / "data" / "cases.csv"
+
+
+@pytest.fixture(scope="module")
+def cases() -> list[CalibrationCase]:
+    return read_cases(CASES_CSV)
+
+
+def _case(**kw: Any) -> CalibrationCase:
+    base: dict[str, Any] = dict(
+        case_id="Z1", metric="tpot_ms", model="llama-3.1-8b", task="inference", gpu="H100-SXM", gpu_count=1,
+        precision="bf16", batch=1, seq_len=None, input_len=512.0, output_len=128.0, train_tokens=None, tp=1,
+        pp=1, dp=1, ep=None, cp=None, software="vllm", measured=7.0, unit="ms", note="", source="test",
+    )  # fmt: skip
+    return CalibrationCase(**(base | kw))
+
+
+# ---- the shipped profile -----------------------------------------------------------------------------------
+
+
+def test_shipped_profile_loads_and_is_fitted() -> None:
+    p = load_profile()
+    assert p.case_count >= 19 and p.fitted and p.fitted_at
+    assert set(p.log_residual_quantiles) == {"training", "throughput", "latency", "memory"}
+    for name in p.fitted:
+        assert name in PRIORS and PRIORS[name].fit
+
+
+def test_shipped_profile_meets_accuracy_targets(cases: list[CalibrationCase]) -> None:
+    p = load_profile()
+    logs = np.array([math.log(c.measured / predict_case(c, p).predicted) for c in cases])
+    ape = np.abs(np.exp(-logs) - 1)
+    assert np.median(ape) <= 0.15
+    assert np.all(np.abs(logs) <= math.log(2.0))
+
+
+def test_leave_one_out_residuals_are_recorded_and_not_better_than_in_sample() -> None:
+    p = load_profile()
+    assert set(p.loo_residuals) == set(p.residuals)
+    loo = np.median(np.abs(list(p.loo_residuals.values())))
+    ins = np.median(np.abs(list(p.residuals.values())))
+    assert loo >= ins * 0.95
+
+
+def test_every_case_metric_is_predicted_with_an_interval(cases: list[CalibrationCase]) -> None:
+    for c in cases:
+        pred = predict_case(c)
+        assert pred.p10 <= pred.predicted <= pred.p90, c.case_id
+        assert pred.predicted > 0
+
+
+def test_interval_coverage_is_plausible(cases: list[CalibrationCase]) -> None:
+    inside = [predict_case(c).p10 <= c.measured <= predict_case(c).p90 for c in cases]
+    assert np.mean(inside) >= 0.7
+
+
+# ---- file round trip and bad files -------------------------------------------------------------------------
+
+
+def test_save_load_round_trip(tmp_path: Path) -> None:
+    p = load_profile()
+    out = tmp_path / "p.json"
+    save_profile(p, out)
+    q = load_profile(out)
+    assert dict(q.params) == dict(p.params)
+    assert dict(q.residuals) == dict(p.residuals)
+    assert q.fitted == p.fitted and q.calibrated == p.calibrated
+    assert json.loads(out.read_text())["priors"]["eta_hopper"]["source"]
+
+
+def test_missing_profile_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigFileError, match="Cannot read"):
+        load_profile(tmp_path / "nope.json")
+
+
+def test_malformed_profile_file(tmp_path: Path) -> None:
+    f = tmp_path / "bad.json"
+    f.write_text('{"version": 1}')
+    with pytest.raises(ConfigFileError, match="not valid"):
+        load_profile(f)
+
+
+def test_profile_with_wrong_version(tmp_path: Path) -> None:
+    d = profile_to_dict(load_profile())
+    d["version"] = 99
+    f = tmp_path / "v.json"
+    f.write_text(json.dumps(d))
+    with pytest.raises(ConfigFileError, match="version"):
+        load_profile(f)
+
+
+@pytest.mark.parametrize("bad", [{"eta_hopper": -1.0}, {"no_such_param": 1.0}])
+def test_profile_with_bad_params(tmp_path: Path, bad: dict[str, float]) -> None:
+    d = profile_to_dict(load_profile())
+    d["params"].update(bad)
+    f = tmp_path / "b.json"
+    f.write_text(json.dumps(d))
+    with pytest.raises(ConfigFileError, match="invalid parameters"):
+        load_profile(f)
+
+
+# ---- the fit -----------------------------------------------------------------------------------------------
+
+
+def test_fit_recovers_a_known_efficiency() -> None:
+    # synthetic measurements made by the model itself with eta_hopper = 0.5 must pull the fit towards 0.5
+    truth = with_params(prior_profile(), {"eta_hopper": 0.5})
+    synth = []
+    for i, (inp, out) in enumerate([(n, 1) for n in (1024, 2048, 4096, 8192)] * 6):
+        c = _case(
+            case_id=f"S{i}", metric="ttft_ms", input_len=float(inp), output_len=float(out), software="trtllm"
+        )
+        synth.append(dataclasses.replace(c, measured=predict_case(c, truth).predicted))
+    fitted = fit_profile(synth, leave_one_out=False)
+    prior = PRIORS["eta_hopper"].value
+    assert abs(fitted.params["eta_hopper"] - 0.5) < abs(prior - 0.5)
+    before = [abs(math.log(c.measured / predict_case(c, prior_profile()).predicted)) for c in synth]
+    assert max(abs(r) for r in fitted.residuals.values()) < max(before) / 2
+
+
+def test_parameters_without_data_stay_at_prior() -> None:
+    c = _case(
+        case_id="S1", metric="ttft_ms", input_len=2048.0, output_len=1.0, software="trtllm", measured=30.0
+    )
+    fitted = fit_profile([c], leave_one_out=False)
+    assert fitted.params["eta_ampere"] == pytest.approx(PRIORS["eta_ampere"].value, rel=1e-3)
+
+
+def test_stack_factor_fitted_only_with_two_cases() -> None:
+    one = [_case(case_id="A", software="tgi")]
+    two = [_case(case_id="A", software="tgi"), _case(case_id="B", software="tgi")]
+    assert "infer_stack_tgi" not in fitted_parameter_names(one)
+    assert "infer_stack_tgi" in fitted_parameter_names(two)
+
+
+def test_fit_with_no_usable_case() -> None:
+    with pytest.raises(CaseNotSupportedError):
+        fit_profile([_case(metric="ttft_ms", input_len=None)], leave_one_out=False)
+
+
+# ---- predict_case mapping and refusals ---------------------------------------------------------------------
+
+
+def test_metric_families_cover_the_schema() -> None:
+    from gpufleet.estimate.cases import METRIC_UNITS
+
+    assert set(METRIC_FAMILY) == set(METRIC_UNITS)
+
+
+@pytest.mark.parametrize(
+    "kw",
+    [
+        {"metric": "ttft_ms", "input_len": None},
+        {"metric": "infer_output_tokens_per_s", "output_len": None},
+        {"metric": "train_step_s", "task": "pretrain", "batch": None, "seq_len": 2048},
+        {"metric": "train_minutes", "task": "pretrain", "batch": 8, "seq_len": 2048, "train_tokens": None},
+        {"metric": "train_step_s", "task": "pretrain", "batch": 8, "seq_len": None},
+        {"metric": "tpot_ms", "model": "bert-base-uncased"},
+    ],
+)
+def test_cases_that_cannot_be_estimated(kw: dict[str, Any]) -> None:
+    with pytest.raises(CaseNotSupportedError):
+        predict_case(_case(**kw))
+
+
+def test_measured_case_beyond_the_memory_model_is_still_predicted() -> None:
+    pred = predict_case(_case(model="llama-3.1-70b", gpu="L4"))
+    assert pred.predicted > 0 and any("does not fit" in n for n in pred.notes)
+
+
+def test_context_parallel_costs_communication_but_not_compute() -> None:
+    kw: dict[str, Any] = {
+        "metric": "train_tokens_per_s_per_gpu", "task": "pretrain", "gpu_count": 16, "batch": 8,
+        "seq_len": 32768, "tp": 2, "pp": 1, "software": "megatron", "input_len": None, "output_len": None,
+        "note": "ZeRO-1, selective recompute",
+    }  # fmt: skip
+    with_cp = predict_case(_case(dp=2, cp=4, **kw)).predicted
+    without = predict_case(_case(dp=8, cp=None, **kw)).predicted
+    assert 0.5 * without < with_cp <= without * (1 + 1e-9)
+
+
+def test_tpot_without_lengths_states_its_assumption() -> None:
+    pred = predict_case(_case(input_len=None, output_len=None))
+    assert any("assumed" in n for n in pred.notes)
+
+
+def test_mfu_and_tokens_per_gpu_agree() -> None:
+    kw: dict[str, Any] = {"task": "pretrain", "gpu_count": 8, "batch": 64, "seq_len": 4096, "tp": 1, "pp": 1,
+                          "dp": 8, "software": "megatron", "input_len": None, "output_len": None}  # fmt: skip
+    mfu = predict_case(_case(metric="mfu", **kw)).predicted
+    tok = predict_case(_case(metric="train_tokens_per_s_per_gpu", **kw)).predicted
+    from gpufleet.estimate.compute import training_flops_per_token
+    from gpufleet.models import resolve_model
+
+    fl = training_flops_per_token(resolve_model("llama-3.1-8b"), task="pretrain", seq_len=4096)
+    assert mfu == pytest.approx(tok * fl.model_total / 989.5e12, rel=1e-6)
+
+
+def test_note_hints() -> None:
+    assert note_hints("ZeRO-2, flash attention, no recompute") == {"zero_stage": 2, "recompute": "none"}
+    assert note_hints("FSDP") == {"zero_stage": 3}
+    assert note_hints("selective recompute + sequence parallel") == {"recompute": "selective"}
+    assert note_hints("activation checkpointing") == {}
+
+
+# ---- intervals ---------------------------------------------------------------------------------------------
+
+
+def test_interval_floor_and_widening() -> None:
+    p = CalibrationProfile(
+        params=prior_profile().params, fitted_at="", case_count=0, residuals={}, version=1, source="t",
+        log_residual_quantiles={"latency": (-0.01, 0.01)},
+    )  # fmt: skip
+    iv = make_interval(10.0, "latency", p)
+    assert iv.p10 == pytest.approx(10 * math.exp(-0.15)) and iv.p90 == pytest.approx(10 * math.exp(0.15))
+    wide = make_interval(10.0, "latency", p, widen=2)
+    assert wide.p10 < iv.p10 and wide.p90 > iv.p90

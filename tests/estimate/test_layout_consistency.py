@@ -1,0 +1,72 @@
+"""Consistency rules that cut across layout choice, MoE parallelism and the calibration-case mapping."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from gpufleet.estimate import estimate_inference, estimate_training
+from gpufleet.estimate.calibration import predict_case
+from gpufleet.estimate.cases import parse_cases_csv
+
+HEADER = (
+    "case_id,metric,model,task,gpu,gpu_count,precision,batch,seq_len,input_len,output_len,train_tokens,"
+    "tp,pp,dp,ep,cp,software,measured,unit,note,source\n"
+)
+
+
+def test_saturated_ttft_equals_ttft_at_the_saturating_batch() -> None:
+    kw = dict(model="llama-3.1-8b", gpu="H100-SXM", precision="bf16", input_len=512, output_len=256)
+    sat = estimate_inference(**kw)  # type: ignore[arg-type]
+    given = estimate_inference(**kw, batch=sat.batch_per_replica)  # type: ignore[arg-type]
+    assert sat.ttft_s is not None and given.ttft_s is not None
+    assert sat.ttft_s.central == pytest.approx(given.ttft_s.central)
+    assert sat.output_tokens_per_s is not None and given.output_tokens_per_s is not None
+    assert sat.output_tokens_per_s.central == pytest.approx(given.output_tokens_per_s.central)
+
+
+def test_ttft_grows_with_concurrency_under_inflight_batching() -> None:
+    kw = dict(model="llama-3.1-8b", gpu="H100-SXM", precision="bf16", input_len=1024, output_len=128)
+    one = estimate_inference(**kw, batch=1)  # type: ignore[arg-type]
+    many = estimate_inference(**kw, batch=64)  # type: ignore[arg-type]
+    assert one.ttft_s is not None and many.ttft_s is not None
+    assert many.ttft_s.central > one.ttft_s.central
+
+
+def test_expert_parallelism_shards_expert_memory_and_is_not_slower() -> None:
+    kw = dict(
+        model="mixtral-8x7b", task="pretrain", gpu="H100-SXM", precision="bf16", gpu_count=64,
+        global_batch=256, seq_len=4096, tp=1, pp=1, dp=64,
+    )  # fmt: skip
+    no_ep = estimate_training(**kw, ep=1)  # type: ignore[arg-type]
+    ep8 = estimate_training(**kw, ep=8)  # type: ignore[arg-type]
+    assert ep8.tokens_per_s_per_gpu is not None and no_ep.tokens_per_s_per_gpu is not None
+    assert ep8.tokens_per_s_per_gpu.central >= no_ep.tokens_per_s_per_gpu.central
+    # without EP every rank holds all experts, so the chooser needs ZeRO-3 to fit; with EP it does not
+    assert no_ep.zero_stage == 3
+    assert ep8.zero_stage != 3
+
+
+def test_case_with_ep_listed_outside_dp_is_still_predicted() -> None:
+    text = HEADER + (
+        "S1,train_tokens_per_s_per_gpu,mixtral-8x7b,pretrain,H100-SXM,64,bf16,256,4096,,,,1,1,8,8,,"
+        "megatron,3500,tok/s/gpu,,test\n"
+    )
+    (case,) = parse_cases_csv(text, "inline.csv")
+    pred = predict_case(case)
+    assert pred.predicted > 0
+    assert 0.25 < case.measured / pred.predicted < 4.0
+
+
+def test_inconsistent_stated_layout_falls_back_with_a_note() -> None:
+    text = HEADER + (
+        "S2,train_tokens_per_s_per_gpu,llama-3.1-8b,pretrain,H100-SXM,8,bf16,128,8192,,,,1,1,4,,,"
+        "megatron,12000,tok/s/gpu,,test\n"
+    )
+    (case,) = parse_cases_csv(text, "inline.csv")
+    pred = predict_case(case)
+    assert pred.predicted > 0
+    assert any("re-derived" in n for n in pred.notes)
+    consistent = dataclasses.replace(case, dp=8)
+    assert predict_case(consistent).predicted == pytest.approx(pred.predicted, rel=0.5)

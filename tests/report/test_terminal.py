@@ -1,0 +1,86 @@
+"""The terminal renderer returns rich renderables with every required column and section."""
+
+from __future__ import annotations
+
+import pytest
+from rich.console import Console
+
+from gpufleet.report import render_terminal
+from gpufleet.report.common import cost_breakdown, risk_text
+
+from . import samples
+
+
+def _text(obj: object) -> str:
+    c = Console(width=220, record=True, color_system=None)
+    with c.capture() as cap:
+        c.print(render_terminal(obj, assumptions=("spot aws: one interruption per 2.25 h",)))  # type: ignore[arg-type]
+    return cap.get()
+
+
+def test_recommendation_table_columns() -> None:
+    out = _text(samples.recommendation())
+    for header in (
+        "Provider",
+        "Region",
+        "Instance",
+        "GPUs",
+        "Replicas",
+        "Parallelism",
+        "Fit",
+        "Speed",
+        "$/h",
+        "$/month",
+        "$/1M tok",
+        "Risk",
+    ):
+        assert header in out, header
+    assert "5,000 (3,600-6,300)" in out and "spot 0.4/h, 4/3 replicas" in out
+    assert "Assumptions in force" in out and "one interruption per 2.25 h" in out
+
+
+def test_cannot_fit_explains_and_suggests() -> None:
+    out = _text(samples.cannot_fit())
+    assert "CANNOT FIT" in out and "812.0 GiB" in out and "Serve in fp8" in out
+
+
+def test_migration_now_vs_after() -> None:
+    out = _text(samples.migration())
+    assert "Now" in out and "After" in out and "$14,220/month (88.7%)" in out
+    assert "Risk: medium" in out and "Complexity: medium" in out and "throughput 0.33x" in out
+
+
+def test_set_summary_and_scenarios() -> None:
+    out = _text(samples.scenario_set())
+    assert "Scenario set basic_demos" in out
+    assert out.count("Scenario ") >= 4
+    assert out.count("Assumptions in force") == 3  # each scenario's notes; extra lines only once
+    assert out.count("one interruption per 2.25 h") == 1
+
+
+def test_cost_breakdown_sums_and_splits_spot() -> None:
+    parts = cost_breakdown(samples.SPOT, 730.0)
+    assert sum(parts.values()) == samples.SPOT.cost_usd_per_month
+    assert parts["spot risk overhead"] > 0  # 4 replicas provisioned for 3 needed
+
+
+def test_cost_breakdown_idle_commitment() -> None:
+    from dataclasses import replace
+
+    c = replace(samples.A, price_kind="commit_1y")
+    parts = cost_breakdown(c, 365.0)
+    assert parts["idle commitment"] == c.cost_usd_per_month / 2
+    assert risk_text(c).startswith("commitment")
+
+
+def test_migration_breakdown_uses_the_migration_totals() -> None:
+    from dataclasses import replace
+
+    from gpufleet.report.common import migration_breakdown
+
+    m = replace(samples.migration(), new_cost_usd_per_month=905.2)  # e.g. training: same runs, not same hours
+    after = migration_breakdown(m, after=True)
+    assert sum(after.values()) == pytest.approx(905.2)
+    assert after["spot risk overhead"] > 0
+    assert sum(migration_breakdown(m, after=False).values()) == pytest.approx(m.current_cost_usd_per_month)
+    assert migration_breakdown(replace(m, recommended=None, new_cost_usd_per_month=None), after=True) == {}
