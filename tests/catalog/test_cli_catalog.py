@@ -155,11 +155,13 @@ def test_bad_sort() -> None:
 
 
 def test_bad_gpus_count() -> None:
-    assert "gpus must be a positive number" in _user_error("offers", "--gpus", "0")
+    err = _user_error("offers", "--gpus", "0")
+    assert "--gpus = 0 is not allowed" in err and "positive GPU count" in err
 
 
 def test_negative_max_price() -> None:
-    assert "max_price_usd_per_hour" in _user_error("offers", "--max-price", "-1")
+    err = _user_error("offers", "--max-price", "-1")
+    assert "--max-price = -1 is not allowed" in err and "USD per hour" in err
 
 
 def test_non_numeric_max_price() -> None:

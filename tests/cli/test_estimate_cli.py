@@ -188,6 +188,14 @@ def test_bf16_on_t4_is_an_error_or_an_explicit_fallback() -> None:
     assert any("fp16" in n for n in doc["notes"])
 
 
+def test_memory_of_an_unsupported_precision_is_an_error_or_an_explicit_fallback() -> None:
+    user_error("memory", "-m", "llama-2-7b", "-g", "T4", "--precision", "bf16", fragments=("bf16", "T4"))
+    user_error("memory", "-m", "llama-2-7b", "-g", "T4", "--precision", "fp8", fragments=("fp8", "T4"))
+    doc = json.loads(ok("memory", "-m", "llama-2-7b", "-g", "T4", "--precision", "bf16", "--allow-fallback",
+                        "-f", "json").stdout)  # fmt: skip
+    assert any("fp16" in a for a in doc["assumptions"])
+
+
 def test_bf16_training_on_v100_is_an_error() -> None:
     user_error("train", "-m", "gpt2", "-g", "V100", "--gpus", "1", "--batch", "8", "--seq-len", "1024",
                "--precision", "bf16", fragments=("bf16",))  # fmt: skip

@@ -27,11 +27,12 @@ def test_recommendation_table_columns() -> None:
         "GPUs",
         "Replicas",
         "Parallelism",
-        "Fit",
+        "Memory (GiB used / per GPU)",
         "Speed",
         "$/h",
         "$/month",
-        "$/1M tok",
+        "Unit cost",
+        "/1M output tok",
         "Risk",
     ):
         assert header in out, header

@@ -311,7 +311,7 @@ def _check_number(name: str, value: float, *, allow_zero: bool = False) -> None:
         or (value == 0 and not allow_zero)
     ):
         allowed = "zero or a positive number" if allow_zero else "a positive number"
-        raise InputError(f"{name} must be {allowed}; got {value!r}.")
+        raise InputError(f"{name} must be {allowed}; got {value!r}. Pass a value in that range or omit it.")
 
 
 # --- CSV I/O ------------------------------------------------------------------------------------------------

@@ -166,10 +166,12 @@ def _read_override(path: Path) -> _OverrideFile:
     try:
         data: Any = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        from gpufleet.catalog.user import syntax_error_text
+
         kind = "JSON" if path.suffix.lower() == ".json" else "YAML"
         raise ConfigFileError(
-            f"The commitment override file {path} is not valid {kind}: {exc}. Fix the syntax; the file holds "
-            "`commitments:` (a list of entries) and optionally `mode:`."
+            f"The commitment override file {path} is not valid {kind}: {syntax_error_text(exc)}. "
+            "Fix the syntax; the file holds `commitments:` (a list of entries) and optionally `mode:`."
         ) from exc
     try:
         return _OverrideFile.model_validate(data)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.table import Table
 
 from gpufleet.catalog.offers import OFFER_COLUMNS, OfferTable, catalog_age, load_offers, write_offers_csv
@@ -63,7 +64,14 @@ def gpus(
         w.writerows(rows)
         typer.echo(buf.getvalue(), nl=False)
         return
-    table = Table(title=f"{len(rows)} accelerators (dense peaks; memory as the device reports it)")
+    narrow = console.width < 120  # drop the long marketing name; the id is what every flag takes
+    table = Table(
+        title=f"{len(rows)} accelerators (dense peaks; memory as the device reports it)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD,
+        show_edge=not narrow,
+        pad_edge=not narrow,
+    )
     for col, justify in (
         ("id", "left"),
         ("name", "left"),
@@ -74,11 +82,13 @@ def gpus(
         ("scale-up", "left"),
         ("uncertain", "center"),
     ):
+        if narrow and col == "name":
+            continue
         table.add_column(col, justify=justify, min_width=len(col) if col == "uncertain" else None)  # type: ignore[arg-type]
     for s in sorted(load_specs().values(), key=lambda s: (s.vendor, s.id)):
         table.add_row(
             s.id,
-            s.name,
+            *(() if narrow else (s.name,)),
             _num(s.memory_gib),
             _num(s.mem_bw_gb_per_s, 0),
             _num(s.bf16_tflops, 0),
@@ -106,11 +116,25 @@ def _offers_json(table: OfferTable) -> str:
     return json.dumps(rows, indent=1)
 
 
-def _offers_table(table: OfferTable, shown: OfferTable, spot: bool) -> Table:
+def _check_flag(flag: str, value: float | None, allowed: str, *, zero_ok: bool = False) -> None:
+    """A numeric filter flag must be finite and > 0 (>= 0 with ``zero_ok``); else a one-paragraph error."""
+    if value is None:
+        return
+    if math.isnan(value) or math.isinf(value) or value < 0 or (value == 0 and not zero_ok):
+        raise InputError(f"{flag} = {value:g} is not allowed: pass {allowed}, or omit {flag}.")
+
+
+def _offers_table(table: OfferTable, shown: OfferTable, spot: bool, *, narrow: bool = False) -> Table:
+    """Offers as a terminal table; ``narrow`` (under 140 columns) drops interconnect, capture date and the
+    price the sort does not use (spot without --spot, on-demand with it)."""
     specs = load_specs()
     t = Table(
-        title=f"{len(table)} offers"
-        + (f" (showing the first {len(shown)}; use --limit)" if len(shown) < len(table) else "")
+        title=f"{len(table)} offers, prices in USD"
+        + (f" (showing the first {len(shown)}; use --limit)" if len(shown) < len(table) else ""),
+        title_justify="left",
+        box=box.SIMPLE_HEAD if narrow else box.HEAVY_HEAD,
+        show_edge=not narrow,
+        pad_edge=not narrow,
     )
     per_gpu_col = "spot $/GPU-h" if spot else "$/GPU-h"
     numeric = ("GiB/GPU", "$/h", per_gpu_col, "spot $/h")
@@ -124,15 +148,22 @@ def _offers_table(table: OfferTable, shown: OfferTable, spot: bool) -> Table:
         "$/h",
         per_gpu_col,
         "spot $/h",
+        "date",
     )
-    for col in (*cols, "date"):
+    # narrow: keep the price the sort uses (spot with --spot) and drop interconnect and capture date
+    dropped = ("interconnect", "date", "$/h" if spot else "spot $/h") if narrow else ()
+    for col in cols:
+        if col in dropped:
+            continue
         justify = "right" if col in numeric else "left"
-        t.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
+        fixed = col in numeric or col in ("provider", "GPUs")
+        t.add_column(col, justify=justify, overflow="fold", no_wrap=fixed)  # type: ignore[arg-type]
+    keeps = [c not in dropped for c in cols]
     for o in shown.records():
         per_gpu = o.price_per_gpu_usd_per_hour
         if spot and o.price_spot_usd_per_hour is not None and o.gpu_count > 0:
             per_gpu = o.price_spot_usd_per_hour / o.gpu_count
-        t.add_row(
+        cells = [
             o.provider,
             o.region + (f" ({o.zone})" if o.zone else ""),
             o.instance_type,
@@ -143,7 +174,8 @@ def _offers_table(table: OfferTable, shown: OfferTable, spot: bool) -> Table:
             _num(per_gpu, 3),
             _num(o.price_spot_usd_per_hour, 3),
             o.captured_at,
-        )
+        ]
+        t.add_row(*(c for c, keep in zip(cells, keeps, strict=True) if keep))
     return t
 
 
@@ -151,7 +183,9 @@ def _age_footer(table: OfferTable) -> str:
     """One line: providers grouped by the age of their prices."""
     groups: dict[str, list[str]] = {}
     for a in catalog_age(table):
-        groups.setdefault(f"{', '.join(a.captured_at)} ({a.human})", []).append(a.provider)
+        dated = [c for c in a.captured_at if c != "old"]
+        key = f"{', '.join(dated)} ({a.human})" if dated else a.human
+        groups.setdefault(key, []).append(a.provider)
     return "Catalog age: " + "; ".join(f"{k}: {', '.join(v)}" for k, v in groups.items()) + "."
 
 
@@ -190,6 +224,11 @@ def offers(
     """List GPU offers across providers, filtered and sorted (prices in USD per hour)."""
     if limit < 1:
         raise InputError(f"--limit must be a positive integer; got {limit}. Use e.g. --limit 20.")
+    _check_flag("--gpus", gpu_count, "a positive GPU count per machine, e.g. --gpus 8")
+    _check_flag("--max-price", max_price, "a positive machine price in USD per hour, e.g. --max-price 10")
+    _check_flag(
+        "--min-gpu-memory", min_gpu_memory, "zero or more GiB per GPU, e.g. --min-gpu-memory 80", zero_ok=True
+    )
     table = load_offers(user_catalogs=tuple(catalog or ()), include_refreshed=refreshed)
     result = table.filter(
         gpu=gpu,
@@ -207,7 +246,23 @@ def offers(
         typer.echo(write_offers_csv(result), nl=False)
         return
     if len(result) == 0:
-        err_console.print("No offer matches these filters. Loosen them (e.g. drop --region or --max-price).")
+        without_spot = table.filter(
+            gpu=gpu,
+            min_gpu_memory_gib=min_gpu_memory,
+            gpus=gpu_count,
+            provider=provider or None,
+            region_glob=region,
+        )
+        if spot and len(without_spot):
+            spot_providers = sorted(set(table.filter(spot=True).column("provider").tolist()))
+            msg = (
+                f"No offer matches: {len(without_spot)} offers pass the other filters but none has a spot "
+                f"price{' under --max-price' if max_price is not None else ''}. Providers with spot prices: "
+                f"{', '.join(spot_providers)}. Drop --spot (on-demand prices) or pick one of those providers."
+            )
+        else:
+            msg = "No offer matches these filters. Loosen them (e.g. drop --region, --gpus or --max-price)."
+        err_console.print(msg, highlight=False, soft_wrap=True)
         return
-    console.print(_offers_table(result, result.take(slice(0, limit)), spot))
+    console.print(_offers_table(result, result.take(slice(0, limit)), spot, narrow=console.width < 140))
     console.print(_age_footer(result), highlight=False)

@@ -13,6 +13,7 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from gpufleet.catalog.fetch import store
 from gpufleet.catalog.fetch.normalise import RefreshResult
@@ -110,21 +111,26 @@ def commitments(
 ) -> None:
     """Show the commitment-discount assumptions in force (table defaults, overrides, fetched rates)."""
     rows = describe_assumptions(load_commitment_assumptions(override))
+    narrow = console.width < 140  # source and note go below the table, by reference number
     t = Table(title="Commitment assumptions (discount = 1 - committed / on-demand)", title_justify="left")
-    for col in ("provider", "program", "term", "discount", "basis", "verified", "source", "note"):
-        t.add_column(col, overflow="fold")
-    for r in rows:
-        t.add_row(
+    cols = ("provider", "program", "term", "discount", "basis", "verified")
+    for col in (*cols, "ref") if narrow else (*cols, "source", "note"):
+        t.add_column(col, overflow="fold", no_wrap=col in ("term", "discount", "verified", "ref"))
+    for i, r in enumerate(rows, 1):
+        cells = [
             r.provider,
             r.program,
             f"{r.term_years} y",
             f"{r.discount_fraction:.0%}",
             r.basis,
             "yes" if r.verified else "[yellow]no[/]",
-            r.source,
-            r.note,
-        )
+        ]
+        t.add_row(*cells, *([Text(f"[{i}]")] if narrow else [Text(r.source), Text(r.note)]))
     console.print(t)
+    if narrow:
+        for i, r in enumerate(rows, 1):
+            text = f"[{i}] Source: {r.source.rstrip('.')}." + (f" Note: {r.note}" if r.note else "")
+            console.print(text, highlight=False, markup=False)
     console.print(
         "Providers and terms not listed have no commitment price (NaN), never an invented one.",
         highlight=False,

@@ -11,6 +11,7 @@ import csv
 import io
 import json
 from collections.abc import Callable
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,6 +19,7 @@ import typer
 import yaml
 from rich.table import Table
 
+from gpufleet.catalog.user import syntax_error_text
 from gpufleet.cli.console import console, err_console
 from gpufleet.errors import ConfigFileError, GpufleetError
 
@@ -38,6 +40,8 @@ def _read_document(path: Path) -> Any:
         raise ConfigFileError(
             f"{path}: the file does not exist. Pass the path of an existing file."
         ) from None
+    except IsADirectoryError:
+        raise ConfigFileError(f"{path}: this is a directory. Pass the path of a file.") from None
     except OSError as exc:
         raise ConfigFileError(
             f"{path}: the file cannot be read ({exc.strerror}). Check its permissions."
@@ -48,7 +52,9 @@ def _read_document(path: Path) -> Any:
         return json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         kind = "JSON" if path.suffix.lower() == ".json" else "YAML"
-        raise ConfigFileError(f"{path}: the file is not valid {kind} ({exc}). Fix the syntax.") from exc
+        raise ConfigFileError(
+            f"{path}: the file is not valid {kind} ({syntax_error_text(exc)}). Fix the syntax."
+        ) from exc
 
 
 def detect_kind(path: Path) -> str:
@@ -233,6 +239,32 @@ def check_file(path: Path) -> tuple[str, list[str]]:
     return title, checker(path)
 
 
+def _check_json(files: list[Path]) -> None:
+    """``config check --format json``: one JSON document on stdout; exit 2 when any file is invalid."""
+    by_kind: dict[str, list[Path]] = {}
+    results: list[dict[str, Any]] = []
+    for path in files:
+        try:
+            kind = detect_kind(path)
+            title, lines = CHECKERS[kind][0], CHECKERS[kind][1](path)
+        except GpufleetError as exc:
+            results.append({"path": str(path), "valid": False, "kind": None, "title": None, "summary": [],
+                            "error": str(exc)})  # fmt: skip
+            continue
+        by_kind.setdefault(kind, []).append(path)
+        results.append({"path": str(path), "valid": True, "kind": kind, "title": title, "summary": lines,
+                        "error": None})  # fmt: skip
+    invalid = sum(not r["valid"] for r in results)
+    doc: dict[str, Any] = {"files": results, "invalid_files": invalid}
+    if not invalid:
+        commitments = by_kind.get("commitments", [None])[-1]
+        spot = by_kind.get("spot_assumptions", [None])[-1]
+        doc["in_force"] = _in_force_json(by_kind.get("catalog", []), commitments, spot)
+    typer.echo(json.dumps(doc, indent=2))
+    if invalid:
+        raise typer.Exit(2)
+
+
 # --- the configuration in force ---------------------------------------------------------------------------
 def _catalog_table(catalogs: list[Path]) -> Table:
     from gpufleet.catalog.offers import catalog_age, load_offers
@@ -282,8 +314,15 @@ def _assumptions_tables(commitments: Path | None, spot: Path | None) -> list[Tab
     from gpufleet.cost.spot import load_spot_assumptions
 
     rows = describe_assumptions(load_commitment_assumptions(commitments))
-    ct = Table(title="Commitment discounts in force", title_justify="left")
-    for col in ("Provider", "Program", "Term", "Discount", "Basis", "Verified", "Source"):
+    narrow = console.width < 140  # sources are long: shown by `gpufleet catalog commitments` instead
+    ct = Table(
+        title="Commitment discounts in force",
+        title_justify="left",
+        caption="Sources and notes: `gpufleet catalog commitments`." if narrow else None,
+        caption_justify="left",
+    )
+    cols = ("Provider", "Program", "Term", "Discount", "Basis", "Verified")
+    for col in cols if narrow else (*cols, "Source"):
         ct.add_column(col, overflow="fold", max_width=60 if col == "Source" else None)
     for r in rows:
         ct.add_row(
@@ -293,10 +332,17 @@ def _assumptions_tables(commitments: Path | None, spot: Path | None) -> list[Tab
             f"{r.discount_fraction:.0%}",
             r.basis,
             "yes" if r.verified else "no",
-            r.source,
+            *(() if narrow else (r.source,)),
         )
     st = Table(title="Spot interruption model in force", title_justify="left")
-    for col in ("Provider", "Mean time between interruptions", "Per hour", "Notice", "Restart", "Verified"):
+    for col in (
+        "Provider",
+        "Mean time between interruptions",
+        "Interruptions/h",
+        "Notice",
+        "Restart",
+        "Verified",
+    ):
         st.add_column(col)
     for key, a in sorted(load_spot_assumptions(spot).items(), key=lambda kv: (kv[0] == "*", kv[0])):
         st.add_row(
@@ -310,16 +356,90 @@ def _assumptions_tables(commitments: Path | None, spot: Path | None) -> list[Tab
     return [ct, st]
 
 
+class CheckFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+def _in_force_json(catalogs: list[Path], commitments: Path | None, spot: Path | None) -> dict[str, Any]:
+    """The configuration in force as plain data (stable keys) for ``config check --format json``."""
+    from gpufleet.catalog.offers import catalog_age, load_offers
+    from gpufleet.catalog.pricing import describe_assumptions, load_commitment_assumptions
+    from gpufleet.cost.spot import load_spot_assumptions
+    from gpufleet.models import SIZE_CLASSES, load_model_entries
+    from gpufleet.recommend.scenarios import load_scenarios
+
+    offers = load_offers(catalogs)
+    counts: dict[str, int] = {}
+    for p in offers.column("provider").tolist():
+        counts[str(p)] = counts.get(str(p), 0) + 1
+    lib = load_scenarios()
+    return {
+        "catalog": {
+            "offers": len(offers),
+            "user_catalogs": [str(c) for c in catalogs],
+            "providers": [
+                {
+                    "provider": age.provider,
+                    "offers": counts.get(age.provider, 0),
+                    "captured_at": list(age.captured_at),
+                    "newest_age_days": age.newest_age_days,
+                    "oldest_age_days": age.oldest_age_days,
+                    "age": age.human,
+                }
+                for age in catalog_age(offers)
+            ],
+        },
+        "models": {"shipped": sorted(load_model_entries()), "size_classes": list(SIZE_CLASSES)},
+        "scenarios": {
+            "ids": list(lib.scenarios),
+            "sets": [{"name": n, "scenarios": list(m)} for n, m in lib.sets.items()],
+        },
+        "commitment_discounts": [
+            {
+                "provider": r.provider,
+                "program": r.program,
+                "term_years": r.term_years,
+                "discount_fraction": r.discount_fraction,
+                "basis": r.basis,
+                "verified": bool(r.verified),
+                "source": r.source,
+            }
+            for r in describe_assumptions(load_commitment_assumptions(commitments))
+        ],
+        "spot_model": [
+            {
+                "provider": "other" if key == "*" else key,
+                "mean_time_between_interruptions_h": a.mean_time_between_interruptions_h,
+                "interruptions_per_h": a.interruptions_per_h,
+                "notice_s": a.notice_s,
+                "restart_overhead_s": a.restart_overhead_s,
+                "verified": a.verified or "no",
+            }
+            for key, a in sorted(load_spot_assumptions(spot).items(), key=lambda kv: (kv[0] == "*", kv[0]))
+        ],
+    }
+
+
 @app.command("check")
 def check(
     files: Annotated[
         list[Path] | None,
         typer.Argument(help="Files to validate; the kind is told by content. None: built-ins."),
     ] = None,
+    fmt: Annotated[
+        CheckFormat,
+        typer.Option(
+            "--format", "-f", help="table (terminal) or json (stable keys: files, catalog, models, ...)."
+        ),
+    ] = CheckFormat.table,
 ) -> None:
     """Validate configuration files and summarise the configuration in force (catalog, models, scenarios,
     commitment discounts, spot model)."""
     files = files or []
+    if fmt is CheckFormat.json:
+        _check_json(files)
+        return
     by_kind: dict[str, list[Path]] = {}
     failures = 0
     for path in files:

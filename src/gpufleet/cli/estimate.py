@@ -86,6 +86,7 @@ def memory(
     engine: Annotated[str, typer.Option("--engine", "--software", help="Serving engine (reserve).")] = "vllm",
     profile: ProfileOption = None,
     output_format: FormatOpt = OutFormat.table,
+    allow_fallback: FallbackOpt = False,
 ) -> None:
     """Memory per GPU: weights, KV cache, activations, optimizer state; and whether it fits.
 
@@ -102,7 +103,7 @@ def memory(
         seq_len = (input_len or 0) + (output_len or 0) or 2048
     mem = estimate_memory(
         model=arch, task=task, precision=prec, gpu=spec, tp=tp, pp=pp, dp=dp, batch=batch, seq_len=seq_len,
-        kv_precision=kv, zero_stage=zero, recompute=recompute, engine=engine,
+        kv_precision=kv, zero_stage=zero, recompute=recompute, engine=engine, allow_fallback=allow_fallback,
     )  # fmt: skip
     if output_format is OutFormat.json:
         _emit_json(mem)

@@ -79,6 +79,16 @@ def emit(result: Result, fmt: Format, output: Path | None, assumptions: Sequence
         if output is None:
             typer.echo(text, nl=False)
             return
+    if not output.parent.is_dir():
+        raise InputError(
+            f"Cannot write the report to {output}: the folder {output.parent} does not exist. Create it "
+            f"first (mkdir -p {output.parent}) or pass a path in an existing folder with -o/--output."
+        )
+    if output.is_dir():
+        raise InputError(
+            f"Cannot write the report to {output}: it is a folder. Pass a file path with -o/--output, "
+            f"e.g. {output / 'gpufleet-report.html'}."
+        )
     try:
         output.write_text(text, encoding="utf-8")
     except OSError as exc:
@@ -91,26 +101,30 @@ def emit(result: Result, fmt: Format, output: Path | None, assumptions: Sequence
 
 def _flag_fields(**flags: Any) -> dict[str, Any]:
     """Workload fields set on the command line (None = not given), renamed to the workload file's names."""
-    names = {
-        "target_rps": "target_requests_per_s",
-        "target_tps": "target_output_tokens_per_s",
-        "ttft_ms": "ttft_p95_ms",
-        "tpot_ms": "tpot_p95_ms",
-        "input_len": "input_len_tokens",
-        "output_len": "output_len_tokens",
-        "tokens": "train_tokens",
-        "deadline_hours": "deadline_h",
-        "provider": "providers",
-        "region": "regions",
-        "vendor": "gpu_vendors",
-        "budget": "budget_usd_per_month",
-    }
+    names = FLAG_FIELDS
     out: dict[str, Any] = {}
     for key, value in flags.items():
         if value is None or value == []:
             continue
         out[names.get(key, key)] = value
     return out
+
+
+#: command-line flag (as a Python name) -> workload field, where they differ
+FLAG_FIELDS: dict[str, str] = {
+    "target_rps": "target_requests_per_s",
+    "target_tps": "target_output_tokens_per_s",
+    "ttft_ms": "ttft_p95_ms",
+    "tpot_ms": "tpot_p95_ms",
+    "input_len": "input_len_tokens",
+    "output_len": "output_len_tokens",
+    "tokens": "train_tokens",
+    "deadline_hours": "deadline_h",
+    "provider": "providers",
+    "region": "regions",
+    "vendor": "gpu_vendors",
+    "budget": "budget_usd_per_month",
+}
 
 
 def resolve_workload(
@@ -154,7 +168,13 @@ def resolve_workload(
     data = dict(fields)
     if current:
         data["current"] = current
-    return workload_from_dict(data, source="command-line flags", entry=str(data.get("name", "workload")))
+    labels = {field: "--" + flag.replace("_", "-") for flag, field in FLAG_FIELDS.items()}
+    labels |= {k: "--" + k.replace("_", "-") for k in data if k not in labels}
+    labels |= {f"current.{k}": f"--current-{k}" for k in ("provider", "count", "region")}
+    labels |= {"current.instance_type": "--current-instance"}
+    return workload_from_dict(
+        data, source="Command-line options", entry=str(data.get("name", "workload")), labels=labels
+    )
 
 
 # --- options shared by `recommend` and `migrate` ----------------------------------------------------------

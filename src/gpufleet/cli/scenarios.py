@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import json
+from enum import StrEnum
+from typing import Annotated, Any
 
 import typer
+from rich import box
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from gpufleet.cli.console import console, err_console
 from gpufleet.cli.recommend import (
@@ -25,25 +29,74 @@ app = typer.Typer(
 )
 
 
+class ListFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
 @app.command("list")
-def list_cmd() -> None:
+def list_cmd(
+    fmt: Annotated[
+        ListFormat, typer.Option("--format", "-f", help="table (terminal) or json (stable keys).")
+    ] = ListFormat.table,
+) -> None:
     """List every scenario (id, model, task, pricing, description) and every set."""
     from gpufleet.recommend.scenarios import load_scenarios
 
     lib = load_scenarios()
-    table = Table(title=f"Scenarios ({len(lib.scenarios)})", title_justify="left", header_style="bold")
-    for col in ("ID", "Model", "Task", "Pricing", "Current"):
-        table.add_column(col, no_wrap=True)
-    table.add_column("Description", overflow="fold", min_width=24)
+    if fmt is ListFormat.json:
+        doc: dict[str, Any] = {
+            "scenarios": [
+                {
+                    "id": sid,
+                    "model": w.model,
+                    "task": w.task,
+                    "pricing": w.pricing,
+                    "current": None
+                    if w.current is None
+                    else {
+                        "provider": w.current.provider,
+                        "instance_type": w.current.instance_type,
+                        "count": w.current.count,
+                        "region": w.current.region,
+                    },
+                    "description": w.description,
+                }
+                for sid, w in lib.scenarios.items()
+            ],
+            "sets": [{"name": name, "scenarios": list(members)} for name, members in lib.sets.items()],
+        }
+        typer.echo(json.dumps(doc, indent=2))
+        return
+    narrow = console.width < 120  # at 80 columns the description goes on its own line under each row
+    table = Table(
+        title=f"Scenarios ({len(lib.scenarios)})",
+        title_justify="left",
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        show_edge=False,
+    )
+    table.add_column("ID", no_wrap=True)
+    for col in ("Model", "Task", "Pricing"):
+        table.add_column(col, overflow="fold")
+    table.add_column("Current", no_wrap=True)
+    if not narrow:
+        table.add_column("Description", overflow="fold", min_width=20)
     for sid, w in lib.scenarios.items():
-        cur = f"{w.current.count} x {w.current.instance_type}" if w.current else "-"
-        table.add_row(sid, w.model, w.task, w.pricing, cur, w.description)
+        cur = f"{w.current.count}x {w.current.instance_type}" if w.current else "-"
+        table.add_row(sid, w.model, w.task, w.pricing, cur, *(() if narrow else (w.description,)))
     sets = Table(title=f"Sets ({len(lib.sets)})", title_justify="left", header_style="bold")
     sets.add_column("Set")
     sets.add_column("Scenarios", overflow="fold")
     for name, members in lib.sets.items():
         sets.add_row(name, ", ".join(members))
     console.print(table)
+    if narrow:
+        console.print("[bold]Descriptions[/]")
+        for sid, w in lib.scenarios.items():
+            console.print(Text.assemble("  ", (sid, "bold"), ": ", w.description))
+        console.print()
     console.print(sets)
 
 

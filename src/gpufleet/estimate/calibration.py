@@ -85,6 +85,11 @@ _PRIOR_TABLE: tuple[tuple[str, float, float, bool, str], ...] = (
      "NeMo enables Transformer Engine userbuffers TP-communication overlap (split GEMM + all-gather / "
      "reduce-scatter pipelining) in its GPT and Llama recipes (NeMo performance docs, 'Communication "
      "overlap')"),
+    ("ep_overlap", 0.8, 0.3, False,
+     "share of the step's compute behind which stacks that overlap it hide the expert-parallel all-to-all: "
+     "DeepSeek-V3 DualPipe pairs forward and backward chunks so the all-to-all is hidden at a ~1:1 "
+     "computation-to-communication ratio, with 20 of 132 SMs given to communication (DeepSeek-V3 report "
+     "sec 3.2.1-3.2.2); Megatron-Core's EP A2A overlap (--overlap-moe-expert-parallel-comm) follows it"),
     ("dp_overlap", 0.8, 0.3, False,
      "share of the last micro-batch's backward that the gradient reduce can hide under (PyTorch DDP "
      "bucketing, Li et al. 2020; Megatron distributed optimizer overlap)"),
@@ -488,6 +493,7 @@ def _predict_memory(case: CalibrationCase, prof: CalibrationProfile, estimate_me
         model=case.model, task=case.task, precision=case.precision, gpu=case.gpu, tp=case.tp or 1,
         pp=case.pp or 1, dp=case.dp or 1, batch=case.batch or 1, seq_len=max(seq, 1),
         zero_stage=hints.get("zero_stage", 0), recompute=hints.get("recompute", "selective"), engine=engine,
+        allow_fallback=True,
     )  # fmt: skip
     torch_view = (case.software or "").lower() in TORCH_ALLOCATED_STACKS
     value = mem.allocated_gib if torch_view else mem.per_gpu_gib

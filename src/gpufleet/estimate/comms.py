@@ -107,6 +107,23 @@ def all_to_all_s(n_bytes: float, ranks: int, link: Link) -> float:
     return (ranks - 1) / ranks * n_bytes / (link.bw_gb_per_s * GB) + link.hop_latency_s
 
 
+def all_to_all_nodes_s(n_bytes: float, ranks: int, ranks_per_node: int, intra: Link, inter: Link) -> float:
+    """All-to-all over ``ranks`` placed ``ranks_per_node`` to a node [s].
+
+    Uniform traffic: each rank keeps ``1/ranks`` of its ``n_bytes``, sends ``(ranks_per_node - 1)/ranks``
+    to peers in its node over NVLink/PCIe and the rest over the network, both at once (NCCL sends intra-node
+    peers over P2P and remote ones over the NIC concurrently); the slower path sets the time.
+    """
+    if ranks <= 1 or n_bytes <= 0:
+        return 0.0
+    local = max(1, min(ranks_per_node, ranks))
+    if local >= ranks:
+        return all_to_all_s(n_bytes, ranks, intra)
+    t_intra = (local - 1) / ranks * n_bytes / (intra.bw_gb_per_s * GB)
+    t_inter = (ranks - local) / ranks * n_bytes / (inter.bw_gb_per_s * GB)
+    return max(t_intra, t_inter) + inter.hop_latency_s
+
+
 __all__ = [
     "DEFAULT_GPUS_PER_NODE",
     "INTERNODE_DEFAULT_GB_PER_S",
@@ -114,6 +131,7 @@ __all__ = [
     "Link",
     "all_gather_s",
     "all_reduce_s",
+    "all_to_all_nodes_s",
     "all_to_all_s",
     "group_link",
     "inter_node_link",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Literal
 
@@ -21,6 +21,7 @@ from gpufleet.estimate.activations import (
     inference_activation_bytes,
     logits_bytes,
 )
+from gpufleet.estimate.support import precision_support
 from gpufleet.estimate.types import TASKS
 from gpufleet.models.arch import ModelArch
 from gpufleet.models.params import LORA_TARGETS, count_params, ffn_params, lora_params
@@ -422,8 +423,13 @@ def estimate_memory(
     fp32_grads: bool = False,
     sequence_parallel: bool = True,
     flash_attention: bool = True,
+    allow_fallback: bool = False,
 ) -> MemoryEstimate:
     """Memory per GPU for ``task`` (docs/memory.md).
+
+    A precision ``gpu`` cannot run raises :class:`UnsupportedError`; ``allow_fallback`` accepts the same
+    fallbacks as the speed model (bf16 -> fp16 on T4/V100, fp8 -> weight-only fp8 on Ampere; sizes stay those
+    of the stated precision) and records them in ``assumptions``.
 
     ``batch`` is concurrent sequences for inference and the micro-batch per model replica for training;
     ``seq_len`` is the context (prompt + output) or the training sequence length [tokens]. With pipeline
@@ -434,6 +440,7 @@ def estimate_memory(
     if task not in TASKS:
         raise InputError(f"Unknown task {task!r}. Allowed: {', '.join(TASKS)}. Pick the one you will run.")
     prec = check_precision(precision)
+    support = precision_support(spec, prec, allow_fallback=allow_fallback)
     _check_engine(engine)
     for name, v in (("batch", batch), ("seq_len", seq_len), ("lora_rank", lora_rank)):
         _positive(name, v)
@@ -451,11 +458,28 @@ def estimate_memory(
         recompute=recompute, optimizer=optimizer, lora_rank=lora_rank, fp32_grads=fp32_grads,
         sequence_parallel=sequence_parallel, flash_attention=flash_attention,
     )  # fmt: skip
+    usable, parts, slack = _assemble(q, spec)
+    over = _overheads(q)
+    fallback = tuple(n for n in support.notes if "fallback" in n)
+    return MemoryEstimate(
+        per_gpu_gib=(sum(parts.values()) + sum(over.values())) / GIB,
+        allocated_gib=sum(parts.values()) / GIB,
+        usable_gib=usable / GIB,
+        capacity_gib=spec.memory_gib,
+        fits=slack >= 0.0,
+        breakdown_gib={k: v / GIB for k, v in (parts | over).items()},
+        assumptions=fallback + _assumptions(q),
+    )
+
+
+def _assemble(q: _Query, spec: AcceleratorSpec) -> tuple[float, dict[str, float], float]:
+    """(usable bytes, parts of the heaviest stage, slack) of one validated query [bytes]."""
+    m, prec, task = q.m, q.precision, q.task
     cap = spec.memory_gib * GIB
     over = _overheads(q)
     extra = sum(v for k, v in over.items() if k != "cuda_context")
     best: tuple[float, dict[str, float], float] | None = None
-    for st in _stages(m, tp, pp, ep):
+    for st in _stages(m, q.tp, q.pp, q.ep):
         if task == "load":
             parts = {"weights": _weight_bytes(st, prec)}
         elif task == "inference":
@@ -468,16 +492,7 @@ def estimate_memory(
         if best is None or slack < best[2]:
             best = (usable, parts, slack)
     assert best is not None
-    usable, parts, slack = best
-    return MemoryEstimate(
-        per_gpu_gib=(sum(parts.values()) + sum(over.values())) / GIB,
-        allocated_gib=sum(parts.values()) / GIB,
-        usable_gib=usable / GIB,
-        capacity_gib=spec.memory_gib,
-        fits=slack >= 0.0,
-        breakdown_gib={k: v / GIB for k, v in (parts | over).items()},
-        assumptions=_assumptions(q),
-    )
+    return best
 
 
 def _overheads(q: _Query) -> dict[str, float]:
@@ -514,10 +529,14 @@ def max_concurrent_sequences(
     context_len: int,
     kv_precision: str | None = None,
     engine: str = "vllm",
+    allow_fallback: bool = False,
 ) -> int:
     """Sequences of ``context_len`` tokens that fit one replica's KV cache [count].
 
-    Engine reserve, block rounding and the heaviest pipeline stage applied; 0 when even one does not fit.
+    The largest ``b`` for which :func:`estimate_memory` at ``batch=b`` fits (engine reserve, block rounding,
+    heaviest pipeline stage, and the per-sequence terms that grow with the batch besides the KV cache:
+    sampling logits beyond vLLM's profiled ``max_num_seqs``, TRT-LLM's pool sized after them, whole-batch
+    prefill activations without chunking); 0 when even one does not fit.
     """
     m = resolve_model(model)
     if not m.is_decoder:
@@ -530,7 +549,7 @@ def max_concurrent_sequences(
     # validates every other input exactly as estimate_memory does
     estimate_memory(
         model=m, task="inference", precision=precision, gpu=spec, tp=tp, pp=pp, seq_len=context_len,
-        kv_precision=kv_precision, engine=engine,
+        kv_precision=kv_precision, engine=engine, allow_fallback=allow_fallback,
     )  # fmt: skip
     q = _Query(
         m=m, task="inference", precision=check_precision(precision), engine=engine, tp=tp, pp=pp, dp=1,
@@ -540,14 +559,22 @@ def max_concurrent_sequences(
     cap = spec.memory_gib * GIB
     over = _overheads(q)
     extra = sum(v for k, v in over.items() if k != "cuda_context")
-    best = math.inf
+    # upper bound: the pool left beside the batch-1 tensors, divided by one sequence's KV cache
+    hi = math.inf
     for st in _stages(m, tp, pp):
         parts = _inference_parts(q, st)
         per_seq = parts.pop("kv_cache")
         static = sum(parts.values())
         pool = _usable(cap, engine, over, static) - static - extra
-        best = min(best, math.floor(max(0.0, pool) / per_seq))
-    return int(best)
+        hi = min(hi, math.floor(max(0.0, pool) / per_seq))
+    lo, hi_n = 0, int(hi)
+    while lo < hi_n:  # memory grows with the batch: the largest batch that still fits
+        mid = (lo + hi_n + 1) // 2
+        if _assemble(replace(q, batch=mid), spec)[2] >= 0.0:
+            lo = mid
+        else:
+            hi_n = mid - 1
+    return lo
 
 
 def _assumptions(q: _Query) -> tuple[str, ...]:

@@ -100,6 +100,7 @@ def training_layouts(
     zero_stage: int | None,
     recompute: str | None,
     ep: int | None = None,
+    allow_fallback: bool = False,
 ) -> list[TrainingLayout]:
     """The fitting layouts at the smallest pipeline degree of the first pass that has one, else ``[the last
     layout tried]``.
@@ -135,6 +136,7 @@ def training_layouts(
                     mem = _memory(
                         model=model, task=task, precision=precision, gpu=spec, tp=t, pp=pp_try, dp=d, ep=e,
                         batch=1, seq_len=seq_len, zero_stage=z, recompute=rc, engine="pytorch",
+                        allow_fallback=allow_fallback,
                     )  # fmt: skip
                     last = TrainingLayout(tp=t, pp=pp_try, dp=d, zero_stage=z, recompute=rc, memory=mem)
                     if mem.fits and global_batch >= d:
@@ -170,6 +172,7 @@ def choose_inference_layout(
     gpus_per_node: int,
     tp: int | None,
     pp: int,
+    allow_fallback: bool = False,
 ) -> InferenceLayout:
     """Smallest TP (then PP) whose replica fits the weights and a useful KV cache (or ``batch`` sequences)."""
     want = batch if batch is not None else USEFUL_CONCURRENCY
@@ -183,13 +186,13 @@ def choose_inference_layout(
                 continue
             mem = _memory(
                 model=model, task="inference", precision=precision, gpu=spec, tp=t, pp=p, batch=batch or 1,
-                seq_len=context_len, kv_precision=kv_precision, engine=engine,
+                seq_len=context_len, kv_precision=kv_precision, engine=engine, allow_fallback=allow_fallback,
             )  # fmt: skip
             conc = 0
             if mem.fits:
                 conc = _concurrency(
                     model=model, gpu=spec, precision=precision, tp=t, pp=p, context_len=context_len,
-                    kv_precision=kv_precision, engine=engine,
+                    kv_precision=kv_precision, engine=engine, allow_fallback=allow_fallback,
                 )  # fmt: skip
             last = InferenceLayout(tp=t, pp=p, memory=mem, max_concurrency=conc)
             if mem.fits and conc >= want:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpufleet.catalog.specs import AcceleratorSpec, get_spec, load_specs
+from gpufleet.catalog.specs import AcceleratorSpec, get_spec
 from gpufleet.errors import InputError, UnsupportedError
 from gpufleet.estimate import compute as cx
 from gpufleet.estimate.calibration import PRIORS, CalibrationProfile, load_profile, make_interval, stack_param
@@ -33,11 +33,11 @@ from gpufleet.estimate.comms import (
     Link,
     all_gather_s,
     all_reduce_s,
-    all_to_all_s,
+    all_to_all_nodes_s,
     group_link,
     intra_node_link,
 )
-from gpufleet.estimate.memory import MemoryEstimate, kv_cache_bytes_per_token
+from gpufleet.estimate.memory import MemoryEstimate, estimate_memory, kv_cache_bytes_per_token
 from gpufleet.estimate.parallelism import (
     USEFUL_CONCURRENCY,
     TrainingLayout,
@@ -45,6 +45,7 @@ from gpufleet.estimate.parallelism import (
     default_ep,
     training_layouts,
 )
+from gpufleet.estimate.support import precision_support
 from gpufleet.estimate.types import TRAINING_TASKS, Interval
 from gpufleet.models import count_params, lora_params
 from gpufleet.models.arch import ModelArch
@@ -118,17 +119,6 @@ def _arch_eta(spec: AcceleratorSpec, profile: CalibrationProfile) -> float:
     return profile.param(name) * mult
 
 
-def _derived_peak16(spec: AcceleratorSpec) -> float | None:
-    """16-bit peak for a spec that publishes none [TFLOP/s]: the median FLOP-per-byte of its architecture
-    times its bandwidth; None when no GPU of that architecture publishes one."""
-    ratios = sorted(
-        (s.fp16_tflops or s.bf16_tflops or 0.0) / s.mem_bw_gb_per_s
-        for s in load_specs().values()
-        if s.architecture == spec.architecture and (s.fp16_tflops or s.bf16_tflops) and s.mem_bw_gb_per_s > 0
-    )
-    return ratios[len(ratios) // 2] * spec.mem_bw_gb_per_s if ratios else None
-
-
 def precision_class(precision: str) -> str:
     """Calibration class of a compute precision: ``16bit``, ``fp8`` (also int8), ``fp4``, ``fp32``."""
     col = COMPUTE_COLUMN[precision]
@@ -140,44 +130,21 @@ def resolve_rates(
 ) -> Rates:
     """Peaks and efficiencies for ``precision`` on ``spec``; explicit fallbacks where hardware lacks it."""
     prec = check_precision(precision)
-    notes: list[str] = []
-    p16 = spec.bf16_tflops or spec.fp16_tflops
-    no16 = False
+    sup = precision_support(spec, prec, allow_fallback=allow_fallback)
+    p16 = spec.fp32_tflops if sup.no16 else sup.peak16_tflops
     if p16 is None:
-        p16 = _derived_peak16(spec)
-        if p16 is not None:
-            notes.append(
-                f"{spec.id} publishes no 16-bit peak; assumed {p16:.0f} TFLOP/s from the FLOP/byte ratio of "
-                f"other {spec.architecture} GPUs (uncertain)."
-            )
-        elif spec.fp32_tflops:
-            p16, no16 = spec.fp32_tflops, True
-        else:
-            raise UnsupportedError(
-                f"{spec.id} publishes no compute peak at all, so its speed cannot be estimated. Choose "
-                "another GPU (see `gpufleet catalog gpus`)."
-            )
-    compute_prec = prec
-    peak = spec.dense_peak_tflops(prec)
-    unpublished = spec.bf16_tflops is None and spec.fp16_tflops is None and not no16
-    if peak is None and (prec in ("int4", "nf4") or (unpublished and prec in ("fp16", "bf16"))):
-        # weight-only formats compute in whichever 16-bit type exists
-        peak, compute_prec = p16, "fp32" if no16 else "fp16"
-    elif peak is None and prec == "tf32":
-        peak, compute_prec = spec.fp32_tflops, "fp32"
-    if peak is None:
-        what = "fp16" if prec == "bf16" else f"16-bit matmuls on {prec} weights (weight-only)"
-        if not allow_fallback:
-            raise UnsupportedError(
-                f"{spec.id} has no hardware support for {prec} compute. Use a precision it supports (for "
-                f"example fp16), or allow the fallback (--allow-fallback) to run {what} instead."
-            )
-        peak, compute_prec = p16, "fp32" if no16 else "fp16"
-        if no16:
-            what = (
-                "fp32 math on 16-bit weights" if prec in ("fp16", "bf16") else f"fp32 math on {prec} weights"
-            )
-        notes.append(f"{spec.id} has no {prec} compute: running {what} instead (fallback).")
+        raise UnsupportedError(
+            f"{spec.id} publishes no compute peak at all, so its speed cannot be estimated. Choose "
+            "another GPU (see `gpufleet catalog gpus`)."
+        )
+    compute_prec = sup.compute_precision
+    if compute_prec == prec:
+        peak = spec.dense_peak_tflops(prec) or p16
+    elif compute_prec == "fp32" and prec == "tf32":
+        peak = spec.fp32_tflops or p16
+    else:
+        peak = p16
+    notes = list(sup.notes)
     eta16 = _arch_eta(spec, profile)
     cls = precision_class(compute_prec)
     eta = eta16 * {"fp8": profile.param("fp8_eff"), "fp4": profile.param("fp8_eff") ** 2}.get(cls, 1.0)
@@ -399,7 +366,7 @@ def estimate_inference(
     context = input_len + output_len
     layout = choose_inference_layout(
         model=arch, spec=spec, precision=prec, gpu_count=gpu_count, context_len=context, batch=batch,
-        kv_precision=kv_prec, engine=engine, gpus_per_node=gpn, tp=tp, pp=pp,
+        kv_precision=kv_prec, engine=engine, gpus_per_node=gpn, tp=tp, pp=pp, allow_fallback=allow_fallback,
     )  # fmt: skip
     notes = list(rates.notes)
     if kv_prec != kv_precision:
@@ -422,6 +389,12 @@ def estimate_inference(
             fits=False, memory=layout.memory, tp=layout.tp, pp=layout.pp, replicas=replicas,
             batch_per_replica=b, ttft_s=None, tpot_s=None, output_tokens_per_s=None, requests_per_s=None,
             max_concurrency_per_replica=layout.max_concurrency, notes=tuple(notes),
+        )  # fmt: skip
+    memory = layout.memory
+    if batch is None:  # saturated: the breakdown describes the b sequences chosen, not the batch-1 probe
+        memory = estimate_memory(
+            model=arch, task="inference", precision=prec, gpu=spec, tp=layout.tp, pp=layout.pp, batch=b,
+            seq_len=context, kv_precision=kv_prec, engine=engine, allow_fallback=allow_fallback,
         )  # fmt: skip
     stack_name = stack_param("infer", sw)
     c = _Infer(
@@ -457,7 +430,7 @@ def estimate_inference(
         f"({'given' if batch else 'saturated: KV cache / engine limit'}); software {sw}."
     )
     return InferenceEstimate(
-        fits=fits, memory=layout.memory, tp=layout.tp, pp=layout.pp, replicas=replicas, batch_per_replica=b,
+        fits=fits, memory=memory, tp=layout.tp, pp=layout.pp, replicas=replicas, batch_per_replica=b,
         ttft_s=make_interval(ttft, "latency", prof, widen),
         tpot_s=make_interval(tpot, "latency", prof, widen),
         output_tokens_per_s=make_interval(tok_s, "throughput", prof, widen),
@@ -503,6 +476,10 @@ class TrainingEstimate:
 
 #: stacks that run Megatron's interleaved pipeline schedule (others: plain 1F1B, v = 1)
 INTERLEAVED_STACKS = frozenset({"nemo", "megatron", "unknown"})
+#: stacks that overlap the expert-parallel all-to-all with another micro-batch's compute: Megatron-Core MoE
+#: (EP A2A overlap), NeMo recipes on it, and tuned published runs (DeepSeek-V3 DualPipe); others
+#: (DeepSpeed-MoE, plain PyTorch) run it in line and hide only what async launches give, like TP traffic
+EP_OVERLAP_STACKS = frozenset({"nemo", "megatron", "unknown"})
 #: QLoRA dequantises NF4 weights before every matmul (bitsandbytes): ~0.6-0.7x LoRA speed (QLoRA paper,
 #: Dettmers et al. 2023, and HF PEFT benchmarks); a named prior applied to qlora compute
 QLORA_DEQUANT_EFF = 0.65
@@ -555,12 +532,24 @@ def training_step(
     t_cp = 3.0 * (model.num_layers / pp) * micro * all_gather_s(seq_len * kv_dim * ACT_BYTES / tp, cp, cp_l)
     t_ep = 0.0
     if model.is_moe and ep > 1:
-        ep_l = group_link(spec, group=ep, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff)
         # each TP rank routes its 1/tp of the tokens (sequence parallel) to k experts: dispatch + combine,
-        # forward + backward; overlapped like TP communication (Megatron-Core MoE, DeepSeek-V3 DualPipe)
+        # forward + backward; peers in the same node over NVLink, the others over the network, at once
         per = local_seq / tp * model.experts_per_token * model.hidden_size * ACT_BYTES
-        t_ep = 4.0 * (model.num_moe_layers / pp) * micro * all_to_all_s(per, ep, ep_l)
+        per_node = max(1, gpus_per_node // tp)
+        a2a = all_to_all_nodes_s(
+            per, ep, per_node, intra_node_link(spec, link_eff), group_link(
+                spec, group=ep, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff
+            ),
+        )  # fmt: skip
+        t_ep = 4.0 * (model.num_moe_layers / pp) * micro * a2a
     tp_ov = "tp_overlap_nemo" if software == "nemo" else "tp_overlap"
+    exposed = 1.0 - min(profile.param(tp_ov), 1.0)
+    if software in EP_OVERLAP_STACKS:
+        # DualPipe / Megatron-Core EP A2A overlap: the all-to-all of one micro-batch runs under another's
+        # compute, so only what exceeds ``ep_overlap`` x the compute stays exposed
+        ep_exposed = max(0.0, t_ep - min(profile.param("ep_overlap"), 1.0) * compute)
+    else:
+        ep_exposed = exposed * t_ep
     v = min(profile.param("pp_interleave"), model.num_layers / pp) if software in INTERLEAVED_STACKS else 1.0
     bubble = (pp - 1) / (max(v, 1.0) * micro)
     dp = dp * cp  # the gradient reduce runs over dp x cp ranks (Megatron CP)
@@ -604,8 +593,7 @@ def training_step(
                 )
         dp_exposed = max(0.0, t_dp - overlap * t_window)
     return StepBreakdown(
-        compute_s=compute, tp_comm_exposed_s=(1.0 - min(profile.param(tp_ov), 1.0)) * t_tp,
-        ep_comm_s=(1.0 - min(profile.param(tp_ov), 1.0)) * (t_ep + t_cp),
+        compute_s=compute, tp_comm_exposed_s=exposed * t_tp, ep_comm_s=ep_exposed + exposed * t_cp,
         bubble_fraction=bubble, dp_comm_exposed_s=dp_exposed,
     )  # fmt: skip
 
@@ -679,7 +667,7 @@ def estimate_training(
     layouts = training_layouts(
         model=arch, spec=spec, task=task, precision=prec, gpu_count=gpu_count // cp_deg,
         global_batch=global_batch, seq_len=-(-seq_len // cp_deg), gpus_per_node=gpn, software=sw, tp=tp,
-        pp=pp, dp=dp, zero_stage=zero_stage, recompute=recompute, ep=ep,
+        pp=pp, dp=dp, zero_stage=zero_stage, recompute=recompute, ep=ep, allow_fallback=allow_fallback,
     )  # fmt: skip
     best: tuple[float, TrainingLayout, StepBreakdown] | None = None
     for lay in layouts:
@@ -745,6 +733,7 @@ __all__ = [
     "ACT_BYTES",
     "ARCH_EFFICIENCY",
     "ENGINE_MAX_BATCH",
+    "EP_OVERLAP_STACKS",
     "GRAD_BYTES",
     "INTERLEAVED_STACKS",
     "PARAM_BYTES",

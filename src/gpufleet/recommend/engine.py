@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from gpufleet.catalog.offers import OfferTable
+from gpufleet.catalog.specs import load_specs
+from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
 from gpufleet.cost.spot import SpotAssumption, assumption_for
 from gpufleet.recommend.candidates import CandidateSet, build_candidates, eligible_mask
 from gpufleet.recommend.fit import analyse_cannot_fit
@@ -39,7 +42,7 @@ def _dedupe(cs: CandidateSet, rows: npt.NDArray[np.int64], limit: int) -> list[i
 
 
 def _spot_note(w: Workload, cs: CandidateSet, spot: dict[str, SpotAssumption]) -> tuple[str, ...]:
-    if cs.price_kind != "spot":
+    if cs.price_kind != "spot" or not len(cs):
         return ()
     provs = sorted({str(p) for p in cs.table.column("provider")[cs.offer]}) if len(cs) else []
     parts = [
@@ -58,6 +61,99 @@ def _spot_note(w: Workload, cs: CandidateSet, spot: dict[str, SpotAssumption]) -
     )
 
 
+#: how each workload pricing reads in a sentence
+PRICING_LABEL: dict[str, str] = {
+    "on_demand": "on-demand",
+    "spot": "spot",
+    "1y": "1-year commitment",
+    "3y": "3-year commitment",
+}
+
+
+def _prices(table: OfferTable, w: Workload) -> npt.NDArray[np.float64]:
+    return node_prices_usd_per_hour(table, price_kind_for(w.pricing))
+
+
+def priced_mask(table: OfferTable, w: Workload) -> npt.NDArray[np.bool_]:
+    """Offers passing the workload's filters that also have a price (> 0) for its pricing."""
+    prices = _prices(table, w)
+    with np.errstate(invalid="ignore"):
+        return eligible_mask(table, w) & np.isfinite(prices) & (prices > 0)
+
+
+def _filters_text(w: Workload) -> str:
+    parts = [
+        f"providers {', '.join(w.providers)}" if w.providers else "",
+        f"regions {', '.join(w.regions)}" if w.regions else "",
+        f"GPU vendors {', '.join(w.gpu_vendors)}" if w.gpu_vendors else "",
+    ]
+    given = [p for p in parts if p]
+    return "; ".join(given) if given else "no provider/region/vendor filter"
+
+
+def _some(values: Any, n: int = 8) -> str:
+    names = sorted({str(v).strip() for v in values} - {""})
+    more = f", ... ({len(names)} in all)" if len(names) > n else ""
+    return ", ".join(repr(x) for x in names[:n]) + more
+
+
+def no_offers_message(table: OfferTable, w: Workload) -> str:
+    """Why no offer is left (a filter matching nothing, or no price of the chosen kind) and how to fix it."""
+    label = PRICING_LABEL.get(w.pricing, w.pricing)
+    filters = _filters_text(w)
+    passing = eligible_mask(table, w)
+    if passing.any():
+        prices = _prices(table, w)
+        with np.errstate(invalid="ignore"):
+            has_price = np.isfinite(prices) & (prices > 0)
+        any_provider = eligible_mask(table, replace(w, providers=()))
+        with_kind = _some(table.column("provider")[any_provider & has_price])
+        od = replace(w, pricing="on_demand")
+        n_od = int(priced_mask(table, od).sum())
+        alt = (
+            f"Use --pricing on_demand ({n_od} offers under these filters have an on-demand price)"
+            if w.pricing != "on_demand" and n_od
+            else "Choose another pricing"
+        )
+        return (
+            f"No offer has a {label} price under the filters ({filters}): {int(passing.sum())} offers pass "
+            f"the filters but none lists a {label} price. Providers with {label} prices for this workload: "
+            f"{with_kind or 'none'}. {alt}, or widen the provider/region filters."
+        )
+    bare = replace(w, providers=(), regions=(), gpu_vendors=())
+    if not eligible_mask(table, bare).any():
+        return (
+            f"No offer in the catalog can run a {'training' if w.is_training else 'inference'} workload "
+            "(no whole-GPU offer). Load a catalog with GPU offers (--catalog)."
+        )
+    for field, what in (("providers", "provider"), ("regions", "region"), ("gpu_vendors", "GPU vendor")):
+        chosen = getattr(w, field)
+        if not chosen:
+            continue
+        alone = replace(bare, **{field: chosen})
+        if eligible_mask(table, alone).any():
+            continue
+        if field == "providers":
+            known = _some(table.column("provider"))
+        elif field == "regions":
+            known = _some(table.column("region")[eligible_mask(table, replace(w, regions=()))], 12)
+        else:
+            specs = load_specs()
+            known = _some(specs[str(g)].vendor for g in table.column("gpu") if str(g) in specs)
+        return (
+            f"No offer matches {what} filter {', '.join(chosen)}. Allowed {what}s here: {known or 'none'}. "
+            f"Fix or drop the {what} filter."
+        )
+    where = ""
+    if w.regions:
+        regions = _some(table.column("region")[eligible_mask(table, replace(w, regions=()))], 12)
+        where = f" Regions left by the other filters: {regions or 'none'}."
+    return (
+        f"No offer passes the filters together ({filters}); each matches offers on its own, but not in "
+        f"combination.{where} Widen the filters (see `gpufleet catalog offers` for what each provider lists)."
+    )
+
+
 def recommend_on(
     table: OfferTable,
     w: Workload,
@@ -70,7 +166,7 @@ def recommend_on(
 ) -> Recommendation:
     """Rank every candidate of ``w`` over ``table`` (``full_table`` = unfiltered catalog, for suggestions)."""
     obj = check_objective(objective or w.objective)
-    considered = int(eligible_mask(table, w).sum())
+    considered = int(priced_mask(table, w).sum())
     cs = build_candidates(table, w, est, spot)
     notes = cs.notes + _spot_note(w, cs, spot)
     base: dict[str, Any] = {
@@ -80,12 +176,7 @@ def recommend_on(
         "candidates_evaluated": len(cs),
     }
     if considered == 0:
-        msg = (
-            f"No offer passes the filters (providers {list(w.providers) or 'any'}, regions "
-            f"{list(w.regions) or 'any'}, GPU vendors {list(w.gpu_vendors) or 'any'}) "
-            f"with a {w.pricing} price. "
-            "Widen the filters or choose another pricing."
-        )
+        msg = no_offers_message(table, w)
         return Recommendation(
             status="no_offers", best=None, ranked=(), pareto=(), message=msg, notes=notes, **base
         )

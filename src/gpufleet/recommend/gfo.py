@@ -271,7 +271,8 @@ def _read_json(path: Path) -> Mapping[str, Any]:
         raise ConfigFileError(f"Cannot read {path}: {exc.strerror or exc}. Check the path.") from exc
     except json.JSONDecodeError as exc:
         raise ConfigFileError(
-            f"{path} is not valid JSON: {exc}. Fix the syntax at the position shown."
+            f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}. "
+            "Fix the syntax there."
         ) from exc
     if not isinstance(data, Mapping):
         raise ConfigFileError(f"{path} must hold a JSON object at top level.")

@@ -64,12 +64,21 @@ def resolve_current(
     notes: list[str] = []
     mask = (prov == cur.provider) & (inst == cur.instance_type)
     if not mask.any():
+        providers = sorted({str(p) for p in prov})
+        if cur.provider not in providers:
+            raise UnknownNameError(
+                "provider",
+                cur.provider,
+                providers,
+                hint="Pass the provider the current deployment runs on (--current-provider, lower case).",
+            )
         known = sorted({str(i) for i in inst[prov == cur.provider]})
         raise UnknownNameError(
             "instance type",
             cur.instance_type,
-            known or sorted({str(p) for p in prov}),
-            hint=f"for provider {cur.provider!r}; run `gpufleet catalog offers` to list them.",
+            known,
+            hint=f"(instance types of provider {cur.provider!r}; `gpufleet catalog offers --provider "
+            f"{cur.provider}` lists them).",
         )
     count = cur.count
     gpu = table.column("gpu")

@@ -170,31 +170,60 @@ _ALLOWED_HINT = {
 }
 
 
-def validation_message(exc: ValidationError, source: str, entry: str, data: Mapping[str, Any]) -> str:
-    """One paragraph naming file, entry, field(s), bad value(s) and what is allowed."""
+def validation_message(
+    exc: ValidationError,
+    source: str,
+    entry: str,
+    data: Mapping[str, Any],
+    labels: Mapping[str, str] | None = None,
+) -> str:
+    """One paragraph naming file, entry, field(s), bad value(s) and what is allowed.
+
+    ``labels`` maps field names to what the user typed (e.g. ``budget_usd_per_month`` -> ``--budget``); with
+    it the message speaks of those names instead of a file entry.
+    """
     parts = []
     for err in exc.errors():
         loc = ".".join(str(x) for x in err["loc"]) or "(workload)"
         top = str(err["loc"][0]) if err["loc"] else ""
         value = data.get(top, "<missing>") if top else "<workload>"
+        name = labels[top] if labels and top in labels and loc == top else f"field {loc!r}"
+        sub = str(err["loc"][1]) if len(err["loc"]) == 2 else ""
+        if labels and loc in labels:  # a nested field given by its own option, e.g. current.count
+            name = labels[loc]
+            nested = data.get(top)
+            value = nested.get(sub, "<missing>") if isinstance(nested, Mapping) else value
         if err["type"] == "extra_forbidden":
             allowed = ", ".join(sorted(WorkloadSpec.model_fields))
-            parts.append(f"field {loc!r} is not a workload field (allowed: {allowed})")
+            parts.append(f"{name} is not a workload field (allowed: {allowed})")
             continue
         hint = _ALLOWED_HINT.get(top, "")
         msg = err["msg"].removeprefix("Value error, ")
-        parts.append(f"field {loc!r} = {value!r}: {msg}" + (f" (allowed: {hint})" if hint else ""))
-    return (
-        f"Workload file {source}, entry {entry!r}: "
-        + "; ".join(parts)
-        + ". Fix these fields; docs/recommend.md lists every field with its unit."
+        if hint and msg.startswith("Input should be '"):
+            msg = "not an allowed value"  # pydantic's list repeats the hint below
+        elif "allowed" in msg:
+            hint = ""  # the message already lists the allowed values
+        parts.append(f"{name} = {value!r}: {msg}" + (f" (allowed: {hint})" if hint else ""))
+    where = f"{source}: " if labels else f"Workload file {source}, entry {entry!r}: "
+    fix = (
+        "Fix these options; `gpufleet recommend --help` gives each unit."
+        if labels
+        else "Fix these fields; docs/recommend.md lists every field with its unit."
     )
+    return where + "; ".join(parts) + ". " + fix
 
 
 def workload_from_dict(
-    data: Mapping[str, Any], *, source: str = "<arguments>", entry: str | None = None
+    data: Mapping[str, Any],
+    *,
+    source: str = "<arguments>",
+    entry: str | None = None,
+    labels: Mapping[str, str] | None = None,
 ) -> Workload:
-    """Validate one workload mapping (our format) into a :class:`Workload`."""
+    """Validate one workload mapping (our format) into a :class:`Workload`.
+
+    ``labels``: field name -> the option the user typed, for error messages (see :func:`validation_message`).
+    """
     if not isinstance(data, Mapping):
         raise ConfigFileError(
             f"Workload file {source}, entry {entry!r}: expected a mapping of fields, got "
@@ -207,13 +236,17 @@ def workload_from_dict(
         return WorkloadSpec.model_validate(payload).to_workload()
     except ValidationError as exc:
         raise ConfigFileError(
-            validation_message(exc, source, entry or str(payload.get("name", "workload")), payload)
+            validation_message(exc, source, entry or str(payload.get("name", "workload")), payload, labels)
         ) from exc
 
 
 def _load_text(path: Path) -> Any:
     try:
         text = Path(path).read_text(encoding="utf-8")
+    except IsADirectoryError:
+        raise ConfigFileError(
+            f"Workload file {path} is a directory. Pass a workload YAML/JSON file (or use flags)."
+        ) from None
     except OSError as exc:
         raise ConfigFileError(
             f"Cannot read workload file {path}: {exc.strerror or exc}. Check the path."
@@ -221,9 +254,11 @@ def _load_text(path: Path) -> Any:
     try:
         return json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        from gpufleet.catalog.user import syntax_error_text
+
         raise ConfigFileError(
             f"Workload file {path} is not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}:"
-            f" {exc}. Fix the syntax at the position shown."
+            f" {syntax_error_text(exc)}. Fix the syntax there."
         ) from exc
 
 

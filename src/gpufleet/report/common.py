@@ -42,11 +42,11 @@ CANDIDATE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("gpus", "GPUs"),
     ("replicas", "Replicas"),
     ("parallelism", "Parallelism"),
-    ("fit", "Fit (GiB/GPU)"),
+    ("fit", "Memory (GiB used / per GPU)"),
     ("speed", "Speed (p10-p90)"),
     ("usd_per_hour", "$/h"),
     ("usd_per_month", "$/month"),
-    ("unit_cost", "$/1M tok | $/run"),
+    ("unit_cost", "Unit cost"),
     ("risk", "Risk"),
 )
 
@@ -104,7 +104,7 @@ def speed_text(c: Candidate) -> str:
 
 def unit_cost_text(c: Candidate) -> str:
     if c.cost_usd_per_million_output_tokens is not None:
-        return f"{usd(c.cost_usd_per_million_output_tokens)}/1M"
+        return f"{usd(c.cost_usd_per_million_output_tokens)}/1M output tok"
     if c.cost_usd_per_run is not None:
         return f"{usd(c.cost_usd_per_run)}/run"
     return "-"

@@ -29,8 +29,16 @@ def migration_rows(m: Migration) -> list[tuple[str, str, str]]:
             cell(after, f"{after.total_gpus} x {after.gpu}" if after else ""),
         ),
         ("Pricing", m.current.price_kind, cell(after, after.price_kind if after else "")),
-        ("Cost per month", usd(m.current_cost_usd_per_month), usd(m.new_cost_usd_per_month)),
-        ("Speed", speed_text(m.current), cell(after, speed_text(after) if after else "")),
+        (
+            "Cost [USD/month]" + (" (today's runs/month)" if m.workload.is_training else ""),
+            usd(m.current_cost_usd_per_month),
+            usd(m.new_cost_usd_per_month),
+        ),
+        (
+            "Time to train" if m.workload.is_training else "Speed (p10-p90)",
+            speed_text(m.current),
+            cell(after, speed_text(after) if after else ""),
+        ),
         ("Unit cost", unit_cost_text(m.current), cell(after, unit_cost_text(after) if after else "")),
     ]
     return rows
@@ -58,7 +66,15 @@ def performance_lines(m: Migration) -> list[str]:
     return lines
 
 
-SET_COLUMNS: tuple[str, ...] = ("Scenario", "Status", "Best option", "$/month", "Savings/month")
+#: "Cost" is the migration's "after" cost where the scenario has a current deployment (for training: the
+#: same runs per month as today), else the best candidate's monthly cost
+SET_COLUMNS: tuple[str, ...] = (
+    "Scenario",
+    "Status",
+    "Best option",
+    "Cost [USD/month]",
+    "Savings [USD/month]",
+)
 
 
 def scenario_set_row(s: ScenarioResult) -> tuple[str, str, str, str, str]:

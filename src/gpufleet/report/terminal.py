@@ -54,8 +54,13 @@ def candidate_table(cands: Sequence[Candidate], title: str, *, compact: bool = F
     table = Table(title=title, title_justify="left", header_style="bold", expand=False, pad_edge=False)
     if compact:
         table.box = box.SIMPLE_HEAD
-        for header in ("#", "Option", "GPUs", "Speed p10-p90", "Cost", "Risk"):
-            table.add_column(header, justify="right" if header == "#" else "left", overflow="fold")
+        for header in ("#", "Option", "GPUs, layout, GiB used / per GPU", "Speed (p10-p90)", "Cost", "Risk"):
+            table.add_column(
+                header,
+                justify="right" if header == "#" else "left",
+                overflow="fold",
+                no_wrap=header in ("#", "Cost"),
+            )
     else:
         for key, header in CANDIDATE_COLUMNS:
             table.add_column(header, justify="right" if key in _NUMERIC else "left", overflow="fold")
@@ -69,7 +74,7 @@ def candidate_table(cands: Sequence[Candidate], title: str, *, compact: bool = F
                 f"{row['gpus']}\n{row['parallelism']}, x{row['replicas']}\n{row['fit']} GiB",
                 row["speed"].replace(" (", "\n(", 1),
                 f"{row['usd_per_month']}/month\n{row['usd_per_hour']}/h\n{row['unit_cost']}",
-                row["risk"],
+                row["risk"].replace(" (", "\n(", 1),
                 style=style,
             )
         else:

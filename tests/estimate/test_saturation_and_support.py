@@ -1,0 +1,140 @@
+"""Saturated inference agrees with its own concurrency; memory refuses precisions the GPU cannot run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from gpufleet.catalog.specs import load_specs
+from gpufleet.errors import UnsupportedError
+from gpufleet.estimate.calibration import load_profile
+from gpufleet.estimate.memory import estimate_memory, max_concurrent_sequences
+from gpufleet.estimate.performance import estimate_inference, resolve_rates
+from gpufleet.precision import BYTES_PER_ELEMENT
+
+# ---- saturated concurrency ---------------------------------------------------------------------------------
+
+
+def test_405b_fp32_on_b300_saturated_concurrency_fits_when_asked_for() -> None:
+    kw: dict[str, Any] = {
+        "model": "llama-3.1-405b", "gpu": "B300", "precision": "fp32", "input_len": 1024, "output_len": 256,
+        "gpu_count": 8,
+    }  # fmt: skip
+    sat = estimate_inference(**kw)
+    assert sat.fits and sat.max_concurrency_per_replica > sat.batch_per_replica
+    asked = estimate_inference(batch=sat.max_concurrency_per_replica, **kw)
+    assert asked.fits and (asked.tp, asked.pp) == (sat.tp, sat.pp)
+    over = estimate_inference(batch=sat.max_concurrency_per_replica + 1, tp=sat.tp, **kw)
+    assert not over.fits
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    model=st.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "mixtral-8x7b", "gemma-2-9b"]),
+    gpu=st.sampled_from(["A100-SXM-80GB", "H100-SXM", "B300", "L4", "T4"]),
+    precision=st.sampled_from(["fp32", "bf16", "fp16", "fp8", "int4"]),
+    software=st.sampled_from(["vllm", "trtllm", "transformers"]),
+    gpu_count=st.sampled_from([1, 2, 8]),
+    input_len=st.integers(16, 8192),
+)
+def test_max_concurrency_always_fits(
+    model: str, gpu: str, precision: str, software: str, gpu_count: int, input_len: int
+) -> None:
+    kw: dict[str, Any] = {
+        "model": model, "gpu": gpu, "precision": precision, "input_len": input_len, "output_len": 256,
+        "gpu_count": gpu_count, "software": software, "allow_fallback": True,
+    }  # fmt: skip
+    try:
+        sat = estimate_inference(**kw)
+    except UnsupportedError:
+        assume(False)
+        return
+    assume(sat.fits)
+    asked = estimate_inference(batch=sat.max_concurrency_per_replica, **kw)
+    assert asked.fits, asked.notes
+    assert (asked.tp, asked.pp) == (sat.tp, sat.pp)
+    # the saturated memory breakdown describes the chosen concurrency, not one sequence
+    assert sat.memory.fits
+    again = estimate_inference(batch=sat.batch_per_replica, **kw)
+    assert sat.memory.breakdown_gib["kv_cache"] == pytest.approx(again.memory.breakdown_gib["kv_cache"])
+
+
+@pytest.mark.parametrize("engine", ["vllm", "trtllm", "transformers"])
+def test_max_concurrent_sequences_is_the_largest_fitting_batch(engine: str) -> None:
+    kw: dict[str, Any] = {
+        "model": "llama-3.1-8b", "gpu": "H100-SXM", "precision": "bf16", "tp": 1, "pp": 1, "engine": engine,
+    }  # fmt: skip
+    n = max_concurrent_sequences(context_len=512, **kw)
+    assert n > 256  # past vLLM's profiled 256 sequences' logits: that term grows with the batch beyond
+    mem = dict(model=kw["model"], gpu=kw["gpu"], precision="bf16", engine=engine, task="inference")
+    assert estimate_memory(batch=n, seq_len=512, **mem).fits
+    assert not estimate_memory(batch=n + 1, seq_len=512, **mem).fits
+
+
+def test_saturated_memory_shows_the_chosen_batch() -> None:
+    est = estimate_inference(model="llama-3.1-8b", gpu="H100-SXM", precision="bf16", input_len=1000,
+                             output_len=1000)  # fmt: skip
+    one = estimate_memory(model="llama-3.1-8b", gpu="H100-SXM", precision="bf16", task="inference",
+                          seq_len=2000)  # fmt: skip
+    assert est.batch_per_replica > 1
+    ratio = est.memory.breakdown_gib["kv_cache"] / one.breakdown_gib["kv_cache"]
+    assert ratio == pytest.approx(est.batch_per_replica)
+
+
+# ---- precision support in the memory model -----------------------------------------------------------------
+
+
+def _mem(gpu: str, precision: str, **kw: Any) -> Any:
+    return estimate_memory(
+        model="llama-2-7b", task="inference", precision=precision, gpu=gpu, seq_len=2048, **kw
+    )
+
+
+@pytest.mark.parametrize("gpu", ["T4", "V100-SXM2-32GB", "Quadro-RTX-6000"])
+@pytest.mark.parametrize("precision", ["fp8", "fp4"])
+def test_fp8_fp4_on_pre_ampere_refused_even_with_fallback(gpu: str, precision: str) -> None:
+    for allow in (False, True):
+        with pytest.raises(UnsupportedError, match="Ampere"):
+            _mem(gpu, precision, allow_fallback=allow)
+        with pytest.raises(UnsupportedError, match="Ampere"):
+            estimate_inference(
+                model="llama-2-7b", gpu=gpu, precision=precision, input_len=128, output_len=128,
+                allow_fallback=allow,
+            )  # fmt: skip
+
+
+def test_memory_fallbacks_match_the_speed_model() -> None:
+    with pytest.raises(UnsupportedError, match="allow-fallback"):
+        _mem("T4", "bf16")
+    t4 = _mem("T4", "bf16", allow_fallback=True)
+    assert any("fallback" in a and "fp16" in a for a in t4.assumptions)
+    with pytest.raises(UnsupportedError, match="allow-fallback"):
+        _mem("A100-SXM-80GB", "fp8")
+    a100 = _mem("A100-SXM-80GB", "fp8", allow_fallback=True)
+    assert any("fallback" in a and "weight-only" in a for a in a100.assumptions)
+    assert a100.breakdown_gib["weights"] < _mem("A100-SXM-80GB", "bf16").breakdown_gib["weights"]
+    assert not any("fallback" in a for a in _mem("H100-SXM", "fp8").assumptions)
+
+
+def test_memory_and_speed_agree_on_every_gpu_and_precision() -> None:
+    prof = load_profile()
+    for spec in load_specs().values():
+        if not (spec.fp32_tflops or spec.fp16_tflops or spec.bf16_tflops):
+            continue  # no compute peak: speed cannot be estimated at all
+        for prec in BYTES_PER_ELEMENT:
+            for allow in (False, True):
+                try:
+                    resolve_rates(spec, prec, prof, allow_fallback=allow)
+                    speed_ok = True
+                except UnsupportedError:
+                    speed_ok = False
+                try:
+                    estimate_memory(model="gpt2", task="load", precision=prec, gpu=spec, seq_len=1,
+                                    allow_fallback=allow)  # fmt: skip
+                    mem_ok = True
+                except UnsupportedError:
+                    mem_ok = False
+                assert speed_ok == mem_ok, (spec.id, prec, allow)
