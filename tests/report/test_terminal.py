@@ -12,7 +12,7 @@ from . import samples
 
 
 def _text(obj: object) -> str:
-    c = Console(width=220, record=True, color_system=None)
+    c = Console(width=260, record=True, color_system=None)
     with c.capture() as cap:
         c.print(render_terminal(obj, assumptions=("spot aws: one interruption per 2.25 h",)))  # type: ignore[arg-type]
     return cap.get()
@@ -71,7 +71,7 @@ def test_cost_breakdown_idle_commitment() -> None:
     c = replace(samples.A, price_kind="commit_1y")
     parts = cost_breakdown(c, 365.0)
     assert parts["idle commitment"] == c.cost_usd_per_month / 2
-    assert risk_text(c).startswith("commitment")
+    assert risk_text(c) == "medium: commitment (commit_1y)"
 
 
 def test_migration_breakdown_uses_the_migration_totals() -> None:

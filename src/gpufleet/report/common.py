@@ -120,15 +120,38 @@ def parallelism_text(c: Candidate) -> str:
     return text
 
 
-def risk_text(c: Candidate) -> str:
-    """Spot: hazard and over-provisioning; commitment: lock-in; on-demand: low."""
+def risk_flags(c: Candidate) -> list[str]:
+    """Operational risks of one candidate, most serious first: another accelerator software stack, a replica
+    spread over several nodes (inter-node network on the critical path), spot capacity, a precision
+    fallback, a commitment lock-in."""
+    flags: list[str] = []
+    if c.gpu_vendor.lower() != "nvidia":
+        flags.append(f"{c.gpu_vendor} stack")
+    if c.nodes_per_replica > 1:
+        flags.append(f"multi-node ({c.nodes_per_replica} nodes/replica)")
     if c.spot is not None:
         s = c.spot
         extra = f", {s.replicas_provisioned}/{s.replicas_needed} replicas" if s.replicas_needed else ""
-        return f"spot {s.interruptions_per_h:.2g}/h{extra}"
+        flags.append(f"spot {s.interruptions_per_h:.2g}/h{extra}")
+    if any("fallback" in n for n in c.notes):
+        flags.append("precision fallback")
     if c.price_kind.startswith(("commit", "reserved", "savings_plan", "cud")):
-        return f"commitment ({c.price_kind})"
-    return "low (on-demand)"
+        flags.append(f"commitment ({c.price_kind})")
+    return flags
+
+
+def risk_level(c: Candidate) -> str:
+    """high: another accelerator stack; medium: any other flag; low: on-demand, one node, as asked."""
+    flags = risk_flags(c)
+    if c.gpu_vendor.lower() != "nvidia":
+        return "high"
+    return "medium" if flags else "low"
+
+
+def risk_text(c: Candidate) -> str:
+    """The risk level with its reasons, e.g. ``medium: multi-node (2 nodes/replica)``."""
+    flags = risk_flags(c)
+    return f"{risk_level(c)}: {'; '.join(flags)}" if flags else "low (on-demand, one node)"
 
 
 def candidate_row(rank: int, c: Candidate) -> dict[str, str]:
