@@ -29,8 +29,8 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gpufleet.errors import ConfigFileError, DataError, GpufleetError, InputError, UnsupportedError
-from gpufleet.models.registry import resolve_model
 from gpufleet.estimate.types import Interval
+from gpufleet.models.registry import resolve_model
 from gpufleet.units import MS_PER_S, SECONDS_PER_MINUTE
 
 if TYPE_CHECKING:
@@ -573,8 +573,8 @@ def _predict_training(case: CalibrationCase, prof: CalibrationProfile, perf: Any
     else:
         batch = max(case.gpu_count, -(-DEFAULT_TOKENS_PER_STEP // seq))
         assumed.append(
-            f"global batch not given: assumed {batch} sequences (~{DEFAULT_TOKENS_PER_STEP / 1e6:.0f}M tokens "
-            "per step, at least one sequence per GPU)"
+            f"global batch not given: assumed {batch} sequences "
+            f"(~{DEFAULT_TOKENS_PER_STEP / 1e6:.0f}M tokens per step, at least one sequence per GPU)"
         )
     tokens = case.train_tokens
     if case.metric in ("train_minutes", "train_gpu_hours"):
