@@ -15,7 +15,6 @@ A commitment price is ``on_demand x (1 - discount)``. The discount comes, per of
 from __future__ import annotations
 
 import csv
-import json
 import math
 from dataclasses import dataclass, replace
 from functools import cache
@@ -25,12 +24,12 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpufleet.catalog.fetch.rates import PROGRAMS, CommitmentRate, rate_key
 from gpufleet.catalog.offers import OfferTable
 from gpufleet.errors import ConfigFileError, DataError, UnknownNameError
+from gpufleet.fileio import parse_yaml_or_json
 
 PriceKind = Literal[
     "on_demand",
@@ -163,16 +162,14 @@ def _read_override(path: Path) -> _OverrideFile:
         raise ConfigFileError(
             f"Cannot read the commitment override file {path}: {exc}. Check the path."
         ) from exc
-    try:
-        data: Any = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        from gpufleet.catalog.user import syntax_error_text
-
-        kind = "JSON" if path.suffix.lower() == ".json" else "YAML"
-        raise ConfigFileError(
-            f"The commitment override file {path} is not valid {kind}: {syntax_error_text(exc)}. "
+    data: Any = parse_yaml_or_json(
+        path,
+        text,
+        lambda kind, error: (
+            f"The commitment override file {path} is not valid {kind}: {error}. "
             "Fix the syntax; the file holds `commitments:` (a list of entries) and optionally `mode:`."
-        ) from exc
+        ),
+    )
     try:
         return _OverrideFile.model_validate(data)
     except ValidationError as exc:

@@ -238,16 +238,6 @@ def _load_document(path: Path) -> Any:
         return _raise(_fail(path, f"malformed YAML{where}: {problem}. Fix the syntax."))
 
 
-def syntax_error_text(exc: Exception) -> str:
-    """A JSON/YAML parser error on one line: what is wrong and where (line, column; 1-based)."""
-    if isinstance(exc, json.JSONDecodeError):
-        return f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
-    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-    return f"{problem}{where}"
-
-
 def _raise(exc: Exception) -> Any:
     raise exc
 

@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 from rich.table import Table
 
-from gpufleet.catalog.user import syntax_error_text
 from gpufleet.cli.console import console, err_console
 from gpufleet.errors import ConfigFileError, GpufleetError
+from gpufleet.fileio import parse_yaml_or_json
 
 app = typer.Typer(help="Check configuration files and show the configuration in force.", no_args_is_help=True)
 
@@ -48,13 +47,9 @@ def _read_document(path: Path) -> Any:
         ) from exc
     if path.suffix.lower() == ".csv":
         return next(csv.reader(io.StringIO(text)), [])
-    try:
-        return json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        kind = "JSON" if path.suffix.lower() == ".json" else "YAML"
-        raise ConfigFileError(
-            f"{path}: the file is not valid {kind} ({syntax_error_text(exc)}). Fix the syntax."
-        ) from exc
+    return parse_yaml_or_json(
+        path, text, lambda kind, error: f"{path}: the file is not valid {kind} ({error}). Fix the syntax."
+    )
 
 
 def detect_kind(path: Path) -> str:

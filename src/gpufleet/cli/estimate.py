@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 from enum import StrEnum
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich.table import Table
 
 from gpufleet.cli.console import console
 from gpufleet.cli.estimate_args import gpu_arg, model_arg, require_positive
@@ -19,6 +20,9 @@ from gpufleet.cli.estimate_render import inference_table, memory_table, notes_ta
 from gpufleet.cli.profile_option import ProfileOption, load_profile_option
 from gpufleet.precision import check_precision
 from gpufleet.report.json_report import to_jsonable
+
+if TYPE_CHECKING:
+    from gpufleet.estimate.performance import InferenceEstimate, TrainingEstimate
 
 app = typer.Typer(
     help="Estimate memory, training and inference performance of a model on a GPU.", no_args_is_help=True
@@ -59,6 +63,13 @@ def _precisions(precision: str, kv_precision: str | None) -> tuple[str, str | No
 
 def _emit_json(result: Any) -> None:
     typer.echo(json.dumps(to_jsonable(result), indent=2, ensure_ascii=False, allow_nan=False))
+
+
+def _print_estimate(main: Table, est: InferenceEstimate | TrainingEstimate) -> None:
+    """A performance estimate's own table, then its memory per GPU, then its notes and assumptions."""
+    console.print(main)
+    console.print(memory_table(est.memory, "Memory per GPU"))
+    console.print(notes_table((*est.notes, *est.memory.assumptions)))
 
 
 @app.command("memory")
@@ -151,9 +162,7 @@ def infer(
         _emit_json(est)
         return
     title = f"{arch.id} inference on {gpus}× {spec.id}, {prec}, {input_len} in / {output_len} out tokens"
-    console.print(inference_table(est, title))
-    console.print(memory_table(est.memory, "Memory per GPU"))
-    console.print(notes_table((*est.notes, *est.memory.assumptions)))
+    _print_estimate(inference_table(est, title), est)
 
 
 @app.command("train")
@@ -193,6 +202,4 @@ def train(
         _emit_json(est)
         return
     title = f"{arch.id} {task} on {gpus}× {spec.id}, {prec}, global batch {batch} × {seq_len} tokens"
-    console.print(training_table(est, title))
-    console.print(memory_table(est.memory, "Memory per GPU"))
-    console.print(notes_table((*est.notes, *est.memory.assumptions)))
+    _print_estimate(training_table(est, title), est)

@@ -54,10 +54,16 @@ def notes_table(notes: Sequence[str], title: str = "Notes and assumptions") -> T
     return t
 
 
-def inference_table(est: InferenceEstimate, title: str) -> Table:
+def _estimate_table(title: str) -> Table:
+    """An empty two-column table: quantity, and its estimate with the p10–p90 interval."""
     t = Table(title=title, title_justify="left", min_width=min(len(title), 110))
     t.add_column("quantity")
     t.add_column("estimate (p10–p90)", justify="right")
+    return t
+
+
+def inference_table(est: InferenceEstimate, title: str) -> Table:
+    t = _estimate_table(title)
     t.add_row("parallelism", f"TP {est.tp} × PP {est.pp}, {est.replicas} replica(s)")
     t.add_row(
         "batch per replica", f"{est.batch_per_replica} (max by KV cache {est.max_concurrency_per_replica})"
@@ -73,9 +79,7 @@ def inference_table(est: InferenceEstimate, title: str) -> Table:
 
 
 def training_table(est: TrainingEstimate, title: str) -> Table:
-    t = Table(title=title, title_justify="left", min_width=min(len(title), 110))
-    t.add_column("quantity")
-    t.add_column("estimate (p10–p90)", justify="right")
+    t = _estimate_table(title)
     t.add_row("parallelism", f"TP {est.tp} × PP {est.pp} × DP {est.dp}")
     if not est.fits:
         t.add_row("[bold]verdict[/]", f"[red]{DOES_NOT_FIT}[/]")

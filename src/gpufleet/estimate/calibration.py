@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -30,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gpufleet.errors import ConfigFileError, DataError, GpufleetError, InputError, UnsupportedError
 from gpufleet.estimate.types import Interval
+from gpufleet.fileio import atomic_write_text
 from gpufleet.models.registry import resolve_model
 from gpufleet.units import MS_PER_S, SECONDS_PER_MINUTE
 
@@ -375,14 +374,7 @@ def save_profile(profile: CalibrationProfile, path: Path) -> None:
     """Write ``profile`` as JSON to ``path`` atomically (temporary file + rename)."""
     path = Path(path)
     text = json.dumps(profile_to_dict(profile), indent=1, sort_keys=False) + "\n"
-    fd, tmp = tempfile.mkstemp(prefix=".profile-", suffix=".json", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write_text(path, text)
 
 
 def make_interval(central: float, family: str, profile: CalibrationProfile, widen: int = 0) -> Interval:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -124,6 +124,14 @@ class CalibrationCase:
     source: str
 
 
+def _lower_choice(v: str, kind: str, allowed: Collection[str]) -> str:
+    """``v`` lower-cased; ValueError naming the allowed values when it is not one of them."""
+    low = v.lower()
+    if low not in allowed:
+        raise ValueError(f"unknown {kind}; allowed: {', '.join(allowed)}")
+    return low
+
+
 def _blank(v: Any) -> bool:
     return v is None or (isinstance(v, str) and v.strip() == "")
 
@@ -191,26 +199,17 @@ class _CaseRow(BaseModel):
     @field_validator("metric")
     @classmethod
     def _metric(cls, v: str) -> str:
-        m = v.lower()
-        if m not in METRIC_UNITS:
-            raise ValueError(f"unknown metric; allowed: {', '.join(METRIC_UNITS)}")
-        return m
+        return _lower_choice(v, "metric", METRIC_UNITS)
 
     @field_validator("task")
     @classmethod
     def _task(cls, v: str) -> str:
-        t = v.lower()
-        if t not in TASKS:
-            raise ValueError(f"unknown task; allowed: {', '.join(TASKS)}")
-        return t
+        return _lower_choice(v, "task", TASKS)
 
     @field_validator("precision")
     @classmethod
     def _precision(cls, v: str) -> str:
-        p = v.lower()
-        if p not in PRECISIONS:
-            raise ValueError(f"unknown precision; allowed: {', '.join(PRECISIONS)}")
-        return p
+        return _lower_choice(v, "precision", PRECISIONS)
 
     @field_validator("software", mode="before")
     @classmethod

@@ -75,6 +75,21 @@ def _default_predictor() -> Predictor:
     return predict_case
 
 
+def _unscored(base: dict[str, Any], reason: str, notes: tuple[str, ...]) -> ValidationRow:
+    """A row for a case the estimator could not predict: no prediction, errors or interval; ``reason`` why."""
+    return ValidationRow(
+        **base,
+        predicted=None,
+        p10=None,
+        p90=None,
+        error_pct=None,
+        ratio=None,
+        in_interval=None,
+        reason=reason,
+        notes=notes,
+    )
+
+
 def _score(case: CalibrationCase, profile: CalibrationProfile | None, predictor: Predictor) -> ValidationRow:
     base: dict[str, Any] = {"case_id": case.case_id, "metric": case.metric, "unit": case.unit}
     base["measured"] = case.measured
@@ -83,29 +98,11 @@ def _score(case: CalibrationCase, profile: CalibrationProfile | None, predictor:
     except DataError:
         raise  # a broken installation, not a property of this case
     except GpufleetError as exc:
-        return ValidationRow(
-            **base,
-            predicted=None,
-            p10=None,
-            p90=None,
-            error_pct=None,
-            ratio=None,
-            in_interval=None,
-            reason=str(exc),
-            notes=(),
-        )
+        return _unscored(base, str(exc), ())
     values = (pred.predicted, pred.p10, pred.p90)
     if not all(math.isfinite(v) and v > 0 for v in values):
-        return ValidationRow(
-            **base,
-            predicted=None,
-            p10=None,
-            p90=None,
-            error_pct=None,
-            ratio=None,
-            in_interval=None,
-            reason=f"the estimator returned a non-positive or non-finite value {values!r}",
-            notes=tuple(pred.notes),
+        return _unscored(
+            base, f"the estimator returned a non-positive or non-finite value {values!r}", tuple(pred.notes)
         )
     lo, hi = min(pred.p10, pred.p90), max(pred.p10, pred.p90)
     ratio = pred.predicted / case.measured

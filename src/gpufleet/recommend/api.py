@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from gpufleet.catalog.offers import OfferTable, load_offers
-from gpufleet.cost.spot import load_spot_assumptions
+from gpufleet.cost.spot import SpotAssumption, load_spot_assumptions
 from gpufleet.errors import GpufleetError, InputError
 from gpufleet.recommend.engine import recommend_on
 from gpufleet.recommend.migrate import migrate_on
@@ -29,6 +29,14 @@ def _estimator(est: Estimator | None) -> Estimator:
     if _DEFAULT_ESTIMATOR is None:
         _DEFAULT_ESTIMATOR = DefaultEstimator()
     return _DEFAULT_ESTIMATOR
+
+
+def _engine_inputs(
+    offers: OfferTable | None, estimator: Estimator | None, spot_assumptions: Path | None
+) -> tuple[OfferTable, Estimator, dict[str, SpotAssumption]]:
+    """The offer table (default: the shipped catalog), the estimator and the spot assumptions."""
+    table = offers if offers is not None else load_offers()
+    return table, _estimator(estimator), load_spot_assumptions(spot_assumptions)
 
 
 def as_workload(workload: Workload | Mapping[str, Any] | str | Path | None, **fields: Any) -> Workload:
@@ -73,16 +81,8 @@ def recommend(
     if limit < 1:
         raise InputError(f"limit = {limit}; it must be >= 1 (the number of ranked candidates returned).")
     w = as_workload(workload, **fields)
-    table = offers if offers is not None else load_offers()
-    return recommend_on(
-        table,
-        w,
-        _estimator(estimator),
-        load_spot_assumptions(spot_assumptions),
-        objective=objective,
-        limit=limit,
-        full_table=table,
-    )
+    table, est, spot = _engine_inputs(offers, estimator, spot_assumptions)
+    return recommend_on(table, w, est, spot, objective=objective, limit=limit, full_table=table)
 
 
 def migrate(
@@ -97,16 +97,8 @@ def migrate(
 ) -> Migration:
     """Compare the workload's current deployment with the best alternative: savings, performance, risk."""
     w = as_workload(workload, **fields)
-    table = offers if offers is not None else load_offers()
-    return migrate_on(
-        table,
-        w,
-        _estimator(estimator),
-        load_spot_assumptions(spot_assumptions),
-        objective=objective,
-        limit=limit,
-        full_table=table,
-    )
+    table, est, spot = _engine_inputs(offers, estimator, spot_assumptions)
+    return migrate_on(table, w, est, spot, objective=objective, limit=limit, full_table=table)
 
 
 def evaluate_workload(
@@ -119,9 +111,7 @@ def evaluate_workload(
     limit: int = 10,
 ) -> ScenarioResult:
     """Recommendation (and migration when ``w.current`` is set) for one workload, errors kept as text."""
-    table = offers if offers is not None else load_offers()
-    est = _estimator(estimator)
-    spot = load_spot_assumptions(spot_assumptions)
+    table, est, spot = _engine_inputs(offers, estimator, spot_assumptions)
     try:
         if w.current is not None:
             mig = migrate_on(table, w, est, spot, limit=limit, full_table=table)

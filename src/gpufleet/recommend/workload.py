@@ -7,16 +7,15 @@ allowed. Inside the library a workload is the frozen :class:`~gpufleet.recommend
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpufleet.cost.schedule import Schedule
 from gpufleet.errors import ConfigFileError, GpufleetError
+from gpufleet.fileio import parse_yaml_or_json
 from gpufleet.precision import PRECISIONS, check_precision
 from gpufleet.recommend.types import OBJECTIVES, PRICINGS, CurrentDeployment, Workload
 from gpufleet.units import HOURS_PER_MONTH, MS_PER_S, SECONDS_PER_HOUR
@@ -251,15 +250,11 @@ def _load_text(path: Path) -> Any:
         raise ConfigFileError(
             f"Cannot read workload file {path}: {exc.strerror or exc}. Check the path."
         ) from exc
-    try:
-        return json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        from gpufleet.catalog.user import syntax_error_text
-
-        raise ConfigFileError(
-            f"Workload file {path} is not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}:"
-            f" {syntax_error_text(exc)}. Fix the syntax there."
-        ) from exc
+    return parse_yaml_or_json(
+        path,
+        text,
+        lambda kind, error: f"Workload file {path} is not valid {kind}: {error}. Fix the syntax there.",
+    )
 
 
 def read_workload_file(path: Path | str) -> dict[str, Workload]:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from gpufleet.catalog.fetch.rates import CommitmentRate, read_rates_csv
 from gpufleet.errors import DataError
+from gpufleet.fileio import atomic_write_bytes
 
 MARKER = "gpufleet-refreshed-prices"
 META_SUFFIX = ".meta.json"
@@ -72,19 +72,6 @@ def is_ours(path: Path) -> bool:
         return False
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def check_writable(path: Path) -> None:
     """Raise :class:`DataError` if ``path`` exists and is not a file we wrote (or was edited since)."""
     if path.exists() and not is_ours(path):
@@ -102,9 +89,11 @@ def write_refreshed(path: Path, text: str, meta: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     check_writable(path)
     data = text.encode("utf-8")
-    _atomic_write(path, data)
+    atomic_write_bytes(path, data)
     sidecar = {"marker": MARKER, "file": path.name, "sha256": _sha256(data), **meta}
-    _atomic_write(_meta_path(path), (json.dumps(sidecar, indent=2, sort_keys=True) + "\n").encode("utf-8"))
+    atomic_write_bytes(
+        _meta_path(path), (json.dumps(sidecar, indent=2, sort_keys=True) + "\n").encode("utf-8")
+    )
 
 
 def _ours(pattern: str) -> list[Path]:
