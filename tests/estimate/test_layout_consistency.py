@@ -70,3 +70,27 @@ def test_inconsistent_stated_layout_falls_back_with_a_note() -> None:
     assert any("re-derived" in n for n in pred.notes)
     consistent = dataclasses.replace(case, dp=8)
     assert predict_case(consistent).predicted == pytest.approx(pred.predicted, rel=0.5)
+
+
+def test_peak_memory_under_a_preallocating_engine_is_its_pool() -> None:
+    text = HEADER + (
+        "P1,peak_memory_gib,llama-3.1-8b,inference,H100-SXM,1,bf16,1,,512,128,,1,1,1,,,vllm,72,GiB,,test\n"
+        "P2,peak_memory_gib,llama-3.1-8b,inference,H100-SXM,1,bf16,1,,512,128,,1,1,1,,,transformers,16,GiB,,t\n"
+    )
+    vllm, hf = parse_cases_csv(text, "inline.csv")
+    # vLLM reserves gpu_memory_utilization (0.9) of the device: ~0.9 x 79.65 GiB, whatever the model needs
+    assert predict_case(vllm).predicted == pytest.approx(0.9 * 79.65, rel=0.02)
+    assert predict_case(hf).predicted < 20.0
+
+
+def test_training_peak_memory_uses_the_per_gpu_micro_batch() -> None:
+    row = (
+        "P3,peak_memory_gib,llama-2-7b,full_finetune,A100-SXM-80GB,8,bf16,{b},2048,,,,1,1,8,,,deepspeed,30,GiB,"
+        "ZeRO-3,test\n"
+    )
+    (global8,) = parse_cases_csv(HEADER + row.format(b=8), "inline.csv")
+    (global64,) = parse_cases_csv(HEADER + row.format(b=64), "inline.csv")
+    p8, p64 = predict_case(global8), predict_case(global64)
+    assert any("micro-batch 1 per GPU" in n for n in p8.notes)
+    assert any("micro-batch 8 per GPU" in n for n in p64.notes)
+    assert p64.predicted > p8.predicted

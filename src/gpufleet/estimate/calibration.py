@@ -27,7 +27,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from gpufleet.errors import ConfigFileError, DataError, GpufleetError, InputError, UnsupportedError
-from gpufleet.estimate.types import Interval
+from gpufleet.estimate.types import TRAINING_TASKS, Interval
 from gpufleet.fileio import atomic_write_text
 from gpufleet.models.registry import resolve_model
 from gpufleet.units import MS_PER_S, SECONDS_PER_MINUTE
@@ -401,6 +401,9 @@ DEFAULT_TRAIN_SEQ_TOKENS = 4096
 DEFAULT_TOKENS_PER_STEP = 4 * 2**20
 #: stacks whose peak memory is what torch.cuda.max_memory_allocated reports (no context, no engine reserve)
 TORCH_ALLOCATED_STACKS = ("pytorch", "transformers")
+#: engines that reserve their KV-cache pool at start-up (vLLM gpu_memory_utilization, TRT-LLM
+#: kv_cache_free_gpu_mem_fraction): a device-level peak measurement shows the pool
+PREALLOCATING_ENGINES = ("vllm", "trtllm")
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -488,17 +491,33 @@ def _predict_memory(case: CalibrationCase, prof: CalibrationProfile, estimate_me
     )
     seq = round((case.input_len or 0) + (case.output_len or 0)) or (case.seq_len or 1)
     hints = note_hints(case.note)
+    tp, pp = case.tp or 1, case.pp or 1
+    dp = case.dp or max(1, case.gpu_count // (tp * pp))
+    batch = case.batch or 1
+    notes: list[str] = []
+    if case.task in TRAINING_TASKS and batch > 1:
+        # the schema's training batch is global; memory holds one micro-batch per data-parallel rank
+        micro = max(1, -(-batch // dp))
+        notes.append(f"global batch {batch} over dp={dp}: micro-batch {micro} per GPU")
+        batch = micro
     mem = estimate_memory(
-        model=case.model, task=case.task, precision=case.precision, gpu=case.gpu, tp=case.tp or 1,
-        pp=case.pp or 1, dp=case.dp or 1, batch=case.batch or 1, seq_len=max(seq, 1),
-        zero_stage=hints.get("zero_stage", 0), recompute=hints.get("recompute", "selective"), engine=engine,
-        allow_fallback=True,
+        model=case.model, task=case.task, precision=case.precision, gpu=case.gpu, tp=tp, pp=pp, dp=dp,
+        batch=batch, seq_len=max(seq, 1), zero_stage=hints.get("zero_stage", 0),
+        recompute=hints.get("recompute", "selective"), engine=engine, allow_fallback=True,
     )  # fmt: skip
     torch_view = (case.software or "").lower() in TORCH_ALLOCATED_STACKS
-    value = mem.allocated_gib if torch_view else mem.per_gpu_gib
+    if torch_view:
+        value, what = mem.allocated_gib, "torch allocated"
+    elif case.task == "inference" and engine in PREALLOCATING_ENGINES:
+        # vLLM and TRT-LLM size their KV pool up front, so the device shows the whole pool, not the need
+        value = max(mem.per_gpu_gib, mem.usable_gib + mem.breakdown_gib.get("cuda_context", 0.0))
+        what = f"per-GPU (nvidia-smi), {engine} pre-allocated KV pool included"
+    else:
+        value, what = mem.per_gpu_gib, "per-GPU (nvidia-smi)"
     iv = make_interval(value, "memory", prof)
-    what = "torch allocated" if torch_view else "per-GPU (nvidia-smi)"
-    return CasePrediction(predicted=value, p10=iv.p10, p90=iv.p90, notes=(f"memory compared as {what}",))
+    return CasePrediction(
+        predicted=value, p10=iv.p10, p90=iv.p90, notes=(f"memory compared as {what}", *notes)
+    )
 
 
 def _predict_inference(case: CalibrationCase, prof: CalibrationProfile, perf: Any) -> CasePrediction:
