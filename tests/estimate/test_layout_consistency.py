@@ -94,3 +94,27 @@ def test_training_peak_memory_uses_the_per_gpu_micro_batch() -> None:
     assert any("micro-batch 1 per GPU" in n for n in p8.notes)
     assert any("micro-batch 8 per GPU" in n for n in p64.notes)
     assert p64.predicted > p8.predicted
+
+
+def test_fp4_training_runs_on_blackwell_faster_than_fp8_and_bf16() -> None:
+    kw = dict(model="llama-3.1-8b", task="pretrain", gpu="B200", gpu_count=8, global_batch=64, seq_len=8192)
+    speed = {}
+    for prec in ("bf16", "fp8", "fp4"):
+        est = estimate_training(**kw, precision=prec)  # type: ignore[arg-type]
+        assert est.tokens_per_s_per_gpu is not None
+        speed[prec] = est.tokens_per_s_per_gpu.central
+        # low-precision GEMMs keep bf16 weights and fp32 master copies: same memory for weights
+        assert est.memory.breakdown_gib["weights"] == pytest.approx(
+            estimate_training(**kw, precision="bf16").memory.breakdown_gib["weights"]  # type: ignore[arg-type]
+        )
+    assert speed["bf16"] < speed["fp8"] < speed["fp4"]
+
+
+def test_training_integer_weights_is_unsupported() -> None:
+    from gpufleet.errors import UnsupportedError
+
+    with pytest.raises(UnsupportedError, match="qlora"):
+        estimate_training(
+            model="llama-3.1-8b", task="pretrain", gpu="B200", gpu_count=8, global_batch=64, seq_len=8192,
+            precision="int4",
+        )  # fmt: skip

@@ -106,11 +106,11 @@ def optimizer_bytes_per_param(
     moments = {"adamw": 8.0, "adam": 8.0, "adamw_8bit": 2.0, "sgd": 0.0, "sgd_momentum": 4.0}[optimizer]
     if prec in ("fp32", "tf32"):
         return TrainingBytesPerParam(weights=4.0, gradients=4.0, optimizer_states=moments)
-    if prec not in ("bf16", "fp16", "fp8"):
+    if prec not in ("bf16", "fp16", "fp8", "fp4"):
         raise UnsupportedError(
             f"Cannot train weights stored in {prec}. Allowed training precisions: fp32, tf32, bf16, fp16, "
-            "fp8. "
-            "For a 4-bit frozen base use task 'qlora'; otherwise train in bf16."
+            "fp8, fp4 (fp8/fp4 = low-precision GEMMs with bf16 weights and fp32 master copies). "
+            "For an int4/nf4 frozen base use task 'qlora'; otherwise train in bf16."
         )
     return TrainingBytesPerParam(
         weights=2.0, gradients=4.0 if fp32_grads else 2.0, optimizer_states=4.0 + moments
@@ -585,7 +585,7 @@ def _assumptions(q: _Query) -> tuple[str, ...]:
         a.append(f"Routed experts split over tp x ep = {q.tp * q.ep} GPUs; ZeRO shards them over dp/ep.")
     if q.pp > 1:
         a.append("Heaviest pipeline stage shown: the first holds the embedding, the last lm_head and logits.")
-    if q.precision in _QUANTISED:
+    if q.precision in _QUANTISED and q.task in ("inference", "load", "lora", "qlora"):
         a.append(f"Linear layers in {q.precision} incl. scales; embeddings, lm_head and norms stay 16-bit.")
     if q.task == "load":
         a.append("Weights only: no KV cache, activations or optimizer.")
@@ -640,8 +640,11 @@ def _training_assumptions(q: _Query) -> list[str]:
             f"{q.optimizer}: {bpp.total:g} bytes/param (weights {bpp.weights:g}, grads {bpp.gradients:g}, "
             f"states {bpp.optimizer_states:g})."
         )
-        if q.precision == "fp8":
-            a.append("fp8 training (Transformer Engine) keeps bf16 weights and fp32 master copies.")
+        if q.precision in ("fp8", "fp4"):
+            a.append(
+                f"{q.precision} training (Transformer Engine fp8 / NVFP4 recipes) computes GEMMs in "
+                f"{q.precision} but keeps bf16 weights and fp32 master copies."
+            )
     if q.zero_stage:
         a.append(f"ZeRO stage {q.zero_stage} shards over dp={q.dp}.")
     a.append(
