@@ -114,6 +114,15 @@ def test_matrix_memory_json() -> None:
     assert gib == sorted(gib, reverse=True)  # fewer bytes per weight, less memory
 
 
+def test_matrix_memory_marks_weight_only_and_unsupported_formats() -> None:
+    args = ("matrix", "--models", "llama-3.1-8b", "--gpus", "A100-SXM-80GB,T4", "--mode", "memory")
+    (grid,) = json.loads(ok(*args, "-f", "json").stdout)
+    a100, t4 = grid["rows"]
+    assert a100[3].endswith("GiB (weight-only)")  # fp8 weights on Ampere: weight-only kernels exist
+    assert t4[3] == "unsupported"  # fp8 on Turing: no kernel at all
+    assert "(fp16 compute)" in t4[2]  # bf16 weights on a T4 run as fp16
+
+
 def test_matrix_table() -> None:
     out = ok("matrix", "--models", "llama-3.2-1b", "--gpus", "A100-SXM-80GB", "--mode", "infer").stdout
     assert "TTFT" in out and "req/s" in out

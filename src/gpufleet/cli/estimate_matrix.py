@@ -3,7 +3,8 @@
 - train: tokens/s (system) and wall-clock hours per 100M tokens on ``--gpu-count`` GPUs;
 - infer: TTFT, TPOT and requests/s at ``--batch`` concurrent requests, on the smallest of 1, 2, 4, 8 GPUs that
   holds the model (or exactly ``--gpu-count``);
-- memory: GiB per GPU needed at fp32, bf16, fp8, int8 and int4 (inference, one GPU, ``--batch`` × context).
+- memory: GiB per GPU needed at fp32, bf16, fp8, int8 and int4 (inference, one GPU, ``--batch`` × context);
+  a weight format the GPU can only hold weight-only (fp8 on Ampere) is sized and marked "(weight-only)".
 
 A combination that does not fit is marked "does not fit", a precision the GPU cannot run "unsupported"; any
 other refusal by the estimator is shown in the cell. Unknown models or GPUs fail before anything is estimated.
@@ -127,10 +128,15 @@ def _memory_grid(models: list[ModelArch], gpus: list[AcceleratorSpec], o: dict[s
     seq = o["input_len"] + o["output_len"]
 
     def one(arch: ModelArch, spec: AcceleratorSpec, prec: str) -> str:
+        # sizing a weight format the GPU cannot compute in is still meaningful when a weight-only kernel
+        # exists (fp8 weights on Ampere); the cell says so. Formats with no kernel at all stay "unsupported".
         mem = estimate_memory(
-            model=arch, task="inference", precision=prec, gpu=spec, batch=o["batch"], seq_len=seq
-        )
+            model=arch, task="inference", precision=prec, gpu=spec, batch=o["batch"], seq_len=seq,
+            allow_fallback=True,
+        )  # fmt: skip
         text = f"{mem.per_gpu_gib:,.1f} GiB"
+        if any("fallback" in a for a in mem.assumptions):
+            text += " (weight-only)" if prec in ("fp8", "fp4", "int8", "int4") else " (fp16 compute)"
         return text if mem.fits else f"{text} ({DOES_NOT_FIT})"
 
     rows = [
