@@ -99,16 +99,26 @@ def emit(result: Result, fmt: Format, output: Path | None, assumptions: Sequence
     err_console.print(f"Report written to {output}", highlight=False)
 
 
-def _flag_fields(**flags: Any) -> dict[str, Any]:
-    """Workload fields set on the command line (None = not given), renamed to the workload file's names."""
-    names = FLAG_FIELDS
+def _flag_fields(params: dict[str, Any]) -> dict[str, Any]:
+    """Workload fields set on the command line (None = not given), renamed to the workload file's names.
+
+    ``params`` is a command's ``locals()``: only the shared workload flags (:data:`WORKLOAD_FLAGS`) are read.
+    """
     out: dict[str, Any] = {}
-    for key, value in flags.items():
+    for key in WORKLOAD_FLAGS:
+        value = params.get(key)
         if value is None or value == []:
             continue
-        out[names.get(key, key)] = value
+        out[FLAG_FIELDS.get(key, key)] = value
     return out
 
+
+#: the workload flags `recommend` and `migrate` share (as Python parameter names)
+WORKLOAD_FLAGS: tuple[str, ...] = (
+    "model", "task", "precision", "input_len", "output_len", "concurrency", "target_rps", "target_tps",
+    "ttft_ms", "tpot_ms", "tokens", "deadline_hours", "hours_per_month", "schedule", "pricing", "provider",
+    "region", "vendor", "budget", "objective",
+)  # fmt: skip
 
 #: command-line flag (as a Python name) -> workload field, where they differ
 FLAG_FIELDS: dict[str, str] = {
@@ -276,28 +286,7 @@ def register(app: typer.Typer) -> None:
         """
         from gpufleet.recommend.api import recommend
 
-        fields = _flag_fields(
-            model=model,
-            task=task,
-            precision=precision,
-            input_len=input_len,
-            output_len=output_len,
-            concurrency=concurrency,
-            target_rps=target_rps,
-            target_tps=target_tps,
-            ttft_ms=ttft_ms,
-            tpot_ms=tpot_ms,
-            tokens=tokens,
-            deadline_hours=deadline_hours,
-            hours_per_month=hours_per_month,
-            schedule=schedule,
-            pricing=pricing,
-            provider=provider,
-            region=region,
-            vendor=vendor,
-            budget=budget,
-            objective=objective,
-        )
+        fields = _flag_fields(locals())
         w = resolve_workload(workload_file, name, fields)
         rec = recommend(w, offers=catalog_offers(catalog), limit=top)
         emit(rec, fmt, output, assumption_notes([w]))
@@ -343,28 +332,7 @@ def register(app: typer.Typer) -> None:
         risk and migration complexity."""
         from gpufleet.recommend.api import migrate
 
-        fields = _flag_fields(
-            model=model,
-            task=task,
-            precision=precision,
-            input_len=input_len,
-            output_len=output_len,
-            concurrency=concurrency,
-            target_rps=target_rps,
-            target_tps=target_tps,
-            ttft_ms=ttft_ms,
-            tpot_ms=tpot_ms,
-            tokens=tokens,
-            deadline_hours=deadline_hours,
-            hours_per_month=hours_per_month,
-            schedule=schedule,
-            pricing=pricing,
-            provider=provider,
-            region=region,
-            vendor=vendor,
-            budget=budget,
-            objective=objective,
-        )
+        fields = _flag_fields(locals())
         given = {
             "provider": current_provider,
             "instance_type": current_instance,
