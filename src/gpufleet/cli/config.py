@@ -429,8 +429,10 @@ def check(
         ),
     ] = CheckFormat.table,
 ) -> None:
-    """Validate configuration files and summarise the configuration in force (catalog, models, scenarios,
-    commitment discounts, spot model)."""
+    """Validate configuration files and summarise the configuration in force.
+
+    The summary covers the catalog (providers, offers, age), the models, the scenarios and sets, the
+    commitment discounts and the spot model."""
     files = files or []
     if fmt is CheckFormat.json:
         _check_json(files)

@@ -328,8 +328,10 @@ def register(app: typer.Typer) -> None:
         fmt: FormatOpt = Format.table,
         output: OutputOpt = None,
     ) -> None:
-        """Compare the current deployment with the best alternative: now vs after, savings, performance,
-        risk and migration complexity."""
+        """Compare the current deployment with the best alternative: savings, speed, risk, complexity.
+
+        Shows now vs after: cost per month, savings in $ and %, the performance change, the risk level with
+        its reasons and the migration complexity; says so when nothing beats the current setup."""
         from gpufleet.recommend.api import migrate
 
         fields = _flag_fields(locals())
