@@ -1,0 +1,298 @@
+"""Inference speed (TTFT, TPOT, throughput) from FLOPs, bytes and links (docs/performance.md).
+
+Inference (one replica of ``tp x pp`` GPUs):
+
+* prefill = max(matmul FLOPs / (peak x eta x w(h) x stack), weight read) + attention FLOPs / (16-bit peak x
+  eta16 x stack) + TP all-reduces (2 per layer) + per-step overhead;
+* decode step at batch ``b``, context ``c`` = max(weight bytes / (BW x eta_bw), GEMM FLOPs / (peak x eta x
+  w(h) x stack)) + max(KV bytes / (BW x eta_bw), attention FLOPs / ...) + TP all-reduces + per-step
+  overhead; weights read = all (MoE: the expected distinct experts); GEMMs and attention run in turn;
+* throughput at concurrency ``b``: in-flight batching = b x out / (out x step(b decode + b x in / out prompt
+  tokens per step)); static batching = b x out / (prefill of b prompts + out x TPOT(b, in + out/2)).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpufleet.catalog.specs import AcceleratorSpec
+from gpufleet.errors import UnsupportedError
+from gpufleet.estimate import compute as cx
+from gpufleet.estimate.comms import DEFAULT_GPUS_PER_NODE, Link, all_reduce_s
+from gpufleet.estimate.kv_cache import kv_cache_bytes_per_token
+from gpufleet.estimate.memory import MemoryEstimate, estimate_memory
+from gpufleet.estimate.parallelism import USEFUL_CONCURRENCY, choose_inference_layout
+from gpufleet.estimate.priors import PRIORS, stack_param
+from gpufleet.estimate.profile import CalibrationProfile, make_interval
+from gpufleet.estimate.rates import (
+    ACT_BYTES,
+    Rates,
+    _widen,
+    positive_int,
+    resolve_inputs,
+    resolve_rates,
+    software_key,
+    tp_link,
+    width_factor,
+)
+from gpufleet.estimate.types import Interval
+from gpufleet.models.arch import ModelArch
+from gpufleet.precision import check_precision
+
+#: concurrent sequences an engine schedules at most, by default: vLLM ``max_num_seqs`` 256 (EngineArgs);
+#: SGLang/TGI are bounded by KV tokens (taken as 512); TRT-LLM ``max_batch_size`` 2048 (trtllm-build default
+#: since v0.11); HF transformers: a static batch chosen by the user (32 assumed); llama.cpp server 4 slots.
+ENGINE_MAX_BATCH: dict[str, int] = {
+    "vllm": 256, "sglang": 512, "tgi": 512, "trtllm": 2048, "transformers": 32, "llamacpp": 4, "unknown": 256,
+}  # fmt: skip
+#: stacks without in-flight (continuous) batching: HF transformers ``generate`` runs static batches
+STATIC_BATCHING_STACKS = frozenset({"transformers"})
+#: memory-module engine used for each software stack's memory accounting
+MEMORY_ENGINE: dict[str, str] = {"trtllm": "trtllm", "transformers": "transformers", "llamacpp": "pytorch"}
+#: quantised checkpoints keep the LM head in 16 bit (AWQ/GPTQ, vLLM/TRT-LLM fp8): bytes per element
+HEAD_BYTES_QUANTISED = 2.0
+_QUANTISED = frozenset({"fp8", "int8", "int4", "fp4", "nf4"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InferenceEstimate:
+    """Inference speed of ``replicas`` replicas of ``tp x pp`` GPUs; speed fields None when not fitting."""
+
+    fits: bool
+    memory: MemoryEstimate
+    tp: int
+    pp: int
+    replicas: int
+    batch_per_replica: int  # concurrent sequences per replica [sequences]
+    ttft_s: Interval | None  # time to first token of one request at this batch [s]
+    tpot_s: Interval | None  # time per output token at this batch [s]
+    output_tokens_per_s: Interval | None  # whole system, all replicas [tokens/s]
+    requests_per_s: Interval | None  # whole system [requests/s]
+    max_concurrency_per_replica: int  # KV-capacity bound at input+output context [sequences]
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Infer:
+    """Everything a decode/prefill time needs for one replica, resolved once per call."""
+
+    model: ModelArch
+    rates: Rates
+    tp: int
+    pp: int
+    link: Link
+    width: float
+    stack: float  # software multiplier on efficiencies
+    overhead_s: float  # per forward step [s]
+    eta_bw: float
+    kv_bytes_per_token: float  # all layers [bytes/token]
+    head_bytes: float  # bytes per LM-head weight
+
+
+def _weight_bytes_read(c: _Infer, tokens: float) -> float:
+    """Weight bytes one forward of ``tokens`` sequences reads on one GPU [bytes]."""
+    shape = cx.model_shape(c.model)
+    params = cx.decode_weight_params(c.model, tokens)
+    body = (params - shape.lm_head_params) * c.rates.weight_bytes
+    return (body + shape.lm_head_params * c.head_bytes) / (c.tp * c.pp)
+
+
+def _tp_comm_s(c: _Infer, tokens: float, layers: float) -> float:
+    """Two all-reduces of the hidden state per layer (attention out, MLP out) (Shoeybi et al. 2019) [s]."""
+    return 2.0 * layers * all_reduce_s(tokens * c.model.hidden_size * ACT_BYTES, c.tp, c.link)
+
+
+def prefill_s(c: _Infer, requests: float, input_len: float, *, latency: bool) -> float:
+    """Time to prefill ``requests`` prompts of ``input_len`` tokens on one replica [s].
+
+    ``latency``: the prompt passes the ``pp`` stages in turn (TTFT); otherwise stages work in parallel on
+    different requests (throughput).
+    """
+    shape = cx.model_shape(c.model)
+    tokens = requests * input_len
+    gpus = c.tp * (1 if latency else c.pp)
+    mm = tokens * 2.0 * shape.matmul_active_params / gpus
+    attn = (
+        requests
+        * (cx.prefill_flops(c.model, input_len) - input_len * 2.0 * shape.matmul_active_params)
+        / gpus
+    )
+    r = c.rates
+    t_mm = mm / (r.peak_flops * r.eta * c.width * c.stack)
+    t_attn = attn / (r.peak16_flops * r.eta16 * c.stack)
+    t_weights = _weight_bytes_read(c, tokens) * c.pp / gpus * c.tp / (r.mem_bw_bytes_per_s * c.eta_bw)
+    layers = c.model.num_layers / (1 if latency else c.pp)
+    return max(t_mm, t_weights) + t_attn + _tp_comm_s(c, tokens, layers) + c.overhead_s
+
+
+def decode_step_s(
+    c: _Infer, batch: float, context: float, prefill_tokens: float = 0.0, prefill_len: float = 1.0
+) -> float:
+    """One decode step at ``batch`` sequences with ``context`` cached tokens [s].
+
+    ``prefill_tokens``: prompt tokens (of prompts of ``prefill_len``) processed in the same step, as in-flight
+    batching with chunked prefill does (TRT-LLM, vLLM): they share the step's weight read and GEMMs. Pipeline
+    stages take micro-batches of ``batch / pp`` in turn, so a token of a sequence passes all stages.
+    """
+    r = c.rates
+    micro = max(batch / c.pp, 1.0)
+    pf = prefill_tokens / c.pp
+    rows = micro + pf
+    bw = r.mem_bw_bytes_per_s * c.eta_bw
+    shape = cx.model_shape(c.model)
+    gpus = c.tp * c.pp
+    mm = rows * 2.0 * shape.matmul_active_params / gpus
+    attn = micro * cx.attention_flops_per_token(c.model, context)
+    if pf > 0:
+        attn += pf * cx.attention_flops_per_token(c.model, (prefill_len + 1.0) / 2.0)
+    kv_bytes = micro * context * c.kv_bytes_per_token / gpus
+    # GEMMs (weight-streaming or compute bound) and attention (KV-streaming bound) run one after the other
+    t_gemm = max(_weight_bytes_read(c, rows) / bw, mm / (r.peak_flops * r.eta * c.width * c.stack))
+    t_attn = max(kv_bytes / bw, attn / gpus / (r.peak16_flops * r.eta16 * c.stack))
+    stage = t_gemm + t_attn + _tp_comm_s(c, rows, c.model.num_layers / c.pp)
+    return c.pp * stage + c.overhead_s
+
+
+def default_kv_precision(precision: str, spec: AcceleratorSpec) -> str | None:
+    """KV cache precision when none is given: fp8 with fp8/fp4 weights on GPUs with fp8 (TRT-LLM and vLLM
+    quantisation recipes store KV in fp8 alongside fp8 weights), else the engines' 16-bit default (None)."""
+    if precision in ("fp8", "fp4") and spec.fp8_tflops is not None:
+        return "fp8"
+    return None
+
+
+def estimate_inference(
+    *,
+    model: ModelArch | str,
+    gpu: AcceleratorSpec | str,
+    precision: str,
+    input_len: int,
+    output_len: int,
+    gpu_count: int = 1,
+    batch: int | None = None,
+    tp: int | None = None,
+    pp: int = 1,
+    kv_precision: str | None = None,
+    software: str | None = None,
+    profile: CalibrationProfile | None = None,
+    allow_fallback: bool = False,
+    gpus_per_node: int | None = None,
+    ignore_memory: bool = False,
+    static_batching: bool | None = None,
+) -> InferenceEstimate:
+    """Estimate TTFT, TPOT and throughput for serving ``model`` on ``gpu_count`` x ``gpu`` (see module doc).
+
+    ``batch`` None = saturated: as many concurrent sequences as the KV cache and the engine allow.
+    ``static_batching``: the batch prefills together and then decodes (None: by stack, static for HF
+    transformers, in-flight batching otherwise). ``ignore_memory``: estimate speed even where the memory
+    model says the configuration does not fit (``fits`` stays False, a note says so); for measured cases,
+    which evidently ran.
+    """
+    arch, spec, prof = resolve_inputs(model, gpu, profile)
+    prec = check_precision(precision)
+    for name, v in (
+        ("input_len", input_len),
+        ("output_len", output_len),
+        ("gpu_count", gpu_count),
+        ("pp", pp),
+    ):
+        positive_int(name, v)
+    positive_int("batch", batch, allow_none=True)
+    positive_int("tp", tp, allow_none=True)
+    if not arch.is_decoder:
+        raise UnsupportedError(
+            f"{arch.id} is an encoder-only model: it generates no tokens, so TTFT/TPOT/throughput do not "
+            "apply. Estimate its memory with task 'load', or choose a decoder model."
+        )
+    sw = software_key(software)
+    rates = resolve_rates(spec, prec, prof, allow_fallback=allow_fallback)
+    kv_prec = kv_precision if kv_precision is not None else default_kv_precision(prec, spec)
+    engine = MEMORY_ENGINE.get(sw, "vllm")
+    gpn = gpus_per_node or DEFAULT_GPUS_PER_NODE
+    context = input_len + output_len
+    layout = choose_inference_layout(
+        model=arch, spec=spec, precision=prec, gpu_count=gpu_count, context_len=context, batch=batch,
+        kv_precision=kv_prec, engine=engine, gpus_per_node=gpn, tp=tp, pp=pp, allow_fallback=allow_fallback,
+    )  # fmt: skip
+    notes = list(rates.notes)
+    if kv_prec != kv_precision:
+        notes.append(f"KV cache assumed {kv_prec} (the engine recipe for {prec} weights).")
+    replicas = gpu_count // (layout.tp * layout.pp)
+    cap = min(layout.max_concurrency, ENGINE_MAX_BATCH.get(sw, ENGINE_MAX_BATCH["unknown"]))
+    b = batch if batch is not None else cap
+    fits = layout.memory.fits and layout.max_concurrency >= 1 and replicas >= 1
+    if batch is not None and batch > layout.max_concurrency:
+        fits = False
+        notes.append(f"{batch} sequences of {context} tokens exceed the KV cache ({layout.max_concurrency}).")
+    if not fits and ignore_memory and replicas >= 1:
+        b = batch if batch is not None else max(cap, USEFUL_CONCURRENCY)
+        notes.append(
+            f"the memory model says this does not fit ({layout.memory.per_gpu_gib:.1f} GiB per GPU, KV room "
+            f"for {layout.max_concurrency} sequences); speed estimated anyway at {b} sequences."
+        )
+    elif not fits:
+        return InferenceEstimate(
+            fits=False, memory=layout.memory, tp=layout.tp, pp=layout.pp, replicas=replicas,
+            batch_per_replica=b, ttft_s=None, tpot_s=None, output_tokens_per_s=None, requests_per_s=None,
+            max_concurrency_per_replica=layout.max_concurrency, notes=tuple(notes),
+        )  # fmt: skip
+    memory = layout.memory
+    if batch is None:  # saturated: the breakdown describes the b sequences chosen, not the batch-1 probe
+        memory = estimate_memory(
+            model=arch, task="inference", precision=prec, gpu=spec, tp=layout.tp, pp=layout.pp, batch=b,
+            seq_len=context, kv_precision=kv_prec, engine=engine, allow_fallback=allow_fallback,
+        )  # fmt: skip
+    stack_name = stack_param("infer", sw)
+    c = _Infer(
+        model=arch, rates=rates, tp=layout.tp, pp=layout.pp,
+        link=tp_link(spec, layout.tp, gpn, prof), width=width_factor(arch, prof),
+        stack=prof.param(stack_name) if stack_name else 1.0,
+        overhead_s=prof.param("step_overhead_s") * (prof.param(f"overhead_mult_{sw}")
+                                                     if f"overhead_mult_{sw}" in PRIORS else 1.0),
+        eta_bw=prof.param("eta_bw"),
+        kv_bytes_per_token=kv_cache_bytes_per_token(arch, kv_prec),
+        head_bytes=HEAD_BYTES_QUANTISED if prec in _QUANTISED else rates.weight_bytes,
+    )  # fmt: skip
+    tpot = decode_step_s(c, float(b), input_len + output_len / 2.0)
+    static = static_batching if static_batching is not None else sw in STATIC_BATCHING_STACKS
+    # TTFT at concurrency b (queueing excluded): with static batching the whole batch prefills before the
+    # first token; with in-flight batching a new prompt is prefilled alongside the other b-1 sequences'
+    # decode step, so it waits for its own prefill plus one shared step. Same rule given or saturated.
+    if static:
+        ttft = prefill_s(c, float(b), float(input_len), latency=True)
+    else:
+        ttft = prefill_s(c, 1.0, float(input_len), latency=True)
+        if b > 1:
+            ttft += decode_step_s(c, float(b - 1), input_len + output_len / 2.0)
+    if static:  # the whole batch prefills, then decodes together
+        cycle = prefill_s(c, float(b), float(input_len), latency=False) + output_len * tpot
+    else:  # in-flight batching: each step also carries its share of the newcomers' prompt tokens
+        step = decode_step_s(c, float(b), input_len + output_len / 2.0, b * input_len / output_len, input_len)
+        cycle = output_len * step
+    tok_s = replicas * b * output_len / cycle
+    widen = _widen(rates, spec, stack_name, prof, arch)
+    notes.append(
+        f"{replicas} replica(s) of tp={layout.tp} pp={layout.pp}, {b} concurrent sequences each "
+        f"({'given' if batch else 'saturated: KV cache / engine limit'}); software {sw}."
+    )
+    return InferenceEstimate(
+        fits=fits, memory=memory, tp=layout.tp, pp=layout.pp, replicas=replicas, batch_per_replica=b,
+        ttft_s=make_interval(ttft, "latency", prof, widen),
+        tpot_s=make_interval(tpot, "latency", prof, widen),
+        output_tokens_per_s=make_interval(tok_s, "throughput", prof, widen),
+        requests_per_s=make_interval(tok_s / output_len, "throughput", prof, widen),
+        max_concurrency_per_replica=layout.max_concurrency, notes=tuple(notes),
+    )  # fmt: skip
+
+
+__all__ = [
+    "ENGINE_MAX_BATCH",
+    "HEAD_BYTES_QUANTISED",
+    "MEMORY_ENGINE",
+    "STATIC_BATCHING_STACKS",
+    "InferenceEstimate",
+    "decode_step_s",
+    "default_kv_precision",
+    "estimate_inference",
+    "prefill_s",
+]

@@ -1,0 +1,277 @@
+"""Per-case predictions: the estimator's value for one calibration case's metric, with its interval.
+
+Where a case does not publish an input the estimator needs, a stated default is assumed and named in the
+prediction's ``notes``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gpufleet.errors import GpufleetError, InputError, UnsupportedError
+from gpufleet.estimate.profile import METRIC_FAMILY, CalibrationProfile, load_profile, make_interval
+from gpufleet.estimate.types import TRAINING_TASKS, Interval
+from gpufleet.models.registry import resolve_model
+from gpufleet.units import MS_PER_S, SECONDS_PER_MINUTE
+
+if TYPE_CHECKING:
+    from gpufleet.estimate.cases import CalibrationCase
+
+
+class CaseNotSupportedError(GpufleetError):
+    """A calibration case the estimator cannot map (metric, task or inputs it cannot estimate)."""
+
+
+#: prompt and output lengths assumed where a case does not publish them [tokens]
+DEFAULT_INPUT_TOKENS = 512
+DEFAULT_OUTPUT_TOKENS = 256
+#: training sequence length assumed where a case does not publish it (capped by the model's context) [tokens]
+DEFAULT_TRAIN_SEQ_TOKENS = 4096
+#: global batch assumed where a training case does not publish it: ~4M tokens per step, the batch of the
+#: Llama 2 and Llama 3 pre-training runs (Touvron et al. 2023, sec. 2.2; Llama 3 Herd, sec. 3.4.1) [tokens]
+DEFAULT_TOKENS_PER_STEP = 4 * 2**20
+#: stacks whose peak memory is what torch.cuda.max_memory_allocated reports (no context, no engine reserve)
+TORCH_ALLOCATED_STACKS = ("pytorch", "transformers")
+#: engines that reserve their KV-cache pool at start-up (vLLM gpu_memory_utilization, TRT-LLM
+#: kv_cache_free_gpu_mem_fraction): a device-level peak measurement shows the pool
+PREALLOCATING_ENGINES = ("vllm", "trtllm")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CasePrediction:
+    """The estimator's value for one case's metric, in the case's unit, with its p10-p90 interval."""
+
+    predicted: float
+    p10: float
+    p90: float
+    notes: tuple[str, ...]
+
+
+def note_hints(note: str) -> dict[str, Any]:
+    """Standard settings named in a case note: ZeRO stage (``ZeRO-2``, ``FSDP`` = 3) and recompute mode
+    (``no recompute``, ``selective recompute``, ``full recompute``); a bare "activation checkpointing" is left
+    to the default choice (selective where it fits), since papers use it for both."""
+    low = note.lower()
+    hints: dict[str, Any] = {}
+    for stage in (0, 1, 2, 3):
+        if f"zero-{stage}" in low or f"zero stage {stage}" in low:
+            hints["zero_stage"] = stage
+    if "fsdp" in low:
+        hints["zero_stage"] = 3
+    if "static batching" in low:
+        hints["static_batching"] = True
+    if "no recompute" in low or "no activation checkpointing" in low:
+        hints["recompute"] = "none"
+    elif "selective recompute" in low:
+        hints["recompute"] = "selective"
+    elif "full recompute" in low or "full activation checkpointing" in low:
+        hints["recompute"] = "full"
+    return hints
+
+
+def _need(case: CalibrationCase, name: str, value: float | None) -> float:
+    if value is None or value <= 0:
+        raise CaseNotSupportedError(
+            f"Case {case.case_id} ({case.metric}) needs {name}, which is blank. "
+            f"Fill in {name} to estimate it."
+        )
+    return value
+
+
+def _interval_of(iv: Interval | None, case: CalibrationCase, factor: float = 1.0) -> CasePrediction:
+    if iv is None:
+        raise CaseNotSupportedError(
+            f"Case {case.case_id}: {case.model} does not fit on {case.gpu_count} x {case.gpu} "
+            f"at {case.precision} "
+            "in the estimator's memory model, so no speed can be predicted."
+        )
+    s = iv.scaled(factor)
+    return CasePrediction(predicted=s.central, p10=s.p10, p90=s.p90, notes=())
+
+
+def predict_case(case: CalibrationCase, profile: CalibrationProfile | None = None) -> CasePrediction:
+    """Predict ``case.metric`` for the case's model, task, GPUs and precision (see METRIC_FAMILY).
+
+    Raises :class:`CaseNotSupportedError` with the reason when the case lacks what its metric needs. A case
+    was measured, so precisions without hardware support take the explicit fallback (stated in ``notes``).
+    """
+    from gpufleet.estimate import (
+        performance as perf,  # lazy: the estimator loads only when a case is predicted
+    )
+    from gpufleet.estimate.memory import estimate_memory
+
+    prof = profile if profile is not None else load_profile()
+    if case.metric not in METRIC_FAMILY:
+        raise CaseNotSupportedError(
+            f"Case {case.case_id}: metric {case.metric!r} is not estimated. "
+            f"Allowed: {', '.join(METRIC_FAMILY)}."
+        )
+    try:
+        if case.metric == "peak_memory_gib":
+            return _predict_memory(case, prof, estimate_memory)
+        if case.metric in ("infer_output_tokens_per_s", "ttft_ms", "tpot_ms"):
+            return _predict_inference(case, prof, perf)
+        return _predict_training(case, prof, perf)
+    except CaseNotSupportedError:
+        raise
+    except GpufleetError as exc:
+        raise CaseNotSupportedError(f"Case {case.case_id} cannot be estimated: {exc}") from exc
+
+
+def _predict_memory(case: CalibrationCase, prof: CalibrationProfile, estimate_memory: Any) -> CasePrediction:
+    engine = {"trtllm": "trtllm", "transformers": "transformers", "pytorch": "pytorch"}.get(
+        (case.software or "").lower(), "vllm" if case.task == "inference" else "pytorch"
+    )
+    seq = round((case.input_len or 0) + (case.output_len or 0)) or (case.seq_len or 1)
+    hints = note_hints(case.note)
+    tp, pp = case.tp or 1, case.pp or 1
+    dp = case.dp or max(1, case.gpu_count // (tp * pp))
+    batch = case.batch or 1
+    notes: list[str] = []
+    if case.task in TRAINING_TASKS and batch > 1:
+        # the schema's training batch is global; memory holds one micro-batch per data-parallel rank
+        micro = max(1, -(-batch // dp))
+        notes.append(f"global batch {batch} over dp={dp}: micro-batch {micro} per GPU")
+        batch = micro
+    mem = estimate_memory(
+        model=case.model, task=case.task, precision=case.precision, gpu=case.gpu, tp=tp, pp=pp, dp=dp,
+        batch=batch, seq_len=max(seq, 1), zero_stage=hints.get("zero_stage", 0),
+        recompute=hints.get("recompute", "selective"), engine=engine, allow_fallback=True,
+    )  # fmt: skip
+    torch_view = (case.software or "").lower() in TORCH_ALLOCATED_STACKS
+    if torch_view:
+        value, what = mem.allocated_gib, "torch allocated"
+    elif case.task == "inference" and engine in PREALLOCATING_ENGINES:
+        # vLLM and TRT-LLM size their KV pool up front, so the device shows the whole pool, not the need
+        value = max(mem.per_gpu_gib, mem.usable_gib + mem.breakdown_gib.get("cuda_context", 0.0))
+        what = f"per-GPU (nvidia-smi), {engine} pre-allocated KV pool included"
+    else:
+        value, what = mem.per_gpu_gib, "per-GPU (nvidia-smi)"
+    iv = make_interval(value, "memory", prof)
+    return CasePrediction(
+        predicted=value, p10=iv.p10, p90=iv.p90, notes=(f"memory compared as {what}", *notes)
+    )
+
+
+def _predict_inference(case: CalibrationCase, prof: CalibrationProfile, perf: Any) -> CasePrediction:
+    notes: list[str] = []
+    inp = case.input_len or float(DEFAULT_INPUT_TOKENS)
+    if case.metric == "infer_output_tokens_per_s":
+        out = case.output_len or float(DEFAULT_OUTPUT_TOKENS)
+        batch = case.batch
+    elif case.metric == "ttft_ms":
+        out = case.output_len or 1.0
+        batch = case.batch or 1
+    else:
+        out = case.output_len or float(DEFAULT_OUTPUT_TOKENS)
+        batch = case.batch or 1
+    missing = [n for n, v in (("prompt", case.input_len), ("output", case.output_len)) if not v]
+    if case.metric == "ttft_ms" and "output" in missing:
+        missing.remove("output")
+    if missing:
+        notes.append(
+            f"{' and '.join(missing)} length not given: assumed {inp:.0f} prompt and {out:.0f} output tokens"
+        )
+    est = perf.estimate_inference(
+        model=case.model, gpu=case.gpu, precision=case.precision, input_len=max(round(inp), 1),
+        output_len=max(round(out), 1), gpu_count=case.gpu_count, batch=batch, tp=case.tp,
+        pp=case.pp or 1,
+        software=case.software, profile=prof, allow_fallback=True, ignore_memory=True,
+        static_batching=note_hints(case.note).get("static_batching"),
+    )  # fmt: skip
+    iv = {"infer_output_tokens_per_s": est.output_tokens_per_s, "ttft_ms": est.ttft_s, "tpot_ms": est.tpot_s}
+    factor = 1.0 if case.metric == "infer_output_tokens_per_s" else MS_PER_S
+    pred = _interval_of(iv[case.metric], case, factor)
+    return CasePrediction(predicted=pred.predicted, p10=pred.p10, p90=pred.p90, notes=(*est.notes, *notes))
+
+
+def _stated_layouts(case: CalibrationCase) -> list[tuple[int | None, int | None, int | None, int | None]]:
+    """Layouts to try, most faithful first: as stated; expert parallelism folded into data parallelism
+    (Megatron counts EP inside DP, other sources list it as its own degree); data parallelism derived from
+    the GPU count; everything but the stated degrees dropped. A published case ran, so an inconsistent
+    statement must not cost coverage."""
+    tp, pp, dp, ep = case.tp, case.pp, case.dp, case.ep
+    out: list[tuple[int | None, int | None, int | None, int | None]] = [(tp, pp, dp, ep)]
+    if dp is not None and ep is not None:
+        out.append((tp, pp, dp * ep, ep))
+    if dp is not None:
+        out.append((tp, pp, None, ep))
+    out.append((None, None, None, ep))
+    out.append((None, None, None, None))
+    seen: list[tuple[int | None, int | None, int | None, int | None]] = []
+    for x in out:
+        if x not in seen:
+            seen.append(x)
+    return seen
+
+
+def _predict_training(case: CalibrationCase, prof: CalibrationProfile, perf: Any) -> CasePrediction:
+    assumed: list[str] = []
+    if case.seq_len:
+        seq = int(case.seq_len)
+    else:
+        seq = min(DEFAULT_TRAIN_SEQ_TOKENS, resolve_model(case.model).max_position_embeddings)
+        assumed.append(f"sequence length not given: assumed {seq} tokens")
+    if case.batch:
+        batch = int(case.batch)
+    else:
+        batch = max(case.gpu_count, -(-DEFAULT_TOKENS_PER_STEP // seq))
+        assumed.append(
+            f"global batch not given: assumed {batch} sequences "
+            f"(~{DEFAULT_TOKENS_PER_STEP / 1e6:.0f}M tokens per step, at least one sequence per GPU)"
+        )
+    tokens = case.train_tokens
+    if case.metric in ("train_minutes", "train_gpu_hours"):
+        tokens = _need(case, "train_tokens", tokens)
+    hints = note_hints(case.note)
+    fallback_note = ""
+    layouts = _stated_layouts(case)
+    for i, (tp, pp, dp, ep) in enumerate(layouts):
+        try:
+            est = perf.estimate_training(
+                model=case.model, task=case.task, gpu=case.gpu, precision=case.precision,
+                gpu_count=case.gpu_count, global_batch=batch, seq_len=seq, train_tokens=tokens, tp=tp, pp=pp,
+                dp=dp, ep=ep, zero_stage=hints.get("zero_stage"), recompute=hints.get("recompute"),
+                software=case.software, profile=prof, allow_fallback=True, cp=case.cp, ignore_memory=True,
+            )  # fmt: skip
+            break
+        except UnsupportedError:
+            raise
+        except InputError as exc:
+            if i == len(layouts) - 1:
+                raise
+            fallback_note = f"stated layout not usable ({exc}); layout re-derived from the GPU count"
+    notes = [*est.notes, *assumed]
+    if fallback_note:
+        notes.append(fallback_note)
+    if case.metric == "train_minutes":
+        ovh = prof.param("mlperf_eval_overhead")
+        notes.append(f"time-to-train x {ovh:.2f} for the benchmark's evaluation pauses (MLPerf rules)")
+        pred = _interval_of(est.time_to_train_s, case, ovh / SECONDS_PER_MINUTE)
+    elif case.metric == "train_gpu_hours":
+        pred = _interval_of(est.gpu_hours, case)
+    elif case.metric == "train_step_s":
+        pred = _interval_of(est.step_time_s, case)
+    elif case.metric == "train_tokens_per_s_per_gpu":
+        pred = _interval_of(est.tokens_per_s_per_gpu, case)
+    else:  # mfu: proportional to tokens/s/GPU
+        tok = est.tokens_per_s_per_gpu
+        if tok is None or est.mfu is None:
+            return _interval_of(None, case)
+        pred = _interval_of(tok, case, est.mfu / tok.central)
+    return CasePrediction(predicted=pred.predicted, p10=pred.p10, p90=pred.p90, notes=tuple(notes))
+
+
+__all__ = [
+    "DEFAULT_INPUT_TOKENS",
+    "DEFAULT_OUTPUT_TOKENS",
+    "DEFAULT_TOKENS_PER_STEP",
+    "DEFAULT_TRAIN_SEQ_TOKENS",
+    "PREALLOCATING_ENGINES",
+    "TORCH_ALLOCATED_STACKS",
+    "CaseNotSupportedError",
+    "CasePrediction",
+    "note_hints",
+    "predict_case",
+]

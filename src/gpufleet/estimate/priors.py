@@ -1,0 +1,154 @@
+"""Literature priors of the performance model's parameters, each with its spread and source.
+
+Each parameter starts at a named literature prior (:data:`PRIORS`); the fit
+(:mod:`gpufleet.estimate.calibration`) moves the ``fit=True`` ones.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Prior:
+    """A named model parameter: literature value, log spread, whether the fit moves it, its source."""
+
+    value: float
+    log_sd: float
+    fit: bool
+    source: str
+
+
+# fmt: off
+_PRIOR_TABLE: tuple[tuple[str, float, float, bool, str], ...] = (
+    # --- kernel efficiency: achieved fraction of the DENSE 16-bit peak by large transformer GEMMs
+    ("eta_ampere", 0.7, 0.3, True,
+     "A100 cuBLAS bf16 GEMMs reach ~230-250 of 312 TFLOP/s at transformer sizes (NVIDIA 'Matrix "
+     "multiplication background' guide; Megatron-LM reports 52% MFU end to end, Narayanan 2021)"),
+    ("eta_hopper", 0.65, 0.3, True,
+     "H100 SXM bf16 GEMMs reach ~600-700 of 989 TFLOP/s (cuBLAS/CUTLASS benchmarks); power/clock "
+     "throttling lowers sustained rates"),
+    ("fp8_eff", 0.7, 0.3, True,
+     "fraction of the 16-bit efficiency kept at fp8 (2x peak): Transformer Engine fp8 training speeds end-"
+     "to-end GPT runs 1.3-1.5x over bf16, not 2x (NVIDIA NeMo performance tables)"),
+    ("width_h0", 1024.0, 0.7, True,
+     "GEMM efficiency falls for narrow layers as h/(h+h0): tiles underfill SMs and wave quantisation "
+     "(NVIDIA 'Matrix multiplication background'); h0 ~1k from the GEMM-size sweeps there"),
+    ("train_eff", 0.8, 0.3, True,
+     "share of training step time in GEMMs at GEMM speed: norms, softmax, activations, optimizer step and "
+     "launches take ~15-25% (Korthikanti 2022 Table 4 breakdown)"),
+    ("eta_bw", 0.8, 0.2, True,
+     "achieved HBM bandwidth of decode kernels: 75-90% of peak (STREAM-like copy on A100/H100 reaches "
+     "~90%; TRT-LLM/vLLM GEMV kernels ~80%)"),
+    ("step_overhead_s", 0.001, 0.7, True,
+     "per decode step host overhead of an optimised engine (scheduling, sampling, launch): ~0.5-2 ms (TRT-"
+     "LLM in-flight batching, vLLM v0.6 multi-step blog)"),
+    # --- communication and pipelining
+    ("link_eff", 0.8, 0.2, False,
+     "NCCL bus bandwidth / link rate: nccl-tests all-reduce ~230/300 GB/s (DGX A100), ~360/450 (DGX H100)"),
+    ("tp_overlap", 0.1, 0.5, True,
+     "share of tensor-parallel communication hidden behind GEMMs in training: Megatron-LM (2022) runs the "
+     "TP all-reduces/all-gathers synchronously (Korthikanti 2022 sec 4.2.2), a little overlaps through "
+     "async launches"),
+    ("tp_overlap_nemo", 0.6, 0.5, True,
+     "NeMo enables Transformer Engine userbuffers TP-communication overlap (split GEMM + all-gather / "
+     "reduce-scatter pipelining) in its GPT and Llama recipes (NeMo performance docs, 'Communication "
+     "overlap')"),
+    ("ep_overlap", 0.8, 0.3, False,
+     "share of the step's compute behind which stacks that overlap it hide the expert-parallel all-to-all: "
+     "DeepSeek-V3 DualPipe pairs forward and backward chunks so the all-to-all is hidden at a ~1:1 "
+     "computation-to-communication ratio, with 20 of 132 SMs given to communication (DeepSeek-V3 report "
+     "sec 3.2.1-3.2.2); Megatron-Core's EP A2A overlap (--overlap-moe-expert-parallel-comm) follows it"),
+    ("dp_overlap", 0.8, 0.3, False,
+     "share of the last micro-batch's backward that the gradient reduce can hide under (PyTorch DDP "
+     "bucketing, Li et al. 2020; Megatron distributed optimizer overlap)"),
+    ("pp_interleave", 4.0, 0.5, False,
+     "virtual pipeline stages per GPU in Megatron/NeMo interleaved 1F1B, bubble (p-1)/(v m) (Narayanan et "
+     "al. 2021 sec 2.2.2); capped at layers per stage"),
+    # --- run-level overheads (named, sourced, not fitted to one row)
+    ("mlperf_eval_overhead", 1.15, 0.15, False,
+     "MLPerf Training time-to-train includes the benchmark's forward-only evaluations at fixed intervals "
+     "(llama2_70b_lora: 173 eval samples every 384 train samples ~20%; gpt3: ~10-15%) (MLPerf Training "
+     "rules and reference configs)"),
+    ("failure_rate_per_gpu_hour", 1.97e-05, 0.5, False,
+     "419 unexpected interruptions in 54 days on 16,384 H100 (Llama 3 Herd of Models, sec 3.3.4)"),
+    ("failure_cost_h", 0.3, 0.5, False,
+     "lost time per interruption (restart + lost work) so that the Llama 3 run keeps its reported >90% "
+     "effective training time (sec 3.3.4)"),
+    # --- software stacks: multipliers on the reference stack's efficiency (train: Megatron/NeMo = 1;
+    #     infer: TensorRT-LLM = 1) and per-step host-overhead multipliers
+    ("train_stack_deepspeed", 0.45, 0.4, True,
+     "DeepSpeed + HF transformers runs reach ~25-35% MFU vs 50-60% for Megatron/NeMo on the same GPUs "
+     "(BLOOM/OPT/HF reports; MLPerf v4.0 llama2_70b_lora DeepSpeed vs NeMo submissions)"),
+    ("train_stack_pytorch", 0.6, 0.4, True,
+     "plain PyTorch FSDP (torchtitan) reaches ~35-40% bf16 MFU on H100 vs ~50%+ Megatron (torchtitan "
+     "paper, Liang et al. 2024)"),
+    ("train_stack_transformers", 0.45, 0.4, True,
+     "HF Trainer without fused kernels: as DeepSpeed-HF above"),
+    ("train_stack_paddle", 0.85, 0.4, True,
+     "PaddleNLP with flash attention and fused kernels: close to Megatron (FlagPerf reports)"),
+    ("train_stack_unknown", 0.9, 0.4, True,
+     "unstated stack: published large runs are tuned close to the Megatron reference (LLaMA, Llama 3 "
+     "papers); wider interval"),
+    ("infer_stack_vllm", 0.9, 0.3, True,
+     "vLLM vs TensorRT-LLM throughput on H100: 0.7-0.95x (vLLM v0.6 and NVIDIA benchmarks, 2024)"),
+    ("infer_stack_sglang", 0.9, 0.3, True,
+     "SGLang v0.3 vs TRT-LLM: parity to 0.9x (LMSYS blog, 2024)"),
+    ("infer_stack_tgi", 0.75, 0.4, True,
+     "TGI v1-2: below vLLM in throughput (vLLM and TGI benchmark blogs, 2023-24)"),
+    ("infer_stack_transformers", 0.4, 0.5, True,
+     "HF generate without paged KV / fused kernels: eager PyTorch, python loop per token"),
+    ("infer_stack_llamacpp", 0.6, 0.5, True,
+     "llama.cpp CUDA backend: ~50-70% of peak bandwidth at batch 1 (llama.cpp GPU benchmarks)"),
+    ("infer_stack_unknown", 0.85, 0.4, True,
+     "unstated engine: vLLM-like"),
+    ("overhead_mult_vllm", 1.5, 0.5, False,
+     "python scheduler; v0.6 multi-step scheduling cut it to ~1-2 ms per step (vLLM v0.6 blog, Sept 2024)"),
+    ("overhead_mult_sglang", 1.2, 0.5, False,
+     "python scheduler, overlapped"),
+    ("overhead_mult_tgi", 3.0, 0.5, False,
+     "python router + shards (TGI arch.)"),
+    ("overhead_mult_transformers", 20.0, 0.7, False,
+     "eager PyTorch: one python forward per token, ~20-30 ms for 7B at batch 1 (HF blog benchmarks)"),
+    ("overhead_mult_llamacpp", 1.5, 0.5, False,
+     "C++ loop, graph rebuilt per step"),
+    ("overhead_mult_unknown", 2.0, 0.5, False,
+     "as vLLM"),
+)
+# fmt: on
+
+PRIORS: Mapping[str, Prior] = MappingProxyType(
+    {n: Prior(value=v, log_sd=sd, fit=f, source=src) for n, v, sd, f, src in _PRIOR_TABLE}
+)
+
+#: training stacks taken as the reference (multiplier 1): Megatron-LM and NeMo on Megatron-Core
+TRAIN_REFERENCE_STACKS = ("nemo", "megatron")
+#: inference stack taken as the reference (multiplier 1)
+INFER_REFERENCE_STACKS = ("trtllm",)
+
+
+def prior_params() -> dict[str, float]:
+    """Every parameter at its prior value."""
+    return {k: p.value for k, p in PRIORS.items()}
+
+
+def stack_param(kind: str, software: str | None) -> str | None:
+    """Name of the stack multiplier for ``kind`` (``train|infer``) and ``software`` (None: reference)."""
+    ref = TRAIN_REFERENCE_STACKS if kind == "train" else INFER_REFERENCE_STACKS
+    sw = (software or "unknown").lower()
+    if sw in ref:
+        return None
+    name = f"{kind}_stack_{sw}"
+    return name if name in PRIORS else f"{kind}_stack_unknown"
+
+
+__all__ = [
+    "INFER_REFERENCE_STACKS",
+    "PRIORS",
+    "TRAIN_REFERENCE_STACKS",
+    "Prior",
+    "prior_params",
+    "stack_param",
+]

@@ -1,0 +1,258 @@
+"""The calibration profile: fitted parameters and residual quantiles, its JSON file format, and intervals.
+
+Intervals come from the leave-one-out residual quantiles per metric family, with a floor, widened for
+uncertain specs and for GPU generations, precisions and stacks without cases.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from gpufleet.errors import ConfigFileError, DataError
+from gpufleet.estimate.priors import PRIORS, prior_params
+from gpufleet.estimate.types import Interval
+from gpufleet.fileio import atomic_write_text
+
+PROFILE_VERSION = 1
+#: weight of each prior's penalty against one case's log residual: 1 makes a prior one ``log_sd`` away cost as
+#: much as one case off by ``exp(1)``; lower lets the data speak (chosen by leave-one-out error)
+PRIOR_WEIGHT = 0.5
+#: fit a stack multiplier only where at least this many cases measured that stack
+MIN_CASES_PER_STACK = 2
+#: metric -> interval family
+METRIC_FAMILY: Mapping[str, str] = MappingProxyType(
+    {
+        "train_minutes": "training",
+        "train_gpu_hours": "training",
+        "train_step_s": "training",
+        "train_tokens_per_s_per_gpu": "training",
+        "mfu": "training",
+        "infer_output_tokens_per_s": "throughput",
+        "ttft_ms": "latency",
+        "tpot_ms": "latency",
+        "peak_memory_gib": "memory",
+    }
+)
+FAMILIES: tuple[str, ...] = ("training", "throughput", "latency", "memory")
+#: smallest half-width of any interval in log space (-22 % / +28 %). Published single measurements vary by
+#: ~10-15 % run to run and between software versions, and the leave-one-out residuals of 19 cases (2-4 per
+#: family) understate the error on GPUs, models and stacks outside them, so the floor sits above both.
+LOG_INTERVAL_FLOOR = 0.25
+#: standard-normal 90th percentile: p10/p90 of a log-normal error are -/+ Z x RMS
+Z_10_90 = 1.2816
+#: default half-width for a family without residuals (ln 2: the "within 2x" target)
+LOG_INTERVAL_DEFAULT = math.log(2.0)
+#: widening of the log interval for estimates outside the calibrated data: multiplier and added width
+WIDEN_FACTOR = 1.5
+WIDEN_ADD = 0.15
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CalibrationProfile:
+    """Fitted parameters, residual quantiles and provenance of one calibration run."""
+
+    params: Mapping[str, float]
+    fitted_at: str
+    case_count: int
+    log_residual_quantiles: Mapping[
+        str, tuple[float, float]
+    ]  # family -> (q10, q90) of ln(measured/predicted)
+    residuals: Mapping[str, float]  # case_id -> in-sample ln(measured / predicted)
+    version: int
+    source: str
+    loo_residuals: Mapping[str, float] = field(default_factory=dict)  # case_id -> leave-one-out ln ratio
+    calibrated: tuple[str, ...] = ()  # "<architecture>/<compute class>" keys with cases, e.g. "Hopper/fp8"
+    fitted: tuple[str, ...] = ()  # names of the parameters the fit moved
+
+    def param(self, name: str) -> float:
+        """Value of parameter ``name`` (its prior when the profile predates it)."""
+        if name in self.params:
+            return self.params[name]
+        return PRIORS[name].value
+
+
+def prior_profile() -> CalibrationProfile:
+    """A profile with every parameter at its prior and default interval widths (nothing fitted)."""
+    return CalibrationProfile(
+        params=MappingProxyType(prior_params()),
+        fitted_at="",
+        case_count=0,
+        log_residual_quantiles=MappingProxyType(
+            {f: (-LOG_INTERVAL_DEFAULT, LOG_INTERVAL_DEFAULT) for f in FAMILIES}
+        ),
+        residuals=MappingProxyType({}),
+        version=PROFILE_VERSION,
+        source="priors",
+    )
+
+
+def with_params(profile: CalibrationProfile, params: Mapping[str, float]) -> CalibrationProfile:
+    """``profile`` with some parameters replaced (used by the fit)."""
+    merged = dict(profile.params)
+    merged.update(params)
+    return CalibrationProfile(
+        params=merged,
+        fitted_at=profile.fitted_at,
+        case_count=profile.case_count,
+        log_residual_quantiles=profile.log_residual_quantiles,
+        residuals=profile.residuals,
+        version=profile.version,
+        source=profile.source,
+        loo_residuals=profile.loo_residuals,
+        calibrated=profile.calibrated,
+        fitted=profile.fitted,
+    )
+
+
+class _ProfileFile(BaseModel):
+    """The JSON file format of a profile (validated where a user passes a file)."""
+
+    model_config = ConfigDict(extra="ignore")
+    version: int
+    fitted_at: str
+    case_count: int
+    source: str
+    params: dict[str, float]
+    log_residual_quantiles: dict[str, tuple[float, float]]
+    residuals: dict[str, float]
+    loo_residuals: dict[str, float] = {}
+    calibrated: list[str] = []
+    fitted: list[str] = []
+
+
+def _profile_from_text(text: str, name: str) -> CalibrationProfile:
+    try:
+        raw = _ProfileFile.model_validate_json(text)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top level)"
+        raise ConfigFileError(
+            f"Calibration profile {name} is not valid: field {where}: {first['msg']}. A profile is the JSON "
+            "written by `tools/calibrate.py` (keys version, fitted_at, case_count, source, params, "
+            "log_residual_quantiles, residuals). Re-create it with `python tools/calibrate.py --out FILE`."
+        ) from exc
+    if raw.version != PROFILE_VERSION:
+        raise ConfigFileError(
+            f"Calibration profile {name} has version {raw.version}; this gpufleet reads version "
+            f"{PROFILE_VERSION}. Re-create it with `python tools/calibrate.py --out FILE`."
+        )
+    bad = [k for k, v in raw.params.items() if not (math.isfinite(v) and v > 0)]
+    unknown = [k for k in raw.params if k not in PRIORS]
+    if bad or unknown:
+        raise ConfigFileError(
+            f"Calibration profile {name} has invalid parameters: non-positive {bad}, unknown {unknown}. "
+            f"Allowed: positive values for {', '.join(sorted(PRIORS))}. Re-create it with tools/calibrate.py."
+        )
+    return CalibrationProfile(
+        params=MappingProxyType({**prior_params(), **raw.params}),
+        fitted_at=raw.fitted_at,
+        case_count=raw.case_count,
+        log_residual_quantiles=MappingProxyType(dict(raw.log_residual_quantiles)),
+        residuals=MappingProxyType(dict(raw.residuals)),
+        version=raw.version,
+        source=raw.source,
+        loo_residuals=MappingProxyType(dict(raw.loo_residuals)),
+        calibrated=tuple(raw.calibrated),
+        fitted=tuple(raw.fitted),
+    )
+
+
+@cache
+def _shipped_profile() -> CalibrationProfile:
+    try:
+        text = (
+            resources.files("gpufleet.estimate").joinpath("data", "profile.json").read_text(encoding="utf-8")
+        )
+    except (FileNotFoundError, OSError) as exc:
+        raise DataError(
+            "The shipped calibration profile estimate/data/profile.json is missing. Reinstall gpufleet, or "
+            "re-create it with `python tools/calibrate.py`."
+        ) from exc
+    try:
+        return _profile_from_text(text, "estimate/data/profile.json (shipped)")
+    except ConfigFileError as exc:
+        raise DataError(f"{exc} Reinstall gpufleet to restore the shipped profile.") from exc
+
+
+def load_profile(path: Path | None = None) -> CalibrationProfile:
+    """Load a profile from ``path``, or the shipped one when ``path`` is None (cached)."""
+    if path is None:
+        return _shipped_profile()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigFileError(
+            f"Cannot read calibration profile {path}: {exc.strerror}. Pass an existing file written by "
+            "`tools/calibrate.py`, or leave the option out to use the shipped profile."
+        ) from exc
+    return _profile_from_text(text, str(path))
+
+
+def profile_to_dict(profile: CalibrationProfile) -> dict[str, Any]:
+    """The JSON-ready form of ``profile`` (with each parameter's prior and source, for readers)."""
+    return {
+        "version": profile.version,
+        "fitted_at": profile.fitted_at,
+        "case_count": profile.case_count,
+        "source": profile.source,
+        "params": {k: profile.params[k] for k in sorted(profile.params)},
+        "priors": {
+            k: {"value": p.value, "log_sd": p.log_sd, "fit": p.fit, "source": p.source}
+            for k, p in PRIORS.items()
+        },
+        "fitted": list(profile.fitted),
+        "calibrated": list(profile.calibrated),
+        "log_residual_quantiles": {k: list(v) for k, v in profile.log_residual_quantiles.items()},
+        "residuals": dict(profile.residuals),
+        "loo_residuals": dict(profile.loo_residuals),
+    }
+
+
+def save_profile(profile: CalibrationProfile, path: Path) -> None:
+    """Write ``profile`` as JSON to ``path`` atomically (temporary file + rename)."""
+    path = Path(path)
+    text = json.dumps(profile_to_dict(profile), indent=1, sort_keys=False) + "\n"
+    atomic_write_text(path, text)
+
+
+def make_interval(central: float, family: str, profile: CalibrationProfile, widen: int = 0) -> Interval:
+    """``central`` with p10/p90 from the family's residual quantiles, floored, widened ``widen`` times.
+
+    Residuals are ln(measured / predicted), so p10 = central * exp(q10) and p90 = central * exp(q90).
+    """
+    q10, q90 = profile.log_residual_quantiles.get(family, (-LOG_INTERVAL_DEFAULT, LOG_INTERVAL_DEFAULT))
+    lo, hi = min(q10, -LOG_INTERVAL_FLOOR), max(q90, LOG_INTERVAL_FLOOR)
+    for _ in range(widen):
+        lo, hi = lo * WIDEN_FACTOR - WIDEN_ADD, hi * WIDEN_FACTOR + WIDEN_ADD
+    return Interval(central=central, p10=central * math.exp(lo), p90=central * math.exp(hi))
+
+
+__all__ = [
+    "FAMILIES",
+    "LOG_INTERVAL_DEFAULT",
+    "LOG_INTERVAL_FLOOR",
+    "METRIC_FAMILY",
+    "MIN_CASES_PER_STACK",
+    "PRIOR_WEIGHT",
+    "PROFILE_VERSION",
+    "WIDEN_ADD",
+    "WIDEN_FACTOR",
+    "Z_10_90",
+    "CalibrationProfile",
+    "load_profile",
+    "make_interval",
+    "prior_profile",
+    "profile_to_dict",
+    "save_profile",
+    "with_params",
+]

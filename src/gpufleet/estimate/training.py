@@ -1,0 +1,339 @@
+"""Training speed (step time, tokens/s, MFU, time to train) from FLOPs, bytes and links (docs/performance.md).
+
+Training (per step): compute at the precision's dense peak x eta x w(h) x train_eff x stack factor, exposed
+tensor-parallel and expert all-to-all time, pipeline bubble ``(p-1)/(v m)``, and the data-parallel gradient
+reduce (or ZeRO-3 gathers) beyond what overlaps the backward.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpufleet.catalog.specs import AcceleratorSpec
+from gpufleet.errors import InputError
+from gpufleet.estimate import compute as cx
+from gpufleet.estimate.comms import (
+    DEFAULT_GPUS_PER_NODE,
+    Link,
+    all_gather_s,
+    all_reduce_s,
+    all_to_all_nodes_s,
+    group_link,
+    intra_node_link,
+)
+from gpufleet.estimate.memory import MemoryEstimate
+from gpufleet.estimate.parallelism import TrainingLayout, default_ep, training_layouts
+from gpufleet.estimate.priors import stack_param
+from gpufleet.estimate.profile import CalibrationProfile, make_interval
+from gpufleet.estimate.rates import (
+    ACT_BYTES,
+    Rates,
+    _widen,
+    positive_float,
+    positive_int,
+    resolve_inputs,
+    resolve_rates,
+    software_key,
+    tp_link,
+    width_factor,
+)
+from gpufleet.estimate.types import TRAINING_TASKS, Interval
+from gpufleet.models import count_params, lora_params
+from gpufleet.models.arch import ModelArch
+from gpufleet.models.params import ffn_params
+from gpufleet.precision import check_precision
+from gpufleet.units import SECONDS_PER_HOUR
+
+#: bytes per gradient element in the data-parallel reduce (Megatron default: fp32 main grads)
+GRAD_BYTES = 4.0
+#: bytes per parameter all-gathered after the optimizer step (bf16 weights; fp8 training keeps bf16 ones)
+PARAM_BYTES = 2.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainingEstimate:
+    """Training speed at a ``tp x pp x dp`` layout; performance fields None when it does not fit."""
+
+    fits: bool
+    memory: MemoryEstimate
+    tp: int
+    pp: int
+    dp: int
+    step_time_s: Interval | None  # one optimizer step of global_batch x seq_len tokens [s]
+    tokens_per_s_per_gpu: Interval | None  # [tokens/s/GPU]
+    tokens_per_s: Interval | None  # whole system [tokens/s]
+    mfu: float | None  # model FLOPs / (time x GPUs x dense peak of the stated precision) [fraction]
+    time_to_train_s: Interval | None  # train_tokens at this rate, with expected failure restarts [s]
+    gpu_hours: Interval | None  # time_to_train x GPUs [GPU h]
+    notes: tuple[str, ...]
+    zero_stage: int = 1
+    recompute: str = "selective"
+
+
+#: stacks that run Megatron's interleaved pipeline schedule (others: plain 1F1B, v = 1)
+INTERLEAVED_STACKS = frozenset({"nemo", "megatron", "unknown"})
+#: stacks that overlap the expert-parallel all-to-all with another micro-batch's compute: Megatron-Core MoE
+#: (EP A2A overlap), NeMo recipes on it, and tuned published runs (DeepSeek-V3 DualPipe); others
+#: (DeepSpeed-MoE, plain PyTorch) run it in line and hide only what async launches give, like TP traffic
+EP_OVERLAP_STACKS = frozenset({"nemo", "megatron", "unknown"})
+#: QLoRA dequantises NF4 weights before every matmul (bitsandbytes): ~0.6-0.7x LoRA speed (QLoRA paper,
+#: Dettmers et al. 2023, and HF PEFT benchmarks); a named prior applied to qlora compute
+QLORA_DEQUANT_EFF = 0.65
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StepBreakdown:
+    """Parts of one training step on one GPU [s]."""
+
+    compute_s: float
+    tp_comm_exposed_s: float
+    ep_comm_s: float
+    bubble_fraction: float
+    dp_comm_exposed_s: float
+
+    @property
+    def step_s(self) -> float:
+        return (self.compute_s + self.tp_comm_exposed_s + self.ep_comm_s) * (
+            1.0 + self.bubble_fraction
+        ) + self.dp_comm_exposed_s
+
+
+def training_step(
+    *, model: ModelArch, spec: AcceleratorSpec, rates: Rates, task: str, tp: int, pp: int, dp: int, ep: int,
+    global_batch: int, seq_len: int, zero_stage: int, recompute: str, software: str, gpus_per_node: int,
+    profile: CalibrationProfile, cp: int = 1,
+) -> StepBreakdown:  # fmt: skip
+    """Time of one optimizer step, split into its parts (module doc)."""
+    n = tp * pp * dp * cp
+    fl = cx.training_flops_per_token(model, task=task, seq_len=seq_len, recompute=recompute)
+    tokens = float(global_batch * seq_len)
+    stack_name = stack_param("train", software)
+    eff = profile.param("train_eff") * (profile.param(stack_name) if stack_name else 1.0)
+    if task == "qlora":
+        eff *= QLORA_DEQUANT_EFF
+    t_mm = tokens * fl.hw_matmul / n / (rates.peak_flops * rates.eta * width_factor(model, profile) * eff)
+    t_attn = tokens * fl.hw_attention / n / (rates.peak16_flops * rates.eta16 * eff)
+    compute = t_mm + t_attn
+    micro = max(global_batch // dp, 1)  # micro-batches of one sequence per data-parallel replica
+    link_eff = profile.param("link_eff")
+    tp_l = tp_link(spec, tp, gpus_per_node, profile)
+    n_ar = 4 + (2 if recompute == "full" else 0)  # fwd 2 + bwd 2 per layer (Korthikanti 2022 sec. 4.2.2)
+    local_seq = seq_len / cp
+    per_ar = all_reduce_s(local_seq * model.hidden_size * ACT_BYTES, tp, tp_l)
+    t_tp = n_ar * (model.num_layers / pp) * micro * per_ar
+    # context parallel (Megatron CP / ring attention): each rank gathers the sequence's K and V forward, and
+    # again + reduce-scatters their gradients backward, overlapped with attention like TP traffic
+    kv_dim = 2 * model.num_kv_heads * model.head_dim
+    cp_l = group_link(spec, group=cp, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff)
+    t_cp = 3.0 * (model.num_layers / pp) * micro * all_gather_s(seq_len * kv_dim * ACT_BYTES / tp, cp, cp_l)
+    t_ep = 0.0
+    if model.is_moe and ep > 1:
+        # each TP rank routes its 1/tp of the tokens (sequence parallel) to k experts: dispatch + combine,
+        # forward + backward; peers in the same node over NVLink, the others over the network, at once
+        per = local_seq / tp * model.experts_per_token * model.hidden_size * ACT_BYTES
+        per_node = max(1, gpus_per_node // tp)
+        a2a = all_to_all_nodes_s(
+            per, ep, per_node, intra_node_link(spec, link_eff), group_link(
+                spec, group=ep, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff
+            ),
+        )  # fmt: skip
+        t_ep = 4.0 * (model.num_moe_layers / pp) * micro * a2a
+    tp_ov = "tp_overlap_nemo" if software == "nemo" else "tp_overlap"
+    exposed = 1.0 - min(profile.param(tp_ov), 1.0)
+    if software in EP_OVERLAP_STACKS:
+        # DualPipe / Megatron-Core EP A2A overlap: the all-to-all of one micro-batch runs under another's
+        # compute, so only what exceeds ``ep_overlap`` x the compute stays exposed
+        ep_exposed = max(0.0, t_ep - min(profile.param("ep_overlap"), 1.0) * compute)
+    else:
+        ep_exposed = exposed * t_ep
+    v = min(profile.param("pp_interleave"), model.num_layers / pp) if software in INTERLEAVED_STACKS else 1.0
+    bubble = (pp - 1) / (max(v, 1.0) * micro)
+    dp = dp * cp  # the gradient reduce runs over dp x cp ranks (Megatron CP)
+    pc = count_params(model)
+    # Routed-expert weights are split over ep ranks and their gradients reduce only across the dp / ep
+    # expert-data-parallel replicas (Megatron-Core MoE; DeepSeek-V3 report sec. 3.2); the rest over all dp.
+    routed = (
+        float(model.num_moe_layers * model.num_experts * ffn_params(model, model.moe_intermediate_size))
+        if model.is_moe
+        else 0.0
+    )
+    ep_eff = ep if model.is_moe and ep > 1 and dp % ep == 0 else 1
+    groups: list[tuple[float, int]]  # (parameters per GPU, ranks that reduce them)
+    if task in ("lora", "qlora"):
+        groups = [(float(lora_params(model, 16)) / (tp * pp), dp)]
+    else:
+        groups = [((pc.total - routed) / (tp * pp), dp), (routed / (tp * pp * ep_eff), dp // ep_eff)]
+    overlap = profile.param("dp_overlap")
+
+    def _links(ranks: int) -> Link:
+        return group_link(spec, group=ranks, stride=tp * pp, gpus_per_node=gpus_per_node, link_eff=link_eff)
+
+    if zero_stage == 3:
+        gather = sum(2.0 * all_gather_s(p * rates.weight_bytes, r, _links(r)) for p, r in groups if p > 0)
+        t_micro = compute / micro
+        reduce = sum(all_gather_s(p * GRAD_BYTES, r, _links(r)) for p, r in groups if p > 0)
+        dp_exposed = micro * max(0.0, gather - overlap * t_micro) + reduce
+    else:
+        # pp = 1: one micro-batch per step when memory allows, so the reduce overlaps the whole backward;
+        # with pipelining only the last micro-batch's backward remains to hide it
+        t_window = compute * (2.0 / 3.0) / (micro if pp > 1 else 1)
+        t_dp = 0.0
+        for p, r in groups:
+            if p <= 0:
+                continue
+            if zero_stage == 0:
+                t_dp += all_reduce_s(p * GRAD_BYTES, r, _links(r))
+            else:  # reduce-scatter fp32 grads + all-gather updated 16-bit params (distributed optimizer)
+                t_dp += all_gather_s(p * GRAD_BYTES, r, _links(r)) + all_gather_s(
+                    p * PARAM_BYTES, r, _links(r)
+                )
+        dp_exposed = max(0.0, t_dp - overlap * t_window)
+    return StepBreakdown(
+        compute_s=compute, tp_comm_exposed_s=exposed * t_tp, ep_comm_s=ep_exposed + exposed * t_cp,
+        bubble_fraction=bubble, dp_comm_exposed_s=dp_exposed,
+    )  # fmt: skip
+
+
+def effective_time_fraction(gpu_count: int, profile: CalibrationProfile) -> float:
+    """Share of wall time spent training, given failures ~ GPUs (Llama 3 sec. 3.3.4 rate and cost)."""
+    lost = profile.param("failure_rate_per_gpu_hour") * gpu_count * profile.param("failure_cost_h")
+    return 1.0 / (1.0 + lost)
+
+
+def estimate_training(
+    *,
+    model: ModelArch | str,
+    task: str,
+    gpu: AcceleratorSpec | str,
+    precision: str,
+    gpu_count: int,
+    global_batch: int,
+    seq_len: int,
+    train_tokens: float | None = None,
+    tp: int | None = None,
+    pp: int | None = None,
+    dp: int | None = None,
+    ep: int | None = None,
+    gpus_per_node: int | None = None,
+    zero_stage: int | None = None,
+    recompute: str | None = None,
+    software: str | None = None,
+    profile: CalibrationProfile | None = None,
+    allow_fallback: bool = False,
+    cp: int | None = None,
+    ignore_memory: bool = False,
+) -> TrainingEstimate:
+    """Estimate step time, throughput, MFU and time to train (module doc).
+
+    ``cp``: context-parallel degree (each group of ``cp`` GPUs splits every sequence; ring attention exchanges
+    K/V). ``ignore_memory``: estimate speed even where the memory model says nothing fits (``fits`` stays
+    False, a note says so); for measured cases.
+    """
+    arch, spec, prof = resolve_inputs(model, gpu, profile)
+    prec = check_precision(precision)
+    if task not in TRAINING_TASKS:
+        raise InputError(
+            f"Task {task!r} is not a training task. Allowed: {', '.join(TRAINING_TASKS)}. "
+            "Use estimate_inference for serving."
+        )
+    for name, v in (("gpu_count", gpu_count), ("global_batch", global_batch), ("seq_len", seq_len)):
+        positive_int(name, v)
+    for name, opt in (
+        ("tp", tp),
+        ("pp", pp),
+        ("dp", dp),
+        ("ep", ep),
+        ("cp", cp),
+        ("gpus_per_node", gpus_per_node),
+    ):
+        positive_int(name, opt, allow_none=True)
+    if train_tokens is not None:
+        positive_float("train_tokens", train_tokens)
+    if recompute is not None and recompute not in ("none", "selective", "full"):
+        raise InputError(f"recompute must be none, selective or full, got {recompute!r}.")
+    sw = software_key(software)
+    rates = resolve_rates(spec, prec, prof, allow_fallback=allow_fallback)
+    gpn = gpus_per_node or DEFAULT_GPUS_PER_NODE
+    cp_deg = cp or 1
+    if gpu_count % cp_deg or seq_len < cp_deg:
+        raise InputError(
+            f"Context-parallel degree {cp_deg} must divide the {gpu_count} GPUs and be at most seq_len "
+            f"({seq_len}). Use a cp that divides the GPU count, or leave it out."
+        )
+    layouts = training_layouts(
+        model=arch, spec=spec, task=task, precision=prec, gpu_count=gpu_count // cp_deg,
+        global_batch=global_batch, seq_len=-(-seq_len // cp_deg), gpus_per_node=gpn, software=sw, tp=tp,
+        pp=pp, dp=dp, zero_stage=zero_stage, recompute=recompute, ep=ep, allow_fallback=allow_fallback,
+    )  # fmt: skip
+    best: tuple[float, TrainingLayout, StepBreakdown] | None = None
+    for lay in layouts:
+        if not lay.memory.fits and not ignore_memory:
+            continue
+        ep_deg = ep if ep is not None else (default_ep(arch, lay.dp, gpn) if arch.is_moe else 1)
+        br = training_step(
+            model=arch, spec=spec, rates=rates, task=task, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=ep_deg,
+            global_batch=global_batch, seq_len=seq_len, zero_stage=lay.zero_stage, recompute=lay.recompute,
+            software=sw, gpus_per_node=gpn, profile=prof, cp=cp_deg,
+        )  # fmt: skip
+        if best is None or br.step_s < best[0]:
+            best = (br.step_s, lay, br)
+    layout = best[1] if best is not None else layouts[-1]
+    recompute = layout.recompute
+    notes = list(rates.notes)
+    notes.append(
+        f"layout tp={layout.tp} pp={layout.pp} dp={layout.dp}, ZeRO-{layout.zero_stage}, "
+        f"{recompute} recompute, "
+        f"software {sw}."
+    )
+    if global_batch < layout.dp:
+        raise InputError(
+            f"global_batch {global_batch} is smaller than the data-parallel degree {layout.dp}: every "
+            "replica "
+            "needs at least one sequence. Raise the global batch or use fewer GPUs."
+        )
+    if best is None:
+        return TrainingEstimate(
+            fits=False, memory=layout.memory, tp=layout.tp, pp=layout.pp, dp=layout.dp, step_time_s=None,
+            tokens_per_s_per_gpu=None, tokens_per_s=None, mfu=None, time_to_train_s=None, gpu_hours=None,
+            notes=tuple(notes), zero_stage=layout.zero_stage, recompute=recompute,
+        )  # fmt: skip
+    br = best[2]
+    if not layout.memory.fits:
+        notes.append(
+            f"the memory model says this does not fit ({layout.memory.per_gpu_gib:.1f} GiB per GPU); speed "
+            "estimated anyway."
+        )
+    step = br.step_s
+    used = layout.tp * layout.pp * layout.dp * cp_deg
+    tok_gpu = global_batch * seq_len / step / used
+    fl = cx.training_flops_per_token(arch, task=task, seq_len=seq_len, recompute=recompute)
+    mfu = tok_gpu * fl.model_total / rates.stated_peak_flops
+    widen = _widen(rates, spec, stack_param("train", sw), prof, arch)
+    step_i = make_interval(step, "training", prof, widen)
+    tok_i = step_i.inverted(global_batch * seq_len / used)
+    ttt = gpus_h = None
+    if train_tokens is not None:
+        frac = effective_time_fraction(used, prof)
+        ttt = tok_i.inverted(train_tokens / used / frac)
+        gpus_h = ttt.scaled(used / SECONDS_PER_HOUR)
+        notes.append(f"time to train includes {100 * (1 / frac - 1):.1f}% for failures and restarts.")
+    return TrainingEstimate(
+        fits=layout.memory.fits, memory=layout.memory, tp=layout.tp, pp=layout.pp, dp=layout.dp,
+        step_time_s=step_i,
+        tokens_per_s_per_gpu=tok_i, tokens_per_s=tok_i.scaled(used), mfu=mfu, time_to_train_s=ttt,
+        gpu_hours=gpus_h, notes=tuple(notes), zero_stage=layout.zero_stage, recompute=recompute,
+    )  # fmt: skip
+
+
+__all__ = [
+    "EP_OVERLAP_STACKS",
+    "GRAD_BYTES",
+    "INTERLEAVED_STACKS",
+    "PARAM_BYTES",
+    "QLORA_DEQUANT_EFF",
+    "StepBreakdown",
+    "TrainingEstimate",
+    "effective_time_fraction",
+    "estimate_training",
+    "training_step",
+]
