@@ -103,12 +103,16 @@ def main() -> None:
         subprocess.run(
             cmd, capture_output=True, env=os.environ | {"NO_COLOR": "1"}, check=False
         )  # warm disk cache
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, env=os.environ | {"NO_COLOR": "1"}, check=False)
-        cli = time.perf_counter() - t0
-        ok = proc.returncode == 0
+        times, ok = [], True
+        for _ in range(5):
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, capture_output=True, env=os.environ | {"NO_COLOR": "1"}, check=False)
+            times.append(time.perf_counter() - t0)
+            ok = ok and proc.returncode == 0
+        cli = statistics.median(times)
         verdict = ("PASS" if ok and cli <= 1.5 else "FAIL") + ("" if ok else f" (exit {proc.returncode})")
-        rows.append(("`gpufleet recommend` CLI, end to end", f"{cli:.2f} s", "<= 1.5 s", verdict))
+        label = "`gpufleet recommend` CLI with SLOs, end to end (median of 5)"
+        rows.append((label, f"{cli:.2f} s", "<= 1.5 s", verdict))
     else:
         rows.append(("`gpufleet recommend` CLI", "not installed", "<= 1.5 s", "SKIPPED"))
 

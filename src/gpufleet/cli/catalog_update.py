@@ -8,7 +8,7 @@ files written and the capture time. ``--dry-run`` fetches and summarises but wri
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -16,11 +16,13 @@ from rich.table import Table
 from rich.text import Text
 
 from gpufleet.catalog.fetch import store
-from gpufleet.catalog.fetch.normalise import RefreshResult
-from gpufleet.catalog.fetch.pipeline import PROVIDERS, WrittenFiles, refresh, write_result
 from gpufleet.catalog.pricing import describe_assumptions, load_commitment_assumptions
 from gpufleet.cli.console import console, err_console
 from gpufleet.errors import UnknownNameError
+
+if TYPE_CHECKING:
+    from gpufleet.catalog.fetch.normalise import RefreshResult
+    from gpufleet.catalog.fetch.pipeline import WrittenFiles
 
 _TOP_UNMAPPED = 10
 
@@ -66,6 +68,8 @@ def update(
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Fetch and summarise; write nothing.")] = False,
 ) -> None:
     """Fetch current prices from a provider's public price API into the user data directory."""
+    from gpufleet.catalog.fetch.pipeline import PROVIDERS, refresh, write_result  # httpx: only here
+
     provider = provider.strip().lower()
     if provider not in PROVIDERS:
         raise UnknownNameError(

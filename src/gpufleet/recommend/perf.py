@@ -266,6 +266,9 @@ def _inference_config(w: Workload, gpu: str, g: int, nodes: int, tp: int, pp: in
     ladder = [b for b in BATCH_LADDER if b < max_b] + [max_b]
     at = pl.at
     lo, hi, best = 0, len(ladder) - 1, -1
+    # no latency SLO, or the saturated batch already meets it: no search (latency grows with batch)
+    if (w.ttft_p95_s is None and w.tpot_p95_s is None) or _meets(at(ladder[hi]), w):
+        lo, best = hi + 1, hi
     while lo <= hi:
         mid = (lo + hi) // 2
         if not _meets(at(ladder[mid]), w):

@@ -7,10 +7,33 @@ directory, never over a file we did not write). Importing this package touches n
 
 from __future__ import annotations
 
-from gpufleet.catalog.fetch.normalise import RefreshResult
-from gpufleet.catalog.fetch.pipeline import PROVIDERS, WrittenFiles, refresh, write_result
-from gpufleet.catalog.fetch.rates import CommitmentRate
-from gpufleet.catalog.fetch.store import refreshed_offer_files
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpufleet.catalog.fetch.normalise import RefreshResult
+    from gpufleet.catalog.fetch.pipeline import PROVIDERS, WrittenFiles, refresh, write_result
+    from gpufleet.catalog.fetch.rates import CommitmentRate
+    from gpufleet.catalog.fetch.store import refreshed_offer_files
+
+#: public name -> defining module, imported on first use (PEP 562): the price kinds read fetched rates
+#: through ``fetch.rates`` on every query, and must not pay for httpx and the API clients.
+_LAZY: dict[str, str] = {
+    "PROVIDERS": "gpufleet.catalog.fetch.pipeline",
+    "CommitmentRate": "gpufleet.catalog.fetch.rates",
+    "RefreshResult": "gpufleet.catalog.fetch.normalise",
+    "WrittenFiles": "gpufleet.catalog.fetch.pipeline",
+    "refresh": "gpufleet.catalog.fetch.pipeline",
+    "refreshed_offer_files": "gpufleet.catalog.fetch.store",
+    "write_result": "gpufleet.catalog.fetch.pipeline",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gpufleet.catalog.fetch' has no attribute {name!r}")
+    return getattr(importlib.import_module(module), name)
 
 __all__ = [
     "PROVIDERS",
