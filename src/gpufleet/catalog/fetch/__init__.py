@@ -35,6 +35,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'gpufleet.catalog.fetch' has no attribute {name!r}")
     return getattr(importlib.import_module(module), name)
 
+
 __all__ = [
     "PROVIDERS",
     "CommitmentRate",
