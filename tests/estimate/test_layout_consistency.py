@@ -118,3 +118,25 @@ def test_training_integer_weights_is_unsupported() -> None:
             model="llama-3.1-8b", task="pretrain", gpu="B200", gpu_count=8, global_batch=64, seq_len=8192,
             precision="int4",
         )  # fmt: skip
+
+
+def test_small_cloud_vms_talk_over_a_slower_network_than_hgx_nodes() -> None:
+    from gpufleet.catalog.specs import get_spec
+    from gpufleet.estimate.comms import inter_node_link
+
+    h100 = get_spec("H100-SXM")
+    hgx = inter_node_link(h100, 1.0, gpus_per_node=8)
+    vm = inter_node_link(h100, 1.0, gpus_per_node=1)
+    assert vm.bw_gb_per_s < hgx.bw_gb_per_s / 10
+    assert vm.hop_latency_s > hgx.hop_latency_s
+
+
+def test_pipeline_across_single_gpu_vms_costs_network_time() -> None:
+    kw = dict(
+        model="llama-2-13b", task="full_finetune", gpu="H100-SXM", precision="bf16", gpu_count=8,
+        global_batch=64, seq_len=4096, tp=1, pp=8, dp=1, software="megatron",
+    )  # fmt: skip
+    one_node = estimate_training(**kw, gpus_per_node=8)  # type: ignore[arg-type]
+    eight_vms = estimate_training(**kw, gpus_per_node=1)  # type: ignore[arg-type]
+    assert one_node.step_time_s is not None and eight_vms.step_time_s is not None
+    assert eight_vms.step_time_s.central > one_node.step_time_s.central

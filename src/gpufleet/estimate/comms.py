@@ -29,6 +29,12 @@ PCIE_DEFAULT_GB_PER_S = 31.5
 #: vary (AWS p4d 400 Gb/s per 8 GPUs with EFA, p5 3200 Gb/s per 8 GPUs).
 INTERNODE_GB_PER_S_BY_ARCH: dict[str, float] = {"Hopper": 50.0, "Blackwell": 50.0, "Blackwell Ultra": 100.0}
 INTERNODE_DEFAULT_GB_PER_S = 25.0
+#: nodes with fewer GPUs than an HGX baseboard are cloud VMs on plain TCP Ethernet without RDMA, shared by
+#: the node's GPUs [GB/s per node]: 25 Gb/s, the class of AWS g5/g6e small sizes (up to 10-25 Gbps), GCP
+#: a2-highgpu-1g / g2 (24-32 Gbps) and single-GPU neocloud VMs (provider instance pages). A named assumption.
+SMALL_NODE_NETWORK_GB_PER_S = 3.125
+#: TCP per-hop latency of such VMs [s] (kernel network stack: tens of microseconds)
+SMALL_NODE_HOP_LATENCY_S = 30e-6
 
 #: per-hop latency of a collective step [s]: NVLink/NVSwitch ~5 us, PCIe through the host ~15 us, network
 #: ~10 us (nccl-tests small-message all-reduce times on DGX A100/H100 and PCIe hosts)
@@ -69,8 +75,16 @@ def intra_node_link(spec: AcceleratorSpec, link_eff: float) -> Link:
     return Link(bw_gb_per_s=pcie_gb_per_s(spec) * link_eff, hop_latency_s=PCIE_HOP_LATENCY_S, kind="pcie")
 
 
-def inter_node_link(spec: AcceleratorSpec, link_eff: float) -> Link:
-    """Network link per GPU between nodes (named assumption :data:`INTERNODE_GB_PER_S_BY_ARCH`)."""
+def inter_node_link(
+    spec: AcceleratorSpec, link_eff: float, gpus_per_node: int = DEFAULT_GPUS_PER_NODE
+) -> Link:
+    """Network link per GPU between nodes.
+
+    Full (8-GPU) nodes: an RDMA fabric per GPU (:data:`INTERNODE_GB_PER_S_BY_ARCH`); smaller VMs: one TCP
+    NIC shared by the node's GPUs (:data:`SMALL_NODE_NETWORK_GB_PER_S`)."""
+    if gpus_per_node < DEFAULT_GPUS_PER_NODE:
+        bw = SMALL_NODE_NETWORK_GB_PER_S / max(gpus_per_node, 1)
+        return Link(bw_gb_per_s=bw * link_eff, hop_latency_s=SMALL_NODE_HOP_LATENCY_S, kind="network")
     bw = INTERNODE_GB_PER_S_BY_ARCH.get(spec.architecture, INTERNODE_DEFAULT_GB_PER_S)
     return Link(bw_gb_per_s=bw * link_eff, hop_latency_s=NETWORK_HOP_LATENCY_S, kind="network")
 
@@ -81,7 +95,7 @@ def group_link(
     """Slowest link of a group of ``group`` ranks spaced ``stride`` apart (TP innermost: stride 1)."""
     if group * stride <= gpus_per_node:
         return intra_node_link(spec, link_eff)
-    return inter_node_link(spec, link_eff)
+    return inter_node_link(spec, link_eff, gpus_per_node)
 
 
 def all_reduce_s(n_bytes: float, ranks: int, link: Link) -> float:
@@ -128,6 +142,8 @@ __all__ = [
     "DEFAULT_GPUS_PER_NODE",
     "INTERNODE_DEFAULT_GB_PER_S",
     "INTERNODE_GB_PER_S_BY_ARCH",
+    "SMALL_NODE_HOP_LATENCY_S",
+    "SMALL_NODE_NETWORK_GB_PER_S",
     "Link",
     "all_gather_s",
     "all_reduce_s",

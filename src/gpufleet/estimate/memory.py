@@ -406,7 +406,7 @@ def _assemble(q: _Query, spec: AcceleratorSpec) -> tuple[float, dict[str, float]
     over = _overheads(q)
     extra = sum(v for k, v in over.items() if k != "cuda_context")
     best: tuple[float, dict[str, float], float] | None = None
-    for st in _stages(m, q.tp, q.pp, q.ep):
+    for st in _candidate_stages(_stages(m, q.tp, q.pp, q.ep)):
         if task == "load":
             parts = {"weights": _weight_bytes(st, prec)}
         elif task == "inference":
@@ -420,6 +420,17 @@ def _assemble(q: _Query, spec: AcceleratorSpec) -> tuple[float, dict[str, float]
             best = (usable, parts, slack)
     assert best is not None
     return best
+
+
+def _candidate_stages(stages: tuple[_Stage, ...]) -> tuple[_Stage, ...]:
+    """The stages that can be the heaviest. Under 1F1B a stage's load is its parameters plus (p - i)
+    micro-batches of activations; the first stages hold the extra layers and the most micro-batches, so past
+    the dense-first layers of a MoE model (at most the first few stages) the load only falls until the last
+    stage, which adds lm_head and the logits. Checking the first four and the last is exact for that layout
+    and keeps deep pipelines cheap to size."""
+    if len(stages) <= 5:
+        return stages
+    return (*stages[:4], stages[-1])
 
 
 def _overheads(q: _Query) -> dict[str, float]:

@@ -102,8 +102,11 @@ def training_layouts(
     ep: int | None = None,
     allow_fallback: bool = False,
 ) -> list[TrainingLayout]:
-    """The fitting layouts at the smallest pipeline degree of the first pass that has one, else ``[the last
-    layout tried]``.
+    """The fitting layouts of the first pass that has one, else ``[the last layout tried]``.
+
+    Every TP x PP that fits is returned (for stacks without TP, only those at the smallest fitting pipeline
+    degree); the caller keeps the fastest, as an engineer tuning for throughput would: at scale a deeper
+    pipeline with less TP often wins (Narayanan et al. 2021, sec. 3: TP within a node, PP across nodes).
 
     Passes, in the order an engineer relaxes them: (1) selective recompute with ZeRO-1 (ZeRO-1 then ZeRO-3 for
     stacks without TP), every TP at the smallest PP that fits; (2) ZeRO-3/FSDP; (3) full recompute. Degrees,
@@ -121,8 +124,11 @@ def training_layouts(
     for rc, zeros in passes:
         rc = recompute or rc
         zs = [zero_stage] if zero_stage is not None else zeros
+        found: list[TrainingLayout] = []
+        pp_min: int | None = None
         for pp_try in [pp] if pp is not None else _pp_candidates(model, gpu_count, tps[0] if tps else 1):
-            found: list[TrainingLayout] = []
+            if pp_min is not None and pp_try > 4 * pp_min:
+                break  # deeper pipelines than 4x the shallowest that fits only add bubble
             for t in tps:
                 if gpu_count % (t * pp_try):
                     continue
@@ -142,8 +148,12 @@ def training_layouts(
                     if mem.fits and global_batch >= d:
                         found.append(last)
                         break
-            if found:
+            if found and no_tp:  # ZeRO/FSDP stacks pipeline only when they must: the smallest pp that fits
                 return found
+            if found and pp_min is None:
+                pp_min = pp_try
+        if found:  # every fitting (tp, pp) of the first pass that has one: the caller keeps the fastest
+            return found
     if last is None:
         raise InputError(
             f"No tensor x pipeline x data parallel layout of {gpu_count} GPUs matches tp={tp}, pp={pp}, "

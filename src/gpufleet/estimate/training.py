@@ -42,7 +42,7 @@ from gpufleet.models import count_params, lora_params
 from gpufleet.models.arch import ModelArch
 from gpufleet.models.params import ffn_params
 from gpufleet.precision import check_precision
-from gpufleet.units import SECONDS_PER_HOUR
+from gpufleet.units import GB, SECONDS_PER_HOUR
 
 #: bytes per gradient element in the data-parallel reduce (Megatron default: fp32 main grads)
 GRAD_BYTES = 4.0
@@ -121,6 +121,13 @@ def training_step(
     local_seq = seq_len / cp
     per_ar = all_reduce_s(local_seq * model.hidden_size * ACT_BYTES, tp, tp_l)
     t_tp = n_ar * (model.num_layers / pp) * micro * per_ar
+    # pipeline point-to-point: every micro-batch sends its activations forward and their gradients backward
+    # across each stage boundary, s x h per boundary split over the TP ranks (Narayanan et al. 2021 sec. 4.1,
+    # scatter/gather optimisation); negligible over NVLink, not over the TCP network of small cloud VMs
+    if pp > 1:
+        pp_l = group_link(spec, group=pp, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff)
+        p2p = local_seq * model.hidden_size * ACT_BYTES / tp / (pp_l.bw_gb_per_s * GB) + pp_l.hop_latency_s
+        t_tp += 2.0 * micro * p2p
     # context parallel (Megatron CP / ring attention): each rank gathers the sequence's K and V forward, and
     # again + reduce-scatters their gradients backward, overlapped with attention like TP traffic
     kv_dim = 2 * model.num_kv_heads * model.head_dim
@@ -189,7 +196,7 @@ def training_step(
                 )
         dp_exposed = max(0.0, t_dp - overlap * t_window)
     return StepBreakdown(
-        compute_s=compute, tp_comm_exposed_s=exposed * t_tp, ep_comm_s=ep_exposed + exposed * t_cp,
+        compute_s=compute, tp_comm_exposed_s=exposed * t_tp, ep_comm_s=ep_exposed + exposed * t_cp,  # TP + PP
         bubble_fraction=bubble, dp_comm_exposed_s=dp_exposed,
     )  # fmt: skip
 
