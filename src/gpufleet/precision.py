@@ -42,6 +42,13 @@ COMPUTE_COLUMN: dict[str, str] = {
 }
 
 
+#: formats whose checkpoints quantise the linear layers only: embeddings, lm_head and norms stay 16-bit
+#: (AWQ/GPTQ, vLLM/TRT-LLM fp8, bitsandbytes NF4 checkpoints)
+QUANTISED_FORMATS: frozenset[str] = frozenset({"fp8", "int8", "int4", "fp4", "nf4"})
+#: bytes per element of the tensors a quantised checkpoint keeps in 16 bit [bytes]
+UNQUANTISED_BYTES_PER_ELEMENT = 2.0
+
+
 def check_precision(value: str) -> str:
     """Return ``value`` lower-cased if it is a known precision, else raise :class:`InputError`."""
     v = value.lower().strip()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import csv
 import math
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -241,12 +241,33 @@ def load_commitment_assumptions(
             rows = []
         rows = [r for r in rows if (r.provider, r.program, r.term_years) not in keys] + new
     rows = [r for r in rows if not math.isnan(r.discount_fraction)]
-    fetched: tuple[CommitmentRate, ...] = ()
-    if include_fetched:
-        from gpufleet.catalog.fetch.store import read_refreshed_commitments
-
-        fetched = tuple(read_refreshed_commitments())
+    fetched = _fetched_rates() if include_fetched else ()
     return CommitmentAssumptions(rows=tuple(rows), fetched=fetched)
+
+
+def _fetched_rates() -> tuple[CommitmentRate, ...]:
+    """Rates written by ``gpufleet catalog update``, parsed once per version of the files on disk (every
+    commitment-priced query reads them; only a stat of each file is repeated)."""
+    from gpufleet.catalog.fetch.store import refreshed_commitment_files
+
+    files = refreshed_commitment_files()
+    if not files:
+        return ()
+    stamp = []
+    for p in files:
+        try:
+            st = p.stat()
+        except OSError:
+            continue  # vanished since listing: read_refreshed_commitments reports what it cannot read
+        stamp.append((str(p), st.st_mtime_ns, st.st_size))
+    return _parse_fetched(tuple(stamp))
+
+
+@lru_cache(maxsize=4)
+def _parse_fetched(stamp: tuple[tuple[str, int, int], ...]) -> tuple[CommitmentRate, ...]:
+    from gpufleet.catalog.fetch.store import read_refreshed_commitments
+
+    return tuple(read_refreshed_commitments())
 
 
 def describe_assumptions(assumptions: CommitmentAssumptions | None = None) -> tuple[AssumptionRow, ...]:

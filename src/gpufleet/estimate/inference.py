@@ -37,7 +37,8 @@ from gpufleet.estimate.rates import (
 )
 from gpufleet.estimate.types import Interval
 from gpufleet.models.arch import ModelArch
-from gpufleet.precision import check_precision
+from gpufleet.precision import QUANTISED_FORMATS as _QUANTISED
+from gpufleet.precision import UNQUANTISED_BYTES_PER_ELEMENT, check_precision
 
 #: concurrent sequences an engine schedules at most, by default: vLLM ``max_num_seqs`` 256 (EngineArgs);
 #: SGLang/TGI are bounded by KV tokens (taken as 512); TRT-LLM ``max_batch_size`` 2048 (trtllm-build default
@@ -50,8 +51,7 @@ STATIC_BATCHING_STACKS = frozenset({"transformers"})
 #: memory-module engine used for each software stack's memory accounting
 MEMORY_ENGINE: dict[str, str] = {"trtllm": "trtllm", "transformers": "transformers", "llamacpp": "pytorch"}
 #: quantised checkpoints keep the LM head in 16 bit (AWQ/GPTQ, vLLM/TRT-LLM fp8): bytes per element
-HEAD_BYTES_QUANTISED = 2.0
-_QUANTISED = frozenset({"fp8", "int8", "int4", "fp4", "nf4"})
+HEAD_BYTES_QUANTISED = UNQUANTISED_BYTES_PER_ELEMENT
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

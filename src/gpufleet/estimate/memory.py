@@ -35,7 +35,8 @@ from gpufleet.estimate.types import TASKS
 from gpufleet.models.arch import ModelArch
 from gpufleet.models.params import LORA_TARGETS, count_params, ffn_params, lora_params
 from gpufleet.models.registry import resolve_model
-from gpufleet.precision import BYTES_PER_ELEMENT, check_precision
+from gpufleet.precision import BYTES_PER_ELEMENT, UNQUANTISED_BYTES_PER_ELEMENT, check_precision
+from gpufleet.precision import QUANTISED_FORMATS as _QUANTISED
 from gpufleet.units import GIB
 
 Engine = Literal["vllm", "trtllm", "transformers", "pytorch"]
@@ -63,8 +64,6 @@ KV_BLOCK_TOKENS = {"vllm": 16, "trtllm": 64, "transformers": 1, "pytorch": 1}
 PREFILL_CHUNK_TOKENS = {"vllm": 8192, "trtllm": 8192}
 #: vLLM ``max_num_seqs`` default 256: its profiling run samples that many sequences' logits (fp32)
 VLLM_MAX_NUM_SEQS = 256
-#: quantised checkpoints keep embeddings, lm_head and norms in 16 bit (AWQ/GPTQ, vLLM fp8, bitsandbytes)
-_QUANTISED = frozenset({"fp8", "int8", "int4", "fp4", "nf4"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -213,7 +212,7 @@ def _stages(m: ModelArch, tp: int, pp: int, ep: int = 1) -> tuple[_Stage, ...]:
 
 def _weight_bytes(stage: _Stage, precision: str) -> float:
     """Stage weights: layers at ``precision``; embeddings/lm_head 16-bit when the checkpoint is quantised."""
-    emb_bpe = 2.0 if precision in _QUANTISED else BYTES_PER_ELEMENT[precision]
+    emb_bpe = UNQUANTISED_BYTES_PER_ELEMENT if precision in _QUANTISED else BYTES_PER_ELEMENT[precision]
     return stage.layer_params * BYTES_PER_ELEMENT[precision] + stage.embed_params * emb_bpe
 
 

@@ -24,7 +24,6 @@ efficiencies), :mod:`gpufleet.estimate.inference` and :mod:`gpufleet.estimate.tr
 
 from __future__ import annotations
 
-from gpufleet.estimate.inference import _QUANTISED as _QUANTISED
 from gpufleet.estimate.inference import (
     ENGINE_MAX_BATCH,
     STATIC_BATCHING_STACKS,
