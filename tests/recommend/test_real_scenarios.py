@@ -64,3 +64,16 @@ def test_cannot_fit_with_real_estimator() -> None:
     assert cf.mem_needed_single_gpu_gib > cf.largest_node_memory_gib / 8
     assert cf.suggestions and all(s.mem_per_gpu_gib > 0 for s in cf.suggestions)
     assert "more_memory_gpu" in {s.kind for s in cf.suggestions}
+
+
+def test_candidates_flag_a_precision_fallback() -> None:
+    from gpufleet.recommend.api import recommend
+
+    rec = recommend(model="llama-3.2-1b", precision="bf16", concurrency=4, providers=("aws",), limit=50)
+    flags = {c.gpu: c.precision_fallback for c in rec.ranked}
+    assert flags, rec.status
+    assert flags.get("T4", True) is True  # g4dn: a T4 has no bf16, it runs fp16 (a visible fallback)
+    assert flags.get("Radeon-Pro-V520", True) is True
+    for gpu in ("A10G", "L4", "L40S", "A100-SXM-40GB", "H100-SXM"):  # bf16 in hardware: no fallback
+        assert flags.get(gpu, False) is False, gpu
+    assert any(flags.values()) and not all(flags.values())

@@ -85,3 +85,13 @@ def test_migration_breakdown_uses_the_migration_totals() -> None:
     assert after["spot risk overhead"] > 0
     assert sum(migration_breakdown(m, after=False).values()) == pytest.approx(m.current_cost_usd_per_month)
     assert migration_breakdown(replace(m, recommended=None, new_cost_usd_per_month=None), after=True) == {}
+
+
+def test_risk_names_a_precision_fallback_from_the_typed_flag() -> None:
+    from dataclasses import replace
+
+    c = replace(samples.A, precision_fallback=True, notes=())
+    assert risk_text(c) == "medium: precision fallback"
+    assert risk_text(replace(samples.A, precision_fallback=False, notes=("a note mentioning fallback",))) == (
+        "low (on-demand, one node)"
+    )

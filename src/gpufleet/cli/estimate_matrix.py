@@ -124,6 +124,7 @@ def _infer_grid(models: list[ModelArch], gpus: list[AcceleratorSpec], o: dict[st
 
 def _memory_grid(models: list[ModelArch], gpus: list[AcceleratorSpec], o: dict[str, Any]) -> Grid:
     from gpufleet.estimate.memory import estimate_memory
+    from gpufleet.estimate.support import precision_support
 
     seq = o["input_len"] + o["output_len"]
 
@@ -135,7 +136,7 @@ def _memory_grid(models: list[ModelArch], gpus: list[AcceleratorSpec], o: dict[s
             allow_fallback=True,
         )  # fmt: skip
         text = f"{mem.per_gpu_gib:,.1f} GiB"
-        if any("fallback" in a for a in mem.assumptions):
+        if precision_support(spec, prec, allow_fallback=True).fallback:
             text += " (weight-only)" if prec in ("fp8", "fp4", "int8", "int4") else " (fp16 compute)"
         return text if mem.fits else f"{text} ({DOES_NOT_FIT})"
 

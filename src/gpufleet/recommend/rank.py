@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpufleet.catalog.offers import OfferTable
-from gpufleet.catalog.specs import get_spec
+from gpufleet.catalog.specs import AcceleratorSpec, get_spec
 from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
 from gpufleet.cost.schedule import Schedule
 from gpufleet.cost.spot import (
@@ -31,7 +31,7 @@ from gpufleet.cost.spot import (
     replicas_to_provision,
     spot_training,
 )
-from gpufleet.errors import InputError
+from gpufleet.errors import InputError, UnsupportedError
 from gpufleet.estimate.types import Interval
 from gpufleet.recommend.candidates import CandidateSet
 from gpufleet.recommend.perf import Estimator, configs_for, slo_gap, target_output_tokens_per_s
@@ -123,6 +123,7 @@ def materialise(
         instance_type=str(t.column("instance_type")[o]),
         gpu=cfg.gpu,
         gpu_vendor=spec.vendor,
+        precision_fallback=_needs_fallback(spec, w.precision),
         gpus_per_node=cfg.gpus_per_node,
         nodes_per_replica=cfg.nodes_per_unit,
         tp=cfg.tp,
@@ -274,3 +275,13 @@ def objective_value(cs: CandidateSet, w: Workload, objective: str, row: int) -> 
     if objective == "fastest":
         return -float(cs.speed[row])
     return -float(cs.output_tokens_per_s[row] / cs.cost_usd_per_hour[row])
+
+
+def _needs_fallback(spec: AcceleratorSpec, precision: str) -> bool:
+    """True when ``spec`` runs ``precision`` only through the estimator's explicit fallback."""
+    from gpufleet.estimate.support import precision_support
+
+    try:
+        return precision_support(spec, precision, allow_fallback=True).fallback
+    except UnsupportedError:  # no candidate is built for an unsupported precision; be explicit anyway
+        return True

@@ -131,6 +131,7 @@ class Candidate:
     within_budget: bool = True
     spot: SpotCost | None = None
     generation_year: int | None = None  # GPU release year
+    precision_fallback: bool = False  # the GPU cannot compute at the workload's precision: fallback used
     notes: tuple[str, ...] = ()
 
     @property

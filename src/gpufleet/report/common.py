@@ -133,7 +133,7 @@ def risk_flags(c: Candidate) -> list[str]:
         s = c.spot
         extra = f", {s.replicas_provisioned}/{s.replicas_needed} replicas" if s.replicas_needed else ""
         flags.append(f"spot {s.interruptions_per_h:.2g}/h{extra}")
-    if any("fallback" in n for n in c.notes):
+    if c.precision_fallback:
         flags.append("precision fallback")
     if c.price_kind.startswith(("commit", "reserved", "savings_plan", "cud")):
         flags.append(f"commitment ({c.price_kind})")
