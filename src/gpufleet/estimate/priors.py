@@ -103,7 +103,7 @@ _PRIOR_TABLE: tuple[tuple[str, float, float, bool, str], ...] = (
     ("infer_stack_llamacpp", 0.6, 0.5, True,
      "llama.cpp CUDA backend: ~50-70% of peak bandwidth at batch 1 (llama.cpp GPU benchmarks)"),
     ("infer_stack_unknown", 0.85, 0.4, True,
-     "unstated engine: vLLM-like"),
+     "unstated engine: between vLLM (0.9) and TGI (0.75), nearer vLLM, the most deployed open engine"),
     ("overhead_mult_vllm", 1.5, 0.5, False,
      "python scheduler; v0.6 multi-step scheduling cut it to ~1-2 ms per step (vLLM v0.6 blog, Sept 2024)"),
     ("overhead_mult_sglang", 1.2, 0.5, False,
@@ -115,7 +115,7 @@ _PRIOR_TABLE: tuple[tuple[str, float, float, bool, str], ...] = (
     ("overhead_mult_llamacpp", 1.5, 0.5, False,
      "C++ loop, graph rebuilt per step"),
     ("overhead_mult_unknown", 2.0, 0.5, False,
-     "as vLLM"),
+     "unstated engine: between vLLM (1.5) and TGI (3), the usual serving stacks"),
 )
 # fmt: on
 
