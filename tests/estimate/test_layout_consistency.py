@@ -140,3 +140,11 @@ def test_pipeline_across_single_gpu_vms_costs_network_time() -> None:
     eight_vms = estimate_training(**kw, gpus_per_node=1)  # type: ignore[arg-type]
     assert one_node.step_time_s is not None and eight_vms.step_time_s is not None
     assert eight_vms.step_time_s.central > one_node.step_time_s.central
+
+
+def test_peak_memory_with_an_unstated_engine_is_the_need_not_a_pool() -> None:
+    text = HEADER + (
+        "P4,peak_memory_gib,llama-3.1-8b,inference,H100-SXM,1,bf16,1,,512,128,,1,1,1,,,,17,GiB,,test\n"
+    )
+    (case,) = parse_cases_csv(text, "inline.csv")
+    assert predict_case(case).predicted < 25.0

@@ -142,8 +142,9 @@ def _predict_memory(case: CalibrationCase, prof: CalibrationProfile, estimate_me
     torch_view = (case.software or "").lower() in TORCH_ALLOCATED_STACKS
     if torch_view:
         value, what = mem.allocated_gib, "torch allocated"
-    elif case.task == "inference" and engine in PREALLOCATING_ENGINES:
+    elif case.task == "inference" and (case.software or "").lower() in PREALLOCATING_ENGINES:
         # vLLM and TRT-LLM size their KV pool up front, so the device shows the whole pool, not the need
+        # (only when the case names that engine: an unstated stack is compared on what it needs)
         value = max(mem.per_gpu_gib, mem.usable_gib + mem.breakdown_gib.get("cuda_context", 0.0))
         what = f"per-GPU (nvidia-smi), {engine} pre-allocated KV pool included"
     else:
