@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test check unit venv clean golden validate-table bench
+.PHONY: demo test check unit venv clean golden validate-table bench system-deps
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -24,7 +24,10 @@ check: $(STAMP)
 	$(BIN)/ruff format --check src tests tools benchmarks
 	$(BIN)/mypy
 
-unit: $(STAMP)
+system-deps:
+	@bash tools/system-deps.sh
+
+unit: $(STAMP) system-deps
 	$(BIN)/pytest
 
 test: check unit

@@ -1,17 +1,362 @@
-"""User files: atomic writes, and YAML/JSON parsing whose syntax errors name the line and column."""
+"""The one input layer for user files, and atomic writes.
+
+Every file gpufleet reads on a user's behalf (workloads, catalogs, overrides, profiles, calibration cases,
+configs, telemetry, traces, fleet files) goes through :func:`read_user_bytes` and the functions built on it:
+
+- only regular files (no FIFOs, devices, directories), checked before opening, so no input can hang a read;
+- a size limit (:data:`DEFAULT_MAX_BYTES`, per call overridable) stated in the message;
+- encoding detection: UTF-8 with or without BOM, UTF-16/UTF-32 with BOM; anything else is an error naming the
+  encoding it looks like (Latin-1, binary) and how to convert it;
+- YAML through a safe loader that rejects aliases (no alias bombs), duplicate keys and nesting deeper than
+  :data:`MAX_NESTING_DEPTH`; JSON with the same duplicate-key and depth rules;
+- CSV with a per-field size limit and a row limit, every error naming the file and line.
+
+Each failure is a :class:`~gpufleet.errors.ConfigFileError` whose message names the file, what is wrong,
+what is allowed and what to do.
+"""
 
 from __future__ import annotations
 
+import codecs
+import csv
+import io
 import json
 import os
+import stat
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from gpufleet.errors import ConfigFileError
+
+#: Largest user file read by default [bytes]: 20 MiB; big enough for any workload, catalog or fleet file.
+DEFAULT_MAX_BYTES = 20 * 1024 * 1024
+#: Deepest nesting of lists/maps accepted in YAML/JSON user files.
+MAX_NESTING_DEPTH = 64
+#: Largest CSV field [characters].
+MAX_CSV_FIELD_CHARS = 64 * 1024
+#: Longest path accepted [characters] (longer ones fail in ``stat`` with an OSError).
+MAX_PATH_CHARS = 4096
+
+
+def _mib(n: int) -> str:
+    return f"{n / (1024 * 1024):.1f} MiB"
+
+
+def check_user_path(path: str | Path, *, what: str = "file") -> Path:
+    """``path`` as a Path if it names an existing regular file, else :class:`ConfigFileError`."""
+    text = str(path)
+    if not text or "\x00" in text:
+        raise ConfigFileError(
+            f"The {what} path {text[:80]!r} is empty or contains a NUL byte. Give a file path."
+        )
+    if len(text) > MAX_PATH_CHARS or any(len(part) > 255 for part in Path(text).parts):
+        raise ConfigFileError(
+            f"The {what} path {text[:60]!r}... is too long ({len(text)} characters; "
+            f"at most {MAX_PATH_CHARS}, 255 per path component). Give the path of an existing file."
+        )
+    p = Path(text)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise ConfigFileError(f"The {what} {p} does not exist. Check the path.") from None
+    except OSError as exc:
+        raise ConfigFileError(
+            f"The {what} {p} cannot be read ({exc.strerror or exc}). Check the path."
+        ) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise ConfigFileError(
+            f"The {what} {p} is a directory; a regular file is required. Give the file's path."
+        )
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a FIFO" if stat.S_ISFIFO(st.st_mode) else "a device or special file"
+        raise ConfigFileError(
+            f"The {what} {p} is {kind}, not a regular file; gpufleet reads only regular files (this avoids "
+            "hanging on pipes and devices). Save the content to a file and pass that."
+        )
+    return p
+
+
+def read_user_bytes(path: str | Path, *, what: str = "file", max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
+    """The bytes of the regular file ``path``: at most ``max_bytes``, else :class:`ConfigFileError`."""
+    p = check_user_path(path, what=what)
+    try:
+        with p.open("rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise ConfigFileError(
+            f"The {what} {p} cannot be read ({exc.strerror or exc}). Check its permissions."
+        ) from None
+    if len(data) > max_bytes:
+        raise ConfigFileError(
+            f"The {what} {p} is larger than the {_mib(max_bytes)} allowed for it. Split it or remove what is "
+            "not needed."
+        )
+    return data
+
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
+def decode_user_bytes(data: bytes, *, source: str) -> str:
+    """Text of ``data``: UTF-8 (BOM optional) or UTF-16/32 with a BOM; otherwise :class:`ConfigFileError`."""
+    for bom, enc in _BOMS:
+        if data.startswith(bom):
+            try:
+                return data[len(bom) :].decode(enc)
+            except UnicodeDecodeError as exc:
+                raise ConfigFileError(
+                    f"{source} starts with a {enc.upper()} byte-order mark but is not valid {enc.upper()} "
+                    f"(byte {exc.start}). Re-save it as UTF-8."
+                ) from None
+    if b"\x00" in data[:4096]:
+        raise ConfigFileError(
+            f"{source} looks binary or UTF-16 without a byte-order mark (it contains NUL bytes). "
+            "gpufleet reads text files in UTF-8 (or UTF-16 with a BOM). Give the text file, or convert it: "
+            "`iconv -f UTF-16 -t UTF-8 FILE > FILE.utf8`."
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        guess = "Latin-1/Windows-1252" if _looks_latin1(data) else "not text (binary)"
+        raise ConfigFileError(
+            f"{source} is not UTF-8: byte 0x{data[exc.start]:02x} on line {line} is invalid; the file looks "
+            f"{guess}. gpufleet reads UTF-8 (or UTF-16 with a BOM). Convert it, e.g. "
+            "`iconv -f LATIN1 -t UTF-8 FILE > FILE.utf8`."
+        ) from None
+
+
+def _looks_latin1(data: bytes) -> bool:
+    sample = data[:4096]
+    control = sum(1 for b in sample if b < 32 and b not in (9, 10, 13))
+    return control == 0
+
+
+def read_user_text(path: str | Path, *, what: str = "file", max_bytes: int = DEFAULT_MAX_BYTES) -> str:
+    """The text of the user file ``path`` through the input layer (regular file, size limit, encoding)."""
+    p = Path(path)
+    return decode_user_bytes(read_user_bytes(p, what=what, max_bytes=max_bytes), source=f"The {what} {p}")
+
+
+# --------------------------------------------------------------------------------------------- YAML / JSON
+
+
+class _SafeLoader(yaml.SafeLoader):
+    """SafeLoader without aliases/anchors, duplicate keys or deep nesting."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                "YAML aliases (*name) are not accepted in gpufleet files (they allow 'alias bombs'); "
+                "write the values out",
+                event.start_mark,
+            )
+        depth = getattr(self, "_gf_depth", 0) + 1
+        if depth > MAX_NESTING_DEPTH:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"nesting deeper than {MAX_NESTING_DEPTH} levels",
+                self.peek_event().start_mark,  # type: ignore[no-untyped-call]
+            )
+        self._gf_depth = depth
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._gf_depth = depth - 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    hash(key)
+                except TypeError:
+                    continue
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"duplicate key {key!r} (the last one would silently win); keep one",
+                        key_node.start_mark,
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_SafeLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+    lambda loader, node: loader.construct_mapping(node, deep=True),  # type: ignore[arg-type]
+)
+
+
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKeyError(f"duplicate key {key!r} (the last one would silently win); keep one")
+        out[key] = value
+    return out
+
+
+def _json_depth(text: str) -> int:
+    depth = best = 0
+    in_str = esc = False
+    for ch in text:
+        if in_str:
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = False
+        elif ch == '"':
+            in_str = True
+        elif ch in "[{":
+            depth += 1
+            best = max(best, depth)
+        elif ch in "]}":
+            depth -= 1
+    return best
+
+
+def syntax_error_text(exc: Exception) -> str:
+    """A JSON/YAML parser error on one line: what is wrong and where (line, column; 1-based)."""
+    if isinstance(exc, json.JSONDecodeError):
+        return f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+    return f"{problem}{where}"
+
+
+def parse_yaml_or_json(path: Path, text: str, describe: Callable[[str, str], str]) -> Any:
+    """``text`` parsed as JSON when ``path`` ends in ``.json``, else as YAML, with the input layer's rules.
+
+    A syntax error, an alias, a duplicate key or too deep nesting raises :class:`ConfigFileError` with the
+    message ``describe(kind, error)``: ``kind`` is ``"JSON"`` or ``"YAML"``, ``error`` says what and where.
+    """
+    is_json = path.suffix.lower() == ".json"
+    kind = "JSON" if is_json else "YAML"
+    try:
+        if is_json:
+            if _json_depth(text) > MAX_NESTING_DEPTH:
+                raise ConfigFileError(describe(kind, f"nesting deeper than {MAX_NESTING_DEPTH} levels"))
+            return json.loads(text, object_pairs_hook=_no_duplicates)
+        return yaml.load(text, Loader=_SafeLoader)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise ConfigFileError(describe(kind, syntax_error_text(exc))) from exc
+    except _DuplicateKeyError as exc:
+        raise ConfigFileError(describe(kind, str(exc))) from exc
+    except RecursionError:
+        raise ConfigFileError(describe(kind, f"nesting deeper than {MAX_NESTING_DEPTH} levels")) from None
+
+
+def load_structured_file(
+    path: str | Path, *, what: str = "file", max_bytes: int = DEFAULT_MAX_BYTES, fmt: str | None = None
+) -> Any:
+    """Parse the YAML or JSON user file ``path`` (JSON when it ends in .json or ``fmt == "json"``)."""
+    p = Path(path)
+    text = read_user_text(p, what=what, max_bytes=max_bytes)
+    parse_as = p if fmt is None else p.with_suffix(".json" if fmt == "json" else ".yaml")
+
+    def describe(kind: str, error: str) -> str:
+        return f"The {what} {p} is not valid {kind}: {error}. Fix the file and run the command again."
+
+    return parse_yaml_or_json(parse_as, text, describe)
+
+
+# --------------------------------------------------------------------------------------------------- CSV
+
+
+def iter_csv_text(
+    text: str,
+    *,
+    source: str,
+    max_field_chars: int = MAX_CSV_FIELD_CHARS,
+    delimiter: str = ",",
+) -> Iterator[tuple[int, list[str]]]:
+    """Yield ``(line_number, fields)`` for every non-empty CSV record of ``text``.
+
+    A field over ``max_field_chars`` or a CSV syntax error raises :class:`ConfigFileError` with the line.
+    """
+    csv.field_size_limit(max(max_field_chars, 1024))
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=False)
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as exc:
+            raise ConfigFileError(
+                f"{source}: CSV error on line {reader.line_num}: {exc}. Fields are limited to "
+                f"{max_field_chars:,} characters; quote fields that contain commas or newlines."
+            ) from None
+        if row and any(cell.strip() for cell in row):
+            yield reader.line_num, row
+
+
+def read_csv_file(
+    path: str | Path,
+    *,
+    what: str = "CSV file",
+    required_columns: Sequence[str] = (),
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_field_chars: int = MAX_CSV_FIELD_CHARS,
+) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
+    """The header and ``(line_number, row)`` records of the CSV user file ``path``.
+
+    The header is stripped of surrounding spaces; a duplicate or missing required column, a row with more
+    cells than the header, or an empty file raises :class:`ConfigFileError` naming the file and line.
+    """
+    p = Path(path)
+    source = f"The {what} {p}"
+    text = read_user_text(p, what=what, max_bytes=max_bytes)
+    rows = iter_csv_text(text, source=source, max_field_chars=max_field_chars)
+    try:
+        _, header_raw = next(rows)
+    except StopIteration:
+        raise ConfigFileError(f"{source} is empty; it needs a header line and at least one row.") from None
+    header = [h.strip() for h in header_raw]
+    dupes = sorted({h for h in header if header.count(h) > 1})
+    if dupes:
+        raise ConfigFileError(f"{source} has duplicate columns {dupes}; give each column once.")
+    missing = [c for c in required_columns if c not in header]
+    if missing:
+        raise ConfigFileError(
+            f"{source} lacks the required columns {missing}; it has {header}. Add them to the header line."
+        )
+    out: list[tuple[int, dict[str, str]]] = []
+    for line, cells in rows:
+        if len(cells) > len(header):
+            raise ConfigFileError(
+                f"{source}, line {line}: {len(cells)} cells but the header has {len(header)} columns. "
+                "Quote fields that contain the delimiter."
+            )
+        cells = cells + [""] * (len(header) - len(cells))
+        out.append((line, dict(zip(header, cells, strict=True))))
+    return header, out
+
+
+# ------------------------------------------------------------------------------------------------ writes
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
@@ -33,27 +378,19 @@ def atomic_write_text(path: Path, text: str) -> None:
     atomic_write_bytes(path, text.encode("utf-8"))
 
 
-def syntax_error_text(exc: Exception) -> str:
-    """A JSON/YAML parser error on one line: what is wrong and where (line, column; 1-based)."""
-    if isinstance(exc, json.JSONDecodeError):
-        return f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
-    where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-    return f"{problem}{where}"
-
-
-def parse_yaml_or_json(path: Path, text: str, describe: Callable[[str, str], str]) -> Any:
-    """``text`` parsed as JSON when ``path`` ends in ``.json``, else as YAML.
-
-    A syntax error raises :class:`ConfigFileError` with the message ``describe(kind, error)``: ``kind`` is
-    ``"JSON"`` or ``"YAML"``, ``error`` is :func:`syntax_error_text` of the parser error.
-    """
-    is_json = path.suffix.lower() == ".json"
-    try:
-        return json.loads(text) if is_json else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ConfigFileError(describe("JSON" if is_json else "YAML", syntax_error_text(exc))) from exc
-
-
-__all__ = ["atomic_write_bytes", "atomic_write_text", "parse_yaml_or_json", "syntax_error_text"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "MAX_CSV_FIELD_CHARS",
+    "MAX_NESTING_DEPTH",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "check_user_path",
+    "decode_user_bytes",
+    "iter_csv_text",
+    "load_structured_file",
+    "parse_yaml_or_json",
+    "read_csv_file",
+    "read_user_bytes",
+    "read_user_text",
+    "syntax_error_text",
+]
