@@ -48,6 +48,14 @@ def gb_from_gib(gib: float) -> float:
     return gib * GIB / GB
 
 
+BITS_PER_BYTE = 8.0
+
+
+def gb_per_s_from_gbit_per_s(gbit_per_s: float) -> float:
+    """Network rate in decimal Gb/s -> decimal GB/s (400 Gb/s = 50 GB/s)."""
+    return gbit_per_s / BITS_PER_BYTE
+
+
 def gib_from_bytes(n_bytes: float) -> float:
     """Bytes -> GiB."""
     return n_bytes / GIB

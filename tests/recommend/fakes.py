@@ -139,7 +139,14 @@ class FakeEstimator:
         )
 
     def training(
-        self, *, gpu: str, precision: str, gpu_count: int, gpus_per_node: int, workload: Workload
+        self,
+        *,
+        gpu: str,
+        precision: str,
+        gpu_count: int,
+        gpus_per_node: int,
+        workload: Workload,
+        node_network: object = None,
     ) -> Train:
         self.calls += 1
         spec = get_spec(gpu)
@@ -187,8 +194,8 @@ def offer(
         gpu=gpu,
         gpu_count=count,
         gpu_memory_gib=get_spec(gpu).memory_gib,
-        vcpus=None,
-        ram_gib=None,
+        vcpus=max(8.0, 12.0 * count),  # a typical cloud GPU host: 12 vCPUs and 2x the GPU memory per GPU
+        ram_gib=max(32.0, 2.0 * get_spec(gpu).memory_gib * count),
         arch=None,
         price_on_demand_usd_per_hour=price,
         price_spot_usd_per_hour=spot,

@@ -35,9 +35,19 @@ def test_inference_small_p5_on_aws_only_stays_cheaper() -> None:
         model=w.model, precision=w.precision, input_len_tokens=w.input_len_tokens,
         output_len_tokens=w.output_len_tokens, target_requests_per_s=w.target_requests_per_s,
         ttft_p95_ms=1000, tpot_p95_ms=60, hours_per_month=720, providers=["aws"], regions=["us-*"],
+        tier="dev", confidence="p50",  # at p90 the uncalibrated RTX PRO 6000 (p90/p10 ~22) misses the TPOT
     )  # fmt: skip
     assert r.status == "ok" and r.best is not None
     assert r.best.cost_usd_per_month < 6.88 * 720  # cheaper than one p5.4xlarge at $6.88/h on-demand
+
+
+def test_production_serving_keeps_two_replicas() -> None:
+    # an SLO makes the default tier production: at least 2 replicas (one can fail or be updated)
+    r = recommend(model="SMALL", precision="fp16", target_requests_per_s=0.5, ttft_p95_ms=1000,
+                  tpot_p95_ms=60, providers=["aws"], regions=["us-*"])  # fmt: skip
+    assert r.workload.tier == "production"
+    assert r.status == "ok" and r.ranked
+    assert all(c.replicas >= 2 for c in r.ranked)
 
 
 def test_training_large_p4d_recommends_a_faster_option_with_its_cost() -> None:
@@ -69,7 +79,12 @@ def test_cannot_fit_with_real_estimator() -> None:
 def test_candidates_flag_a_precision_fallback() -> None:
     from gpufleet.recommend.api import recommend
 
-    rec = recommend(model="llama-3.2-1b", precision="bf16", concurrency=4, providers=("aws",), limit=50)
+    strict = recommend(model="llama-3.2-1b", precision="bf16", concurrency=4, providers=("aws",), limit=50)
+    assert strict.ranked and not any(c.precision_fallback for c in strict.ranked)  # no fallback by default
+    assert "T4" not in {c.gpu for c in strict.ranked}
+    rec = recommend(
+        model="llama-3.2-1b", precision="bf16", concurrency=4, providers=("aws",), limit=50, allow_fallback=True
+    )
     flags = {c.gpu: c.precision_fallback for c in rec.ranked}
     assert flags, rec.status
     assert flags.get("T4", True) is True  # g4dn: a T4 has no bf16, it runs fp16 (a visible fallback)

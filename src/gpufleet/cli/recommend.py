@@ -117,7 +117,7 @@ def _flag_fields(params: dict[str, Any]) -> dict[str, Any]:
 WORKLOAD_FLAGS: tuple[str, ...] = (
     "model", "task", "precision", "input_len", "output_len", "concurrency", "target_rps", "target_tps",
     "ttft_ms", "tpot_ms", "tokens", "deadline_hours", "hours_per_month", "schedule", "pricing", "provider",
-    "region", "vendor", "budget", "objective",
+    "region", "vendor", "budget", "objective", "tier", "confidence", "max_risk", "allow_fallback",
 )  # fmt: skip
 
 #: command-line flag (as a Python name) -> workload field, where they differ
@@ -233,6 +233,32 @@ BudgetOpt = Annotated[float | None, typer.Option("--budget", help="Budget cap [U
 ObjectiveOpt = Annotated[
     str | None, typer.Option("--objective", help="cheapest, fastest or throughput_per_dollar.")
 ]
+TierOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--tier",
+        help="dev, batch or production. production: no marketplace/community hosts, no stale prices, "
+        "at least 2 replicas. Default: production for serving with a latency SLO, else batch.",
+    ),
+]
+ConfidenceOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--confidence",
+        help="Percentile of the estimate the SLOs, deadline and throughput target are checked at: p90 "
+        "(default, pessimistic end of the interval) or p50 (central value).",
+    ),
+]
+MaxRiskOpt = Annotated[
+    str | None, typer.Option("--max-risk", help="Drop candidates above this risk: low, medium or high.")
+]
+FallbackOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--allow-fallback/--no-allow-fallback",
+        help="Let a GPU run the precision through a fallback (e.g. bf16 as fp16 on V100). Default: no.",
+    ),
+]
 TopOpt = Annotated[int, typer.Option("--top", min=1, help="Number of ranked candidates to show.")]
 CatalogOpt = Annotated[
     list[Path] | None,
@@ -274,6 +300,10 @@ def register(app: typer.Typer) -> None:
         vendor: VendorOpt = None,
         budget: BudgetOpt = None,
         objective: ObjectiveOpt = None,
+        tier: TierOpt = None,
+        confidence: ConfidenceOpt = None,
+        max_risk: MaxRiskOpt = None,
+        allow_fallback: FallbackOpt = None,
         top: TopOpt = 5,
         catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,
@@ -323,6 +353,10 @@ def register(app: typer.Typer) -> None:
         vendor: VendorOpt = None,
         budget: BudgetOpt = None,
         objective: ObjectiveOpt = None,
+        tier: TierOpt = None,
+        confidence: ConfidenceOpt = None,
+        max_risk: MaxRiskOpt = None,
+        allow_fallback: FallbackOpt = None,
         top: TopOpt = 5,
         catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,

@@ -75,13 +75,31 @@ def intra_node_link(spec: AcceleratorSpec, link_eff: float) -> Link:
     return Link(bw_gb_per_s=pcie_gb_per_s(spec) * link_eff, hop_latency_s=PCIE_HOP_LATENCY_S, kind="pcie")
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeNetwork:
+    """The scale-out network of the nodes a job runs on, when the caller knows it (the offer's fabric from
+    ``gpufleet.catalog.capabilities``): bandwidth per node, per direction [GB/s], and whether it is RDMA."""
+
+    gb_per_s_per_node: float
+    rdma: bool
+
+
 def inter_node_link(
-    spec: AcceleratorSpec, link_eff: float, gpus_per_node: int = DEFAULT_GPUS_PER_NODE
+    spec: AcceleratorSpec,
+    link_eff: float,
+    gpus_per_node: int = DEFAULT_GPUS_PER_NODE,
+    network: NodeNetwork | None = None,
 ) -> Link:
     """Network link per GPU between nodes.
 
-    Full (8-GPU) nodes: an RDMA fabric per GPU (:data:`INTERNODE_GB_PER_S_BY_ARCH`); smaller VMs: one TCP
-    NIC shared by the node's GPUs (:data:`SMALL_NODE_NETWORK_GB_PER_S`)."""
+    With ``network`` (the offer's documented fabric): its per-node bandwidth shared by the node's GPUs, RDMA
+    or TCP hop latency. Without: full (8-GPU) nodes get an RDMA fabric per GPU
+    (:data:`INTERNODE_GB_PER_S_BY_ARCH`); smaller VMs one TCP NIC shared by the node's GPUs
+    (:data:`SMALL_NODE_NETWORK_GB_PER_S`)."""
+    if network is not None:
+        bw = network.gb_per_s_per_node / max(gpus_per_node, 1)
+        lat = NETWORK_HOP_LATENCY_S if network.rdma else SMALL_NODE_HOP_LATENCY_S
+        return Link(bw_gb_per_s=bw * link_eff, hop_latency_s=lat, kind="network")
     if gpus_per_node < DEFAULT_GPUS_PER_NODE:
         bw = SMALL_NODE_NETWORK_GB_PER_S / max(gpus_per_node, 1)
         return Link(bw_gb_per_s=bw * link_eff, hop_latency_s=SMALL_NODE_HOP_LATENCY_S, kind="network")
@@ -90,12 +108,18 @@ def inter_node_link(
 
 
 def group_link(
-    spec: AcceleratorSpec, *, group: int, stride: int, gpus_per_node: int, link_eff: float
+    spec: AcceleratorSpec,
+    *,
+    group: int,
+    stride: int,
+    gpus_per_node: int,
+    link_eff: float,
+    network: NodeNetwork | None = None,
 ) -> Link:
     """Slowest link of a group of ``group`` ranks spaced ``stride`` apart (TP innermost: stride 1)."""
     if group * stride <= gpus_per_node:
         return intra_node_link(spec, link_eff)
-    return inter_node_link(spec, link_eff, gpus_per_node)
+    return inter_node_link(spec, link_eff, gpus_per_node, network)
 
 
 def all_reduce_s(n_bytes: float, ranks: int, link: Link) -> float:
@@ -145,6 +169,7 @@ __all__ = [
     "SMALL_NODE_HOP_LATENCY_S",
     "SMALL_NODE_NETWORK_GB_PER_S",
     "Link",
+    "NodeNetwork",
     "all_gather_s",
     "all_reduce_s",
     "all_to_all_nodes_s",

@@ -15,6 +15,7 @@ from gpufleet.estimate import compute as cx
 from gpufleet.estimate.comms import (
     DEFAULT_GPUS_PER_NODE,
     Link,
+    NodeNetwork,
     all_gather_s,
     all_reduce_s,
     all_to_all_nodes_s,
@@ -101,7 +102,7 @@ class StepBreakdown:
 def training_step(
     *, model: ModelArch, spec: AcceleratorSpec, rates: Rates, task: str, tp: int, pp: int, dp: int, ep: int,
     global_batch: int, seq_len: int, zero_stage: int, recompute: str, software: str, gpus_per_node: int,
-    profile: CalibrationProfile, cp: int = 1,
+    profile: CalibrationProfile, cp: int = 1, network: NodeNetwork | None = None,
 ) -> StepBreakdown:  # fmt: skip
     """Time of one optimizer step, split into its parts (module doc)."""
     n = tp * pp * dp * cp
@@ -125,13 +126,17 @@ def training_step(
     # across each stage boundary, s x h per boundary split over the TP ranks (Narayanan et al. 2021 sec. 4.1,
     # scatter/gather optimisation); negligible over NVLink, not over the TCP network of small cloud VMs
     if pp > 1:
-        pp_l = group_link(spec, group=pp, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff)
+        pp_l = group_link(
+            spec, group=pp, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff, network=network
+        )
         p2p = local_seq * model.hidden_size * ACT_BYTES / tp / (pp_l.bw_gb_per_s * GB) + pp_l.hop_latency_s
         t_tp += 2.0 * micro * p2p
     # context parallel (Megatron CP / ring attention): each rank gathers the sequence's K and V forward, and
     # again + reduce-scatters their gradients backward, overlapped with attention like TP traffic
     kv_dim = 2 * model.num_kv_heads * model.head_dim
-    cp_l = group_link(spec, group=cp, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff)
+    cp_l = group_link(
+        spec, group=cp, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff, network=network
+    )
     t_cp = 3.0 * (model.num_layers / pp) * micro * all_gather_s(seq_len * kv_dim * ACT_BYTES / tp, cp, cp_l)
     t_ep = 0.0
     if model.is_moe and ep > 1:
@@ -141,7 +146,7 @@ def training_step(
         per_node = max(1, gpus_per_node // tp)
         a2a = all_to_all_nodes_s(
             per, ep, per_node, intra_node_link(spec, link_eff), group_link(
-                spec, group=ep, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff
+                spec, group=ep, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff, network=network
             ),
         )  # fmt: skip
         t_ep = 4.0 * (model.num_moe_layers / pp) * micro * a2a
@@ -173,7 +178,9 @@ def training_step(
     overlap = profile.param("dp_overlap")
 
     def _links(ranks: int) -> Link:
-        return group_link(spec, group=ranks, stride=tp * pp, gpus_per_node=gpus_per_node, link_eff=link_eff)
+        return group_link(
+            spec, group=ranks, stride=tp * pp, gpus_per_node=gpus_per_node, link_eff=link_eff, network=network
+        )
 
     if zero_stage == 3:
         gather = sum(2.0 * all_gather_s(p * rates.weight_bytes, r, _links(r)) for p, r in groups if p > 0)
@@ -229,12 +236,14 @@ def estimate_training(
     allow_fallback: bool = False,
     cp: int | None = None,
     ignore_memory: bool = False,
+    node_network: NodeNetwork | None = None,
 ) -> TrainingEstimate:
     """Estimate step time, throughput, MFU and time to train (module doc).
 
     ``cp``: context-parallel degree (each group of ``cp`` GPUs splits every sequence; ring attention exchanges
     K/V). ``ignore_memory``: estimate speed even where the memory model says nothing fits (``fits`` stays
-    False, a note says so); for measured cases.
+    False, a note says so); for measured cases. ``node_network``: the nodes' scale-out network (the offer's
+    fabric); ``None`` uses the comms module's per-architecture assumption.
     """
     arch, spec, prof = resolve_inputs(model, gpu, profile)
     prec = check_precision(precision)
@@ -280,7 +289,7 @@ def estimate_training(
         br = training_step(
             model=arch, spec=spec, rates=rates, task=task, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=ep_deg,
             global_batch=global_batch, seq_len=seq_len, zero_stage=lay.zero_stage, recompute=lay.recompute,
-            software=sw, gpus_per_node=gpn, profile=prof, cp=cp_deg,
+            software=sw, gpus_per_node=gpn, profile=prof, cp=cp_deg, network=node_network,
         )  # fmt: skip
         if best is None or br.step_s < best[0]:
             best = (br.step_s, lay, br)

@@ -24,11 +24,21 @@ from gpufleet.cost.spot import (
     replicas_to_provision,
     spot_training,
 )
+from gpufleet.estimate.comms import NodeNetwork
+from gpufleet.recommend.deploy import (
+    DEFAULT_HOST_RULES,
+    STALE_PRICE_DAYS,
+    HostRules,
+    node_network,
+    offer_info,
+)
 from gpufleet.recommend.perf import (
     Config,
     Estimator,
+    at_confidence,
     configs_for,
     perf_cache_key,
+    rate_at_confidence,
     slo_gap,
     target_output_tokens_per_s,
 )
@@ -47,14 +57,16 @@ _CONFIG_CACHE: dict[tuple[object, ...], tuple[Config, ...]] = {}
 _CACHE_MAX = 20_000
 
 
-def cached_configs(est: Estimator, w: Workload, gpu: str, g: int) -> tuple[Config, ...]:
-    """:func:`configs_for` memoised on (estimator, performance-relevant workload fields, gpu, g)."""
-    key = (id(est), perf_cache_key(w), gpu, g)
+def cached_configs(
+    est: Estimator, w: Workload, gpu: str, g: int, network: NodeNetwork | None = None
+) -> tuple[Config, ...]:
+    """:func:`configs_for` memoised on (estimator, performance-relevant workload fields, gpu, g, network)."""
+    key = (id(est), perf_cache_key(w), gpu, g, network)
     hit = _CONFIG_CACHE.get(key)
     if hit is None:
         if len(_CONFIG_CACHE) >= _CACHE_MAX:
             _CONFIG_CACHE.clear()
-        hit = configs_for(est, w, gpu, g)
+        hit = configs_for(est, w, gpu, g, network)
         _CONFIG_CACHE[key] = hit
     return hit
 
@@ -110,11 +122,26 @@ def _match(table: OfferTable, column: str, keep: Any) -> B:
     return lut[inverse]
 
 
+#: region strings that name no region (placeholders: the catalog writes "unspecified" for an empty Region,
+#: Hyperbolic lists "default"; reference regions.csv geo "unknown"): never ranked
+NO_REGION: frozenset[str] = frozenset({"", "unspecified", "default"})
+
+
 def eligible_mask(table: OfferTable, w: Workload) -> B:
-    """Offers passing the workload's filters: whole GPUs, provider, region globs, GPU vendor; no
-    inference-only accelerator for training."""
+    """Offers passing the workload's filters: whole GPUs, a named region, provider, region globs, GPU vendor;
+    no inference-only accelerator for training; the tier's exclusions (production: no marketplace or
+    community hosts, no stale or undated prices, no host of unknown RAM/vCPUs, unless allowed)."""
     count = table.column("gpu_count")
     m: B = (count >= 1) & (np.mod(count, 1.0) == 0) & _match(table, "gpu", lambda g: g != "")
+    m &= _match(table, "region", lambda r: r.strip().lower() not in NO_REGION)
+    if w.tier == "production":
+        info = offer_info(table)
+        if not w.allow_marketplace:
+            m &= info.provider_class != "marketplace"
+        if not w.allow_stale_prices:
+            with np.errstate(invalid="ignore"):
+                m &= info.price_age_days <= STALE_PRICE_DAYS
+        m &= np.isfinite(info.vcpus) & np.isfinite(info.ram_gib)
     if w.providers:
         wanted = {p.lower() for p in w.providers}
         m &= _match(table, "provider", lambda p: p in wanted)
@@ -150,6 +177,8 @@ class CandidateSet:
     cost_usd_per_month: F64
     cost_usd_per_run: F64  # NaN for inference
     cost_usd_per_million_output_tokens: F64  # NaN for training
+    cost_usd_per_million_output_tokens_saturated: F64  # NaN for training
+    runs_per_month: F64  # NaN for inference
     output_tokens_per_s: F64  # inference, deployment [tokens/s]; training: tokens/s
     time_to_train_s: F64  # NaN for inference; spot includes the expected slowdown
     spot_factor: F64  # training wall-time factor on spot (1 otherwise)
@@ -168,9 +197,16 @@ class CandidateSet:
 
 
 def build_candidates(
-    table: OfferTable, w: Workload, est: Estimator, spot_assumptions: dict[str, SpotAssumption]
+    table: OfferTable,
+    w: Workload,
+    est: Estimator,
+    spot_assumptions: dict[str, SpotAssumption],
+    host_rules: HostRules = DEFAULT_HOST_RULES,
 ) -> CandidateSet:
-    """Cost every eligible offer x fitting placement for ``w``. Non-fitting placements are left out."""
+    """Cost every eligible offer x fitting placement for ``w``. Non-fitting placements are left out, and so
+    are placements whose host RAM or vCPUs break ``host_rules`` (unknown host sizes pass, flagged as risk);
+    multi-node placements exist only on offers whose provider and instance form clusters, costed with the
+    offer's fabric; an inference replica spans nodes only when no eligible offer holds it on one node."""
     kind = price_kind_for(w.pricing)
     sched = Schedule(hours_per_month=w.hours_per_month)
     billed_h = sched.billed_hours_per_month(kind)
@@ -203,22 +239,50 @@ def build_candidates(
     notes: list[str] = []
     offer_parts: list[I64] = []
     sizes: list[int] = []
+    info = offer_info(table)
+    host_dropped = 0
     for (gpu, g), rows in shape_index(table).items():
         offers = rows[elig[rows]]
         if offers.size == 0:
             continue
-        for cfg in cached_configs(est, w, gpu, g):
-            if cfg.fits:
-                configs.append(cfg)
-                offer_parts.append(offers)
-                sizes.append(int(offers.size))
+        fab = info.fabric_index[offers]
+        for f_i in np.unique(fab):
+            sub = offers[fab == f_i]
+            net = node_network(info.fabrics[int(f_i)])
+            for cfg in cached_configs(est, w, gpu, g, net):
+                if not cfg.fits:
+                    continue
+                ok = _host_ok(cfg, w, host_rules, info.ram_gib[sub], info.vcpus[sub])
+                host_dropped += int((~ok).sum())
+                if ok.any():
+                    configs.append(cfg)
+                    offer_parts.append(sub[ok])
+                    sizes.append(int(ok.sum()))
+    if host_dropped:
+        notes.append(
+            f"{host_dropped} offer placements dropped for too little host RAM or too few vCPUs (host RAM >= "
+            f"{host_rules.ram_per_weight:g} x the node's weights + {host_rules.ram_base_gib:g} GiB; vCPUs >= "
+            + (f"{host_rules.vcpus_per_gpu_training:g} per GPU" if w.is_training else
+               f"{host_rules.vcpus_base_inference:g} + {host_rules.vcpus_per_gpu_inference:g} per GPU")
+            + "; docs/recommend.md)."
+        )  # fmt: skip
     offer = np.concatenate(offer_parts) if offer_parts else np.zeros(0, dtype=np.int64)
     cfg_i = np.repeat(np.arange(len(configs), dtype=np.int64), sizes)
+    if not w.is_training and cfg_i.size:  # a replica is not split over nodes when one node can hold it
+        nodes_of = _cfg_array(tuple(configs), cfg_i, lambda c: c.nodes_per_unit)
+        if (nodes_of == 1).any() and (nodes_of > 1).any():
+            keep = nodes_of == 1
+            offer, cfg_i = offer[keep], cfg_i[keep]
     need = _cfg_array(tuple(configs), cfg_i, lambda c: c.units).astype(np.int64)
     target = target_output_tokens_per_s(w)
     if not w.is_training and target is not None and cfg_i.size:
-        unit_tput = _cfg_array(tuple(configs), cfg_i, lambda c: c.unit_output_tokens_per_s.central)
+        unit_tput = _cfg_array(
+            tuple(configs), cfg_i, lambda c: rate_at_confidence(c.unit_output_tokens_per_s, w)
+        )
         need = np.maximum(need, np.ceil(target / unit_tput - 1e-9).astype(np.int64))
+    if not w.is_training and w.min_replicas > 1 and cfg_i.size:
+        per_unit = _cfg_array(tuple(configs), cfg_i, lambda c: max(c.replicas_per_unit, 1))
+        need = np.maximum(need, np.ceil(w.min_replicas / per_unit - 1e-9).astype(np.int64))
     paid = need.copy()
     factor = np.ones(offer.shape)
     valid = np.ones(offer.shape, dtype=bool)
@@ -243,6 +307,15 @@ def build_candidates(
         )
     offer, cfg_i, need, paid, factor = offer[valid], cfg_i[valid], need[valid], paid[valid], factor[valid]
     return _cost(table, w, tuple(configs), kind, billed_h, prices, offer, cfg_i, need, paid, factor, notes)
+
+
+def _host_ok(cfg: Config, w: Workload, rules: HostRules, ram_gib: F64, vcpus: F64) -> B:
+    """Offers (host RAM, vCPUs per node) meeting the host rules for ``cfg``; unknown sizes pass."""
+    weights_node = cfg.weights_per_gpu_gib * cfg.gpus_per_node
+    ram_need = rules.ram_needed_gib(weights_node)
+    cpu_need = rules.vcpus_needed(cfg.gpus_per_node, training=w.is_training)
+    with np.errstate(invalid="ignore"):
+        return ~(ram_gib < ram_need - 1e-9) & ~(vcpus < cpu_need - 1e-9)
 
 
 def _cfg_array(configs: tuple[Config, ...], cfg_i: I64, fn: Any) -> F64:
@@ -270,21 +343,44 @@ def _cost(
     cost_h = node_price * total_nodes
     cost_month = cost_h * billed_h
     nan = np.full(offer.shape, np.nan)
+    per_mtok_sat = nan
+    runs = nan
     if w.is_training:
         tps = _cfg_array(configs, cfg_i, lambda c: c.tokens_per_s.central if c.tokens_per_s else np.nan)
         ttt = _cfg_array(configs, cfg_i, lambda c: c.time_to_train_s.central if c.time_to_train_s else np.nan)
         ttt = ttt * factor
+        ttt_conf = (
+            _cfg_array(
+                configs, cfg_i, lambda c: at_confidence(c.time_to_train_s, w) if c.time_to_train_s else np.nan
+            )
+            * factor
+        )
         tput = tps / factor
-        cost_run = cost_h * ttt / SECONDS_PER_HOUR
+        ttt_h = ttt / SECONDS_PER_HOUR
+        # one cost semantics: $/run, runs/month, $/month = runs x $/run (docs/recommend.md "Training cost")
+        runs = (
+            np.full(offer.shape, w.runs_per_month)
+            if w.runs_per_month is not None
+            else np.minimum(1.0, w.hours_per_month / ttt_h)
+        )
+        run_billed_h = ttt_h
+        if kind not in ("on_demand", "spot"):  # committed nodes bill every hour; idle hours go to the runs
+            run_billed_h = np.maximum(ttt_h, billed_h / runs)
+        cost_run = cost_h * run_billed_h
+        cost_month = cost_run * runs
         per_mtok = nan
         speed = 1.0 / ttt
         gap = _cfg_array(configs, cfg_i, lambda c: slo_gap(c, w))
         if w.deadline_h is not None:  # spot slowdown can break the deadline
-            gap = np.maximum(gap, ttt / (w.deadline_h * SECONDS_PER_HOUR))
+            gap = np.maximum(gap, ttt_conf / (w.deadline_h * SECONDS_PER_HOUR))
+        if w.runs_per_month is not None:  # the runs must fit the schedule's hours
+            gap = np.maximum(gap, w.runs_per_month * ttt_h / w.hours_per_month)
     else:
         unit_tput = _cfg_array(configs, cfg_i, lambda c: c.unit_output_tokens_per_s.central)
         tput = unit_tput * need
         per_mtok = cost_h / (tput * SECONDS_PER_HOUR) * MILLION
+        sat = _cfg_array(configs, cfg_i, lambda c: c.saturated_unit_output_tokens_per_s or np.nan)
+        per_mtok_sat = cost_h / (sat * paid * SECONDS_PER_HOUR) * MILLION
         cost_run = nan
         ttt = nan
         speed = _cfg_array(configs, cfg_i, lambda c: 1.0 / c.tpot_s.central if c.tpot_s else 0.0)
@@ -306,6 +402,8 @@ def _cost(
         cost_usd_per_month=cost_month,
         cost_usd_per_run=cost_run,
         cost_usd_per_million_output_tokens=per_mtok,
+        cost_usd_per_million_output_tokens_saturated=per_mtok_sat,
+        runs_per_month=runs,
         output_tokens_per_s=tput,
         time_to_train_s=ttt,
         spot_factor=factor,

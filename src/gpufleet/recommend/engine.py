@@ -15,7 +15,8 @@ from gpufleet.cost.spot import SpotAssumption, assumption_for
 from gpufleet.recommend.candidates import CandidateSet, build_candidates, eligible_mask
 from gpufleet.recommend.fit import analyse_cannot_fit
 from gpufleet.recommend.perf import Estimator
-from gpufleet.recommend.rank import check_objective, materialise, order, pareto_rows
+from gpufleet.recommend.rank import check_objective, materialise, order, pareto_rows, within_risk
+from gpufleet.recommend.risk import check_max_risk
 from gpufleet.recommend.types import Candidate, Recommendation, Workload
 
 #: most Pareto points returned
@@ -24,17 +25,32 @@ MAX_PARETO = 50
 MAX_CLOSEST = 5
 
 
+#: two offers of one provider with the same GPU, GPUs per node, node count and a cost within this fraction are
+#: near-identical (e.g. Cudo "compute" and "graphics" A40 VMs, AWS p4d vs p4de-like twins): top-N keeps one
+NEAR_IDENTICAL_COST_FRACTION = 0.01
+
+
 def _dedupe(cs: CandidateSet, rows: npt.NDArray[np.int64], limit: int) -> list[int]:
-    """First row per (provider, instance type, placement): the best region of each offer."""
+    """First row per (provider, instance type): the best region of each offer; and one row per group of
+    near-identical offers (same provider, GPU, GPUs per node, nodes, cost within 1 %)."""
     t = cs.table
     seen: set[tuple[object, ...]] = set()
+    kept: list[tuple[tuple[object, ...], float]] = []
     out: list[int] = []
+    cost = cs.cost_usd_per_hour
     for r in rows:
         o = int(cs.offer[r])
-        key = (t.column("provider")[o], t.column("instance_type")[o])
+        prov = t.column("provider")[o]
+        key = (prov, t.column("instance_type")[o])
         if key in seen:
             continue
+        cfg = cs.configs[int(cs.cfg[r])]
+        shape = (prov, cfg.gpu, cfg.gpus_per_node, int(cs.total_nodes[r]))
+        c = float(cost[r])
+        if any(k == shape and abs(c - c0) <= NEAR_IDENTICAL_COST_FRACTION * c0 for k, c0 in kept):
+            continue
         seen.add(key)
+        kept.append((shape, c))
         out.append(int(r))
         if len(out) >= limit:
             break
@@ -166,6 +182,7 @@ def recommend_on(
 ) -> Recommendation:
     """Rank every candidate of ``w`` over ``table`` (``full_table`` = unfiltered catalog, for suggestions)."""
     obj = check_objective(objective or w.objective)
+    check_max_risk(w.max_risk)
     considered = int(priced_mask(table, w).sum())
     cs = build_candidates(table, w, est, spot)
     notes = cs.notes + _spot_note(w, cs, spot)
@@ -197,11 +214,12 @@ def recommend_on(
     def mat(rows: list[int]) -> tuple[Candidate, ...]:
         return tuple(materialise(cs, w, r, spot) for r in rows)
 
-    feasible = np.flatnonzero(cs.feasible)
+    feasible = within_risk(cs, w, np.flatnonzero(cs.feasible))
     if feasible.size:
         ranked_rows = order(cs, w, obj, feasible)
         ranked = mat(_dedupe(cs, ranked_rows, limit))
         pareto = mat([int(r) for r in pareto_rows(cs, w, feasible)[:MAX_PARETO]])
+        pareto_lat = mat([int(r) for r in pareto_rows(cs, w, feasible, "latency")[:MAX_PARETO]])
         best = ranked[0]
         msg = (
             f"{feasible.size} of {len(cs)} candidates meet every constraint; best by {obj}: "
@@ -212,6 +230,7 @@ def recommend_on(
             best=best,
             ranked=ranked,
             pareto=pareto,
+            pareto_latency=pareto_lat,
             message=msg,
             notes=notes + best.notes,
             **base,

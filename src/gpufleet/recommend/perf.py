@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from gpufleet.errors import InputError, UnknownNameError
+from gpufleet.estimate.comms import NodeNetwork
 from gpufleet.estimate.types import Interval
 from gpufleet.recommend.types import Workload
 from gpufleet.units import MS_PER_S, SECONDS_PER_HOUR
@@ -39,12 +40,20 @@ class Estimator(Protocol):
     ) -> Any: ...
 
     def training(
-        self, *, gpu: str, precision: str, gpu_count: int, gpus_per_node: int, workload: Workload
+        self,
+        *,
+        gpu: str,
+        precision: str,
+        gpu_count: int,
+        gpus_per_node: int,
+        workload: Workload,
+        node_network: NodeNetwork | None = None,
     ) -> Any: ...
 
 
 class DefaultEstimator:
-    """Calls ``gpufleet.estimate.estimate_inference/estimate_training`` with explicit fallbacks allowed."""
+    """Calls ``gpufleet.estimate.estimate_inference/estimate_training``; a precision fallback only where the
+    workload allows it (``allow_fallback``)."""
 
     def __init__(self) -> None:
         self._models: dict[str, Any] = {}
@@ -80,11 +89,18 @@ class DefaultEstimator:
             batch=batch,
             tp=tp,
             pp=pp,
-            allow_fallback=True,
+            allow_fallback=workload.allow_fallback,
         )
 
     def training(
-        self, *, gpu: str, precision: str, gpu_count: int, gpus_per_node: int, workload: Workload
+        self,
+        *,
+        gpu: str,
+        precision: str,
+        gpu_count: int,
+        gpus_per_node: int,
+        workload: Workload,
+        node_network: NodeNetwork | None = None,
     ) -> Any:
         model = self._model(workload.model)
         from gpufleet.estimate.performance import estimate_training
@@ -99,7 +115,8 @@ class DefaultEstimator:
             seq_len=workload.seq_len_tokens,
             train_tokens=workload.train_tokens,
             gpus_per_node=gpus_per_node,
-            allow_fallback=True,
+            allow_fallback=workload.allow_fallback,
+            node_network=node_network,
         )
 
 
@@ -124,12 +141,24 @@ def _memo(key: tuple[object, ...], fn: Any) -> Any:
     return value
 
 
-def cached_training(est_fn: Estimator, w: Workload, *, gpu: str, gpu_count: int, gpus_per_node: int) -> Any:
+def cached_training(
+    est_fn: Estimator,
+    w: Workload,
+    *,
+    gpu: str,
+    gpu_count: int,
+    gpus_per_node: int,
+    node_network: NodeNetwork | None = None,
+) -> Any:
     """``est_fn.training`` memoised on everything it reads."""
     key = ("train", id(est_fn), w.model, w.task, w.precision, w.global_batch_sequences, w.seq_len_tokens,
-           w.train_tokens, gpu, gpu_count, gpus_per_node)  # fmt: skip
+           w.train_tokens, gpu, gpu_count, gpus_per_node, w.allow_fallback, node_network)  # fmt: skip
+    if node_network is None:  # single node: the network is never used (keeps simple fakes working)
+        return _memo(key, lambda: est_fn.training(gpu=gpu, precision=w.precision, gpu_count=gpu_count,
+                                                  gpus_per_node=gpus_per_node, workload=w))  # fmt: skip
     return _memo(key, lambda: est_fn.training(gpu=gpu, precision=w.precision, gpu_count=gpu_count,
-                                              gpus_per_node=gpus_per_node, workload=w))  # fmt: skip
+                                              gpus_per_node=gpus_per_node, workload=w,
+                                              node_network=node_network))  # fmt: skip
 
 
 class _Placement:
@@ -186,6 +215,8 @@ class Config:
     tpot_s: Interval | None = None
     tokens_per_s: Interval | None = None  # training
     time_to_train_s: Interval | None = None  # training, on demand (no interruptions)
+    weights_per_gpu_gib: float = 0.0  # model weights held per GPU (host RAM rule) [GiB]
+    saturated_unit_output_tokens_per_s: float | None = None  # inference, one unit at the saturated batch
     notes: tuple[str, ...] = ()
 
 
@@ -198,26 +229,40 @@ def _pow2_upto(n: int) -> list[int]:
     return out
 
 
+def at_confidence(iv: Interval, w: Workload) -> float:
+    """A time (latency, time to train) at the workload's confidence: the central value (``p50``) or the
+    pessimistic end of the estimate's interval (``p90``). The interval is estimation uncertainty (p10-p90
+    of the calibrated model's error), not the latency distribution of requests."""
+    return iv.central if w.confidence == "p50" else max(iv.central, iv.p90)
+
+
+def rate_at_confidence(iv: Interval, w: Workload) -> float:
+    """A rate (throughput) at the workload's confidence: central (``p50``) or the interval's low end."""
+    return iv.central if w.confidence == "p50" else min(iv.central, iv.p10)
+
+
 def _slo_misses(est: Any, w: Workload) -> tuple[str, ...]:
-    """SLO misses of an estimate, judged on its central value (the p10-p90 band is estimation uncertainty,
-    not the latency distribution; the engine notes when p90 crosses the SLO)."""
+    """SLO misses of an estimate, judged at the workload's confidence (:func:`at_confidence`)."""
     misses = []
-    if w.ttft_p95_s is not None and est.ttft_s is not None and est.ttft_s.central > w.ttft_p95_s:
-        misses.append(f"TTFT {est.ttft_s.central * MS_PER_S:.0f} ms > SLO {w.ttft_p95_s * MS_PER_S:.0f} ms")
-    if w.tpot_p95_s is not None and est.tpot_s is not None and est.tpot_s.central > w.tpot_p95_s:
-        misses.append(f"TPOT {est.tpot_s.central * MS_PER_S:.1f} ms > SLO {w.tpot_p95_s * MS_PER_S:.1f} ms")
+    q = w.confidence
+    if w.ttft_p95_s is not None and est.ttft_s is not None and at_confidence(est.ttft_s, w) > w.ttft_p95_s:
+        v = at_confidence(est.ttft_s, w)
+        misses.append(f"TTFT {q} {v * MS_PER_S:.0f} ms > SLO {w.ttft_p95_s * MS_PER_S:.0f} ms")
+    if w.tpot_p95_s is not None and est.tpot_s is not None and at_confidence(est.tpot_s, w) > w.tpot_p95_s:
+        v = at_confidence(est.tpot_s, w)
+        misses.append(f"TPOT {q} {v * MS_PER_S:.1f} ms > SLO {w.tpot_p95_s * MS_PER_S:.1f} ms")
     return tuple(misses)
 
 
 def slo_gap(cfg: Config, w: Workload) -> float:
-    """How far a placement is from its SLOs: max(actual / limit) over the SLOs (<= 1 meets them)."""
+    """How far a placement is from its SLOs at the workload's confidence: max(actual / limit) (<= 1 meets)."""
     ratios = [0.0]
     if w.ttft_p95_s is not None and cfg.ttft_s is not None:
-        ratios.append(cfg.ttft_s.central / w.ttft_p95_s)
+        ratios.append(at_confidence(cfg.ttft_s, w) / w.ttft_p95_s)
     if w.tpot_p95_s is not None and cfg.tpot_s is not None:
-        ratios.append(cfg.tpot_s.central / w.tpot_p95_s)
+        ratios.append(at_confidence(cfg.tpot_s, w) / w.tpot_p95_s)
     if w.deadline_h is not None and cfg.time_to_train_s is not None:
-        ratios.append(cfg.time_to_train_s.central / (w.deadline_h * SECONDS_PER_HOUR))
+        ratios.append(at_confidence(cfg.time_to_train_s, w) / (w.deadline_h * SECONDS_PER_HOUR))
     return max(ratios)
 
 
@@ -232,14 +277,17 @@ def target_output_tokens_per_s(w: Workload) -> float | None:
 
 def _meets(est: Any, w: Workload) -> bool:
     """Fast form of ``not _slo_misses(est, w)`` for the batch search."""
-    if w.ttft_p95_s is not None and est.ttft_s is not None and est.ttft_s.central > w.ttft_p95_s:
+    if w.ttft_p95_s is not None and est.ttft_s is not None and at_confidence(est.ttft_s, w) > w.ttft_p95_s:
         return False
-    return not (w.tpot_p95_s is not None and est.tpot_s is not None and est.tpot_s.central > w.tpot_p95_s)
+    return not (
+        w.tpot_p95_s is not None and est.tpot_s is not None and at_confidence(est.tpot_s, w) > w.tpot_p95_s
+    )
 
 
 def _inference_config(w: Workload, gpu: str, g: int, nodes: int, tp: int, pp: int, pl: _Placement) -> Config:
     sat = pl.sat
     common: dict[str, Any] = {
+        "weights_per_gpu_gib": _weights_gib(sat),
         "gpu": gpu,
         "gpus_per_node": g,
         "nodes_per_unit": nodes,
@@ -296,17 +344,26 @@ def _inference_config(w: Workload, gpu: str, g: int, nodes: int, tp: int, pp: in
         batch_per_replica=b_op,
         unit_output_tokens_per_s=unit_tput,
         unit_requests_per_s=est.requests_per_s,
+        saturated_unit_output_tokens_per_s=float(sat.output_tokens_per_s.central),
         ttft_s=est.ttft_s,
         tpot_s=est.tpot_s,
         notes=tuple(est.notes),
     )
 
 
+def _weights_gib(est: Any) -> float:
+    """Weights held per GPU [GiB] from an estimate's memory breakdown (0 when it gives none)."""
+    mem = getattr(est, "memory", None)
+    breakdown = getattr(mem, "breakdown_gib", None) or {}
+    return float(breakdown.get("weights", 0.0))
+
+
 def _shape_placements(
-    est_fn: Estimator, w: Workload, gpu: str, g: int
+    est_fn: Estimator, w: Workload, gpu: str, g: int, multi_node: bool = True
 ) -> tuple[tuple[int, int, int, Any], ...]:
     """(nodes, tp, pp, placement) tried on nodes of ``g`` x ``gpu``: every TP degree within one node; if none
-    fits, the fewest nodes (up to ``max_nodes``) with PP across them. Memoised on what estimates depend on."""
+    fits and the offer forms clusters (``multi_node``), the fewest nodes (up to ``max_nodes``) with PP across
+    them. Memoised on what estimates depend on."""
 
     def build() -> tuple[tuple[int, int, int, Any], ...]:
         out: list[tuple[int, int, int, Any]] = []
@@ -314,7 +371,7 @@ def _shape_placements(
             pl = _try_placement(est_fn, w, gpu, g, tp, 1)
             if pl is not None:
                 out.append((1, tp, 1, pl))
-        if any(pl.sat.fits for *_, pl in out):
+        if any(pl.sat.fits for *_, pl in out) or not multi_node:
             return tuple(out)
         for nodes in range(2, w.max_nodes + 1):
             pl = _try_placement(est_fn, w, gpu, g * nodes, g, nodes)
@@ -325,7 +382,7 @@ def _shape_placements(
         return tuple(out)
 
     key = ("shape", id(est_fn), w.model, w.precision, w.input_len_tokens, w.output_len_tokens, gpu, g,
-           w.max_nodes)  # fmt: skip
+           w.max_nodes, w.allow_fallback, multi_node)  # fmt: skip
     return _memo(key, build)  # type: ignore[no-any-return]
 
 
@@ -342,20 +399,26 @@ def _try_placement(
         return None
 
 
-def inference_configs(est_fn: Estimator, w: Workload, gpu: str, g: int) -> list[Config]:
+def inference_configs(
+    est_fn: Estimator, w: Workload, gpu: str, g: int, network: NodeNetwork | None = None
+) -> list[Config]:
     """Configs of every placement tried (see :func:`_shape_placements`); non-fitting ones are returned too
-    (``fits=False``) so CANNOT FIT can report memory figures."""
+    (``fits=False``) so CANNOT FIT can report memory figures. ``network`` None = single-node offers."""
     return [
-        _inference_config(w, gpu, g, n, tp, pp, pl) for n, tp, pp, pl in _shape_placements(est_fn, w, gpu, g)
+        _inference_config(w, gpu, g, n, tp, pp, pl)
+        for n, tp, pp, pl in _shape_placements(est_fn, w, gpu, g, network is not None)
     ]
 
 
-def training_configs(est_fn: Estimator, w: Workload, gpu: str, g: int) -> list[Config]:
-    """The job on 1..max_nodes nodes; the estimator picks TP/PP/DP for each size."""
+def training_configs(
+    est_fn: Estimator, w: Workload, gpu: str, g: int, network: NodeNetwork | None = None
+) -> list[Config]:
+    """The job on 1..max_nodes nodes over ``network`` (one node when None); the estimator picks TP/PP/DP."""
     out: list[Config] = []
-    for nodes in range(1, w.max_nodes + 1):
+    for nodes in range(1, (w.max_nodes if network is not None else 1) + 1):
         try:
-            est = cached_training(est_fn, w, gpu=gpu, gpu_count=g * nodes, gpus_per_node=g)
+            est = cached_training(est_fn, w, gpu=gpu, gpu_count=g * nodes, gpus_per_node=g,
+                                  node_network=network if nodes > 1 else None)  # fmt: skip
         except UnknownNameError:
             raise
         except InputError:
@@ -365,10 +428,10 @@ def training_configs(est_fn: Estimator, w: Workload, gpu: str, g: int) -> list[C
         if (
             fits
             and w.deadline_h is not None
-            and est.time_to_train_s.central > w.deadline_h * SECONDS_PER_HOUR
+            and at_confidence(est.time_to_train_s, w) > w.deadline_h * SECONDS_PER_HOUR
         ):
-            hours = est.time_to_train_s.central / SECONDS_PER_HOUR
-            misses = (f"time to train {hours:.1f} h > deadline {w.deadline_h:g} h",)
+            hours = at_confidence(est.time_to_train_s, w) / SECONDS_PER_HOUR
+            misses = (f"time to train {w.confidence} {hours:.1f} h > deadline {w.deadline_h:g} h",)
         out.append(
             Config(
                 gpu=gpu,
@@ -385,6 +448,7 @@ def training_configs(est_fn: Estimator, w: Workload, gpu: str, g: int) -> list[C
                 meets_slo=fits and not misses,
                 slo_misses=misses,
                 tokens_per_s=est.tokens_per_s if fits else None,
+                weights_per_gpu_gib=_weights_gib(est),
                 time_to_train_s=est.time_to_train_s if fits else None,
                 notes=tuple(est.notes),
             )
@@ -392,11 +456,14 @@ def training_configs(est_fn: Estimator, w: Workload, gpu: str, g: int) -> list[C
     return out
 
 
-def configs_for(est_fn: Estimator, w: Workload, gpu: str, g: int) -> tuple[Config, ...]:
-    """All placements of ``w`` on nodes of ``g`` x ``gpu``; () when the estimator cannot run that GPU."""
+def configs_for(
+    est_fn: Estimator, w: Workload, gpu: str, g: int, network: NodeNetwork | None = None
+) -> tuple[Config, ...]:
+    """All placements of ``w`` on nodes of ``g`` x ``gpu`` (several nodes only over ``network``); () when
+    the estimator cannot run that GPU."""
     if w.is_training:
-        return tuple(training_configs(est_fn, w, gpu, g))
-    return tuple(inference_configs(est_fn, w, gpu, g))
+        return tuple(training_configs(est_fn, w, gpu, g, network))
+    return tuple(inference_configs(est_fn, w, gpu, g, network))
 
 
 def perf_cache_key(w: Workload) -> tuple[object, ...]:
@@ -415,6 +482,8 @@ def perf_cache_key(w: Workload) -> tuple[object, ...]:
         w.global_batch_sequences,
         w.seq_len_tokens,
         w.max_nodes,
+        w.confidence,
+        w.allow_fallback,
     )
 
 

@@ -34,7 +34,9 @@ from gpufleet.cost.spot import (
 from gpufleet.errors import InputError, UnsupportedError
 from gpufleet.estimate.types import Interval
 from gpufleet.recommend.candidates import CandidateSet
+from gpufleet.recommend.deploy import STALE_PRICE_DAYS, offer_info
 from gpufleet.recommend.perf import Estimator, configs_for, slo_gap, target_output_tokens_per_s
+from gpufleet.recommend.risk import assess, within
 from gpufleet.recommend.types import OBJECTIVES, Candidate, SpotCost, Workload
 from gpufleet.units import SECONDS_PER_HOUR
 
@@ -55,34 +57,110 @@ def primary_cost(cs: CandidateSet, w: Workload) -> npt.NDArray[np.float64]:
     return cs.cost_usd_per_run if w.is_training else cs.cost_usd_per_month
 
 
+#: tie-break rank of provider classes: established clouds first (their regions are the established ones)
+CLASS_RANK: dict[str, int] = {
+    "hyperscaler": 0,
+    "gpu_cloud": 1,
+    "aggregator": 2,
+    "unknown": 3,
+    "marketplace": 4,
+}
+
+
+def _class_rank(cs: CandidateSet, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    classes = offer_info(cs.table).provider_class[cs.offer[rows]]
+    return np.array([CLASS_RANK.get(str(c), 3) for c in classes], dtype=np.int64)
+
+
 def order(
     cs: CandidateSet, w: Workload, objective: str, rows: npt.NDArray[np.int64]
 ) -> npt.NDArray[np.int64]:
-    """``rows`` sorted best-first by ``objective`` (deterministic tie-breaks)."""
+    """``rows`` sorted best-first by ``objective``; ties break on speed or cost, then the provider class
+    (hyperscaler, GPU cloud, aggregator, marketplace: established regions first), then table order."""
     check_objective(objective)
     cost = primary_cost(cs, w)[rows]
     speed = cs.speed[rows]
     cfg, offer = cs.cfg[rows], cs.offer[rows]
+    cls = _class_rank(cs, rows)
     if objective == "cheapest":
-        keys = (cfg, offer, -speed, cost)
+        keys = (cfg, offer, cls, -speed, cost)
     elif objective == "fastest":
-        keys = (cfg, offer, cost, -speed)
+        keys = (cfg, offer, cls, cost, -speed)
     else:
         tpd = cs.output_tokens_per_s[rows] / cs.cost_usd_per_hour[rows]
-        keys = (cfg, offer, cost, -tpd)
+        keys = (cfg, offer, cls, cost, -tpd)
     return rows[np.lexsort(keys)]
 
 
-def pareto_rows(cs: CandidateSet, w: Workload, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """Rows not dominated in (lower cost, higher speed), cheapest first; equal points keep one row."""
+#: the two fronts shown: cost against throughput (the cost/throughput chart) and cost against latency
+ParetoAxis = str
+PARETO_AXES: tuple[str, ...] = ("throughput", "latency")
+
+
+def pareto_benefit(cs: CandidateSet, w: Workload, axis: str = "throughput") -> npt.NDArray[np.float64]:
+    """The quantity a front maximises: deployment throughput [tokens/s] (output tokens for inference,
+    trained tokens for training) or, for ``latency``, per-stream speed (1/TPOT; training 1/time to train)."""
+    if axis == "throughput":
+        return cs.output_tokens_per_s
+    if axis == "latency":
+        return cs.speed
+    raise InputError(f"Unknown Pareto axis {axis!r}. Allowed: {', '.join(PARETO_AXES)}.")
+
+
+def pareto_rows(
+    cs: CandidateSet, w: Workload, rows: npt.NDArray[np.int64], axis: str = "throughput"
+) -> npt.NDArray[np.int64]:
+    """Rows not dominated in (lower cost, higher benefit on ``axis``), cheapest first; equal points keep one.
+
+    Cost is what ``cheapest`` minimises (:func:`primary_cost`: $/run for training, $/month for inference),
+    the same axes the reports draw."""
     if rows.size == 0:
         return rows
     cost = primary_cost(cs, w)[rows]
-    speed = cs.speed[rows]
-    srt = rows[np.lexsort((cs.offer[rows], -speed, cost))]
-    s = cs.speed[srt]
-    prev_best = np.concatenate(([-np.inf], np.maximum.accumulate(s)[:-1]))
-    return srt[s > prev_best]
+    benefit = pareto_benefit(cs, w, axis)[rows]
+    srt = rows[np.lexsort((cs.offer[rows], -benefit, cost))]
+    b = pareto_benefit(cs, w, axis)[srt]
+    prev_best = np.concatenate(([-np.inf], np.maximum.accumulate(b)[:-1]))
+    return srt[b > prev_best]
+
+
+def row_risk(cs: CandidateSet, w: Workload, row: int) -> tuple[str, tuple[str, ...]]:
+    """Risk level and reasons of one candidate row (:mod:`gpufleet.recommend.risk`)."""
+    info = offer_info(cs.table)
+    o = int(cs.offer[row])
+    cfg = cs.configs[int(cs.cfg[row])]
+    age = float(info.price_age_days[o])
+    return assess(
+        w,
+        provider_class=str(info.provider_class[o]),
+        fabric=info.fabrics[int(info.fabric_index[o])],
+        nodes=cfg.nodes_per_unit,
+        gpu=cfg.gpu,
+        precision_fallback=_needs_fallback(get_spec(cfg.gpu), w.precision),
+        price_kind=cs.price_kind,
+        price_age_days=None if math.isnan(age) else age,
+        host_known=not (math.isnan(float(info.vcpus[o])) or math.isnan(float(info.ram_gib[o]))),
+        interval=cfg.time_to_train_s if w.is_training else cfg.tpot_s,
+    )
+
+
+def within_risk(cs: CandidateSet, w: Workload, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """``rows`` whose risk is at most ``w.max_risk`` (all when None). Risk depends only on the offer's
+    class, fabric, price age and host listing and on the placement: computed once per distinct combination."""
+    if w.max_risk is None or rows.size == 0:
+        return rows
+    info = offer_info(cs.table)
+    o = cs.offer[rows]
+    age = info.price_age_days[o]
+    with np.errstate(invalid="ignore"):
+        age_state = np.where(np.isnan(age), 2, np.where(age > STALE_PRICE_DAYS, 1, 0))
+    host = np.isfinite(info.vcpus[o]) & np.isfinite(info.ram_gib[o])
+    cls = np.unique(info.provider_class.astype(str), return_inverse=True)[1][o]
+    key = np.stack([cs.cfg[rows], info.fabric_index[o], cls, age_state, host.astype(np.int64)], axis=1)
+    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    ok = np.array([within(row_risk(cs, w, int(rows[i]))[0], w.max_risk) for i in first], dtype=bool)
+    kept: npt.NDArray[np.int64] = rows[ok[inverse.reshape(-1)]]
+    return kept
 
 
 def _iv(x: Interval | None, factor: float) -> Interval | None:
@@ -115,15 +193,36 @@ def materialise(
             assumption_source=a.source,
         )
     factor = float(cs.spot_factor[row])
+    level, reasons = row_risk(cs, w, row)
     per_mtok = float(cs.cost_usd_per_million_output_tokens[row])
+    per_mtok_sat = float(cs.cost_usd_per_million_output_tokens_saturated[row])
     per_run = float(cs.cost_usd_per_run[row])
+    runs = float(cs.runs_per_month[row])
+    info = offer_info(t)
+    fabric = info.fabrics[int(info.fabric_index[o])]
+    vcpus, ram = float(info.vcpus[o]), float(info.ram_gib[o])
+    age = float(info.price_age_days[o])
+    fallback = _needs_fallback(spec, w.precision)
+    pclass = str(info.provider_class[o])
     return Candidate(
         provider=provider,
         region=str(t.column("region")[o]),
         instance_type=str(t.column("instance_type")[o]),
         gpu=cfg.gpu,
         gpu_vendor=spec.vendor,
-        precision_fallback=_needs_fallback(spec, w.precision),
+        precision_fallback=fallback,
+        provider_class=pclass,
+        fabric=fabric.label,
+        fabric_gbps_per_node=fabric.gbps_per_node,
+        multi_node_capable=fabric.multi_node,
+        vcpus=None if math.isnan(vcpus) else vcpus,
+        host_memory_gib=None if math.isnan(ram) else ram,
+        price_date=str(info.price_date[o]),
+        price_age_days=None if math.isnan(age) else int(age),
+        runs_per_month=None if math.isnan(runs) else runs,
+        cost_usd_per_million_output_tokens_saturated=None if math.isnan(per_mtok_sat) else per_mtok_sat,
+        risk=level,
+        risk_reasons=reasons,
         gpus_per_node=cfg.gpus_per_node,
         nodes_per_replica=cfg.nodes_per_unit,
         tp=cfg.tp,
@@ -175,18 +274,28 @@ def brute_force_best(
 ) -> tuple[float, dict[str, Any]] | None:
     """Loop-based reference: the best objective value and its row, or None when nothing is feasible.
 
-    It shares only the per-placement performance (:func:`configs_for`: the estimator's numbers) and the
-    spot/schedule formulas with the engine; filtering, pricing, replica counts, costing, feasibility and
-    selection are re-done row by row over ``table.records()``.
+    It shares only the per-placement performance (:func:`configs_for`: the estimator's numbers), the offer
+    capability lookups (class, fabric, price age), the host rules and the spot/schedule/risk formulas with
+    the engine; filtering, pricing, replica counts, costing, feasibility and selection are re-done row by
+    row over ``table.records()``.
     Returns ``(key, row)`` where ``key`` is the value minimised (cost, -speed or -tokens/s per USD/h).
     """
+    from gpufleet.catalog.capabilities import fabric_for, offer_class
+    from gpufleet.recommend.candidates import NO_REGION
+    from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, node_network
+    from gpufleet.recommend.perf import at_confidence, rate_at_confidence
+
     kind = price_kind_for(w.pricing)
     billed_h = Schedule(hours_per_month=w.hours_per_month).billed_hours_per_month(kind)
     commit = node_prices_usd_per_hour(table, kind) if kind not in ("on_demand", "spot") else None
+    ages = offer_info(table).price_age_days
     vendors = {v.lower() for v in w.gpu_vendors}
-    best: tuple[tuple[float, float], dict[str, Any]] | None = None
+    rules = DEFAULT_HOST_RULES
+    placements: list[tuple[int, Any, Any, float, Any]] = []  # (row, record, config, price, fabric)
     for i, rec in enumerate(table.records()):
         if rec.gpu is None or rec.gpu_count < 1 or rec.gpu_count != int(rec.gpu_count):
+            continue
+        if rec.region.strip().lower() in NO_REGION:
             continue
         if w.is_training and rec.gpu.startswith("Inferentia"):
             continue
@@ -196,6 +305,13 @@ def brute_force_best(
             continue
         if vendors and get_spec(rec.gpu).vendor.lower() not in vendors:
             continue
+        if w.tier == "production":
+            if not w.allow_marketplace and offer_class(rec.provider, rec.instance_type) == "marketplace":
+                continue
+            if not w.allow_stale_prices and not (ages[i] <= STALE_PRICE_DAYS):
+                continue
+            if rec.vcpus is None or rec.ram_gib is None:
+                continue
         if kind == "on_demand":
             price = rec.price_on_demand_usd_per_hour
         elif kind == "spot":
@@ -205,66 +321,102 @@ def brute_force_best(
             price = float(commit[i])
         if not (price > 0):
             continue
-        for cfg in configs_for(est, w, rec.gpu, int(rec.gpu_count)):
+        fabric = fabric_for(rec.provider, rec.instance_type, rec.gpu)
+        g = int(rec.gpu_count)
+        for cfg in configs_for(est, w, rec.gpu, g, node_network(fabric)):
             if not cfg.fits:
                 continue
-            need = cfg.units
-            target = target_output_tokens_per_s(w)
-            if not w.is_training and target is not None:
-                assert cfg.unit_output_tokens_per_s is not None
-                need = max(need, math.ceil(target / cfg.unit_output_tokens_per_s.central - 1e-9))
-            paid, factor = need, 1.0
-            if kind == "spot":
-                a = assumption_for(rec.provider, spot_assumptions)
-                if w.is_training:
-                    st = spot_training(a, nodes=cfg.nodes_per_unit)
-                    if not st.valid:
-                        continue
-                    factor = st.wall_time_factor
-                else:
-                    paid = replicas_to_provision(
-                        need, replica_availability(a, nodes_per_replica=cfg.nodes_per_unit)
-                    )
-            cost_h = price * paid * cfg.nodes_per_unit
-            month = cost_h * billed_h
-            if w.budget_usd_per_month is not None and month > w.budget_usd_per_month:
+            ram_need = rules.ram_per_weight * cfg.weights_per_gpu_gib * g + rules.ram_base_gib
+            cpu_need = rules.vcpus_needed(g, training=w.is_training)
+            if rec.ram_gib is not None and rec.ram_gib < ram_need - 1e-9:
                 continue
+            if rec.vcpus is not None and rec.vcpus < cpu_need - 1e-9:
+                continue
+            placements.append((i, rec, cfg, price, fabric))
+    if not w.is_training and any(p[2].nodes_per_unit == 1 for p in placements):
+        placements = [p for p in placements if p[2].nodes_per_unit == 1]
+    best: tuple[tuple[float, float], dict[str, Any]] | None = None
+    for i, rec, cfg, price, fabric in placements:
+        need = cfg.units
+        target = target_output_tokens_per_s(w)
+        if not w.is_training and target is not None:
+            assert cfg.unit_output_tokens_per_s is not None
+            need = max(need, math.ceil(target / rate_at_confidence(cfg.unit_output_tokens_per_s, w) - 1e-9))
+        if not w.is_training:
+            need = max(need, math.ceil(w.min_replicas / max(cfg.replicas_per_unit, 1) - 1e-9))
+        paid, factor = need, 1.0
+        if kind == "spot":
+            a = assumption_for(rec.provider, spot_assumptions)
             if w.is_training:
-                assert cfg.time_to_train_s is not None and cfg.tokens_per_s is not None
-                ttt = cfg.time_to_train_s.central * factor
-                if slo_gap(cfg, w) > 1 + 1e-12:
+                st = spot_training(a, nodes=cfg.nodes_per_unit)
+                if not st.valid:
                     continue
-                if w.deadline_h is not None and ttt > w.deadline_h * SECONDS_PER_HOUR * (1 + 1e-12):
-                    continue
-                cost, speed, tput = (
-                    cost_h * ttt / SECONDS_PER_HOUR,
-                    1.0 / ttt,
-                    cfg.tokens_per_s.central / factor,
+                factor = st.wall_time_factor
+            else:
+                paid = replicas_to_provision(
+                    need, replica_availability(a, nodes_per_replica=cfg.nodes_per_unit)
                 )
-            else:
-                assert cfg.unit_output_tokens_per_s is not None and cfg.tpot_s is not None
-                if slo_gap(cfg, w) > 1 + 1e-12:
-                    continue
-                cost, speed = month, 1.0 / cfg.tpot_s.central
-                tput = cfg.unit_output_tokens_per_s.central * need
-            if objective == "cheapest":
-                key = (cost, -speed)
-            elif objective == "fastest":
-                key = (-speed, cost)
-            else:
-                key = (-tput / cost_h, cost)
-            row = {
-                "offer": i,
-                "provider": rec.provider,
-                "instance_type": rec.instance_type,
-                "cost": cost,
-                "speed": speed,
-                "nodes": cfg.nodes_per_unit,
-                "tp": cfg.tp,
-                "replicas": paid,
-            }
-            if best is None or key < best[0]:
-                best = (key, row)
+        cost_h = price * paid * cfg.nodes_per_unit
+        if w.is_training:
+            assert cfg.time_to_train_s is not None and cfg.tokens_per_s is not None
+            ttt = cfg.time_to_train_s.central * factor
+            ttt_h = ttt / SECONDS_PER_HOUR
+            runs = w.runs_per_month if w.runs_per_month is not None else min(1.0, w.hours_per_month / ttt_h)
+            run_h = ttt_h if kind in ("on_demand", "spot") else max(ttt_h, billed_h / runs)
+            cost_run = cost_h * run_h
+            month = cost_run * runs
+        else:
+            month = cost_h * billed_h
+        if w.budget_usd_per_month is not None and month > w.budget_usd_per_month:
+            continue
+        if slo_gap(cfg, w) > 1 + 1e-12:
+            continue
+        if w.is_training:
+            if w.deadline_h is not None and at_confidence(cfg.time_to_train_s, w) * factor > w.deadline_h * (
+                SECONDS_PER_HOUR * (1 + 1e-12)
+            ):
+                continue
+            if w.runs_per_month is not None and w.runs_per_month * ttt_h > w.hours_per_month * (1 + 1e-12):
+                continue
+            cost, speed, tput = cost_run, 1.0 / ttt, cfg.tokens_per_s.central / factor
+        else:
+            assert cfg.unit_output_tokens_per_s is not None and cfg.tpot_s is not None
+            cost, speed = month, 1.0 / cfg.tpot_s.central
+            tput = cfg.unit_output_tokens_per_s.central * need
+        if w.max_risk is not None:
+            age = float(ages[i])
+            level = assess(
+                w,
+                provider_class=offer_class(rec.provider, rec.instance_type),
+                fabric=fabric,
+                nodes=cfg.nodes_per_unit,
+                gpu=cfg.gpu,
+                precision_fallback=_needs_fallback(get_spec(cfg.gpu), w.precision),
+                price_kind=kind,
+                price_age_days=None if math.isnan(age) else age,
+                host_known=rec.vcpus is not None and rec.ram_gib is not None,
+                interval=cfg.time_to_train_s if w.is_training else cfg.tpot_s,
+            )[0]
+            if not within(level, w.max_risk):
+                continue
+        if objective == "cheapest":
+            key = (cost, -speed)
+        elif objective == "fastest":
+            key = (-speed, cost)
+        else:
+            key = (-tput / cost_h, cost)
+        row = {
+            "offer": i,
+            "provider": rec.provider,
+            "instance_type": rec.instance_type,
+            "cost": cost,
+            "speed": speed,
+            "nodes": cfg.nodes_per_unit,
+            "tp": cfg.tp,
+            "replicas": paid,
+        }
+        if best is None or key < best[0]:
+            best = (key, row)
     return None if best is None else (best[0][0], best[1])
 
 

@@ -25,6 +25,15 @@ PRICINGS: tuple[str, ...] = get_args(Pricing)
 #: what would make it fit). ``no_offers``: the filters left no offer at all.
 Status = Literal["ok", "infeasible_slo", "over_budget", "cannot_fit", "no_offers"]
 RiskLevel = Literal["low", "medium", "high"]
+RISK_LEVELS: tuple[str, ...] = get_args(RiskLevel)
+#: deployment tier: ``dev`` anything that runs; ``batch`` interruptible offline work; ``production`` serving
+#: users: no marketplace/community hosts, no stale or undated prices, at least 2 replicas (docs/recommend.md)
+Tier = Literal["dev", "batch", "production"]
+TIERS: tuple[str, ...] = get_args(Tier)
+#: percentile of the estimate's interval the SLOs/deadline/throughput target are checked against: ``p50`` the
+#: central value, ``p90`` the pessimistic end (p90 of latencies and time to train, p10 of throughput)
+Confidence = Literal["p50", "p90"]
+CONFIDENCES: tuple[str, ...] = get_args(Confidence)
 Complexity = Literal["low", "medium", "high"]
 
 
@@ -59,6 +68,8 @@ class Workload:
     # training
     train_tokens: float | None = None  # tokens processed in the run (dataset tokens x epochs) [tokens]
     deadline_h: float | None = None  # the run must finish within [h]
+    runs_per_month: float | None = None  # training runs per month; None = one run a month, or the share of
+    # a run the schedule's month holds when a run takes longer than hours_per_month [count]
     global_batch_sequences: int = 256  # sequences per optimizer step [count]
     seq_len_tokens: int = 4096
     # schedule and pricing
@@ -69,6 +80,13 @@ class Workload:
     regions: tuple[str, ...] = ()  # glob patterns; empty = all
     gpu_vendors: tuple[str, ...] = ()  # e.g. ("NVIDIA", "AMD"); empty = all
     max_nodes: int = 8  # largest node count considered per offer [count]
+    # practice (docs/recommend.md "Defaults")
+    tier: str = "dev"  # one of TIERS
+    confidence: str = "p90"  # one of CONFIDENCES
+    max_risk: str | None = None  # drop candidates above this risk level (one of RISK_LEVELS)
+    allow_fallback: bool = False  # let a GPU run the precision through a fallback (e.g. bf16 as fp16 on V100)
+    allow_marketplace: bool = False  # production tier: also marketplace/community hosts
+    allow_stale_prices: bool = False  # production tier: also prices older than the staleness limit / undated
     budget_usd_per_month: float | None = None
     objective: str = "cheapest"  # one of OBJECTIVES
     current: CurrentDeployment | None = None
@@ -77,6 +95,11 @@ class Workload:
     @property
     def is_training(self) -> bool:
         return self.task != "inference"
+
+    @property
+    def min_replicas(self) -> int:
+        """Replicas a serving deployment keeps at least: 2 in production (one can fail or be updated)."""
+        return 2 if self.tier == "production" and not self.is_training else 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -113,7 +136,8 @@ class Candidate:
     price_kind: str  # catalog price kind used (on_demand, spot, commit_1y, ...)
     price_usd_per_node_hour: float
     cost_usd_per_hour: float  # all billed nodes while running (spot: expected) [USD/h]
-    cost_usd_per_month: float  # on the workload's schedule (commitments bill 730 h) [USD/month]
+    cost_usd_per_month: float  # inference: on the workload's schedule (commitments bill 730 h); training:
+    # runs_per_month x cost_usd_per_run [USD/month]
     cost_usd_per_million_output_tokens: float | None  # inference, at the operating throughput
     cost_usd_per_run: float | None  # training: the whole run
     mem_per_gpu_gib: float  # memory needed per GPU
@@ -132,6 +156,20 @@ class Candidate:
     spot: SpotCost | None = None
     generation_year: int | None = None  # GPU release year
     precision_fallback: bool = False  # the GPU cannot compute at the workload's precision: fallback used
+    # deployability (catalog/capabilities.py) and price provenance
+    provider_class: str = "unknown"  # hyperscaler, gpu_cloud, marketplace, aggregator, unknown
+    fabric: str = ""  # scale-out network of one node, e.g. "EFA 3200 Gb/s" or "TCP 25 Gb/s, single node"
+    fabric_gbps_per_node: float | None = None  # [Gb/s]
+    multi_node_capable: bool = False  # provider AND instance allow clusters
+    vcpus: float | None = None  # per node [count]
+    host_memory_gib: float | None = None  # host RAM per node [GiB]
+    price_date: str = ""  # ISO date the price was captured (earliest of the capture window); "" = unknown
+    price_age_days: int | None = None  # days from price_date to the catalog's newest capture; None = unknown
+    # what the user pays for (training: one run; runs per month on the schedule)
+    runs_per_month: float | None = None  # training: runs paid for per month (cost_usd_per_month / per run)
+    cost_usd_per_million_output_tokens_saturated: float | None = None  # inference at the saturated batch
+    risk: str = "low"  # one of RISK_LEVELS
+    risk_reasons: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
     @property
@@ -178,9 +216,11 @@ class Recommendation:
     objective: str
     best: Candidate | None  # None unless status == "ok"
     ranked: tuple[Candidate, ...]  # the feasible candidates in objective order (top ``limit``)
-    pareto: tuple[Candidate, ...]  # cost vs speed front among feasible candidates, cheapest first
+    pareto: tuple[Candidate, ...]  # cost vs throughput front among feasible candidates, cheapest first
+    # (cost = $/run for training, $/month for inference; throughput = output or trained tokens/s)
     closest: tuple[Candidate, ...] = ()  # infeasible_slo / over_budget: nearest misses
     cannot_fit: CannotFit | None = None
+    pareto_latency: tuple[Candidate, ...] = ()  # cost vs per-stream speed (1/TPOT; training 1/time) front
     offers_considered: int = 0
     candidates_evaluated: int = 0
     message: str = ""  # one paragraph explaining the status

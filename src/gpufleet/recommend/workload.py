@@ -17,7 +17,15 @@ from gpufleet.cost.schedule import Schedule
 from gpufleet.errors import ConfigFileError, GpufleetError
 from gpufleet.fileio import parse_yaml_or_json
 from gpufleet.precision import PRECISIONS, check_precision
-from gpufleet.recommend.types import OBJECTIVES, PRICINGS, CurrentDeployment, Workload
+from gpufleet.recommend.types import (
+    CONFIDENCES,
+    OBJECTIVES,
+    PRICINGS,
+    RISK_LEVELS,
+    TIERS,
+    CurrentDeployment,
+    Workload,
+)
 from gpufleet.units import HOURS_PER_MONTH, MS_PER_S, SECONDS_PER_HOUR
 
 
@@ -62,6 +70,13 @@ class WorkloadSpec(BaseModel):
     regions: list[str] = Field(default_factory=list)
     gpu_vendors: list[str] = Field(default_factory=list)
     max_nodes: int = Field(8, ge=1, le=64)
+    runs_per_month: float | None = Field(None, gt=0)
+    tier: Literal["dev", "batch", "production"] | None = None
+    confidence: Literal["p50", "p90"] = "p90"
+    max_risk: Literal["low", "medium", "high"] | None = None
+    allow_fallback: bool = False
+    allow_marketplace: bool = False
+    allow_stale_prices: bool = False
     budget_usd_per_month: float | None = None
     objective: Literal["cheapest", "fastest", "throughput_per_dollar"] = "cheapest"
     current: _Current | None = None
@@ -107,9 +122,16 @@ class WorkloadSpec(BaseModel):
             raise ValueError("hours_per_day and days_per_month go together (e.g. 8 and 22)")
         if self.task != "inference" and self.train_tokens is None and self.dataset_tokens is None:
             raise ValueError(f"a {self.task} workload needs train_tokens (or dataset_tokens with epochs)")
+        if self.runs_per_month is not None and self.task == "inference":
+            raise ValueError("runs_per_month applies to training tasks only (inference runs on the schedule)")
         if self.train_tokens is not None and self.dataset_tokens is not None:
             raise ValueError("give train_tokens or dataset_tokens (x epochs), not both")
         return self
+
+    def default_tier(self) -> str:
+        """``production`` for serving with a latency SLO (users wait on it), ``batch`` otherwise."""
+        slo = self.ttft_p95_ms is not None or self.tpot_p95_ms is not None
+        return "production" if self.task == "inference" and slo else "batch"
 
     def to_workload(self) -> Workload:
         if self.hours_per_day is not None and self.days_per_month is not None:
@@ -146,6 +168,13 @@ class WorkloadSpec(BaseModel):
             regions=tuple(self.regions),
             gpu_vendors=tuple(self.gpu_vendors),
             max_nodes=self.max_nodes,
+            runs_per_month=self.runs_per_month,
+            tier=self.tier or self.default_tier(),
+            confidence=self.confidence,
+            max_risk=self.max_risk,
+            allow_fallback=self.allow_fallback,
+            allow_marketplace=self.allow_marketplace,
+            allow_stale_prices=self.allow_stale_prices,
             budget_usd_per_month=self.budget_usd_per_month,
             objective=self.objective,
             current=CurrentDeployment(
@@ -166,6 +195,9 @@ _ALLOWED_HINT = {
     "objective": ", ".join(OBJECTIVES),
     "precision": ", ".join(PRECISIONS),
     "schedule": "24/7 (or use hours_per_month, or hours_per_day with days_per_month)",
+    "tier": ", ".join(TIERS),
+    "confidence": ", ".join(CONFIDENCES),
+    "max_risk": ", ".join(RISK_LEVELS),
 }
 
 

@@ -45,8 +45,11 @@ CANDIDATE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("fit", "Memory (GiB used / per GPU)"),
     ("speed", "Speed (p10-p90)"),
     ("usd_per_hour", "$/h"),
-    ("usd_per_month", "$/month"),
+    ("usd_per_month", "Cost (training: $/run first)"),
     ("unit_cost", "Unit cost"),
+    ("host", "Host vCPU / RAM"),
+    ("deploy", "Provider class, fabric"),
+    ("price_date", "Price date"),
     ("risk", "Risk"),
 )
 
@@ -103,11 +106,44 @@ def speed_text(c: Candidate) -> str:
 
 
 def unit_cost_text(c: Candidate) -> str:
+    """Inference: $/1M output tokens at the user's load and at saturation (full batch); training: $/run."""
     if c.cost_usd_per_million_output_tokens is not None:
-        return f"{usd(c.cost_usd_per_million_output_tokens)}/1M output tok"
+        text = f"{usd(c.cost_usd_per_million_output_tokens)}/1M output tok at your load"
+        if c.cost_usd_per_million_output_tokens_saturated is not None:
+            text += f"; {usd(c.cost_usd_per_million_output_tokens_saturated)} at saturation"
+        return text
     if c.cost_usd_per_run is not None:
         return f"{usd(c.cost_usd_per_run)}/run"
     return "-"
+
+
+def cost_text(c: Candidate) -> str:
+    """Training: ``$/run x runs/month = $/month`` ($/run first); inference: ``$/month``."""
+    if c.cost_usd_per_run is not None and c.runs_per_month is not None:
+        return (
+            f"{usd(c.cost_usd_per_run)}/run x {c.runs_per_month:.3g} runs/month = "
+            f"{usd(c.cost_usd_per_month)}/month"
+        )
+    return f"{usd(c.cost_usd_per_month)}/month"
+
+
+def host_text(c: Candidate) -> str:
+    """``16 vCPU / 64 GiB`` per node; ``not listed`` where the catalog gives neither."""
+    if c.vcpus is None and c.host_memory_gib is None:
+        return "not listed"
+    cpu = f"{c.vcpus:g}" if c.vcpus is not None else "?"
+    ram = f"{c.host_memory_gib:g}" if c.host_memory_gib is not None else "?"
+    return f"{cpu} vCPU / {ram} GiB"
+
+
+def deploy_text(c: Candidate) -> str:
+    return f"{c.provider_class}, {c.fabric}" if c.fabric else c.provider_class
+
+
+def price_date_text(c: Candidate) -> str:
+    if not c.price_date:
+        return "unknown date"
+    return f"{c.price_date} ({c.price_age_days} d old)" if c.price_age_days is not None else c.price_date
 
 
 def parallelism_text(c: Candidate) -> str:
@@ -121,37 +157,19 @@ def parallelism_text(c: Candidate) -> str:
 
 
 def risk_flags(c: Candidate) -> list[str]:
-    """Operational risks of one candidate, most serious first: another accelerator software stack, a replica
-    spread over several nodes (inter-node network on the critical path), spot capacity, a precision
-    fallback, a commitment lock-in."""
-    flags: list[str] = []
-    if c.gpu_vendor.lower() != "nvidia":
-        flags.append(f"{c.gpu_vendor} stack")
-    if c.nodes_per_replica > 1:
-        flags.append(f"multi-node ({c.nodes_per_replica} nodes/replica)")
-    if c.spot is not None:
-        s = c.spot
-        extra = f", {s.replicas_provisioned}/{s.replicas_needed} replicas" if s.replicas_needed else ""
-        flags.append(f"spot {s.interruptions_per_h:.2g}/h{extra}")
-    if c.precision_fallback:
-        flags.append("precision fallback")
-    if c.price_kind.startswith(("commit", "reserved", "savings_plan", "cud")):
-        flags.append(f"commitment ({c.price_kind})")
-    return flags
+    """The engine's risk reasons of one candidate (gpufleet.recommend.risk), most serious first."""
+    return list(c.risk_reasons)
 
 
 def risk_level(c: Candidate) -> str:
-    """high: another accelerator stack; medium: any other flag; low: on-demand, one node, as asked."""
-    flags = risk_flags(c)
-    if c.gpu_vendor.lower() != "nvidia":
-        return "high"
-    return "medium" if flags else "low"
+    """The engine's risk level (low, medium, high)."""
+    return c.risk
 
 
 def risk_text(c: Candidate) -> str:
-    """The risk level with its reasons, e.g. ``medium: multi-node (2 nodes/replica)``."""
+    """The risk level with its reasons, e.g. ``medium: spot capacity (interruptions)``."""
     flags = risk_flags(c)
-    return f"{risk_level(c)}: {'; '.join(flags)}" if flags else "low (on-demand, one node)"
+    return f"{risk_level(c)}: {'; '.join(flags)}" if flags else f"{c.risk} (no risk factor found)"
 
 
 def candidate_row(rank: int, c: Candidate) -> dict[str, str]:
@@ -167,8 +185,11 @@ def candidate_row(rank: int, c: Candidate) -> dict[str, str]:
         "fit": f"{c.mem_per_gpu_gib:.1f} / {c.mem_capacity_gib:.1f}",
         "speed": speed_text(c),
         "usd_per_hour": usd(c.cost_usd_per_hour),
-        "usd_per_month": usd(c.cost_usd_per_month),
+        "usd_per_month": cost_text(c),
         "unit_cost": unit_cost_text(c),
+        "host": host_text(c),
+        "deploy": deploy_text(c),
+        "price_date": price_date_text(c),
         "risk": risk_text(c),
     }
 

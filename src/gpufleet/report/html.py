@@ -92,21 +92,24 @@ def _speed_value(c: Candidate) -> tuple[float, float | None, float | None] | Non
 
 
 def cost_speed_chart(rec: Recommendation) -> str:
-    """Monthly cost against throughput for every candidate in the result, the Pareto front highlighted."""
+    """Cost ($/month; training $/run) against throughput for every candidate, the cost-vs-throughput Pareto
+    front (the same axes, :func:`gpufleet.recommend.rank.pareto_rows`) highlighted."""
     seen: list[Candidate] = []
     for c in (*rec.ranked, *rec.pareto, *rec.closest):
         if c not in seen:
             seen.append(c)
     points = []
+    training = rec.workload.is_training
     for c in seen:
         sv = _speed_value(c)
         if sv is None:
             continue
-        label = f"{candidate_label(c)}: {usd(c.cost_usd_per_month)}/month, {speed_text(c)}"
+        y = c.cost_usd_per_run if training and c.cost_usd_per_run is not None else c.cost_usd_per_month
+        label = f"{candidate_label(c)}: {usd(y)}/{'run' if training else 'month'}, {speed_text(c)}"
         points.append(
             ScatterPoint(
                 x=sv[0],
-                y=c.cost_usd_per_month,
+                y=y,
                 label=label,
                 highlight=c in rec.pareto,
                 x_low=sv[1],
@@ -118,7 +121,7 @@ def cost_speed_chart(rec: Recommendation) -> str:
         points,
         title="Cost against throughput (p10-p90 bars)",
         x_label=f"throughput [{kind}]",
-        y_label="cost [USD/month]",
+        y_label="cost [USD/run]" if training else "cost [USD/month]",
     )
 
 

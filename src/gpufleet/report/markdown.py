@@ -17,6 +17,8 @@ from gpufleet.report.common import (
     assumption_lines,
     candidate_label,
     candidate_row,
+    cost_text,
+    interval,
     speed_text,
     suggestion_text,
     usd,
@@ -29,6 +31,7 @@ from gpufleet.report.summary import (
     savings_text,
     scenario_set_row,
 )
+from gpufleet.units import MS_PER_S
 
 
 def _cell(text: str) -> str:
@@ -57,14 +60,27 @@ def _recommendation(rec: Recommendation, level: int, extra: Sequence[str]) -> li
         b = rec.best
         out.append(
             f"{h} Best option\n\n**{candidate_label(b)}**: {b.total_gpus} x {b.gpu}, "
-            f"{usd(b.cost_usd_per_month)}"
-            f"/month, {speed_text(b)}"
+            f"{cost_text(b)}, {speed_text(b)}"
         )
     if rec.ranked:
         out.append(f"{h} Top candidates\n\n{_candidates(rec.ranked)}")
     if rec.pareto:
-        rows = [[candidate_label(c), usd(c.cost_usd_per_month), speed_text(c)] for c in rec.pareto]
-        out.append(f"{h} Pareto front (cost vs speed)\n\n" + table(["Option", "$/month", "Speed"], rows))
+        training = rec.workload.is_training
+        cost_head = "$/run" if training else "$/month"
+
+        def cost_of(c: Candidate) -> str:
+            return usd(c.cost_usd_per_run if training else c.cost_usd_per_month)
+
+        rows = [[candidate_label(c), cost_of(c), _throughput_text(c)] for c in rec.pareto]
+        out.append(
+            f"{h} Pareto front (cost vs throughput)\n\n" + table(["Option", cost_head, "Throughput"], rows)
+        )
+        if rec.pareto_latency:
+            lat_head = "Time to train" if training else "TPOT (p10-p90)"
+            rows = [[candidate_label(c), cost_of(c), _latency_text(c)] for c in rec.pareto_latency]
+            out.append(
+                f"{h} Pareto front (cost vs latency)\n\n" + table(["Option", cost_head, lat_head], rows)
+            )
     if rec.closest:
         misses = [f"- {candidate_label(c)}: {'; '.join(c.slo_misses) or 'over budget'}" for c in rec.closest]
         out.append(f"{h} Closest options\n\n{_candidates(rec.closest)}\n\n" + "\n".join(misses))
@@ -121,6 +137,17 @@ def _scenario(s: ScenarioResult, level: int, extra: Sequence[str]) -> list[str]:
         out += _migration(s.migration, level + 1)
     out += _recommendation(s.recommendation, level + 1, extra)
     return out
+
+
+def _throughput_text(c: Candidate) -> str:
+    iv = c.output_tokens_per_s if c.output_tokens_per_s is not None else c.tokens_per_s
+    return interval(iv, unit="tok/s")
+
+
+def _latency_text(c: Candidate) -> str:
+    if c.tpot_s is not None:
+        return interval(c.tpot_s, factor=MS_PER_S, unit="ms")
+    return speed_text(c)
 
 
 def render_markdown(result: Result, *, assumptions: Sequence[str] = ()) -> str:

@@ -70,10 +70,11 @@ def candidate_table(cands: Sequence[Candidate], title: str, *, compact: bool = F
         if compact:
             table.add_row(
                 row["rank"],
-                f"{row['provider']}\n{row['instance']}\n{row['region']}",
+                f"{row['provider']}\n{row['instance']}\n{row['region']}\n{row['deploy']}\n{row['host']}",
                 f"{row['gpus']}\n{row['parallelism']}, x{row['replicas']}\n{row['fit']} GiB",
                 row["speed"].replace(" (", "\n(", 1),
-                f"{row['usd_per_month']}/month\n{row['usd_per_hour']}/h\n{row['unit_cost']}",
+                f"{row['usd_per_month']}\n{row['usd_per_hour']}/h\n{row['unit_cost']}\n"
+                f"price {row['price_date']}",
                 row["risk"].replace(" (", "\n(", 1),
                 style=style,
             )

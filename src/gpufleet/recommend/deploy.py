@@ -1,0 +1,171 @@
+"""Deployability of each offer for the engine: class, fabric, price age, and the host RAM / vCPU rules.
+
+Per-table arrays are computed once per (immutable) offer table. The host rules are sourced defaults that a
+caller can override (:class:`HostRules`); docs/recommend.md ("Host RAM and vCPUs") gives the reasoning.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from gpufleet.catalog.capabilities import Fabric, fabric_for, offer_class
+from gpufleet.catalog.offers import OfferTable
+from gpufleet.estimate.comms import NodeNetwork
+from gpufleet.units import gb_per_s_from_gbit_per_s
+
+F64 = npt.NDArray[np.float64]
+I64 = npt.NDArray[np.int64]
+B = npt.NDArray[np.bool_]
+
+#: a price older than this (from its capture date to the catalog's newest capture) is stale [days]: GPU list
+#: prices move about yearly (e.g. AWS cut P4/P5 on-demand prices by up to 45 % in June 2025, "Announcing up to
+#: 45% price reduction for Amazon EC2 NVIDIA GPU-accelerated instances", AWS news blog 2025-06-05)
+STALE_PRICE_DAYS = 365
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostRules:
+    """Minimum host RAM and vCPUs of a node (overridable; docs/recommend.md "Host RAM and vCPUs").
+
+    - RAM: ``ram_per_weight`` x the weights the node's GPUs hold + ``ram_base_gib``. Serving engines and
+      trainers read the checkpoint through host memory (safetensors mmap into the page cache, then copy to
+      the GPU: vLLM/TGI default loaders; PyTorch ``torch.load`` / ``from_pretrained``), and a training
+      checkpoint is gathered to CPU to be written; so the node needs at least one copy of its share of the
+      weights in RAM, plus the OS, CUDA host allocations and the engine process (8 GiB: vLLM's former default
+      CPU swap space was 4 GiB per GPU; a base of 8 GiB is the smaller, per-node figure).
+    - vCPUs, inference: ``2 + GPUs`` (vLLM "CPU resources for GPU deployments": one busy process per GPU
+      worker, plus the API server and the engine core).
+    - vCPUs, training: ``vcpus_per_gpu_training`` x GPUs (the training process and 2-3 DataLoader workers per
+      GPU; PyTorch DataLoader ``num_workers`` guidance; every cloud 8-GPU training node has >= 12 per GPU).
+    - Offers with unknown host RAM or vCPUs (GCP TPU rows list none) are kept but carry a risk reason, and are
+      excluded in the production tier.
+    """
+
+    ram_per_weight: float = 1.0
+    ram_base_gib: float = 8.0
+    vcpus_base_inference: float = 2.0
+    vcpus_per_gpu_inference: float = 1.0
+    vcpus_per_gpu_training: float = 4.0
+
+    def ram_needed_gib(self, weights_on_node_gib: float) -> float:
+        return self.ram_per_weight * weights_on_node_gib + self.ram_base_gib
+
+    def vcpus_needed(self, gpus: int, *, training: bool) -> float:
+        if training:
+            return self.vcpus_per_gpu_training * gpus
+        return self.vcpus_base_inference + self.vcpus_per_gpu_inference * gpus
+
+
+DEFAULT_HOST_RULES = HostRules()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OfferInfo:
+    """Per-row deployability arrays of one offer table."""
+
+    provider_class: npt.NDArray[Any]  # str per row
+    fabric_index: I64  # into ``fabrics``
+    fabrics: tuple[Fabric, ...]
+    multi_node: B
+    price_date: npt.NDArray[Any]  # ISO date str per row, "" unknown
+    price_age_days: F64  # NaN unknown
+    vcpus: F64
+    ram_gib: F64
+
+    def network(self, row: int) -> NodeNetwork | None:
+        """The node network of a multi-node-capable offer, else None (single node only)."""
+        f = self.fabrics[int(self.fabric_index[row])]
+        return node_network(f)
+
+
+def node_network(f: Fabric) -> NodeNetwork | None:
+    if not f.multi_node:
+        return None
+    return NodeNetwork(gb_per_s_per_node=gb_per_s_from_gbit_per_s(f.gbps_per_node), rdma=f.rdma)
+
+
+_DATE = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
+
+
+def _dates(captured: str) -> tuple[dt.date, dt.date] | None:
+    """(first, last) day of a ``captured_at`` text: ``2026-05-20``, ``2026-08`` or ``2026-08/2026-11``."""
+    parts = captured.split("/")
+    out: list[dt.date] = []
+    for i, part in enumerate(parts):
+        m = _DATE.match(part.strip())
+        if m is None:
+            return None
+        y, mo, d = int(m.group(1)), int(m.group(2)), m.group(3)
+        if d is not None:
+            out.append(dt.date(y, mo, int(d)))
+        elif i == 0:
+            out.append(dt.date(y, mo, 1))
+        else:
+            nxt = dt.date(y + mo // 12, mo % 12 + 1, 1)
+            out.append(nxt - dt.timedelta(days=1))
+    if len(out) == 1:
+        out.append(out[0])
+    return out[0], out[-1]
+
+
+_INFO: dict[int, tuple[OfferTable, OfferInfo]] = {}
+
+
+def offer_info(table: OfferTable) -> OfferInfo:
+    """Deployability arrays of ``table`` (cached per table object)."""
+    hit = _INFO.get(id(table))
+    if hit is not None and hit[0] is table:
+        return hit[1]
+    prov = table.column("provider")
+    inst = table.column("instance_type")
+    gpu = table.column("gpu")
+    classes = np.array([offer_class(str(p), str(i)) for p, i in zip(prov, inst, strict=True)], dtype=object)
+    fabrics: dict[Fabric, int] = {}
+    idx = np.zeros(len(table), dtype=np.int64)
+    for r, (p, i, g) in enumerate(zip(prov, inst, gpu, strict=True)):
+        f = fabric_for(str(p), str(i), str(g))
+        idx[r] = fabrics.setdefault(f, len(fabrics))
+    fab = tuple(fabrics)
+    multi = np.array([f.multi_node for f in fab] or [False], dtype=bool)[idx]
+    spans = {c: _dates(str(c)) for c in set(table.column("captured_at"))}
+    known = [s for s in spans.values() if s is not None]
+    as_of = max((s[1] for s in known), default=None)
+    first = {c: (sp[0] if sp is not None else None) for c, sp in spans.items()}
+    cap = table.column("captured_at")
+    pdate = np.empty(len(table), dtype=object)
+    age = np.full(len(table), np.nan, dtype=np.float64)
+    for r, c in enumerate(cap):
+        d = first[c]
+        pdate[r] = d.isoformat() if d is not None else ""
+        if d is not None and as_of is not None:
+            age[r] = float((as_of - d).days)
+    info = OfferInfo(
+        provider_class=classes,
+        fabric_index=idx,
+        fabrics=fab,
+        multi_node=multi,
+        price_date=pdate,
+        price_age_days=age,
+        vcpus=table.column("vcpus").astype(float),
+        ram_gib=table.column("ram_gib").astype(float),
+    )
+    if len(_INFO) > 8:
+        _INFO.clear()
+    _INFO[id(table)] = (table, info)
+    return info
+
+
+__all__ = [
+    "DEFAULT_HOST_RULES",
+    "STALE_PRICE_DAYS",
+    "HostRules",
+    "OfferInfo",
+    "node_network",
+    "offer_info",
+]

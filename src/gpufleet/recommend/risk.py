@@ -1,0 +1,103 @@
+"""Risk of one candidate: a level (low, medium, high) with its reasons, usable as a filter (``max_risk``).
+
+What raises risk (docs/recommend.md "Risk"):
+
+- high: a marketplace/community host for production serving; a precision fallback; a multi-node training job
+  over a plain TCP network; an undated price in production; a non-NVIDIA accelerator (another software
+  stack).
+- medium: a marketplace/community or aggregator host; an unknown provider class; several nodes per replica or
+  job (more failure points, cluster set-up); a fabric bandwidth that is assumed, not documented; spot
+  capacity; a commitment lock-in; a wide estimate (p90/p10 above :data:`WIDE_INTERVAL_RATIO`) or an
+  accelerator whose specs are flagged uncertain; a stale or undated price; host RAM/vCPUs not listed.
+
+Three or more medium reasons make the level high. Cross-provider egress is added by migration analysis.
+"""
+
+from __future__ import annotations
+
+from gpufleet.catalog.capabilities import Fabric
+from gpufleet.catalog.specs import get_spec
+from gpufleet.estimate.types import Interval
+from gpufleet.recommend.deploy import STALE_PRICE_DAYS
+from gpufleet.recommend.types import RISK_LEVELS, Workload
+
+#: p90 / p10 of the main performance figure above which the estimate is called wide: GPUs the profile is
+#: calibrated on give ~2.9 (e.g. llama-3.1-8b TPOT on H100/A100/A40), uncalibrated ones ~6.5 (L4, A10G,
+#: RTX 4090), so 4 separates "measured hardware" from "extrapolated" (docs/performance.md, intervals)
+WIDE_INTERVAL_RATIO = 4.0
+#: medium reasons that together make the risk high
+MEDIUM_TO_HIGH = 3
+
+
+def risk_level(high: list[str], medium: list[str]) -> str:
+    if high or len(medium) >= MEDIUM_TO_HIGH:
+        return "high"
+    return "medium" if medium else "low"
+
+
+def assess(
+    w: Workload,
+    *,
+    provider_class: str,
+    fabric: Fabric,
+    nodes: int,
+    gpu: str,
+    precision_fallback: bool,
+    price_kind: str,
+    price_age_days: float | None,
+    host_known: bool,
+    interval: Interval | None,
+) -> tuple[str, tuple[str, ...]]:
+    """(level, reasons) of one candidate (module doc)."""
+    high: list[str] = []
+    med: list[str] = []
+    prod = w.tier == "production"
+    if provider_class == "marketplace":
+        text = "marketplace/community host (hardware, location and uptime vary per host)"
+        (high if prod else med).append(text)
+    elif provider_class in ("aggregator", "unknown"):
+        med.append(f"{provider_class} provider (capabilities of the underlying cloud not known)")
+    if precision_fallback:
+        high.append(f"precision fallback: the GPU cannot compute {w.precision} natively")
+    if nodes > 1:
+        if w.is_training and not fabric.rdma:
+            high.append(f"multi-node training over a plain TCP network ({fabric.label})")
+        else:
+            med.append(f"{nodes} nodes per {'job' if w.is_training else 'replica'} over {fabric.label}")
+        if fabric.assumed:
+            med.append("fabric bandwidth assumed, not documented")
+    if price_kind == "spot":
+        med.append("spot capacity (interruptions)")
+    if price_age_days is None:
+        (high if prod else med).append("price date unknown")
+    elif price_age_days > STALE_PRICE_DAYS:
+        med.append(f"price {price_age_days:.0f} days old")
+    if not host_known:
+        med.append("host RAM/vCPUs not listed")
+    if interval is not None and interval.p10 > 0 and interval.p90 / interval.p10 > WIDE_INTERVAL_RATIO:
+        med.append(f"wide estimate, hardware not calibrated (p90/p10 = {interval.p90 / interval.p10:.1f})")
+    if price_kind.startswith(("commit", "reserved", "savings_plan", "cud")):
+        med.append(f"commitment lock-in ({price_kind})")
+    try:
+        vendor = get_spec(gpu).vendor
+        if vendor.lower() != "nvidia":
+            high.append(f"{vendor} software stack (kernels, engines and tooling differ from CUDA)")
+        if get_spec(gpu).uncertain:
+            med.append(f"{gpu} specs uncertain (estimate not calibrated on it)")
+    except Exception:
+        med.append(f"{gpu} not in the accelerator table")
+    return risk_level(high, med), tuple(high + med)
+
+
+def check_max_risk(level: str | None) -> str | None:
+    """Validate a ``max_risk`` value (None = no filter)."""
+    from gpufleet.errors import InputError
+
+    if level is not None and level not in RISK_LEVELS:
+        raise InputError(f"Unknown risk level {level!r}. Allowed: {', '.join(RISK_LEVELS)}.")
+    return level
+
+
+def within(level: str, max_risk: str | None) -> bool:
+    """True when ``level`` is at most ``max_risk`` (always when None)."""
+    return max_risk is None or RISK_LEVELS.index(level) <= RISK_LEVELS.index(max_risk)
