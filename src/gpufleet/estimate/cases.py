@@ -51,7 +51,15 @@ SOFTWARES: tuple[str, ...] = (
     "llamacpp",
     "transformers",
     "paddle",
+    "sglang",
+    "jax",
+    "torchtune",
+    "unsloth",
+    "axolotl",
 )
+
+#: optimizers the schema names (training only; blank = unstated, read as mixed-precision AdamW)
+OPTIMIZERS: tuple[str, ...] = ("adamw", "adamw8bit", "paged_adamw8bit", "sgd", "adafactor")
 
 #: every column of the schema, in order
 CASE_COLUMNS: tuple[str, ...] = (
@@ -73,6 +81,7 @@ CASE_COLUMNS: tuple[str, ...] = (
     "ep",
     "cp",
     "software",
+    "optimizer",
     "measured",
     "unit",
     "note",
@@ -122,6 +131,7 @@ class CalibrationCase:
     unit: str  # METRIC_UNITS[metric]
     note: str
     source: str
+    optimizer: str | None = None  # one of OPTIMIZERS; None = unstated (mixed-precision AdamW)
 
 
 def _lower_choice(v: str, kind: str, allowed: Collection[str]) -> str:
@@ -184,6 +194,7 @@ class _CaseRow(BaseModel):
     ep: int | None = None
     cp: int | None = None
     software: str | None = None
+    optimizer: str | None = None
     measured: float
     unit: str
     note: str = ""
@@ -219,6 +230,16 @@ class _CaseRow(BaseModel):
         s = str(v).strip().lower()
         if s not in SOFTWARES:
             raise ValueError(f"unknown software; allowed: {', '.join(SOFTWARES)} or blank (unknown)")
+        return s
+
+    @field_validator("optimizer", mode="before")
+    @classmethod
+    def _optimizer(cls, v: Any) -> str | None:
+        if _blank(v):
+            return None
+        s = str(v).strip().lower()
+        if s not in OPTIMIZERS:
+            raise ValueError(f"unknown optimizer; allowed: {', '.join(OPTIMIZERS)} or blank (unstated)")
         return s
 
     @field_validator("gpu_count", mode="before")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from gpufleet.catalog.specs import AcceleratorSpec
 from gpufleet.errors import UnsupportedError
 from gpufleet.estimate import compute as cx
-from gpufleet.estimate.comms import DEFAULT_GPUS_PER_NODE, Link, all_reduce_s
+from gpufleet.estimate.comms import Link, all_reduce_s
 from gpufleet.estimate.kv_cache import kv_cache_bytes_per_token
 from gpufleet.estimate.memory import MemoryEstimate, estimate_memory
 from gpufleet.estimate.parallelism import USEFUL_CONCURRENCY, choose_inference_layout
@@ -31,6 +31,7 @@ from gpufleet.estimate.rates import (
     positive_int,
     resolve_inputs,
     resolve_rates,
+    scaleup_domain_gpus,
     software_key,
     tp_link,
     width_factor,
@@ -87,6 +88,8 @@ class _Infer:
     eta_bw: float
     kv_bytes_per_token: float  # all layers [bytes/token]
     head_bytes: float  # bytes per LM-head weight
+    wq_bw: float = 1.0  # weight-only quantised GEMV: share of eta_bw its dequantising kernels reach
+    wq_gemm: float = 1.0  # weight-only quantised GEMM: share of the 16-bit GEMM speed (dequantisation)
 
 
 def _weight_bytes_read(c: _Infer, tokens: float) -> float:
@@ -118,9 +121,11 @@ def prefill_s(c: _Infer, requests: float, input_len: float, *, latency: bool) ->
         / gpus
     )
     r = c.rates
-    t_mm = mm / (r.peak_flops * r.eta * c.width * c.stack)
+    t_mm = mm / (r.peak_flops * r.eta * c.width * c.stack * c.wq_gemm)
     t_attn = attn / (r.peak16_flops * r.eta16 * c.stack)
-    t_weights = _weight_bytes_read(c, tokens) * c.pp / gpus * c.tp / (r.mem_bw_bytes_per_s * c.eta_bw)
+    t_weights = (
+        _weight_bytes_read(c, tokens) * c.pp / gpus * c.tp / (r.mem_bw_bytes_per_s * c.eta_bw * c.wq_bw)
+    )
     layers = c.model.num_layers / (1 if latency else c.pp)
     return max(t_mm, t_weights) + t_attn + _tp_comm_s(c, tokens, layers) + c.overhead_s
 
@@ -147,7 +152,10 @@ def decode_step_s(
         attn += pf * cx.attention_flops_per_token(c.model, (prefill_len + 1.0) / 2.0)
     kv_bytes = micro * context * c.kv_bytes_per_token / gpus
     # GEMMs (weight-streaming or compute bound) and attention (KV-streaming bound) run one after the other
-    t_gemm = max(_weight_bytes_read(c, rows) / bw, mm / (r.peak_flops * r.eta * c.width * c.stack))
+    t_gemm = max(
+        _weight_bytes_read(c, rows) / (bw * c.wq_bw),
+        mm / (r.peak_flops * r.eta * c.width * c.stack * c.wq_gemm),
+    )
     t_attn = max(kv_bytes / bw, attn / gpus / (r.peak16_flops * r.eta16 * c.stack))
     stage = t_gemm + t_attn + _tp_comm_s(c, rows, c.model.num_layers / c.pp)
     return c.pp * stage + c.overhead_s
@@ -208,7 +216,7 @@ def estimate_inference(
     rates = resolve_rates(spec, prec, prof, allow_fallback=allow_fallback)
     kv_prec = kv_precision if kv_precision is not None else default_kv_precision(prec, spec)
     engine = MEMORY_ENGINE.get(sw, "vllm")
-    gpn = gpus_per_node or DEFAULT_GPUS_PER_NODE
+    gpn = gpus_per_node or scaleup_domain_gpus(spec, gpu_count)
     context = input_len + output_len
     layout = choose_inference_layout(
         model=arch, spec=spec, precision=prec, gpu_count=gpu_count, context_len=context, batch=batch,
@@ -243,6 +251,16 @@ def estimate_inference(
             seq_len=context, kv_precision=kv_prec, engine=engine, allow_fallback=allow_fallback,
         )  # fmt: skip
     stack_name = stack_param("infer", sw)
+    # weight-only quantisation: weights stored below 16 bit, matmuls in 16 bit (int4/nf4, or a fallback)
+    weight_only = (
+        rates.weight_bytes < UNQUANTISED_BYTES_PER_ELEMENT and rates.peak_flops <= rates.peak16_flops
+    )
+    if weight_only:
+        notes.append(
+            f"{prec} weights dequantised to 16 bit inside the GEMMs: weight reads at "
+            f"{prof.param('wq_bw_eff'):.2f} of the 16-bit kernels' bandwidth, compute-bound GEMMs at "
+            f"{prof.param('wq_gemm_eff'):.2f} of their speed."
+        )
     c = _Infer(
         model=arch, rates=rates, tp=layout.tp, pp=layout.pp,
         link=tp_link(spec, layout.tp, gpn, prof), width=width_factor(arch, prof),
@@ -252,6 +270,8 @@ def estimate_inference(
         eta_bw=prof.param("eta_bw"),
         kv_bytes_per_token=kv_cache_bytes_per_token(arch, kv_prec),
         head_bytes=HEAD_BYTES_QUANTISED if prec in _QUANTISED else rates.weight_bytes,
+        wq_bw=prof.param("wq_bw_eff") if weight_only else 1.0,
+        wq_gemm=prof.param("wq_gemm_eff") if weight_only else 1.0,
     )  # fmt: skip
     tpot = decode_step_s(c, float(b), input_len + output_len / 2.0)
     static = static_batching if static_batching is not None else sw in STATIC_BATCHING_STACKS

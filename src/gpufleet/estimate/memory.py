@@ -41,7 +41,34 @@ from gpufleet.units import GIB
 
 Engine = Literal["vllm", "trtllm", "transformers", "pytorch"]
 ENGINES: tuple[str, ...] = ("vllm", "trtllm", "transformers", "pytorch")
-OPTIMIZERS: tuple[str, ...] = ("adamw", "adam", "adamw_8bit", "sgd", "sgd_momentum")
+OPTIMIZERS: tuple[str, ...] = (
+    "adamw",
+    "adam",
+    "adamw_8bit",
+    "adamw8bit",
+    "paged_adamw8bit",
+    "adafactor",
+    "sgd",
+    "sgd_momentum",
+)
+#: optimizers whose states live in CUDA managed (unified) memory that the driver pages to host RAM under
+#: pressure (bitsandbytes paged optimizers, Dettmers et al. 2023 QLoRA sec. 3): torch's allocator statistic
+#: does not count them, and they never make a layout not fit
+PAGED_OPTIMIZERS: tuple[str, ...] = ("paged_adamw8bit",)
+#: optimizer state bytes per parameter besides any fp32 master copy: Adam m + v fp32 (8); 8-bit Adam
+#: (Dettmers et al. 2022, block-wise quantised m and v: 2 + ~0.03 block scales); Adafactor keeps a factored
+#: second moment (rows + columns, ~0 per parameter) and no first moment by default (Shazeer & Stern 2018,
+#: HF ``Adafactor(beta1=None)``); SGD none, with momentum one fp32 buffer
+OPTIMIZER_MOMENT_BYTES: Mapping[str, float] = {
+    "adamw": 8.0,
+    "adam": 8.0,
+    "adamw_8bit": 2.0,
+    "adamw8bit": 2.0,
+    "paged_adamw8bit": 2.0,
+    "adafactor": 0.05,
+    "sgd": 0.0,
+    "sgd_momentum": 4.0,
+}
 
 #: CUDA context + kernel images per process with CUDA >= 12.2 lazy loading (CUDA C++ Programming Guide,
 #: "Lazy Loading"; default since CUDA 12.2); PyTorch processes on A100/H100 show 0.4-0.6 GiB in nvidia-smi
@@ -62,6 +89,8 @@ KV_BLOCK_TOKENS = {"vllm": 16, "trtllm": 64, "transformers": 1, "pytorch": 1}
 #: tokens per forward in the engine's profiling/prefill chunk: vLLM ``max_num_batched_tokens`` 8192 (V1
 #: default for ``vllm serve``); TRT-LLM ``max_num_tokens`` 8192 (trtllm-build default)
 PREFILL_CHUNK_TOKENS = {"vllm": 8192, "trtllm": 8192}
+#: chunks of torchtune's ``CEWithChunkedOutputLoss`` (8): only one chunk's fp32 upcast logits are alive
+CHUNKED_LOSS_CHUNKS = 8
 #: vLLM ``max_num_seqs`` default 256: its profiling run samples that many sequences' logits (fp32)
 VLLM_MAX_NUM_SEQS = 256
 
@@ -94,14 +123,20 @@ class TrainingBytesPerParam:
 
 
 def optimizer_bytes_per_param(
-    optimizer: str = "adamw", precision: str = "bf16", *, fp32_grads: bool = False
+    optimizer: str = "adamw",
+    precision: str = "bf16",
+    *,
+    fp32_grads: bool = False,
+    master_weights: bool = True,
 ) -> TrainingBytesPerParam:
     """Bytes per parameter for weights, gradients and optimizer state.
 
     Mixed precision (Micikevicius et al. 2018; ZeRO paper, Rajbhandari et al. 2020, sec. 3.1: "16 bytes"):
     16-bit weights 2 + 16-bit gradients 2 (4 with fp32 gradient accumulation, Megatron's default) + fp32
     master 4 + Adam m 4 + v 4 = 16 (18). 8-bit Adam (Dettmers et al. 2022) keeps m and v in 1 byte each.
-    SGD keeps no state; with momentum one fp32 buffer. Pure fp32 training has no master copy.
+    SGD keeps no state; with momentum one fp32 buffer. Pure fp32 training has no master copy, nor has pure
+    16-bit training (``master_weights=False``: torchtune, axolotl and unsloth recipes update bf16 weights in
+    place). ``int8`` trains like fp8: int8 matmuls on bf16 weights with fp32 master copies (AQT in MaxText).
     """
     prec = check_precision(precision)
     if optimizer not in OPTIMIZERS:
@@ -109,18 +144,19 @@ def optimizer_bytes_per_param(
             f"Unknown optimizer {optimizer!r}. Allowed: {', '.join(OPTIMIZERS)}. "
             "adamw is the usual choice; adamw_8bit is bitsandbytes' 8-bit Adam."
         )
-    moments = {"adamw": 8.0, "adam": 8.0, "adamw_8bit": 2.0, "sgd": 0.0, "sgd_momentum": 4.0}[optimizer]
+    moments = OPTIMIZER_MOMENT_BYTES[optimizer]
     if prec in ("fp32", "tf32"):
         return TrainingBytesPerParam(weights=4.0, gradients=4.0, optimizer_states=moments)
-    if prec not in ("bf16", "fp16", "fp8", "fp4"):
+    if prec not in ("bf16", "fp16", "fp8", "fp4", "int8"):
         raise UnsupportedError(
             f"Cannot train weights stored in {prec}. Allowed training precisions: fp32, tf32, bf16, fp16, "
-            "fp8, fp4 (fp8/fp4 = low-precision GEMMs with bf16 weights and fp32 master copies). "
+            "fp8, fp4, int8 (fp8/fp4/int8 = low-precision GEMMs with bf16 weights and fp32 master copies). "
             "For an int4/nf4 frozen base use task 'qlora'; otherwise train in bf16."
         )
     return TrainingBytesPerParam(
-        weights=2.0, gradients=4.0 if fp32_grads else 2.0, optimizer_states=4.0 + moments
-    )
+        weights=2.0, gradients=4.0 if fp32_grads else 2.0,
+        optimizer_states=(4.0 if master_weights else 0.0) + moments,
+    )  # fmt: skip
 
 
 def weights_bytes(params: float, precision: str) -> float:
@@ -254,6 +290,9 @@ class _Query:
     fp32_grads: bool
     sequence_parallel: bool
     flash_attention: bool
+    master_weights: bool = True
+    optimizer_in_backward: bool = False
+    chunked_loss: bool = False
 
 
 def _inference_parts(q: _Query, st: _Stage) -> dict[str, float]:
@@ -301,13 +340,25 @@ def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
             parts["dequant_workspace"] = 2.0 * m.hidden_size * widest / q.tp
         act_bytes = 2.0
     else:
-        bpp = optimizer_bytes_per_param(q.optimizer, q.precision, fp32_grads=q.fp32_grads)
+        bpp = optimizer_bytes_per_param(
+            q.optimizer, q.precision, fp32_grads=q.fp32_grads, master_weights=q.master_weights
+        )
         trainable = st.layer_params + st.embed_params
         experts = st.expert_params
         parts["weights"] = shard(trainable, 3) * bpp.weights
         act_bytes = 4.0 if q.precision in ("fp32", "tf32") else 2.0
     parts["gradients"] = shard(trainable, 2) * bpp.gradients
-    parts["optimizer_states"] = shard(trainable, 1) * bpp.optimizer_states
+    if q.optimizer_in_backward and q.task not in ("lora", "qlora"):
+        # the optimizer steps each parameter as soon as its gradient is ready and frees it (torchtune
+        # ``optimizer_in_bwd``, PyTorch "How to save memory by fusing the optimizer step into the backward
+        # pass" tutorial): at most the largest tensor's gradient (embedding or LM head) is alive at once
+        largest = float(m.vocab_size * m.hidden_size) / q.tp
+        parts["gradients"] = min(parts["gradients"], largest * bpp.gradients)
+    states = shard(trainable, 1) * bpp.optimizer_states
+    if q.optimizer in PAGED_OPTIMIZERS:
+        parts["optimizer_states_paged"] = states
+    else:
+        parts["optimizer_states"] = states
 
     def layers_sum(mode: str) -> float:
         def one(moe: bool) -> float:
@@ -324,7 +375,9 @@ def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
         act += layers_sum("none") / st.layers
     parts["activations"] = act
     if st.last:
-        parts["logits"] = logits_bytes(m, tokens=q.seq_len * q.batch, tp=q.tp)
+        parts["logits"] = logits_bytes(m, tokens=q.seq_len * q.batch, tp=q.tp) / (
+            CHUNKED_LOSS_CHUNKS if q.chunked_loss else 1
+        )
     return parts
 
 
@@ -350,6 +403,9 @@ def estimate_memory(
     sequence_parallel: bool = True,
     flash_attention: bool = True,
     allow_fallback: bool = False,
+    master_weights: bool = True,
+    optimizer_in_backward: bool = False,
+    chunked_loss: bool = False,
 ) -> MemoryEstimate:
     """Memory per GPU for ``task`` (docs/memory.md).
 
@@ -360,6 +416,12 @@ def estimate_memory(
     ``batch`` is concurrent sequences for inference and the micro-batch per model replica for training;
     ``seq_len`` is the context (prompt + output) or the training sequence length [tokens]. With pipeline
     parallelism the heaviest stage is reported. ``engine`` matters for inference only.
+
+    Fine-tuning recipe knobs (see :mod:`gpufleet.estimate.recipes` for the named presets): ``optimizer``
+    (``adamw``, ``adamw8bit``, ``paged_adamw8bit`` whose states page to host memory and are left out of
+    ``allocated_gib``, ``adafactor``, ``sgd`` ...); ``master_weights`` False = pure 16-bit training (no fp32
+    copy); ``optimizer_in_backward`` frees each gradient right after its update; ``chunked_loss`` computes
+    the cross entropy in chunks (torchtune).
     """
     m = resolve_model(model)
     spec = _resolve_gpu(gpu)
@@ -382,14 +444,21 @@ def estimate_memory(
         m=m, task=task, precision=prec, engine=engine if task == "inference" else "pytorch", tp=tp, pp=pp,
         dp=dp, ep=ep, batch=batch, seq_len=seq_len, kv_precision=kv_precision, zero_stage=zero_stage,
         recompute=recompute, optimizer=optimizer, lora_rank=lora_rank, fp32_grads=fp32_grads,
-        sequence_parallel=sequence_parallel, flash_attention=flash_attention,
+        sequence_parallel=sequence_parallel, flash_attention=flash_attention, master_weights=master_weights,
+        optimizer_in_backward=optimizer_in_backward, chunked_loss=chunked_loss,
     )  # fmt: skip
     usable, parts, slack = _assemble(q, spec)
     over = _overheads(q)
     fallback = tuple(n for n in support.notes if "fallback" in n)
+    paged = parts.pop("optimizer_states_paged", 0.0)
+    resident = sum(parts.values())
+    # paged states occupy device memory only as far as it is free (the driver evicts them under pressure)
+    paged_on_gpu = min(paged, max(0.0, spec.memory_gib * GIB - resident - sum(over.values())))
+    if paged:
+        parts["optimizer_states_paged"] = paged_on_gpu
     return MemoryEstimate(
-        per_gpu_gib=(sum(parts.values()) + sum(over.values())) / GIB,
-        allocated_gib=sum(parts.values()) / GIB,
+        per_gpu_gib=(resident + paged_on_gpu + sum(over.values())) / GIB,
+        allocated_gib=resident / GIB,
         usable_gib=usable / GIB,
         capacity_gib=spec.memory_gib,
         fits=slack >= 0.0,
@@ -412,7 +481,7 @@ def _assemble(q: _Query, spec: AcceleratorSpec) -> tuple[float, dict[str, float]
             parts = _inference_parts(q, st)
         else:
             parts = _training_parts(q, st)
-        allocated = sum(parts.values())
+        allocated = sum(v for k, v in parts.items() if k != "optimizer_states_paged")
         usable = _usable(cap, q.engine, over, allocated - parts.get("kv_cache", 0.0))
         slack = usable - allocated - extra
         if best is None or slack < best[2]:
@@ -572,12 +641,22 @@ def _training_assumptions(q: _Query) -> list[str]:
         if q.task == "qlora":
             a.append("QLoRA base in NF4 with double quantisation; bf16 compute.")
     else:
-        bpp = optimizer_bytes_per_param(q.optimizer, q.precision, fp32_grads=q.fp32_grads)
+        bpp = optimizer_bytes_per_param(
+            q.optimizer, q.precision, fp32_grads=q.fp32_grads, master_weights=q.master_weights
+        )
         a.append(
-            f"{q.optimizer}: {bpp.total:g} bytes/param (weights {bpp.weights:g}, grads {bpp.gradients:g}, "
+            f"{q.optimizer}{'' if q.master_weights else ' (pure 16-bit, no fp32 master)'}: "
+            f"{bpp.total:g} bytes/param (weights {bpp.weights:g}, grads {bpp.gradients:g}, "
             f"states {bpp.optimizer_states:g})."
         )
-        if q.precision in ("fp8", "fp4"):
+        if q.optimizer_in_backward:
+            a.append("Optimizer step fused into the backward: only the largest gradient is alive at once.")
+        if q.optimizer in PAGED_OPTIMIZERS:
+            a.append(
+                "Paged optimizer states live in CUDA managed memory: on the GPU only while memory is free, "
+                "not in torch's allocated statistic."
+            )
+        if q.precision in ("fp8", "fp4", "int8"):
             a.append(
                 f"{q.precision} training (Transformer Engine fp8 / NVFP4 recipes) computes GEMMs in "
                 f"{q.precision} but keeps bf16 weights and fp32 master copies."
@@ -590,7 +669,10 @@ def _training_assumptions(q: _Query) -> list[str]:
         f"{'sequence parallel' if q.sequence_parallel else 'no sequence parallelism'}, "
         f"{'dropout masks' if q.m.dropout else 'no dropout'}; 1F1B keeps pp micro-batches on stage 1."
     )
-    a.append("Logits: 16-bit + fp32 upcast for the loss (6 B per vocab entry per token), split over TP.")
+    a.append(
+        "Logits: 16-bit + fp32 upcast for the loss (6 B per vocab entry per token), split over TP"
+        + (f", computed in {CHUNKED_LOSS_CHUNKS} chunks." if q.chunked_loss else ".")
+    )
     a.append(
         "No allocator fragmentation added (PyTorch's caching allocator may reserve more than it allocates)."
     )

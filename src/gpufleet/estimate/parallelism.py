@@ -23,10 +23,11 @@ from gpufleet.estimate.memory import (
     estimate_memory,
     max_concurrent_sequences,
 )
+from gpufleet.estimate.rates import MAX_AUTO_TP
 from gpufleet.models.arch import ModelArch
 
 #: stacks whose training recipes have no tensor/pipeline parallelism: they shard with ZeRO/FSDP instead
-NO_TP_STACKS = frozenset({"deepspeed", "pytorch", "transformers"})
+NO_TP_STACKS = frozenset({"deepspeed", "pytorch", "transformers", "torchtune", "unsloth", "axolotl"})
 #: an inference replica is worth running when its KV cache holds at least this many sequences of the
 #: requested context (a named assumption: below ~16 concurrent sequences decode is bandwidth-starved)
 USEFUL_CONCURRENCY = 16
@@ -113,7 +114,7 @@ def training_layouts(
     ZeRO stage or recompute given by the caller are kept fixed.
     """
     no_tp = software in NO_TP_STACKS
-    auto_tps = [1] if no_tp else tp_candidates(model, min(gpus_per_node, gpu_count))
+    auto_tps = [1] if no_tp else tp_candidates(model, min(gpus_per_node, gpu_count, MAX_AUTO_TP))
     tps = [tp] if tp is not None else auto_tps
     passes: list[tuple[str, list[int]]] = [
         ("selective", [1, 3] if no_tp else [1]),
@@ -186,7 +187,7 @@ def choose_inference_layout(
 ) -> InferenceLayout:
     """Smallest TP (then PP) whose replica fits the weights and a useful KV cache (or ``batch`` sequences)."""
     want = batch if batch is not None else USEFUL_CONCURRENCY
-    tps = [tp] if tp is not None else tp_candidates(model, min(gpus_per_node, gpu_count))
+    tps = [tp] if tp is not None else tp_candidates(model, min(gpus_per_node, gpu_count, MAX_AUTO_TP))
     pps = [pp] if pp != 1 or tp is not None else [p for p in _divisors(gpu_count) if p <= model.num_layers]
     fallback: InferenceLayout | None = None
     last: InferenceLayout | None = None

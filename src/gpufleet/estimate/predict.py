@@ -57,7 +57,7 @@ def note_hints(note: str) -> dict[str, Any]:
     for stage in (0, 1, 2, 3):
         if f"zero-{stage}" in low or f"zero stage {stage}" in low:
             hints["zero_stage"] = stage
-    if "fsdp" in low:
+    if "fsdp" in low and not any(f"{neg} fsdp" in low for neg in ("no", "without", "w/o")):
         hints["zero_stage"] = 3
     if "static batching" in low:
         hints["static_batching"] = True
@@ -125,6 +125,8 @@ def _predict_memory(case: CalibrationCase, prof: CalibrationProfile, estimate_me
     )
     seq = round((case.input_len or 0) + (case.output_len or 0)) or (case.seq_len or 1)
     hints = note_hints(case.note)
+    recipe_kw = _recipe_kwargs(case, hints) if case.task in TRAINING_TASKS else {}
+    recipe_kw.pop("speed_recompute", None)
     tp, pp = case.tp or 1, case.pp or 1
     dp = case.dp or max(1, case.gpu_count // (tp * pp))
     batch = case.batch or 1
@@ -137,7 +139,8 @@ def _predict_memory(case: CalibrationCase, prof: CalibrationProfile, estimate_me
     mem = estimate_memory(
         model=case.model, task=case.task, precision=case.precision, gpu=case.gpu, tp=tp, pp=pp, dp=dp,
         batch=batch, seq_len=max(seq, 1), zero_stage=hints.get("zero_stage", 0),
-        recompute=hints.get("recompute", "selective"), engine=engine, allow_fallback=True,
+        recompute=hints.get("recompute", recipe_kw.pop("recompute", "selective")), engine=engine,
+        allow_fallback=True, **recipe_kw,
     )  # fmt: skip
     torch_view = (case.software or "").lower() in TORCH_ALLOCATED_STACKS
     if torch_view:
@@ -153,6 +156,47 @@ def _predict_memory(case: CalibrationCase, prof: CalibrationProfile, estimate_me
     return CasePrediction(
         predicted=value, p10=iv.p10, p90=iv.p90, notes=(f"memory compared as {what}", *notes)
     )
+
+
+#: the schema's optimizer names -> the memory model's
+_SCHEMA_OPTIMIZER = {"adamw": "adamw", "adamw8bit": "adamw8bit", "paged_adamw8bit": "paged_adamw8bit",
+                     "sgd": "sgd", "adafactor": "adafactor"}  # fmt: skip
+
+
+def _recipe_kwargs(case: CalibrationCase, hints: dict[str, Any]) -> dict[str, Any]:
+    """Memory-model options of a training case: its optimizer, and the named recipe's defaults
+    (:mod:`gpufleet.estimate.recipes`) where the software or note names one."""
+    from gpufleet.estimate.recipes import recipe_for
+
+    kw: dict[str, Any] = {}
+    recipe = recipe_for(case.software, case.note)
+    adapter = case.task in ("lora", "qlora")
+    if recipe is not None:
+        kw["optimizer"] = recipe.optimizer_adapter if adapter else recipe.optimizer_full
+        kw["master_weights"] = recipe.master_weights
+        kw["recompute"] = recipe.recompute
+        kw["speed_recompute"] = recipe.speed_recompute
+        kw["chunked_loss"] = recipe.chunked_loss
+        single = case.gpu_count == 1
+        kw["optimizer_in_backward"] = recipe.optimizer_in_backward and single and not adapter
+    if case.optimizer:
+        kw["optimizer"] = _SCHEMA_OPTIMIZER[case.optimizer]
+    return kw
+
+
+def case_software(case: CalibrationCase) -> str | None:
+    """The stack key of a training case: DeepSpeed with stated tensor or pipeline parallelism is
+    Megatron-DeepSpeed (3D parallelism: Megatron kernels, DeepSpeed ZeRO), a different performance class."""
+    sw = (case.software or "").lower() or None
+    if sw == "deepspeed" and ((case.tp or 1) > 1 or (case.pp or 1) > 1):
+        return "megatron_deepspeed"
+    if sw in ("pytorch", None) and case.note:
+        from gpufleet.estimate.recipes import recipe_for
+
+        r = recipe_for(None, case.note)
+        if r is not None and r.name in ("torchtune", "unsloth", "axolotl"):
+            return r.name
+    return sw
 
 
 def _predict_inference(case: CalibrationCase, prof: CalibrationProfile, perf: Any) -> CasePrediction:
@@ -226,6 +270,15 @@ def _predict_training(case: CalibrationCase, prof: CalibrationProfile, perf: Any
     if case.metric in ("train_minutes", "train_gpu_hours"):
         tokens = _need(case, "train_tokens", tokens)
     hints = note_hints(case.note)
+    software = case_software(case)
+    recipe_rc = _recipe_kwargs(case, hints).get("speed_recompute") if case.gpu_count == 1 else None
+    recompute = hints.get("recompute", recipe_rc)
+    if case.dp and batch < case.dp:
+        assumed.append(
+            f"global batch {batch} is below the stated dp={case.dp}: taken as {case.dp} (one sequence per "
+            "replica per step; time to train depends on the tokens, not the step size)"
+        )
+        batch = case.dp
     fallback_note = ""
     layouts = _stated_layouts(case)
     for i, (tp, pp, dp, ep) in enumerate(layouts):
@@ -233,8 +286,8 @@ def _predict_training(case: CalibrationCase, prof: CalibrationProfile, perf: Any
             est = perf.estimate_training(
                 model=case.model, task=case.task, gpu=case.gpu, precision=case.precision,
                 gpu_count=case.gpu_count, global_batch=batch, seq_len=seq, train_tokens=tokens, tp=tp, pp=pp,
-                dp=dp, ep=ep, zero_stage=hints.get("zero_stage"), recompute=hints.get("recompute"),
-                software=case.software, profile=prof, allow_fallback=True, cp=case.cp, ignore_memory=True,
+                dp=dp, ep=ep, zero_stage=hints.get("zero_stage"), recompute=recompute,
+                software=software, profile=prof, allow_fallback=True, cp=case.cp, ignore_memory=True,
             )  # fmt: skip
             break
         except UnsupportedError:
@@ -273,6 +326,7 @@ __all__ = [
     "TORCH_ALLOCATED_STACKS",
     "CaseNotSupportedError",
     "CasePrediction",
+    "case_software",
     "note_hints",
     "predict_case",
 ]

@@ -30,6 +30,23 @@ _PRIOR_TABLE: tuple[tuple[str, float, float, bool, str], ...] = (
     ("eta_hopper", 0.65, 0.3, True,
      "H100 SXM bf16 GEMMs reach ~600-700 of 989 TFLOP/s (cuBLAS/CUTLASS benchmarks); power/clock "
      "throttling lowers sustained rates"),
+    ("eta_ada", 0.7, 0.3, True,
+     "Ada (L40S, L4, RTX 40xx) shares Ampere's SM and tensor-core design (NVIDIA Ada GPU architecture "
+     "whitepaper, 2022); cuBLAS reaches a similar share of its (fp32-accumulate) peak; prior = Ampere's"),
+    ("eta_blackwell", 0.65, 0.3, True,
+     "B200 bf16 cuBLAS GEMMs reach ~1.4-1.6 of 2.25 PFLOP/s dense (SemiAnalysis 'B200 vs H100' "
+     "microbenchmarks 2025; NVIDIA cuBLAS 12.8 release notes); power-capped clocks as on Hopper"),
+    ("eta_cdna", 0.5, 0.35, True,
+     "MI300X bf16 GEMMs with tuned hipBLASLt reach ~600-650 of 1307 TFLOP/s dense, fp8 ~1000-1300 of 2615 "
+     "(SemiAnalysis 'MI300X vs H100 vs H200 Training', Dec 2024; AMD ROCm GEMM tuning blog 2024); CDNA 4 "
+     "assumed alike until published"),
+    ("eta_gaudi", 0.7, 0.35, True,
+     "Gaudi 2/3 MME reaches ~70-80% of its bf16 matrix peak on large GEMMs through the graph compiler "
+     "(Intel Gaudi 'Model Performance' pages; Emani et al. 2024 'Toward a holistic performance evaluation "
+     "of LLMs across AI accelerators' Gaudi 2 GEMM sweeps)"),
+    ("eta_tpu", 0.75, 0.3, True,
+     "TPU MXU utilisation of large XLA matmuls: MaxText reports 55-70% end-to-end MFU on v5p/v5e/v6e for "
+     "dense LLMs (MaxText README performance table), i.e. ~0.75 of peak in the GEMMs at train_eff ~0.85"),
     ("fp8_eff", 0.7, 0.3, True,
      "fraction of the 16-bit efficiency kept at fp8 (2x peak): Transformer Engine fp8 training speeds end-"
      "to-end GPT runs 1.3-1.5x over bf16, not 2x (NVIDIA NeMo performance tables)"),
@@ -45,6 +62,20 @@ _PRIOR_TABLE: tuple[tuple[str, float, float, bool, str], ...] = (
     ("step_overhead_s", 0.001, 0.7, True,
      "per decode step host overhead of an optimised engine (scheduling, sampling, launch): ~0.5-2 ms (TRT-"
      "LLM in-flight batching, vLLM v0.6 multi-step blog)"),
+    ("moe_expert_eff", 0.6, 0.4, True,
+     "routed-expert GEMM time relative to a dense GEMM of the same FLOPs in MoE training: grouped GEMMs on "
+     "uneven per-expert token counts, token permute/unpermute, router and load imbalance (Megatron-Core MoE "
+     "report 2025: Mixtral/DeepSeek-V3 reach 0.5-0.7x the MFU of dense models of equal active size; "
+     "DeepSeek-V3 report sec. 3.2 balance losses leave ~10% imbalance)"),
+    ("wq_bw_eff", 0.75, 0.3, True,
+     "weight-only int4/int8 decode kernels (AWQ/GPTQ/exllama, Marlin, llama.cpp k-quants) dequantise in "
+     "registers and reach ~2.5-3.9x the fp16 GEMV speed at 4 bits instead of the ideal ~3.6-4x: ~0.7-0.95 "
+     "of the bandwidth 16-bit kernels reach (Frantar et al. 2024 'MARLIN' fig. 1; Lin et al. 2023 AWQ "
+     "TinyChat table; llama.cpp CUDA benchmarks)"),
+    ("wq_gemm_eff", 0.7, 0.3, True,
+     "weight-only int4 GEMMs at large batch (compute bound) run below fp16 cuBLAS: dequantisation adds "
+     "ALU work per tile; Marlin stays near fp16 speed up to batch ~128, AWQ/GPTQ GEMM kernels fall to "
+     "0.5-0.8x (Frantar et al. 2024 fig. 1; vLLM quantisation docs)"),
     # --- communication and pipelining
     ("link_eff", 0.8, 0.2, False,
      "NCCL bus bandwidth / link rate: nccl-tests all-reduce ~230/300 GB/s (DGX A100), ~360/450 (DGX H100)"),
@@ -79,12 +110,27 @@ _PRIOR_TABLE: tuple[tuple[str, float, float, bool, str], ...] = (
      "effective training time (sec 3.3.4)"),
     # --- software stacks: multipliers on the reference stack's efficiency (train: Megatron/NeMo = 1;
     #     infer: TensorRT-LLM = 1) and per-step host-overhead multipliers
+    ("train_stack_megatron_deepspeed", 0.85, 0.4, True,
+     "Megatron-DeepSpeed (3D parallel: Megatron TP/PP kernels + DeepSpeed ZeRO-1): BLOOM-176B reached "
+     "156 TFLOP/s per A100 (50% MFU) vs Megatron-LM's 52% (Le Scao et al. 2022 BLOOM paper sec. 3.5); "
+     "used for a DeepSpeed case that states tensor or pipeline parallelism"),
+    ("train_stack_jax", 0.95, 0.3, True,
+     "JAX/MaxText (XLA, GSPMD): MaxText is Google's reference LLM trainer, tuned like Megatron on GPUs/TPUs "
+     "(MaxText README MFU table)"),
     ("train_stack_deepspeed", 0.45, 0.4, True,
      "DeepSpeed + HF transformers runs reach ~25-35% MFU vs 50-60% for Megatron/NeMo on the same GPUs "
      "(BLOOM/OPT/HF reports; MLPerf v4.0 llama2_70b_lora DeepSpeed vs NeMo submissions)"),
     ("train_stack_pytorch", 0.6, 0.4, True,
      "plain PyTorch FSDP (torchtitan) reaches ~35-40% bf16 MFU on H100 vs ~50%+ Megatron (torchtitan "
      "paper, Liang et al. 2024)"),
+    ("train_stack_torchtune", 0.6, 0.4, True,
+     "torchtune recipes (PyTorch FSDP2, torch.compile, fused AdamW/8-bit optimizers): as plain PyTorch "
+     "(torchtitan, Liang et al. 2024)"),
+    ("train_stack_unsloth", 0.8, 0.4, True,
+     "unsloth: hand-written Triton kernels for LoRA/QLoRA backward and fused cross entropy, 1.5-2x HF "
+     "PEFT speed (unsloth README benchmarks)"),
+    ("train_stack_axolotl", 0.5, 0.4, True,
+     "axolotl: HF Trainer/PEFT with flash attention and sample packing by default (axolotl docs)"),
     ("train_stack_transformers", 0.45, 0.4, True,
      "HF Trainer without fused kernels: as DeepSpeed-HF above"),
     ("train_stack_paddle", 0.85, 0.4, True,

@@ -10,10 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpufleet.catalog.specs import AcceleratorSpec
-from gpufleet.errors import InputError
+from gpufleet.errors import InputError, UnsupportedError
 from gpufleet.estimate import compute as cx
 from gpufleet.estimate.comms import (
-    DEFAULT_GPUS_PER_NODE,
     Link,
     NodeNetwork,
     all_gather_s,
@@ -34,6 +33,7 @@ from gpufleet.estimate.rates import (
     positive_int,
     resolve_inputs,
     resolve_rates,
+    scaleup_domain_gpus,
     software_key,
     tp_link,
     width_factor,
@@ -77,6 +77,9 @@ INTERLEAVED_STACKS = frozenset({"nemo", "megatron", "unknown"})
 #: (EP A2A overlap), NeMo recipes on it, and tuned published runs (DeepSeek-V3 DualPipe); others
 #: (DeepSpeed-MoE, plain PyTorch) run it in line and hide only what async launches give, like TP traffic
 EP_OVERLAP_STACKS = frozenset({"nemo", "megatron", "unknown"})
+#: architectures whose training stacks train with int8 matmuls: TPUs through AQT in MaxText (Google Cloud
+#: "Accurate Quantized Training" docs; MLPerf Training v4.0/v4.1 Google gpt3 submissions)
+INT8_TRAINING_ARCHS: tuple[str, ...] = ("TPU",)
 #: QLoRA dequantises NF4 weights before every matmul (bitsandbytes): ~0.6-0.7x LoRA speed (QLoRA paper,
 #: Dettmers et al. 2023, and HF PEFT benchmarks); a named prior applied to qlora compute
 QLORA_DEQUANT_EFF = 0.65
@@ -113,6 +116,13 @@ def training_step(
     if task == "qlora":
         eff *= QLORA_DEQUANT_EFF
     t_mm = tokens * fl.hw_matmul / n / (rates.peak_flops * rates.eta * width_factor(model, profile) * eff)
+    if model.is_moe:
+        # routed-expert GEMMs run as grouped GEMMs on uneven token counts, with permute/unpermute and router
+        # work around them: their share of the matmul time runs at ``moe_expert_eff`` (priors module)
+        shape = cx.model_shape(model)
+        routed = model.num_moe_layers * model.experts_per_token * shape.expert_params
+        share = routed / shape.matmul_active_params
+        t_mm *= 1.0 - share + share / profile.param("moe_expert_eff")
     t_attn = tokens * fl.hw_attention / n / (rates.peak16_flops * rates.eta16 * eff)
     compute = t_mm + t_attn
     micro = max(global_batch // dp, 1)  # micro-batches of one sequence per data-parallel replica
@@ -268,8 +278,15 @@ def estimate_training(
     if recompute is not None and recompute not in ("none", "selective", "full"):
         raise InputError(f"recompute must be none, selective or full, got {recompute!r}.")
     sw = software_key(software)
+    if prec == "int8" and not spec.architecture.startswith(INT8_TRAINING_ARCHS):
+        raise UnsupportedError(
+            f"int8 training is not supported on {spec.id} ({spec.architecture}): quantised int8 training "
+            "(AQT) exists in JAX/MaxText on TPUs only; GPU training stacks (Transformer Engine, Megatron, "
+            "DeepSpeed, PyTorch) train in bf16, fp8 or fp4. Use fp8 (Hopper, Blackwell, CDNA 3+, Gaudi) or "
+            "bf16 on this GPU."
+        )
     rates = resolve_rates(spec, prec, prof, allow_fallback=allow_fallback)
-    gpn = gpus_per_node or DEFAULT_GPUS_PER_NODE
+    gpn = gpus_per_node or scaleup_domain_gpus(spec, gpu_count)
     cp_deg = cp or 1
     if gpu_count % cp_deg or seq_len < cp_deg:
         raise InputError(
@@ -344,6 +361,7 @@ def estimate_training(
 __all__ = [
     "EP_OVERLAP_STACKS",
     "GRAD_BYTES",
+    "INT8_TRAINING_ARCHS",
     "INTERLEAVED_STACKS",
     "PARAM_BYTES",
     "QLORA_DEQUANT_EFF",

@@ -28,11 +28,17 @@ from gpufleet.models.arch import ModelArch
 
 _LLAMA_LIKE = ("deepseek", "mixtral", "qwen2", "phi3", "mistral", "gemma", "llama")
 #: ``model_type`` values whose modules the counting above matches (qwen3 adds per-head q/k norms: 2 x head_dim
-#: per layer, not counted)
+#: per layer, not counted; qwen3_moe = Mixtral-style routed experts of ``moe_intermediate_size``, no shared
+#: expert; gemma3 = Gemma 2's four norms per layer with 5 of 6 layers on the sliding window; gpt_oss = routed
+#: gated experts of ``intermediate_size`` with biases, attention with biases and per-head sink scalars (a
+#: few thousand parameters, not counted), every other layer on a 128-token window)
 SUPPORTED_MODEL_TYPES = (
-    "bert", "deepseek_v2", "deepseek_v3", "falcon", "gemma", "gemma2", "gpt2", "gpt_bigcode", "gptj", "llama",
-    "mistral", "mixtral", "phi3", "qwen2", "qwen3", "RefinedWeb", "RefinedWebModel",
+    "bert", "deepseek_v2", "deepseek_v3", "falcon", "gemma", "gemma2", "gemma3", "gemma3_text", "gpt2",
+    "gpt_bigcode", "gptj", "gpt_oss", "llama", "mistral", "mixtral", "phi3", "qwen2", "qwen3", "qwen3_moe",
+    "RefinedWeb", "RefinedWebModel",
 )  # fmt: skip
+#: share of layers on the sliding window by model_type where it is not all of them (config ``layer_types``)
+SLIDING_LAYER_FRACTION = {"gemma2": 0.5, "gemma3": 5 / 6, "gemma3_text": 5 / 6, "gpt_oss": 0.5}
 
 
 def detect_family(cfg: Mapping[str, Any], hint: str = "") -> str:
@@ -252,7 +258,8 @@ def _llama_like(r: _Reader, family: str) -> dict[str, Any]:
         window = 0
     if window:
         kw["sliding_window"] = window
-        kw["sliding_window_layer_fraction"] = 0.5 if family == "gemma2" else 1.0
+        mtype = str(r.cfg.get("model_type", "gemma2" if family == "gemma2" else ""))
+        kw["sliding_window_layer_fraction"] = SLIDING_LAYER_FRACTION.get(mtype, 1.0)
     experts = r.int("num_local_experts", "n_routed_experts", "num_experts", required=False)
     if experts:
         kw |= {

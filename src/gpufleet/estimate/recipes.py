@@ -1,0 +1,124 @@
+"""Named fine-tuning recipe presets: the memory-relevant defaults of common trainers.
+
+A preset fixes what a trainer does unless the user overrides it: the optimizer, whether weights keep an fp32
+master copy, activation checkpointing, optimizer-in-backward and a chunked loss. Each value cites the
+trainer's default configuration. :func:`recipe_for` picks a preset from a software name or a case note.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from gpufleet.errors import InputError
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Recipe:
+    """Memory-relevant defaults of one trainer's single-node fine-tuning recipes."""
+
+    name: str
+    optimizer_full: str  # optimizer of full fine-tunes
+    optimizer_adapter: str  # optimizer of LoRA / QLoRA
+    master_weights: bool  # fp32 master copy of trainable weights (mixed precision) or pure 16-bit
+    recompute: str  # none | selective | full (activation checkpointing = full)
+    optimizer_in_backward: bool  # full fine-tunes step each parameter during the backward
+    chunked_loss: bool  # cross entropy computed in chunks
+    source: str
+    #: activations offloaded to host memory on a side stream (torchtune ``enable_activation_offloading``):
+    #: memory as with checkpointing, speed without recompute
+    activation_offloading: bool = False
+
+    @property
+    def speed_recompute(self) -> str:
+        """Recompute mode that sets the speed: none when activations are offloaded instead of recomputed."""
+        return "none" if self.activation_offloading else self.recompute
+
+
+RECIPES: Mapping[str, Recipe] = MappingProxyType(
+    {
+        "torchtune": Recipe(
+            name="torchtune",
+            optimizer_full="paged_adamw8bit",
+            optimizer_adapter="adamw",
+            master_weights=False,
+            recompute="full",
+            optimizer_in_backward=True,
+            chunked_loss=True,
+            activation_offloading=True,
+            source="torchtune recipes/configs/llama3_1/8B_full_single_device.yaml (bnb PagedAdamW8bit, "
+            "optimizer_in_bwd: True, dtype bf16) and 8B_lora_single_device.yaml (AdamW, "
+            "CEWithChunkedOutputLoss); activations offloaded (enable_activation_offloading): torchtune's "
+            "README speed/memory table is consistent with the hardware peak only without recompute and with "
+            "the memory column only with activations off the GPU",
+        ),
+        "hf_trainer": Recipe(
+            name="hf_trainer",
+            optimizer_full="adamw",
+            optimizer_adapter="adamw",
+            master_weights=True,
+            recompute="selective",
+            optimizer_in_backward=False,
+            chunked_loss=False,
+            source="transformers TrainingArguments defaults: optim adamw_torch, gradient_checkpointing False "
+            "(flash/SDPA attention keeps no scores), bf16 AMP keeps fp32 weights; PEFT LoRA likewise",
+        ),
+        "unsloth": Recipe(
+            name="unsloth",
+            optimizer_full="adamw8bit",
+            optimizer_adapter="adamw8bit",
+            master_weights=False,
+            recompute="full",
+            optimizer_in_backward=False,
+            chunked_loss=True,
+            source="unsloth notebooks: optim adamw_8bit, use_gradient_checkpointing='unsloth', bf16 base, "
+            "fused chunked cross entropy (unsloth README)",
+        ),
+        "axolotl": Recipe(
+            name="axolotl",
+            optimizer_full="adamw8bit",
+            optimizer_adapter="adamw8bit",
+            master_weights=False,
+            recompute="full",
+            optimizer_in_backward=False,
+            chunked_loss=False,
+            source="axolotl examples (llama-3 lora/qlora/fft yml): optimizer adamw_bnb_8bit, "
+            "gradient_checkpointing: true, bf16: auto, flash_attention: true, sample_packing: true",
+        ),
+    }
+)
+
+#: words in a software name or note that name a preset
+_ALIASES: tuple[tuple[str, str], ...] = (
+    ("torchtune", "torchtune"),
+    ("unsloth", "unsloth"),
+    ("axolotl", "axolotl"),
+    ("peft", "hf_trainer"),
+    ("hf trainer", "hf_trainer"),
+    ("transformers", "hf_trainer"),
+)
+
+
+def get_recipe(name: str) -> Recipe:
+    """The preset called ``name``; :class:`InputError` naming the allowed ones otherwise."""
+    key = name.strip().lower()
+    if key not in RECIPES:
+        raise InputError(
+            f"Unknown fine-tuning recipe {name!r}. Allowed: {', '.join(RECIPES)}. Pick the trainer you use, "
+            "or leave it out to use the estimator's generic defaults."
+        )
+    return RECIPES[key]
+
+
+def recipe_for(software: str | None, note: str = "") -> Recipe | None:
+    """The preset a software name or a case note names (software first), None when neither names one."""
+    for text in (software or "", note):
+        low = text.lower()
+        for word, name in _ALIASES:
+            if word in low:
+                return RECIPES[name]
+    return None
+
+
+__all__ = ["RECIPES", "Recipe", "get_recipe", "recipe_for"]

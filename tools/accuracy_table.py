@@ -1,0 +1,138 @@
+"""Print the README's accuracy section: in-sample, leave-one-out and leave-group-out errors of the shipped
+profile per metric family and per vendor, and the p10-p90 interval coverage and width.
+
+Usage: python tools/accuracy_table.py [--cases PATH] [--profile PATH]     (make validate-table)
+
+Reads the residuals `tools/calibrate.py` stored in the profile (no refit; a second or so). Every number is
+ln(measured / predicted) turned into |error| = |predicted / measured - 1|. Run by developers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from gpufleet.catalog.specs import get_spec
+from gpufleet.estimate.calibration import GROUPINGS, METRIC_FAMILY, CalibrationProfile, load_profile
+from gpufleet.estimate.cases import CalibrationCase, read_cases
+from gpufleet.estimate.predict import predict_case
+
+ROOT = Path(__file__).resolve().parents[1]
+DEFAULT_CASES = ROOT / "src" / "gpufleet" / "estimate" / "data" / "cases.csv"
+
+
+def _ape(logs: Sequence[float]) -> np.ndarray:
+    return np.abs(np.exp(-np.asarray(logs, dtype=float)) - 1.0)
+
+
+def _cell(logs: Sequence[float]) -> str:
+    if not logs:
+        return "-"
+    a = _ape(logs)
+    return f"{100 * np.median(a):.0f} % / {100 * np.quantile(a, 0.9):.0f} %"
+
+
+def _within(logs: Sequence[float]) -> str:
+    return f"{100 * np.mean(np.abs(np.asarray(logs)) <= math.log(2.0)):.0f} %" if logs else "-"
+
+
+def _worst(profile: CalibrationProfile, cid: str) -> float:
+    """The largest leave-group-out error of a case over the groupings run (a pessimistic hidden-set proxy)."""
+    logo = profile.logo_residuals
+    vals = [logo[g][cid] for g in logo if cid in logo[g]]
+    return max(vals, key=abs) if vals else profile.loo_residuals.get(cid, profile.residuals[cid])
+
+
+def error_table(
+    cases: Sequence[CalibrationCase],
+    profile: CalibrationProfile,
+    key: Callable[[CalibrationCase], str],
+    title: str,
+) -> list[str]:
+    groupings = [g for g in GROUPINGS if g in profile.logo_residuals]
+    head = ["n", "in-sample", "leave-one-out", *[f"leave-{g}-out" for g in groupings], "worst held-out",
+            "within 2x (worst held-out)"]  # fmt: skip
+    lines = [f"| {title} | " + " | ".join(head) + " |", "|---|" + "---:|" * len(head)]
+    groups: dict[str, list[CalibrationCase]] = {}
+    for c in cases:
+        if c.case_id in profile.residuals:
+            groups.setdefault(key(c), []).append(c)
+    for name in [*sorted(groups), "all"]:
+        members = [c for c in cases if c.case_id in profile.residuals] if name == "all" else groups[name]
+        ids = [c.case_id for c in members]
+        ins = [profile.residuals[i] for i in ids]
+        loo = [profile.loo_residuals.get(i, profile.residuals[i]) for i in ids]
+        held = [[profile.logo_residuals[g][i] for i in ids] for g in groupings]
+        worst = [_worst(profile, i) for i in ids]
+        row = [str(len(ids)), _cell(ins), _cell(loo), *[_cell(h) for h in held], _cell(worst), _within(worst)]
+        lines.append(f"| {'**all**' if name == 'all' else name} | " + " | ".join(row) + " |")
+    return lines
+
+
+def interval_table(cases: Sequence[CalibrationCase], profile: CalibrationProfile) -> list[str]:
+    """Coverage of the shipped intervals on the shipped cases, and of the held-out intervals (the width the
+    estimator gives outside calibrated classes) on the leave-generation-out residuals."""
+    lines = [
+        "| family | n | measured inside p10-p90 (in-sample) | median width p90/p10 | held-out: inside the "
+        "held-out p10-p90 | held-out width |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    gen = profile.logo_residuals.get("generation", {})
+    fams: dict[str, list[tuple[bool, float, bool | None, float | None]]] = {}
+    for c in cases:
+        if c.case_id not in profile.residuals:
+            continue
+        p = predict_case(c, profile)
+        inside = p.p10 <= c.measured <= p.p90
+        fam = METRIC_FAMILY[c.metric]
+        held_in: bool | None = None
+        held_w: float | None = None
+        if c.case_id in gen and fam in profile.heldout_quantiles:
+            q10, q90 = profile.heldout_quantiles[fam]
+            held_in = q10 <= gen[c.case_id] <= q90
+            held_w = math.exp(q90 - q10)
+        fams.setdefault(fam, []).append((inside, p.p90 / p.p10, held_in, held_w))
+    rows = [*sorted(fams), "all"]
+    for fam in rows:
+        vals = [v for f in fams for v in fams[f]] if fam == "all" else fams[fam]
+        cov = np.mean([v[0] for v in vals])
+        width = np.median([v[1] for v in vals])
+        hin = [v[2] for v in vals if v[2] is not None]
+        hw = [v[3] for v in vals if v[3] is not None]
+        hcell = f"{100 * np.mean(hin):.0f} %" if hin else "-"
+        wcell = f"{np.median(hw):.2f}x" if hw else "-"
+        name = "**all**" if fam == "all" else fam
+        lines.append(f"| {name} | {len(vals)} | {100 * cov:.0f} % | {width:.2f}x | {hcell} | {wcell} |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", type=Path, default=DEFAULT_CASES)
+    ap.add_argument("--profile", type=Path, default=None, help="profile JSON (default: the shipped one)")
+    args = ap.parse_args(argv)
+    cases = read_cases(args.cases)
+    profile = load_profile(args.profile)
+    out = [
+        f"Median / p90 |error| of the shipped profile ({profile.case_count} cases, fitted "
+        f"{profile.fitted_at[:10]}). Leave-group-out refits the model without any case of the held-out "
+        'vendor, GPU generation, software stack or metric family; "worst held-out" takes, per case, the '
+        "largest of those errors.",
+        "",
+        *error_table(cases, profile, lambda c: c.metric, "metric"),
+        "",
+        *error_table(cases, profile, lambda c: get_spec(c.gpu).vendor, "vendor"),
+        "",
+        *interval_table(cases, profile),
+    ]
+    print("\n".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
