@@ -140,9 +140,10 @@ def _naive(dt: datetime) -> datetime:
 
 
 _RUNS_SQL: Final = """
-, f AS (SELECT subject, t, v FROM v WHERE v {op} ?),
-g AS (SELECT subject, t, v, epoch(t) - row_number() OVER (PARTITION BY subject ORDER BY t) * ? AS grp FROM f)
-SELECT subject, min(t) AS t0, max(t) AS t1, {peak}(v) FROM g GROUP BY subject, grp
+, w AS (SELECT subject, t, v, (v {op} ?) AS hit, lag(t) OVER (PARTITION BY subject ORDER BY t) AS prev FROM v),
+x AS (SELECT *, sum(CASE WHEN NOT hit OR prev IS NULL OR epoch(t) - epoch(prev) > ? THEN 1 ELSE 0 END)
+                OVER (PARTITION BY subject ORDER BY t ROWS UNBOUNDED PRECEDING) AS grp FROM w)
+SELECT subject, min(t) AS t0, max(t) AS t1, {peak}(v) FROM x WHERE hit GROUP BY subject, grp
 HAVING epoch(max(t)) + ? - epoch(min(t)) >= ? ORDER BY t0, subject
 """
 
@@ -199,9 +200,10 @@ def _cost_per_day(store: TelemetryStore, window: Window, inventory: Sequence[Inv
 
 def evaluate(
     store: TelemetryStore, window: Window, rules: Sequence[AlertRule], *, step_s: float = 60.0,
-    inventory: Sequence[InventoryEntry] = (),
+    inventory: Sequence[InventoryEntry] = (), max_gap_s: float = 600.0,
 ) -> tuple[AlertEvent, ...]:
-    """Alert events of ``rules`` over the stored telemetry in ``window``."""
+    """Alert events of ``rules`` over the stored telemetry in ``window``; ``max_gap_s``: the longest gap between
+    samples that does not break a run (default 600 s: two missed 5-minute scrapes)."""
     if step_s <= 0:
         raise InputError(f"--step {step_s} must be positive (seconds between evaluations, e.g. 60).")
     events: list[AlertEvent] = []
@@ -218,7 +220,7 @@ def evaluate(
         peak = "max" if r.op.startswith(">") else "min"
         sql = _series_sql(r.metric, step) + _RUNS_SQL.format(op=r.op, peak=peak)
         con = store.connect(int(window.start.timestamp() * 1e6), int(window.end.timestamp() * 1e6))
-        rows = con.execute(sql, [_naive(window.start), _naive(window.end), r.threshold, step, step, r.for_s]).fetchall()
+        rows = con.execute(sql, [_naive(window.start), _naive(window.end), r.threshold, max(max_gap_s, step), step, r.for_s]).fetchall()
         con.close()
         for subject, t0, t1, pk in rows:
             events.append(AlertEvent(rule=r.name, subject=subject, start=t0.replace(tzinfo=UTC),

@@ -245,11 +245,11 @@ def _gpu_options(st: GpuStats, f: dict[str, object], spec: AcceleratorSpec | Non
 
     if finding == "Idle":
         s, sa, pct = saving(0.0, 0.0)
-        opts.append(Option(kind="release", target="release the GPU (stop, scale to zero, or give it to another team)",
+        opts.append(Option(kind="release", target="release the GPU",
                            price_usd_per_gpu_hour=0.0, savings_usd_per_month=s, savings_after_discounts_usd_per_month=sa,
                            savings_pct=pct, performance_risk=1.0, projected_utilization=None, rank=0,
-                           notes=("a returning job would need the GPU back",)))
-    if finding in ("Overprovisioned", "Idle") and spec is not None and need_c is not None and need_m is not None \
+                           notes=("stop it, scale to zero or give it to another team; a returning job would need it back",)))
+    if finding == "Overprovisioned" and spec is not None and need_c is not None and need_m is not None \
             and not st.mig_profile:
         prof = smallest_fitting(spec.id, compute_fraction=need_c, memory_gib=need_m)
         if prof is not None:
@@ -265,7 +265,7 @@ def _gpu_options(st: GpuStats, f: dict[str, object], spec: AcceleratorSpec | Non
                        "slices serve other workloads (consolidation)",
                        "profile from NVIDIA MIG User Guide (data/mig_profiles.csv)" + ("" if prof.verified else ", unverified row")),
             ))
-    if finding in ("Overprovisioned", "Underprovisioned", "Idle") and spec is not None and need_c is not None \
+    if finding in ("Overprovisioned", "Underprovisioned") and spec is not None and need_c is not None \
             and need_m is not None:
         need_tflops = need_c * _peak(spec)
         need_bw = (f["dram_active_p"] or 0.0) * (1 + th.headroom) * spec.mem_bw_gb_per_s  # type: ignore[operator]
