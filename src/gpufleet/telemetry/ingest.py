@@ -30,10 +30,10 @@ def detect_format(path: Path, text: str) -> str:
     if path.suffix.lower() == ".json" or head.startswith("{"):
         return "prom-json"
     low = head.lower()
-    if low.startswith("timestamp,") or low.startswith("timestamp ,"):
-        return "nvidia-smi"
     if "metricname" in low.replace(" ", "") and "," in head:
         return "cloudwatch"
+    if low.startswith("timestamp,") or low.startswith("timestamp ,"):
+        return "nvidia-smi"
     if head.startswith("#") or "{" in head or head.split(" ")[0].upper().startswith("DCGM_"):
         return "exposition"
     raise ConfigFileError(
