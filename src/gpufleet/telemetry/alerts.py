@@ -1,0 +1,284 @@
+"""Alert rules: a YAML file (defaults from the assessment seed), evaluated over stored telemetry in SQL, and
+exported as Prometheus alerting rules.
+
+A rule fires for a subject (GPU, service, or the fleet for cost) when its condition holds at every evaluation
+step for at least ``for`` (the ``for:`` semantics of Prometheus). In SQL: values are averaged per subject and
+step bucket, then consecutive true buckets are grouped into runs (gaps-and-islands: ``bucket - row_number *
+step`` is constant within a run); a run of ``for`` or longer is an alert event. A gap in the data breaks a run
+(missing data never fires).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from gpufleet.errors import ConfigFileError, InputError
+from gpufleet.fileio import load_structured_file, parse_yaml_or_json
+from gpufleet.telemetry.analyze import Window
+from gpufleet.telemetry.inventory import InventoryEntry, resolve_cost
+from gpufleet.telemetry.schema import METRICS
+from gpufleet.telemetry.store import TelemetryStore
+from gpufleet.units import HOURS_PER_DAY, SECONDS_PER_HOUR
+
+DERIVED: Final[dict[str, str]] = {
+    "memory_used_pct": "FB used / capacity (memory.total, else used + free) x 100, per GPU",
+    "request_latency_p95_s": "p95 of request_latency_s per 5-minute window, per service",
+    "cost_usd_per_day": "fleet GPU-hours per UTC day x each GPU's price per hour (inventory/catalog)",
+}
+_DURATION_RE: Final = re.compile(r"^(\d+(?:\.\d+)?)(s|m|h|d)$")
+_UNIT_S: Final = {"s": 1.0, "m": 60.0, "h": SECONDS_PER_HOUR, "d": SECONDS_PER_HOUR * HOURS_PER_DAY}
+Op = Literal[">", ">=", "<", "<="]
+
+
+def parse_duration_s(text: str) -> float:
+    m = _DURATION_RE.match(str(text).strip())
+    if m is None:
+        raise ValueError(f"duration {text!r} must look like 30s, 10m, 1h or 1d")
+    return float(m.group(1)) * _UNIT_S[m.group(2)]
+
+
+class _RuleIn(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    name: str = Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+    metric: str
+    op: Op = ">"
+    threshold: float
+    for_: str = Field(default="0s", alias="for")
+    severity: str = "warning"
+    action: str = ""
+    promql: str | None = None
+
+    @field_validator("metric")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if v not in METRICS and v not in DERIVED:
+            raise ValueError(f"unknown metric {v!r}; use one of {', '.join([*METRICS, *DERIVED])}")
+        return v
+
+    @field_validator("for_")
+    @classmethod
+    def _dur(cls, v: str) -> str:
+        parse_duration_s(v)
+        return v
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlertRule:
+    name: str
+    metric: str
+    op: str
+    threshold: float
+    for_s: float
+    for_text: str
+    severity: str
+    action: str
+    promql: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlertEvent:
+    rule: str
+    subject: str  # GPU key, service, or "fleet"
+    start: datetime
+    end: datetime
+    peak: float  # the extreme value in the run (canonical unit of the rule's metric)
+    severity: str
+    action: str
+
+    @property
+    def duration_s(self) -> float:
+        return (self.end - self.start).total_seconds()
+
+
+def _parse_rules(doc: Any, source: str) -> tuple[AlertRule, ...]:
+    if not isinstance(doc, dict) or not isinstance(doc.get("rules"), list):
+        raise ConfigFileError(f"{source} needs a list under 'rules:' (see docs/telemetry.md).")
+    out = []
+    names = set()
+    for i, raw in enumerate(doc["rules"], start=1):
+        try:
+            r = _RuleIn.model_validate(raw)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise ConfigFileError(
+                f"{source}, rule {i}: {'.'.join(str(x) for x in err['loc']) or 'rule'}: {err['msg']}. Keys: name, "
+                "metric, op (> >= < <=), threshold, for (e.g. 10m), severity, action, promql."
+            ) from None
+        if r.name in names:
+            raise ConfigFileError(f"{source}: rule name {r.name!r} is used twice; names must be unique.")
+        names.add(r.name)
+        out.append(AlertRule(name=r.name, metric=r.metric, op=r.op, threshold=r.threshold,
+                             for_s=parse_duration_s(r.for_), for_text=r.for_, severity=r.severity, action=r.action,
+                             promql=r.promql))
+    return tuple(out)
+
+
+def default_rules_text() -> str:
+    return resources.files("gpufleet.telemetry").joinpath("data/default_alerts.yaml").read_text(encoding="utf-8")
+
+
+def load_rules(path: Path | str | None = None) -> tuple[AlertRule, ...]:
+    """Rules from a YAML/JSON file, or the shipped defaults (the seed's thresholds) when ``path`` is None."""
+    if path is None:
+        return _parse_rules(
+            parse_yaml_or_json(Path("default_alerts.yaml"), default_rules_text(), lambda k, e: e), "default rules"
+        )
+    return _parse_rules(load_structured_file(path, what="alert rule file"), f"The alert rule file {path}")
+
+
+def _naive(dt: datetime) -> datetime:
+    return dt.astimezone(UTC).replace(tzinfo=None)
+
+
+_RUNS_SQL: Final = """
+, w AS (SELECT subject, t, v, (v {op} ?) AS hit, lag(t) OVER (PARTITION BY subject ORDER BY t) AS prev FROM v),
+x AS (SELECT *, sum(CASE WHEN NOT hit OR prev IS NULL OR epoch(t) - epoch(prev) > ? THEN 1 ELSE 0 END)
+                OVER (PARTITION BY subject ORDER BY t ROWS UNBOUNDED PRECEDING) AS grp FROM w)
+SELECT subject, min(t) AS t0, max(t) AS t1, {peak}(v) FROM x WHERE hit GROUP BY subject, grp
+HAVING epoch(max(t)) + ? - epoch(min(t)) >= ? ORDER BY t0, subject
+"""
+
+
+def _series_sql(metric: str, step_s: float) -> str:
+    b = f"time_bucket(INTERVAL '{step_s:g} seconds', ts)"
+    if metric == "memory_used_pct":
+        return (
+            f"WITH m AS (SELECT gpu_key AS subject, {b} AS t, avg(value) FILTER (metric = 'fb_used_mib') AS used, "
+            "avg(value) FILTER (metric = 'fb_free_mib') AS free, avg(value) FILTER (metric = 'fb_total_mib') AS total "
+            "FROM samples_l WHERE metric IN ('fb_used_mib', 'fb_free_mib', 'fb_total_mib') AND ts >= ? AND ts < ? "
+            "GROUP BY ALL), v AS (SELECT subject, t, 100.0 * used / coalesce(total, used + free) AS v FROM m "
+            "WHERE used IS NOT NULL AND coalesce(total, used + free) > 0)"
+        )
+    if metric == "request_latency_p95_s":
+        b5 = "time_bucket(INTERVAL '300 seconds', ts)"
+        return (
+            f"WITH v AS (SELECT host AS subject, {b5} AS t, quantile_cont(value, 0.95) AS v FROM samples_l "
+            "WHERE metric = 'request_latency_s' AND ts >= ? AND ts < ? GROUP BY ALL)"
+        )
+    return (
+        f"WITH v AS (SELECT gpu_key AS subject, {b} AS t, avg(value) AS v FROM samples_l "
+        f"WHERE metric = '{metric}' AND ts >= ? AND ts < ? GROUP BY ALL)"
+    )
+
+
+def _cost_per_day(store: TelemetryStore, window: Window, inventory: Sequence[InventoryEntry]) -> list[tuple[datetime, float]]:
+    con = store.connect(int(window.start.timestamp() * 1e6), int(window.end.timestamp() * 1e6))
+    rows = con.execute(
+        """WITH g AS (SELECT gpu_key, date_trunc('day', ts) AS d, min(ts) AS t0, max(ts) AS t1, count(*) AS n,
+                  any_value(host) AS host, any_value(gpu_uuid) AS uuid, any_value(model) AS model,
+                  any_value(provider) AS provider, any_value(instance_type) AS itype, any_value(region) AS region
+           FROM samples_l WHERE ts >= ? AND ts < ? AND gpu_index >= 0 AND metric IN
+             ('sm_active_ratio', 'gr_engine_active_ratio', 'gpu_util_pct', 'fb_used_mib')
+           GROUP BY gpu_key, d, metric)
+           SELECT gpu_key, d, max(epoch(t1) - epoch(t0)) / 3600.0, max(n), any_value(host), any_value(uuid),
+                  any_value(model), any_value(provider), any_value(itype), any_value(region) FROM g GROUP BY gpu_key, d""",
+        [_naive(window.start), _naive(window.end)],
+    ).fetchall()
+    con.close()
+    per_day: dict[datetime, float] = {}
+    prices: dict[str, float | None] = {}
+    for key, d, span_h, n, host, uuid, model, prov, itype, region in rows:
+        if key not in prices:
+            prices[key] = resolve_cost(host=host, gpu_uuid=uuid, model=model, inventory=inventory,
+                                       labels={"provider": prov, "instance_type": itype, "region": region}).price_usd_per_gpu_hour
+        p = prices[key]
+        if p is None:
+            continue
+        hours = span_h * n / max(n - 1, 1) if n > 1 else 0.0  # span plus one sampling step
+        per_day[d.replace(tzinfo=UTC)] = per_day.get(d.replace(tzinfo=UTC), 0.0) + min(hours, 24.0) * p
+    return sorted(per_day.items())
+
+
+def evaluate(
+    store: TelemetryStore, window: Window, rules: Sequence[AlertRule], *, step_s: float = 60.0,
+    inventory: Sequence[InventoryEntry] = (), max_gap_s: float = 600.0,
+) -> tuple[AlertEvent, ...]:
+    """Alert events of ``rules`` over the stored telemetry in ``window``; ``max_gap_s``: the longest gap between
+    samples that does not break a run (default 600 s: two missed 5-minute scrapes)."""
+    if step_s <= 0:
+        raise InputError(f"--step {step_s} must be positive (seconds between evaluations, e.g. 60).")
+    events: list[AlertEvent] = []
+    for r in rules:
+        if r.metric == "cost_usd_per_day":
+            ops = {">": float.__gt__, ">=": float.__ge__, "<": float.__lt__, "<=": float.__le__}
+            for day, usd in _cost_per_day(store, window, inventory):
+                if ops[r.op](usd, r.threshold):
+                    events.append(AlertEvent(rule=r.name, subject="fleet", start=day,
+                                             end=day.replace(hour=23, minute=59, second=59), peak=usd,
+                                             severity=r.severity, action=r.action))
+            continue
+        step = 300.0 if r.metric == "request_latency_p95_s" else step_s
+        peak = "max" if r.op.startswith(">") else "min"
+        sql = _series_sql(r.metric, step) + _RUNS_SQL.format(op=r.op, peak=peak)
+        con = store.connect(int(window.start.timestamp() * 1e6), int(window.end.timestamp() * 1e6))
+        rows = con.execute(sql, [_naive(window.start), _naive(window.end), r.threshold, max(max_gap_s, step), step, r.for_s]).fetchall()
+        con.close()
+        for subject, t0, t1, pk in rows:
+            events.append(AlertEvent(rule=r.name, subject=subject, start=t0.replace(tzinfo=UTC),
+                                     end=datetime.fromtimestamp(t1.replace(tzinfo=UTC).timestamp() + step, tz=UTC),
+                                     peak=float(pk), severity=r.severity, action=r.action))
+    return tuple(events)
+
+
+#: PromQL per metric over dcgm-exporter series (DCGM metric names as the exporter writes them).
+_PROMQL: Final[dict[str, str]] = {
+    "gpu_util_pct": "DCGM_FI_DEV_GPU_UTIL",
+    "sm_active_ratio": "DCGM_FI_PROF_SM_ACTIVE",
+    "tensor_active_ratio": "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE",
+    "dram_active_ratio": "DCGM_FI_PROF_DRAM_ACTIVE",
+    "gr_engine_active_ratio": "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+    "fb_used_mib": "DCGM_FI_DEV_FB_USED",
+    "power_w": "DCGM_FI_DEV_POWER_USAGE",
+    "gpu_temp_c": "DCGM_FI_DEV_GPU_TEMP",
+    "memory_used_pct": "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) * 100",
+    "request_latency_p95_s": "quantile_over_time(0.95, gpufleet_request_latency_seconds[5m])",
+    "request_latency_s": "gpufleet_request_latency_seconds",
+}
+
+
+def prometheus_rules(rules: Sequence[AlertRule], *, price_usd_per_gpu_hour: float | None = None) -> str:
+    """The rules as a Prometheus rule file (``groups: [{name, rules: [{alert, expr, for, labels, annotations}]}]``).
+
+    ``cost_usd_per_day`` becomes ``count(DCGM_FI_DEV_GPU_UTIL) * price * 24``, using the fleet's mean price per
+    GPU-hour (from the store and catalog); without a price that rule is left out (stated in the file).
+    """
+    out: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    for r in rules:
+        if r.promql:
+            expr = f"({r.promql}) {r.op} {r.threshold:g}"
+        elif r.metric == "cost_usd_per_day":
+            if price_usd_per_gpu_hour is None:
+                skipped.append(r.name)
+                continue
+            expr = f"count(DCGM_FI_DEV_GPU_UTIL) * {price_usd_per_gpu_hour:.4f} * 24 {r.op} {r.threshold:g}"
+        elif r.metric in _PROMQL:
+            expr = f"({_PROMQL[r.metric]}) {r.op} {r.threshold:g}"
+        else:
+            skipped.append(r.name)
+            continue
+        item: dict[str, Any] = {
+            "alert": r.name, "expr": expr, "labels": {"severity": r.severity},
+            "annotations": {"summary": f"{r.metric} {r.op} {r.threshold:g} for {r.for_text}",
+                            "action": r.action or "see the runbook"},
+        }
+        if r.for_s > 0:
+            item["for"] = r.for_text
+        out.append(item)
+    head = "# Generated by gpufleet telemetry alerts --export prometheus\n"
+    if skipped:
+        head += f"# Left out (no PromQL equivalent or no price known): {', '.join(skipped)}\n"
+    return head + yaml.safe_dump({"groups": [{"name": "gpufleet", "rules": out}]}, sort_keys=False)
+
+
+__all__ = ["DERIVED", "AlertEvent", "AlertRule", "default_rules_text", "evaluate", "load_rules", "parse_duration_s",
+           "prometheus_rules"]

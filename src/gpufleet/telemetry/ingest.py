@@ -1,0 +1,124 @@
+"""Ingest: read telemetry files (or a live Prometheus) and append them to the store."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final, Literal
+
+from gpufleet.errors import ConfigFileError, InputError
+from gpufleet.fileio import parse_yaml_or_json, read_user_text
+from gpufleet.telemetry.readers import (
+    read_cloudwatch_csv,
+    read_exposition,
+    read_nvidia_smi_csv,
+    read_query_range_json,
+)
+from gpufleet.telemetry.schema import IngestReport, ProblemCounter, SampleBatch
+from gpufleet.telemetry.store import TelemetryStore
+
+InputFormat = Literal["auto", "nvidia-smi", "exposition", "prom-json", "cloudwatch"]
+INPUT_FORMATS: Final[tuple[str, ...]] = ("auto", "nvidia-smi", "exposition", "prom-json", "cloudwatch")
+#: Largest telemetry file read at once [bytes] (the input layer's limit, raised for telemetry logs).
+MAX_TELEMETRY_FILE_BYTES: Final = 1024 * 1024 * 1024
+
+
+def detect_format(path: Path, text: str) -> str:
+    """Guess the format from the content (the first non-empty line) and the suffix."""
+    head = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+    if path.suffix.lower() == ".json" or head.startswith("{"):
+        return "prom-json"
+    low = head.lower()
+    if "metricname" in low.replace(" ", "") and "," in head:
+        return "cloudwatch"
+    if low.startswith("timestamp,") or low.startswith("timestamp ,"):
+        return "nvidia-smi"
+    if head.startswith("#") or "{" in head or head.split(" ")[0].upper().startswith("DCGM_"):
+        return "exposition"
+    raise ConfigFileError(
+        f"Cannot tell the format of {path} from its first line {head[:80]!r}. Give --input-format "
+        "nvidia-smi, exposition, prom-json or cloudwatch."
+    )
+
+
+def read_file(
+    path: Path | str,
+    *,
+    batch: SampleBatch,
+    problems: ProblemCounter,
+    input_format: str = "auto",
+    host: str | None = None,
+    timezone: str | None = None,
+    scrape_ts_us: int | None = None,
+) -> int:
+    """Read one telemetry file into ``batch``; returns the number of records read."""
+    p = Path(path)
+    if input_format not in INPUT_FORMATS:
+        raise InputError(f"Unknown input format {input_format!r}; use one of {', '.join(INPUT_FORMATS)}.")
+    text = read_user_text(p, what="telemetry file", max_bytes=MAX_TELEMETRY_FILE_BYTES)
+    fmt = detect_format(p, text) if input_format == "auto" else input_format
+    src = str(p)
+    if fmt == "nvidia-smi":
+        if not timezone:
+            raise InputError(
+                f"{p} is an nvidia-smi CSV, whose timestamps are the host's local time without a zone. Give "
+                "the host's time zone with --timezone (e.g. UTC or Europe/Berlin)."
+            )
+        return read_nvidia_smi_csv(text, source=src, host=host or p.stem, timezone=timezone, batch=batch,
+                                   problems=problems)
+    if fmt == "exposition":
+        at = scrape_ts_us if scrape_ts_us is not None else int(p.stat().st_mtime * 1_000_000)
+        return read_exposition(text, source=src, scrape_ts_us=at, batch=batch, problems=problems)
+    if fmt == "prom-json":
+        doc = parse_yaml_or_json(
+            p.with_suffix(".json"), text, lambda kind, err: f"The telemetry file {p} is not valid {kind}: {err}."
+        )
+        return read_query_range_json(doc, source=src, batch=batch, problems=problems)
+    return read_cloudwatch_csv(text, source=src, batch=batch, problems=problems)
+
+
+def ingest_files(
+    paths: Sequence[Path | str],
+    *,
+    store: TelemetryStore | None = None,
+    input_format: str = "auto",
+    host: str | None = None,
+    timezone: str | None = None,
+    scrape_ts_us: int | None = None,
+    now_us: int | None = None,
+) -> IngestReport:
+    """Read ``paths`` and append their samples to ``store`` in one atomic batch."""
+    if not paths:
+        raise InputError("No telemetry files given. Pass one or more files, or --prometheus URL.")
+    store = store or TelemetryStore()
+    batch, problems = SampleBatch(), ProblemCounter()
+    n = 0
+    for p in paths:
+        n += read_file(p, batch=batch, problems=problems, input_format=input_format, host=host,
+                       timezone=timezone, scrape_ts_us=scrape_ts_us)
+    return store.append(batch, problems, sources=[str(p) for p in paths], rows_read=n, now_us=now_us)
+
+
+def ingest_prometheus(
+    url: str,
+    *,
+    start_s: float,
+    end_s: float,
+    step_s: float = 60.0,
+    store: TelemetryStore | None = None,
+    timeout_s: float = 30.0,
+    now_us: int | None = None,
+) -> IngestReport:
+    """Query a live Prometheus for ``[start_s, end_s]`` and append the samples to ``store``."""
+    from gpufleet.telemetry.readers.prometheus import read_prometheus
+
+    store = store or TelemetryStore()
+    batch, problems = SampleBatch(), ProblemCounter()
+    n = read_prometheus(url, start_s=start_s, end_s=end_s, step_s=step_s, batch=batch, problems=problems,
+                        timeout_s=timeout_s)
+    return store.append(batch, problems, sources=[url], rows_read=n,
+                        now_us=now_us if now_us is not None else int(time.time() * 1_000_000))
+
+
+__all__ = ["INPUT_FORMATS", "detect_format", "ingest_files", "ingest_prometheus", "read_file"]

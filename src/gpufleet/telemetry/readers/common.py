@@ -1,0 +1,137 @@
+"""Shared by the readers: DCGM names, label variants, sentinels, value checks."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Final
+
+from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
+
+#: dcgm-exporter metric (upper-cased) -> (canonical metric, factor to the canonical unit).
+#: Units: NVIDIA dcgm-exporter etc/default-counters.csv and dcp-metrics-included.csv @ d5e5f510.
+DCGM_METRICS: Final[dict[str, tuple[str, float]]] = {
+    "DCGM_FI_DEV_GPU_UTIL": ("gpu_util_pct", 1.0),
+    "DCGM_FI_DEV_MEM_COPY_UTIL": ("mem_copy_util_pct", 1.0),
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": ("gr_engine_active_ratio", 1.0),
+    "DCGM_FI_PROF_SM_ACTIVE": ("sm_active_ratio", 1.0),
+    "DCGM_FI_PROF_SM_OCCUPANCY": ("sm_occupancy_ratio", 1.0),
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": ("tensor_active_ratio", 1.0),
+    "DCGM_FI_PROF_DRAM_ACTIVE": ("dram_active_ratio", 1.0),
+    "DCGM_FI_DEV_FB_USED": ("fb_used_mib", 1.0),
+    "DCGM_FI_DEV_FB_FREE": ("fb_free_mib", 1.0),
+    "DCGM_FI_DEV_FB_TOTAL": ("fb_total_mib", 1.0),
+    "DCGM_FI_DEV_FB_RESERVED": ("fb_reserved_mib", 1.0),
+    "DCGM_FI_DEV_POWER_USAGE": ("power_w", 1.0),
+    "DCGM_FI_DEV_POWER_MGMT_LIMIT": ("power_limit_w", 1.0),
+    "DCGM_FI_DEV_GPU_TEMP": ("gpu_temp_c", 1.0),
+    "DCGM_FI_DEV_MEMORY_TEMP": ("memory_temp_c", 1.0),
+    "DCGM_FI_DEV_SM_CLOCK": ("sm_clock_mhz", 1.0),
+    # Served-model latency, in seconds (a gauge such as a recording rule of a p95, or single requests).
+    "GPUFLEET_REQUEST_LATENCY_SECONDS": ("request_latency_s", 1.0),
+}
+
+#: Physical range of each canonical metric (inclusive); values outside are refused as ``out_of_range``.
+VALUE_RANGE: Final[dict[str, tuple[float, float]]] = {
+    "gpu_util_pct": (0.0, 100.0),
+    "mem_copy_util_pct": (0.0, 100.0),
+    "gr_engine_active_ratio": (0.0, 1.0),
+    "sm_active_ratio": (0.0, 1.0),
+    "sm_occupancy_ratio": (0.0, 1.0),
+    "tensor_active_ratio": (0.0, 1.0),
+    "dram_active_ratio": (0.0, 1.0),
+    "fb_used_mib": (0.0, 4.0e6),
+    "fb_free_mib": (0.0, 4.0e6),
+    "fb_total_mib": (0.0, 4.0e6),
+    "fb_reserved_mib": (0.0, 4.0e6),
+    "power_w": (0.0, 5000.0),
+    "power_limit_w": (0.0, 5000.0),
+    "gpu_temp_c": (-50.0, 150.0),
+    "memory_temp_c": (-50.0, 150.0),
+    "sm_clock_mhz": (0.0, 5000.0),
+    "request_latency_s": (0.0, 86400.0),
+}
+
+#: Label variants (dcgm-exporter render template, old names, Prometheus ``exported_*`` relabels, lower-cased
+#: pipelines; fleet-anchors C.2) -> canonical label column. First present wins, in this order.
+LABEL_VARIANTS: Final[dict[str, tuple[str, ...]]] = {
+    "host": ("hostname", "Hostname", "exported_hostname", "exported_Hostname", "host", "node", "nodename"),
+    "gpu_uuid": ("UUID", "uuid", "exported_UUID", "exported_uuid", "gpu_uuid"),
+    "gpu_index": ("gpu", "exported_gpu", "index", "minor_number"),
+    "model": ("modelName", "modelname", "model_name", "exported_modelName"),
+    "mig_profile": ("GPU_I_PROFILE", "gpu_i_profile", "dra_mig_profile"),
+    "mig_instance": ("GPU_I_ID", "gpu_i_id"),
+    "pod": ("exported_pod", "pod", "pod_name"),
+    "namespace": ("exported_namespace", "namespace", "pod_namespace"),
+    "container": ("exported_container", "container", "container_name"),
+    "job": ("hpc_job", "exported_job", "workload", "job_name"),
+    "provider": ("provider", "cloud_provider", "label_provider"),
+    "instance_type": (
+        "instance_type",
+        "node_kubernetes_io_instance_type",
+        "label_node_kubernetes_io_instance_type",
+        "beta_kubernetes_io_instance_type",
+        "InstanceType",
+    ),
+    "region": ("region", "topology_kubernetes_io_region", "label_topology_kubernetes_io_region"),
+}
+
+
+def is_dcgm_blank(value: float) -> bool:
+    """True for DCGM "blank" sentinels (not found / not supported / not permissioned).
+
+    int64 blanks are >= 0x7ffffffffffffff0 (fleet-anchors C.1; dcgm-exporter README shows ...f2 for
+    MEMORY_TEMP); int32 blanks 0x7ffffff0-0x7fffffff and fp64 blanks 2**47 .. 2**47+3 (DCGM ``dcgm_structs.h``:
+    DCGM_INT32_BLANK, DCGM_FP64_BLANK).
+    """
+    if value >= 9.223372036854775792e18:
+        return True
+    if 2147483632.0 <= value <= 2147483647.0:
+        return True
+    return 140737488355328.0 <= value <= 140737488355331.0
+
+
+def canonical_labels(raw: Mapping[str, str], source: str) -> dict[str, str]:
+    """Canonical label columns from the raw labels of a series (first present variant wins)."""
+    out = {"source": source}
+    for col, variants in LABEL_VARIANTS.items():
+        for v in variants:
+            val = raw.get(v)
+            if val:
+                out[col] = val
+                break
+    if "host" not in out and raw.get("instance"):
+        # Prometheus target "host:port" when the exporter gave no hostname label.
+        out["host"] = raw["instance"].rsplit(":", 1)[0] if raw["instance"].count(":") == 1 else raw["instance"]
+    return out
+
+
+def parse_index(text: str) -> int | None:
+    try:
+        i = int(text)
+    except ValueError:
+        return None
+    return i if 0 <= i < 1_000_000 else None
+
+
+def add_checked(
+    batch: SampleBatch,
+    problems: ProblemCounter,
+    *,
+    where: str,
+    labels: dict[str, str],
+    gpu_index: int,
+    ts_us: int,
+    metric: str,
+    value: float,
+    example: str,
+) -> None:
+    """Add a sample after the missing-value, sentinel and physical-range checks (counted when refused)."""
+    if math.isnan(value) or math.isinf(value) or is_dcgm_blank(value):
+        problems.add(where, "missing_value", example)
+        return
+    lo, hi = VALUE_RANGE[metric]
+    if not lo <= value <= hi:
+        problems.add(where, "out_of_range", f"{metric}={value} (allowed {lo}-{hi}): {example}")
+        return
+    batch.add(labels=labels, gpu_index=gpu_index, ts_us=ts_us, metric=metric, value=value)

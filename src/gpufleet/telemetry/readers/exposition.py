@@ -1,0 +1,104 @@
+"""dcgm-exporter scrapes: Prometheus exposition text (and OpenMetrics, which adds ``# EOF``).
+
+Accepted: ``# HELP``/``# TYPE`` comments, samples ``name{label="v",...} value [timestamp_ms]``, every label
+variant of fleet-anchors C.2 (``Hostname``/``hostname``, ``UUID``/``uuid``, ``exported_*``, lower-cased metric
+and label names), MIG ``GPU_I_PROFILE``/``GPU_I_ID``. DCGM blank sentinels become missing values. A sample
+without a timestamp gets the scrape time given by the caller (counted as ``no_timestamp``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from gpufleet.telemetry.readers.common import DCGM_METRICS, add_checked, canonical_labels, parse_index
+from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
+
+_SAMPLE_RE: Final = re.compile(
+    r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)(?:\s+(?P<ts>-?\d+(?:\.\d+)?))?\s*$"
+)
+_LABEL_RE: Final = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|$)')
+
+
+def parse_labels(text: str) -> dict[str, str] | None:
+    """Labels of ``{...}``; ``None`` when the text is not a valid label set."""
+    out: dict[str, str] = {}
+    pos = 0
+    text = text.strip()
+    while pos < len(text):
+        m = _LABEL_RE.match(text, pos)
+        if m is None:
+            return None
+        out[m.group(1)] = m.group(2).replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
+        pos = m.end()
+    return out
+
+
+def _float(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def service_labels(labels: dict[str, str]) -> tuple[dict[str, str], int] | None:
+    """Identity of a served-model latency sample (no GPU of its own): ``gpu_index`` -1, host = the service."""
+    who = labels.get("pod") or labels.get("job") or labels.get("host")
+    if not who:
+        return None
+    out = dict(labels)
+    out["host"] = labels.get("host") or f"svc:{labels.get('namespace', '')}/{who}"
+    return out, -1
+
+
+def read_exposition(
+    text: str, *, source: str, scrape_ts_us: int, batch: SampleBatch, problems: ProblemCounter
+) -> int:
+    """Parse exposition ``text`` into ``batch``; returns the number of sample lines read."""
+    n = 0
+    for lineno, raw in enumerate(text.splitlines(), start=1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        n += 1
+        example = f"line {lineno}: {line[:160]}"
+        m = _SAMPLE_RE.match(line)
+        if m is None:
+            problems.add(source, "malformed_line", example)
+            continue
+        raw_labels = parse_labels(m.group("labels") or "")
+        value = _float(m.group("value"))
+        if raw_labels is None or value is None:
+            problems.add(source, "malformed_line", example)
+            continue
+        known = DCGM_METRICS.get(m.group("name").upper())
+        if known is None:
+            problems.add(source, "unknown_metric", f"{m.group('name')} ({example})")
+            continue
+        metric, factor = known
+        if m.group("ts") is None:
+            ts_us = scrape_ts_us
+            problems.add(source, "no_timestamp", example)
+        else:
+            ts_us = int(float(m.group("ts")) * 1000)  # exposition timestamps are milliseconds
+        labels = canonical_labels(raw_labels, "dcgm_exposition")
+        index = parse_index(labels.get("gpu_index", ""))
+        if metric == "request_latency_s" and index is None:
+            svc = service_labels(labels)
+            if svc is None:
+                problems.add(source, "missing_labels", f"{example} (latency without pod/job/host)")
+                continue
+            labels, index = svc
+        if index is None and labels.get("gpu_uuid"):
+            index = -1  # UUID known, index not labelled
+        if index is None or not labels.get("host"):
+            problems.add(source, "missing_labels", f"{example} (needs a hostname and a gpu or UUID label)")
+            continue
+        add_checked(
+            batch, problems, where=source, labels=labels, gpu_index=index, ts_us=ts_us, metric=metric,
+            value=value * factor, example=example,
+        )
+    return n
+
+
+__all__ = ["parse_labels", "read_exposition"]

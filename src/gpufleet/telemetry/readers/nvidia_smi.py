@@ -1,0 +1,155 @@
+"""``nvidia-smi --query-gpu=... --format=csv`` logs (with or without ``noheader``-free units).
+
+Rules (fleet-anchors C.5, from a real H100 capture, driver 590.48.01): fields are separated by ``", "``; a
+header name may carry `` [unit]``; values carry units unless ``nounits`` (``81559 MiB``, ``100 %``,
+``69.85 W``); ``[N/A]``, ``[Not Supported]``, ``[Unknown Error]`` and similar mean missing; timestamps are
+``YYYY/MM/DD HH:MM:SS.mmm`` in the host's local time without a zone, so the caller must give the zone. The
+file has no host column: the caller names the host (the CLI defaults to the file name) unless the query
+added a ``hostname`` column. Header lines repeated in the file (concatenated logs) are skipped.
+"""
+
+from __future__ import annotations
+
+import csv
+import re
+from datetime import datetime
+from typing import Final
+from zoneinfo import ZoneInfo
+
+from gpufleet.errors import ConfigFileError
+from gpufleet.telemetry.readers.common import add_checked, parse_index
+from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
+
+#: nvidia-smi field (with its renamed aliases) -> canonical metric. Units are nvidia-smi's (MiB, %, W, C, MHz).
+FIELD_METRICS: Final[dict[str, str]] = {
+    "utilization.gpu": "gpu_util_pct",
+    "utilization.memory": "mem_copy_util_pct",
+    "memory.used": "fb_used_mib",
+    "memory.free": "fb_free_mib",
+    "memory.total": "fb_total_mib",
+    "memory.reserved": "fb_reserved_mib",
+    "power.draw": "power_w",
+    "power.draw.average": "power_w",
+    "power.draw.instant": "power_w",
+    "power.limit": "power_limit_w",
+    "gpu.power.requested_limit": "power_limit_w",
+    "enforced.power.limit": "power_limit_w",
+    "temperature.gpu": "gpu_temp_c",
+    "temperature.memory": "memory_temp_c",
+    "clocks.current.sm": "sm_clock_mhz",
+    "clocks.sm": "sm_clock_mhz",
+}
+#: Identity and descriptive fields (not metrics); aliases from nvidia-smi renames.
+ID_FIELDS: Final[dict[str, str]] = {
+    "timestamp": "timestamp",
+    "index": "index",
+    "uuid": "gpu_uuid",
+    "gpu_uuid": "gpu_uuid",
+    "name": "model",
+    "gpu_name": "model",
+    "hostname": "host",
+    "host": "host",
+}
+#: Known descriptive fields that carry no metric and are ignored without a warning.
+IGNORED_FIELDS: Final[frozenset[str]] = frozenset(
+    {"pci.bus_id", "gpu_bus_id", "driver_version", "pstate", "mig.mode.current", "mig.mode.pending", "serial",
+     "vbios_version", "persistence_mode", "compute_mode", "fan.speed", "count", "display_mode"}
+)
+_UNIT_RE: Final = re.compile(r"^\s*([-+0-9.eE]+)\s*(%|MiB|GiB|W|MHz|C)?\s*$")
+_TS_FORMATS: Final = ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S")
+_GIB_IN_MIB: Final = 1024.0  # 1 GiB = 1024 MiB (binary units, both sides)
+
+
+def _header_key(text: str) -> str:
+    return text.strip().split(" [", 1)[0].strip().lower()
+
+
+def _timestamp_us(text: str, tz: ZoneInfo) -> int | None:
+    for fmt in _TS_FORMATS:
+        try:
+            dt = datetime.strptime(text.strip(), fmt)
+        except ValueError:
+            continue
+        return int(dt.replace(tzinfo=tz).timestamp() * 1_000_000)
+    return None
+
+
+def read_nvidia_smi_csv(
+    text: str, *, source: str, host: str, timezone: str, batch: SampleBatch, problems: ProblemCounter
+) -> int:
+    """Parse ``text`` into ``batch``; returns the number of data lines read. Bad lines are counted."""
+    try:
+        tz = ZoneInfo(timezone)
+    except (KeyError, ValueError):
+        raise ConfigFileError(
+            f"Unknown time zone {timezone!r} for {source}. nvidia-smi timestamps are host-local; give an IANA "
+            "zone such as UTC, Europe/Berlin or America/New_York with --timezone."
+        ) from None
+    lines = text.splitlines()
+    if not lines or not lines[0].strip():
+        raise ConfigFileError(f"{source} is empty; an nvidia-smi --query-gpu CSV with a header line is expected.")
+    raw_header = next(csv.reader([lines[0]], skipinitialspace=True))
+    keys = [_header_key(h) for h in raw_header]
+    if "timestamp" not in keys or not ({"index", "uuid", "gpu_uuid"} & set(keys)):
+        raise ConfigFileError(
+            f"{source}: the header {raw_header[:6]} lacks 'timestamp' and 'index' or 'uuid'. Query them, e.g. "
+            "nvidia-smi --query-gpu=timestamp,index,uuid,name,memory.used,memory.total,utilization.gpu,"
+            "power.draw --format=csv -l 60"
+        )
+    units = [h.split(" [", 1)[1].rstrip("] ").strip() if " [" in h else "" for h in raw_header]
+    unknown = [k for k in keys if k not in FIELD_METRICS and k not in ID_FIELDS and k not in IGNORED_FIELDS]
+    n_lines = 0
+    for lineno, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        cells = next(csv.reader([line], skipinitialspace=True))
+        if [_header_key(c) for c in cells] == keys:
+            continue  # a repeated header (concatenated logs)
+        n_lines += 1
+        where = source
+        example = f"line {lineno}: {line[:120]}"
+        if len(cells) != len(keys):
+            problems.add(where, "malformed_line", f"{example} ({len(cells)} fields, header has {len(keys)})")
+            continue
+        row = dict(zip(keys, (c.strip() for c in cells), strict=True))
+        ts = _timestamp_us(row["timestamp"], tz)
+        if ts is None:
+            problems.add(where, "malformed_line", f"{example} (timestamp not YYYY/MM/DD HH:MM:SS.mmm)")
+            continue
+        labels = {"source": "nvidia_smi_csv", "host": host}
+        for k, col in ID_FIELDS.items():
+            if k in row and col not in ("timestamp", "index") and row[k] and not row[k].startswith("["):
+                labels[col] = row[k]
+        idx = parse_index(row.get("index", "0") or "")
+        if idx is None:
+            problems.add(where, "missing_labels", f"{example} (index is not a GPU number)")
+            continue
+        if not labels.get("host"):
+            problems.add(where, "missing_labels", f"{example} (no host)")
+            continue
+        for col, k in enumerate(keys):
+            metric = FIELD_METRICS.get(k)
+            if metric is None:
+                continue
+            value_text = row[k]
+            if value_text.startswith("["):
+                problems.add(where, "missing_value", f"{example} ({k}={value_text})")
+                continue
+            m = _UNIT_RE.match(value_text)
+            if m is None:
+                problems.add(where, "malformed_line", f"{example} ({k}={value_text!r} is not a number)")
+                continue
+            value = float(m.group(1))
+            unit = m.group(2) or units[col]
+            if unit == "GiB":
+                value *= _GIB_IN_MIB
+            add_checked(
+                batch, problems, where=where, labels=labels, gpu_index=idx, ts_us=ts, metric=metric,
+                value=value, example=example,
+            )
+    for k in unknown:
+        problems.add(source, "unknown_metric", f"column {k!r} (not a known nvidia-smi field)", n=max(n_lines, 1))
+    return n_lines
+
+
+__all__ = ["FIELD_METRICS", "read_nvidia_smi_csv"]

@@ -1,0 +1,93 @@
+"""Prometheus HTTP API ``/api/v1/query_range`` (and instant ``query``) responses.
+
+``{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {...labels...},
+"values": [[<unix seconds>, "<value>"], ...]}]}}``; ``vector`` results (``"value": [ts, "v"]``) are accepted too.
+The metric comes from ``__name__`` (upper- or lower-case DCGM names); a series without it is refused unless
+the caller names the metric (the live reader does, since it wrote the query).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from gpufleet.errors import ConfigFileError
+from gpufleet.telemetry.readers.common import DCGM_METRICS, add_checked, canonical_labels, parse_index
+from gpufleet.telemetry.readers.exposition import service_labels
+from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
+
+
+def read_query_range_json(
+    doc: Any,
+    *,
+    source: str,
+    batch: SampleBatch,
+    problems: ProblemCounter,
+    source_kind: str = "prom_query_range",
+    metric_name: str | None = None,
+) -> int:
+    """Add the samples of a parsed query_range response to ``batch``; returns the number of points read."""
+    if not isinstance(doc, dict) or "status" not in doc:
+        raise ConfigFileError(
+            f"{source} is not a Prometheus API response (no 'status' key). Save the body of "
+            "GET /api/v1/query_range?query=...&start=...&end=...&step=... as it is."
+        )
+    if doc["status"] != "success":
+        raise ConfigFileError(
+            f"{source}: Prometheus answered status {doc['status']!r} ({doc.get('errorType', '')}: "
+            f"{doc.get('error', '')}). Fix the query and save a successful response."
+        )
+    data = doc.get("data")
+    if not isinstance(data, dict) or data.get("resultType") not in ("matrix", "vector"):
+        raise ConfigFileError(
+            f"{source}: data.resultType must be 'matrix' (query_range) or 'vector' (query); got "
+            f"{data.get('resultType') if isinstance(data, dict) else data!r}."
+        )
+    result = data.get("result")
+    if not isinstance(result, list):
+        raise ConfigFileError(f"{source}: data.result must be a list of series.")
+    n = 0
+    for i, series in enumerate(result):
+        where = source
+        if not isinstance(series, dict) or not isinstance(series.get("metric"), dict):
+            problems.add(where, "malformed_line", f"series {i}: not an object with 'metric'")
+            continue
+        raw = {str(k): str(v) for k, v in series["metric"].items()}
+        points = series.get("values") if "values" in series else [series.get("value")]
+        if not isinstance(points, list):
+            problems.add(where, "malformed_line", f"series {i}: 'values' is not a list")
+            continue
+        name = raw.get("__name__") or metric_name
+        known = DCGM_METRICS.get((name or "").upper())
+        if known is None:
+            problems.add(where, "unknown_metric", f"series {i}: metric {name!r}", n=max(len(points), 1))
+            continue
+        metric, factor = known
+        labels = canonical_labels(raw, source_kind)
+        index = parse_index(labels.get("gpu_index", ""))
+        if metric == "request_latency_s" and index is None:
+            svc = service_labels(labels)
+            if svc is not None:
+                labels, index = svc
+        elif index is None and labels.get("gpu_uuid"):
+            index = -1
+        if index is None or not labels.get("host"):
+            problems.add(where, "missing_labels", f"series {i}: {raw} lacks a hostname/instance and gpu/UUID",
+                         n=max(len(points), 1))
+            continue
+        for p in points:
+            n += 1
+            try:
+                ts_s, value_text = p
+                ts_us = int(round(float(ts_s) * 1_000_000))
+                value = float(value_text)
+            except (TypeError, ValueError):
+                problems.add(where, "malformed_line", f"series {i}: point {p!r} is not [unix_seconds, \"value\"]")
+                continue
+            add_checked(
+                batch, problems, where=where, labels=labels, gpu_index=index, ts_us=ts_us, metric=metric,
+                value=value * factor, example=f"series {i} {name} at {ts_s}",
+            )
+    return n
+
+
+__all__ = ["read_query_range_json"]

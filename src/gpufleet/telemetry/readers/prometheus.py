@@ -1,0 +1,91 @@
+"""A live Prometheus: gpufleet writes the PromQL and reads ``/api/v1/query_range`` over HTTP (httpx).
+
+One query per time chunk selects every DCGM metric gpufleet knows, in any letter case
+(``{__name__=~"(?i)DCGM_FI_DEV_GPU_UTIL|..."}``). Chunks keep each series under Prometheus's 11,000 points
+per query limit. A server that is down, slow (timeout) or answers an error raises :class:`FetchError`
+saying which and what to do.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import httpx
+
+from gpufleet.errors import FetchError, InputError
+from gpufleet.telemetry.readers.common import DCGM_METRICS
+from gpufleet.telemetry.readers.prom_json import read_query_range_json
+from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
+
+#: Prometheus refuses a range query with more than 11,000 points per series (web/api/v1 ``maxPoints``).
+MAX_POINTS_PER_SERIES: Final = 11_000
+
+
+def metrics_promql(metrics: tuple[str, ...] | None = None) -> str:
+    """The selector gpufleet sends: every known DCGM metric, case-insensitive (lower-cased pipelines)."""
+    names = metrics or tuple(DCGM_METRICS)
+    return '{__name__=~"(?i)' + "|".join(names) + '"}'
+
+
+def read_prometheus(
+    url: str,
+    *,
+    start_s: float,
+    end_s: float,
+    step_s: float,
+    batch: SampleBatch,
+    problems: ProblemCounter,
+    timeout_s: float = 30.0,
+    client: httpx.Client | None = None,
+) -> int:
+    """Query ``url`` for ``[start_s, end_s]`` at ``step_s`` and add the samples to ``batch``."""
+    if not url.startswith(("http://", "https://")):
+        raise InputError(f"--prometheus {url!r} is not an http(s) URL. Give e.g. http://prometheus:9090.")
+    if not (end_s > start_s and step_s > 0):
+        raise InputError(
+            f"The time range is empty or the step is not positive (start {start_s}, end {end_s}, step {step_s}). "
+            "Give --start before --end and a --step such as 60s."
+        )
+    base = url.rstrip("/")
+    own = client is None
+    http = client or httpx.Client(timeout=httpx.Timeout(timeout_s, connect=min(timeout_s, 10.0)))
+    chunk_s = step_s * (MAX_POINTS_PER_SERIES - 1)
+    n = 0
+    try:
+        t = start_s
+        while t <= end_s:
+            t_end = min(end_s, t + chunk_s)
+            params = {"query": metrics_promql(), "start": f"{t:.3f}", "end": f"{t_end:.3f}", "step": f"{step_s:g}"}
+            try:
+                resp = http.get(f"{base}/api/v1/query_range", params=params)
+            except httpx.TimeoutException:
+                raise FetchError(
+                    f"Prometheus at {base} did not answer within {timeout_s:g} s. It is overloaded or the range "
+                    "is too large: retry with a larger --timeout, a larger --step or a shorter range."
+                ) from None
+            except httpx.HTTPError as exc:
+                raise FetchError(
+                    f"Prometheus at {base} cannot be reached ({type(exc).__name__}: {exc}). Check the URL and "
+                    "that the server is up (curl {base}/-/ready)."
+                ) from None
+            try:
+                doc = resp.json()
+            except ValueError:
+                raise FetchError(
+                    f"Prometheus at {base} answered HTTP {resp.status_code} with a body that is not JSON "
+                    f"({resp.text[:120]!r}). Is the URL the Prometheus server (not a UI or proxy page)?"
+                ) from None
+            if resp.status_code != 200 or doc.get("status") != "success":
+                raise FetchError(
+                    f"Prometheus at {base} refused the query (HTTP {resp.status_code}, {doc.get('errorType')}: "
+                    f"{doc.get('error')}). Query sent: {params['query']}"
+                )
+            n += read_query_range_json(doc, source=base, batch=batch, problems=problems, source_kind="prometheus")
+            t = t_end + step_s
+    finally:
+        if own:
+            http.close()
+    return n
+
+
+__all__ = ["MAX_POINTS_PER_SERIES", "metrics_promql", "read_prometheus"]
