@@ -87,7 +87,7 @@ PRICING_LABEL: dict[str, str] = {
 
 
 def _prices(table: OfferTable, w: Workload) -> npt.NDArray[np.float64]:
-    return node_prices_usd_per_hour(table, price_kind_for(w.pricing))
+    return node_prices_usd_per_hour(table, price_kind_for(w.pricing), w.commitments_file)
 
 
 def priced_mask(table: OfferTable, w: Workload) -> npt.NDArray[np.bool_]:
@@ -95,6 +95,28 @@ def priced_mask(table: OfferTable, w: Workload) -> npt.NDArray[np.bool_]:
     prices = _prices(table, w)
     with np.errstate(invalid="ignore"):
         return eligible_mask(table, w) & np.isfinite(prices) & (prices > 0)
+
+
+def commitment_note(table: OfferTable, w: Workload) -> tuple[str, ...]:
+    """For 1y/3y pricing: the providers under the filters left out for lack of a commitment rate, and how to
+    give one (the shipped table has sourced programs only; AWS and Azure publish no 1-year GPU figure in the
+    sources used, docs/pricing.md)."""
+    if w.pricing not in ("1y", "3y"):
+        return ()
+    prices = _prices(table, w)
+    passing = eligible_mask(table, w)
+    with np.errstate(invalid="ignore"):
+        missing = passing & ~(np.isfinite(prices) & (prices > 0))
+    provs = sorted({str(p) for p in table.column("provider")[missing]})
+    if not provs:
+        return ()
+    label = PRICING_LABEL[w.pricing]
+    return (
+        f"No {label} rate for {', '.join(provs)}: no published {label} discount is in the shipped table "
+        "(catalog/data/commitment_discounts.csv) and no rate was fetched, so their offers are left out. Give "
+        "your negotiated or published rates with --commitments FILE (workload field commitments_file; "
+        "format in docs/pricing.md) or fetch them with `gpufleet catalog update --provider NAME`.",
+    )
 
 
 def _filters_text(w: Workload) -> str:
@@ -185,7 +207,7 @@ def recommend_on(
     check_max_risk(w.max_risk)
     considered = int(priced_mask(table, w).sum())
     cs = build_candidates(table, w, est, spot)
-    notes = cs.notes + _spot_note(w, cs, spot)
+    notes = cs.notes + _spot_note(w, cs, spot) + commitment_note(table, w)
     base: dict[str, Any] = {
         "workload": w,
         "objective": obj,

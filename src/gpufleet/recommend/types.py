@@ -75,6 +75,7 @@ class Workload:
     # schedule and pricing
     hours_per_month: float = 730.0  # hours the workload runs per month [h]
     pricing: str = "on_demand"  # one of PRICINGS
+    commitments_file: str | None = None  # YAML/JSON commitment discount override (docs/pricing.md)
     # filters
     providers: tuple[str, ...] = ()  # empty = all
     regions: tuple[str, ...] = ()  # glob patterns; empty = all

@@ -66,6 +66,7 @@ class WorkloadSpec(BaseModel):
     hours_per_day: float | None = Field(None, gt=0, le=24)
     days_per_month: float | None = Field(None, gt=0, le=HOURS_PER_MONTH / 24)
     pricing: Literal["on_demand", "spot", "1y", "3y"] = "on_demand"
+    commitments_file: str | None = None
     providers: list[str] = Field(default_factory=list)
     regions: list[str] = Field(default_factory=list)
     gpu_vendors: list[str] = Field(default_factory=list)
@@ -164,6 +165,7 @@ class WorkloadSpec(BaseModel):
             seq_len_tokens=self.seq_len_tokens,
             hours_per_month=hours.hours_per_month,
             pricing=self.pricing,
+            commitments_file=self.commitments_file,
             providers=tuple(p.lower() for p in self.providers),
             regions=tuple(self.regions),
             gpu_vendors=tuple(self.gpu_vendors),
