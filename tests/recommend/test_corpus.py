@@ -1,10 +1,10 @@
 """Regression corpus: realistic workloads on the shipped catalog, asserting on the top 5 of each.
 
-Every workload checks the engine's deployability rules on what it ranks first (issue 7 "done when"): host RAM and
-vCPUs meet the host rules; no precision fallback unless allowed; several nodes only on offers whose provider and
-instance form clusters, with their documented fabric; no placeholder-region rows; production tier excludes
-marketplace hosts and keeps >= 2 replicas; Pareto fronts are non-dominated by brute force on the axes shown;
-training $/run x runs/month = $/month within 1 %; risk within max_risk.
+Every workload checks the engine's deployability rules on what it ranks first (issue 7 "done when"): host
+RAM and vCPUs meet the host rules; no precision fallback unless allowed; several nodes only on offers whose
+provider and instance form clusters, with their documented fabric; no placeholder-region rows; production tier
+excludes marketplace hosts and keeps >= 2 replicas; Pareto fronts are non-dominated by brute force on the
+axes shown; training $/run x runs/month = $/month within 1 %; risk within max_risk.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ from gpufleet.recommend.types import Candidate, Recommendation
 
 TOP = 5
 
-INF = {"task": "inference"}
 CORPUS: dict[str, dict[str, Any]] = {
     # --- small serving
     "readme_8b_slo": dict(model="llama-3.1-8b", precision="bf16", target_requests_per_s=5, ttft_p95_ms=500,
@@ -114,11 +113,6 @@ def case(request: pytest.FixtureRequest) -> tuple[str, Recommendation]:
 
 def test_corpus_is_large_enough() -> None:
     assert len(CORPUS) >= 30
-
-
-def _weights_gib_per_node(c: Candidate) -> float:
-    # weights are a share of mem_per_gpu; the rule's RAM need is at most ram_per_weight x mem_per_gpu x GPUs
-    return c.mem_per_gpu_gib * c.gpus_per_node
 
 
 def test_top5_deployable(case: tuple[str, Recommendation]) -> None:
