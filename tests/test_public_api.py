@@ -11,7 +11,7 @@ import gpufleet
 
 EXPECTED = {
     "AcceleratorSpec", "Candidate", "ConfigFileError", "DataError", "FetchError", "GpufleetError",
-    "InferenceEstimate", "InfeasibleError", "InputError", "Interval", "MemoryEstimate", "Migration",
+    "HostRules", "InferenceEstimate", "InfeasibleError", "InputError", "Interval", "MemoryEstimate", "Migration",
     "ModelArch", "Offer", "OfferTable", "ParamCount", "Recommendation", "ScenarioResult", "ScenarioSetResult",
     "TrainingEstimate", "UnknownNameError", "UnsupportedError", "ValidationReport", "Workload", "__version__",
     "count_params", "estimate_inference", "estimate_memory", "estimate_training", "get_spec", "load_offers",

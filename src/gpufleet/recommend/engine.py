@@ -13,6 +13,7 @@ from gpufleet.catalog.specs import load_specs
 from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
 from gpufleet.cost.spot import SpotAssumption, assumption_for
 from gpufleet.recommend.candidates import CandidateSet, build_candidates, eligible_mask
+from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, HostRules
 from gpufleet.recommend.fit import analyse_cannot_fit
 from gpufleet.recommend.perf import Estimator
 from gpufleet.recommend.rank import check_objective, materialise, order, pareto_rows, within_risk
@@ -201,12 +202,14 @@ def recommend_on(
     objective: str | None = None,
     limit: int = 10,
     full_table: OfferTable | None = None,
+    host_rules: HostRules = DEFAULT_HOST_RULES,
 ) -> Recommendation:
-    """Rank every candidate of ``w`` over ``table`` (``full_table`` = unfiltered catalog, for suggestions)."""
+    """Rank every candidate of ``w`` over ``table`` (``full_table`` = unfiltered catalog, for suggestions;
+    ``host_rules``: host RAM/vCPU minimums, docs/recommend.md)."""
     obj = check_objective(objective or w.objective)
     check_max_risk(w.max_risk)
     considered = int(priced_mask(table, w).sum())
-    cs = build_candidates(table, w, est, spot)
+    cs = build_candidates(table, w, est, spot, host_rules)
     notes = cs.notes + _spot_note(w, cs, spot) + commitment_note(table, w)
     base: dict[str, Any] = {
         "workload": w,

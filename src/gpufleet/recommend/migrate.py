@@ -17,7 +17,7 @@ from gpufleet.cost.schedule import COMMITTED_KINDS
 from gpufleet.cost.spot import SpotAssumption
 from gpufleet.errors import GpufleetError, InputError, UnknownNameError
 from gpufleet.recommend.candidates import build_candidates
-from gpufleet.recommend.deploy import HostRules
+from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, HostRules
 from gpufleet.recommend.engine import recommend_on
 from gpufleet.recommend.perf import Estimator, target_output_tokens_per_s
 from gpufleet.recommend.rank import materialise
@@ -387,6 +387,7 @@ def migrate_on(
     objective: str | None = None,
     limit: int = 10,
     full_table: OfferTable | None = None,
+    host_rules: HostRules | None = None,
 ) -> Migration:
     """Compare ``w.current`` with the best alternative over ``table``."""
     if w.current is None:
@@ -409,7 +410,8 @@ def migrate_on(
             f"No throughput target given: alternatives must match the current deployment's estimated "
             f"{cur.output_tokens_per_s.central:,.0f} output tokens/s (like-for-like)."
         )
-    rec = recommend_on(table, target_w, est, spot, objective=objective, limit=limit, full_table=full_table)
+    rec = recommend_on(table, target_w, est, spot, objective=objective, limit=limit, full_table=full_table,
+                       host_rules=host_rules or DEFAULT_HOST_RULES)  # fmt: skip
     rec = dataclasses.replace(rec, notes=rec.notes + tuple(notes))
     obj = rec.objective
     new = rec.best
