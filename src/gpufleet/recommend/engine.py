@@ -239,7 +239,20 @@ def recommend_on(
     def mat(rows: list[int]) -> tuple[Candidate, ...]:
         return tuple(materialise(cs, w, r, spot) for r in rows)
 
-    feasible = within_risk(cs, w, np.flatnonzero(cs.feasible))
+    feasible_any = np.flatnonzero(cs.feasible)
+    feasible = within_risk(cs, w, feasible_any)
+    if feasible_any.size and not feasible.size:
+        closest = mat(_dedupe(cs, order(cs, w, obj, feasible_any), MAX_CLOSEST))
+        c0 = closest[0]
+        msg = (
+            f"OVER RISK: {feasible_any.size} candidates meet every constraint but none is at or below risk "
+            f"{w.max_risk}; the best, {c0.provider} {c0.instance_type} ({c0.region}), is {c0.risk} risk "
+            f"({'; '.join(c0.risk_reasons)}). Raise max_risk (--max-risk), or widen the filters."
+        )
+        return Recommendation(
+            status="over_risk", best=None, ranked=(), pareto=(), closest=closest, message=msg, notes=notes,
+            **base,
+        )  # fmt: skip
     if feasible.size:
         ranked_rows = order(cs, w, obj, feasible)
         ranked = mat(_dedupe(cs, ranked_rows, limit))

@@ -44,6 +44,8 @@ STACKS = {
 }
 #: an SLO met with less than this relative margin is "thin headroom" [fraction]
 SLO_HEADROOM = 0.2
+#: the highest risk a migration proposes by default (the workload's max_risk overrides it)
+MIGRATE_DEFAULT_MAX_RISK = "medium"
 #: the current deployment is costed as it runs: no host RAM/vCPU minimums applied to it
 AS_DEPLOYED = HostRules(
     ram_per_weight=0.0,
@@ -352,14 +354,13 @@ def current_shortfall(w: Workload, cur: Candidate) -> str:
 def work_equivalent_month_usd(w: Workload, cur: Candidate, new: Candidate) -> float:
     """Monthly cost of ``new`` for the same work as ``cur`` does in a month [USD/month].
 
-    Inference: both serve the same target, so the candidate's monthly cost. Training: the current cluster
-    completes hours_per_month / time_to_train runs a month; ``new`` costs its per-run cost times that many
-    runs (commitments still bill 730 h: then the larger of that and the committed monthly cost).
+    Inference: both serve the same target, so the candidate's monthly cost. Training: ``new`` costs its
+    per-run cost times the runs the current deployment makes a month (``runs_per_month``, the one training
+    cost semantics; commitments still bill 730 h: then the larger of that and the committed monthly cost).
     """
-    if not (w.is_training and cur.time_to_train_s and new.cost_usd_per_run is not None):
+    if not (w.is_training and cur.runs_per_month is not None and new.cost_usd_per_run is not None):
         return new.cost_usd_per_month
-    runs = w.hours_per_month * SECONDS_PER_HOUR / cur.time_to_train_s.central
-    by_work = new.cost_usd_per_run * runs
+    by_work = new.cost_usd_per_run * cur.runs_per_month
     return max(by_work, new.cost_usd_per_month) if new.price_kind in COMMITTED_KINDS else by_work
 
 
@@ -398,6 +399,12 @@ def migrate_on(
         )
     cur, notes = current_candidate(table, w, est, spot)
     target_w = w
+    if w.max_risk is None:  # moving what runs today: never to a high-risk candidate unless asked
+        target_w = dataclasses.replace(w, max_risk=MIGRATE_DEFAULT_MAX_RISK)
+        notes.append(
+            f"Alternatives are limited to risk <= {MIGRATE_DEFAULT_MAX_RISK} (a move of a running "
+            "deployment); set max_risk: high (--max-risk high) to see every option."
+        )
     if (
         not w.is_training
         and w.concurrency is None
@@ -405,7 +412,7 @@ def migrate_on(
         and w.target_requests_per_s is None
         and cur.output_tokens_per_s is not None
     ):
-        target_w = dataclasses.replace(w, target_output_tokens_per_s=cur.output_tokens_per_s.central)
+        target_w = dataclasses.replace(target_w, target_output_tokens_per_s=cur.output_tokens_per_s.central)
         notes.append(
             f"No throughput target given: alternatives must match the current deployment's estimated "
             f"{cur.output_tokens_per_s.central:,.0f} output tokens/s (like-for-like)."

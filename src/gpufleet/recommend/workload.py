@@ -173,7 +173,8 @@ class WorkloadSpec(BaseModel):
             runs_per_month=self.runs_per_month,
             tier=self.tier or self.default_tier(),
             confidence=self.confidence,
-            max_risk=self.max_risk,
+            max_risk=self.max_risk
+            or ("medium" if (self.tier or self.default_tier()) == "production" else None),
             allow_fallback=self.allow_fallback,
             allow_marketplace=self.allow_marketplace,
             allow_stale_prices=self.allow_stale_prices,
