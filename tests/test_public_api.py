@@ -11,12 +11,12 @@ import gpufleet
 
 EXPECTED = {
     "AcceleratorSpec", "Candidate", "ConfigFileError", "DataError", "FetchError", "GpufleetError",
-    "InferenceEstimate", "InfeasibleError", "InputError", "Interval", "MemoryEstimate", "Migration",
-    "ModelArch", "Offer", "OfferTable", "ParamCount", "Recommendation", "ScenarioResult", "ScenarioSetResult",
-    "TrainingEstimate", "UnknownNameError", "UnsupportedError", "ValidationReport", "Workload", "__version__",
-    "count_params", "estimate_inference", "estimate_memory", "estimate_training", "get_spec", "load_offers",
-    "migrate", "prices_usd_per_hour", "recommend", "resolve_model", "run_scenario", "run_scenario_set",
-    "validate_cases",
+    "HostRules", "InfeasibleError", "InferenceEstimate", "InputError", "Interval", "MemoryEstimate",
+    "Migration", "ModelArch", "Offer", "OfferTable", "ParamCount", "Recommendation", "ScenarioResult",
+    "ScenarioSetResult", "TrainingEstimate", "UnknownNameError", "UnsupportedError", "ValidationReport",
+    "Workload", "__version__", "count_params", "estimate_inference", "estimate_memory", "estimate_training",
+    "get_spec", "load_offers", "migrate", "prices_usd_per_hour", "recommend", "resolve_model",
+    "run_scenario", "run_scenario_set", "validate_cases",
 }  # fmt: skip
 
 

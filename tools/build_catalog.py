@@ -20,6 +20,7 @@ import io
 import json
 import math
 import re
+import statistics
 import sys
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -246,14 +247,19 @@ def make_offer(src: Input, row: Row, log: BuildLog, specs_memory: Mapping[str, f
                 f"{p}: per-GPU memory taken from GpuInfo (exceeds the spec by >10%, e.g. modded 48 GB 4090)"
             )
             mem_gib = round(gib_from_mib(reported), 2)
+        if 0 < count < 1:  # a GPU slice (AWS g6f/gr6f, Azure NVadsA10_v5): its share of the GPU's memory
+            log.add(f"{p}: fractional GPU rows carry their fraction of the GPU memory")
+            mem_gib = round(mem_gib * count, 2)
     region = row.get("Region", "").strip()
     if not region:
         log.add(f"{p}: empty region -> {UNSPECIFIED_REGION!r}")
         region = UNSPECIFIED_REGION
+    zone = row.get("AvailabilityZone", "").strip() or None
+    region = local_zone_region(p, region, zone, log)
     return Offer(
         provider=p,
         region=region,
-        zone=row.get("AvailabilityZone", "").strip() or None,
+        zone=zone,
         instance_type=instance,
         gpu=gpu,
         gpu_count=count if gpu else 0.0,
@@ -266,6 +272,50 @@ def make_offer(src: Input, row: Row, log: BuildLog, specs_memory: Mapping[str, f
         captured_at=src.captured_at,
         source=src.source,
     )
+
+
+#: AWS Local Zone ids carry a metro code between the region code and the zone number ("use1-atl2-az1" =
+#: Atlanta Local Zone of us-east-1; AWS Local Zones docs, "Local Zone IDs"); ordinary zones do not
+#: ("use1-az1")
+_AWS_LOCAL_ZONE = re.compile(r"^[a-z]+\d+-([a-z]+\d+)-az\d+$")
+
+
+def local_zone_region(provider: str, region: str, zone: str | None, log: BuildLog) -> str:
+    """A Local Zone is a separate place with its own prices and capacity, not the parent region: its rows
+    get the region ``<parent>-<metro>`` (e.g. ``us-east-1-atl2``): region prices and spot are not mixed."""
+    if provider != "aws" or zone is None:
+        return region
+    m = _AWS_LOCAL_ZONE.match(zone)
+    if m is None:
+        return region
+    log.add("aws: Local Zone rows get their own region (<parent>-<metro>)")
+    return f"{region}-{m.group(1)}"
+
+
+def representative_spot(offers: list[Offer], log: BuildLog) -> list[Offer]:
+    """Spot per region = the representative (lower median) zone price of the region, on every zone row.
+
+    Spot prices differ by zone (AWS publishes per-AZ spot price history); taking each zone row as its own
+    offer lets the cheapest zone, often one with little capacity, win. The lower median of the region's zone
+    prices is a price that at least half the zones offer, and it is an actual zone's price."""
+    groups: dict[tuple[str, str, str, str, float], list[float]] = {}
+    for o in offers:
+        if o.zone and o.price_spot_usd_per_hour is not None:
+            key = (o.provider, o.region, o.instance_type, o.gpu or "", o.gpu_count)
+            groups.setdefault(key, []).append(o.price_spot_usd_per_hour)
+    out = []
+    for o in offers:
+        key = (o.provider, o.region, o.instance_type, o.gpu or "", o.gpu_count)
+        zone_prices = groups.get(key, [])
+        if o.price_spot_usd_per_hour is not None and len(zone_prices) > 1:
+            rep_price = statistics.median_low(zone_prices)
+            if rep_price != o.price_spot_usd_per_hour:
+                log.add(
+                    f"{o.provider}: zone spot price -> the region's representative (lower median) zone price"
+                )
+                o = replace(o, price_spot_usd_per_hour=rep_price)
+        out.append(o)
+    return out
 
 
 # --- GCP: host VM + attached GPUs = one machine -------------------------------------------------------------
@@ -422,7 +472,7 @@ def build(snapshot: Path, log: BuildLog) -> list[Offer]:
         elif src.provider == "azure":
             azure_mirror_keys |= {(o.instance_type, o.region) for o in got}
         offers.extend(got)
-    return dedupe(offers, log)
+    return representative_spot(dedupe(offers, log), log)
 
 
 def dedupe(offers: Iterable[Offer], log: BuildLog) -> list[Offer]:
@@ -466,8 +516,12 @@ NOTES = (
     "as CPU rows.",
     "TPU slices: `gpu_count` = chips (v2/v3/v4/v5p suffix counts TensorCores, 2 per chip; v5e/v6e count "
     "chips).",
-    "Fractional GPUs (AWS g6f/gr6f, Azure NVadsA10_v5) keep the fraction; `gpu_memory_gib` is the whole "
-    "GPU's.",
+    "Fractional GPUs (AWS g6f/gr6f, Azure NVadsA10_v5) keep the fraction; `gpu_memory_gib` is the slice's "
+    "share (fraction x the GPU's memory); the engine ranks whole GPUs only.",
+    "Spot per region: every zone row of a (provider, region, instance type) carries the region's "
+    "representative spot price, the lower median of its zones' prices (an actual zone price that at least "
+    "half the zones offer), not each zone's own. AWS Local Zone rows (zone id with a metro code, e.g. "
+    "use1-atl2-az1) get their own region `<parent>-<metro>` (e.g. us-east-1-atl2).",
     "Azure: the 2026-05-20 mirror wins; v6 rows are used only for (instance type, region) pairs it "
     "lacks, which "
     "includes retired K80/M60 sizes: treat those as historical.",

@@ -36,6 +36,7 @@ from gpufleet.estimate.types import Interval
 from gpufleet.estimate.validate import ValidationReport, validate_cases
 from gpufleet.models import ModelArch, ParamCount, count_params, resolve_model
 from gpufleet.recommend.api import migrate, recommend, run_scenario, run_scenario_set
+from gpufleet.recommend.deploy import HostRules
 from gpufleet.recommend.types import (
     Candidate,
     Migration,
@@ -54,6 +55,7 @@ __all__ = [
     "DataError",
     "FetchError",
     "GpufleetError",
+    "HostRules",
     "InfeasibleError",
     "InferenceEstimate",
     "InputError",

@@ -59,7 +59,7 @@ def test_stay_when_current_is_the_cheapest() -> None:
 
 
 def test_vendor_change_is_high_risk() -> None:
-    m = mig(model="fake-70b", precision="fp16", concurrency=64, gpu_vendors=["AMD"],
+    m = mig(model="fake-70b", precision="fp16", concurrency=64, gpu_vendors=["AMD"], max_risk="high",
             current={"instance_type": "p5.48xlarge", "count": 2})  # fmt: skip
     if m.recommended is not None:
         assert m.recommended.gpu_vendor == "AMD"

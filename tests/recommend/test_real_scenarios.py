@@ -83,7 +83,12 @@ def test_candidates_flag_a_precision_fallback() -> None:
     assert strict.ranked and not any(c.precision_fallback for c in strict.ranked)  # no fallback by default
     assert "T4" not in {c.gpu for c in strict.ranked}
     rec = recommend(
-        model="llama-3.2-1b", precision="bf16", concurrency=4, providers=("aws",), limit=50, allow_fallback=True
+        model="llama-3.2-1b",
+        precision="bf16",
+        concurrency=4,
+        providers=("aws",),
+        limit=50,
+        allow_fallback=True,
     )
     flags = {c.gpu: c.precision_fallback for c in rec.ranked}
     assert flags, rec.status

@@ -66,6 +66,15 @@ def candidate(**overrides: Any) -> Candidate:
         tpot_s=Interval(central=0.031, p10=0.025, p90=0.041),
         batch_per_replica=96,
         generation_year=2022,
+        provider_class="gpu_cloud",
+        fabric="TCP 25 Gb/s (assumed)",
+        fabric_gbps_per_node=25.0,
+        multi_node_capable=True,
+        vcpus=26.0,
+        host_memory_gib=200.0,
+        price_date="2026-08-01",
+        price_age_days=121,
+        cost_usd_per_million_output_tokens_saturated=0.1,
         notes=(),
     )
     return replace(base, **overrides)
@@ -86,6 +95,14 @@ B = candidate(
     cost_usd_per_million_output_tokens=0.1983,
     output_tokens_per_s=Interval(central=5000.0, p10=3900.0, p90=6100.0),
     generation_year=2020,
+    fabric="TCP 25 Gb/s (assumed), single node",
+    multi_node_capable=False,
+    vcpus=16.0,
+    host_memory_gib=125.0,
+    price_date="",
+    price_age_days=None,
+    risk="medium",
+    risk_reasons=("price date unknown",),
 )
 SPOT = candidate(
     provider="aws",
@@ -111,6 +128,13 @@ SPOT = candidate(
         replicas_needed=3,
         assumption_source="spot interruption rate 0.4/h (tight GPU capacity, SkyPilot traces)",
     ),
+    provider_class="hyperscaler",
+    fabric="TCP 2.5 Gb/s",
+    fabric_gbps_per_node=2.5,
+    vcpus=4.0,
+    host_memory_gib=32.0,
+    risk="medium",
+    risk_reasons=("spot capacity (interruptions)",),
 )
 SLOW = candidate(
     provider="azure",
@@ -127,6 +151,13 @@ SLOW = candidate(
     output_tokens_per_s=Interval(central=2430.0, p10=1900.0, p90=3000.0),
     meets_slo=False,
     slo_misses=("throughput 2,430 tok/s < target 5,000 tok/s",),
+    provider_class="hyperscaler",
+    fabric="TCP 20 Gb/s",
+    fabric_gbps_per_node=20.0,
+    vcpus=24.0,
+    host_memory_gib=220.0,
+    price_date="2026-05-20",
+    price_age_days=194,
 )
 CURRENT = candidate(
     provider="aws",
@@ -143,6 +174,11 @@ CURRENT = candidate(
     cost_usd_per_million_output_tokens=0.4075,
     mem_capacity_gib=39.4,
     output_tokens_per_s=Interval(central=14970.0, p10=11200.0, p90=18500.0),
+    provider_class="hyperscaler",
+    fabric="EFA 400 Gb/s",
+    fabric_gbps_per_node=400.0,
+    vcpus=96.0,
+    host_memory_gib=1152.0,
 )
 
 NOTES = (

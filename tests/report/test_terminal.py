@@ -12,7 +12,7 @@ from . import samples
 
 
 def _text(obj: object) -> str:
-    c = Console(width=260, record=True, color_system=None)
+    c = Console(width=420, record=True, color_system=None)
     with c.capture() as cap:
         c.print(render_terminal(obj, assumptions=("spot aws: one interruption per 2.25 h",)))  # type: ignore[arg-type]
     return cap.get()
@@ -30,13 +30,18 @@ def test_recommendation_table_columns() -> None:
         "Memory (GiB used / per GPU)",
         "Speed",
         "$/h",
-        "$/month",
+        "/month",
         "Unit cost",
-        "/1M output tok",
+        "/1M output tok at your load",
+        "at saturation",
+        "Host vCPU / RAM",
+        "Provider class, fabric",
+        "Price date",
         "Risk",
     ):
         assert header in out, header
-    assert "5,000 (3,600-6,300)" in out and "spot 0.4/h, 4/3 replicas" in out
+    assert "5,000 (3,600-6,300)" in out and "spot capacity (interruptions)" in out
+    assert "hyperscaler, TCP 2.5 Gb/s" in out and "2026-08-01 (121 d old)" in out and "4 vCPU / 32 GiB" in out
     assert "Assumptions in force" in out and "one interruption per 2.25 h" in out
 
 
@@ -71,7 +76,9 @@ def test_cost_breakdown_idle_commitment() -> None:
     c = replace(samples.A, price_kind="commit_1y")
     parts = cost_breakdown(c, 365.0)
     assert parts["idle commitment"] == c.cost_usd_per_month / 2
-    assert risk_text(c) == "medium: commitment (commit_1y)"
+    # the report shows the engine's risk (gpufleet.recommend.risk), carried by the candidate
+    c = replace(c, risk="medium", risk_reasons=("commitment lock-in (commit_1y)",))
+    assert risk_text(c) == "medium: commitment lock-in (commit_1y)"
 
 
 def test_migration_breakdown_uses_the_migration_totals() -> None:
@@ -88,10 +95,13 @@ def test_migration_breakdown_uses_the_migration_totals() -> None:
 
 
 def test_risk_names_a_precision_fallback_from_the_typed_flag() -> None:
-    from dataclasses import replace
+    from gpufleet.catalog.capabilities import fabric_for
+    from gpufleet.recommend.risk import assess
+    from gpufleet.recommend.workload import workload_from_dict
 
-    c = replace(samples.A, precision_fallback=True, notes=())
-    assert risk_text(c) == "medium: precision fallback"
-    assert risk_text(replace(samples.A, precision_fallback=False, notes=("a note mentioning fallback",))) == (
-        "low (on-demand, one node)"
-    )
+    w = workload_from_dict({"model": "llama-3.1-8b", "allow_fallback": True, "tier": "dev"})
+    kw = dict(provider_class="hyperscaler", fabric=fabric_for("aws", "g4dn.xlarge", "T4"), nodes=1, gpu="T4",
+              price_kind="on_demand", price_age_days=10.0, host_known=True, interval=None)  # fmt: skip
+    level, reasons = assess(w, precision_fallback=True, **kw)  # type: ignore[arg-type]
+    assert level == "high" and reasons[0].startswith("precision fallback")
+    assert assess(w, precision_fallback=False, **kw)[0] == "low"  # type: ignore[arg-type]

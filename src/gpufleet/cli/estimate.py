@@ -116,6 +116,20 @@ def memory(
         model=arch, task=task, precision=prec, gpu=spec, tp=tp, pp=pp, dp=dp, batch=batch, seq_len=seq_len,
         kv_precision=kv, zero_stage=zero, recompute=recompute, engine=engine, allow_fallback=allow_fallback,
     )  # fmt: skip
+    hint: tuple[str, ...] = ()
+    if not mem.fits:
+        from gpufleet.estimate.memory_options import fitting_option
+
+        opt = fitting_option(
+            model=arch, task=task, precision=prec, gpu=spec, tp=tp, pp=pp, dp=dp, batch=batch,
+            seq_len=seq_len, kv_precision=kv, zero_stage=zero, recompute=recompute, engine=engine,
+            allow_fallback=allow_fallback,
+        )  # fmt: skip
+        if opt is not None:
+            hint = (f"Does not fit with {recompute} recompute, ZeRO-{zero}; {opt.description}.",)
+        elif task not in ("inference", "load"):
+            hint = ("No recompute / ZeRO option makes it fit at this TP/PP/DP and batch: add GPUs, use "
+                    "--task lora/qlora or a lower precision.",)  # fmt: skip
     if output_format is OutFormat.json:
         _emit_json(mem)
         return
@@ -123,7 +137,7 @@ def memory(
         f"{arch.id} {task} on {spec.id}, {prec}, batch {batch} × {seq_len} tokens, TP {tp} PP {pp} DP {dp}"
     )
     console.print(memory_table(mem, title))
-    console.print(notes_table(mem.assumptions))
+    console.print(notes_table((*hint, *mem.assumptions)))
 
 
 @app.command("infer")

@@ -23,16 +23,22 @@ def price_kind_for(pricing: str) -> str:
     return PRICE_KIND[pricing]
 
 
-def node_prices_usd_per_hour(table: Any, price_kind: str) -> npt.NDArray[np.float64]:
+def node_prices_usd_per_hour(
+    table: Any, price_kind: str, commitments_file: str | None = None
+) -> npt.NDArray[np.float64]:
     """Price of one node (instance) for ``price_kind`` [USD/h]; NaN where the offer has no such price.
 
     On-demand and spot read the table columns (spot NaN = unknown, never 0); commitment kinds come from
-    :func:`gpufleet.catalog.pricing.prices_usd_per_hour` and its sourced discount assumptions.
+    :func:`gpufleet.catalog.pricing.prices_usd_per_hour` and its sourced discount assumptions, with the
+    user's ``commitments_file`` (YAML/JSON override, docs/pricing.md) applied when given.
     """
     if price_kind == "on_demand":
         return np.asarray(table.column("price_on_demand_usd_per_hour"), dtype=float)
     if price_kind == "spot":
         return np.asarray(table.column("price_spot_usd_per_hour"), dtype=float)
-    from gpufleet.catalog.pricing import prices_usd_per_hour  # the catalog owns commitment discounts
+    from pathlib import Path
 
-    return np.asarray(prices_usd_per_hour(table, price_kind), dtype=float)
+    from gpufleet.catalog.pricing import load_commitment_assumptions, prices_usd_per_hour
+
+    assumptions = load_commitment_assumptions(Path(commitments_file)) if commitments_file else None
+    return np.asarray(prices_usd_per_hour(table, price_kind, assumptions), dtype=float)

@@ -9,6 +9,7 @@ from typing import Any
 from gpufleet.catalog.offers import OfferTable, load_offers
 from gpufleet.cost.spot import SpotAssumption, load_spot_assumptions
 from gpufleet.errors import GpufleetError, InputError
+from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, HostRules
 from gpufleet.recommend.engine import recommend_on
 from gpufleet.recommend.migrate import migrate_on
 from gpufleet.recommend.perf import DefaultEstimator, Estimator
@@ -72,17 +73,20 @@ def recommend(
     estimator: Estimator | None = None,
     spot_assumptions: Path | None = None,
     limit: int = 10,
+    host_rules: HostRules | None = None,
     **fields: Any,
 ) -> Recommendation:
     """Rank every catalog offer for ``workload`` (a Workload, a mapping, a file path, or keyword fields).
 
+    ``host_rules`` overrides the host RAM / vCPU minimums (:class:`HostRules`, docs/recommend.md).
     Never raises for an unmet SLO, budget or memory: those are statuses of the :class:`Recommendation`.
     """
     if limit < 1:
         raise InputError(f"limit = {limit}; it must be >= 1 (the number of ranked candidates returned).")
     w = as_workload(workload, **fields)
     table, est, spot = _engine_inputs(offers, estimator, spot_assumptions)
-    return recommend_on(table, w, est, spot, objective=objective, limit=limit, full_table=table)
+    return recommend_on(table, w, est, spot, objective=objective, limit=limit, full_table=table,
+                        host_rules=host_rules or DEFAULT_HOST_RULES)  # fmt: skip
 
 
 def migrate(
@@ -93,12 +97,14 @@ def migrate(
     estimator: Estimator | None = None,
     spot_assumptions: Path | None = None,
     limit: int = 10,
+    host_rules: HostRules | None = None,
     **fields: Any,
 ) -> Migration:
     """Compare the workload's current deployment with the best alternative: savings, performance, risk."""
     w = as_workload(workload, **fields)
     table, est, spot = _engine_inputs(offers, estimator, spot_assumptions)
-    return migrate_on(table, w, est, spot, objective=objective, limit=limit, full_table=table)
+    return migrate_on(table, w, est, spot, objective=objective, limit=limit, full_table=table,
+                      host_rules=host_rules)  # fmt: skip
 
 
 def evaluate_workload(

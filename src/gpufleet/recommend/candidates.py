@@ -211,7 +211,7 @@ def build_candidates(
     sched = Schedule(hours_per_month=w.hours_per_month)
     billed_h = sched.billed_hours_per_month(kind)
     elig = eligible_mask(table, w)
-    prices = node_prices_usd_per_hour(table, kind)
+    prices = node_prices_usd_per_hour(table, kind, w.commitments_file)
     with np.errstate(invalid="ignore"):
         elig &= np.isfinite(prices) & (prices > 0)
     prov_names, prov_codes = text_codes(table, "provider")

@@ -84,10 +84,30 @@ class OfferInfo:
         return node_network(f)
 
 
+#: per-node bandwidth classes [Gb/s] the estimator is run at: an offer's fabric is rounded DOWN to one of them
+#: (conservative), so that offers with nearby bandwidths share one estimate (AWS alone lists ~20 distinct
+#: figures between 2 and 6,400 Gb/s)
+NETWORK_CLASSES_GBPS: tuple[float, ...] = (
+    1.0,
+    10.0,
+    25.0,
+    50.0,
+    100.0,
+    200.0,
+    400.0,
+    800.0,
+    1600.0,
+    3200.0,
+    6400.0,
+)
+
+
 def node_network(f: Fabric) -> NodeNetwork | None:
+    """The network an offer's multi-node estimate runs at (its bandwidth class), or None for single-node."""
     if not f.multi_node:
         return None
-    return NodeNetwork(gb_per_s_per_node=gb_per_s_from_gbit_per_s(f.gbps_per_node), rdma=f.rdma)
+    gbps = max((c for c in NETWORK_CLASSES_GBPS if c <= f.gbps_per_node + 1e-9), default=f.gbps_per_node)
+    return NodeNetwork(gb_per_s_per_node=gb_per_s_from_gbit_per_s(gbps), rdma=f.rdma)
 
 
 _DATE = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")

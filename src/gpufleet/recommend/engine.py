@@ -13,6 +13,7 @@ from gpufleet.catalog.specs import load_specs
 from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
 from gpufleet.cost.spot import SpotAssumption, assumption_for
 from gpufleet.recommend.candidates import CandidateSet, build_candidates, eligible_mask
+from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, HostRules
 from gpufleet.recommend.fit import analyse_cannot_fit
 from gpufleet.recommend.perf import Estimator
 from gpufleet.recommend.rank import check_objective, materialise, order, pareto_rows, within_risk
@@ -87,7 +88,7 @@ PRICING_LABEL: dict[str, str] = {
 
 
 def _prices(table: OfferTable, w: Workload) -> npt.NDArray[np.float64]:
-    return node_prices_usd_per_hour(table, price_kind_for(w.pricing))
+    return node_prices_usd_per_hour(table, price_kind_for(w.pricing), w.commitments_file)
 
 
 def priced_mask(table: OfferTable, w: Workload) -> npt.NDArray[np.bool_]:
@@ -95,6 +96,28 @@ def priced_mask(table: OfferTable, w: Workload) -> npt.NDArray[np.bool_]:
     prices = _prices(table, w)
     with np.errstate(invalid="ignore"):
         return eligible_mask(table, w) & np.isfinite(prices) & (prices > 0)
+
+
+def commitment_note(table: OfferTable, w: Workload) -> tuple[str, ...]:
+    """For 1y/3y pricing: the providers under the filters left out for lack of a commitment rate, and how to
+    give one (the shipped table has sourced programs only; AWS and Azure publish no 1-year GPU figure in the
+    sources used, docs/pricing.md)."""
+    if w.pricing not in ("1y", "3y"):
+        return ()
+    prices = _prices(table, w)
+    passing = eligible_mask(table, w)
+    with np.errstate(invalid="ignore"):
+        missing = passing & ~(np.isfinite(prices) & (prices > 0))
+    provs = sorted({str(p) for p in table.column("provider")[missing]})
+    if not provs:
+        return ()
+    label = PRICING_LABEL[w.pricing]
+    return (
+        f"No {label} rate for {', '.join(provs)}: no published {label} discount is in the shipped table "
+        "(catalog/data/commitment_discounts.csv) and no rate was fetched, so their offers are left out. Give "
+        "your negotiated or published rates with --commitments FILE (workload field commitments_file; "
+        "format in docs/pricing.md) or fetch them with `gpufleet catalog update --provider NAME`.",
+    )
 
 
 def _filters_text(w: Workload) -> str:
@@ -179,13 +202,15 @@ def recommend_on(
     objective: str | None = None,
     limit: int = 10,
     full_table: OfferTable | None = None,
+    host_rules: HostRules = DEFAULT_HOST_RULES,
 ) -> Recommendation:
-    """Rank every candidate of ``w`` over ``table`` (``full_table`` = unfiltered catalog, for suggestions)."""
+    """Rank every candidate of ``w`` over ``table`` (``full_table`` = unfiltered catalog, for suggestions;
+    ``host_rules``: host RAM/vCPU minimums, docs/recommend.md)."""
     obj = check_objective(objective or w.objective)
     check_max_risk(w.max_risk)
     considered = int(priced_mask(table, w).sum())
-    cs = build_candidates(table, w, est, spot)
-    notes = cs.notes + _spot_note(w, cs, spot)
+    cs = build_candidates(table, w, est, spot, host_rules)
+    notes = cs.notes + _spot_note(w, cs, spot) + commitment_note(table, w)
     base: dict[str, Any] = {
         "workload": w,
         "objective": obj,
@@ -214,7 +239,20 @@ def recommend_on(
     def mat(rows: list[int]) -> tuple[Candidate, ...]:
         return tuple(materialise(cs, w, r, spot) for r in rows)
 
-    feasible = within_risk(cs, w, np.flatnonzero(cs.feasible))
+    feasible_any = np.flatnonzero(cs.feasible)
+    feasible = within_risk(cs, w, feasible_any)
+    if feasible_any.size and not feasible.size:
+        closest = mat(_dedupe(cs, order(cs, w, obj, feasible_any), MAX_CLOSEST))
+        c0 = closest[0]
+        msg = (
+            f"OVER RISK: {feasible_any.size} candidates meet every constraint but none is at or below risk "
+            f"{w.max_risk}; the best, {c0.provider} {c0.instance_type} ({c0.region}), is {c0.risk} risk "
+            f"({'; '.join(c0.risk_reasons)}). Raise max_risk (--max-risk), or widen the filters."
+        )
+        return Recommendation(
+            status="over_risk", best=None, ranked=(), pareto=(), closest=closest, message=msg, notes=notes,
+            **base,
+        )  # fmt: skip
     if feasible.size:
         ranked_rows = order(cs, w, obj, feasible)
         ranked = mat(_dedupe(cs, ranked_rows, limit))

@@ -15,8 +15,9 @@ import numpy as np
 from gpufleet.catalog.offers import OfferTable
 from gpufleet.cost.schedule import COMMITTED_KINDS
 from gpufleet.cost.spot import SpotAssumption
-from gpufleet.errors import InputError, UnknownNameError
+from gpufleet.errors import GpufleetError, InputError, UnknownNameError
 from gpufleet.recommend.candidates import build_candidates
+from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, HostRules
 from gpufleet.recommend.engine import recommend_on
 from gpufleet.recommend.perf import Estimator, target_output_tokens_per_s
 from gpufleet.recommend.rank import materialise
@@ -43,6 +44,16 @@ STACKS = {
 }
 #: an SLO met with less than this relative margin is "thin headroom" [fraction]
 SLO_HEADROOM = 0.2
+#: the highest risk a migration proposes by default (the workload's max_risk overrides it)
+MIGRATE_DEFAULT_MAX_RISK = "medium"
+#: the current deployment is costed as it runs: no host RAM/vCPU minimums applied to it
+AS_DEPLOYED = HostRules(
+    ram_per_weight=0.0,
+    ram_base_gib=0.0,
+    vcpus_base_inference=0.0,
+    vcpus_per_gpu_inference=0.0,
+    vcpus_per_gpu_training=0.0,
+)
 
 
 def _stack(vendor: str) -> str:
@@ -132,7 +143,7 @@ def current_candidate(
     from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
 
     assert w.current is not None
-    kind_prices = node_prices_usd_per_hour(table, price_kind_for(w.pricing))
+    kind_prices = node_prices_usd_per_hour(table, price_kind_for(w.pricing), w.commitments_file)
     row, count, notes = resolve_current(table, w.current, kind_prices)
     one = table.take(np.array([row]))
     wc = dataclasses.replace(
@@ -142,12 +153,15 @@ def current_candidate(
         regions=(),
         gpu_vendors=(),
         max_nodes=max(count, 1),
+        tier="dev",  # the deployment as it runs today: no tier exclusions, fallbacks or risk filter
+        allow_fallback=True,
+        max_risk=None,
     )
     if not w.is_training:  # the current fleet as sized: count nodes, no target
         wc = dataclasses.replace(
             wc, concurrency=None, target_output_tokens_per_s=None, target_requests_per_s=None
         )
-    cs = build_candidates(one, wc, est, spot)
+    cs = build_candidates(one, wc, est, spot, AS_DEPLOYED)
     if len(cs) == 0:
         raise InputError(
             f"The current deployment ({w.current.instance_type} x{count}) cannot hold {w.model} at "
@@ -209,10 +223,52 @@ def performance_change(cur: Candidate, new: Candidate) -> PerformanceChange:
     )
 
 
+def current_at_load(est: Estimator, w: Workload, cur: Candidate, concurrency: int) -> tuple[Candidate, str]:
+    """The current deployment's latency and throughput at ``concurrency`` requests in flight (the load the
+    recommended deployment is sized for), so that now and after compare at the same load; with a note."""
+    if w.is_training or cur.replicas < 1 or cur.tpot_s is None:
+        return cur, ""
+    batch = max(1, math.ceil(concurrency / cur.replicas))
+    if cur.batch_per_replica is not None and batch == cur.batch_per_replica:
+        return cur, ""
+    try:
+        e = est.inference(
+            gpu=cur.gpu,
+            precision=w.precision,
+            gpu_count=cur.gpus_per_node * cur.nodes_per_replica,
+            tp=cur.tp,
+            pp=cur.pp,
+            batch=batch,
+            workload=dataclasses.replace(w, allow_fallback=True),
+        )
+    except GpufleetError:
+        e = None
+    if e is None or e.tpot_s is None or e.output_tokens_per_s is None:
+        return cur, (
+            f"The current deployment cannot hold {concurrency} concurrent requests ({batch} per replica); "
+            "now is shown at its own saturated batch."
+        )
+    per_unit = max(int(getattr(e, "replicas", 1) or 1), 1)
+    scale = cur.replicas / per_unit
+    at = dataclasses.replace(
+        cur,
+        batch_per_replica=batch,
+        ttft_s=e.ttft_s,
+        tpot_s=e.tpot_s,
+        output_tokens_per_s=e.output_tokens_per_s.scaled(scale),
+        requests_per_s=e.requests_per_s.scaled(scale) if e.requests_per_s is not None else None,
+    )
+    return at, (
+        f"Now and after are compared at the same load: {concurrency} concurrent requests "
+        f"({batch} per current replica)."
+    )
+
+
 def assess_risk(
     w: Workload, cur: Candidate, new: Candidate
 ) -> tuple[RiskLevel, tuple[str, ...], Complexity, tuple[str, ...]]:
-    """Risk level and complexity, each with its reasons."""
+    """Risk level and complexity, each with its reasons: the move's own (provider, stack, multi-node, SLO
+    headroom, egress) and the recommended candidate's (:mod:`gpufleet.recommend.risk`)."""
     high: list[str] = []
     med: list[str] = []
     low: list[str] = []
@@ -231,8 +287,9 @@ def assess_risk(
         med.append(
             f"cross-provider move ({cur.provider} -> {new.provider}): new accounts, IAM, networking, quotas"
         )
-        low.append(
-            "data egress: moving weights and data out of the current provider is billed (not modelled)"
+        med.append(
+            f"cross-provider egress: weights, data and traffic leave {cur.provider} (billed per GB by "
+            f"{cur.provider}; not in the monthly cost)"
         )
         cx.append("different provider")
     elif new.region != cur.region:
@@ -263,9 +320,12 @@ def assess_risk(
         med.append(
             f"thin TPOT headroom: {new.tpot_s.central * 1e3:.1f} ms vs SLO {w.tpot_p95_s * 1e3:.1f} ms"
         )
+    for reason in new.risk_reasons:  # the candidate's own risk (class, fabric, price age, estimate, ...)
+        if reason not in high + med and "software stack" not in reason:  # the stack change is said above
+            med.append(reason)
     if not (high or med or low):
         low.append("same provider and accelerator vendor: only the instance type or count changes")
-    risk: RiskLevel = "high" if high or len(med) >= 3 else "medium" if med else "low"
+    risk: RiskLevel = "high" if high or len(med) >= 3 or new.risk == "high" else "medium" if med else "low"
     complexity: Complexity = (
         "high"
         if any("stack" in c for c in cx)
@@ -294,14 +354,13 @@ def current_shortfall(w: Workload, cur: Candidate) -> str:
 def work_equivalent_month_usd(w: Workload, cur: Candidate, new: Candidate) -> float:
     """Monthly cost of ``new`` for the same work as ``cur`` does in a month [USD/month].
 
-    Inference: both serve the same target, so the candidate's monthly cost. Training: the current cluster
-    completes hours_per_month / time_to_train runs a month; ``new`` costs its per-run cost times that many
-    runs (commitments still bill 730 h: then the larger of that and the committed monthly cost).
+    Inference: both serve the same target, so the candidate's monthly cost. Training: ``new`` costs its
+    per-run cost times the runs the current deployment makes a month (``runs_per_month``, the one training
+    cost semantics; commitments still bill 730 h: then the larger of that and the committed monthly cost).
     """
-    if not (w.is_training and cur.time_to_train_s and new.cost_usd_per_run is not None):
+    if not (w.is_training and cur.runs_per_month is not None and new.cost_usd_per_run is not None):
         return new.cost_usd_per_month
-    runs = w.hours_per_month * SECONDS_PER_HOUR / cur.time_to_train_s.central
-    by_work = new.cost_usd_per_run * runs
+    by_work = new.cost_usd_per_run * cur.runs_per_month
     return max(by_work, new.cost_usd_per_month) if new.price_kind in COMMITTED_KINDS else by_work
 
 
@@ -329,6 +388,7 @@ def migrate_on(
     objective: str | None = None,
     limit: int = 10,
     full_table: OfferTable | None = None,
+    host_rules: HostRules | None = None,
 ) -> Migration:
     """Compare ``w.current`` with the best alternative over ``table``."""
     if w.current is None:
@@ -339,6 +399,12 @@ def migrate_on(
         )
     cur, notes = current_candidate(table, w, est, spot)
     target_w = w
+    if w.max_risk is None:  # moving what runs today: never to a high-risk candidate unless asked
+        target_w = dataclasses.replace(w, max_risk=MIGRATE_DEFAULT_MAX_RISK)
+        notes.append(
+            f"Alternatives are limited to risk <= {MIGRATE_DEFAULT_MAX_RISK} (a move of a running "
+            "deployment); set max_risk: high (--max-risk high) to see every option."
+        )
     if (
         not w.is_training
         and w.concurrency is None
@@ -346,12 +412,13 @@ def migrate_on(
         and w.target_requests_per_s is None
         and cur.output_tokens_per_s is not None
     ):
-        target_w = dataclasses.replace(w, target_output_tokens_per_s=cur.output_tokens_per_s.central)
+        target_w = dataclasses.replace(target_w, target_output_tokens_per_s=cur.output_tokens_per_s.central)
         notes.append(
             f"No throughput target given: alternatives must match the current deployment's estimated "
             f"{cur.output_tokens_per_s.central:,.0f} output tokens/s (like-for-like)."
         )
-    rec = recommend_on(table, target_w, est, spot, objective=objective, limit=limit, full_table=full_table)
+    rec = recommend_on(table, target_w, est, spot, objective=objective, limit=limit, full_table=full_table,
+                       host_rules=host_rules or DEFAULT_HOST_RULES)  # fmt: skip
     rec = dataclasses.replace(rec, notes=rec.notes + tuple(notes))
     obj = rec.objective
     new = rec.best
@@ -388,6 +455,10 @@ def migrate_on(
             verdict=verdict,
             recommendation=rec,
         )
+    if not w.is_training and new.batch_per_replica is not None:
+        cur, load_note = current_at_load(est, w, cur, new.batch_per_replica * new.replicas)
+        if load_note:
+            rec = dataclasses.replace(rec, notes=(*rec.notes, load_note))
     risk, reasons, cx, cx_reasons = assess_risk(w, cur, new)
     new_m = work_equivalent_month_usd(w, cur, new)
     save = cur_m - new_m

@@ -410,12 +410,23 @@ def inference_configs(
     ]
 
 
+#: a training job is tried on one more node only while the last node counts still cut its time by at least
+#: MIN_NODE_GAIN; after STOP_AFTER_NO_GAIN node counts without such a gain (communication-bound over the
+#: offer's network) larger counts are not estimated: they are slower per GPU and cost more
+MIN_NODE_GAIN = 0.05
+STOP_AFTER_NO_GAIN = 2
+
+
 def training_configs(
     est_fn: Estimator, w: Workload, gpu: str, g: int, network: NodeNetwork | None = None
 ) -> list[Config]:
     """The job on 1..max_nodes nodes over ``network`` (one node when None); the estimator picks TP/PP/DP."""
     out: list[Config] = []
+    best_s = math.inf
+    stale = 0
     for nodes in range(1, (w.max_nodes if network is not None else 1) + 1):
+        if stale >= STOP_AFTER_NO_GAIN:
+            break  # more nodes stopped paying off: the network, not the GPUs, bounds the job
         try:
             est = cached_training(est_fn, w, gpu=gpu, gpu_count=g * nodes, gpus_per_node=g,
                                   node_network=network if nodes > 1 else None)  # fmt: skip
@@ -424,6 +435,10 @@ def training_configs(
         except InputError:
             continue
         fits = bool(est.fits) and est.time_to_train_s is not None
+        if fits:
+            t = float(est.time_to_train_s.central)
+            stale = 0 if t < best_s * (1.0 - MIN_NODE_GAIN) else stale + 1
+            best_s = min(best_s, t)
         misses: tuple[str, ...] = ()
         if (
             fits

@@ -287,7 +287,11 @@ def brute_force_best(
 
     kind = price_kind_for(w.pricing)
     billed_h = Schedule(hours_per_month=w.hours_per_month).billed_hours_per_month(kind)
-    commit = node_prices_usd_per_hour(table, kind) if kind not in ("on_demand", "spot") else None
+    commit = (
+        node_prices_usd_per_hour(table, kind, w.commitments_file)
+        if kind not in ("on_demand", "spot")
+        else None
+    )
     ages = offer_info(table).price_age_days
     vendors = {v.lower() for v in w.gpu_vendors}
     rules = DEFAULT_HOST_RULES

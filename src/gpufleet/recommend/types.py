@@ -23,7 +23,8 @@ PRICINGS: tuple[str, ...] = get_args(Pricing)
 #: holds the nearest). ``over_budget``: candidates meet the SLOs but none is within the budget cap
 #: (``closest`` holds the cheapest). ``cannot_fit``: no offer holds the model (``cannot_fit`` says why and
 #: what would make it fit). ``no_offers``: the filters left no offer at all.
-Status = Literal["ok", "infeasible_slo", "over_budget", "cannot_fit", "no_offers"]
+#: ``over_risk``: candidates meet every constraint but all exceed ``max_risk`` (``closest`` holds the best).
+Status = Literal["ok", "infeasible_slo", "over_budget", "over_risk", "cannot_fit", "no_offers"]
 RiskLevel = Literal["low", "medium", "high"]
 RISK_LEVELS: tuple[str, ...] = get_args(RiskLevel)
 #: deployment tier: ``dev`` anything that runs; ``batch`` interruptible offline work; ``production`` serving
@@ -75,6 +76,7 @@ class Workload:
     # schedule and pricing
     hours_per_month: float = 730.0  # hours the workload runs per month [h]
     pricing: str = "on_demand"  # one of PRICINGS
+    commitments_file: str | None = None  # YAML/JSON commitment discount override (docs/pricing.md)
     # filters
     providers: tuple[str, ...] = ()  # empty = all
     regions: tuple[str, ...] = ()  # glob patterns; empty = all

@@ -66,6 +66,7 @@ class WorkloadSpec(BaseModel):
     hours_per_day: float | None = Field(None, gt=0, le=24)
     days_per_month: float | None = Field(None, gt=0, le=HOURS_PER_MONTH / 24)
     pricing: Literal["on_demand", "spot", "1y", "3y"] = "on_demand"
+    commitments_file: str | None = None
     providers: list[str] = Field(default_factory=list)
     regions: list[str] = Field(default_factory=list)
     gpu_vendors: list[str] = Field(default_factory=list)
@@ -164,6 +165,7 @@ class WorkloadSpec(BaseModel):
             seq_len_tokens=self.seq_len_tokens,
             hours_per_month=hours.hours_per_month,
             pricing=self.pricing,
+            commitments_file=self.commitments_file,
             providers=tuple(p.lower() for p in self.providers),
             regions=tuple(self.regions),
             gpu_vendors=tuple(self.gpu_vendors),
@@ -171,7 +173,8 @@ class WorkloadSpec(BaseModel):
             runs_per_month=self.runs_per_month,
             tier=self.tier or self.default_tier(),
             confidence=self.confidence,
-            max_risk=self.max_risk,
+            max_risk=self.max_risk
+            or ("medium" if (self.tier or self.default_tier()) == "production" else None),
             allow_fallback=self.allow_fallback,
             allow_marketplace=self.allow_marketplace,
             allow_stale_prices=self.allow_stale_prices,

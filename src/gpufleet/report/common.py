@@ -29,6 +29,7 @@ STATUS_TITLES: dict[str, str] = {
     "ok": "OK",
     "infeasible_slo": "INFEASIBLE: no option meets the SLOs / deadline",
     "over_budget": "OVER BUDGET: no option meets the SLOs within the budget",
+    "over_risk": "OVER RISK: every option that meets the workload is above the risk limit",
     "cannot_fit": "CANNOT FIT: no offer holds this model",
     "no_offers": "NO OFFERS: the filters left nothing to choose from",
 }

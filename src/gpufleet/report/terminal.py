@@ -36,7 +36,12 @@ from gpufleet.report.summary import (
     scenario_set_row,
 )
 
-_STATUS_STYLE = {"ok": "bold green", "infeasible_slo": "bold yellow", "over_budget": "bold yellow"}
+_STATUS_STYLE = {
+    "ok": "bold green",
+    "infeasible_slo": "bold yellow",
+    "over_budget": "bold yellow",
+    "over_risk": "bold yellow",
+}
 _RISK_STYLE = {"low": "green", "medium": "yellow", "high": "red"}
 _NUMERIC = frozenset({"rank", "replicas", "usd_per_hour", "usd_per_month", "unit_cost"})
 

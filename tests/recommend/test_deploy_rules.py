@@ -1,0 +1,104 @@
+"""Host rules, price age, network classes, risk, tiers and the memory-verdict hint."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from typer.testing import CliRunner
+
+from gpufleet.catalog.capabilities import fabric_for
+from gpufleet.catalog.offers import load_offers
+from gpufleet.catalog.specs import get_spec
+from gpufleet.cli.app import app
+from gpufleet.errors import ConfigFileError, InputError
+from gpufleet.estimate.comms import NodeNetwork, inter_node_link
+from gpufleet.estimate.memory_options import fitting_option
+from gpufleet.recommend.api import recommend
+from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, HostRules, _dates, node_network, offer_info
+from gpufleet.recommend.risk import assess, check_max_risk, within
+from gpufleet.recommend.workload import workload_from_dict
+
+
+def test_host_rules_numbers() -> None:
+    r = DEFAULT_HOST_RULES
+    assert r.ram_needed_gib(16.0) == pytest.approx(24.0)
+    assert r.vcpus_needed(4, training=False) == 6.0 and r.vcpus_needed(4, training=True) == 16.0
+
+
+def test_host_rules_drop_small_hosts_and_are_overridable() -> None:
+    kw = dict(model="llama-2-13b", precision="fp16", concurrency=8, tier="dev", limit=50)
+    strict = recommend(**kw)
+    assert strict.ranked and all(c.host_memory_gib is None or c.host_memory_gib >= 8 for c in strict.ranked)
+    assert any("host RAM" in n for n in strict.notes)
+    loose = recommend(host_rules=HostRules(ram_per_weight=0, ram_base_gib=0, vcpus_base_inference=0,
+                                           vcpus_per_gpu_inference=0), **kw)  # fmt: skip
+    assert loose.best is not None and strict.best is not None
+    assert loose.best.cost_usd_per_month <= strict.best.cost_usd_per_month
+
+
+def test_price_dates() -> None:
+    assert _dates("2026-08/2026-11") == (__import__("datetime").date(2026, 8, 1),
+                                         __import__("datetime").date(2026, 11, 30))  # fmt: skip
+    assert _dates("old") is None
+    info = offer_info(load_offers())
+    assert math.isnan(info.price_age_days[list(load_offers().column("captured_at")).index("old")])
+
+
+def test_network_class_rounds_down() -> None:
+    net = node_network(fabric_for("aws", "g5.xlarge", "A10G"))
+    assert net is not None and net.gb_per_s_per_node == pytest.approx(1.0 / 8) and not net.rdma
+    assert node_network(fabric_for("vast", "1x-H100_SXM-32-65536", "H100-SXM")) is None
+
+
+def test_inter_node_link_uses_the_fabric() -> None:
+    spec = get_spec("H100-SXM")
+    fast = inter_node_link(spec, 1.0, 8, NodeNetwork(gb_per_s_per_node=400.0, rdma=True))
+    slow = inter_node_link(spec, 1.0, 8, NodeNetwork(gb_per_s_per_node=3.125, rdma=False))
+    assert fast.bw_gb_per_s == pytest.approx(50.0) and slow.bw_gb_per_s == pytest.approx(3.125 / 8)
+    assert slow.hop_latency_s > fast.hop_latency_s
+
+
+def test_risk_levels_and_filter() -> None:
+    w = workload_from_dict({"model": "llama-3.1-8b", "tpot_p95_ms": 50})
+    assert w.tier == "production"
+    f = fabric_for("vast", "1x-H100_SXM-32-65536", "H100-SXM")
+    level, reasons = assess(w, provider_class="marketplace", fabric=f, nodes=1, gpu="H100-SXM",
+                            precision_fallback=False, price_kind="on_demand", price_age_days=10.0,
+                            host_known=True, interval=None)  # fmt: skip
+    assert level == "high" and "marketplace" in reasons[0]
+    assert within("low", "medium") and not within("high", "medium") and within("high", None)
+    with pytest.raises(InputError):
+        check_max_risk("extreme")
+    r = recommend(model="llama-3.1-8b", precision="bf16", concurrency=8, max_risk="low", limit=10)
+    assert r.ranked and all(c.risk == "low" for c in r.ranked)
+
+
+@pytest.mark.parametrize(
+    ("field", "value"), [("tier", "prod"), ("confidence", "p99"), ("max_risk", "none"), ("runs_per_month", 0)]
+)
+def test_bad_workload_values(field: str, value: object) -> None:
+    with pytest.raises(ConfigFileError, match=field):
+        workload_from_dict({"model": "llama-3.1-8b", "task": "lora", "train_tokens": 1e6, field: value})
+
+
+@pytest.mark.parametrize("args", [["--tier", "prod"], ["--confidence", "p99"], ["--max-risk", "extreme"]])
+def test_cli_bad_values_exit_2(args: list[str]) -> None:
+    res = CliRunner().invoke(app, ["recommend", "--model", "llama-3.1-8b", "--concurrency", "4", *args])
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+
+
+def test_memory_verdict_names_the_option_that_fits() -> None:
+    kw = dict(model="llama-3.1-8b", precision="bf16", gpu="RTX-4090", tp=1, pp=1, batch=1, seq_len=4096)
+    opt = fitting_option(task="qlora", recompute="selective", zero_stage=0, dp=1, **kw)
+    assert opt is not None and opt.recompute == "full" and opt.memory.fits
+    assert fitting_option(task="inference", recompute="selective", zero_stage=0, dp=1, **kw) is None
+    res = CliRunner().invoke(app, ["estimate", "memory", "-m", "llama-3.1-8b", "-g", "RTX-4090", "--task",
+                                   "qlora", "--batch", "1", "--seq-len", "4096"])  # fmt: skip
+    assert res.exit_code == 0 and "full recompute" in res.output
+
+
+def test_commitment_note_names_the_override() -> None:
+    r = recommend(model="llama-3.1-8b", precision="bf16", concurrency=8, pricing="1y", tier="dev")
+    assert any("--commitments FILE" in n and "aws" in n for n in r.notes)
