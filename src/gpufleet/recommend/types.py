@@ -69,6 +69,14 @@ class Workload:
     regions: tuple[str, ...] = ()  # glob patterns; empty = all
     gpu_vendors: tuple[str, ...] = ()  # e.g. ("NVIDIA", "AMD"); empty = all
     max_nodes: int = 8  # largest node count considered per offer [count]
+    geos: tuple[str, ...] = ()  # geo buckets (gpufleet.catalog.regions.GEOS); empty = all
+    exclude_providers: tuple[str, ...] = ()
+    provider_classes: tuple[str, ...] = ()  # hyperscaler, gpu_cloud, marketplace, aggregator; empty = all
+    gpu_choices: tuple[tuple[str, ...], ...] = ()  # spec ids per named GPU (a family expands); empty = all
+    gpu_order: str = "any_of"  # any_of: every choice ranks together; ordered: first choice that is feasible
+    min_gpu_memory_gib: float | None = None  # per GPU, device-reported [GiB]
+    gpus_per_node: tuple[int, ...] = ()  # GPUs per instance allowed [count]; empty = all
+    max_price_per_gpu_usd_per_hour: float | None = None  # node price / GPUs, for the workload's pricing
     budget_usd_per_month: float | None = None
     objective: str = "cheapest"  # one of OBJECTIVES
     current: CurrentDeployment | None = None
@@ -77,6 +85,14 @@ class Workload:
     @property
     def is_training(self) -> bool:
         return self.task != "inference"
+
+    @property
+    def gpus(self) -> tuple[str, ...]:
+        """Every spec id the GPU choices allow (empty = all)."""
+        out: list[str] = []
+        for choice in self.gpu_choices:
+            out += [g for g in choice if g not in out]
+        return tuple(out)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
