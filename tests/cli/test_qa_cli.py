@@ -112,7 +112,7 @@ def test_scenarios_list_json_has_stable_keys() -> None:
     r = _run("scenarios", "list", "--format", "json")
     assert r.exit_code == 0
     doc = json.loads(r.stdout)
-    assert set(doc) == {"scenarios", "sets"}
+    assert set(doc) == {"kind", "gpufleet_version", "scenarios", "sets"}
     first = doc["scenarios"][0]
     assert list(first) == ["id", "model", "task", "pricing", "current", "description"]
     current = [s["current"] for s in doc["scenarios"] if s["current"]]
@@ -136,7 +136,7 @@ def test_config_check_json_builtins() -> None:
     r = _run("config", "check", "--format", "json")
     assert r.exit_code == 0
     doc = json.loads(r.stdout)
-    assert list(doc) == ["files", "invalid_files", "in_force"]
+    assert list(doc) == ["kind", "gpufleet_version", "files", "invalid_files", "in_force"]
     assert list(doc["in_force"]) == ["catalog", "models", "scenarios", "commitment_discounts", "spot_model"]
     prov = doc["in_force"]["catalog"]["providers"][0]
     assert list(prov) == ["provider", "offers", "captured_at", "newest_age_days", "oldest_age_days", "age"]
