@@ -244,7 +244,7 @@ def offers(
         ),
     ] = None,
     min_gpu_memory: Annotated[
-        float | None, typer.Option("--min-gpu-memory", help="Minimum memory per GPU [GiB].")
+        float | None, typer.Option("--min-gpu-memory", help="Minimum memory per GPU (GiB).")
     ] = None,
     gpu_count: Annotated[float | None, typer.Option("--gpus", help="Exact GPU count per machine.")] = None,
     provider: Annotated[
@@ -277,7 +277,7 @@ def offers(
     ] = False,
     max_price: Annotated[
         float | None,
-        typer.Option("--max-price", help="Maximum machine price [USD/h] (spot price with --spot)."),
+        typer.Option("--max-price", help="Maximum machine price (USD/h; the spot price with --spot)."),
     ] = None,
     sort: Annotated[SortBy, typer.Option("--sort", help="Sort key, cheapest first.")] = SortBy.price_per_gpu,
     fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,

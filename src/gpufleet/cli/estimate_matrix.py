@@ -187,8 +187,8 @@ def matrix(
     gpu_count: Annotated[
         int | None, typer.Option(help="GPUs per job (default: train 8, infer smallest fit).")
     ] = None,
-    global_batch: Annotated[int, typer.Option(help="Training global batch [sequences].")] = 256,
-    seq_len: Annotated[int, typer.Option(help="Training sequence length [tokens].")] = 4096,
+    global_batch: Annotated[int, typer.Option(help="Training global batch (sequences).")] = 256,
+    seq_len: Annotated[int, typer.Option(help="Training sequence length (tokens).")] = 4096,
     batch: Annotated[int, typer.Option(help="Inference concurrent requests per replica.")] = 8,
     input_len: Annotated[int, typer.Option(help="Inference prompt tokens.")] = 1024,
     output_len: Annotated[int, typer.Option(help="Inference generated tokens.")] = 256,
