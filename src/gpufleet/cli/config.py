@@ -244,7 +244,7 @@ def check_file(path: Path) -> tuple[str, list[str]]:
     return title, checker(path)
 
 
-def _check_json(files: list[Path], kind: str = "config_check") -> None:
+def _check_json(files: list[Path], doc_kind: str = "config_check") -> None:
     """``config check --format json``: one JSON document on stdout; exit 2 when any file is invalid."""
     by_kind: dict[str, list[Path]] = {}
     results: list[dict[str, Any]] = []
@@ -262,7 +262,7 @@ def _check_json(files: list[Path], kind: str = "config_check") -> None:
     invalid = sum(not r["valid"] for r in results)
     from gpufleet.report.json_report import envelope
 
-    doc: dict[str, Any] = envelope(kind, files=results, invalid_files=invalid)
+    doc: dict[str, Any] = envelope(doc_kind, files=results, invalid_files=invalid)
     if not invalid:
         commitments = by_kind.get("commitments", [None])[-1]
         spot = by_kind.get("spot_assumptions", [None])[-1]
@@ -460,7 +460,7 @@ def show(
             "config folder, or leave the option out to show gpufleet's own configuration."
         )
     if fmt is CheckFormat.json:
-        _check_json(files, kind="config_show")
+        _check_json(files, doc_kind="config_show")
         return
     if not files:
         console.print("No GPU Fleet Optimizer config folder (./config); gpufleet's configuration in force:")
