@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpufleet.catalog.offers import OFFER_COLUMNS
+from gpufleet.catalog.regions import GEOS
 from gpufleet.cli.app import app
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "user_catalogs"
@@ -45,15 +46,16 @@ def test_gpus_table_shows_uncertain() -> None:
 
 
 def test_gpus_json_and_csv() -> None:
-    rows = json.loads(_ok("gpus", "--format", "json"))
+    rows = json.loads(_ok("gpus", "--format", "json"))["gpus"]
     assert {"id", "memory_gib", "uncertain", "source"} <= set(rows[0])
     text = _ok("gpus", "--format", "csv")
     assert next(csv.reader(io.StringIO(text)))[0] == "id"
 
 
 def test_offers_json_h100_sxm_from_8_providers() -> None:
-    rows = json.loads(_ok("offers", "--gpu", "H100-SXM", "--format", "json"))
-    assert all(list(r) == list(OFFER_COLUMNS) for r in rows)
+    rows = json.loads(_ok("offers", "--gpu", "H100-SXM", "--format", "json"))["offers"]
+    assert all(list(r)[: len(OFFER_COLUMNS)] == list(OFFER_COLUMNS) for r in rows)
+    assert all(r["geo"] in GEOS for r in rows)
     assert len({r["provider"] for r in rows}) >= 8
     assert all(r["gpu"] == "H100-SXM" for r in rows)
     per_gpu = [r["price_on_demand_usd_per_hour"] / r["gpu_count"] for r in rows]
@@ -108,7 +110,7 @@ def test_offers_with_user_catalogs() -> None:
             "--catalog",
             str(DATA / "gpu_instances.json"),
         )
-    )
+    )["offers"]
     assert {r["instance_type"] for r in rows} == {"dgx-h100", "l40s-box"}
 
 
@@ -131,7 +133,7 @@ def test_refreshed_uses_fetch_store(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     store = types.ModuleType("gpufleet.catalog.fetch.store")
     store.refreshed_offer_files = lambda: [f]  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "gpufleet.catalog.fetch.store", store)
-    rows = json.loads(_ok("offers", "--provider", "lambda", "--refreshed", "--format", "json"))
+    rows = json.loads(_ok("offers", "--provider", "lambda", "--refreshed", "--format", "json"))["offers"]
     assert [(r["price_on_demand_usd_per_hour"], r["captured_at"]) for r in rows] == [(1.5, "2026-11-22")]
 
 

@@ -107,20 +107,24 @@ def test_matrix_all_modes_mark_no_fit_and_unsupported() -> None:
 def test_matrix_memory_json() -> None:
     doc = json.loads(ok("matrix", "--models", "llama-3.1-8b", "--gpus", "H100", "--mode", "memory",
                         "-f", "json").stdout)  # fmt: skip
-    (grid,) = doc
-    assert grid["columns"] == ["model on GPU", "fp32", "bf16", "fp8", "int8", "int4"]
-    cells = grid["rows"][0][1:]
-    gib = [float(c.split(" ")[0].replace(",", "")) for c in cells]
+    assert doc["kind"] == "estimate_matrix" and doc["gpufleet_version"]
+    (grid,) = doc["grids"]
+    assert grid["mode"] == "memory" and grid["corner"] == "model on GPU"
+    assert grid["columns"] == ["fp32", "bf16", "fp8", "int8", "int4"]
+    cells = grid["rows"][0]["cells"]
+    gib = [c["mem_per_gpu_gib"] for c in cells]  # numbers, not formatted text
+    assert all(isinstance(g, float) for g in gib)
     assert gib == sorted(gib, reverse=True)  # fewer bytes per weight, less memory
 
 
 def test_matrix_memory_marks_weight_only_and_unsupported_formats() -> None:
     args = ("matrix", "--models", "llama-3.1-8b", "--gpus", "A100-SXM-80GB,T4", "--mode", "memory")
-    (grid,) = json.loads(ok(*args, "-f", "json").stdout)
-    a100, t4 = grid["rows"]
-    assert a100[3].endswith("GiB (weight-only)")  # fp8 weights on Ampere: weight-only kernels exist
-    assert t4[3] == "unsupported"  # fp8 on Turing: no kernel at all
-    assert "(fp16 compute)" in t4[2]  # bf16 weights on a T4 run as fp16
+    (grid,) = json.loads(ok(*args, "-f", "json").stdout)["grids"]
+    a100, t4 = (row["cells"] for row in grid["rows"])
+    assert a100[2]["fallback"] == "weight-only"  # fp8 weights on Ampere: weight-only kernels exist
+    assert a100[2]["text"].endswith("GiB (weight-only)")
+    assert t4[2]["status"] == "unsupported"  # fp8 on Turing: no kernel at all
+    assert t4[1]["fallback"] == "fp16 compute"  # bf16 weights on a T4 run as fp16
 
 
 def test_matrix_table() -> None:

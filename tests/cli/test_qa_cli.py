@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 from gpufleet.cli.app import app
@@ -28,6 +29,10 @@ OFFER_KEYS = [
     "price_spot_usd_per_hour",
     "captured_at",
     "source",
+    "country",
+    "geo",
+    "latitude_deg",
+    "longitude_deg",
 ]
 
 
@@ -64,19 +69,18 @@ def test_aws_1y_commitment_without_prices_is_no_offers() -> None:
     assert "1-year commitment price" in msg and "--pricing on_demand" in msg
 
 
-def test_region_glob_matching_nothing_names_the_region_filter() -> None:
-    msg = _no_offers_message(_rec_json("--region", "mars-*"))
-    assert "region filter mars-*" in msg and "us-east-1" not in msg.split("Allowed")[0]
-
-
-def test_unknown_provider_filter_lists_known_providers() -> None:
-    msg = _no_offers_message(_rec_json("--provider", "nope"))
-    assert "provider filter nope" in msg and "'aws'" in msg
-
-
-def test_vendor_without_offers_names_the_vendor_filter() -> None:
-    msg = _no_offers_message(_rec_json("--vendor", "Acme"))
-    assert "GPU vendor filter Acme" in msg and "'NVIDIA'" in msg
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("--region", "mars-*"), "Unknown region 'mars-*'"),
+        (("--provider", "nope"), "Unknown provider 'nope'"),
+        (("--provider", "aws,nope"), "Unknown provider 'nope'"),
+        (("--vendor", "Acme"), "Unknown GPU vendor 'Acme'"),
+    ],
+)
+def test_unknown_filter_values_exit_2_naming_them(args: tuple[str, ...], expected: str) -> None:
+    r = _run("recommend", "--model", "llama-3-8b", *args)
+    assert r.exit_code == 2 and expected in r.output
 
 
 def test_filters_empty_only_in_combination() -> None:
@@ -108,7 +112,7 @@ def test_scenarios_list_json_has_stable_keys() -> None:
     r = _run("scenarios", "list", "--format", "json")
     assert r.exit_code == 0
     doc = json.loads(r.stdout)
-    assert set(doc) == {"scenarios", "sets"}
+    assert set(doc) == {"kind", "gpufleet_version", "scenarios", "sets"}
     first = doc["scenarios"][0]
     assert list(first) == ["id", "model", "task", "pricing", "current", "description"]
     current = [s["current"] for s in doc["scenarios"] if s["current"]]
@@ -132,7 +136,7 @@ def test_config_check_json_builtins() -> None:
     r = _run("config", "check", "--format", "json")
     assert r.exit_code == 0
     doc = json.loads(r.stdout)
-    assert list(doc) == ["files", "invalid_files", "in_force"]
+    assert list(doc) == ["kind", "gpufleet_version", "files", "invalid_files", "in_force"]
     assert list(doc["in_force"]) == ["catalog", "models", "scenarios", "commitment_discounts", "spot_model"]
     prov = doc["in_force"]["catalog"]["providers"][0]
     assert list(prov) == ["provider", "offers", "captured_at", "newest_age_days", "oldest_age_days", "age"]
@@ -187,7 +191,9 @@ def test_config_check_folder(tmp_path: Path) -> None:
 def test_offers_json_columns_and_prices() -> None:
     r = _run("catalog", "offers", "--format", "json")
     assert r.exit_code == 0
-    rows = json.loads(r.stdout)
+    doc = json.loads(r.stdout)
+    assert doc["kind"] == "offers" and doc["gpufleet_version"]
+    rows = doc["offers"]
     assert isinstance(rows, list) and rows
     for row in rows:
         assert list(row) == OFFER_KEYS

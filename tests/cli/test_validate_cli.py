@@ -55,7 +55,7 @@ def test_json_shape(fake_predictor: None) -> None:
     result = runner.invoke(app, ["validate", str(DATA / "small.csv"), "--format", "json"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert set(doc) == {"summary", "cases"}
+    assert set(doc) == {"kind", "gpufleet_version", "summary", "cases"}
     s = doc["summary"]
     assert s["cases"] == 3 and s["predicted"] == 2
     assert s["coverage"] == pytest.approx(2 / 3)

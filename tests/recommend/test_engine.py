@@ -108,8 +108,13 @@ def test_over_budget_status() -> None:
 
 
 def test_no_offers_status() -> None:
-    r = rec(model="fake-7b", regions=["mars-*"])
+    r = rec(model="fake-7b", providers=["aws"], regions=["eastus"])  # each matches; together nothing
     assert r.status == "no_offers"
+
+
+def test_region_glob_matching_no_region_is_an_error() -> None:
+    with pytest.raises(UnknownNameError, match="Unknown region 'mars-\\*'"):
+        rec(model="fake-7b", regions=["mars-*"])
 
 
 def test_cannot_fit_explains_with_numbers() -> None:

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from functools import cache, lru_cache
 from importlib import resources
@@ -223,6 +226,20 @@ def _describe_validation(path: Path, data: Any, exc: ValidationError) -> str:
     )
 
 
+_IN_FORCE: ContextVar[CommitmentAssumptions | None] = ContextVar("gpufleet_commitments", default=None)
+
+
+@contextmanager
+def commitments_in_force(assumptions: CommitmentAssumptions) -> Iterator[CommitmentAssumptions]:
+    """Within the block, commitment prices use ``assumptions`` (e.g. with a user override file applied)
+    wherever no table is passed explicitly: ``recommend``/``migrate`` with ``commitments=FILE``."""
+    token = _IN_FORCE.set(assumptions)
+    try:
+        yield assumptions
+    finally:
+        _IN_FORCE.reset(token)
+
+
 def load_commitment_assumptions(
     override: Path | None = None, *, include_fetched: bool = True
 ) -> CommitmentAssumptions:
@@ -272,7 +289,7 @@ def _parse_fetched(stamp: tuple[tuple[str, int, int], ...]) -> tuple[CommitmentR
 
 def describe_assumptions(assumptions: CommitmentAssumptions | None = None) -> tuple[AssumptionRow, ...]:
     """Every commitment assumption in force, for display: table rows, then one row per fetched program."""
-    a = load_commitment_assumptions() if assumptions is None else assumptions
+    a = assumptions or _IN_FORCE.get() or load_commitment_assumptions()
     out = [
         AssumptionRow(
             provider=r.provider,
@@ -360,7 +377,7 @@ def prices_usd_per_hour(
         return on_demand.copy()
     if kind == "spot":
         return np.asarray(table.column("price_spot_usd_per_hour"), dtype=np.float64).copy()
-    a = load_commitment_assumptions() if assumptions is None else assumptions
+    a = assumptions or _IN_FORCE.get() or load_commitment_assumptions()
     programs, term = COMMITMENT_KINDS[kind]
     providers = table.column("provider")
     keys = _offer_keys(table) if a.fetched else None

@@ -157,6 +157,16 @@ def load_specs() -> dict[str, AcceleratorSpec]:
     return parse_specs(text)
 
 
+#: vendor words that prefix a GPU name in nvidia-smi output and the GPU Fleet Optimizer's gpu_type
+VENDOR_PREFIXES: tuple[str, ...] = ("nvidia", "amd", "intel", "google", "aws", "habana")
+
+
+def strip_vendor_prefix(gpu: str) -> str:
+    """``"NVIDIA L40S"`` -> ``"L40S"``; names without a leading vendor word are returned unchanged."""
+    head, _, rest = gpu.strip().partition(" ")
+    return rest.strip() if rest.strip() and head.lower() in VENDOR_PREFIXES else gpu
+
+
 def get_spec(gpu: str) -> AcceleratorSpec:
     """Return the spec for a spec id or any known alias (case-insensitive), or raise with close matches."""
     specs = load_specs()
@@ -171,6 +181,9 @@ def get_spec(gpu: str) -> AcceleratorSpec:
     for key in (gpu, gpu.lower()):
         if key in aliases:
             return specs[aliases[key].spec_id]
+    bare = strip_vendor_prefix(gpu)
+    if bare != gpu:  # "NVIDIA L40S" (GPU Fleet Optimizer, nvidia-smi) -> "L40S"
+        return get_spec(bare)
     raise UnknownNameError(
         "GPU",
         gpu,

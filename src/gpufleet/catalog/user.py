@@ -27,7 +27,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpufleet.catalog.offers import OFFER_COLUMNS, Offer, OfferTable
-from gpufleet.catalog.specs import get_spec
+from gpufleet.catalog.specs import get_spec, strip_vendor_prefix
 from gpufleet.errors import ConfigFileError, UnknownNameError
 
 USER_CAPTURED_AT = "user"
@@ -332,7 +332,8 @@ def _read_gfo(path: Path, data: dict[str, Any]) -> UserCatalog:
     offers = []
     for key, inst in sorted(doc.gpu_instances.items()):
         entry = f"gpu_instances / {key}"
-        spec_id = GFO_GPU_TYPES.get(inst.gpu_type) or _resolve_gpu(path, entry, "gpu_type", inst.gpu_type)
+        bare = strip_vendor_prefix(inst.gpu_type)  # the guide writes "NVIDIA L40S"
+        spec_id = GFO_GPU_TYPES.get(bare) or _resolve_gpu(path, entry, "gpu_type", inst.gpu_type)
         offers.append(
             Offer(
                 provider="aws",

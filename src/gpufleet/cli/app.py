@@ -6,7 +6,7 @@ with no traceback; this is done once, in :class:`_ErrorHandlingGroup`, for every
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
@@ -40,9 +40,31 @@ app = typer.Typer(
     name="gpufleet",
     help="What GPU capacity an ML workload should run on, where, and at what cost.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (bash, zsh, fish, PowerShell)
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    if value:
+        from gpufleet import __version__
+
+        typer.echo(f"gpufleet {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", "-V", callback=_version, is_eager=True, help="Print the gpufleet version and exit."
+        ),
+    ] = False,
+) -> None:
+    """What GPU capacity an ML workload should run on, where, and at what cost."""
+
+
 app.add_typer(catalog_cmd.app, name="catalog")
 app.add_typer(estimate_cmd.app, name="estimate")
 calibrate_cmd.register(app)  # `gpufleet calibrate`, `gpufleet validate`

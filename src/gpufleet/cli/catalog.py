@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import dataclasses
 import io
-import json
 import math
 from enum import StrEnum
 from pathlib import Path
@@ -55,7 +54,9 @@ def gpus(
     """List every accelerator spec (device-reported memory, dense peaks, interconnect, `uncertain` flag)."""
     rows = _spec_rows()
     if fmt is Format.json:
-        typer.echo(json.dumps(rows, indent=2))
+        from gpufleet.report.json_report import dump_json, envelope
+
+        typer.echo(dump_json(envelope("gpus", gpus=rows)), nl=False)
         return
     if fmt is Format.csv:
         buf = io.StringIO()
@@ -110,10 +111,53 @@ def _interconnect(s: AcceleratorSpec | None) -> str:
 
 # --- offers -------------------------------------------------------------------------------------------------
 def _offers_json(table: OfferTable) -> str:
+    from gpufleet.catalog.regions import region_location
+
     rows = []
     for o in table.records():
-        rows.append({c: getattr(o, c) for c in OFFER_COLUMNS})
-    return json.dumps(rows, indent=1)
+        loc = region_location(o.provider, o.region)
+        row: dict[str, Any] = {c: getattr(o, c) for c in OFFER_COLUMNS}
+        row |= {
+            "country": loc.country,
+            "geo": loc.geo,
+            "latitude_deg": loc.latitude_deg,
+            "longitude_deg": loc.longitude_deg,
+        }
+        rows.append(row)
+    from gpufleet.report.json_report import dump_json, envelope
+
+    return dump_json(envelope("offers", offers=rows))
+
+
+def _extra_filters(
+    table: OfferTable, gpus: list[str], regions: list[str], geos: list[str], provider_classes: list[str]
+) -> OfferTable:
+    """Rows of ``table`` passing GPU (families), region globs, geos and provider classes (any of each)."""
+    import fnmatch
+
+    import numpy as np
+
+    from gpufleet.catalog.provider_class import check_provider_classes, provider_class
+    from gpufleet.catalog.regions import expand_geos, location_columns
+    from gpufleet.recommend.filters import expand_gpus
+
+    m = np.ones(len(table), dtype=bool)
+    if gpus:
+        m &= np.isin(table.column("gpu").astype(str), list(expand_gpus(gpus)))
+    if regions:
+        globs = [g.lower() for g in regions]
+        m &= np.array(
+            [any(fnmatch.fnmatchcase(str(r).lower(), g) for g in globs) for r in table.column("region")],
+            dtype=bool,
+        )
+    if geos:
+        wanted = expand_geos(geos)
+        geo = location_columns(table.column("provider"), table.column("region"))[0]
+        m &= np.isin(geo.astype(str), list(wanted))
+    if provider_classes:
+        classes = set(check_provider_classes(provider_classes))
+        m &= np.array([provider_class(str(p)) in classes for p in table.column("provider")], dtype=bool)
+    return table.take(m)
 
 
 def _check_flag(flag: str, value: float | None, allowed: str, *, zero_ok: bool = False) -> None:
@@ -192,22 +236,48 @@ def _age_footer(table: OfferTable) -> str:
 @app.command("offers")
 def offers(
     gpu: Annotated[
-        str | None, typer.Option("--gpu", help="Spec id or alias, e.g. H100-SXM, A100-80GB.")
+        list[str] | None,
+        typer.Option(
+            "--gpu",
+            help="Spec id, alias or family, e.g. H100 (SXM, PCIe and NVL), A100-80GB (repeatable or "
+            "comma-separated).",
+        ),
     ] = None,
     min_gpu_memory: Annotated[
-        float | None, typer.Option("--min-gpu-memory", help="Minimum memory per GPU [GiB].")
+        float | None, typer.Option("--min-gpu-memory", help="Minimum memory per GPU (GiB).")
     ] = None,
     gpu_count: Annotated[float | None, typer.Option("--gpus", help="Exact GPU count per machine.")] = None,
     provider: Annotated[
         list[str] | None, typer.Option("--provider", help="Provider (repeatable or comma-separated).")
     ] = None,
-    region: Annotated[str | None, typer.Option("--region", help="Region glob, e.g. 'us-*'.")] = None,
+    region: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--region",
+            help="Glob over the provider's own region names, e.g. 'us-*' (repeatable or comma-separated).",
+        ),
+    ] = None,
+    geo: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--geo",
+            help="Geography across providers: us, ca, latam, eu, uk, me, africa, india, apac, cn, oceania, "
+            "europe, north_america, americas, asia (repeatable or comma-separated).",
+        ),
+    ] = None,
+    provider_class: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--provider-class",
+            help="hyperscaler, gpu_cloud, marketplace or aggregator (repeatable or comma-separated).",
+        ),
+    ] = None,
     spot: Annotated[
         bool, typer.Option("--spot", help="Only offers with a spot price; price by spot.")
     ] = False,
     max_price: Annotated[
         float | None,
-        typer.Option("--max-price", help="Maximum machine price [USD/h] (spot price with --spot)."),
+        typer.Option("--max-price", help="Maximum machine price (USD/h; the spot price with --spot)."),
     ] = None,
     sort: Annotated[SortBy, typer.Option("--sort", help="Sort key, cheapest first.")] = SortBy.price_per_gpu,
     fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
@@ -229,29 +299,31 @@ def offers(
     _check_flag(
         "--min-gpu-memory", min_gpu_memory, "zero or more GiB per GPU, e.g. --min-gpu-memory 80", zero_ok=True
     )
+    from gpufleet.recommend.filters import check_against_table, split_values
+    from gpufleet.recommend.types import Workload
+
+    gpus, regions, geos = split_values(gpu), split_values(region), split_values(geo)
+    classes = split_values(provider_class)
     table = load_offers(user_catalogs=tuple(catalog or ()), include_refreshed=refreshed)
-    result = table.filter(
-        gpu=gpu,
+    check_against_table(table, Workload(name="offers", model="-", task="inference", precision="bf16",
+                                        providers=split_values(provider), regions=regions))  # fmt: skip
+    extra = _extra_filters(table, list(gpus), list(regions), list(geos), list(classes))
+    result = extra.filter(
         min_gpu_memory_gib=min_gpu_memory,
         gpus=gpu_count,
-        provider=provider or None,
-        region_glob=region,
+        provider=list(split_values(provider)) or None,
         spot=spot,
         max_price_usd_per_hour=max_price,
     ).sort(sort.value, spot=spot)
     if fmt is Format.json:
-        typer.echo(_offers_json(result))
+        typer.echo(_offers_json(result), nl=False)
         return
     if fmt is Format.csv:
         typer.echo(write_offers_csv(result), nl=False)
         return
     if len(result) == 0:
-        without_spot = table.filter(
-            gpu=gpu,
-            min_gpu_memory_gib=min_gpu_memory,
-            gpus=gpu_count,
-            provider=provider or None,
-            region_glob=region,
+        without_spot = extra.filter(
+            min_gpu_memory_gib=min_gpu_memory, gpus=gpu_count, provider=list(split_values(provider)) or None
         )
         if spot and len(without_spot):
             spot_providers = sorted(set(table.filter(spot=True).column("provider").tolist()))

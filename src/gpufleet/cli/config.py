@@ -156,11 +156,21 @@ def _check_workload(path: Path) -> list[str]:
 
 
 def _check_gfo_workloads(path: Path) -> list[str]:
-    from gpufleet.recommend.gfo import read_gfo_files
+    from gpufleet.recommend.gfo import file_workload_ids, read_gfo_files
 
     workloads, sets = read_gfo_files(path)
+    own = set(file_workload_ids(_read_document(path)))
+    shipped = [w for w in workloads if w not in own]
     return [
         f"{len(workloads)} workloads: {', '.join(workloads)}",
+        *(
+            [
+                f"{len(shipped)} of them named by its sets but defined by gpufleet's GFO scenarios: "
+                f"{', '.join(shipped)}"
+            ]
+            if shipped
+            else []
+        ),
         f"{len(sets)} workload sets" + (f": {', '.join(sets)}" if sets else ""),
     ]
 
@@ -234,7 +244,7 @@ def check_file(path: Path) -> tuple[str, list[str]]:
     return title, checker(path)
 
 
-def _check_json(files: list[Path]) -> None:
+def _check_json(files: list[Path], doc_kind: str = "config_check") -> None:
     """``config check --format json``: one JSON document on stdout; exit 2 when any file is invalid."""
     by_kind: dict[str, list[Path]] = {}
     results: list[dict[str, Any]] = []
@@ -250,7 +260,9 @@ def _check_json(files: list[Path]) -> None:
         results.append({"path": str(path), "valid": True, "kind": kind, "title": title, "summary": lines,
                         "error": None})  # fmt: skip
     invalid = sum(not r["valid"] for r in results)
-    doc: dict[str, Any] = {"files": results, "invalid_files": invalid}
+    from gpufleet.report.json_report import envelope
+
+    doc: dict[str, Any] = envelope(doc_kind, files=results, invalid_files=invalid)
     if not invalid:
         commitments = by_kind.get("commitments", [None])[-1]
         spot = by_kind.get("spot_assumptions", [None])[-1]
@@ -414,6 +426,45 @@ def _in_force_json(catalogs: list[Path], commitments: Path | None, spot: Path | 
             for key, a in sorted(load_spot_assumptions(spot).items(), key=lambda kv: (kv[0] == "*", kv[0]))
         ],
     }
+
+
+#: the GPU Fleet Optimizer's configuration files, as its config/ folder holds them
+GFO_CONFIG_FILES: tuple[str, ...] = ("gpu_instances.json", "model_config.json", "workloads.json")
+
+
+@app.command("show")
+def show(
+    gfo_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--gfo-config",
+            help="GPU Fleet Optimizer config folder (gpu_instances.json, model_config.json, workloads.json). "
+            "Default: ./config when it holds any of them.",
+        ),
+    ] = None,
+    fmt: Annotated[
+        CheckFormat, typer.Option("--format", "-f", help="table (terminal) or json (kind config_show).")
+    ] = CheckFormat.table,
+) -> None:
+    """Show the configuration in force: the GPU Fleet Optimizer's config files (as config_viewer.py did),
+    the catalog, models, scenarios and sets, commitment discounts and the spot model."""
+    folder = gfo_config if gfo_config is not None else Path("config")
+    if gfo_config is not None and not folder.is_dir():
+        raise ConfigFileError(
+            f"--gfo-config {folder}: not a folder. Pass the folder holding {', '.join(GFO_CONFIG_FILES)}."
+        )
+    files = [folder / n for n in GFO_CONFIG_FILES if (folder / n).is_file()]
+    if gfo_config is not None and not files:
+        raise ConfigFileError(
+            f"--gfo-config {folder} holds none of {', '.join(GFO_CONFIG_FILES)}. Pass the optimizer's "
+            "config folder, or leave the option out to show gpufleet's own configuration."
+        )
+    if fmt is CheckFormat.json:
+        _check_json(files, doc_kind="config_show")
+        return
+    if not files:
+        console.print("No GPU Fleet Optimizer config folder (./config); gpufleet's configuration in force:")
+    check(files=files, fmt=fmt)
 
 
 @app.command("check")

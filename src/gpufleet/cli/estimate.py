@@ -61,8 +61,12 @@ def _precisions(precision: str, kv_precision: str | None) -> tuple[str, str | No
     return check_precision(precision), None if kv_precision is None else check_precision(kv_precision)
 
 
-def _emit_json(result: Any) -> None:
-    typer.echo(json.dumps(to_jsonable(result), indent=2, ensure_ascii=False, allow_nan=False))
+def _emit_json(result: Any, kind: str) -> None:
+    """The estimate's fields at top level, after ``kind`` and ``gpufleet_version``."""
+    from gpufleet import __version__
+
+    doc = {"kind": kind, "gpufleet_version": __version__} | to_jsonable(result)
+    typer.echo(json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False))
 
 
 def _print_estimate(main: Table, est: InferenceEstimate | TrainingEstimate) -> None:
@@ -131,7 +135,7 @@ def memory(
             hint = ("No recompute / ZeRO option makes it fit at this TP/PP/DP and batch: add GPUs, use "
                     "--task lora/qlora or a lower precision.",)  # fmt: skip
     if output_format is OutFormat.json:
-        _emit_json(mem)
+        _emit_json(mem, "estimate_memory")
         return
     title = (
         f"{arch.id} {task} on {spec.id}, {prec}, batch {batch} × {seq_len} tokens, TP {tp} PP {pp} DP {dp}"
@@ -173,7 +177,7 @@ def infer(
         allow_fallback=allow_fallback,
     )  # fmt: skip
     if output_format is OutFormat.json:
-        _emit_json(est)
+        _emit_json(est, "estimate_inference")
         return
     title = f"{arch.id} inference on {gpus}× {spec.id}, {prec}, {input_len} in / {output_len} out tokens"
     _print_estimate(inference_table(est, title), est)
@@ -186,8 +190,8 @@ def train(
     gpus: Annotated[int, typer.Option(help="GPUs in the job.")] = 8,
     task: Annotated[str, typer.Option(help="pretrain, full_finetune, lora or qlora.")] = "pretrain",
     precision: PrecisionOpt = "bf16",
-    batch: Annotated[int, typer.Option(help="Global batch [sequences].")] = 256,
-    seq_len: Annotated[int, typer.Option(help="Sequence length [tokens].")] = 4096,
+    batch: Annotated[int, typer.Option(help="Global batch (sequences).")] = 256,
+    seq_len: Annotated[int, typer.Option(help="Sequence length (tokens).")] = 4096,
     tokens: Annotated[float | None, typer.Option(help="Tokens to train on (for time and GPU-hours).")] = None,
     tp: Annotated[int | None, typer.Option(help="Tensor-parallel degree (default: chosen).")] = None,
     pp: Annotated[int | None, typer.Option(help="Pipeline-parallel degree (default: chosen).")] = None,
@@ -213,7 +217,7 @@ def train(
         profile=load_profile_option(profile), allow_fallback=allow_fallback,
     )  # fmt: skip
     if output_format is OutFormat.json:
-        _emit_json(est)
+        _emit_json(est, "estimate_training")
         return
     title = f"{arch.id} {task} on {gpus}× {spec.id}, {prec}, global batch {batch} × {seq_len} tokens"
     _print_estimate(training_table(est, title), est)

@@ -12,7 +12,6 @@ other refusal by the estimator is shown in the cell. Unknown models or GPUs fail
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from enum import StrEnum
 from functools import partial
@@ -51,7 +50,10 @@ class MatrixFormat(StrEnum):
     json = "json"
 
 
-Grid = tuple[str, str, list[str], list[tuple[str, list[str]]]]  # title, corner, columns, rows
+#: one cell: its table text and its values for JSON (``status`` ok, does_not_fit, unsupported or n/a, then
+#: numbers with units in their names)
+Cell = tuple[str, dict[str, Any]]
+Grid = tuple[str, str, list[str], list[tuple[str, list[Cell]]]]  # title, corner, columns, rows
 
 
 def _split(value: str, flag: str) -> list[str]:
@@ -63,29 +65,34 @@ def _split(value: str, flag: str) -> list[str]:
     return items
 
 
-def _cell(fn: Callable[[], str]) -> str:
+def _cell(fn: Callable[[], Cell]) -> Cell:
     """Run one estimate; refusals of this combination become the cell text (data/profile errors propagate)."""
     try:
         return fn()
     except UnsupportedError:
-        return UNSUPPORTED
+        return UNSUPPORTED, {"status": "unsupported"}
     except (InputError, InfeasibleError) as exc:
-        return "n/a: " + str(exc).split(". ")[0]
+        reason = str(exc).split(". ")[0]
+        return "n/a: " + reason, {"status": "n/a", "reason": reason}
+
+
+_NO_FIT: Cell = (DOES_NOT_FIT, {"status": "does_not_fit"})
 
 
 def _train_grid(models: list[ModelArch], gpus: list[AcceleratorSpec], o: dict[str, Any]) -> Grid:
     from gpufleet.estimate.performance import estimate_training
 
-    def one(arch: ModelArch, spec: AcceleratorSpec) -> str:
+    def one(arch: ModelArch, spec: AcceleratorSpec) -> Cell:
         est = estimate_training(
             model=arch, task=o["task"], gpu=spec, precision=o["precision"], gpu_count=o["gpu_count"] or 8,
             global_batch=o["global_batch"], seq_len=o["seq_len"], profile=o["profile"],
         )  # fmt: skip
         if not est.fits or est.tokens_per_s is None:
-            return DOES_NOT_FIT
+            return _NO_FIT
         tps = est.tokens_per_s.central
         hours = TOKENS_PER_PLAN / tps / SECONDS_PER_HOUR
-        return f"{fmt_num(tps, 3)} tok/s · {fmt_num(hours, 3)} h/100M"
+        values = {"status": "ok", "tokens_per_s": tps, "hours_per_100m_tokens": hours}
+        return f"{fmt_num(tps, 3)} tok/s · {fmt_num(hours, 3)} h/100M", values
 
     rows = [(m.id, [_cell(partial(one, m, g)) for g in gpus]) for m in models]
     title = (
@@ -100,19 +107,23 @@ def _infer_grid(models: list[ModelArch], gpus: list[AcceleratorSpec], o: dict[st
 
     counts = (o["gpu_count"],) if o["gpu_count"] else INFER_GPU_COUNTS
 
-    def one(arch: ModelArch, spec: AcceleratorSpec) -> str:
+    def one(arch: ModelArch, spec: AcceleratorSpec) -> Cell:
         for n in counts:
             est = estimate_inference(
                 model=arch, gpu=spec, precision=o["precision"], input_len=o["input_len"],
                 output_len=o["output_len"], gpu_count=n, batch=o["batch"], profile=o["profile"],
             )  # fmt: skip
             if est.fits and est.ttft_s and est.tpot_s and est.requests_per_s:
-                return (
-                    f"{n}× TP{est.tp}: TTFT {fmt_num(est.ttft_s.central * MS_PER_S, 3)} ms · "
-                    f"TPOT {fmt_num(est.tpot_s.central * MS_PER_S, 3)} ms · "
-                    f"{fmt_num(est.requests_per_s.central, 3)} req/s"
+                ttft_ms, tpot_ms = est.ttft_s.central * MS_PER_S, est.tpot_s.central * MS_PER_S
+                rps = est.requests_per_s.central
+                text = (
+                    f"{n}× TP{est.tp}: TTFT {fmt_num(ttft_ms, 3)} ms · TPOT {fmt_num(tpot_ms, 3)} ms · "
+                    f"{fmt_num(rps, 3)} req/s"
                 )
-        return DOES_NOT_FIT
+                values = {"status": "ok", "gpu_count": n, "tp": est.tp, "ttft_ms": ttft_ms,
+                          "tpot_ms": tpot_ms, "requests_per_s": rps}  # fmt: skip
+                return text, values
+        return _NO_FIT
 
     rows = [(m.id, [_cell(partial(one, m, g)) for g in gpus]) for m in models]
     title = (
@@ -128,7 +139,7 @@ def _memory_grid(models: list[ModelArch], gpus: list[AcceleratorSpec], o: dict[s
 
     seq = o["input_len"] + o["output_len"]
 
-    def one(arch: ModelArch, spec: AcceleratorSpec, prec: str) -> str:
+    def one(arch: ModelArch, spec: AcceleratorSpec, prec: str) -> Cell:
         # sizing a weight format the GPU cannot compute in is still meaningful when a weight-only kernel
         # exists (fp8 weights on Ampere); the cell says so. Formats with no kernel at all stay "unsupported".
         mem = estimate_memory(
@@ -136,9 +147,12 @@ def _memory_grid(models: list[ModelArch], gpus: list[AcceleratorSpec], o: dict[s
             allow_fallback=True,
         )  # fmt: skip
         text = f"{mem.per_gpu_gib:,.1f} GiB"
+        values: dict[str, Any] = {"status": "ok" if mem.fits else "does_not_fit",
+                                  "mem_per_gpu_gib": mem.per_gpu_gib, "fallback": None}  # fmt: skip
         if precision_support(spec, prec, allow_fallback=True).fallback:
-            text += " (weight-only)" if prec in ("fp8", "fp4", "int8", "int4") else " (fp16 compute)"
-        return text if mem.fits else f"{text} ({DOES_NOT_FIT})"
+            values["fallback"] = "weight-only" if prec in ("fp8", "fp4", "int8", "int4") else "fp16 compute"
+            text += f" ({values['fallback']})"
+        return (text if mem.fits else f"{text} ({DOES_NOT_FIT})"), values
 
     rows = [
         (f"{m.id} on {g.id}", [_cell(partial(one, m, g, p)) for p in MEMORY_PRECISIONS])
@@ -149,7 +163,13 @@ def _memory_grid(models: list[ModelArch], gpus: list[AcceleratorSpec], o: dict[s
     return title, "model on GPU", list(MEMORY_PRECISIONS), rows
 
 
-def _markdown(grid: Grid) -> str:
+def _texts(grid: Grid) -> tuple[str, str, list[str], list[tuple[str, list[str]]]]:
+    """The grid with each cell's table text only."""
+    title, corner, cols, rows = grid
+    return title, corner, cols, [(label, [text for text, _ in cells]) for label, cells in rows]
+
+
+def _markdown(grid: tuple[str, str, list[str], list[tuple[str, list[str]]]]) -> str:
     title, corner, cols, rows = grid
     lines = [f"**{title}**", "", "| " + " | ".join([corner, *cols]) + " |", "|" + "---|" * (len(cols) + 1)]
     lines += ["| " + " | ".join([label, *cells]) + " |" for label, cells in rows]
@@ -167,8 +187,8 @@ def matrix(
     gpu_count: Annotated[
         int | None, typer.Option(help="GPUs per job (default: train 8, infer smallest fit).")
     ] = None,
-    global_batch: Annotated[int, typer.Option(help="Training global batch [sequences].")] = 256,
-    seq_len: Annotated[int, typer.Option(help="Training sequence length [tokens].")] = 4096,
+    global_batch: Annotated[int, typer.Option(help="Training global batch (sequences).")] = 256,
+    seq_len: Annotated[int, typer.Option(help="Training sequence length (tokens).")] = 4096,
     batch: Annotated[int, typer.Option(help="Inference concurrent requests per replica.")] = 8,
     input_len: Annotated[int, typer.Option(help="Inference prompt tokens.")] = 1024,
     output_len: Annotated[int, typer.Option(help="Inference generated tokens.")] = 256,
@@ -192,11 +212,18 @@ def matrix(
     chosen = list(builders) if mode is Mode.all else [mode]
     grids = [builders[m](archs, specs, opts) for m in chosen]
     if output_format is MatrixFormat.json:
-        doc = [{"title": t, "columns": [c, *cols], "rows": [[lbl, *cells] for lbl, cells in rows]}
-               for t, c, cols, rows in grids]  # fmt: skip
-        typer.echo(json.dumps(doc, indent=2, ensure_ascii=False))
+        from gpufleet.report.json_report import dump_json, envelope
+
+        doc = [
+            {"mode": m.value, "title": t, "corner": c, "columns": cols,
+             "rows": [{"label": lbl, "cells": [{"column": col, "text": text, **values}
+                                               for col, (text, values) in zip(cols, cells, strict=True)]}
+                      for lbl, cells in rows]}
+            for m, (t, c, cols, rows) in zip(chosen, grids, strict=True)
+        ]  # fmt: skip
+        typer.echo(dump_json(envelope("estimate_matrix", grids=doc)), nl=False)
     elif output_format is MatrixFormat.markdown:
-        typer.echo("\n".join(_markdown(g) for g in grids), nl=False)
+        typer.echo("\n".join(_markdown(_texts(g)) for g in grids), nl=False)
     else:
         for g in grids:
-            console.print(grid_table(*g))
+            console.print(grid_table(*_texts(g)))

@@ -18,6 +18,7 @@ from rich.console import Console
 
 from gpufleet.cli.console import console, err_console
 from gpufleet.errors import InputError
+from gpufleet.recommend.names import CLI_NAMES
 from gpufleet.recommend.types import Workload
 from gpufleet.report import Result, render_terminal, render_text
 
@@ -46,17 +47,18 @@ OutputOpt = Annotated[
 ]
 
 
-def assumption_notes(workloads: Sequence[Workload]) -> list[str]:
+def assumption_notes(workloads: Sequence[Workload], commitments: Path | None = None) -> list[str]:
     """Pricing assumptions in force for these workloads: commitment discounts (1y/3y) and the spot model."""
-    from gpufleet.catalog.pricing import describe_assumptions
+    from gpufleet.catalog.pricing import describe_assumptions, load_commitment_assumptions
     from gpufleet.cost.spot import load_spot_assumptions
     from gpufleet.report.assumptions import commitment_lines, spot_lines
 
+    assumptions = load_commitment_assumptions(commitments) if commitments else None
     pricings = {w.pricing for w in workloads} | {"on_demand" for w in workloads if w.current is not None}
     lines: list[str] = []
     for pricing, term in (("1y", 1), ("3y", 3)):
         if pricing in pricings:
-            lines += commitment_lines(describe_assumptions(), term_years=term)
+            lines += commitment_lines(describe_assumptions(assumptions), term_years=term)
     if "spot" in pricings:
         lines += spot_lines(load_spot_assumptions())
     return lines
@@ -117,24 +119,12 @@ def _flag_fields(params: dict[str, Any]) -> dict[str, Any]:
 WORKLOAD_FLAGS: tuple[str, ...] = (
     "model", "task", "precision", "input_len", "output_len", "concurrency", "target_rps", "target_tps",
     "ttft_ms", "tpot_ms", "tokens", "deadline_hours", "hours_per_month", "schedule", "pricing", "provider",
-    "region", "vendor", "budget", "objective", "tier", "confidence", "max_risk", "allow_fallback",
+    "region", "vendor", "budget", "objective", "tier", "confidence", "max_risk", "allow_fallback", "geo", "gpu", "min_gpu_memory", "gpus_per_node", "max_nodes",
+    "max_price_per_gpu_hour", "exclude_provider", "provider_class",
 )  # fmt: skip
 
-#: command-line flag (as a Python name) -> workload field, where they differ
-FLAG_FIELDS: dict[str, str] = {
-    "target_rps": "target_requests_per_s",
-    "target_tps": "target_output_tokens_per_s",
-    "ttft_ms": "ttft_p95_ms",
-    "tpot_ms": "tpot_p95_ms",
-    "input_len": "input_len_tokens",
-    "output_len": "output_len_tokens",
-    "tokens": "train_tokens",
-    "deadline_hours": "deadline_h",
-    "provider": "providers",
-    "region": "regions",
-    "vendor": "gpu_vendors",
-    "budget": "budget_usd_per_month",
-}
+#: command-line flag (as a Python name) -> workload field, where they differ (shared with the Python API)
+FLAG_FIELDS: dict[str, str] = CLI_NAMES
 
 
 def resolve_workload(
@@ -204,32 +194,41 @@ TaskOpt = Annotated[
     str | None, typer.Option("--task", help="inference, pretrain, full_finetune, lora or qlora.")
 ]
 PrecisionOpt = Annotated[str | None, typer.Option("--precision", help="bf16, fp16, fp8, int8, int4, ...")]
-InputLenOpt = Annotated[int | None, typer.Option("--input-len", help="Prompt length [tokens].")]
-OutputLenOpt = Annotated[int | None, typer.Option("--output-len", help="Generated length [tokens].")]
+InputLenOpt = Annotated[int | None, typer.Option("--input-len", help="Prompt length (tokens).")]
+OutputLenOpt = Annotated[int | None, typer.Option("--output-len", help="Generated length (tokens).")]
 ConcurrencyOpt = Annotated[int | None, typer.Option("--concurrency", help="Concurrent requests to serve.")]
-RpsOpt = Annotated[float | None, typer.Option("--target-rps", help="Target throughput [requests/s].")]
-TpsOpt = Annotated[float | None, typer.Option("--target-tps", help="Target throughput [output tokens/s].")]
-TtftOpt = Annotated[float | None, typer.Option("--ttft-ms", help="SLO: p95 time to first token [ms].")]
-TpotOpt = Annotated[float | None, typer.Option("--tpot-ms", help="SLO: p95 time per output token [ms].")]
-TokensOpt = Annotated[float | None, typer.Option("--tokens", help="Training: tokens to process [tokens].")]
+RpsOpt = Annotated[float | None, typer.Option("--target-rps", help="Target throughput (requests/s).")]
+TpsOpt = Annotated[float | None, typer.Option("--target-tps", help="Target throughput (output tokens/s).")]
+TtftOpt = Annotated[float | None, typer.Option("--ttft-ms", help="SLO: p95 time to first token (ms).")]
+TpotOpt = Annotated[float | None, typer.Option("--tpot-ms", help="SLO: p95 time per output token (ms).")]
+TokensOpt = Annotated[float | None, typer.Option("--tokens", help="Training: tokens to process (tokens).")]
 DeadlineOpt = Annotated[
-    float | None, typer.Option("--deadline-hours", help="Training: must finish within [h].")
+    float | None, typer.Option("--deadline-hours", help="Training: must finish within (h).")
 ]
 HoursOpt = Annotated[
-    float | None, typer.Option("--hours-per-month", help="Hours the workload runs per month.")
+    float | None, typer.Option("--hours-per-month", help="Hours the workload runs per month (h/month).")
 ]
 ScheduleOpt = Annotated[
     str | None, typer.Option("--schedule", help="24/7 (default; or use --hours-per-month).")
 ]
 PricingOpt = Annotated[str | None, typer.Option("--pricing", help="on_demand, spot, 1y or 3y.")]
-ProviderOpt = Annotated[list[str] | None, typer.Option("--provider", help="Only this provider (repeatable).")]
+ProviderOpt = Annotated[
+    list[str] | None,
+    typer.Option("--provider", help="Only this provider (repeatable or comma-separated)."),
+]
 RegionOpt = Annotated[
-    list[str] | None, typer.Option("--region", help="Region glob, e.g. 'us-*' (repeatable).")
+    list[str] | None,
+    typer.Option(
+        "--region",
+        help="Region glob over the provider's own region names, e.g. 'us-*' or eastus (repeatable or "
+        "comma-separated); use --geo for a geography across providers.",
+    ),
 ]
 VendorOpt = Annotated[
-    list[str] | None, typer.Option("--vendor", help="GPU vendor, e.g. NVIDIA (repeatable).")
+    list[str] | None,
+    typer.Option("--vendor", help="GPU vendor, e.g. NVIDIA (repeatable or comma-separated)."),
 ]
-BudgetOpt = Annotated[float | None, typer.Option("--budget", help="Budget cap [USD/month]; must be > 0.")]
+BudgetOpt = Annotated[float | None, typer.Option("--budget", help="Budget cap (USD/month); must be > 0.")]
 ObjectiveOpt = Annotated[
     str | None, typer.Option("--objective", help="cheapest, fastest or throughput_per_dollar.")
 ]
@@ -257,6 +256,54 @@ FallbackOpt = Annotated[
     typer.Option(
         "--allow-fallback/--no-allow-fallback",
         help="Let a GPU run the precision through a fallback (e.g. bf16 as fp16 on V100). Default: no.",
+    ),
+]
+GeoOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--geo",
+        help="Geography across every provider: us, ca, latam, eu, uk, me, africa, india, apac, cn, oceania, "
+        "or europe/north_america/americas/asia (repeatable or comma-separated).",
+    ),
+]
+GpuOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--gpu",
+        help="GPU spec id, alias or family (H100 = SXM, PCIe and NVL; repeatable or comma-separated).",
+    ),
+]
+MinGpuMemOpt = Annotated[float | None, typer.Option("--min-gpu-memory", help="Minimum memory per GPU (GiB).")]
+GpusPerNodeOpt = Annotated[
+    list[str] | None,
+    typer.Option("--gpus-per-node", help="GPUs per instance allowed (count; repeatable or comma-separated)."),
+]
+MaxNodesOpt = Annotated[
+    int | None, typer.Option("--max-nodes", help="Most nodes (instances) per offer considered (count, 1-64).")
+]
+MaxPricePerGpuOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--max-price-per-gpu-hour", help="Maximum price per GPU-hour for the chosen pricing (USD/GPU-h)."
+    ),
+]
+ExcludeProviderOpt = Annotated[
+    list[str] | None,
+    typer.Option("--exclude-provider", help="Leave out this provider (repeatable or comma-separated)."),
+]
+ProviderClassOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--provider-class",
+        help="hyperscaler, gpu_cloud, marketplace or aggregator (repeatable or comma-separated).",
+    ),
+]
+CommitmentsOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--commitments",
+        help="Commitment-discount override file (YAML/JSON, the format `gpufleet catalog commitments` shows) "
+        "for --pricing 1y/3y.",
     ),
 ]
 TopOpt = Annotated[int, typer.Option("--top", min=1, help="Number of ranked candidates to show.")]
@@ -304,6 +351,15 @@ def register(app: typer.Typer) -> None:
         confidence: ConfidenceOpt = None,
         max_risk: MaxRiskOpt = None,
         allow_fallback: FallbackOpt = None,
+        geo: GeoOpt = None,
+        gpu: GpuOpt = None,
+        min_gpu_memory: MinGpuMemOpt = None,
+        gpus_per_node: GpusPerNodeOpt = None,
+        max_nodes: MaxNodesOpt = None,
+        max_price_per_gpu_hour: MaxPricePerGpuOpt = None,
+        exclude_provider: ExcludeProviderOpt = None,
+        provider_class: ProviderClassOpt = None,
+        commitments: CommitmentsOpt = None,
         top: TopOpt = 5,
         catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,
@@ -318,8 +374,8 @@ def register(app: typer.Typer) -> None:
 
         fields = _flag_fields(locals())
         w = resolve_workload(workload_file, name, fields)
-        rec = recommend(w, offers=catalog_offers(catalog), limit=top)
-        emit(rec, fmt, output, assumption_notes([w]))
+        rec = recommend(w, offers=catalog_offers(catalog), limit=top, commitments=commitments)
+        emit(rec, fmt, output, assumption_notes([w], commitments))
 
     @app.command("migrate")
     def migrate_cmd(
@@ -357,6 +413,15 @@ def register(app: typer.Typer) -> None:
         confidence: ConfidenceOpt = None,
         max_risk: MaxRiskOpt = None,
         allow_fallback: FallbackOpt = None,
+        geo: GeoOpt = None,
+        gpu: GpuOpt = None,
+        min_gpu_memory: MinGpuMemOpt = None,
+        gpus_per_node: GpusPerNodeOpt = None,
+        max_nodes: MaxNodesOpt = None,
+        max_price_per_gpu_hour: MaxPricePerGpuOpt = None,
+        exclude_provider: ExcludeProviderOpt = None,
+        provider_class: ProviderClassOpt = None,
+        commitments: CommitmentsOpt = None,
         top: TopOpt = 5,
         catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,
@@ -383,5 +448,5 @@ def register(app: typer.Typer) -> None:
                 "aws, and --current-count), or a workload file with a `current:` section."
             )
         w = resolve_workload(workload_file, name, fields, current)
-        mig = migrate(w, offers=catalog_offers(catalog), limit=top)
-        emit(mig, fmt, output, assumption_notes([w]))
+        mig = migrate(w, offers=catalog_offers(catalog), limit=top, commitments=commitments)
+        emit(mig, fmt, output, assumption_notes([w], commitments))

@@ -45,8 +45,11 @@ def list_cmd(
 
     lib = load_scenarios()
     if fmt is ListFormat.json:
-        doc: dict[str, Any] = {
-            "scenarios": [
+        from gpufleet.report.json_report import envelope
+
+        doc: dict[str, Any] = envelope(
+            "scenario_list",
+            scenarios=[
                 {
                     "id": sid,
                     "model": w.model,
@@ -64,8 +67,8 @@ def list_cmd(
                 }
                 for sid, w in lib.scenarios.items()
             ],
-            "sets": [{"name": name, "scenarios": list(members)} for name, members in lib.sets.items()],
-        }
+            sets=[{"name": name, "scenarios": list(members)} for name, members in lib.sets.items()],
+        )
         typer.echo(json.dumps(doc, indent=2))
         return
     narrow = console.width < 120  # at 80 columns the description goes on its own line under each row

@@ -8,7 +8,6 @@ from typing import Any
 from rich.table import Table
 
 from gpufleet.estimate.validate import ValidationReport, ValidationRow, ValidationSummary
-from gpufleet.report.json_report import to_jsonable
 
 
 def fmt_num(x: float | None, digits: int = 4) -> str:
@@ -92,7 +91,9 @@ def render_markdown(report: ValidationReport) -> str:
 
 def report_json(report: ValidationReport) -> dict[str, Any]:
     """``{"summary": {...}, "cases": [{...}, ...]}`` with the dataclass field names as keys."""
-    return {"summary": to_jsonable(report.summary), "cases": [to_jsonable(r) for r in report.rows]}
+    from gpufleet.report.json_report import envelope
+
+    return envelope("validation", summary=report.summary, cases=list(report.rows))
 
 
 def render_json(report: ValidationReport) -> str:

@@ -19,7 +19,12 @@ from typing import Any
 from gpufleet.errors import ConfigFileError, DataError, UnknownNameError
 from gpufleet.models.arch import ModelArch
 from gpufleet.models.hf_config import arch_from_config, read_config_file
-from gpufleet.models.size_classes import SIZE_CLASSES, size_class_arch
+from gpufleet.models.size_classes import (
+    SIZE_CLASSES,
+    custom_size_arch,
+    parse_custom_size,
+    size_class_arch,
+)
 
 _MODELS_FILE = "models.json"
 _UNITS = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
@@ -130,6 +135,9 @@ def resolve_model(name_or_path: str | Path | ModelArch) -> ModelArch:
         return by_repo[lower].arch
     if name.upper() in SIZE_CLASSES:
         return size_class_arch(name.upper())
+    custom = parse_custom_size(name)
+    if custom is not None:  # a GPU Fleet Optimizer custom size class, e.g. size:200B
+        return custom_size_arch(custom)
     path = Path(name).expanduser()
     is_dir = path.is_dir()
     if is_dir:

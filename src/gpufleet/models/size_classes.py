@@ -96,3 +96,53 @@ def size_class_arch(size_class: str) -> ModelArch:
         name=f"{size_class} ({arch_name} architecture)",
         source=source,
     )
+
+
+#: a custom size class written as a model reference: ``size:200B`` (billions of parameters)
+CUSTOM_SIZE_PREFIX = "size:"
+
+
+def custom_size_ref(params_billion: float) -> str:
+    """The model reference of a custom size class of ``params_billion`` billion parameters."""
+    return f"{CUSTOM_SIZE_PREFIX}{params_billion:g}B"
+
+
+def parse_custom_size(name: str) -> float | None:
+    """``"size:200B"`` -> 200e9 parameters; None when ``name`` is not a custom size reference."""
+    if not name.lower().startswith(CUSTOM_SIZE_PREFIX):
+        return None
+    text = name[len(CUSTOM_SIZE_PREFIX) :].strip().upper().removesuffix("B")
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value * 1e9 if 0.1 <= value <= 10_000 else None
+
+
+@cache
+def custom_size_arch(params: float) -> ModelArch:
+    """A dense decoder of about ``params`` parameters for a GPU Fleet Optimizer custom size class (its
+    model_config.json gives only ``parameter_count_billion``, e.g. extra_large = 200).
+
+    Built from the pinned class nearest in log(parameters) by scaling its layer count so the counted
+    parameters match (hidden size, heads and FFN width stay those of a published architecture): 200B ->
+    the Llama-3.1-405B layer shape with 61 layers. An approximation: KV cache and activations scale with
+    the layers; a real model of that size may be wider and shallower.
+    """
+    import math
+
+    from gpufleet.models.params import count_params
+
+    key = min(SIZE_CLASSES, key=lambda k: abs(math.log(SIZE_CLASSES[k][0] / params)))
+    _nominal, arch_name, source, cfg = SIZE_CLASSES[key]
+    base = count_params(size_class_arch(key))
+    per_layer = base.dense_layer
+    fixed = base.total - per_layer * base.num_dense_layers
+    layers = max(1, round((params - fixed) / per_layer))
+    ref = custom_size_ref(params / 1e9)
+    return arch_from_config(
+        cfg | {"num_hidden_layers": layers},
+        model_id=ref,
+        name=f"{params / 1e9:g}B custom size ({arch_name} layer shape, {layers} layers)",
+        source=f"{source} (layers scaled to {params / 1e9:g}B parameters)",
+    )

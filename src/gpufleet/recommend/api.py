@@ -3,19 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from gpufleet.catalog.offers import OfferTable, load_offers
 from gpufleet.cost.spot import SpotAssumption, load_spot_assumptions
 from gpufleet.errors import GpufleetError, InputError
 from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, HostRules
 from gpufleet.recommend.engine import recommend_on
+from gpufleet.recommend.filters import check_against_table, region_glob_note
 from gpufleet.recommend.migrate import migrate_on
+from gpufleet.recommend.names import CLI_NAMES, CURRENT_NAMES
 from gpufleet.recommend.perf import DefaultEstimator, Estimator
 from gpufleet.recommend.scenarios import get_scenario, get_scenario_set
 from gpufleet.recommend.types import Migration, Recommendation, ScenarioResult, ScenarioSetResult, Workload
 from gpufleet.recommend.workload import read_workload_file, workload_from_dict
+
+R = TypeVar("R", Recommendation, Migration)
 
 #: progress callback: (done, total, scenario name)
 Progress = Callable[[int, int, str], None]
@@ -62,7 +68,79 @@ def as_workload(workload: Workload | Mapping[str, Any] | str | Path | None, **fi
         return next(iter(loaded.values()))
     data = dict(workload or {})
     data.update(fields)
-    return workload_from_dict(data)
+    return workload_from_dict(cli_names_to_fields(data))
+
+
+def cli_names_to_fields(data: Mapping[str, Any]) -> dict[str, Any]:
+    """Keyword arguments named as on the CLI -> workload fields (unknown keys pass through to validation,
+    which names them). ``None`` values are dropped, as an omitted flag. Giving a field under both of its
+    names is an error."""
+    out: dict[str, Any] = {}
+    current: dict[str, Any] = {}
+    for key, value in data.items():
+        if value is None:
+            continue
+        if key in CURRENT_NAMES:
+            current[CURRENT_NAMES[key]] = value
+            continue
+        field = CLI_NAMES.get(key, key)
+        if field in out:
+            raise InputError(
+                f"{key} and {field} name the same workload field; pass one of them ({field}={value!r})."
+            )
+        out[field] = value
+    if current:
+        base = dict(out.get("current") or {})
+        out["current"] = base | current
+    return out
+
+
+def _with_notes(result: R, notes: tuple[str, ...]) -> R:
+    """``result`` with ``notes`` added to its recommendation's notes."""
+    if not notes:
+        return result
+    if isinstance(result, Migration):
+        rec = result.recommendation
+        return replace(result, recommendation=replace(rec, notes=rec.notes + notes))
+    assert isinstance(result, Recommendation)
+    return replace(result, notes=result.notes + notes)
+
+
+def _status(result: Recommendation | Migration) -> str:
+    return (result.recommendation if isinstance(result, Migration) else result).status
+
+
+def run_filtered(table: OfferTable, w: Workload, run: Callable[[Workload], R]) -> R:
+    """``run(w)`` after checking the workload's provider/region filters against ``table``; with an ordered
+    GPU preference, ``run`` per choice in order and keep the first with a feasible plan (status ``ok``), else
+    the result over all choices together. Notes say what was tried and which region globs miss providers."""
+    check_against_table(table, w)
+    notes: tuple[str, ...] = region_glob_note(table, w)
+    if w.gpu_order == "ordered" and len(w.gpu_choices) > 1:
+        tried: list[str] = []
+        for choice in w.gpu_choices:
+            result = run(replace(w, gpu_choices=(choice,), gpu_order="any_of"))
+            label = choice[0].split("-")[0] if len(choice) > 1 else choice[0]
+            if _status(result) == "ok":
+                done: list[str] = [f"{t}: no feasible plan" for t in tried]
+                pref = "; ".join([*done, f"{label}: chosen"])
+                return _with_notes(result, (f"Ordered GPU preference: {pref}.", *notes))
+            tried.append(label)
+        result = run(replace(w, gpu_order="any_of"))
+        return _with_notes(
+            result,
+            (f"Ordered GPU preference: no choice ({', '.join(tried)}) has a feasible plan on its own; "
+             "showing all of them ranked together.", *notes),
+        )  # fmt: skip
+    return _with_notes(run(w), notes)
+
+
+def _commitments(path: str | Path | None) -> AbstractContextManager[object]:
+    if path is None:
+        return nullcontext()
+    from gpufleet.catalog.pricing import commitments_in_force, load_commitment_assumptions
+
+    return commitments_in_force(load_commitment_assumptions(Path(path)))
 
 
 def recommend(
@@ -72,21 +150,34 @@ def recommend(
     offers: OfferTable | None = None,
     estimator: Estimator | None = None,
     spot_assumptions: Path | None = None,
+    commitments: str | Path | None = None,
     limit: int = 10,
     host_rules: HostRules | None = None,
+    top: int | None = None,
     **fields: Any,
 ) -> Recommendation:
     """Rank every catalog offer for ``workload`` (a Workload, a mapping, a file path, or keyword fields).
 
     ``host_rules`` overrides the host RAM / vCPU minimums (:class:`HostRules`, docs/recommend.md).
+    Keyword fields take the workload file's names or the CLI's (``target_rps=2``, ``ttft_ms=500``,
+    ``provider="aws,gcp"``; see :data:`CLI_NAMES`). ``commitments``: a commitment-discount override file
+    (the format of `gpufleet catalog commitments`). ``top`` is the CLI's name for ``limit``.
     Never raises for an unmet SLO, budget or memory: those are statuses of the :class:`Recommendation`.
     """
+    limit = top if top is not None else limit
     if limit < 1:
         raise InputError(f"limit = {limit}; it must be >= 1 (the number of ranked candidates returned).")
     w = as_workload(workload, **fields)
     table, est, spot = _engine_inputs(offers, estimator, spot_assumptions)
-    return recommend_on(table, w, est, spot, objective=objective, limit=limit, full_table=table,
-                        host_rules=host_rules or DEFAULT_HOST_RULES)  # fmt: skip
+    rules = host_rules or DEFAULT_HOST_RULES
+    with _commitments(commitments):
+        return run_filtered(
+            table,
+            w,
+            lambda x: recommend_on(
+                table, x, est, spot, objective=objective, limit=limit, full_table=table, host_rules=rules
+            ),
+        )
 
 
 def migrate(
@@ -96,15 +187,27 @@ def migrate(
     offers: OfferTable | None = None,
     estimator: Estimator | None = None,
     spot_assumptions: Path | None = None,
+    commitments: str | Path | None = None,
     limit: int = 10,
     host_rules: HostRules | None = None,
+    top: int | None = None,
     **fields: Any,
 ) -> Migration:
-    """Compare the workload's current deployment with the best alternative: savings, performance, risk."""
+    """Compare the workload's current deployment with the best alternative: savings, performance, risk.
+
+    Takes the same keywords as :func:`recommend`, plus ``current_instance``, ``current_provider``,
+    ``current_count`` and ``current_region`` (the CLI's names) for the deployment of today."""
+    limit = top if top is not None else limit
     w = as_workload(workload, **fields)
     table, est, spot = _engine_inputs(offers, estimator, spot_assumptions)
-    return migrate_on(table, w, est, spot, objective=objective, limit=limit, full_table=table,
-                      host_rules=host_rules)  # fmt: skip
+    with _commitments(commitments):
+        return run_filtered(
+            table,
+            w,
+            lambda x: migrate_on(
+                table, x, est, spot, objective=objective, limit=limit, full_table=table, host_rules=host_rules
+            ),
+        )
 
 
 def evaluate_workload(
@@ -120,14 +223,18 @@ def evaluate_workload(
     table, est, spot = _engine_inputs(offers, estimator, spot_assumptions)
     try:
         if w.current is not None:
-            mig = migrate_on(table, w, est, spot, limit=limit, full_table=table)
+            mig = run_filtered(
+                table, w, lambda x: migrate_on(table, x, est, spot, limit=limit, full_table=table)
+            )
             return ScenarioResult(
                 name=w.name,
                 description=description or w.description,
                 recommendation=mig.recommendation,
                 migration=mig,
             )
-        rec = recommend_on(table, w, est, spot, limit=limit, full_table=table)
+        rec = run_filtered(
+            table, w, lambda x: recommend_on(table, x, est, spot, limit=limit, full_table=table)
+        )
         return ScenarioResult(name=w.name, description=description or w.description, recommendation=rec)
     except GpufleetError as exc:
         return ScenarioResult(

@@ -32,6 +32,7 @@ from gpufleet.recommend.deploy import (
     node_network,
     offer_info,
 )
+from gpufleet.recommend.filters import filter_mask
 from gpufleet.recommend.perf import (
     Config,
     Estimator,
@@ -154,7 +155,7 @@ def eligible_mask(table: OfferTable, w: Workload) -> B:
         specs = load_specs()
         wanted_v = {v.lower() for v in w.gpu_vendors}
         m &= _match(table, "gpu", lambda g: g in specs and specs[g].vendor.lower() in wanted_v)
-    return m
+    return m & filter_mask(table, w)  # geo, provider class, GPU, memory, GPUs per node, $/GPU-h
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

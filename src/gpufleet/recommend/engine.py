@@ -125,15 +125,34 @@ def _filters_text(w: Workload) -> str:
         f"providers {', '.join(w.providers)}" if w.providers else "",
         f"regions {', '.join(w.regions)}" if w.regions else "",
         f"GPU vendors {', '.join(w.gpu_vendors)}" if w.gpu_vendors else "",
+        f"geos {', '.join(w.geos)}" if w.geos else "",
+        f"provider classes {', '.join(w.provider_classes)}" if w.provider_classes else "",
+        f"excluding {', '.join(w.exclude_providers)}" if w.exclude_providers else "",
+        f"GPUs {', '.join(w.gpus)}" if w.gpus else "",
+        f">= {w.min_gpu_memory_gib:g} GiB/GPU" if w.min_gpu_memory_gib is not None else "",
+        f"{'/'.join(map(str, w.gpus_per_node))} GPUs per node" if w.gpus_per_node else "",
+        f"<= ${w.max_price_per_gpu_usd_per_hour:g}/GPU-h" if w.max_price_per_gpu_usd_per_hour else "",
     ]
     given = [p for p in parts if p]
-    return "; ".join(given) if given else "no provider/region/vendor filter"
+    return "; ".join(given) if given else "no offer filter"
 
 
 def _some(values: Any, n: int = 8) -> str:
     names = sorted({str(v).strip() for v in values} - {""})
     more = f", ... ({len(names)} in all)" if len(names) > n else ""
     return ", ".join(repr(x) for x in names[:n]) + more
+
+
+#: the workload's other offer filters, cleared
+_NO_EXTRA_FILTERS: dict[str, Any] = {
+    "geos": (),
+    "exclude_providers": (),
+    "provider_classes": (),
+    "gpu_choices": (),
+    "min_gpu_memory_gib": None,
+    "gpus_per_node": (),
+    "max_price_per_gpu_usd_per_hour": None,
+}
 
 
 def no_offers_message(table: OfferTable, w: Workload) -> str:
@@ -159,7 +178,7 @@ def no_offers_message(table: OfferTable, w: Workload) -> str:
             f"the filters but none lists a {label} price. Providers with {label} prices for this workload: "
             f"{with_kind or 'none'}. {alt}, or widen the provider/region filters."
         )
-    bare = replace(w, providers=(), regions=(), gpu_vendors=())
+    bare = replace(w, providers=(), regions=(), gpu_vendors=(), **_NO_EXTRA_FILTERS)
     if not eligible_mask(table, bare).any():
         return (
             f"No offer in the catalog can run a {'training' if w.is_training else 'inference'} workload "
@@ -183,6 +202,15 @@ def no_offers_message(table: OfferTable, w: Workload) -> str:
             f"No offer matches {what} filter {', '.join(chosen)}. Allowed {what}s here: {known or 'none'}. "
             f"Fix or drop the {what} filter."
         )
+    for field, value in _NO_EXTRA_FILTERS.items():
+        if (
+            getattr(w, field) != value
+            and not eligible_mask(table, replace(bare, **{field: getattr(w, field)})).any()
+        ):
+            return (
+                f"No offer matches the {field.replace('_', ' ')} filter ({filters}) on its own. Loosen or "
+                "drop it; `gpufleet catalog offers` shows what each provider lists."
+            )
     where = ""
     if w.regions:
         regions = _some(table.column("region")[eligible_mask(table, replace(w, regions=()))], 12)

@@ -88,6 +88,22 @@ _PRICING = {
     "savings_plan_1y": "1y",
     "savings_plan_3y": "3y",
 }
+#: GFO instance family key (its gpu_instances.json ids and the guide's ``current_instance``) -> the AWS
+#: instance type with all the family's GPUs; a ``current_gpu_count`` below that picks the same family's
+#: smaller size (see :func:`gpufleet.recommend.migrate.resolve_current`). Families and GPUs per AWS's
+#: instance type pages (https://aws.amazon.com/ec2/instance-types/); P5e is sold as p5en in the catalog.
+GFO_INSTANCES: dict[str, str] = {
+    "G4DN": "g4dn.metal",
+    "G5": "g5.48xlarge",
+    "G6": "g6.48xlarge",
+    "G6E": "g6e.48xlarge",
+    "P4D": "p4d.24xlarge",
+    "P4DE": "p4de.24xlarge",
+    "P5": "p5.48xlarge",
+    "P5E": "p5en.48xlarge",
+    "P6": "p6-b200.48xlarge",
+}
+
 #: default tokens for a GFO training workload with none stated: 1 B tokens per run (documented assumption)
 DEFAULT_GFO_TRAIN_TOKENS = 1e9
 
@@ -100,7 +116,19 @@ def is_gfo_workloads(data: Mapping[str, Any]) -> bool:
     if not isinstance(items, Mapping):
         return False
     gfo_only = {"model_size", "workload_type", "current_instance", "current_instance_type", "pricing_model"}
-    return any(isinstance(v, Mapping) and gfo_only & {k.lower() for k in v} for v in items.values())
+    return any(
+        isinstance(v, Mapping) and gfo_only & {k.lower() for k in flatten_entry(v)} for v in items.values()
+    )
+
+
+def flatten_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The guide's shape ``{name, description, scenario: {...}, expected_outcome, tags}`` -> one mapping:
+    the ``scenario`` fields, with the entry's own fields (name, description) where the scenario lacks them."""
+    scenario = entry.get("scenario")
+    if not isinstance(scenario, Mapping):
+        return dict(entry)
+    outer = {k: v for k, v in entry.items() if k != "scenario"}
+    return outer | dict(scenario)
 
 
 def _pick(entry: Mapping[str, Any], field: str) -> tuple[str, Any] | None:
@@ -141,6 +169,7 @@ def gfo_entry_to_dict(
             f"GPU Fleet Optimizer workloads file {source}, entry {name!r}: expected a mapping "
             f"of fields, got {type(entry).__name__}."
         )
+    entry = flatten_entry(entry)
     out: dict[str, Any] = {"name": name}
     model = _pick(entry, "model")
     if model is None:
@@ -177,7 +206,8 @@ def gfo_entry_to_dict(
         out["train_tokens"] = DEFAULT_GFO_TRAIN_TOKENS
     inst = _pick(entry, "instance_type")
     if inst is not None:
-        cur: dict[str, Any] = {"instance_type": str(inst[1]), "provider": "aws"}
+        inst_type = GFO_INSTANCES.get(str(inst[1]).strip().upper(), str(inst[1]))
+        cur: dict[str, Any] = {"instance_type": inst_type, "provider": "aws"}
         if (prov := _pick(entry, "provider")) is not None:
             cur["provider"] = str(prov[1]).lower()
         if (reg := _pick(entry, "region")) is not None:
@@ -220,13 +250,30 @@ def parse_gfo_workloads(
                 f"expected a list of workload ids, got {ids!r}."
             )
         missing = [i for i in ids if i not in workloads]
+        shipped = _shipped_scenarios()
+        for i in [m for m in missing if m in shipped]:
+            workloads[i] = shipped[i]  # the guide's set names gpufleet's own GFO scenario of that id
+        missing = [i for i in missing if i not in shipped]
         if missing:
             raise ConfigFileError(
                 f"GPU Fleet Optimizer workloads file {source}, workload set {set_name!r} names "
-                f"unknown workload ids {missing}; known: {', '.join(sorted(workloads))}."
+                f"unknown workload ids {missing}; known: {', '.join(sorted(workloads))} (the file's) and "
+                f"{', '.join(sorted(shipped))} (gpufleet's GFO scenarios). Define them under 'workloads'."
             )
         sets[str(set_name)] = tuple(ids)
     return workloads, sets
+
+
+def _shipped_scenarios() -> Mapping[str, Workload]:
+    from gpufleet.recommend.scenarios import load_scenarios
+
+    return load_scenarios().scenarios
+
+
+def file_workload_ids(data: Mapping[str, Any]) -> tuple[str, ...]:
+    """Workload ids the GFO file itself defines (the others its sets name come from gpufleet's scenarios)."""
+    items = data.get("workloads")
+    return tuple(str(k) for k in items) if isinstance(items, Mapping) else ()
 
 
 def parse_gfo_model_config(data: Mapping[str, Any], *, source: str) -> dict[str, str]:
@@ -241,6 +288,8 @@ def parse_gfo_model_config(data: Mapping[str, Any], *, source: str) -> dict[str,
         raise ConfigFileError(
             f"GPU Fleet Optimizer model config {source}: expected a mapping of size classes."
         )
+    from gpufleet.models.size_classes import SIZE_CLASSES, custom_size_ref
+
     out: dict[str, str] = {}
     for cls, entry in body.items():
         ref = str(cls).upper()
@@ -250,8 +299,22 @@ def parse_gfo_model_config(data: Mapping[str, Any], *, source: str) -> dict[str,
                 if isinstance(lower.get(key), str) and lower[key].strip():
                     ref = lower[key].strip()
                     break
+            else:
+                count = lower.get("parameter_count_billion")
+                if count is not None and not _number(count):
+                    raise ConfigFileError(
+                        f"GPU Fleet Optimizer model config {source}, entry {cls!r}: parameter_count_billion "
+                        f"= {count!r} is not a positive number of billions. Fix the value."
+                    )
+                nominal = SIZE_CLASSES[ref][0] / 1e9 if ref in SIZE_CLASSES else None
+                if count is not None and (nominal is None or abs(float(count) / nominal - 1) > 0.1):
+                    ref = custom_size_ref(float(count))  # a custom size (extra_large: 200) or a changed one
         out[str(cls).upper()] = ref
     return out
+
+
+def _number(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and 0 < float(v) < 1e5
 
 
 def read_gfo_files(

@@ -89,6 +89,14 @@ class Workload:
     allow_fallback: bool = False  # let a GPU run the precision through a fallback (e.g. bf16 as fp16 on V100)
     allow_marketplace: bool = False  # production tier: also marketplace/community hosts
     allow_stale_prices: bool = False  # production tier: also prices older than the staleness limit / undated
+    geos: tuple[str, ...] = ()  # geo buckets (gpufleet.catalog.regions.GEOS); empty = all
+    exclude_providers: tuple[str, ...] = ()
+    provider_classes: tuple[str, ...] = ()  # hyperscaler, gpu_cloud, marketplace, aggregator; empty = all
+    gpu_choices: tuple[tuple[str, ...], ...] = ()  # spec ids per named GPU (a family expands); empty = all
+    gpu_order: str = "any_of"  # any_of: every choice ranks together; ordered: first choice that is feasible
+    min_gpu_memory_gib: float | None = None  # per GPU, device-reported [GiB]
+    gpus_per_node: tuple[int, ...] = ()  # GPUs per instance allowed [count]; empty = all
+    max_price_per_gpu_usd_per_hour: float | None = None  # node price / GPUs, for the workload's pricing
     budget_usd_per_month: float | None = None
     objective: str = "cheapest"  # one of OBJECTIVES
     current: CurrentDeployment | None = None
@@ -102,6 +110,14 @@ class Workload:
     def min_replicas(self) -> int:
         """Replicas a serving deployment keeps at least: 2 in production (one can fail or be updated)."""
         return 2 if self.tier == "production" and not self.is_training else 1
+
+    @property
+    def gpus(self) -> tuple[str, ...]:
+        """Every spec id the GPU choices allow (empty = all)."""
+        out: list[str] = []
+        for choice in self.gpu_choices:
+            out += [g for g in choice if g not in out]
+        return tuple(out)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

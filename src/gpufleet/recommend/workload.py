@@ -13,10 +13,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from gpufleet.catalog.provider_class import check_provider_classes
+from gpufleet.catalog.regions import expand_geos
 from gpufleet.cost.schedule import Schedule
 from gpufleet.errors import ConfigFileError, GpufleetError
 from gpufleet.fileio import parse_yaml_or_json
 from gpufleet.precision import PRECISIONS, check_precision
+from gpufleet.recommend.filters import check_vendors, gpu_family, split_values
 from gpufleet.recommend.types import (
     CONFIDENCES,
     OBJECTIVES,
@@ -36,6 +39,36 @@ class _Current(BaseModel):
     count: int = Field(1, ge=1, le=4096)
     region: str | None = None
     gpu_count: int | None = Field(None, ge=1)
+
+
+class _GpuPreference(BaseModel):
+    """SkyPilot-style GPU choice: ``{any_of: [H100, A100]}`` (rank all together) or
+    ``{ordered: [H100, A100]}`` (the first that gives a feasible plan wins)."""
+
+    model_config = ConfigDict(extra="forbid")
+    any_of: list[str] | None = None
+    ordered: list[str] | None = None
+
+    @field_validator("any_of", "ordered", mode="before")
+    @classmethod
+    def _split(cls, v: Any) -> Any:
+        return list(split_values(v)) if isinstance(v, str | list | tuple) else v
+
+    @model_validator(mode="after")
+    def _one(self) -> _GpuPreference:
+        if (self.any_of is None) == (self.ordered is None) or not (self.any_of or self.ordered):
+            raise ValueError(
+                "give exactly one non-empty list: gpus: {any_of: [...]} or gpus: {ordered: [...]}"
+            )
+        return self
+
+
+def _names(check: Any, values: list[str]) -> list[str]:
+    """Run a name check; its UnknownNameError becomes a ValueError pydantic reports on the field."""
+    try:
+        return list(check(values))
+    except GpufleetError as exc:
+        raise ValueError(str(exc)) from None
 
 
 class WorkloadSpec(BaseModel):
@@ -70,6 +103,13 @@ class WorkloadSpec(BaseModel):
     providers: list[str] = Field(default_factory=list)
     regions: list[str] = Field(default_factory=list)
     gpu_vendors: list[str] = Field(default_factory=list)
+    geos: list[str] = Field(default_factory=list)
+    exclude_providers: list[str] = Field(default_factory=list)
+    provider_classes: list[str] = Field(default_factory=list)
+    gpus: list[str] | _GpuPreference = Field(default_factory=list)
+    min_gpu_memory_gib: float | None = Field(None, gt=0)
+    gpus_per_node: list[int] = Field(default_factory=list)
+    max_price_per_gpu_usd_per_hour: float | None = Field(None, gt=0)
     max_nodes: int = Field(8, ge=1, le=64)
     runs_per_month: float | None = Field(None, gt=0)
     tier: Literal["dev", "batch", "production"] | None = None
@@ -89,6 +129,58 @@ class WorkloadSpec(BaseModel):
             return check_precision(v)
         except GpufleetError as exc:
             raise ValueError(f"unknown precision; allowed: {', '.join(PRECISIONS)}") from exc
+
+    @field_validator(
+        "providers", "regions", "gpu_vendors", "geos", "exclude_providers", "provider_classes", mode="before"
+    )
+    @classmethod
+    def _comma_lists(cls, v: Any) -> Any:
+        """A string or a list whose items may be comma lists ("aws,gcp") -> one flat list."""
+        return list(split_values(v)) if isinstance(v, str | list | tuple) else v
+
+    @field_validator("gpus", mode="before")
+    @classmethod
+    def _gpu_list(cls, v: Any) -> Any:
+        return list(split_values(v)) if isinstance(v, str | list | tuple) else v
+
+    @field_validator("gpus_per_node", mode="before")
+    @classmethod
+    def _counts(cls, v: Any) -> Any:
+        if isinstance(v, int | str):
+            v = [v]
+        if isinstance(v, list | tuple):
+            return [p for item in v for p in (split_values(item) if isinstance(item, str) else [item])]
+        return v
+
+    @field_validator("gpus_per_node")
+    @classmethod
+    def _positive_counts(cls, v: list[int]) -> list[int]:
+        bad = [c for c in v if c < 1]
+        if bad:
+            raise ValueError(f"GPUs per node must be whole numbers >= 1; got {bad}")
+        return v
+
+    @field_validator("geos")
+    @classmethod
+    def _geos(cls, v: list[str]) -> list[str]:
+        return _names(expand_geos, v)
+
+    @field_validator("provider_classes")
+    @classmethod
+    def _classes(cls, v: list[str]) -> list[str]:
+        return _names(check_provider_classes, v)
+
+    @field_validator("gpu_vendors")
+    @classmethod
+    def _vendors(cls, v: list[str]) -> list[str]:
+        return _names(check_vendors, v)
+
+    @field_validator("gpus")
+    @classmethod
+    def _gpus(cls, v: list[str] | _GpuPreference) -> list[str] | _GpuPreference:
+        for name in v if isinstance(v, list) else (v.any_of or v.ordered or []):
+            _names(lambda names: gpu_family(names[0]), [name])
+        return v
 
     @field_validator("budget_usd_per_month")
     @classmethod
@@ -146,6 +238,8 @@ class WorkloadSpec(BaseModel):
         if self.dataset_tokens is not None:
             tokens = self.dataset_tokens * (self.epochs or 1.0)
         cur = self.current
+        g = self.gpus
+        gpu_names = g if isinstance(g, list) else (g.any_of or g.ordered or [])
         return Workload(
             name=self.name,
             description=self.description,
@@ -169,6 +263,14 @@ class WorkloadSpec(BaseModel):
             providers=tuple(p.lower() for p in self.providers),
             regions=tuple(self.regions),
             gpu_vendors=tuple(self.gpu_vendors),
+            geos=tuple(self.geos),
+            exclude_providers=tuple(p.lower() for p in self.exclude_providers),
+            provider_classes=tuple(self.provider_classes),
+            gpu_choices=tuple(gpu_family(g) for g in gpu_names),
+            gpu_order="ordered" if isinstance(self.gpus, _GpuPreference) and self.gpus.ordered else "any_of",
+            min_gpu_memory_gib=self.min_gpu_memory_gib,
+            gpus_per_node=tuple(self.gpus_per_node),
+            max_price_per_gpu_usd_per_hour=self.max_price_per_gpu_usd_per_hour,
             max_nodes=self.max_nodes,
             runs_per_month=self.runs_per_month,
             tier=self.tier or self.default_tier(),
@@ -232,7 +334,7 @@ def validation_message(
             parts.append(f"{name} is not a workload field (allowed: {allowed})")
             continue
         hint = _ALLOWED_HINT.get(top, "")
-        msg = err["msg"].removeprefix("Value error, ")
+        msg = err["msg"].removeprefix("Value error, ").rstrip(".")
         if hint and msg.startswith("Input should be '"):
             msg = "not an allowed value"  # pydantic's list repeats the hint below
         elif "allowed" in msg:

@@ -49,6 +49,20 @@ def result_kind(result: Result) -> str:
     raise TypeError(f"not a gpufleet result: {type(result).__name__}")
 
 
+def envelope(kind: str, **payload: Any) -> dict[str, Any]:
+    """A JSON document of ``kind``: ``{"kind": ..., "gpufleet_version": ..., **payload}`` (payload made
+    JSON-safe). Every command's JSON output is one of these; ``gpufleet/report/schemas/<kind>.schema.json``
+    describes each kind."""
+    doc: dict[str, Any] = {"kind": kind, "gpufleet_version": __version__}
+    doc |= {k: to_jsonable(v) for k, v in payload.items()}
+    return doc
+
+
+def dump_json(doc: dict[str, Any]) -> str:
+    """``doc`` as JSON text (2-space indent, no NaN, trailing newline)."""
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
 def render_json(result: Result, *, assumptions: tuple[str, ...] = ()) -> str:
     """The JSON document for ``result`` (2-space indent, trailing newline)."""
     doc: dict[str, Any] = {"kind": result_kind(result), "gpufleet_version": __version__}

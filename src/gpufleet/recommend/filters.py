@@ -1,0 +1,175 @@
+"""Offer filters of a workload beyond provider/region/vendor: geo, provider class, excluded providers, GPU
+(families), GPU memory, GPUs per node and price per GPU-hour; value parsing and checks for every filter.
+
+Semantics (docs/recommend.md, "Filters"):
+
+- multi-value filters take a list, and each item may itself be a comma list (``"aws,gcp"``);
+- a region glob matches the provider's own region string (case-insensitive fnmatch); ``geos`` match the
+  normalised geo bucket of :mod:`gpufleet.catalog.regions` (``us`` covers Azure ``eastus`` and RunPod ``US``);
+- a GPU name is a spec id, an alias or a family: ``H100`` covers H100-SXM, H100-PCIe and H100-NVL (every spec
+  id equal to the name or starting with ``name-``); a vendor prefix (``NVIDIA H100``) is ignored;
+- an unknown provider, region (a glob matching no region), geo, GPU, vendor or provider class raises
+  :class:`UnknownNameError` (exit 2 in the CLI) with close matches.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable
+from functools import cache
+
+import numpy as np
+import numpy.typing as npt
+
+from gpufleet.catalog.offer_table import OfferTable
+from gpufleet.catalog.provider_class import check_provider_classes, provider_class
+from gpufleet.catalog.regions import expand_geos, location_columns
+from gpufleet.catalog.specs import get_spec, load_specs, strip_vendor_prefix
+from gpufleet.errors import UnknownNameError
+from gpufleet.recommend.types import Workload
+
+B = npt.NDArray[np.bool_]
+
+
+def split_values(values: str | Iterable[str] | None) -> tuple[str, ...]:
+    """``["aws,gcp", "azure"]`` or ``"aws, gcp"`` -> ``("aws", "gcp", "azure")``: stripped, empty items and
+    repeats dropped, order kept."""
+    if values is None:
+        return ()
+    items = [values] if isinstance(values, str) else list(values)
+    out: list[str] = []
+    for item in items:
+        for part in str(item).split(","):
+            part = part.strip()
+            if part and part not in out:
+                out.append(part)
+    return tuple(out)
+
+
+@cache
+def gpu_family(name: str) -> tuple[str, ...]:
+    """Spec ids a GPU name stands for: its family (``H100`` -> H100-SXM, H100-PCIe, H100-NVL), else the one
+    spec of an id or alias. :class:`UnknownNameError` (close matches) for anything else."""
+    specs = load_specs()
+    bare = strip_vendor_prefix(name).strip()
+    key = bare.lower().replace(" ", "-")
+    family = tuple(sorted(s for s in specs if s.lower() == key or s.lower().startswith(key + "-")))
+    if family:
+        return family
+    return (get_spec(name).id,)
+
+
+def expand_gpus(names: Iterable[str]) -> tuple[str, ...]:
+    """Every spec id named by ``names`` (families expanded), in order, without repeats."""
+    out: list[str] = []
+    for n in names:
+        out += [g for g in gpu_family(n) if g not in out]
+    return tuple(out)
+
+
+def check_vendors(values: Iterable[str]) -> tuple[str, ...]:
+    """Vendor names as given; :class:`UnknownNameError` for a vendor no spec has."""
+    known = sorted({s.vendor for s in load_specs().values()})
+    lower = {k.lower() for k in known}
+    for v in values:
+        if v.strip().lower() not in lower:
+            raise UnknownNameError("GPU vendor", v, known)
+    return tuple(values)
+
+
+def check_against_table(table: OfferTable, w: Workload) -> None:
+    """Provider names and region globs of ``w`` must name something in ``table`` (raises otherwise).
+
+    The other filters (geo, GPU, vendor, provider class) are checked when the workload is validated.
+    """
+    known = table.providers()
+    for p in (*w.providers, *w.exclude_providers):
+        if p.lower() not in known:
+            raise UnknownNameError(
+                "provider", p, known, hint="Provider names are lower case; see `gpufleet catalog offers`."
+            )
+    if w.regions:
+        regions = sorted({str(r) for r in table.column("region").tolist()} - {""})
+        lower = [r.lower() for r in regions]
+        for glob in w.regions:
+            g = glob.lower()
+            if not any(fnmatch.fnmatchcase(r, g) for r in lower):
+                raise UnknownNameError(
+                    "region",
+                    glob,
+                    regions,
+                    hint="A region is a glob over the provider's region strings (e.g. 'us-*', 'eastus'); "
+                    "use --geo (us, eu, apac, ...) to select a geography across every provider.",
+                )
+
+
+def region_glob_note(table: OfferTable, w: Workload) -> tuple[str, ...]:
+    """When region globs select some geos, name the providers whose regions in those geos the globs miss,
+    so a glob never drops them silently (e.g. ``us-*`` vs Azure ``eastus``)."""
+    if not w.regions:
+        return ()
+    prov, region = table.column("provider"), table.column("region")
+    geo = location_columns(prov, region)[0]
+    globs = [g.lower() for g in w.regions]
+    hit = np.array([any(fnmatch.fnmatchcase(str(r).lower(), g) for g in globs) for r in region.tolist()])
+    geos = sorted({str(g) for g in geo[hit]} - {"unknown"})
+    if not geos:
+        return ()
+    in_geo = np.isin(geo, geos)
+    provs_hit = {str(p) for p in prov[hit]}
+    missed = sorted({str(p) for p in prov[in_geo & ~hit]} - provs_hit)
+    if w.providers:
+        missed = [p for p in missed if p in {x.lower() for x in w.providers}]
+    if not missed:
+        return ()
+    return (
+        f"Region filter {', '.join(w.regions)} matches region strings only: it leaves out "
+        f"{', '.join(missed)}, whose regions in geo {', '.join(geos)} are spelled differently. "
+        f"Use --geo {','.join(geos)} to include every provider there.",
+    )
+
+
+def filter_mask(table: OfferTable, w: Workload) -> B:
+    """Rows passing the workload's geo, provider-class, excluded-provider, GPU, GPU-memory, GPUs-per-node and
+    price-per-GPU-hour filters (all rows when none is set)."""
+    n = len(table)
+    m: B = np.ones(n, dtype=bool)
+    prov = table.column("provider")
+    if w.exclude_providers:
+        m &= ~np.isin(prov.astype(str), [p.lower() for p in w.exclude_providers])
+    if w.provider_classes:
+        classes = set(w.provider_classes)
+        uniq = {str(p) for p in prov.tolist()}
+        keep = [p for p in uniq if provider_class(p) in classes]
+        m &= np.isin(prov.astype(str), keep)
+    if w.geos:
+        geo = location_columns(prov, table.column("region"))[0]
+        m &= np.isin(geo.astype(str), list(w.geos))
+    if w.gpus:
+        m &= np.isin(table.column("gpu").astype(str), list(w.gpus))
+    count = table.column("gpu_count")
+    if w.min_gpu_memory_gib is not None:
+        m &= table.column("gpu_memory_gib") >= w.min_gpu_memory_gib
+    if w.gpus_per_node:
+        m &= np.isin(count, list(w.gpus_per_node))
+    if w.max_price_per_gpu_usd_per_hour is not None:
+        from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
+
+        price = node_prices_usd_per_hour(table, price_kind_for(w.pricing))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            per_gpu = np.where(count > 0, price / count, np.inf)
+            m &= per_gpu <= w.max_price_per_gpu_usd_per_hour
+    return m
+
+
+__all__ = [
+    "check_against_table",
+    "check_provider_classes",
+    "check_vendors",
+    "expand_geos",
+    "expand_gpus",
+    "filter_mask",
+    "gpu_family",
+    "region_glob_note",
+    "split_values",
+]

@@ -1,0 +1,1 @@
+python3 gpu_migration_analyzer.py
