@@ -77,6 +77,7 @@ class OfferInfo:
     price_age_days: F64  # NaN unknown
     vcpus: F64
     ram_gib: F64
+    local_zone: B  # an AWS Local Zone (region "<parent>-<metro>", tools/build_catalog.py)
 
     def network(self, row: int) -> NodeNetwork | None:
         """The node network of a multi-node-capable offer, else None (single node only)."""
@@ -110,6 +111,8 @@ def node_network(f: Fabric) -> NodeNetwork | None:
     return NodeNetwork(gb_per_s_per_node=gb_per_s_from_gbit_per_s(gbps), rdma=f.rdma)
 
 
+#: AWS Local Zone regions as the catalog names them: parent region + metro code (us-east-1-atl2)
+_LOCAL_ZONE_REGION = re.compile(r"^[a-z]{2}-[a-z]+-\d+-[a-z]+\d+$")
 _DATE = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
 
 
@@ -174,7 +177,10 @@ def offer_info(table: OfferTable) -> OfferInfo:
         price_age_days=age,
         vcpus=table.column("vcpus").astype(float),
         ram_gib=table.column("ram_gib").astype(float),
-    )
+        local_zone=np.array(
+            [p == "aws" and _LOCAL_ZONE_REGION.match(str(r)) is not None
+             for p, r in zip(prov, table.column("region"), strict=True)], dtype=bool),
+    )  # fmt: skip
     if len(_INFO) > 8:
         _INFO.clear()
     _INFO[id(table)] = (table, info)

@@ -68,8 +68,10 @@ CLASS_RANK: dict[str, int] = {
 
 
 def _class_rank(cs: CandidateSet, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    classes = offer_info(cs.table).provider_class[cs.offer[rows]]
-    return np.array([CLASS_RANK.get(str(c), 3) for c in classes], dtype=np.int64)
+    info = offer_info(cs.table)
+    classes = info.provider_class[cs.offer[rows]]
+    rank = np.array([CLASS_RANK.get(str(c), 3) for c in classes], dtype=np.int64)
+    return rank * 2 + info.local_zone[cs.offer[rows]].astype(np.int64)  # Local Zones after their region
 
 
 def order(
@@ -141,6 +143,7 @@ def row_risk(cs: CandidateSet, w: Workload, row: int) -> tuple[str, tuple[str, .
         price_age_days=None if math.isnan(age) else age,
         host_known=not (math.isnan(float(info.vcpus[o])) or math.isnan(float(info.ram_gib[o]))),
         interval=cfg.time_to_train_s if w.is_training else cfg.tpot_s,
+        local_zone=bool(info.local_zone[o]),
     )
 
 
@@ -156,7 +159,8 @@ def within_risk(cs: CandidateSet, w: Workload, rows: npt.NDArray[np.int64]) -> n
         age_state = np.where(np.isnan(age), 2, np.where(age > STALE_PRICE_DAYS, 1, 0))
     host = np.isfinite(info.vcpus[o]) & np.isfinite(info.ram_gib[o])
     cls = np.unique(info.provider_class.astype(str), return_inverse=True)[1][o]
-    key = np.stack([cs.cfg[rows], info.fabric_index[o], cls, age_state, host.astype(np.int64)], axis=1)
+    key = np.stack([cs.cfg[rows], info.fabric_index[o], cls, age_state, host.astype(np.int64),
+                    info.local_zone[o].astype(np.int64)], axis=1)  # fmt: skip
     _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
     ok = np.array([within(row_risk(cs, w, int(rows[i]))[0], w.max_risk) for i in first], dtype=bool)
     kept: npt.NDArray[np.int64] = rows[ok[inverse.reshape(-1)]]
@@ -400,6 +404,7 @@ def brute_force_best(
                 price_age_days=None if math.isnan(age) else age,
                 host_known=rec.vcpus is not None and rec.ram_gib is not None,
                 interval=cfg.time_to_train_s if w.is_training else cfg.tpot_s,
+                local_zone=bool(offer_info(table).local_zone[i]),
             )[0]
             if not within(level, w.max_risk):
                 continue
