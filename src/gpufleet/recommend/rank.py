@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -57,21 +58,11 @@ def primary_cost(cs: CandidateSet, w: Workload) -> npt.NDArray[np.float64]:
     return cs.cost_usd_per_run if w.is_training else cs.cost_usd_per_month
 
 
-#: tie-break rank of provider classes: established clouds first (their regions are the established ones)
-CLASS_RANK: dict[str, int] = {
-    "hyperscaler": 0,
-    "gpu_cloud": 1,
-    "aggregator": 2,
-    "unknown": 3,
-    "marketplace": 4,
-}
-
-
 def _class_rank(cs: CandidateSet, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    info = offer_info(cs.table)
-    classes = info.provider_class[cs.offer[rows]]
-    rank = np.array([CLASS_RANK.get(str(c), 3) for c in classes], dtype=np.int64)
-    return rank * 2 + info.local_zone[cs.offer[rows]].astype(np.int64)  # Local Zones after their region
+    """Tie-break rank of each row's offer (:attr:`OfferInfo.tie_rank`: established providers and regions
+    first)."""
+    ranks: npt.NDArray[np.int64] = offer_info(cs.table).tie_rank[cs.offer[rows]]
+    return ranks
 
 
 def order(
@@ -126,8 +117,29 @@ def pareto_rows(
     return srt[b > prev_best]
 
 
+_RISK_CACHE: dict[tuple[object, ...], tuple[object, object, tuple[str, tuple[str, ...]]]] = {}
+
+
 def row_risk(cs: CandidateSet, w: Workload, row: int) -> tuple[str, tuple[str, ...]]:
-    """Risk level and reasons of one candidate row (:mod:`gpufleet.recommend.risk`)."""
+    """Risk level and reasons of one candidate row (:mod:`gpufleet.recommend.risk`), memoised on what
+    risk reads (the placement, the offer's class, fabric, price age, host listing and zone kind)."""
+    info = offer_info(cs.table)
+    o = int(cs.offer[row])
+    cfg = cs.configs[int(cs.cfg[row])]
+    age = float(info.price_age_days[o])
+    host = not (math.isnan(float(info.vcpus[o])) or math.isnan(float(info.ram_gib[o])))
+    key = (id(cfg), str(info.provider_class[o]), int(info.fabric_index[o]), id(info), age, host,
+           bool(info.local_zone[o]), w.tier, w.precision, w.is_training, cs.price_kind)  # fmt: skip
+    hit = _RISK_CACHE.get(key)
+    if hit is None or hit[0] is not cfg or hit[1] is not info:  # ids are only valid while the objects live
+        if len(_RISK_CACHE) > 50_000:
+            _RISK_CACHE.clear()
+        hit = (cfg, info, _row_risk(cs, w, row))
+        _RISK_CACHE[key] = hit
+    return hit[2]
+
+
+def _row_risk(cs: CandidateSet, w: Workload, row: int) -> tuple[str, tuple[str, ...]]:
     info = offer_info(cs.table)
     o = int(cs.offer[row])
     cfg = cs.configs[int(cs.cfg[row])]
@@ -438,6 +450,7 @@ def objective_value(cs: CandidateSet, w: Workload, objective: str, row: int) -> 
     return -float(cs.output_tokens_per_s[row] / cs.cost_usd_per_hour[row])
 
 
+@lru_cache(maxsize=4096)
 def _needs_fallback(spec: AcceleratorSpec, precision: str) -> bool:
     """True when ``spec`` runs ``precision`` only through the estimator's explicit fallback."""
     from gpufleet.estimate.support import precision_support
