@@ -85,7 +85,7 @@ def candidate_table(cands: Sequence[Candidate], title: str, *, compact: bool = F
                         *row["unit_cost"].split("; "),
                         f"price {row['price_date']}",
                     )
-                ),  # fmt: skip
+                ),
                 row["risk"].replace(": ", "\n", 1).replace("; ", "\n"),
                 style=style,
             )
