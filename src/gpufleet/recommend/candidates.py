@@ -29,7 +29,6 @@ from gpufleet.recommend.deploy import (
     DEFAULT_HOST_RULES,
     STALE_PRICE_DAYS,
     HostRules,
-    node_network,
     offer_info,
 )
 from gpufleet.recommend.filters import filter_mask
@@ -122,6 +121,9 @@ def _match(table: OfferTable, column: str, keep: Any) -> B:
     lut = np.array([bool(keep(str(n))) for n in names], dtype=bool)
     return lut[inverse]
 
+
+#: stands for "forms clusters" in inference config caches (inference estimates do not read the network)
+ANY_NETWORK = NodeNetwork(gb_per_s_per_node=0.0, rdma=False)
 
 #: region strings that name no region (placeholders: the catalog writes "unspecified" for an empty Region,
 #: Hyperbolic lists "default"; reference regions.csv geo "unknown"): never ranked
@@ -241,24 +243,27 @@ def build_candidates(
     offer_parts: list[I64] = []
     sizes: list[int] = []
     info = offer_info(table)
-    host_dropped = 0
+    # training estimates depend on the offer's network; inference ones only on whether it forms clusters
+    group_of = info.network_index if w.is_training else info.multi_node.astype(np.int64)
     for (gpu, g), rows in shape_index(table).items():
         offers = rows[elig[rows]]
         if offers.size == 0:
             continue
-        fab = info.fabric_index[offers]
-        for f_i in np.unique(fab):
-            sub = offers[fab == f_i]
-            net = node_network(info.fabrics[int(f_i)])
+        grp = group_of[offers]
+        lo, hi = int(grp.min()), int(grp.max())
+        for n_i in (lo,) if lo == hi else np.unique(grp):
+            sub = offers if lo == hi else offers[grp == n_i]
+            net = info.networks[int(n_i)] if w.is_training else (ANY_NETWORK if n_i else None)
             for cfg in cached_configs(est, w, gpu, g, net):
-                if not cfg.fits:
-                    continue
-                ok = _host_ok(cfg, w, host_rules, info.ram_gib[sub], info.vcpus[sub])
-                host_dropped += int((~ok).sum())
-                if ok.any():
+                if cfg.fits:
                     configs.append(cfg)
-                    offer_parts.append(sub[ok])
-                    sizes.append(int(ok.sum()))
+                    offer_parts.append(sub)
+                    sizes.append(int(sub.size))
+    offer = np.concatenate(offer_parts) if offer_parts else np.zeros(0, dtype=np.int64)
+    cfg_i = np.repeat(np.arange(len(configs), dtype=np.int64), sizes)
+    ok = _host_ok(tuple(configs), cfg_i, w, host_rules, info.ram_gib[offer], info.vcpus[offer])
+    host_dropped = int((~ok).sum())
+    offer, cfg_i = offer[ok], cfg_i[ok]
     if host_dropped:
         notes.append(
             f"{host_dropped} offer placements dropped for too little host RAM or too few vCPUs (host RAM >= "
@@ -267,8 +272,6 @@ def build_candidates(
                f"{host_rules.vcpus_base_inference:g} + {host_rules.vcpus_per_gpu_inference:g} per GPU")
             + "; docs/recommend.md)."
         )  # fmt: skip
-    offer = np.concatenate(offer_parts) if offer_parts else np.zeros(0, dtype=np.int64)
-    cfg_i = np.repeat(np.arange(len(configs), dtype=np.int64), sizes)
     if not w.is_training and cfg_i.size:  # a replica is not split over nodes when one node can hold it
         nodes_of = _cfg_array(tuple(configs), cfg_i, lambda c: c.nodes_per_unit)
         if (nodes_of == 1).any() and (nodes_of > 1).any():
@@ -310,13 +313,20 @@ def build_candidates(
     return _cost(table, w, tuple(configs), kind, billed_h, prices, offer, cfg_i, need, paid, factor, notes)
 
 
-def _host_ok(cfg: Config, w: Workload, rules: HostRules, ram_gib: F64, vcpus: F64) -> B:
-    """Offers (host RAM, vCPUs per node) meeting the host rules for ``cfg``; unknown sizes pass."""
-    weights_node = cfg.weights_per_gpu_gib * cfg.gpus_per_node
-    ram_need = rules.ram_needed_gib(weights_node)
-    cpu_need = rules.vcpus_needed(cfg.gpus_per_node, training=w.is_training)
+def _host_ok(
+    configs: tuple[Config, ...], cfg_i: I64, w: Workload, rules: HostRules, ram_gib: F64, vcpus: F64
+) -> B:
+    """Rows (offer host RAM, vCPUs per node) meeting the host rules for their config; unknown sizes pass."""
+    weights_node = _cfg_array(configs, cfg_i, lambda c: c.weights_per_gpu_gib * c.gpus_per_node)
+    gpus = _cfg_array(configs, cfg_i, lambda c: c.gpus_per_node)
+    ram_need = rules.ram_per_weight * weights_node + rules.ram_base_gib
+    if w.is_training:
+        cpu_need = rules.vcpus_per_gpu_training * gpus
+    else:
+        cpu_need = rules.vcpus_base_inference + rules.vcpus_per_gpu_inference * gpus
     with np.errstate(invalid="ignore"):
-        return ~(ram_gib < ram_need - 1e-9) & ~(vcpus < cpu_need - 1e-9)
+        ok: B = ~(ram_gib < ram_need - 1e-9) & ~(vcpus < cpu_need - 1e-9)
+    return ok
 
 
 def _cfg_array(configs: tuple[Config, ...], cfg_i: I64, fn: Any) -> F64:

@@ -77,6 +77,11 @@ class OfferInfo:
     price_age_days: F64  # NaN unknown
     vcpus: F64
     ram_gib: F64
+    local_zone: B  # an AWS Local Zone (region "<parent>-<metro>", tools/build_catalog.py)
+    tie_rank: I64  # established first: hyperscaler < gpu_cloud < aggregator < unknown < marketplace, then
+    # Local Zones after ordinary regions (the deterministic tie-break of the ranking)
+    network_index: I64  # into ``networks``: the node network estimates run at (None = single node)
+    networks: tuple[NodeNetwork | None, ...]
 
     def network(self, row: int) -> NodeNetwork | None:
         """The node network of a multi-node-capable offer, else None (single node only)."""
@@ -109,6 +114,17 @@ def node_network(f: Fabric) -> NodeNetwork | None:
     gbps = max((c for c in NETWORK_CLASSES_GBPS if c <= f.gbps_per_node + 1e-9), default=f.gbps_per_node)
     return NodeNetwork(gb_per_s_per_node=gb_per_s_from_gbit_per_s(gbps), rdma=f.rdma)
 
+
+#: AWS Local Zone regions as the catalog names them: parent region + metro code (us-east-1-atl2)
+_LOCAL_ZONE_REGION = re.compile(r"^[a-z]{2}-[a-z]+-\d+-[a-z]+\d+$")
+#: tie-break rank of provider classes: established clouds first (their regions are the established ones)
+CLASS_RANK: dict[str, int] = {
+    "hyperscaler": 0,
+    "gpu_cloud": 1,
+    "aggregator": 2,
+    "unknown": 3,
+    "marketplace": 4,
+}
 
 _DATE = re.compile(r"^(\d{4})-(\d{2})(?:-(\d{2}))?$")
 
@@ -165,7 +181,16 @@ def offer_info(table: OfferTable) -> OfferInfo:
         pdate[r] = d.isoformat() if d is not None else ""
         if d is not None and as_of is not None:
             age[r] = float((as_of - d).days)
+    nets: dict[NodeNetwork | None, int] = {}
+    fab_net = np.array([nets.setdefault(node_network(f), len(nets)) for f in fab] or [0], dtype=np.int64)
+    local = np.array(
+        [p == "aws" and _LOCAL_ZONE_REGION.match(str(r)) is not None
+         for p, r in zip(prov, table.column("region"), strict=True)], dtype=bool)  # fmt: skip
+    rank = np.array([CLASS_RANK.get(str(c), 3) for c in classes], dtype=np.int64) * 2 + local
     info = OfferInfo(
+        tie_rank=rank,
+        network_index=fab_net[idx],
+        networks=tuple(nets),
         provider_class=classes,
         fabric_index=idx,
         fabrics=fab,
@@ -174,6 +199,7 @@ def offer_info(table: OfferTable) -> OfferInfo:
         price_age_days=age,
         vcpus=table.column("vcpus").astype(float),
         ram_gib=table.column("ram_gib").astype(float),
+        local_zone=local,
     )
     if len(_INFO) > 8:
         _INFO.clear()

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -57,19 +58,11 @@ def primary_cost(cs: CandidateSet, w: Workload) -> npt.NDArray[np.float64]:
     return cs.cost_usd_per_run if w.is_training else cs.cost_usd_per_month
 
 
-#: tie-break rank of provider classes: established clouds first (their regions are the established ones)
-CLASS_RANK: dict[str, int] = {
-    "hyperscaler": 0,
-    "gpu_cloud": 1,
-    "aggregator": 2,
-    "unknown": 3,
-    "marketplace": 4,
-}
-
-
 def _class_rank(cs: CandidateSet, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    classes = offer_info(cs.table).provider_class[cs.offer[rows]]
-    return np.array([CLASS_RANK.get(str(c), 3) for c in classes], dtype=np.int64)
+    """Tie-break rank of each row's offer (:attr:`OfferInfo.tie_rank`: established providers and regions
+    first)."""
+    ranks: npt.NDArray[np.int64] = offer_info(cs.table).tie_rank[cs.offer[rows]]
+    return ranks
 
 
 def order(
@@ -124,8 +117,29 @@ def pareto_rows(
     return srt[b > prev_best]
 
 
+_RISK_CACHE: dict[tuple[object, ...], tuple[object, object, tuple[str, tuple[str, ...]]]] = {}
+
+
 def row_risk(cs: CandidateSet, w: Workload, row: int) -> tuple[str, tuple[str, ...]]:
-    """Risk level and reasons of one candidate row (:mod:`gpufleet.recommend.risk`)."""
+    """Risk level and reasons of one candidate row (:mod:`gpufleet.recommend.risk`), memoised on what
+    risk reads (the placement, the offer's class, fabric, price age, host listing and zone kind)."""
+    info = offer_info(cs.table)
+    o = int(cs.offer[row])
+    cfg = cs.configs[int(cs.cfg[row])]
+    age = float(info.price_age_days[o])
+    host = not (math.isnan(float(info.vcpus[o])) or math.isnan(float(info.ram_gib[o])))
+    key = (id(cfg), str(info.provider_class[o]), int(info.fabric_index[o]), id(info), age, host,
+           bool(info.local_zone[o]), w.tier, w.precision, w.is_training, cs.price_kind)  # fmt: skip
+    hit = _RISK_CACHE.get(key)
+    if hit is None or hit[0] is not cfg or hit[1] is not info:  # ids are only valid while the objects live
+        if len(_RISK_CACHE) > 50_000:
+            _RISK_CACHE.clear()
+        hit = (cfg, info, _row_risk(cs, w, row))
+        _RISK_CACHE[key] = hit
+    return hit[2]
+
+
+def _row_risk(cs: CandidateSet, w: Workload, row: int) -> tuple[str, tuple[str, ...]]:
     info = offer_info(cs.table)
     o = int(cs.offer[row])
     cfg = cs.configs[int(cs.cfg[row])]
@@ -141,6 +155,7 @@ def row_risk(cs: CandidateSet, w: Workload, row: int) -> tuple[str, tuple[str, .
         price_age_days=None if math.isnan(age) else age,
         host_known=not (math.isnan(float(info.vcpus[o])) or math.isnan(float(info.ram_gib[o]))),
         interval=cfg.time_to_train_s if w.is_training else cfg.tpot_s,
+        local_zone=bool(info.local_zone[o]),
     )
 
 
@@ -156,7 +171,8 @@ def within_risk(cs: CandidateSet, w: Workload, rows: npt.NDArray[np.int64]) -> n
         age_state = np.where(np.isnan(age), 2, np.where(age > STALE_PRICE_DAYS, 1, 0))
     host = np.isfinite(info.vcpus[o]) & np.isfinite(info.ram_gib[o])
     cls = np.unique(info.provider_class.astype(str), return_inverse=True)[1][o]
-    key = np.stack([cs.cfg[rows], info.fabric_index[o], cls, age_state, host.astype(np.int64)], axis=1)
+    key = np.stack([cs.cfg[rows], info.fabric_index[o], cls, age_state, host.astype(np.int64),
+                    info.local_zone[o].astype(np.int64)], axis=1)  # fmt: skip
     _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
     ok = np.array([within(row_risk(cs, w, int(rows[i]))[0], w.max_risk) for i in first], dtype=bool)
     kept: npt.NDArray[np.int64] = rows[ok[inverse.reshape(-1)]]
@@ -400,6 +416,7 @@ def brute_force_best(
                 price_age_days=None if math.isnan(age) else age,
                 host_known=rec.vcpus is not None and rec.ram_gib is not None,
                 interval=cfg.time_to_train_s if w.is_training else cfg.tpot_s,
+                local_zone=bool(offer_info(table).local_zone[i]),
             )[0]
             if not within(level, w.max_risk):
                 continue
@@ -433,6 +450,7 @@ def objective_value(cs: CandidateSet, w: Workload, objective: str, row: int) -> 
     return -float(cs.output_tokens_per_s[row] / cs.cost_usd_per_hour[row])
 
 
+@lru_cache(maxsize=4096)
 def _needs_fallback(spec: AcceleratorSpec, precision: str) -> bool:
     """True when ``spec`` runs ``precision`` only through the estimator's explicit fallback."""
     from gpufleet.estimate.support import precision_support

@@ -8,7 +8,8 @@ What raises risk (docs/recommend.md "Risk"):
 - medium: a marketplace/community or aggregator host; an unknown provider class; several nodes per replica or
   job (more failure points, cluster set-up); a fabric bandwidth that is assumed, not documented; spot
   capacity; a commitment lock-in; a wide estimate (p90/p10 above :data:`WIDE_INTERVAL_RATIO`) or an
-  accelerator whose specs are flagged uncertain; a stale or undated price; host RAM/vCPUs not listed.
+  accelerator whose specs are flagged uncertain; a stale or undated price; host RAM/vCPUs not listed; an AWS
+  Local Zone.
 
 Three or more medium reasons make the level high. Cross-provider egress is added by migration analysis.
 """
@@ -47,6 +48,7 @@ def assess(
     price_age_days: float | None,
     host_known: bool,
     interval: Interval | None,
+    local_zone: bool = False,
 ) -> tuple[str, tuple[str, ...]]:
     """(level, reasons) of one candidate (module doc)."""
     high: list[str] = []
@@ -72,6 +74,8 @@ def assess(
         (high if prod else med).append("price date unknown")
     elif price_age_days > STALE_PRICE_DAYS:
         med.append(f"price {price_age_days:.0f} days old")
+    if local_zone:
+        med.append("AWS Local Zone (a metro extension: fewer instance types and services, small capacity)")
     if not host_known:
         med.append("host RAM/vCPUs not listed")
     if interval is not None and interval.p10 > 0 and interval.p90 / interval.p10 > WIDE_INTERVAL_RATIO:

@@ -78,9 +78,15 @@ def candidate_table(cands: Sequence[Candidate], title: str, *, compact: bool = F
                 f"{row['provider']}\n{row['instance']}\n{row['region']}\n{row['deploy']}\n{row['host']}",
                 f"{row['gpus']}\n{row['parallelism']}, x{row['replicas']}\n{row['fit']} GiB",
                 row["speed"].replace(" (", "\n(", 1),
-                f"{row['usd_per_month']}\n{row['usd_per_hour']}/h\n{row['unit_cost']}\n"
-                f"price {row['price_date']}",
-                row["risk"].replace(" (", "\n(", 1),
+                "\n".join(
+                    (
+                        row["usd_per_month"],
+                        f"{row['usd_per_hour']}/h",
+                        *row["unit_cost"].split("; "),
+                        f"price {row['price_date']}",
+                    )
+                ),
+                row["risk"].replace(": ", "\n", 1).replace("; ", "\n"),
                 style=style,
             )
         else:
