@@ -109,9 +109,13 @@ def region_glob_note(table: OfferTable, w: Workload) -> tuple[str, ...]:
     if not w.regions:
         return ()
     prov, region = table.column("provider"), table.column("region")
-    geo = location_columns(prov, region)[0]
+    geo = table_geos(table)
     globs = [g.lower() for g in w.regions]
-    hit = np.array([any(fnmatch.fnmatchcase(str(r).lower(), g) for g in globs) for r in region.tolist()])
+    names, inverse = np.unique(region.astype(str), return_inverse=True)
+    lut = np.array(
+        [any(fnmatch.fnmatchcase(r.lower(), g) for g in globs) for r in names.tolist()], dtype=bool
+    )
+    hit = lut[inverse] if len(region) else np.zeros(0, dtype=bool)
     geos = sorted({str(g) for g in geo[hit]} - {"unknown"})
     if not geos:
         return ()
@@ -129,6 +133,20 @@ def region_glob_note(table: OfferTable, w: Workload) -> tuple[str, ...]:
     )
 
 
+_GEOS: dict[int, tuple[OfferTable, npt.NDArray[np.str_]]] = {}
+
+
+def table_geos(table: OfferTable) -> npt.NDArray[np.str_]:
+    """The geo of every row, computed once per (immutable) table."""
+    hit = _GEOS.get(id(table))
+    if hit is None or hit[0] is not table:
+        if len(_GEOS) > 8:
+            _GEOS.clear()
+        hit = (table, location_columns(table.column("provider"), table.column("region"))[0].astype(str))
+        _GEOS[id(table)] = hit
+    return hit[1]
+
+
 def filter_mask(table: OfferTable, w: Workload) -> B:
     """Rows passing the workload's geo, provider-class, excluded-provider, GPU, GPU-memory, GPUs-per-node and
     price-per-GPU-hour filters (all rows when none is set)."""
@@ -143,8 +161,7 @@ def filter_mask(table: OfferTable, w: Workload) -> B:
         keep = [p for p in uniq if provider_class(p) in classes]
         m &= np.isin(prov.astype(str), keep)
     if w.geos:
-        geo = location_columns(prov, table.column("region"))[0]
-        m &= np.isin(geo.astype(str), list(w.geos))
+        m &= np.isin(table_geos(table), list(w.geos))
     if w.gpus:
         m &= np.isin(table.column("gpu").astype(str), list(w.gpus))
     count = table.column("gpu_count")
