@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gpufleet.catalog.fetch.rates import PROGRAMS, CommitmentRate, rate_key
 from gpufleet.catalog.offers import OfferTable
 from gpufleet.errors import ConfigFileError, DataError, UnknownNameError
-from gpufleet.fileio import parse_yaml_or_json
+from gpufleet.fileio import parse_yaml_or_json, read_user_text
 
 PriceKind = Literal[
     "on_demand",
@@ -156,12 +156,7 @@ def _check_row(e: _Entry, origin: str) -> CommitmentAssumption:
 
 
 def _read_override(path: Path) -> _OverrideFile:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigFileError(
-            f"Cannot read the commitment override file {path}: {exc}. Check the path."
-        ) from exc
+    text = read_user_text(path, what="commitment override file")
     data: Any = parse_yaml_or_json(
         path,
         text,

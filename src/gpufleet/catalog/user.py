@@ -15,7 +15,6 @@ the entry, the field, the bad value and what is allowed.
 from __future__ import annotations
 
 import fnmatch
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpufleet.catalog.offers import OFFER_COLUMNS, Offer, OfferTable
 from gpufleet.catalog.specs import get_spec
 from gpufleet.errors import ConfigFileError, UnknownNameError
+from gpufleet.fileio import parse_yaml_or_json, read_user_text
 
 USER_CAPTURED_AT = "user"
 GFO_REGION = "unspecified"
@@ -209,33 +208,10 @@ def _fail(path: Path, what: str) -> ConfigFileError:
 
 
 def _load_document(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return _raise(
-            _fail(path, "the file does not exist. Pass an existing YAML or JSON file to --catalog.")
-        )
-    except IsADirectoryError:
-        return _raise(_fail(path, "this is a directory. Pass a YAML or JSON file to --catalog."))
-    except OSError as exc:
-        return _raise(_fail(path, f"the file cannot be read ({exc.strerror}). Check its permissions."))
-    if path.suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            return _raise(
-                _fail(
-                    path,
-                    f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}. Fix the syntax.",
-                )
-            )
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        return _raise(_fail(path, f"malformed YAML{where}: {problem}. Fix the syntax."))
+    text = read_user_text(path, what="user catalog")
+    return parse_yaml_or_json(
+        path, text, lambda kind, error: str(_fail(path, f"malformed {kind}: {error}. Fix the syntax."))
+    )
 
 
 def _raise(exc: Exception) -> Any:

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 from gpufleet.errors import ConfigFileError
 from gpufleet.estimate.types import TASKS
+from gpufleet.fileio import read_user_text
 from gpufleet.precision import PRECISIONS
 
 #: metric -> unit of ``measured``, exactly the schema's table
@@ -346,16 +347,7 @@ def parse_cases_csv(text: str, source_name: str) -> list[CalibrationCase]:
 
 def read_cases(path: Path) -> list[CalibrationCase]:
     """Read a cases CSV file. A missing or unreadable file is a :class:`ConfigFileError`."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigFileError(
-            f"Cases file {str(path)!r} does not exist. Pass the path of a CSV in the calibration schema."
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigFileError(
-            f"Cases file {str(path)!r} cannot be read ({exc}). Pass a UTF-8 CSV in the calibration schema."
-        ) from None
+    text = read_user_text(path, what="cases file")
     return parse_cases_csv(text, str(path))
 
 

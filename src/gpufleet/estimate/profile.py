@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from gpufleet.errors import ConfigFileError, DataError
 from gpufleet.estimate.priors import PRIORS, prior_params
 from gpufleet.estimate.types import Interval
-from gpufleet.fileio import atomic_write_text
+from gpufleet.fileio import atomic_write_text, read_user_text
 
 PROFILE_VERSION = 1
 #: weight of each prior's penalty against one case's log residual: 1 makes a prior one ``log_sd`` away cost as
@@ -188,13 +188,7 @@ def load_profile(path: Path | None = None) -> CalibrationProfile:
     """Load a profile from ``path``, or the shipped one when ``path`` is None (cached)."""
     if path is None:
         return _shipped_profile()
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigFileError(
-            f"Cannot read calibration profile {path}: {exc.strerror}. Pass an existing file written by "
-            "`tools/calibrate.py`, or leave the option out to use the shipped profile."
-        ) from exc
+    text = read_user_text(path, what="calibration profile")
     return _profile_from_text(text, str(path))
 
 

@@ -18,12 +18,12 @@ Families and the facts taken from their ``modeling_*.py`` in transformers (v4.4x
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from gpufleet.errors import ConfigFileError
+from gpufleet.fileio import parse_yaml_or_json, read_user_text
 from gpufleet.models.arch import ModelArch
 
 _LLAMA_LIKE = ("deepseek", "mixtral", "qwen2", "phi3", "mistral", "gemma", "llama")
@@ -287,16 +287,14 @@ def _check_heads(kw: Mapping[str, Any], source: str) -> None:
 
 def read_config_file(path: Path) -> dict[str, Any]:
     """Read a config.json as a dict, raising :class:`ConfigFileError` naming the file on any problem."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigFileError(
-            f"Cannot read {path}: {exc.strerror}. Pass the path of a readable config.json."
-        ) from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigFileError(
-            f"{path} is not valid JSON ({exc}). Pass a Hugging Face config.json exactly as downloaded."
-        ) from exc
+    text = read_user_text(path, what="model config")
+    data = parse_yaml_or_json(
+        path.with_suffix(".json"),
+        text,
+        lambda kind, error: (
+            f"{path} is not valid {kind} ({error}). Pass a Hugging Face config.json exactly as downloaded."
+        ),
+    )
     if not isinstance(data, dict):
         raise ConfigFileError(f"{path}: expected a JSON object of config fields, got {type(data).__name__}.")
     return data

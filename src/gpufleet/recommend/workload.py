@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gpufleet.cost.schedule import Schedule
 from gpufleet.errors import ConfigFileError, GpufleetError
-from gpufleet.fileio import parse_yaml_or_json
+from gpufleet.fileio import parse_yaml_or_json, read_user_text
 from gpufleet.precision import PRECISIONS, check_precision
 from gpufleet.recommend.types import OBJECTIVES, PRICINGS, CurrentDeployment, Workload
 from gpufleet.units import HOURS_PER_MONTH, MS_PER_S, SECONDS_PER_HOUR
@@ -240,16 +240,7 @@ def workload_from_dict(
 
 
 def _load_text(path: Path) -> Any:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except IsADirectoryError:
-        raise ConfigFileError(
-            f"Workload file {path} is a directory. Pass a workload YAML/JSON file (or use flags)."
-        ) from None
-    except OSError as exc:
-        raise ConfigFileError(
-            f"Cannot read workload file {path}: {exc.strerror or exc}. Check the path."
-        ) from exc
+    text = read_user_text(path, what="workload file")
     return parse_yaml_or_json(
         path,
         text,
