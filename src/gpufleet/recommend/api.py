@@ -15,6 +15,7 @@ from gpufleet.recommend.perf import DefaultEstimator, Estimator
 from gpufleet.recommend.scenarios import get_scenario, get_scenario_set
 from gpufleet.recommend.types import Migration, Recommendation, ScenarioResult, ScenarioSetResult, Workload
 from gpufleet.recommend.workload import read_workload_file, workload_from_dict
+from gpufleet.validation import checked_output
 
 #: progress callback: (done, total, scenario name)
 Progress = Callable[[int, int, str], None]
@@ -64,6 +65,7 @@ def as_workload(workload: Workload | Mapping[str, Any] | str | Path | None, **fi
     return workload_from_dict(data)
 
 
+@checked_output("recommendation")
 def recommend(
     workload: Workload | Mapping[str, Any] | str | Path | None = None,
     *,
@@ -85,6 +87,7 @@ def recommend(
     return recommend_on(table, w, est, spot, objective=objective, limit=limit, full_table=table)
 
 
+@checked_output("migration")
 def migrate(
     workload: Workload | Mapping[str, Any] | str | Path | None = None,
     *,
