@@ -305,6 +305,7 @@ __all__ = [
     "MAX_BATCH",
     "MAX_CONCURRENCY",
     "MAX_GPUS",
+    "MAX_HOURS",
     "MAX_REQUESTS_PER_S",
     "MAX_SEQUENCE_TOKENS",
     "MAX_TRAIN_TOKENS",
