@@ -243,19 +243,12 @@ def load_commitment_assumptions(
 def _fetched_rates() -> tuple[CommitmentRate, ...]:
     """Rates written by ``gpufleet catalog update``, parsed once per version of the files on disk (every
     commitment-priced query reads them; only a stat of each file is repeated)."""
-    from gpufleet.catalog.fetch.store import refreshed_commitment_files
+    from gpufleet.catalog.fetch.store import manifest_stamp
 
-    files = refreshed_commitment_files()
-    if not files:
+    stamp = manifest_stamp()  # the data files are content-addressed: a new manifest = new data
+    if not stamp:
         return ()
-    stamp = []
-    for p in files:
-        try:
-            st = p.stat()
-        except OSError:
-            continue  # vanished since listing: read_refreshed_commitments reports what it cannot read
-        stamp.append((str(p), st.st_mtime_ns, st.st_size))
-    return _parse_fetched(tuple(stamp))
+    return _parse_fetched(stamp)
 
 
 @lru_cache(maxsize=4)

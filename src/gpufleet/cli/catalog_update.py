@@ -76,8 +76,7 @@ def update(
             "price-API provider", provider, PROVIDERS, hint="Refresh supports aws, azure, gcp."
         )
     if not dry_run:  # refuse a foreign file before spending minutes on the network
-        for path in (store.offers_path(provider), store.commitments_path(provider)):
-            store.check_writable(path)
+        store.check_provider_writable(provider)
     with Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
