@@ -64,6 +64,7 @@ def refresh(
     client: httpx.Client | None = None,
     progress: Progress | None = None,
     now: datetime | None = None,
+    budget_s: float | None = None,
 ) -> RefreshResult:
     """Fetch and normalise ``provider``'s GPU prices for ``regions`` (default: the shipped regions)."""
     if provider not in PROVIDERS:
@@ -81,7 +82,7 @@ def refresh(
     rows_read = 0
     report = progress or (lambda _d, _i, _n: None)
     own = client is None
-    c = make_client() if client is None else client
+    c = (make_client() if budget_s is None else make_client(budget_s=budget_s)) if client is None else client
     try:
         if provider == "azure":
             source = f"Azure Retail Prices API {azure.API_VERSION}"
