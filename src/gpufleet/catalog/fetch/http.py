@@ -6,9 +6,11 @@ Tests (and callers that need a proxy or a recorded replay) inject an ``httpx`` t
 
 from __future__ import annotations
 
+import functools
 import math
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import httpx
 
@@ -109,6 +111,51 @@ def get_json(client: httpx.Client, url: str, params: dict[str, str] | None = Non
     )
 
 
+#: Largest hourly price accepted from an API [USD/h]: 10^5 (the dearest GPU VMs cost ~10^2 USD/h).
+MAX_API_PRICE_USD = 1e5
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def api_number(value: Any, *, api: str, where: str, field: str, maximum: float = MAX_API_PRICE_USD) -> float:
+    """``value`` as a finite number in [0, ``maximum``], else :class:`FetchError` naming it."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        x = math.nan
+    else:
+        try:
+            x = float(value)
+        except (ValueError, OverflowError):
+            x = math.nan
+    if not (math.isfinite(x) and 0 <= x <= maximum):
+        raise FetchError(
+            f"The {api} returned {field} = {str(value)[:60]!r} for {where}: not a price (a finite number "
+            f"between 0 and {maximum:g}). The API format may have changed; nothing was "
+            "written. Try again later or report it."
+        )
+    return x
+
+
+def api_parser(api: str) -> Callable[[F], F]:
+    """Decorator for a pure API-response parser: a missing field or a value of the wrong type (a scalar where
+    an object belongs, ...) becomes a :class:`FetchError` naming ``api`` instead of a traceback."""
+
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
+                raise FetchError(
+                    f"The {api} returned data of an unexpected shape ({type(exc).__name__}: "
+                    f"{str(exc)[:120]}); the API format may have changed. Nothing was written; try again "
+                    "later or report it."
+                ) from None
+
+        return cast(F, inner)
+
+    return wrap
+
+
 __all__ = [
     "BACKOFF_S",
     "DEFAULT_BUDGET_S",
@@ -116,6 +163,8 @@ __all__ = [
     "TIMEOUT_S",
     "TRANSPORT",
     "BudgetClient",
+    "api_number",
+    "api_parser",
     "get_json",
     "make_client",
 ]
