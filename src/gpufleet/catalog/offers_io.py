@@ -93,6 +93,11 @@ def read_offers_csv(text: str, *, source_name: str = "offers CSV") -> OfferTable
     """
     try:
         return _read(text)
+    except csv.Error as exc:  # e.g. a field over the csv module's limit, a NUL byte
+        raise DataError(
+            f"The offer table {source_name} is not a valid CSV ({exc}). Quote fields that contain commas; "
+            "keep each field under 128 KiB."
+        ) from None
     except _Bad as exc:
         raise DataError(
             f"The offer table {source_name} is invalid: {exc}. Each row needs a provider, instance type "

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 from gpufleet.errors import ConfigFileError
 from gpufleet.estimate.types import TASKS
-from gpufleet.fileio import read_user_text
+from gpufleet.fileio import iter_csv_text, read_user_text
 from gpufleet.precision import PRECISIONS
 
 #: metric -> unit of ``measured``, exactly the schema's table
@@ -293,6 +293,8 @@ def _row_error(source_name: str, line: int, case_id: str, exc: ValidationError) 
 
 def parse_cases_csv(text: str, source_name: str) -> list[CalibrationCase]:
     """Parse calibration cases from CSV ``text``; ``source_name`` (the file) is named in every error."""
+    for _ in iter_csv_text(text, source=source_name):  # CSV syntax and field sizes, with the line
+        pass
     reader = csv.DictReader(io.StringIO(text.removeprefix("\ufeff")), restkey="\x00extra")
     header = [h.strip() for h in (reader.fieldnames or [])]
     if not header:
