@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpufleet.catalog.fetch.rates import PROGRAMS, CommitmentRate, rate_key
 from gpufleet.catalog.offers import OfferTable
-from gpufleet.errors import ConfigFileError, DataError, UnknownNameError
+from gpufleet.errors import ConfigFileError, DataError, UnknownNameError, close_matches
 from gpufleet.fileio import parse_yaml_or_json, read_user_text
 
 PriceKind = Literal[
@@ -166,9 +166,21 @@ def _read_override(path: Path) -> _OverrideFile:
         ),
     )
     try:
-        return _OverrideFile.model_validate(data)
+        doc = _OverrideFile.model_validate(data)
     except ValidationError as exc:
         raise ConfigFileError(_describe_validation(path, data, exc)) from exc
+    from gpufleet.catalog.offers import load_shipped_offers
+
+    known = set(load_shipped_offers().providers())
+    for i, e in enumerate(doc.commitments, start=1):
+        if e.provider not in known:
+            hint = close_matches(e.provider, known)
+            raise ConfigFileError(
+                f"The commitment override file {path}, entry {i}: unknown provider {e.provider!r}"
+                + (f" (did you mean: {', '.join(hint)}?)" if hint else "")
+                + f". Known providers: {', '.join(sorted(known))}. Fix the provider name."
+            )
+    return doc
 
 
 def _describe_validation(path: Path, data: Any, exc: ValidationError) -> str:

@@ -24,6 +24,7 @@ from gpufleet.errors import ConfigFileError
 from gpufleet.estimate.types import TASKS
 from gpufleet.fileio import iter_csv_text, read_user_text
 from gpufleet.precision import PRECISIONS
+from gpufleet.validation import MAX_BATCH, MAX_GPUS
 
 #: metric -> unit of ``measured``, exactly the schema's table
 METRIC_UNITS: Mapping[str, str] = MappingProxyType(
@@ -228,6 +229,8 @@ class _CaseRow(BaseModel):
         n = _to_int(v)
         if n is None or n < 1:
             raise ValueError("must be a whole number of GPUs >= 1")
+        if n > MAX_GPUS:
+            raise ValueError(f"must be at most {MAX_GPUS:,} GPUs")
         return n
 
     @field_validator(*_OPTIONAL_INT, mode="before")
@@ -236,6 +239,8 @@ class _CaseRow(BaseModel):
         n = _to_int(v)
         if n is not None and n < 1:
             raise ValueError("must be a whole number >= 1, or blank")
+        if n is not None and n > MAX_BATCH:
+            raise ValueError(f"must be at most {MAX_BATCH:,}")
         return n
 
     @field_validator(*_OPTIONAL_FLOAT, mode="before")
