@@ -130,8 +130,11 @@ def test_refreshed_uses_fetch_store(monkeypatch: pytest.MonkeyPatch, tmp_path: P
 
     f = tmp_path / "offers-lambda.csv"
     f.write_text(write_offers_csv([replace(one, price_on_demand_usd_per_hour=1.5, captured_at="2026-11-22")]))
+    from gpufleet.catalog.fetch import store as real
+
     store = types.ModuleType("gpufleet.catalog.fetch.store")
-    store.refreshed_offer_files = lambda: [f]  # type: ignore[attr-defined]
+    store.read_refreshed = lambda kind: [("lambda", f, f.read_text())]  # type: ignore[attr-defined]
+    store.StoredDataWarning = real.StoredDataWarning  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "gpufleet.catalog.fetch.store", store)
     rows = json.loads(_ok("offers", "--provider", "lambda", "--refreshed", "--format", "json"))["offers"]
     assert [(r["price_on_demand_usd_per_hour"], r["captured_at"]) for r in rows] == [(1.5, "2026-11-22")]

@@ -82,7 +82,7 @@ def test_json_file(tmp_path: Path) -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(ConfigFileError, match=r"Cannot read the commitment override file .*nope.yaml"):
+    with pytest.raises(ConfigFileError, match=r"commitment override file .*nope.yaml does not exist"):
         load_commitment_assumptions(tmp_path / "nope.yaml")
 
 

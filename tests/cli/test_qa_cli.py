@@ -184,7 +184,7 @@ def test_user_catalog_is_a_folder(tmp_path: Path) -> None:
 
 def test_config_check_folder(tmp_path: Path) -> None:
     r = _run("config", "check", str(tmp_path))
-    assert r.exit_code == 2 and "this is a directory" in r.stderr
+    assert r.exit_code == 2 and "is a directory" in r.stderr
 
 
 # --- catalog offers ----------------------------------------------------------------------------------------

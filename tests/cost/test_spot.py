@@ -151,7 +151,7 @@ def test_override_missing_columns(tmp_path: Path) -> None:
 
 
 def test_override_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(ConfigFileError, match="Cannot read"):
+    with pytest.raises(ConfigFileError, match="does not exist"):
         load_spot_assumptions(tmp_path / "nope.csv")
 
 

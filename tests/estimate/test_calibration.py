@@ -103,7 +103,7 @@ def test_save_load_round_trip(tmp_path: Path) -> None:
 
 
 def test_missing_profile_file(tmp_path: Path) -> None:
-    with pytest.raises(ConfigFileError, match="Cannot read"):
+    with pytest.raises(ConfigFileError, match="does not exist"):
         load_profile(tmp_path / "nope.json")
 
 

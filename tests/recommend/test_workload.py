@@ -150,7 +150,7 @@ def test_bad_yaml(tmp_path: Path) -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(ConfigFileError, match="Cannot read"):
+    with pytest.raises(ConfigFileError, match="does not exist"):
         read_workload_file(tmp_path / "none.yaml")
 
 

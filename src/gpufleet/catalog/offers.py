@@ -66,7 +66,7 @@ def _date_bounds(captured_at: str) -> tuple[date, date] | None:
     parts = [p.strip() for p in captured_at.split("/") if p.strip()]
     starts, ends = [], []
     for p in parts:
-        bits = p.split("-")
+        bits = p.split("T", 1)[0].split(" ", 1)[0].split("-")  # ISO 8601 date-times: the date part
         try:
             if len(bits) == 3:
                 d = date(int(bits[0]), int(bits[1]), int(bits[2]))

@@ -27,7 +27,7 @@ from gpufleet.catalog.offer_table import (
     OfferTable,
 )
 from gpufleet.catalog.specs import load_specs
-from gpufleet.errors import DataError
+from gpufleet.errors import DataError, GpufleetError
 
 _SHIPPED_FILE = "offers.csv"
 _REINSTALL = "Reinstall gpufleet (pip install --force-reinstall gpufleet) to restore the shipped catalog."
@@ -93,6 +93,11 @@ def read_offers_csv(text: str, *, source_name: str = "offers CSV") -> OfferTable
     """
     try:
         return _read(text)
+    except csv.Error as exc:  # e.g. a field over the csv module's limit, a NUL byte
+        raise DataError(
+            f"The offer table {source_name} is not a valid CSV ({exc}). Quote fields that contain commas; "
+            "keep each field under 128 KiB."
+        ) from None
     except _Bad as exc:
         raise DataError(
             f"The offer table {source_name} is invalid: {exc}. Each row needs a provider, instance type "
@@ -174,20 +179,21 @@ def load_shipped_offers() -> OfferTable:
 
 
 def _refreshed_tables() -> list[OfferTable]:
-    from gpufleet.catalog.fetch.store import refreshed_offer_files  # lazy: optional, another package
+    import warnings
+
+    from gpufleet.catalog.fetch.store import StoredDataWarning, read_refreshed  # lazy: another package
 
     tables = []
-    for path in refreshed_offer_files():
-        p = Path(path)
+    for provider, p, text in read_refreshed("offers"):  # verified against the manifest (size, SHA-256)
         try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise DataError(
-                f"The refreshed price file {p} cannot be read ({exc}). Run `gpufleet catalog update` again."
-            ) from exc
-        tables.append(
-            read_offers_csv(text, source_name=f"{p} (refreshed; run `gpufleet catalog update` again to fix)")
-        )
+            tables.append(read_offers_csv(text, source_name=f"{p} (refreshed)"))
+        except GpufleetError as exc:  # e.g. a NaN price: this provider's shipped rows stay in force
+            warnings.warn(
+                f"Refreshed {provider} prices rejected: {exc} Using the shipped {provider} prices "
+                f"instead; run `gpufleet catalog update --provider {provider}` to fetch them again.",
+                StoredDataWarning,
+                stacklevel=2,
+            )
     return tables
 
 

@@ -31,8 +31,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from gpufleet.catalog.fetch.rates import PROGRAMS, CommitmentRate, rate_key
 from gpufleet.catalog.offers import OfferTable
-from gpufleet.errors import ConfigFileError, DataError, UnknownNameError
-from gpufleet.fileio import parse_yaml_or_json
+from gpufleet.errors import ConfigFileError, DataError, UnknownNameError, close_matches
+from gpufleet.fileio import parse_yaml_or_json, read_user_text
 
 PriceKind = Literal[
     "on_demand",
@@ -159,12 +159,7 @@ def _check_row(e: _Entry, origin: str) -> CommitmentAssumption:
 
 
 def _read_override(path: Path) -> _OverrideFile:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigFileError(
-            f"Cannot read the commitment override file {path}: {exc}. Check the path."
-        ) from exc
+    text = read_user_text(path, what="commitment override file")
     data: Any = parse_yaml_or_json(
         path,
         text,
@@ -174,9 +169,21 @@ def _read_override(path: Path) -> _OverrideFile:
         ),
     )
     try:
-        return _OverrideFile.model_validate(data)
+        doc = _OverrideFile.model_validate(data)
     except ValidationError as exc:
         raise ConfigFileError(_describe_validation(path, data, exc)) from exc
+    from gpufleet.catalog.offers import load_shipped_offers
+
+    known = set(load_shipped_offers().providers())
+    for i, e in enumerate(doc.commitments, start=1):
+        if e.provider not in known:
+            hint = close_matches(e.provider, known)
+            raise ConfigFileError(
+                f"The commitment override file {path}, entry {i}: unknown provider {e.provider!r}"
+                + (f" (did you mean: {', '.join(hint)}?)" if hint else "")
+                + f". Known providers: {', '.join(sorted(known))}. Fix the provider name."
+            )
+    return doc
 
 
 def _describe_validation(path: Path, data: Any, exc: ValidationError) -> str:
@@ -265,19 +272,12 @@ def load_commitment_assumptions(
 def _fetched_rates() -> tuple[CommitmentRate, ...]:
     """Rates written by ``gpufleet catalog update``, parsed once per version of the files on disk (every
     commitment-priced query reads them; only a stat of each file is repeated)."""
-    from gpufleet.catalog.fetch.store import refreshed_commitment_files
+    from gpufleet.catalog.fetch.store import manifest_stamp
 
-    files = refreshed_commitment_files()
-    if not files:
+    stamp = manifest_stamp()  # the data files are content-addressed: a new manifest = new data
+    if not stamp:
         return ()
-    stamp = []
-    for p in files:
-        try:
-            st = p.stat()
-        except OSError:
-            continue  # vanished since listing: read_refreshed_commitments reports what it cannot read
-        stamp.append((str(p), st.st_mtime_ns, st.st_size))
-    return _parse_fetched(tuple(stamp))
+    return _parse_fetched(stamp)
 
 
 @lru_cache(maxsize=4)

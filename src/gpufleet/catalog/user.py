@@ -15,7 +15,6 @@ the entry, the field, the bad value and what is allowed.
 from __future__ import annotations
 
 import fnmatch
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,14 +22,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpufleet.catalog.offers import OFFER_COLUMNS, Offer, OfferTable
 from gpufleet.catalog.specs import get_spec, strip_vendor_prefix
 from gpufleet.errors import ConfigFileError, UnknownNameError
+from gpufleet.fileio import parse_yaml_or_json, read_user_text
 
 USER_CAPTURED_AT = "user"
+#: Most GPUs in one machine of a user catalog (a GB200 NVL72 rack is 72; a DGX SuperPOD row far less than
+#: this) and the most memory per GPU [GiB] (B300: 288 GB); bounds against typos such as 1e12.
+MAX_GPUS_PER_MACHINE = 1024
+MAX_GPU_MEMORY_GIB = 4096
 GFO_REGION = "unspecified"
 
 #: GPU Fleet Optimizer ``gpu_type`` -> spec id. Its instances are AWS G4dn (T4), G5 (A10G), G6 (L4), G6e
@@ -64,7 +67,7 @@ def _positive_price(v: float | None, *, optional: bool) -> float | None:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class OfferIn(_Strict):
@@ -75,12 +78,12 @@ class OfferIn(_Strict):
     zone: str | None = None
     instance_type: str = Field(min_length=1)
     gpu: str | None = None  # spec id or alias; null for a CPU-only machine
-    gpu_count: float = Field(default=0.0, ge=0)
+    gpu_count: float = Field(default=0.0, ge=0, le=MAX_GPUS_PER_MACHINE)
     gpu_memory_gib: float | None = Field(
-        default=None, gt=0
+        default=None, gt=0, le=MAX_GPU_MEMORY_GIB
     )  # per GPU; default: the spec's device-reported GiB
-    vcpus: float | None = Field(default=None, gt=0)
-    ram_gib: float | None = Field(default=None, gt=0)
+    vcpus: float | None = Field(default=None, gt=0, le=100_000)
+    ram_gib: float | None = Field(default=None, gt=0, le=1_000_000)
     arch: str | None = None
     price_on_demand_usd_per_hour: float
     price_spot_usd_per_hour: float | None = None
@@ -140,7 +143,7 @@ class OverrideIn(_Strict):
 class CatalogIn(_Strict):
     """A gpufleet user catalog file."""
 
-    version: int = 1
+    version: int = Field(1, ge=1, le=1)  # the only format version; a newer file needs a newer gpufleet
     offers: list[OfferIn] = Field(default_factory=list)
     price_overrides: list[OverrideIn] = Field(default_factory=list)
 
@@ -209,33 +212,10 @@ def _fail(path: Path, what: str) -> ConfigFileError:
 
 
 def _load_document(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return _raise(
-            _fail(path, "the file does not exist. Pass an existing YAML or JSON file to --catalog.")
-        )
-    except IsADirectoryError:
-        return _raise(_fail(path, "this is a directory. Pass a YAML or JSON file to --catalog."))
-    except OSError as exc:
-        return _raise(_fail(path, f"the file cannot be read ({exc.strerror}). Check its permissions."))
-    if path.suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            return _raise(
-                _fail(
-                    path,
-                    f"malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}. Fix the syntax.",
-                )
-            )
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        return _raise(_fail(path, f"malformed YAML{where}: {problem}. Fix the syntax."))
+    text = read_user_text(path, what="user catalog")
+    return parse_yaml_or_json(
+        path, text, lambda kind, error: str(_fail(path, f"malformed {kind}: {error}. Fix the syntax."))
+    )
 
 
 def _raise(exc: Exception) -> Any:
@@ -287,8 +267,18 @@ def read_user_catalog(path: Path) -> UserCatalog:
     except ValidationError as exc:
         raise _describe(path, exc, data) from exc
     offers = []
+    seen: dict[tuple[str, str, str | None, str], int] = {}
     for i, o in enumerate(doc.offers):
         entry = f"offers[{i}] ({o.instance_type})"
+        key = (o.provider.strip().lower(), o.region, o.zone, o.instance_type)
+        if key in seen:
+            raise _fail(
+                path,
+                f"entry {entry} duplicates offers[{seen[key]}] (same provider, region, zone and "
+                "instance_type "
+                f"{key}): the second would silently shadow the first. Keep one entry per machine.",
+            )
+        seen[key] = i
         gpu = _resolve_gpu(path, entry, "gpu", o.gpu) if o.gpu else None
         mem = o.gpu_memory_gib if o.gpu_memory_gib is not None else (get_spec(gpu).memory_gib if gpu else 0.0)
         offers.append(

@@ -6,6 +6,7 @@ with no traceback; this is done once, in :class:`_ErrorHandlingGroup`, for every
 
 from __future__ import annotations
 
+import warnings
 from typing import Annotated, Any
 
 import typer
@@ -24,12 +25,20 @@ from gpufleet.errors import GpufleetError
 USER_ERROR_EXIT_CODE = 2
 
 
+def _show_warning(message: Warning | str, *_args: Any, **_kwargs: Any) -> None:
+    """Library warnings (UserWarning) as one 'Warning:' paragraph on stderr, without a source line."""
+    err_console.print(f"[bold yellow]Warning:[/] {message}", highlight=False, soft_wrap=True)
+
+
 class _ErrorHandlingGroup(TyperGroup):
     """Turns library errors into a clean message and exit code 2 for every subcommand."""
 
     def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
         try:
-            return super().invoke(ctx)
+            with warnings.catch_warnings():
+                warnings.simplefilter("always", UserWarning)
+                warnings.showwarning = _show_warning  # e.g. refreshed prices rejected, shipped ones used
+                return super().invoke(ctx)
         except GpufleetError as exc:
             err_console.print(f"[bold red]Error:[/] {exc}", highlight=False, soft_wrap=True)
             ctx.exit(USER_ERROR_EXIT_CODE)

@@ -19,6 +19,7 @@ from gpufleet.catalog.fetch import store
 from gpufleet.catalog.pricing import describe_assumptions, load_commitment_assumptions
 from gpufleet.cli.console import console, err_console
 from gpufleet.errors import UnknownNameError
+from gpufleet.validation import check_number
 
 if TYPE_CHECKING:
     from gpufleet.catalog.fetch.normalise import RefreshResult
@@ -66,18 +67,27 @@ def update(
         typer.Option("--region", help="Region code; repeat for several. Default: catalog regions."),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Fetch and summarise; write nothing.")] = False,
+    network_budget: Annotated[
+        float,
+        typer.Option(
+            "--network-budget",
+            help="Total network time of this command [s] (every request, retry and wait; each request also "
+            "times out after 15 s to connect and 60 s without data). When spent, the update stops and "
+            "writes nothing.",
+        ),
+    ] = 900.0,
 ) -> None:
     """Fetch current prices from a provider's public price API into the user data directory."""
     from gpufleet.catalog.fetch.pipeline import PROVIDERS, refresh, write_result  # httpx: only here
 
+    check_number("network_budget", network_budget, maximum=86_400.0, flag="--network-budget")
     provider = provider.strip().lower()
     if provider not in PROVIDERS:
         raise UnknownNameError(
             "price-API provider", provider, PROVIDERS, hint="Refresh supports aws, azure, gcp."
         )
     if not dry_run:  # refuse a foreign file before spending minutes on the network
-        for path in (store.offers_path(provider), store.commitments_path(provider)):
-            store.check_writable(path)
+        store.check_provider_writable(provider)
     with Progress(
         SpinnerColumn(),
         TextColumn("{task.description}"),
@@ -92,7 +102,7 @@ def update(
         def progress(description: str, done: int, total: int | None) -> None:
             bar.update(task, description=description, completed=done, total=total)
 
-        result = refresh(provider, region or None, progress=progress)
+        result = refresh(provider, region or None, progress=progress, budget_s=network_budget)
     written = None if dry_run else write_result(result)
     console.print(_summary(result, written))
     if written is not None:

@@ -7,8 +7,6 @@ discount overrides, spot assumption CSVs, Hugging Face ``config.json`` files and
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections.abc import Callable
 from enum import StrEnum
@@ -20,7 +18,7 @@ from rich.table import Table
 
 from gpufleet.cli.console import console, err_console
 from gpufleet.errors import ConfigFileError, GpufleetError
-from gpufleet.fileio import parse_yaml_or_json
+from gpufleet.fileio import iter_csv_text, parse_yaml_or_json, read_user_text
 
 app = typer.Typer(help="Check configuration files and show the configuration in force.", no_args_is_help=True)
 
@@ -33,20 +31,9 @@ _KINDS_HELP = (
 
 
 def _read_document(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigFileError(
-            f"{path}: the file does not exist. Pass the path of an existing file."
-        ) from None
-    except IsADirectoryError:
-        raise ConfigFileError(f"{path}: this is a directory. Pass the path of a file.") from None
-    except OSError as exc:
-        raise ConfigFileError(
-            f"{path}: the file cannot be read ({exc.strerror}). Check its permissions."
-        ) from exc
+    text = read_user_text(path, what="configuration file")
     if path.suffix.lower() == ".csv":
-        return next(csv.reader(io.StringIO(text)), [])
+        return next((row for _, row in iter_csv_text(text, source=str(path))), [])
     return parse_yaml_or_json(
         path, text, lambda kind, error: f"{path}: the file is not valid {kind} ({error}). Fix the syntax."
     )
@@ -112,7 +99,7 @@ def _check_catalog(path: Path) -> list[str]:
 def _check_offers_csv(path: Path) -> list[str]:
     from gpufleet.catalog.offers import read_offers_csv
 
-    table = read_offers_csv(path.read_text(encoding="utf-8"), source_name=str(path))
+    table = read_offers_csv(read_user_text(path, what="offers CSV"), source_name=str(path))
     return [f"{len(table)} offers ({', '.join(table.providers())})"]
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpufleet.errors import InputError
+from gpufleet.validation import check_count, check_number
 
 if TYPE_CHECKING:
     from gpufleet.catalog.specs import AcceleratorSpec
@@ -12,14 +13,20 @@ if TYPE_CHECKING:
 
 
 def require_positive(**values: float | None) -> None:
-    """Raise :class:`InputError` for the first value that is given and not > 0."""
+    """Raise :class:`InputError` for the first value given that is not > 0, finite and <= its maximum."""
     for name, value in values.items():
-        if value is not None and not value > 0:
-            flag = "--" + name.replace("_", "-")
+        if value is None:
+            continue
+        flag = "--" + name.replace("_", "-")
+        if not value > 0:  # NaN fails this too
             raise InputError(
                 f"{flag} must be greater than 0, got {value!r}. Batch sizes, lengths, token counts and "
                 f"GPU or parallel degrees are positive; pass for example {flag} 1."
             )
+        if isinstance(value, int):
+            check_count(name, value, flag=flag)
+        else:
+            check_number(name, value, flag=flag)
 
 
 def model_arg(name: str) -> ModelArch:

@@ -29,6 +29,7 @@ from importlib import resources
 from pathlib import Path
 
 from gpufleet.errors import ConfigFileError, DataError, InputError
+from gpufleet.fileio import read_user_text
 from gpufleet.units import SECONDS_PER_HOUR
 
 _FILE = "spot_assumptions.csv"
@@ -133,10 +134,7 @@ def load_spot_assumptions(override: Path | None = None) -> dict[str, SpotAssumpt
     """Spot assumptions by provider (``"*"`` = default); ``override`` replaces the shipped table."""
     if override is None:
         return _shipped()
-    try:
-        text = Path(override).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigFileError(f"Cannot read spot assumptions file {override}: {exc}.") from exc
+    text = read_user_text(override, what="spot assumptions file")
     return _parse(text, str(override))
 
 

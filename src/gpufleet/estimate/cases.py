@@ -22,7 +22,9 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, mo
 
 from gpufleet.errors import ConfigFileError
 from gpufleet.estimate.types import TASKS
+from gpufleet.fileio import iter_csv_text, read_user_text
 from gpufleet.precision import PRECISIONS
+from gpufleet.validation import MAX_BATCH, MAX_GPUS
 
 #: metric -> unit of ``measured``, exactly the schema's table
 METRIC_UNITS: Mapping[str, str] = MappingProxyType(
@@ -248,6 +250,8 @@ class _CaseRow(BaseModel):
         n = _to_int(v)
         if n is None or n < 1:
             raise ValueError("must be a whole number of GPUs >= 1")
+        if n > MAX_GPUS:
+            raise ValueError(f"must be at most {MAX_GPUS:,} GPUs")
         return n
 
     @field_validator(*_OPTIONAL_INT, mode="before")
@@ -256,6 +260,8 @@ class _CaseRow(BaseModel):
         n = _to_int(v)
         if n is not None and n < 1:
             raise ValueError("must be a whole number >= 1, or blank")
+        if n is not None and n > MAX_BATCH:
+            raise ValueError(f"must be at most {MAX_BATCH:,}")
         return n
 
     @field_validator(*_OPTIONAL_FLOAT, mode="before")
@@ -313,6 +319,8 @@ def _row_error(source_name: str, line: int, case_id: str, exc: ValidationError) 
 
 def parse_cases_csv(text: str, source_name: str) -> list[CalibrationCase]:
     """Parse calibration cases from CSV ``text``; ``source_name`` (the file) is named in every error."""
+    for _ in iter_csv_text(text, source=source_name):  # CSV syntax and field sizes, with the line
+        pass
     reader = csv.DictReader(io.StringIO(text.removeprefix("\ufeff")), restkey="\x00extra")
     header = [h.strip() for h in (reader.fieldnames or [])]
     if not header:
@@ -367,16 +375,7 @@ def parse_cases_csv(text: str, source_name: str) -> list[CalibrationCase]:
 
 def read_cases(path: Path) -> list[CalibrationCase]:
     """Read a cases CSV file. A missing or unreadable file is a :class:`ConfigFileError`."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ConfigFileError(
-            f"Cases file {str(path)!r} does not exist. Pass the path of a CSV in the calibration schema."
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigFileError(
-            f"Cases file {str(path)!r} cannot be read ({exc}). Pass a UTF-8 CSV in the calibration schema."
-        ) from None
+    text = read_user_text(path, what="cases file")
     return parse_cases_csv(text, str(path))
 
 

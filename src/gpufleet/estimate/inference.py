@@ -40,6 +40,7 @@ from gpufleet.estimate.types import Interval
 from gpufleet.models.arch import ModelArch
 from gpufleet.precision import QUANTISED_FORMATS as _QUANTISED
 from gpufleet.precision import UNQUANTISED_BYTES_PER_ELEMENT, check_precision
+from gpufleet.validation import checked_output
 
 #: concurrent sequences an engine schedules at most, by default: vLLM ``max_num_seqs`` 256 (EngineArgs);
 #: SGLang/TGI are bounded by KV tokens (taken as 512); TRT-LLM ``max_batch_size`` 2048 (trtllm-build default
@@ -169,6 +170,7 @@ def default_kv_precision(precision: str, spec: AcceleratorSpec) -> str | None:
     return None
 
 
+@checked_output("inference estimate")
 def estimate_inference(
     *,
     model: ModelArch | str,

@@ -38,6 +38,7 @@ from gpufleet.models.registry import resolve_model
 from gpufleet.precision import BYTES_PER_ELEMENT, UNQUANTISED_BYTES_PER_ELEMENT, check_precision
 from gpufleet.precision import QUANTISED_FORMATS as _QUANTISED
 from gpufleet.units import GIB
+from gpufleet.validation import check_count, checked_output
 
 Engine = Literal["vllm", "trtllm", "transformers", "pytorch"]
 ENGINES: tuple[str, ...] = ("vllm", "trtllm", "transformers", "pytorch")
@@ -201,8 +202,7 @@ def _check_parallel(m: ModelArch, tp: int, pp: int, dp: int, ep: int = 1) -> Non
 
 
 def _positive(name: str, value: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"{name} must be a whole number >= 1, got {value!r}. Pass a positive integer.")
+    check_count(name, value)  # whole, >= 1, <= the stated maximum (gpufleet.validation.MAXIMA)
 
 
 # ---- per-stage parameters --------------------------------------------------------------------------
@@ -381,6 +381,7 @@ def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
     return parts
 
 
+@checked_output("memory estimate")
 def estimate_memory(
     *,
     model: ModelArch | str,

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from gpufleet.errors import ConfigFileError, DataError
 from gpufleet.estimate.priors import PRIORS, prior_params
 from gpufleet.estimate.types import Interval
-from gpufleet.fileio import atomic_write_text
+from gpufleet.fileio import atomic_write_text, parse_yaml_or_json, read_user_text
 
 PROFILE_VERSION = 1
 #: weight of each prior's penalty against one case's log residual: 1 makes a prior one ``log_sd`` away cost as
@@ -130,9 +130,23 @@ class _ProfileFile(BaseModel):
     fitted: list[str] = []
 
 
+#: Largest accepted profile parameter (efficiencies, overheads; all O(1) in the shipped profile) and the
+#: largest |log error| quantile (e^10 ~ 22,000x): beyond them intervals overflow or mean nothing.
+_MAX_PARAM = 1e6
+_MAX_LOG_Q = 10.0
+
+
 def _profile_from_text(text: str, name: str) -> CalibrationProfile:
+    doc = parse_yaml_or_json(  # the input layer's JSON rules: no duplicate keys, bounded nesting
+        Path("profile.json"),
+        text,
+        lambda kind, error: (
+            f"Calibration profile {name} is not valid {kind}: {error}. Re-create it with "
+            "`gpufleet calibrate CASES.csv -o PROFILE.json`."
+        ),
+    )
     try:
-        raw = _ProfileFile.model_validate_json(text)
+        raw = _ProfileFile.model_validate(doc)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
@@ -146,7 +160,20 @@ def _profile_from_text(text: str, name: str) -> CalibrationProfile:
             f"Calibration profile {name} has version {raw.version}; this gpufleet reads version "
             f"{PROFILE_VERSION}. Re-create it with `python tools/calibrate.py --out FILE`."
         )
-    bad = [k for k, v in raw.params.items() if not (math.isfinite(v) and v > 0)]
+    bad = [k for k, v in raw.params.items() if not (math.isfinite(v) and 0 < v <= _MAX_PARAM)]
+    bad_q = [
+        k
+        for k, (lo, hi) in raw.log_residual_quantiles.items()
+        if not (math.isfinite(lo) and math.isfinite(hi) and -_MAX_LOG_Q <= lo <= hi <= _MAX_LOG_Q)
+    ]
+    bad_q += [k for k, v in raw.residuals.items() if not math.isfinite(v)]
+    if bad_q:
+        raise ConfigFileError(
+            f"Calibration profile {name} has invalid residual quantiles or residuals for "
+            f"{sorted(set(bad_q))}: "
+            f"each (p10, p90) pair of log errors must be finite, ordered and within +-{_MAX_LOG_Q:g} (a "
+            f"factor of e^{_MAX_LOG_Q:g}); residuals must be finite. Re-create it with `gpufleet calibrate`."
+        )
     unknown = [k for k in raw.params if k not in PRIORS]
     if bad or unknown:
         raise ConfigFileError(
@@ -188,13 +215,7 @@ def load_profile(path: Path | None = None) -> CalibrationProfile:
     """Load a profile from ``path``, or the shipped one when ``path`` is None (cached)."""
     if path is None:
         return _shipped_profile()
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigFileError(
-            f"Cannot read calibration profile {path}: {exc.strerror}. Pass an existing file written by "
-            "`tools/calibrate.py`, or leave the option out to use the shipped profile."
-        ) from exc
+    text = read_user_text(path, what="calibration profile")
     return _profile_from_text(text, str(path))
 
 

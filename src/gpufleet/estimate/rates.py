@@ -20,6 +20,7 @@ from gpufleet.models.arch import ModelArch
 from gpufleet.models.registry import resolve_model
 from gpufleet.precision import COMPUTE_COLUMN, bytes_per_element, check_precision
 from gpufleet.units import GB, TERA
+from gpufleet.validation import check_count, check_number
 
 #: architecture -> (profile parameter of its 16-bit GEMM efficiency, multiplier). Each architecture family
 #: with published microbenchmarks has its own parameter (a sourced prior in :mod:`gpufleet.estimate.priors`,
@@ -162,17 +163,14 @@ def resolve_inputs(
 
 def positive_int(name: str, value: int | None, *, allow_none: bool = False) -> None:
     """Raise :class:`InputError` unless ``value`` is a whole number >= 1."""
-    if value is None and allow_none:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InputError(f"{name} must be a whole number >= 1, got {value!r}. Pass a positive integer.")
+    check_count(name, value, allow_none=allow_none)  # whole, >= 1, <= the stated maximum for ``name``
 
 
 def positive_float(name: str, value: float | None) -> float:
     """Raise :class:`InputError` unless ``value`` is a finite number > 0."""
-    if value is None or isinstance(value, bool) or not math.isfinite(float(value)) or float(value) <= 0:
-        raise InputError(f"{name} must be a positive number, got {value!r}. Pass a value above zero.")
-    return float(value)
+    x = check_number(name, value)  # finite, > 0, <= the stated maximum for ``name``
+    assert x is not None
+    return x
 
 
 def tp_link(spec: AcceleratorSpec, tp: int, gpus_per_node: int, profile: CalibrationProfile) -> Link:

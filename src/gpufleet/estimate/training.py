@@ -44,6 +44,7 @@ from gpufleet.models.arch import ModelArch
 from gpufleet.models.params import ffn_params
 from gpufleet.precision import check_precision
 from gpufleet.units import GB, SECONDS_PER_HOUR
+from gpufleet.validation import checked_output
 
 #: bytes per gradient element in the data-parallel reduce (Megatron default: fp32 main grads)
 GRAD_BYTES = 4.0
@@ -224,6 +225,7 @@ def effective_time_fraction(gpu_count: int, profile: CalibrationProfile) -> floa
     return 1.0 / (1.0 + lost)
 
 
+@checked_output("training estimate")
 def estimate_training(
     *,
     model: ModelArch | str,

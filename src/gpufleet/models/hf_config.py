@@ -18,13 +18,22 @@ Families and the facts taken from their ``modeling_*.py`` in transformers (v4.4x
 
 from __future__ import annotations
 
-import json
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from gpufleet.errors import ConfigFileError
+from gpufleet.fileio import parse_yaml_or_json, read_user_text
 from gpufleet.models.arch import ModelArch
+from gpufleet.validation import (
+    MAX_EXPERTS,
+    MAX_HEADS,
+    MAX_HIDDEN_SIZE,
+    MAX_LAYERS,
+    MAX_SEQUENCE_TOKENS,
+    MAX_VOCAB,
+)
 
 _LLAMA_LIKE = ("deepseek", "mixtral", "qwen2", "phi3", "mistral", "gemma", "llama")
 #: ``model_type`` values whose modules the counting above matches (qwen3 adds per-head q/k norms: 2 x head_dim
@@ -84,10 +93,18 @@ class _Reader:
             value = self.cfg.get(name)
             if value is None:
                 continue
-            if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)
+                or int(value) != value
+            ):
                 raise self._fail(name, value, "a whole number")
-            if value <= 0 and name not in _ZERO_OK:
+            if value < 0 or (value == 0 and name not in _ZERO_OK):
                 raise self._fail(name, value, "a positive whole number")
+            limit = _MAXIMA.get(name, _MAX_ANY)
+            if value > limit:
+                raise self._fail(name, value, f"at most {limit:,} (far beyond any published model)")
             return int(value)
         if default is not None or not required:
             return default if default is not None else 0
@@ -112,6 +129,36 @@ class _Reader:
 
 
 _ZERO_OK = {"n_shared_experts", "first_k_dense_replace", "q_lora_rank", "type_vocab_size", "sliding_window"}
+#: Largest accepted config values: 10-100x the largest published models (hidden 18,432 / 61 layers / 128
+#: heads / 256 experts for DeepSeek-V3; vocab 256k for Gemma; context 10M for Llama 4 Scout). They bound the
+#: arithmetic (no overflow, no hang in layout searches) and catch typos such as 1e300.
+_MAX_ANY = 1_000_000_000
+_MAXIMA: dict[str, int] = {
+    "hidden_size": MAX_HIDDEN_SIZE,
+    "n_embd": MAX_HIDDEN_SIZE,
+    "d_model": MAX_HIDDEN_SIZE,
+    "num_hidden_layers": MAX_LAYERS,
+    "n_layer": MAX_LAYERS,
+    "num_layers": MAX_LAYERS,
+    "num_attention_heads": MAX_HEADS,
+    "n_head": MAX_HEADS,
+    "num_key_value_heads": MAX_HEADS,
+    "num_kv_heads": MAX_HEADS,
+    "head_dim": MAX_HIDDEN_SIZE,
+    "intermediate_size": 100 * MAX_HIDDEN_SIZE,
+    "moe_intermediate_size": 100 * MAX_HIDDEN_SIZE,
+    "n_inner": 100 * MAX_HIDDEN_SIZE,
+    "vocab_size": MAX_VOCAB,
+    "num_local_experts": MAX_EXPERTS,
+    "n_routed_experts": MAX_EXPERTS,
+    "num_experts": MAX_EXPERTS,
+    "num_experts_per_tok": MAX_EXPERTS,
+    "n_shared_experts": MAX_EXPERTS,
+    "first_k_dense_replace": MAX_LAYERS,
+    "max_position_embeddings": 10 * MAX_SEQUENCE_TOKENS,
+    "n_positions": 10 * MAX_SEQUENCE_TOKENS,
+    "sliding_window": 10 * MAX_SEQUENCE_TOKENS,
+}
 
 
 def arch_from_config(
@@ -285,6 +332,28 @@ def _llama_like(r: _Reader, family: str) -> dict[str, Any]:
 
 def _check_heads(kw: Mapping[str, Any], source: str) -> None:
     heads, kv = kw["num_attention_heads"], kw["num_kv_heads"]
+    if kw.get("head_dim", 1) < 1:
+        raise ConfigFileError(
+            f"{source}: num_attention_heads ({heads}) is larger than hidden_size ({kw['hidden_size']}), so a "
+            "head would have no width. Fix one of the two fields (heads <= hidden_size), or give head_dim."
+        )
+    if kv > heads:
+        raise ConfigFileError(
+            f"{source}: num_key_value_heads ({kv}) is larger than num_attention_heads ({heads}). Key/value "
+            "heads are at most the attention heads; fix one of the two fields."
+        )
+    experts, per_token = kw.get("num_experts", 0), kw.get("experts_per_token", 0)
+    if experts and per_token > experts:
+        raise ConfigFileError(
+            f"{source}: num_experts_per_tok ({per_token}) is larger than the number of experts ({experts}). "
+            "A token is routed to at most every expert; fix one of the two fields."
+        )
+    dense, layers = kw.get("first_k_dense_layers", 0), kw["num_layers"]
+    if dense > layers:
+        raise ConfigFileError(
+            f"{source}: first_k_dense_replace ({dense}) is larger than num_hidden_layers ({layers}). At most "
+            "every layer is dense; fix one of the two fields."
+        )
     if heads % kv:
         raise ConfigFileError(
             f"{source}: num_attention_heads ({heads}) is not a multiple of the number of key/value heads "
@@ -294,16 +363,14 @@ def _check_heads(kw: Mapping[str, Any], source: str) -> None:
 
 def read_config_file(path: Path) -> dict[str, Any]:
     """Read a config.json as a dict, raising :class:`ConfigFileError` naming the file on any problem."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigFileError(
-            f"Cannot read {path}: {exc.strerror}. Pass the path of a readable config.json."
-        ) from exc
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise ConfigFileError(
-            f"{path} is not valid JSON ({exc}). Pass a Hugging Face config.json exactly as downloaded."
-        ) from exc
+    text = read_user_text(path, what="model config")
+    data = parse_yaml_or_json(
+        path.with_suffix(".json"),
+        text,
+        lambda kind, error: (
+            f"{path} is not valid {kind} ({error}). Pass a Hugging Face config.json exactly as downloaded."
+        ),
+    )
     if not isinstance(data, dict):
         raise ConfigFileError(f"{path}: expected a JSON object of config fields, got {type(data).__name__}.")
     return data

@@ -135,15 +135,27 @@ def resolve_model(name_or_path: str | Path | ModelArch) -> ModelArch:
         return by_repo[lower].arch
     if name.upper() in SIZE_CLASSES:
         return size_class_arch(name.upper())
+    if len(name) > 1024:
+        raise UnknownNameError(
+            "model",
+            name[:60] + "...",
+            (),
+            hint=f"The name is {len(name)} characters long; model ids, aliases and paths are at most 1024. "
+            "Pass a shipped model id or alias, a size class, or the path of a Hugging Face config.json.",
+        )
     custom = parse_custom_size(name)
     if custom is not None:  # a GPU Fleet Optimizer custom size class, e.g. size:200B
         return custom_size_arch(custom)
     path = Path(name).expanduser()
-    is_dir = path.is_dir()
-    if is_dir:
-        path = path / "config.json"
-    if path.is_file():
-        return model_from_config_file(path)
+    try:
+        is_dir = path.is_dir()
+        if is_dir:
+            path = path / "config.json"
+        exists = path.exists()
+    except OSError:  # e.g. a path component over the file system's limit
+        is_dir = exists = False
+    if exists:
+        return model_from_config_file(path)  # the input layer rejects FIFOs, devices, directories
     if is_dir or isinstance(name_or_path, Path) or name.endswith(".json"):
         raise ConfigFileError(
             f"The model config file {path} does not exist. Pass the path of a Hugging Face config.json "

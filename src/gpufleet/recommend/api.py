@@ -20,6 +20,7 @@ from gpufleet.recommend.perf import DefaultEstimator, Estimator
 from gpufleet.recommend.scenarios import get_scenario, get_scenario_set
 from gpufleet.recommend.types import Migration, Recommendation, ScenarioResult, ScenarioSetResult, Workload
 from gpufleet.recommend.workload import read_workload_file, workload_from_dict
+from gpufleet.validation import checked_output
 
 R = TypeVar("R", Recommendation, Migration)
 
@@ -143,6 +144,7 @@ def _commitments(path: str | Path | None) -> AbstractContextManager[object]:
     return commitments_in_force(load_commitment_assumptions(Path(path)))
 
 
+@checked_output("recommendation")
 def recommend(
     workload: Workload | Mapping[str, Any] | str | Path | None = None,
     *,
@@ -180,6 +182,7 @@ def recommend(
         )
 
 
+@checked_output("migration")
 def migrate(
     workload: Workload | Mapping[str, Any] | str | Path | None = None,
     *,

@@ -9,12 +9,12 @@ workload description, bad values of known fields raise :class:`ConfigFileError` 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from gpufleet.errors import ConfigFileError
+from gpufleet.fileio import parse_yaml_or_json, read_user_text
 from gpufleet.recommend.types import Workload
 from gpufleet.recommend.workload import workload_from_dict
 
@@ -328,15 +328,12 @@ def read_gfo_files(
 
 
 def _read_json(path: Path) -> Mapping[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ConfigFileError(f"Cannot read {path}: {exc.strerror or exc}. Check the path.") from exc
-    except json.JSONDecodeError as exc:
-        raise ConfigFileError(
-            f"{path} is not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}. "
-            "Fix the syntax there."
-        ) from exc
+    text = read_user_text(path, what="GPU Fleet Optimizer file")
+    data = parse_yaml_or_json(
+        path.with_suffix(".json"),
+        text,
+        lambda kind, error: f"{path} is not valid {kind}: {error}. Fix the syntax there.",
+    )
     if not isinstance(data, Mapping):
         raise ConfigFileError(f"{path} must hold a JSON object at top level.")
     return data

@@ -17,7 +17,7 @@ from gpufleet.catalog.provider_class import check_provider_classes
 from gpufleet.catalog.regions import expand_geos
 from gpufleet.cost.schedule import Schedule
 from gpufleet.errors import ConfigFileError, GpufleetError
-from gpufleet.fileio import parse_yaml_or_json
+from gpufleet.fileio import parse_yaml_or_json, read_user_text
 from gpufleet.precision import PRECISIONS, check_precision
 from gpufleet.recommend.filters import check_vendors, gpu_family, split_values
 from gpufleet.recommend.types import (
@@ -30,6 +30,15 @@ from gpufleet.recommend.types import (
     Workload,
 )
 from gpufleet.units import HOURS_PER_MONTH, MS_PER_S, SECONDS_PER_HOUR
+from gpufleet.validation import (
+    MAX_BATCH,
+    MAX_CONCURRENCY,
+    MAX_HOURS,
+    MAX_REQUESTS_PER_S,
+    MAX_SEQUENCE_TOKENS,
+    MAX_TRAIN_TOKENS,
+    MAX_USD,
+)
 
 
 class _Current(BaseModel):
@@ -74,35 +83,35 @@ def _names(check: Any, values: list[str]) -> list[str]:
 class WorkloadSpec(BaseModel):
     """One workload as written in a user file (YAML or JSON) or passed as keyword arguments."""
 
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
-    name: str = "workload"
-    description: str = ""
-    model: str = Field(min_length=1)
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
+    name: str = Field("workload", max_length=200)
+    description: str = Field("", max_length=10_000)
+    model: str = Field(min_length=1, max_length=4096)
     task: Literal["inference", "pretrain", "full_finetune", "lora", "qlora"] = "inference"
     precision: str = "bf16"
     input_len_tokens: int = Field(512, gt=0, le=2_000_000)
     output_len_tokens: int = Field(256, gt=0, le=2_000_000)
-    concurrency: int | None = Field(None, gt=0)
-    target_output_tokens_per_s: float | None = Field(None, gt=0)
-    target_requests_per_s: float | None = Field(None, gt=0)
-    target_requests_per_hour: float | None = Field(None, gt=0)
-    ttft_p95_ms: float | None = Field(None, gt=0)
-    tpot_p95_ms: float | None = Field(None, gt=0)
-    train_tokens: float | None = Field(None, gt=0)
-    dataset_tokens: float | None = Field(None, gt=0)
-    epochs: float | None = Field(None, gt=0)
-    deadline_h: float | None = Field(None, gt=0)
-    global_batch_sequences: int = Field(256, gt=0)
-    seq_len_tokens: int = Field(4096, gt=0)
+    concurrency: int | None = Field(None, gt=0, le=MAX_CONCURRENCY)
+    target_output_tokens_per_s: float | None = Field(None, gt=0, le=MAX_REQUESTS_PER_S * 1e4)
+    target_requests_per_s: float | None = Field(None, gt=0, le=MAX_REQUESTS_PER_S)
+    target_requests_per_hour: float | None = Field(None, gt=0, le=MAX_REQUESTS_PER_S * SECONDS_PER_HOUR)
+    ttft_p95_ms: float | None = Field(None, gt=0, le=MAX_HOURS * SECONDS_PER_HOUR * MS_PER_S)
+    tpot_p95_ms: float | None = Field(None, gt=0, le=MAX_HOURS * SECONDS_PER_HOUR * MS_PER_S)
+    train_tokens: float | None = Field(None, gt=0, le=MAX_TRAIN_TOKENS)
+    dataset_tokens: float | None = Field(None, gt=0, le=MAX_TRAIN_TOKENS)
+    epochs: float | None = Field(None, gt=0, le=10_000)
+    deadline_h: float | None = Field(None, gt=0, le=MAX_HOURS)
+    global_batch_sequences: int = Field(256, gt=0, le=MAX_BATCH)
+    seq_len_tokens: int = Field(4096, gt=0, le=MAX_SEQUENCE_TOKENS)
     schedule: Literal["24/7"] | None = None
     hours_per_month: float | None = Field(None, gt=0, le=HOURS_PER_MONTH)
     hours_per_day: float | None = Field(None, gt=0, le=24)
     days_per_month: float | None = Field(None, gt=0, le=HOURS_PER_MONTH / 24)
     pricing: Literal["on_demand", "spot", "1y", "3y"] = "on_demand"
     commitments_file: str | None = None
-    providers: list[str] = Field(default_factory=list)
-    regions: list[str] = Field(default_factory=list)
-    gpu_vendors: list[str] = Field(default_factory=list)
+    providers: list[str] = Field(default_factory=list, max_length=1000)
+    regions: list[str] = Field(default_factory=list, max_length=1000)
+    gpu_vendors: list[str] = Field(default_factory=list, max_length=100)
     geos: list[str] = Field(default_factory=list)
     exclude_providers: list[str] = Field(default_factory=list)
     provider_classes: list[str] = Field(default_factory=list)
@@ -118,7 +127,7 @@ class WorkloadSpec(BaseModel):
     allow_fallback: bool = False
     allow_marketplace: bool = False
     allow_stale_prices: bool = False
-    budget_usd_per_month: float | None = None
+    budget_usd_per_month: float | None = Field(None, le=MAX_USD)
     objective: Literal["cheapest", "fastest", "throughput_per_dollar"] = "cheapest"
     current: _Current | None = None
 
@@ -219,6 +228,37 @@ class WorkloadSpec(BaseModel):
             raise ValueError("runs_per_month applies to training tasks only (inference runs on the schedule)")
         if self.train_tokens is not None and self.dataset_tokens is not None:
             raise ValueError("give train_tokens or dataset_tokens (x epochs), not both")
+        if self.epochs is not None and self.dataset_tokens is None:
+            raise ValueError(
+                "epochs multiply dataset_tokens: give dataset_tokens with epochs, or train_tokens"
+            )
+        training = [
+            n
+            for n in ("train_tokens", "dataset_tokens", "epochs", "deadline_h")
+            if getattr(self, n) is not None
+        ]
+        if self.task == "inference" and training:
+            raise ValueError(
+                f"an inference workload takes no {', '.join(training)} (training fields): remove them, "
+                "or set task to pretrain, full_finetune, lora or qlora"
+            )
+        serving = [
+            n
+            for n in (
+                "concurrency",
+                "target_output_tokens_per_s",
+                "target_requests_per_s",
+                "target_requests_per_hour",
+                "ttft_p95_ms",
+                "tpot_p95_ms",
+            )
+            if getattr(self, n) is not None
+        ]
+        if self.task != "inference" and serving:
+            raise ValueError(
+                f"a {self.task} workload takes no {', '.join(serving)} (serving targets): remove them, "
+                "or set task: inference"
+            )
         return self
 
     def default_tier(self) -> str:
@@ -377,16 +417,7 @@ def workload_from_dict(
 
 
 def _load_text(path: Path) -> Any:
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except IsADirectoryError:
-        raise ConfigFileError(
-            f"Workload file {path} is a directory. Pass a workload YAML/JSON file (or use flags)."
-        ) from None
-    except OSError as exc:
-        raise ConfigFileError(
-            f"Cannot read workload file {path}: {exc.strerror or exc}. Check the path."
-        ) from exc
+    text = read_user_text(path, what="workload file")
     return parse_yaml_or_json(
         path,
         text,

@@ -27,7 +27,7 @@ def test_update_azure_writes_and_summarises(fake_api: list[httpx.Request], data_
     assert "captured_at" in res.output
     assert "Standard_ND96isr_H200_v5" in res.output  # unmapped, reported
     assert store.offers_path("azure").exists() and store.commitments_path("azure").exists()
-    assert "offers-azure.csv" in res.output and "rows" in res.output
+    assert "offers-azure-" in res.output and "rows" in res.output
 
 
 def test_update_dry_run_writes_nothing(fake_api: list[httpx.Request], data_dir: Path) -> None:
@@ -63,14 +63,14 @@ def test_update_unknown_provider_exit_2() -> None:
 
 
 def test_update_refuses_foreign_file_before_fetching(fake_api: list[httpx.Request], data_dir: Path) -> None:
-    foreign = store.offers_path("azure")
+    foreign = store.manifest_path("azure")
     foreign.parent.mkdir(parents=True)
-    foreign.write_text("mine\n")
+    foreign.write_text('{"mine": 1}\n')
     res = runner.invoke(app, ["catalog", "update", "--provider", "azure", "--region", "eastus"])
     assert res.exit_code == 2
     assert "Refusing to overwrite" in res.output and "Traceback" not in res.output
     assert fake_api == []
-    assert foreign.read_text() == "mine\n"
+    assert foreign.read_text() == '{"mine": 1}\n'
 
 
 def test_commitments_lists_assumptions() -> None:

@@ -93,12 +93,12 @@ def test_write_refuses_foreign_file_before_writing(
     shipped: OfferTable, fake_api: list[httpx.Request]
 ) -> None:
     result = R.refresh("azure", ["eastus"], shipped=shipped, now=NOW)
-    foreign = store.commitments_path("azure")
+    foreign = store.manifest_path("azure")
     foreign.parent.mkdir(parents=True)
-    foreign.write_text("user file\n")
+    foreign.write_text('{"user": "file"}\n')
     with pytest.raises(Exception, match="Refusing to overwrite"):
         R.write_result(result, shipped)
-    assert not store.offers_path("azure").exists()  # nothing half-written
+    assert sorted(p.name for p in foreign.parent.iterdir()) == [foreign.name]  # nothing half-written
 
 
 def test_http_error_is_fetch_error(monkeypatch: pytest.MonkeyPatch, shipped: OfferTable) -> None:

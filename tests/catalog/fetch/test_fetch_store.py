@@ -22,49 +22,72 @@ def test_data_dir_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) ->
     assert store.data_dir() == tmp_path / "home" / ".local" / "share" / "gpufleet"
 
 
-def test_write_is_atomic_and_marked(data_dir: Path) -> None:
-    path = store.offers_path("azure")
-    store.write_refreshed(path, "a,b\n1,2\n", {"provider": "azure"})
-    assert path.read_text() == "a,b\n1,2\n"
-    assert store.is_ours(path)
-    assert store.refreshed_offer_files() == [path]
-    store.write_refreshed(path, "a,b\n3,4\n", {"provider": "azure"})  # ours: overwritten
-    assert path.read_text() == "a,b\n3,4\n"
-    leftovers = [p.name for p in path.parent.iterdir() if p.name.endswith(".tmp")]
-    assert leftovers == []
+def _write(provider: str, offers: str, commitments: str = "c\n") -> dict[str, Path]:
+    return store.write_provider(
+        provider, {"offers": offers, "commitments": commitments}, {"provider": provider}
+    )
 
 
-def test_refuses_foreign_file(data_dir: Path) -> None:
-    path = store.offers_path("aws")
+def test_write_is_atomic_and_switched_by_manifest(data_dir: Path) -> None:
+    paths = _write("azure", "a,b\n1,2\n")
+    assert paths["offers"].read_text() == "a,b\n1,2\n"
+    assert store.offers_path("azure") == paths["offers"]
+    assert store.refreshed_offer_files() == [paths["offers"]]
+    paths2 = _write("azure", "a,b\n3,4\n")  # ours: switched, the old file removed
+    assert store.refreshed_offer_files() == [paths2["offers"]]
+    assert not paths["offers"].exists()
+    names = sorted(p.name for p in paths2["offers"].parent.iterdir())
+    assert names == sorted([paths2["offers"].name, paths2["commitments"].name, "azure.manifest.json"])
+
+
+def test_refuses_foreign_manifest(data_dir: Path) -> None:
+    path = store.manifest_path("aws")
     path.parent.mkdir(parents=True)
-    path.write_text("my own notes\n")
+    path.write_text('{"notes": "my own"}\n')
     with pytest.raises(DataError, match="was not written by gpufleet"):
-        store.write_refreshed(path, "x\n", {})
-    assert path.read_text() == "my own notes\n"
-    assert store.refreshed_offer_files() == []  # not ours: never loaded
+        _write("aws", "x\n")
+    assert path.read_text() == '{"notes": "my own"}\n'
+    with pytest.warns(store.StoredDataWarning, match="not written by gpufleet"):
+        assert store.refreshed_offer_files() == []  # not ours: never loaded
 
 
-def test_refuses_file_edited_after_we_wrote_it(data_dir: Path) -> None:
-    path = store.commitments_path("gcp")
-    store.write_refreshed(path, "x\n", {})
-    path.write_text("x\nedited by hand\n")
-    with pytest.raises(DataError, match="edited after gpufleet wrote it"):
-        store.write_refreshed(path, "y\n", {})
-    assert path.read_text() == "x\nedited by hand\n"
+@pytest.mark.parametrize("damage", ["truncate", "edit", "delete"])
+def test_damaged_file_rejected_with_warning(data_dir: Path, damage: str) -> None:
+    paths = _write("gcp", "x,y\n" + "1,2\n" * 100)
+    f = paths["offers"]
+    if damage == "truncate":
+        f.write_bytes(f.read_bytes()[:50])
+    elif damage == "edit":
+        f.write_text(f.read_text().replace("1,2", "9,9", 1))
+    else:
+        f.unlink()
+    with pytest.warns(store.StoredDataWarning, match="Using the shipped gcp prices"):
+        assert store.refreshed_offer_files() == []
+    _write("gcp", "x,y\n5,6\n")  # the next update works
+    assert [p.read_text() for p in store.refreshed_offer_files()] == ["x,y\n5,6\n"]
 
 
-def test_failed_write_leaves_old_file(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = store.offers_path("azure")
-    store.write_refreshed(path, "old\n", {})
+def test_damaged_manifest_rejected_then_replaced(data_dir: Path) -> None:
+    _write("azure", "x\n")
+    m = store.manifest_path("azure")
+    m.write_bytes(m.read_bytes()[:20])
+    with pytest.warns(store.StoredDataWarning, match="not valid JSON"):
+        assert store.refreshed_offer_files() == []
+    _write("azure", "y\n")
+    assert [p.read_text() for p in store.refreshed_offer_files()] == ["y\n"]
+
+
+def test_failed_write_leaves_old_state(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _write("azure", "old\n")
 
     def boom(src: str, dst: str) -> None:
         raise OSError("disk full")
 
     monkeypatch.setattr(store.os, "replace", boom)
     with pytest.raises(OSError, match="disk full"):
-        store.write_refreshed(path, "new\n", {})
-    assert path.read_text() == "old\n"
-    assert [p for p in path.parent.iterdir() if p.name.endswith(".tmp")] == []
+        _write("azure", "new\n")
+    assert [p.read_text() for p in store.refreshed_offer_files()] == ["old\n"]
+    assert [p for p in store.refreshed_dir().iterdir() if p.name.endswith(".tmp")] == []
 
 
 def test_reading_creates_nothing(data_dir: Path) -> None:

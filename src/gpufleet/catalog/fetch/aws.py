@@ -22,7 +22,7 @@ from typing import Any
 
 import httpx
 
-from gpufleet.catalog.fetch.http import get_json
+from gpufleet.catalog.fetch.http import api_number, api_parser, get_json
 from gpufleet.catalog.fetch.normalise import MachinePrices, Shape, keep_cheapest
 from gpufleet.errors import FetchError
 from gpufleet.units import HOURS_PER_YEAR
@@ -103,7 +103,13 @@ def _dimensions(term: dict[str, Any]) -> tuple[float, float]:
     """(hourly USD, upfront USD) of one term's priceDimensions."""
     hourly = upfront = 0.0
     for dim in (term.get("priceDimensions") or {}).values():
-        usd = float((dim.get("pricePerUnit") or {}).get("USD", "nan"))
+        usd = api_number(
+            (dim.get("pricePerUnit") or {}).get("USD"),
+            api="AWS price-list bulk API",
+            where=str(dim.get("rateCode", "a price dimension")),
+            field="pricePerUnit.USD",
+            maximum=1e9,  # upfront payments of 3-year reservations reach ~10^6 USD
+        )
         if dim.get("unit") == "Quantity":
             upfront += usd
         else:
@@ -111,6 +117,7 @@ def _dimensions(term: dict[str, Any]) -> tuple[float, float]:
     return hourly, upfront
 
 
+@api_parser("AWS price-list bulk API")
 def parse_offer_file(data: Any, skipped: Counter[str]) -> AwsOfferFile:
     """Pure parse of one regional AmazonEC2 offer file (decoded JSON)."""
     if not isinstance(data, dict) or not isinstance(data.get("products"), dict):

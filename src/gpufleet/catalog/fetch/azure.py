@@ -21,7 +21,7 @@ from typing import Any
 
 import httpx
 
-from gpufleet.catalog.fetch.http import get_json
+from gpufleet.catalog.fetch.http import api_number, api_parser, get_json
 from gpufleet.catalog.fetch.normalise import MachinePrices, Shape, keep_cheapest
 from gpufleet.errors import FetchError
 from gpufleet.units import HOURS_PER_YEAR
@@ -45,6 +45,10 @@ class AzurePrice:
     effective_start: str
 
 
+_API = "Azure Retail Prices API"
+
+
+@api_parser(_API)
 def parse_page(data: Any, skipped: Counter[str]) -> tuple[list[AzurePrice], str | None]:
     """Usable rows of one API page and its NextPageLink; counts excluded rows by reason in ``skipped``."""
     if not isinstance(data, dict) or not isinstance(data.get("Items"), list):
@@ -54,6 +58,8 @@ def parse_page(data: Any, skipped: Counter[str]) -> tuple[list[AzurePrice], str 
         )
     out: list[AzurePrice] = []
     for item in data["Items"]:
+        if not isinstance(item, dict):
+            raise TypeError(f"an item is {type(item).__name__}, not an object")
         reason = _exclusion(item)
         if reason:
             skipped[reason] += 1
@@ -90,7 +96,8 @@ def _rows(item: dict[str, Any]) -> list[AzurePrice]:
         "arm_sku_name": str(item["armSkuName"]),
         "effective_start": str(item.get("effectiveStartDate", "")),
     }
-    price = float(item["retailPrice"])
+    where = f"{base['arm_sku_name']} in {base['region']}"
+    price = api_number(item.get("retailPrice"), api=_API, where=where, field="retailPrice")
     if item["type"] == "Reservation":
         term = _TERMS.get(str(item.get("reservationTerm")))
         if term is None:
@@ -107,7 +114,12 @@ def _rows(item: dict[str, Any]) -> list[AzurePrice]:
         if term is not None:
             rows.append(
                 AzurePrice(
-                    kind="savings_plan", term_years=term, price_usd_per_hour=float(sp["retailPrice"]), **base
+                    kind="savings_plan",
+                    term_years=term,
+                    price_usd_per_hour=api_number(
+                        sp.get("retailPrice"), api=_API, where=where, field="savingsPlan.retailPrice"
+                    ),
+                    **base,
                 )
             )
     return rows

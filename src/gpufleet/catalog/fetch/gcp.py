@@ -20,7 +20,7 @@ from typing import Any
 
 import httpx
 
-from gpufleet.catalog.fetch.http import get_json
+from gpufleet.catalog.fetch.http import api_number, api_parser, get_json
 from gpufleet.catalog.fetch.normalise import MachinePrices, Shape
 from gpufleet.errors import FetchError, InputError
 
@@ -88,7 +88,10 @@ def api_key() -> str:
 
 def _price(tier: dict[str, Any]) -> float:
     up = tier.get("unitPrice") or {}
-    return int(up.get("units") or 0) + int(up.get("nanos") or 0) / 1e9
+    api, where = "GCP Cloud Billing Catalog API", "a tiered rate"
+    units = api_number(up.get("units") or 0, api=api, where=where, field="unitPrice.units")
+    nanos = api_number(up.get("nanos") or 0, api=api, where=where, field="unitPrice.nanos", maximum=1e9)
+    return int(units) + int(nanos) / 1e9
 
 
 def classify(description: str) -> tuple[str, str] | None:
@@ -101,6 +104,7 @@ def classify(description: str) -> tuple[str, str] | None:
     return ("gpu", g["name"]) if g else None
 
 
+@api_parser("GCP Cloud Billing Catalog API")
 def parse_page(data: Any, skipped: Counter[str]) -> tuple[list[GcpSku], str | None]:
     """Priced VM-part SKUs of one page and the nextPageToken."""
     if not isinstance(data, dict) or not isinstance(data.get("skus", []), list):

@@ -64,6 +64,7 @@ def refresh(
     client: httpx.Client | None = None,
     progress: Progress | None = None,
     now: datetime | None = None,
+    budget_s: float | None = None,
 ) -> RefreshResult:
     """Fetch and normalise ``provider``'s GPU prices for ``regions`` (default: the shipped regions)."""
     if provider not in PROVIDERS:
@@ -81,7 +82,7 @@ def refresh(
     rows_read = 0
     report = progress or (lambda _d, _i, _n: None)
     own = client is None
-    c = make_client() if client is None else client
+    c = (make_client() if budget_s is None else make_client(budget_s=budget_s)) if client is None else client
     try:
         if provider == "azure":
             source = f"Azure Retail Prices API {azure.API_VERSION}"
@@ -123,27 +124,25 @@ def refresh(
 
 
 def _previous_offers(provider: str, shipped: OfferTable) -> list[Offer]:
-    path = store.offers_path(provider)
-    if path.exists() and store.is_ours(path):
-        return read_offers_csv(path.read_text(encoding="utf-8"), source_name=str(path)).records()
+    for p, path, text in store.read_refreshed("offers"):
+        if p == provider:
+            return read_offers_csv(text, source_name=str(path)).records()
     if provider in shipped.providers():
         return shipped.filter(provider=provider).records()
     return []
 
 
 def _previous_rates(provider: str) -> list[CommitmentRate]:
-    path = store.commitments_path(provider)
-    if path.exists() and store.is_ours(path):
-        return read_rates_csv(path.read_text(encoding="utf-8"), source_name=str(path))
+    for p, path, text in store.read_refreshed("commitments"):
+        if p == provider:
+            return read_rates_csv(text, source_name=str(path))
     return []
 
 
 def write_result(result: RefreshResult, shipped: OfferTable | None = None) -> WrittenFiles:
     """Merge ``result`` into ``refreshed/offers-<p>.csv`` and ``commitments-<p>.csv`` (atomic, ours only)."""
     p = result.provider
-    offers_file, rates_file = store.offers_path(p), store.commitments_path(p)
-    for path in (offers_file, rates_file):  # refuse before writing anything
-        store.check_writable(path)
+    store.check_provider_writable(p)  # refuse before writing anything
     shipped = load_shipped_offers() if shipped is None else shipped
     # Replace the machines this run priced; keep every other row (with its own, older captured_at), so a
     # machine the API did not return (TPU, a type without a shape, another region) never silently disappears.
@@ -162,10 +161,14 @@ def write_result(result: RefreshResult, shipped: OfferTable | None = None) -> Wr
         "regions": list(result.regions),
         "source": result.source,
     }
-    store.write_refreshed(offers_file, write_offers_csv(offers), meta)
-    store.write_refreshed(rates_file, write_rates_csv(rates), meta)
+    paths = store.write_provider(
+        p, {"offers": write_offers_csv(offers), "commitments": write_rates_csv(rates)}, meta
+    )
     return WrittenFiles(
-        offers_path=offers_file, commitments_path=rates_file, offer_rows=len(offers), rate_rows=len(rates)
+        offers_path=paths["offers"],
+        commitments_path=paths["commitments"],
+        offer_rows=len(offers),
+        rate_rows=len(rates),
     )
 
 

@@ -1,0 +1,319 @@
+"""Value checks at the boundary, and the output invariant check.
+
+Every number a caller gives (CLI flag, workload field, Python argument) is checked here before any search or
+estimate starts: a whole number or a finite number, positive, and no larger than a stated, physically
+sensible maximum (:data:`MAXIMA`), so no input can hang a search or overflow a count. The maxima are far above
+anything deployed today (sources in the comments) and only exist to bound the work and the arithmetic.
+
+:func:`check_outputs` walks what the library returns (frozen dataclasses, tuples, mappings) and raises
+:class:`~gpufleet.errors.GpufleetError` naming the inputs when a physical quantity is not finite or negative,
+or an interval is out of order (p10 <= central <= p90).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, cast
+
+from gpufleet.errors import GpufleetError, InputError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+#: Largest GPU count anywhere [GPUs]: 10^6; the largest announced clusters are ~10^5 GPUs (xAI Colossus,
+#: 200k H100/H200, 2025).
+MAX_GPUS = 1_000_000
+#: Longest sequence [tokens]: 10^7; the longest advertised context is 10M tokens (Llama 4 Scout, 2025).
+MAX_SEQUENCE_TOKENS = 10_000_000
+#: Largest batch [sequences]: per replica or global.
+MAX_BATCH = 100_000_000
+#: Largest training token budget [tokens]: 10^16; the largest published runs use ~3.6e13 (Qwen3, 2025).
+MAX_TRAIN_TOKENS = 1e16
+#: Largest request rate [requests/s]: 10^7 (a large web service at peak is ~10^5-10^6).
+MAX_REQUESTS_PER_S = 1e7
+#: Largest number of concurrent requests/users: 10^8.
+MAX_CONCURRENCY = 100_000_000
+#: Largest money amount [USD] (budgets per hour, month or total): 10^12.
+MAX_USD = 1e12
+#: Largest duration [hours]: 10^6 h (~114 years).
+MAX_HOURS = 1e6
+#: Largest model dimensions in a config (hidden size, FFN width [features]; layers, heads, experts, vocab).
+MAX_HIDDEN_SIZE = 1_000_000
+MAX_LAYERS = 10_000
+MAX_HEADS = 100_000
+MAX_EXPERTS = 100_000
+MAX_VOCAB = 100_000_000
+
+#: Maximum per argument/field name (CLI flags map ``--input-len`` -> ``input_len``).
+MAXIMA: dict[str, float] = {
+    "gpu_count": MAX_GPUS,
+    "gpus": MAX_GPUS,
+    "gpus_per_node": 1024,
+    "tp": MAX_GPUS,
+    "pp": MAX_GPUS,
+    "dp": MAX_GPUS,
+    "ep": MAX_GPUS,
+    "cp": MAX_GPUS,
+    "batch": MAX_BATCH,
+    "global_batch": MAX_BATCH,
+    "micro_batch": MAX_BATCH,
+    "input_len": MAX_SEQUENCE_TOKENS,
+    "output_len": MAX_SEQUENCE_TOKENS,
+    "seq_len": MAX_SEQUENCE_TOKENS,
+    "train_tokens": MAX_TRAIN_TOKENS,
+    "tokens": MAX_TRAIN_TOKENS,
+    "target_rps": MAX_REQUESTS_PER_S,
+    "requests_per_s": MAX_REQUESTS_PER_S,
+    "concurrency": MAX_CONCURRENCY,
+    "budget": MAX_USD,
+    "budget_usd": MAX_USD,
+    "budget_usd_per_hour": MAX_USD,
+    "budget_usd_per_month": MAX_USD,
+    "deadline_hours": MAX_HOURS,
+    "deadline_h": MAX_HOURS,
+    "hours": MAX_HOURS,
+    "limit": 100_000,
+    "lora_rank": 100_000,
+}
+
+_UNITS: dict[str, str] = {
+    "gpu_count": "GPUs",
+    "gpus": "GPUs",
+    "input_len": "tokens",
+    "output_len": "tokens",
+    "seq_len": "tokens",
+    "train_tokens": "tokens",
+    "tokens": "tokens",
+    "target_rps": "requests/s",
+    "requests_per_s": "requests/s",
+    "budget": "USD",
+    "deadline_hours": "hours",
+    "deadline_h": "hours",
+}
+
+
+def _label(name: str, flag: str | None) -> str:
+    return flag or name
+
+
+def maximum_for(name: str) -> float | None:
+    """The stated maximum for the argument ``name`` (None when unbounded by this module)."""
+    return MAXIMA.get(name.lstrip("-").replace("-", "_"))
+
+
+def _too_large(label: str, value: object, maximum: float, name: str) -> InputError:
+    unit = _UNITS.get(name, "")
+    shown = f"{maximum:,.0f}" if maximum >= 1 else f"{maximum:g}"
+    return InputError(
+        f"{label} is {value!r}, above the maximum of {shown}{' ' + unit if unit else ''} gpufleet accepts "
+        "(far beyond any deployment today; the bound keeps every search finite). Pass a realistic value."
+    )
+
+
+def check_count(
+    name: str,
+    value: object,
+    *,
+    minimum: int = 1,
+    maximum: float | None = None,
+    flag: str | None = None,
+    allow_none: bool = False,
+) -> int | None:
+    """``value`` as an int if it is a whole number in [minimum, maximum], else :class:`InputError`.
+
+    ``maximum`` defaults to :data:`MAXIMA` [``name``]; the message names ``flag`` (or ``name``) and the limit.
+    """
+    label = _label(name, flag)
+    if value is None:
+        if allow_none:
+            return None
+        raise InputError(f"{label} is required: pass a whole number >= {minimum}.")
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+            value = int(value)
+        else:
+            raise InputError(f"{label} must be a whole number >= {minimum}, got {value!r}. Pass an integer.")
+    if value < minimum:
+        raise InputError(
+            f"{label} must be a whole number >= {minimum}, got {value!r}. Pass for example {max(minimum, 1)}."
+        )
+    limit = maximum if maximum is not None else maximum_for(name)
+    if limit is not None and value > limit:
+        raise _too_large(label, value, limit, name)
+    return value
+
+
+def check_number(
+    name: str,
+    value: object,
+    *,
+    positive: bool = True,
+    allow_zero: bool = False,
+    maximum: float | None = None,
+    flag: str | None = None,
+    allow_none: bool = False,
+) -> float | None:
+    """``value`` as a float if it is finite, > 0 (or >= 0 with ``allow_zero``) and <= the maximum."""
+    label = _label(name, flag)
+    if value is None:
+        if allow_none:
+            return None
+        raise InputError(f"{label} is required: pass a finite number.")
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(f"{label} must be a number, got {value!r}.")
+    try:
+        x = float(value)
+    except OverflowError:
+        x = math.inf
+    if not math.isfinite(x):
+        raise InputError(
+            f"{label} must be a finite number, got {value!r} (NaN and infinity are not allowed)."
+        )
+    if positive and (x < 0 or (x == 0 and not allow_zero)):
+        need = ">= 0" if allow_zero else "> 0"
+        raise InputError(f"{label} must be {need}, got {value!r}. Pass a positive value.")
+    limit = maximum if maximum is not None else maximum_for(name)
+    if limit is not None and x > limit:
+        raise _too_large(label, value, limit, name)
+    return x
+
+
+# ------------------------------------------------------------------------------------------- outputs
+
+_NOT_QUANTITIES = frozenset(
+    {
+        # signed quantities or indices that may legitimately be negative
+        "savings_usd_per_hour",
+        "savings_fraction",
+        "delta",
+        "error",
+        "error_fraction",
+        "log_error",
+        "bias",
+        "speedup_change",
+        "z",
+    }
+)
+
+
+def _is_signed(name: str) -> bool:
+    return (
+        name in _NOT_QUANTITIES
+        or "saving" in name
+        or "delta" in name
+        or "change" in name
+        or "error" in name
+        or name.startswith("log")
+        or "diff" in name
+    )
+
+
+def _field(obj: Any, name: str) -> Any:
+    return getattr(obj, name)
+
+
+def _violation(obj: Any, path: str) -> str | None:
+    if isinstance(obj, bool) or obj is None or isinstance(obj, str):
+        return None
+    if isinstance(obj, int | float):
+        x = float(obj)
+        leaf = path.rsplit(".", 1)[-1].split("[", 1)[0]
+        if math.isnan(x):
+            return None if _is_signed(leaf) else f"{path} is NaN"
+        if math.isinf(x):
+            return None if _is_signed(leaf) else f"{path} is infinite"
+        if x < 0 and not _is_signed(leaf):
+            return f"{path} is negative ({x:g})"
+        return None
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        names = [f.name for f in dataclasses.fields(obj)]
+        if {"p10", "p90"} <= set(names):
+            lo, hi = (_field(obj, n) for n in ("p10", "p90"))
+            mid = next((_field(obj, n) for n in ("central", "p50", "value") if n in names), None)
+            vals = [v for v in (lo, mid, hi) if isinstance(v, int | float)]
+            if all(math.isfinite(v) for v in vals) and vals != sorted(vals):
+                return f"{path} interval is out of order (p10={lo!r}, central={mid!r}, p90={hi!r})"
+        for n in names:
+            bad = _violation(getattr(obj, n), f"{path}.{n}")
+            if bad:
+                return bad
+        return None
+    if isinstance(obj, Mapping):
+        for k, v in obj.items():
+            bad = _violation(v, f"{path}[{k!r}]")
+            if bad:
+                return bad
+        return None
+    if isinstance(obj, tuple | list):
+        for i, v in enumerate(obj[:10_000]):
+            bad = _violation(v, f"{path}[{i}]")
+            if bad:
+                return bad
+    return None
+
+
+def output_violation(result: Any, name: str = "result") -> str | None:
+    """The first broken invariant in ``result`` (text), or None when all quantities are valid."""
+    return _violation(result, name)
+
+
+def check_outputs(result: Any, *, what: str, inputs: Mapping[str, Any]) -> None:
+    """Raise :class:`GpufleetError` naming ``inputs`` if ``result`` breaks an output invariant.
+
+    Invariants: every numeric field is finite and >= 0 (except signed fields such as savings and errors,
+    which may be negative or NaN); every interval has p10 <= central <= p90.
+    """
+    bad = output_violation(result, what)
+    if bad is not None:
+        shown = ", ".join(f"{k}={v!r}" for k, v in inputs.items() if v is not None)
+        raise GpufleetError(
+            f"Internal check failed: {bad} for {shown}. This is a gpufleet bug: nothing was printed from "
+            "this result. Report it with the inputs above; other GPUs, precisions or counts may still work."
+        )
+
+
+def _shown_input(value: Any) -> Any:
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    for attr in ("id", "name", "path"):
+        if hasattr(value, attr):
+            return getattr(value, attr)
+    return type(value).__name__
+
+
+def checked_output(what: str) -> Callable[[F], F]:
+    """Decorator: check the function's result with :func:`check_outputs`, naming its keyword arguments."""
+
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            result = fn(*args, **kwargs)
+            inputs = {f"arg{i}": _shown_input(a) for i, a in enumerate(args)}
+            inputs.update({k: _shown_input(v) for k, v in kwargs.items()})
+            check_outputs(result, what=what, inputs=inputs)
+            return result
+
+        return cast(F, inner)
+
+    return wrap
+
+
+__all__ = [
+    "MAXIMA",
+    "MAX_BATCH",
+    "MAX_CONCURRENCY",
+    "MAX_GPUS",
+    "MAX_HOURS",
+    "MAX_REQUESTS_PER_S",
+    "MAX_SEQUENCE_TOKENS",
+    "MAX_TRAIN_TOKENS",
+    "MAX_USD",
+    "check_count",
+    "check_number",
+    "check_outputs",
+    "checked_output",
+    "maximum_for",
+    "output_violation",
+]
