@@ -151,10 +151,67 @@ def _family_quantiles(
     return out
 
 
+#: groupings held out whole by the leave-group-out validation: each maps a case to its group
+GROUPINGS: tuple[str, ...] = ("vendor", "generation", "software", "family")
+
+
+def case_group(case: CalibrationCase, grouping: str) -> str:
+    """The group of ``case`` under ``grouping`` (:data:`GROUPINGS`): GPU vendor, GPU architecture
+    (generation), software stack (as the estimator keys it; blank = unknown) or metric family."""
+    from gpufleet.catalog.specs import get_spec
+    from gpufleet.estimate.rates import software_key
+
+    if grouping == "vendor":
+        return get_spec(case.gpu).vendor
+    if grouping == "generation":
+        return get_spec(case.gpu).architecture
+    if grouping == "software":
+        family = METRIC_FAMILY[case.metric]
+        return software_key(case_software(case) if family == "training" else case.software)
+    if grouping == "family":
+        return METRIC_FAMILY[case.metric]
+    raise ValueError(f"unknown grouping {grouping!r}; allowed: {', '.join(GROUPINGS)}")
+
+
+def _refit_residuals(
+    train: Sequence[CalibrationCase],
+    test: Sequence[CalibrationCase],
+    base: CalibrationProfile,
+    warm: dict[str, float],
+) -> dict[str, float]:
+    """Fit on ``train`` (warm-started at the full fit) and return the residuals of ``test``."""
+    names = fitted_parameter_names(train)
+    x0 = np.array([math.log(warm.get(n, PRIORS[n].value)) for n in names])
+    p = _solve(train, names, base, x0) if names else {}
+    prof = with_params(base, p)
+    return {c.case_id: float(r) for c, r in zip(test, _log_ratios(test, prof), strict=True)}
+
+
+def leave_group_out(
+    cases: Sequence[CalibrationCase], base: CalibrationProfile, warm: dict[str, float], grouping: str
+) -> dict[str, float]:
+    """Residual of every case when the fit saw no case of its group (memory cases: no fitted parameter
+    moves them, so their residual is the fit's)."""
+    groups: dict[str, list[CalibrationCase]] = {}
+    for c in cases:
+        groups.setdefault(case_group(c, grouping), []).append(c)
+    out: dict[str, float] = {}
+    for members in groups.values():
+        ids = {c.case_id for c in members}
+        rest = [c for c in cases if c.case_id not in ids]
+        out.update(_refit_residuals(rest, members, base, warm))
+    return out
+
+
 def fit_profile(
-    cases: Sequence[CalibrationCase], *, leave_one_out: bool = True, source: str = ""
+    cases: Sequence[CalibrationCase],
+    *,
+    leave_one_out: bool = True,
+    source: str = "",
+    leave_groups_out: Sequence[str] = (),
 ) -> CalibrationProfile:
-    """Fit the shared parameters to ``cases`` (module doc); residual quantiles from leave-one-out errors."""
+    """Fit the shared parameters to ``cases`` (module doc); residual quantiles from leave-one-out errors,
+    held-out quantiles from the leave-``generation``-out errors when that grouping is run."""
     from gpufleet.catalog.specs import get_spec
     from gpufleet.estimate.rates import precision_class
 
@@ -179,12 +236,15 @@ def fit_profile(
     loo = dict(resid)
     if leave_one_out and len(speed) > 1:
         for i, c in enumerate(speed):
-            rest = speed[:i] + speed[i + 1 :]
-            names_i = fitted_parameter_names(rest)
-            p_i = _solve(rest, names_i, base) if names_i else {}
-            loo[c.case_id] = float(_log_ratios([c], with_params(base, p_i))[0])
+            loo.update(_refit_residuals(speed[:i] + speed[i + 1 :], [c], base, params))
+    logo: dict[str, dict[str, float]] = {}
+    for grouping in leave_groups_out:
+        held = dict(resid)
+        held.update(leave_group_out(speed, base, params, grouping))
+        logo[grouping] = held
     families = {c.case_id: METRIC_FAMILY[c.metric] for c in usable}
     calibrated = sorted({f"{get_spec(c.gpu).architecture}/{precision_class(c.precision)}" for c in speed})
+    heldout = _family_quantiles(logo["generation"], families) if "generation" in logo else {}
     return CalibrationProfile(
         params=MappingProxyType(dict(fitted.params)),
         fitted_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -196,11 +256,14 @@ def fit_profile(
         loo_residuals=MappingProxyType(loo),
         calibrated=tuple(calibrated),
         fitted=tuple(names),
+        logo_residuals=MappingProxyType({k: MappingProxyType(v) for k, v in logo.items()}),
+        heldout_quantiles=MappingProxyType(heldout),
     )
 
 
 __all__ = [
     "FAMILIES",
+    "GROUPINGS",
     "METRIC_FAMILY",
     "PRIORS",
     "PROFILE_VERSION",
@@ -208,8 +271,10 @@ __all__ = [
     "CaseNotSupportedError",
     "CasePrediction",
     "Prior",
+    "case_group",
     "fit_profile",
     "fitted_parameter_names",
+    "leave_group_out",
     "load_profile",
     "make_interval",
     "note_hints",
