@@ -100,3 +100,11 @@ def test_new_software_values_are_accepted() -> None:
         row = f"S1,train_tokens_per_s_per_gpu,llama-3.1-8b,lora,H100-SXM,1,bf16,2,2048,{sw},,1000,tok/s/gpu\n"
         (case,) = parse_cases_csv(HEADER + row, "t.csv")
         assert case.software == sw
+
+
+def test_cpu_offload_moves_the_optimizer_states_to_the_host() -> None:
+    on = estimate_memory(cpu_offload=True, **FT)
+    off = estimate_memory(**FT)
+    assert on.breakdown_gib["optimizer_states"] == 0.0
+    assert off.allocated_gib - on.allocated_gib == pytest.approx(off.breakdown_gib["optimizer_states"])
+    assert any("host memory" in a for a in on.assumptions)
