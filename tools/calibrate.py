@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpufleet.estimate.calibration import GROUPINGS, fit_profile, save_profile
+from gpufleet.estimate.calibration import GROUPINGS, fit_profile, load_profile, requantile, save_profile
 from gpufleet.estimate.cases import read_cases
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -43,8 +43,16 @@ def main(argv: list[str] | None = None) -> int:
         "--groups", default=",".join(GROUPINGS),
         help=f"groupings to hold out whole, comma-separated ({', '.join(GROUPINGS)}); empty = none",
     )  # fmt: skip
+    ap.add_argument(
+        "--requantile", action="store_true",
+        help="no refit: recompute the interval quantiles of the profile at --out from its stored residuals",
+    )  # fmt: skip
     args = ap.parse_args(argv)
     cases = read_cases(args.cases)
+    if args.requantile:
+        save_profile(requantile(load_profile(args.out), cases), args.out)
+        print(f"rewrote the interval quantiles of {args.out}")
+        return 0
     try:
         rel = args.cases.resolve().relative_to(ROOT)
     except ValueError:

@@ -16,6 +16,7 @@ The parts live in their own modules, re-exported here: :mod:`gpufleet.estimate.p
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -131,6 +132,24 @@ def _solve(
     return dict(zip(names, np.exp(sol.x).tolist(), strict=True))
 
 
+#: from this many residuals in a family on, its interval is the empirical p10/p90 (an outlier does not
+#: inflate every interval of the family through the RMS); below, at least the normal deciles of the RMS
+EMPIRICAL_DECILES_MIN_CASES = 10
+
+
+def requantile(profile: CalibrationProfile, cases: Sequence[CalibrationCase]) -> CalibrationProfile:
+    """``profile`` with its interval quantiles recomputed from its stored leave-one-out and
+    leave-generation-out residuals (no refit): what :func:`fit_profile` writes with the current rule."""
+    families = {c.case_id: METRIC_FAMILY[c.metric] for c in cases if c.case_id in profile.residuals}
+    loo = {k: v for k, v in profile.loo_residuals.items() if k in families}
+    gen = {k: v for k, v in profile.logo_residuals.get("generation", {}).items() if k in families}
+    return dataclasses.replace(
+        profile,
+        log_residual_quantiles=MappingProxyType(_family_quantiles(loo, families)),
+        heldout_quantiles=MappingProxyType(_family_quantiles(gen, families) if gen else {}),
+    )
+
+
 def _family_quantiles(
     resid: Mapping[str, float], families: Mapping[str, str]
 ) -> dict[str, tuple[float, float]]:
@@ -142,6 +161,13 @@ def _family_quantiles(
         elif r.size < 5:  # too few for empirical deciles: the largest error either way
             m = float(np.max(np.abs(r)))
             out[fam] = (min(-m, -LOG_INTERVAL_FLOOR), max(m, LOG_INTERVAL_FLOOR))
+        elif (
+            r.size >= EMPIRICAL_DECILES_MIN_CASES
+        ):  # enough cases: the empirical deciles (skew kept), floored
+            out[fam] = (
+                min(float(np.quantile(r, 0.1)), -LOG_INTERVAL_FLOOR),
+                max(float(np.quantile(r, 0.9)), LOG_INTERVAL_FLOOR),
+            )
         else:  # empirical deciles, at least the normal deciles of the RMS error (few cases: noisy deciles)
             spread = Z_10_90 * float(np.sqrt(np.mean(r**2)))
             out[fam] = (
@@ -282,6 +308,7 @@ __all__ = [
     "prior_params",
     "prior_profile",
     "profile_to_dict",
+    "requantile",
     "save_profile",
     "stack_param",
     "with_params",
