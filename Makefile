@@ -38,6 +38,7 @@ golden: $(STAMP)
 
 # Regenerate the validation table quoted in the README.
 validate-table: $(STAMP)
+	$(BIN)/python tools/accuracy_table.py
 	$(BIN)/gpufleet validate src/gpufleet/estimate/data/cases.csv --format markdown
 
 bench: $(STAMP)

@@ -111,13 +111,33 @@ def interval_table(cases: Sequence[CalibrationCase], profile: CalibrationProfile
     return lines
 
 
+def parameter_table(profile: CalibrationProfile) -> list[str]:
+    """Every parameter: prior, log spread, whether the fit moves it, the profile's value, its source."""
+    from gpufleet.estimate.priors import PRIORS
+
+    lines = [
+        "| parameter | prior | log_sd | fitted | value in profile | source / reasoning |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, p in PRIORS.items():
+        fitted = name in profile.fitted
+        value = f"{profile.param(name):.4g}" if fitted else "(prior)"
+        mark = "yes" if fitted else "no"
+        lines.append(f"| `{name}` | {p.value:.4g} | {p.log_sd:g} | {mark} | {value} | {p.source} |")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=Path, default=DEFAULT_CASES)
     ap.add_argument("--profile", type=Path, default=None, help="profile JSON (default: the shipped one)")
+    ap.add_argument("--params", action="store_true", help="print the parameter table (docs/performance.md)")
     args = ap.parse_args(argv)
-    cases = read_cases(args.cases)
     profile = load_profile(args.profile)
+    if args.params:
+        print("\n".join(parameter_table(profile)))
+        return 0
+    cases = read_cases(args.cases)
     out = [
         f"Median / p90 |error| of the shipped profile ({profile.case_count} cases, fitted "
         f"{profile.fitted_at[:10]}). Leave-group-out refits the model without any case of the held-out "

@@ -13,13 +13,16 @@ import pytest
 
 from gpufleet.errors import ConfigFileError
 from gpufleet.estimate.calibration import (
+    GROUPINGS,
     LOG_INTERVAL_FLOOR,
     METRIC_FAMILY,
     PRIORS,
     CalibrationProfile,
     CaseNotSupportedError,
+    case_group,
     fit_profile,
     fitted_parameter_names,
+    leave_group_out,
     load_profile,
     make_interval,
     note_hints,
@@ -262,3 +265,49 @@ def test_unpublished_settings_are_assumed_and_said(kw: dict[str, Any], assumed: 
     pred = predict_case(_case(**kw))
     assert pred.predicted > 0
     assert any(assumed in n for n in pred.notes), pred.notes
+
+
+def test_held_out_quantiles_set_the_interval_outside_the_calibrated_data() -> None:
+    p = CalibrationProfile(
+        params=prior_profile().params, fitted_at="", case_count=0, residuals={}, version=1, source="t",
+        log_residual_quantiles={"latency": (-0.1, 0.1)}, heldout_quantiles={"latency": (-0.5, 0.4)},
+    )  # fmt: skip
+    inside = make_interval(10.0, "latency", p)
+    assert inside.p90 / inside.p10 == pytest.approx(math.exp(2 * LOG_INTERVAL_FLOOR))
+    outside = make_interval(10.0, "latency", p, widen=1)
+    assert outside.p10 == pytest.approx(10 * math.exp(-0.5)) and outside.p90 == pytest.approx(
+        10 * math.exp(0.4)
+    )
+    further = make_interval(10.0, "latency", p, widen=2)
+    assert further.p90 / further.p10 == pytest.approx(math.exp(0.9 * 1.25))
+
+
+def test_case_groups_cover_every_grouping(cases: list[CalibrationCase]) -> None:
+    by_id = {c.case_id: c for c in cases}
+    assert case_group(by_id["N001"], "vendor") == "AMD"
+    assert case_group(by_id["N001"], "generation") == "CDNA 4"
+    assert case_group(by_id["N006"], "software") == "megatron_deepspeed"  # DeepSpeed with tp/pp stated
+    assert case_group(by_id["N016"], "software") == "torchtune"  # pytorch row whose note names torchtune
+    assert case_group(by_id["X02"], "family") == "memory"
+    assert set(GROUPINGS) == {"vendor", "generation", "software", "family"}
+
+
+def test_shipped_profile_records_leave_group_out_residuals() -> None:
+    p = load_profile()
+    assert set(p.logo_residuals) == set(GROUPINGS)
+    for grouping, resid in p.logo_residuals.items():
+        assert set(resid) == set(p.residuals), grouping
+    assert set(p.heldout_quantiles) == set(METRIC_FAMILY.values())
+
+
+def test_leave_group_out_refits_without_the_group() -> None:
+    """Holding out a vendor: its cases are predicted by a fit that never saw them (a small synthetic set)."""
+    base = [_case(case_id=f"H{i}", gpu="H100-SXM", measured=m) for i, m in enumerate([6.0, 6.5, 7.0])] + [
+        _case(case_id="A1", gpu="MI300X", measured=30.0)
+    ]
+    prof = prior_profile()
+    held = leave_group_out(base, prof, {}, "vendor")
+    ins = fit_profile(base, leave_one_out=False)
+    assert set(held) == {c.case_id for c in base}
+    # the AMD case, far off, pulls the in-sample fit toward it; held out, nothing does
+    assert abs(held["A1"]) >= abs(ins.residuals["A1"]) - 1e-9

@@ -16,6 +16,7 @@ The parts live in their own modules, re-exported here: :mod:`gpufleet.estimate.p
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -131,6 +132,24 @@ def _solve(
     return dict(zip(names, np.exp(sol.x).tolist(), strict=True))
 
 
+#: from this many residuals in a family on, its interval is the empirical p10/p90 (an outlier does not
+#: inflate every interval of the family through the RMS); below, at least the normal deciles of the RMS
+EMPIRICAL_DECILES_MIN_CASES = 10
+
+
+def requantile(profile: CalibrationProfile, cases: Sequence[CalibrationCase]) -> CalibrationProfile:
+    """``profile`` with its interval quantiles recomputed from its stored leave-one-out and
+    leave-generation-out residuals (no refit): what :func:`fit_profile` writes with the current rule."""
+    families = {c.case_id: METRIC_FAMILY[c.metric] for c in cases if c.case_id in profile.residuals}
+    loo = {k: v for k, v in profile.loo_residuals.items() if k in families}
+    gen = {k: v for k, v in profile.logo_residuals.get("generation", {}).items() if k in families}
+    return dataclasses.replace(
+        profile,
+        log_residual_quantiles=MappingProxyType(_family_quantiles(loo, families)),
+        heldout_quantiles=MappingProxyType(_family_quantiles(gen, families) if gen else {}),
+    )
+
+
 def _family_quantiles(
     resid: Mapping[str, float], families: Mapping[str, str]
 ) -> dict[str, tuple[float, float]]:
@@ -142,6 +161,13 @@ def _family_quantiles(
         elif r.size < 5:  # too few for empirical deciles: the largest error either way
             m = float(np.max(np.abs(r)))
             out[fam] = (min(-m, -LOG_INTERVAL_FLOOR), max(m, LOG_INTERVAL_FLOOR))
+        elif (
+            r.size >= EMPIRICAL_DECILES_MIN_CASES
+        ):  # enough cases: the empirical deciles (skew kept), floored
+            out[fam] = (
+                min(float(np.quantile(r, 0.1)), -LOG_INTERVAL_FLOOR),
+                max(float(np.quantile(r, 0.9)), LOG_INTERVAL_FLOOR),
+            )
         else:  # empirical deciles, at least the normal deciles of the RMS error (few cases: noisy deciles)
             spread = Z_10_90 * float(np.sqrt(np.mean(r**2)))
             out[fam] = (
@@ -151,10 +177,67 @@ def _family_quantiles(
     return out
 
 
+#: groupings held out whole by the leave-group-out validation: each maps a case to its group
+GROUPINGS: tuple[str, ...] = ("vendor", "generation", "software", "family")
+
+
+def case_group(case: CalibrationCase, grouping: str) -> str:
+    """The group of ``case`` under ``grouping`` (:data:`GROUPINGS`): GPU vendor, GPU architecture
+    (generation), software stack (as the estimator keys it; blank = unknown) or metric family."""
+    from gpufleet.catalog.specs import get_spec
+    from gpufleet.estimate.rates import software_key
+
+    if grouping == "vendor":
+        return get_spec(case.gpu).vendor
+    if grouping == "generation":
+        return get_spec(case.gpu).architecture
+    if grouping == "software":
+        family = METRIC_FAMILY[case.metric]
+        return software_key(case_software(case) if family == "training" else case.software)
+    if grouping == "family":
+        return METRIC_FAMILY[case.metric]
+    raise ValueError(f"unknown grouping {grouping!r}; allowed: {', '.join(GROUPINGS)}")
+
+
+def _refit_residuals(
+    train: Sequence[CalibrationCase],
+    test: Sequence[CalibrationCase],
+    base: CalibrationProfile,
+    warm: dict[str, float],
+) -> dict[str, float]:
+    """Fit on ``train`` (warm-started at the full fit) and return the residuals of ``test``."""
+    names = fitted_parameter_names(train)
+    x0 = np.array([math.log(warm.get(n, PRIORS[n].value)) for n in names])
+    p = _solve(train, names, base, x0) if names else {}
+    prof = with_params(base, p)
+    return {c.case_id: float(r) for c, r in zip(test, _log_ratios(test, prof), strict=True)}
+
+
+def leave_group_out(
+    cases: Sequence[CalibrationCase], base: CalibrationProfile, warm: dict[str, float], grouping: str
+) -> dict[str, float]:
+    """Residual of every case when the fit saw no case of its group (memory cases: no fitted parameter
+    moves them, so their residual is the fit's)."""
+    groups: dict[str, list[CalibrationCase]] = {}
+    for c in cases:
+        groups.setdefault(case_group(c, grouping), []).append(c)
+    out: dict[str, float] = {}
+    for members in groups.values():
+        ids = {c.case_id for c in members}
+        rest = [c for c in cases if c.case_id not in ids]
+        out.update(_refit_residuals(rest, members, base, warm))
+    return out
+
+
 def fit_profile(
-    cases: Sequence[CalibrationCase], *, leave_one_out: bool = True, source: str = ""
+    cases: Sequence[CalibrationCase],
+    *,
+    leave_one_out: bool = True,
+    source: str = "",
+    leave_groups_out: Sequence[str] = (),
 ) -> CalibrationProfile:
-    """Fit the shared parameters to ``cases`` (module doc); residual quantiles from leave-one-out errors."""
+    """Fit the shared parameters to ``cases`` (module doc); residual quantiles from leave-one-out errors,
+    held-out quantiles from the leave-``generation``-out errors when that grouping is run."""
     from gpufleet.catalog.specs import get_spec
     from gpufleet.estimate.rates import precision_class
 
@@ -179,12 +262,15 @@ def fit_profile(
     loo = dict(resid)
     if leave_one_out and len(speed) > 1:
         for i, c in enumerate(speed):
-            rest = speed[:i] + speed[i + 1 :]
-            names_i = fitted_parameter_names(rest)
-            p_i = _solve(rest, names_i, base) if names_i else {}
-            loo[c.case_id] = float(_log_ratios([c], with_params(base, p_i))[0])
+            loo.update(_refit_residuals(speed[:i] + speed[i + 1 :], [c], base, params))
+    logo: dict[str, dict[str, float]] = {}
+    for grouping in leave_groups_out:
+        held = dict(resid)
+        held.update(leave_group_out(speed, base, params, grouping))
+        logo[grouping] = held
     families = {c.case_id: METRIC_FAMILY[c.metric] for c in usable}
     calibrated = sorted({f"{get_spec(c.gpu).architecture}/{precision_class(c.precision)}" for c in speed})
+    heldout = _family_quantiles(logo["generation"], families) if "generation" in logo else {}
     return CalibrationProfile(
         params=MappingProxyType(dict(fitted.params)),
         fitted_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -196,11 +282,14 @@ def fit_profile(
         loo_residuals=MappingProxyType(loo),
         calibrated=tuple(calibrated),
         fitted=tuple(names),
+        logo_residuals=MappingProxyType({k: MappingProxyType(v) for k, v in logo.items()}),
+        heldout_quantiles=MappingProxyType(heldout),
     )
 
 
 __all__ = [
     "FAMILIES",
+    "GROUPINGS",
     "METRIC_FAMILY",
     "PRIORS",
     "PROFILE_VERSION",
@@ -208,8 +297,10 @@ __all__ = [
     "CaseNotSupportedError",
     "CasePrediction",
     "Prior",
+    "case_group",
     "fit_profile",
     "fitted_parameter_names",
+    "leave_group_out",
     "load_profile",
     "make_interval",
     "note_hints",
@@ -217,6 +308,7 @@ __all__ = [
     "prior_params",
     "prior_profile",
     "profile_to_dict",
+    "requantile",
     "save_profile",
     "stack_param",
     "with_params",

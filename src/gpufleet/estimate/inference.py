@@ -56,6 +56,28 @@ MEMORY_ENGINE: dict[str, str] = {"trtllm": "trtllm", "transformers": "transforme
 HEAD_BYTES_QUANTISED = UNQUANTISED_BYTES_PER_ELEMENT
 
 
+#: engines whose 16-bit GEMMs accumulate in fp16 (llama.cpp's CUDA backend calls cuBLAS with
+#: CUBLAS_COMPUTE_16F for f16 and dequantised-to-f16 matrices, ggml-cuda ``ggml_cuda_op_mul_mat_cublas``)
+FP16_ACCUMULATE_STACKS = frozenset({"llamacpp"})
+#: GeForce tensor cores run fp16-accumulate MMA at twice the fp32-accumulate rate the catalog lists (NVIDIA
+#: Ampere GA102 and Ada AD102 whitepapers, "Peak FP16 Tensor TFLOPS with FP16 Accumulate")
+GEFORCE_FP16_ACCUMULATE_SPEEDUP = 2.0
+
+
+def _fp16_accumulate(rates: Rates, spec: AcceleratorSpec) -> Rates:
+    """``rates`` with the 16-bit peaks at the fp16-accumulate rate of a GeForce part (stated in notes)."""
+    from dataclasses import replace
+
+    k = GEFORCE_FP16_ACCUMULATE_SPEEDUP
+    scale = rates.peak_flops <= rates.peak16_flops  # only 16-bit compute (incl. weight-only formats)
+    return replace(
+        rates,
+        peak_flops=rates.peak_flops * (k if scale else 1.0),
+        peak16_flops=rates.peak16_flops * k,
+        notes=(*rates.notes, f"{spec.id}: fp16-accumulate GEMMs at {k:g}x the listed fp32-accumulate peak."),
+    )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InferenceEstimate:
     """Inference speed of ``replicas`` replicas of ``tp x pp`` GPUs; speed fields None when not fitting."""
@@ -216,6 +238,8 @@ def estimate_inference(
         )
     sw = software_key(software)
     rates = resolve_rates(spec, prec, prof, allow_fallback=allow_fallback)
+    if sw in FP16_ACCUMULATE_STACKS and "consumer" in spec.form_factor.lower():
+        rates = _fp16_accumulate(rates, spec)
     kv_prec = kv_precision if kv_precision is not None else default_kv_precision(prec, spec)
     engine = MEMORY_ENGINE.get(sw, "vllm")
     gpn = gpus_per_node or scaleup_domain_gpus(spec, gpu_count)
@@ -309,6 +333,8 @@ def estimate_inference(
 
 __all__ = [
     "ENGINE_MAX_BATCH",
+    "FP16_ACCUMULATE_STACKS",
+    "GEFORCE_FP16_ACCUMULATE_SPEEDUP",
     "HEAD_BYTES_QUANTISED",
     "MEMORY_ENGINE",
     "STATIC_BATCHING_STACKS",

@@ -293,6 +293,7 @@ class _Query:
     master_weights: bool = True
     optimizer_in_backward: bool = False
     chunked_loss: bool = False
+    cpu_offload: bool = False
 
 
 def _inference_parts(q: _Query, st: _Stage) -> dict[str, float]:
@@ -355,6 +356,10 @@ def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
         largest = float(m.vocab_size * m.hidden_size) / q.tp
         parts["gradients"] = min(parts["gradients"], largest * bpp.gradients)
     states = shard(trainable, 1) * bpp.optimizer_states
+    if q.cpu_offload:
+        # ZeRO-Offload / FSDP CPUOffload: fp32 master and optimizer states live and step on the host
+        # (Ren et al. 2021, ZeRO-Offload sec. 4); the GPU keeps 16-bit weights and gradients
+        states = 0.0
     if q.optimizer in PAGED_OPTIMIZERS:
         parts["optimizer_states_paged"] = states
     else:
@@ -407,6 +412,7 @@ def estimate_memory(
     master_weights: bool = True,
     optimizer_in_backward: bool = False,
     chunked_loss: bool = False,
+    cpu_offload: bool = False,
 ) -> MemoryEstimate:
     """Memory per GPU for ``task`` (docs/memory.md).
 
@@ -422,7 +428,8 @@ def estimate_memory(
     (``adamw``, ``adamw8bit``, ``paged_adamw8bit`` whose states page to host memory and are left out of
     ``allocated_gib``, ``adafactor``, ``sgd`` ...); ``master_weights`` False = pure 16-bit training (no fp32
     copy); ``optimizer_in_backward`` frees each gradient right after its update; ``chunked_loss`` computes
-    the cross entropy in chunks (torchtune).
+    the cross entropy in chunks (torchtune); ``cpu_offload`` keeps the fp32 master and optimizer states in
+    host memory (DeepSpeed ZeRO-Offload, FSDP ``CPUOffload``; their speed cost is not modelled).
     """
     m = resolve_model(model)
     spec = _resolve_gpu(gpu)
@@ -446,7 +453,7 @@ def estimate_memory(
         dp=dp, ep=ep, batch=batch, seq_len=seq_len, kv_precision=kv_precision, zero_stage=zero_stage,
         recompute=recompute, optimizer=optimizer, lora_rank=lora_rank, fp32_grads=fp32_grads,
         sequence_parallel=sequence_parallel, flash_attention=flash_attention, master_weights=master_weights,
-        optimizer_in_backward=optimizer_in_backward, chunked_loss=chunked_loss,
+        optimizer_in_backward=optimizer_in_backward, chunked_loss=chunked_loss, cpu_offload=cpu_offload,
     )  # fmt: skip
     usable, parts, slack = _assemble(q, spec)
     over = _overheads(q)
@@ -650,6 +657,8 @@ def _training_assumptions(q: _Query) -> list[str]:
             f"{bpp.total:g} bytes/param (weights {bpp.weights:g}, grads {bpp.gradients:g}, "
             f"states {bpp.optimizer_states:g})."
         )
+        if q.cpu_offload:
+            a.append("Optimizer states and fp32 master in host memory (ZeRO-Offload / FSDP CPUOffload).")
         if q.optimizer_in_backward:
             a.append("Optimizer step fused into the backward: only the largest gradient is alive at once.")
         if q.optimizer in PAGED_OPTIMIZERS:

@@ -30,16 +30,22 @@ _PRIOR_TABLE: tuple[tuple[str, float, float, bool, str], ...] = (
     ("eta_hopper", 0.65, 0.3, True,
      "H100 SXM bf16 GEMMs reach ~600-700 of 989 TFLOP/s (cuBLAS/CUTLASS benchmarks); power/clock "
      "throttling lowers sustained rates"),
-    ("eta_ada", 0.7, 0.3, True,
-     "Ada (L40S, L4, RTX 40xx) shares Ampere's SM and tensor-core design (NVIDIA Ada GPU architecture "
-     "whitepaper, 2022); cuBLAS reaches a similar share of its (fp32-accumulate) peak; prior = Ampere's"),
-    ("eta_blackwell", 0.65, 0.3, True,
-     "B200 bf16 cuBLAS GEMMs reach ~1.4-1.6 of 2.25 PFLOP/s dense (SemiAnalysis 'B200 vs H100' "
-     "microbenchmarks 2025; NVIDIA cuBLAS 12.8 release notes); power-capped clocks as on Hopper"),
-    ("eta_cdna", 0.5, 0.35, True,
-     "MI300X bf16 GEMMs with tuned hipBLASLt reach ~600-650 of 1307 TFLOP/s dense, fp8 ~1000-1300 of 2615 "
-     "(SemiAnalysis 'MI300X vs H100 vs H200 Training', Dec 2024; AMD ROCm GEMM tuning blog 2024); CDNA 4 "
-     "assumed alike until published"),
+    ("eta_ada_rel", 0.85, 0.2, True,
+     "Ada (L40S, L4, RTX 40xx) share of peak relative to Ampere's (at most 1): same SM and tensor-core "
+     "design (NVIDIA Ada whitepaper 2022) but the data-centre parts are power capped (L40S 350 W, L4 72 W "
+     "for their boost-clock peaks), so sustained tensor clocks sit ~10-20% below boost"),
+    ("eta_geforce_mult", 1.1, 0.15, True,
+     "GeForce parts (RTX 30xx/40xx) list their fp32-accumulate tensor peak at half the fp16-accumulate "
+     "rate (Ada whitepaper appendix A); at that halved rate the SMs stay under the power limit at boost "
+     "clocks, so cuBLAS reaches ~90% of the listed figure (community RTX 4090 GEMM benchmarks); the "
+     "product with the architecture's share is capped at 1"),
+    ("eta_blackwell_rel", 0.9, 0.25, True,
+     "Blackwell share of peak relative to Hopper's (at most 1): B200 bf16 cuBLAS GEMMs reach ~1.4-1.6 of "
+     "2.25 PFLOP/s dense vs ~0.7 of peak on H100 (SemiAnalysis 'B200 vs H100' microbenchmarks 2025)"),
+    ("eta_cdna_rel", 0.7, 0.3, True,
+     "AMD CDNA share of peak relative to Hopper's (at most 1): MI300X bf16 GEMMs with tuned hipBLASLt "
+     "reach ~600-650 of 1307 TFLOP/s dense vs ~700 of 989 on H100 (SemiAnalysis 'MI300X vs H100 vs H200 "
+     "Training', Dec 2024); CDNA 4 assumed alike until published"),
     ("eta_gaudi", 0.7, 0.35, True,
      "Gaudi 2/3 MME reaches ~70-80% of its bf16 matrix peak on large GEMMs through the graph compiler "
      "(Intel Gaudi 'Model Performance' pages; Emani et al. 2024 'Toward a holistic performance evaluation "
@@ -62,6 +68,11 @@ _PRIOR_TABLE: tuple[tuple[str, float, float, bool, str], ...] = (
     ("step_overhead_s", 0.001, 0.7, True,
      "per decode step host overhead of an optimised engine (scheduling, sampling, launch): ~0.5-2 ms (TRT-"
      "LLM in-flight batching, vLLM v0.6 multi-step blog)"),
+    ("train_elementwise_elems", 75.0, 0.5, True,
+     "16-bit elements per token, layer and hidden unit that training's element-wise kernels read and write "
+     "(forward: 2 RMSNorms ~4h, 2 residual adds ~6h, SwiGLU ~10h, rotary ~4h = ~25h; backward ~2x; "
+     "Korthikanti et al. 2022 sec. 4 activation inventory); bandwidth-bound, so slower-memory GPUs (L40S, "
+     "GeForce) lose more time to them; torch.compile / fused kernels lower it"),
     ("moe_expert_eff", 0.6, 0.4, True,
      "routed-expert GEMM time relative to a dense GEMM of the same FLOPs in MoE training: grouped GEMMs on "
      "uneven per-expert token counts, token permute/unpermute, router and load imbalance (Megatron-Core MoE "

@@ -55,6 +55,10 @@ LOG_INTERVAL_DEFAULT = math.log(2.0)
 #: widening of the log interval for estimates outside the calibrated data: multiplier and added width
 WIDEN_FACTOR = 1.5
 WIDEN_ADD = 0.15
+#: widening per further reason beyond the first when held-out quantiles exist (a named assumption: the
+#: leave-generation-out error already includes stacks and MoE cases the fit did not see with that
+#: generation, so each further reason adds a quarter)
+HELDOUT_EXTRA_FACTOR = 1.25
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -73,6 +77,10 @@ class CalibrationProfile:
     loo_residuals: Mapping[str, float] = field(default_factory=dict)  # case_id -> leave-one-out ln ratio
     calibrated: tuple[str, ...] = ()  # "<architecture>/<compute class>" keys with cases, e.g. "Hopper/fp8"
     fitted: tuple[str, ...] = ()  # names of the parameters the fit moved
+    #: grouping ("vendor", "generation", "software", "family") -> case_id -> ln ratio with its group held out
+    logo_residuals: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    #: family -> (q10, q90) of the leave-generation-out residuals: the error outside the calibrated classes
+    heldout_quantiles: Mapping[str, tuple[float, float]] = field(default_factory=dict)
 
     def param(self, name: str) -> float:
         """Value of parameter ``name`` (its prior when the profile predates it)."""
@@ -111,6 +119,8 @@ def with_params(profile: CalibrationProfile, params: Mapping[str, float]) -> Cal
         loo_residuals=profile.loo_residuals,
         calibrated=profile.calibrated,
         fitted=profile.fitted,
+        logo_residuals=profile.logo_residuals,
+        heldout_quantiles=profile.heldout_quantiles,
     )
 
 
@@ -128,6 +138,8 @@ class _ProfileFile(BaseModel):
     loo_residuals: dict[str, float] = {}
     calibrated: list[str] = []
     fitted: list[str] = []
+    logo_residuals: dict[str, dict[str, float]] = {}
+    heldout_quantiles: dict[str, tuple[float, float]] = {}
 
 
 #: Largest accepted profile parameter (efficiencies, overheads; all O(1) in the shipped profile) and the
@@ -191,6 +203,10 @@ def _profile_from_text(text: str, name: str) -> CalibrationProfile:
         loo_residuals=MappingProxyType(dict(raw.loo_residuals)),
         calibrated=tuple(raw.calibrated),
         fitted=tuple(raw.fitted),
+        logo_residuals=MappingProxyType(
+            {k: MappingProxyType(dict(v)) for k, v in raw.logo_residuals.items()}
+        ),
+        heldout_quantiles=MappingProxyType(dict(raw.heldout_quantiles)),
     )
 
 
@@ -236,6 +252,8 @@ def profile_to_dict(profile: CalibrationProfile) -> dict[str, Any]:
         "log_residual_quantiles": {k: list(v) for k, v in profile.log_residual_quantiles.items()},
         "residuals": dict(profile.residuals),
         "loo_residuals": dict(profile.loo_residuals),
+        "heldout_quantiles": {k: list(v) for k, v in profile.heldout_quantiles.items()},
+        "logo_residuals": {k: dict(v) for k, v in profile.logo_residuals.items()},
     }
 
 
@@ -250,16 +268,27 @@ def make_interval(central: float, family: str, profile: CalibrationProfile, wide
     """``central`` with p10/p90 from the family's residual quantiles, floored, widened ``widen`` times.
 
     Residuals are ln(measured / predicted), so p10 = central * exp(q10) and p90 = central * exp(q90).
+    ``widen`` counts the reasons the estimate lies outside the calibrated data (generation/precision class,
+    stack, MoE, uncertain spec). The first reason switches to the leave-generation-out quantiles (the error
+    the fit makes on a generation it has not seen) where the profile has them; each further reason, and
+    every reason of a profile without them, widens by ``WIDEN_FACTOR`` / ``WIDEN_ADD``.
     """
     q10, q90 = profile.log_residual_quantiles.get(family, (-LOG_INTERVAL_DEFAULT, LOG_INTERVAL_DEFAULT))
     lo, hi = min(q10, -LOG_INTERVAL_FLOOR), max(q90, LOG_INTERVAL_FLOOR)
-    for _ in range(widen):
-        lo, hi = lo * WIDEN_FACTOR - WIDEN_ADD, hi * WIDEN_FACTOR + WIDEN_ADD
+    held = profile.heldout_quantiles.get(family)
+    if held is None:
+        for _ in range(widen):
+            lo, hi = lo * WIDEN_FACTOR - WIDEN_ADD, hi * WIDEN_FACTOR + WIDEN_ADD
+    elif widen:
+        lo, hi = min(lo, held[0]), max(hi, held[1])
+        for _ in range(widen - 1):
+            lo, hi = lo * HELDOUT_EXTRA_FACTOR, hi * HELDOUT_EXTRA_FACTOR
     return Interval(central=central, p10=central * math.exp(lo), p90=central * math.exp(hi))
 
 
 __all__ = [
     "FAMILIES",
+    "HELDOUT_EXTRA_FACTOR",
     "LOG_INTERVAL_DEFAULT",
     "LOG_INTERVAL_FLOOR",
     "METRIC_FAMILY",

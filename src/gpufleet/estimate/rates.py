@@ -22,21 +22,24 @@ from gpufleet.precision import COMPUTE_COLUMN, bytes_per_element, check_precisio
 from gpufleet.units import GB, TERA
 from gpufleet.validation import check_count, check_number
 
-#: architecture -> (profile parameter of its 16-bit GEMM efficiency, multiplier). Each architecture family
-#: with published microbenchmarks has its own parameter (a sourced prior in :mod:`gpufleet.estimate.priors`,
-#: moved by the fit where cases measured it); the rest borrow the nearest family with a stated discount:
-#: Turing/Volta tensor cores are a generation older than Ampere (-10 %), CDNA 2 borrows CDNA 3.
+#: architecture -> (profile parameters whose product is its 16-bit GEMM efficiency, multiplier). Ampere and
+#: Hopper have their own share of peak; Ada, Blackwell and CDNA have a share *relative* to their lineage's
+#: reference (at most 1, so a higher-peak successor never out-runs its reference by more than the peak
+#: ratio in compute-bound work); each is a sourced prior (:mod:`gpufleet.estimate.priors`) moved by the fit
+#: where cases measured it. Turing/Volta tensor cores are a generation older than Ampere (-10 %), CDNA 2
+#: borrows CDNA 3 (-10 %). GeForce parts add ``eta_geforce_mult`` (their listed peak is the halved
+#: fp32-accumulate rate); the product is capped at 1.
 ARCH_EFFICIENCY: dict[str, tuple[str, float]] = {
     "Ampere": ("eta_ampere", 1.0),
     "Hopper": ("eta_hopper", 1.0),
-    "Ada Lovelace": ("eta_ada", 1.0),
-    "Blackwell": ("eta_blackwell", 1.0),
-    "Blackwell Ultra": ("eta_blackwell", 1.0),
+    "Ada Lovelace": ("eta_ampere*eta_ada_rel", 1.0),
+    "Blackwell": ("eta_hopper*eta_blackwell_rel", 1.0),
+    "Blackwell Ultra": ("eta_hopper*eta_blackwell_rel", 1.0),
     "Turing": ("eta_ampere", 0.9),
     "Volta": ("eta_ampere", 0.9),
-    "CDNA 2": ("eta_cdna", 0.9),
-    "CDNA 3": ("eta_cdna", 1.0),
-    "CDNA 4": ("eta_cdna", 1.0),
+    "CDNA 2": ("eta_hopper*eta_cdna_rel", 0.9),
+    "CDNA 3": ("eta_hopper*eta_cdna_rel", 1.0),
+    "CDNA 4": ("eta_hopper*eta_cdna_rel", 1.0),
 }
 #: architecture-name prefixes of non-GPU accelerators -> (parameter, multiplier)
 ARCH_PREFIX_EFFICIENCY: tuple[tuple[str, str, float], ...] = (
@@ -65,12 +68,17 @@ class Rates:
 
 
 def _arch_eta(spec: AcceleratorSpec, profile: CalibrationProfile) -> float:
-    name, mult = arch_efficiency_param(spec)
-    return profile.param(name) * mult
+    names, mult = arch_efficiency_param(spec)
+    eta = mult
+    for name in names.split("*"):
+        eta *= profile.param(name)
+    if "consumer" in spec.form_factor.lower():
+        eta *= profile.param("eta_geforce_mult")
+    return min(eta, 1.0)
 
 
 def arch_efficiency_param(spec: AcceleratorSpec) -> tuple[str, float]:
-    """(profile parameter, multiplier) of ``spec``'s 16-bit GEMM efficiency."""
+    """(profile parameter names joined by ``*``, multiplier) of ``spec``'s 16-bit GEMM efficiency."""
     for prefix, key, m in ARCH_PREFIX_EFFICIENCY:
         if spec.architecture.startswith(prefix):
             return key, m

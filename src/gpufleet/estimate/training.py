@@ -125,7 +125,11 @@ def training_step(
         share = routed / shape.matmul_active_params
         t_mm *= 1.0 - share + share / profile.param("moe_expert_eff")
     t_attn = tokens * fl.hw_attention / n / (rates.peak16_flops * rates.eta16 * eff)
-    compute = t_mm + t_attn
+    # element-wise work (norms, residual adds, activation functions, rotary) streams activations through
+    # memory: ``train_elementwise_elems`` x h 16-bit elements per token and layer, forward + backward
+    elem_bytes = profile.param("train_elementwise_elems") * model.hidden_size * ACT_BYTES * model.num_layers
+    t_elem = tokens * elem_bytes / n / (rates.mem_bw_bytes_per_s * profile.param("eta_bw"))
+    compute = t_mm + t_attn + t_elem
     micro = max(global_batch // dp, 1)  # micro-batches of one sequence per data-parallel replica
     link_eff = profile.param("link_eff")
     tp_l = tp_link(spec, tp, gpus_per_node, profile)

@@ -1,0 +1,110 @@
+"""Fine-tuning recipes: optimizers, pure 16-bit weights, optimizer-in-backward, paged states, presets; the
+schema's optional optimizer column."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpufleet.errors import ConfigFileError, InputError
+from gpufleet.estimate.cases import parse_cases_csv
+from gpufleet.estimate.memory import estimate_memory, optimizer_bytes_per_param
+from gpufleet.estimate.recipes import RECIPES, get_recipe, recipe_for
+
+FT: dict[str, Any] = {
+    "model": "llama-3.1-8b", "task": "full_finetune", "precision": "bf16", "gpu": "RTX-4090", "batch": 2,
+    "seq_len": 2048, "recompute": "full",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("optimizer", "master", "expected"),
+    [("adamw", True, 12.0), ("adamw8bit", True, 6.0), ("paged_adamw8bit", False, 2.0), ("sgd", False, 0.0),
+     ("adafactor", False, 0.05)],
+)  # fmt: skip
+def test_optimizer_state_bytes(optimizer: str, master: bool, expected: float) -> None:
+    bpp = optimizer_bytes_per_param(optimizer, "bf16", master_weights=master)
+    assert bpp.optimizer_states == pytest.approx(expected)
+    assert bpp.weights == 2.0
+
+
+def test_torchtune_low_memory_full_finetune_fits_a_24gb_card() -> None:
+    """torchtune's single-device 8B full fine-tune (paged 8-bit AdamW, pure bf16, optimizer in backward)
+    peaks near the weights (~15 GiB), where mixed-precision AdamW needs ~8x more."""
+    low = estimate_memory(
+        optimizer="paged_adamw8bit", master_weights=False, optimizer_in_backward=True, chunked_loss=True, **FT
+    )
+    default = estimate_memory(**FT)
+    assert 14.0 < low.allocated_gib < 22.0
+    assert default.allocated_gib > 5 * low.allocated_gib
+    # the paged states are outside torch's allocator but may sit on the GPU while memory is free
+    assert low.per_gpu_gib >= low.allocated_gib
+    assert low.per_gpu_gib <= low.capacity_gib + 1e-9
+    assert low.fits
+
+
+def test_paged_states_never_make_a_layout_not_fit() -> None:
+    paged = estimate_memory(
+        optimizer="paged_adamw8bit", master_weights=False, optimizer_in_backward=True, **FT
+    )
+    resident = estimate_memory(optimizer="adamw8bit", master_weights=False, optimizer_in_backward=True, **FT)
+    assert paged.fits and not resident.fits
+    assert "optimizer_states" in resident.breakdown_gib and "optimizer_states" not in paged.breakdown_gib
+
+
+def test_optimizer_in_backward_keeps_one_gradient() -> None:
+    a = estimate_memory(optimizer="sgd", master_weights=False, **FT)
+    b = estimate_memory(optimizer="sgd", master_weights=False, optimizer_in_backward=True, **FT)
+    assert b.breakdown_gib["gradients"] < a.breakdown_gib["gradients"] / 10
+
+
+def test_unknown_optimizer_is_refused_with_the_allowed_names() -> None:
+    with pytest.raises(InputError, match="paged_adamw8bit"):
+        estimate_memory(optimizer="lion", **FT)
+
+
+def test_presets_resolve_from_software_or_note() -> None:
+    assert recipe_for("torchtune") is RECIPES["torchtune"]
+    assert recipe_for("pytorch", "torchtune LoRA single device") is RECIPES["torchtune"]
+    assert recipe_for(None, "unsloth notebook, QLoRA") is RECIPES["unsloth"]
+    assert recipe_for("pytorch", "plain FSDP run") is None
+    assert get_recipe("Axolotl").optimizer_full == "adamw8bit"
+    with pytest.raises(InputError, match="torchtune"):
+        get_recipe("megatron")
+    for r in RECIPES.values():
+        assert r.source and r.recompute in ("none", "selective", "full")
+
+
+HEADER = "case_id,metric,model,task,gpu,gpu_count,precision,batch,seq_len,software,optimizer,measured,unit\n"
+
+
+def test_optimizer_column_is_optional_and_checked() -> None:
+    row = "A1,peak_memory_gib,llama-3.1-8b,full_finetune,RTX-4090,1,bf16,2,2048,pytorch,"
+    row += "paged_adamw8bit,18.9,GiB\n"
+    (case,) = parse_cases_csv(HEADER + row, "t.csv")
+    assert case.optimizer == "paged_adamw8bit"
+    (blank,) = parse_cases_csv(HEADER + row.replace("paged_adamw8bit", ""), "t.csv")
+    assert blank.optimizer is None
+    without = "case_id,metric,model,task,gpu,gpu_count,precision,measured,unit\n"
+    (old,) = parse_cases_csv(
+        without + "A2,peak_memory_gib,llama-2-7b,load,H100-SXM,1,bf16,12.6,GiB\n", "t.csv"
+    )
+    assert old.optimizer is None
+    with pytest.raises(ConfigFileError, match="unknown optimizer"):
+        parse_cases_csv(HEADER + row.replace("paged_adamw8bit", "lion"), "t.csv")
+
+
+def test_new_software_values_are_accepted() -> None:
+    for sw in ("sglang", "jax", "torchtune", "unsloth", "axolotl"):
+        row = f"S1,train_tokens_per_s_per_gpu,llama-3.1-8b,lora,H100-SXM,1,bf16,2,2048,{sw},,1000,tok/s/gpu\n"
+        (case,) = parse_cases_csv(HEADER + row, "t.csv")
+        assert case.software == sw
+
+
+def test_cpu_offload_moves_the_optimizer_states_to_the_host() -> None:
+    on = estimate_memory(cpu_offload=True, **FT)
+    off = estimate_memory(**FT)
+    assert on.breakdown_gib["optimizer_states"] == 0.0
+    assert off.allocated_gib - on.allocated_gib == pytest.approx(off.breakdown_gib["optimizer_states"])
+    assert any("host memory" in a for a in on.assumptions)
