@@ -17,7 +17,10 @@ from typing import Final
 #: Canonical metric -> (unit, description). Ratios are 0-1, percentages 0-100.
 METRICS: Final[dict[str, tuple[str, str]]] = {
     "gpu_util_pct": ("%", "time a kernel ran (NVML utilization.gpu / DCGM_FI_DEV_GPU_UTIL); an upper bound"),
-    "mem_copy_util_pct": ("%", "memory copy utilisation (NVML utilization.memory / DCGM_FI_DEV_MEM_COPY_UTIL)"),
+    "mem_copy_util_pct": (
+        "%",
+        "memory copy utilisation (NVML utilization.memory / DCGM_FI_DEV_MEM_COPY_UTIL)",
+    ),
     "gr_engine_active_ratio": ("ratio", "graphics/compute engine active (DCGM_FI_PROF_GR_ENGINE_ACTIVE)"),
     "sm_active_ratio": ("ratio", "cycles an SM has >= 1 warp, averaged over SMs (DCGM_FI_PROF_SM_ACTIVE)"),
     "sm_occupancy_ratio": ("ratio", "resident warps / max warps (DCGM_FI_PROF_SM_OCCUPANCY)"),
@@ -70,7 +73,13 @@ LABEL_COLUMNS: Final[tuple[str, ...]] = (
     "instance_type",
     "region",
 )
-SOURCES: Final[tuple[str, ...]] = ("nvidia_smi_csv", "dcgm_exposition", "prom_query_range", "prometheus", "cloudwatch")
+SOURCES: Final[tuple[str, ...]] = (
+    "nvidia_smi_csv",
+    "dcgm_exposition",
+    "prom_query_range",
+    "prometheus",
+    "cloudwatch",
+)
 
 
 def gpu_key(host: str, gpu_index: int, uuid: str, mig_instance: str) -> str:

@@ -81,7 +81,8 @@ def is_dcgm_blank(value: float) -> bool:
     """True for DCGM "blank" sentinels (not found / not supported / not permissioned).
 
     int64 blanks are >= 0x7ffffffffffffff0 (fleet-anchors C.1; dcgm-exporter README shows ...f2 for
-    MEMORY_TEMP); int32 blanks 0x7ffffff0-0x7fffffff and fp64 blanks 2**47 .. 2**47+3 (DCGM ``dcgm_structs.h``:
+    MEMORY_TEMP); int32 blanks 0x7ffffff0-0x7fffffff and fp64 blanks 2**47 .. 2**47+3 (DCGM
+    ``dcgm_structs.h``:
     DCGM_INT32_BLANK, DCGM_FP64_BLANK).
     """
     if value >= 9.223372036854775792e18:
@@ -102,7 +103,9 @@ def canonical_labels(raw: Mapping[str, str], source: str) -> dict[str, str]:
                 break
     if "host" not in out and raw.get("instance"):
         # Prometheus target "host:port" when the exporter gave no hostname label.
-        out["host"] = raw["instance"].rsplit(":", 1)[0] if raw["instance"].count(":") == 1 else raw["instance"]
+        out["host"] = (
+            raw["instance"].rsplit(":", 1)[0] if raw["instance"].count(":") == 1 else raw["instance"]
+        )
     return out
 
 

@@ -95,8 +95,15 @@ def read_exposition(
             problems.add(source, "missing_labels", f"{example} (needs a hostname and a gpu or UUID label)")
             continue
         add_checked(
-            batch, problems, where=source, labels=labels, gpu_index=index, ts_us=ts_us, metric=metric,
-            value=value * factor, example=example,
+            batch,
+            problems,
+            where=source,
+            labels=labels,
+            gpu_index=index,
+            ts_us=ts_us,
+            metric=metric,
+            value=value * factor,
+            example=example,
         )
     return n
 
