@@ -25,6 +25,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Final
 
 import numpy as np
@@ -192,6 +193,13 @@ def _peak(spec: AcceleratorSpec) -> float:
 
 
 def _offer_candidates(cost: GpuCost) -> list[tuple[str, str, str, float, float, float]]:
+    return _offer_candidates_for(cost.provider, cost.region, cost.price_kind)
+
+
+@cache
+def _offer_candidates_for(
+    provider: str | None, region: str | None, price_kind: str
+) -> list[tuple[str, str, str, float, float, float]]:
     """(provider, instance_type, gpu, gpu_count, per-GPU on-demand, per-GPU at the GPU's kind) per offer of
     the same provider (and region when known), cheapest per (instance type)."""
     from gpufleet.catalog.pricing import prices_usd_per_hour
@@ -199,10 +207,10 @@ def _offer_candidates(cost: GpuCost) -> list[tuple[str, str, str, float, float, 
 
     t = _offers()
     mask = np.ones(len(t), dtype=bool)
-    if cost.provider:
-        mask &= t.column("provider") == cost.provider
-    if cost.region:
-        reg = mask & (t.column("region") == cost.region)
+    if provider:
+        mask &= t.column("provider") == provider
+    if region:
+        reg = mask & (t.column("region") == region)
         mask = reg if reg.any() else mask
     mask &= t.column("gpu") != ""
     sub = t.take(np.flatnonzero(mask))
@@ -210,7 +218,7 @@ def _offer_candidates(cost: GpuCost) -> list[tuple[str, str, str, float, float, 
         return []
     counts = np.asarray(sub.column("gpu_count"), dtype=float)
     od = np.asarray(sub.column("price_on_demand_usd_per_hour"), dtype=float) / counts
-    kind = prices_usd_per_hour(sub, cost.price_kind) / counts
+    kind = prices_usd_per_hour(sub, price_kind) / counts
     best: dict[str, tuple[str, str, str, float, float, float]] = {}
     for i in range(len(sub)):
         key = f"{sub.column('provider')[i]}|{sub.column('instance_type')[i]}"
@@ -390,12 +398,8 @@ def _gpu_options(
 
         table = _match_offer(cost.provider, cost.instance_type, cost.region)
         if table is not None:
-            c1 = float(
-                np.nanmedian(
-                    prices_usd_per_hour(table, "commit_1y")
-                    / np.asarray(table.column("gpu_count"), dtype=float)
-                )
-            )
+            per = prices_usd_per_hour(table, "commit_1y") / np.asarray(table.column("gpu_count"), dtype=float)
+            c1 = float(np.median(per[np.isfinite(per)])) if np.isfinite(per).any() else math.nan
             if math.isfinite(c1) and price is not None and c1 < price:
                 s, _, pct = saving(c1, None)
                 opts.append(

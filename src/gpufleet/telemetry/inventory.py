@@ -165,6 +165,7 @@ def _offers() -> Any:
     return load_offers()
 
 
+@cache
 def _match_offer(provider: str, instance_type: str, region: str | None) -> Any:
     table = _offers()
     mask = (table.column("provider") == provider) & (table.column("instance_type") == instance_type)
@@ -174,6 +175,13 @@ def _match_offer(provider: str, instance_type: str, region: str | None) -> Any:
             mask = reg
     idx = np.flatnonzero(mask)
     return table.take(idx) if len(idx) else None
+
+
+@cache
+def _per_gpu_cached(
+    provider: str, instance_type: str, region: str | None, kind: str
+) -> tuple[float | None, float | None, float | None, str | None]:
+    return _per_gpu(_match_offer(provider, instance_type, region), kind)
 
 
 def _per_gpu(table: Any, kind: str) -> tuple[float | None, float | None, float | None, str | None]:
@@ -248,7 +256,7 @@ def resolve_cost(
                 + ". Check the instance type (gpufleet catalog offers --provider ...) or add it with a "
                 "user catalog."
             )
-        price, od, count, gpu = _per_gpu(table, kind)
+        price, od, count, gpu = _per_gpu_cached(provider, itype, region, kind)
         return GpuCost(
             provider=provider,
             instance_type=itype,

@@ -181,22 +181,30 @@ class TelemetryStore:
             self._remove_strays()
             doc = self.manifest()
             con = duckdb.connect()
-            cols = batch.columns
             data = {
                 "rn": np.arange(len(batch), dtype=np.int64),
-                "ts_us": np.asarray(cols["ts_us"], dtype=np.int64),
-                "gpu_index": np.asarray(cols["gpu_index"], dtype=np.int32),
-                "value": np.asarray(cols["value"], dtype=np.float64),
+                "lid": np.asarray(batch.label_idx, dtype=np.int64),
+                "ts_us": np.asarray(batch.ts_us, dtype=np.int64),
+                "metric": np.asarray(batch.metric, dtype=object),
+                "value": np.asarray(batch.value, dtype=np.float64),
             }
-            for c in ("gpu_key", "host", "metric", "source", *LABEL_COLUMNS):
-                data[c] = np.asarray(cols[c], dtype=object)
+            names = ("gpu_key", "host", "gpu_index", *LABEL_COLUMNS, "source")
+            labels = {
+                n: np.asarray(
+                    [r[i] for r in batch.label_rows], dtype=np.int32 if n == "gpu_index" else object
+                )
+                for i, n in enumerate(names)
+            }
+            labels["lid"] = np.arange(len(batch.label_rows), dtype=np.int64)
             con.register("incoming", data)
-            label_sql = ", ".join(f"NULLIF({c}, '') AS {c}" for c in LABEL_COLUMNS)
+            con.register("incoming_labels", labels)
+            label_sql = ", ".join(f"NULLIF(l.{c}, '') AS {c}" for c in LABEL_COLUMNS)
             con.execute(
-                f"CREATE TEMP TABLE raw AS SELECT rn, ts_us, gpu_key, metric, host, gpu_index, value, "
-                f"{label_sql}, source FROM incoming"
+                f"CREATE TEMP TABLE raw AS SELECT i.rn, i.ts_us, l.gpu_key, i.metric, l.host, l.gpu_index, "
+                f"i.value, {label_sql}, l.source FROM incoming i JOIN incoming_labels l USING (lid)"
             )
             con.unregister("incoming")
+            con.unregister("incoming_labels")
             # Clock skew: timestamps in the future beyond the tolerance.
             limit_us = now_us + int(skew_tolerance_s * 1_000_000)
             skew = con.execute(

@@ -112,6 +112,7 @@ def synthetic_fleet(
             "pod": f"job-{i:04d}",
             **(labels or {}),
         }
+        lid = batch.label_id(lab, idx)
         for metric, values in (
             ("sm_active_ratio", sm),
             ("gpu_util_pct", util),
@@ -122,8 +123,8 @@ def synthetic_fleet(
             ("power_limit_w", np.full(n, 700.0)),
         ):
             for t, v in zip(ts_us.tolist(), values.tolist(), strict=True):
-                batch.add(labels=lab, gpu_index=idx, ts_us=int(t), metric=metric, value=float(v))
-        key = batch.columns["gpu_key"][-1]
+                batch.add_sample(lid, int(t), metric, float(v))
+        key = batch.label_rows[lid][0]
         truth.append(SyntheticGpu(gpu_key=str(key), host=host, cls=cls, expected=EXPECTED[cls]))
     return batch, truth
 

@@ -128,6 +128,7 @@ def add_checked(
     metric: str,
     value: float,
     example: str,
+    label_id: int | None = None,
 ) -> None:
     """Add a sample after the missing-value, sentinel and physical-range checks (counted when refused)."""
     if math.isnan(value) or math.isinf(value) or is_dcgm_blank(value):
@@ -137,4 +138,6 @@ def add_checked(
     if not lo <= value <= hi:
         problems.add(where, "out_of_range", f"{metric}={value} (allowed {lo}-{hi}): {example}")
         return
-    batch.add(labels=labels, gpu_index=gpu_index, ts_us=ts_us, metric=metric, value=value)
+    batch.add_sample(
+        batch.label_id(labels, gpu_index) if label_id is None else label_id, ts_us, metric, value
+    )

@@ -84,6 +84,22 @@ def _header_key(text: str) -> str:
 
 
 def _timestamp_us(text: str, tz: ZoneInfo) -> int | None:
+    t = text.strip()
+    if len(t) == 23 and t[4] in "/-" and t[10] == " " and t[19] == ".":  # fast path: YYYY/MM/DD HH:MM:SS.mmm
+        try:
+            dt = datetime(
+                int(t[0:4]),
+                int(t[5:7]),
+                int(t[8:10]),
+                int(t[11:13]),
+                int(t[14:16]),
+                int(t[17:19]),
+                int(t[20:23]) * 1000,
+                tzinfo=tz,
+            )
+        except ValueError:
+            return None
+        return int(dt.timestamp()) * 1_000_000 + dt.microsecond
     for fmt in _TS_FORMATS:
         try:
             dt = datetime.strptime(text.strip(), fmt)
@@ -126,7 +142,7 @@ def read_nvidia_smi_csv(
         if not line.strip():
             continue
         cells = next(csv.reader([line], skipinitialspace=True))
-        if [_header_key(c) for c in cells] == keys:
+        if cells and cells[0].strip().lower() == "timestamp" and [_header_key(c) for c in cells] == keys:
             continue  # a repeated header (concatenated logs)
         n_lines += 1
         where = source
@@ -150,6 +166,7 @@ def read_nvidia_smi_csv(
         if not labels.get("host"):
             problems.add(where, "missing_labels", f"{example} (no host)")
             continue
+        lid = batch.label_id(labels, idx)
         for pos, k in enumerate(keys):
             metric = FIELD_METRICS.get(k)
             if metric is None:
@@ -176,6 +193,7 @@ def read_nvidia_smi_csv(
                 metric=metric,
                 value=value,
                 example=example,
+                label_id=lid,
             )
     for k in unknown:
         problems.add(

@@ -79,6 +79,7 @@ def read_query_range_json(
                 n=max(len(points), 1),
             )
             continue
+        lid = batch.label_id(labels, index)
         for p in points:
             n += 1
             try:
@@ -99,6 +100,7 @@ def read_query_range_json(
                 ts_us=ts_us,
                 metric=metric,
                 value=value * factor,
+                label_id=lid,
                 example=f"series {i} {name} at {ts_s}",
             )
     return n
