@@ -10,7 +10,7 @@ import pytest
 
 from gpufleet.errors import ConfigFileError, InputError
 from gpufleet.telemetry.analyze import gpu_stats, resolve_window
-from gpufleet.telemetry.findings import Thresholds, find
+from gpufleet.telemetry.findings import Thresholds, find, gpus_needed
 from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
 from gpufleet.telemetry.store import TelemetryStore
 from gpufleet.telemetry.summary import summarize
@@ -122,6 +122,15 @@ def test_options_are_priced_and_risk_bounded(fleet: tuple) -> None:  # type: ign
     assert sum(n for n, _ in s.by_finding.values()) == 20
     assert s.savings_usd_per_month == pytest.approx(sum(v for _, v in s.by_finding.values()))
     assert ff.consolidation["H100-SXM"][0] == 4 and ff.consolidation["H100-SXM"][1] <= 2
+    assert any(n.options for n in ff.nodes)
+    for node in ff.nodes:  # 8-GPU p5 nodes: idle GPUs released and MIG-able work packed -> fewer GPUs
+        members = [g for g in ff.gpus if g.host == node.name]
+        needed = gpus_needed(members)
+        assert needed <= len(members) - sum(g.idle for g in members)
+        if node.options:
+            (o,) = node.options
+            assert o.kind == "fewer_gpus" and o.savings_usd_per_month is not None
+            assert o.savings_usd_per_month == pytest.approx((len(members) - needed) * 55.04 / 8 * 730)
 
 
 def test_gpu_util_fallback_is_flagged_upper_bound(tmp_path: Path) -> None:

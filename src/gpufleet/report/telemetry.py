@@ -173,7 +173,16 @@ def render_findings_markdown(ff: FleetFindings, s: FleetSummary) -> str:
         "",
         "## Nodes",
         _md_table(
-            ("node", "GPUs", "idle", "finding", "cost/month", "savings/month"),
+            (
+                "node",
+                "GPUs",
+                "idle",
+                "finding",
+                "cost/month",
+                "GPU savings/month",
+                "node option",
+                "option/month",
+            ),
             [
                 (
                     n.name,
@@ -182,6 +191,8 @@ def render_findings_markdown(ff: FleetFindings, s: FleetSummary) -> str:
                     n.finding,
                     _usd(n.cost_usd_per_month),
                     _usd(n.savings_usd_per_month),
+                    n.options[0].target if n.options else "-",
+                    _usd(n.options[0].savings_usd_per_month) if n.options else "-",
                 )
                 for n in ff.nodes
             ],

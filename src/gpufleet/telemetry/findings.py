@@ -529,13 +529,86 @@ def classify(
 _SEVERITY: Final = {"Underprovisioned": 3, "Idle": 2, "Overprovisioned": 1, "Optimized": 0}
 
 
+def gpus_needed(members: Sequence[GpuFinding]) -> int:
+    """Whole GPUs a node's work needs: idle GPUs none, MIG-able ones their slice shares packed together
+    (rounded up), every other GPU one."""
+    shares = 0.0
+    whole = 0
+    for g in members:
+        if g.idle:
+            continue
+        mig = next((o for o in g.options if o.kind == "mig_slice"), None)
+        if mig is not None and mig.gpu_share is not None:
+            shares += mig.gpu_share
+        else:
+            whole += 1
+    return whole + math.ceil(shares - 1e-9)
+
+
+def _fewer_gpus_option(members: Sequence[GpuFinding], needed: int) -> Option | None:
+    """The cheapest instance of the same provider (and region) with the same GPU and at least ``needed`` of
+    them, when it has fewer GPUs than the node; priced per month against the node's current GPUs."""
+    first = members[0]
+    cost = first.cost
+    if not first.gpu or cost.on_demand_usd_per_gpu_hour is None:
+        return None
+    current_od = cost.on_demand_usd_per_gpu_hour * len(members)
+    current_kind = (cost.price_usd_per_gpu_hour or cost.on_demand_usd_per_gpu_hour) * len(members)
+    best: tuple[float, str, float, int] | None = None
+    for prov, itype, gpu, count, od, kp in _offer_candidates_for(cost.provider, cost.region, cost.price_kind):
+        if gpu != first.gpu or count < 1:
+            continue
+        n_inst = math.ceil(
+            needed / count
+        )  # several smaller instances when no instance has exactly enough GPUs
+        if n_inst * count >= len(members):
+            continue
+        total_od, total_kind = od * count * n_inst, kp * count * n_inst
+        if best is None or total_od < best[0]:
+            label = f"{prov} {itype} ({count:g} x {gpu})"
+            best = (total_od, label if n_inst == 1 else f"{n_inst} x {label}", total_kind, n_inst)
+    if best is None:
+        return None
+    total_od, target, total_kind, n_inst = best
+    saving = (current_od - total_od) * HOURS_PER_MONTH
+    after = (current_kind - total_kind) * HOURS_PER_MONTH if math.isfinite(total_kind) else None
+    return Option(
+        kind="fewer_gpus",
+        target=target,
+        price_usd_per_gpu_hour=total_od / max(needed, 1),
+        savings_usd_per_month=saving,
+        savings_after_discounts_usd_per_month=after,
+        savings_pct=100.0 * (current_od - total_od) / current_od,
+        performance_risk=1.0 if n_inst == 1 else 2.0,
+        projected_utilization=None,
+        rank=1,
+        notes=(
+            f"the node's work needs {needed} of its {len(members)} GPUs (idle released, MIG-able packed)",
+            *(
+                ("several instances: no NVLink between them; only for work that fits one",)
+                if n_inst > 1
+                else ()
+            ),
+        ),
+    )
+
+
 def _group(level: str, name: str, members: list[GpuFinding]) -> GroupFinding:
     worst = max(members, key=lambda g: _SEVERITY[g.finding]).finding
-    if level == "node" and all(g.finding == "Idle" for g in members):
-        worst = "Idle"
     reasons = tuple(dict.fromkeys(r for g in members for r in g.reason_codes))
     costs = [g.cost_usd_per_month for g in members if g.cost_usd_per_month is not None]
     team = next((g.team for g in members if g.team), None)
+    savings = sum(g.best_savings_usd_per_month for g in members)
+    options: tuple[Option, ...] = ()
+    if level == "node":
+        if all(g.finding == "Idle" for g in members):
+            worst = "Idle"
+        needed = gpus_needed(members)
+        fewer = _fewer_gpus_option(members, needed) if 0 < needed < len(members) else None
+        if fewer is not None:
+            options = (fewer,)
+            if not any(g.finding == "Underprovisioned" for g in members):
+                worst = "Overprovisioned"
     return GroupFinding(
         level=level,
         name=name,
@@ -545,7 +618,8 @@ def _group(level: str, name: str, members: list[GpuFinding]) -> GroupFinding:
         reason_codes=reasons,
         idle_gpus=sum(g.idle for g in members),
         cost_usd_per_month=sum(costs) if costs else None,
-        savings_usd_per_month=sum(g.best_savings_usd_per_month for g in members),
+        savings_usd_per_month=savings,
+        options=options,
     )
 
 
