@@ -27,7 +27,7 @@ from gpufleet.telemetry.analyze import Window
 from gpufleet.telemetry.inventory import InventoryEntry, resolve_cost
 from gpufleet.telemetry.schema import METRICS
 from gpufleet.telemetry.store import TelemetryStore
-from gpufleet.units import HOURS_PER_DAY, SECONDS_PER_HOUR
+from gpufleet.units import HOURS_PER_DAY, SECONDS_PER_HOUR, US_PER_S
 
 DERIVED: Final[dict[str, str]] = {
     "memory_used_pct": "FB used / capacity (memory.total, else used + free) x 100, per GPU",
@@ -191,7 +191,7 @@ def _series_sql(metric: str, step_s: float) -> str:
 def _cost_per_day(
     store: TelemetryStore, window: Window, inventory: Sequence[InventoryEntry]
 ) -> list[tuple[datetime, float]]:
-    con = store.connect(int(window.start.timestamp() * 1e6), int(window.end.timestamp() * 1e6))
+    con = store.connect(int(window.start.timestamp() * US_PER_S), int(window.end.timestamp() * US_PER_S))
     rows = con.execute(
         """WITH g AS (SELECT gpu_key, date_trunc('day', ts) AS d, min(ts) AS t0, max(ts) AS t1, count(*) AS n,
                   any_value(host) AS host, any_value(gpu_uuid) AS uuid, any_value(model) AS model,
@@ -200,7 +200,7 @@ def _cost_per_day(
            FROM samples_l WHERE ts >= ? AND ts < ? AND gpu_index >= 0 AND metric IN
              ('sm_active_ratio', 'gr_engine_active_ratio', 'gpu_util_pct', 'fb_used_mib')
            GROUP BY gpu_key, d, metric)
-           SELECT gpu_key, d, max(epoch(t1) - epoch(t0)) / 3600.0, max(n), any_value(host), any_value(uuid),
+           SELECT gpu_key, d, max(epoch(t1) - epoch(t0)), max(n), any_value(host), any_value(uuid),
                   any_value(model), any_value(provider), any_value(itype), any_value(region) FROM g GROUP
                   BY gpu_key, d""",
         [_naive(window.start), _naive(window.end)],
@@ -208,7 +208,8 @@ def _cost_per_day(
     con.close()
     per_day: dict[datetime, float] = {}
     prices: dict[str, float | None] = {}
-    for key, d, span_h, n, host, uuid, model, prov, itype, region in rows:
+    for key, d, span_s, n, host, uuid, model, prov, itype, region in rows:
+        span_h = span_s / SECONDS_PER_HOUR
         if key not in prices:
             prices[key] = resolve_cost(
                 host=host,
@@ -260,7 +261,7 @@ def evaluate(
         step = 300.0 if r.metric == "request_latency_p95_s" else step_s
         peak = "max" if r.op.startswith(">") else "min"
         sql = _series_sql(r.metric, step) + _RUNS_SQL.format(op=r.op, peak=peak)
-        con = store.connect(int(window.start.timestamp() * 1e6), int(window.end.timestamp() * 1e6))
+        con = store.connect(int(window.start.timestamp() * US_PER_S), int(window.end.timestamp() * US_PER_S))
         rows = con.execute(
             sql, [_naive(window.start), _naive(window.end), r.threshold, max(max_gap_s, step), step, r.for_s]
         ).fetchall()

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from gpufleet.errors import InputError
 from gpufleet.telemetry.store import TelemetryStore
+from gpufleet.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, US_PER_S
 
 #: Metric -> histogram bins per canonical unit (bin width = 1/scale).
 BIN_SCALE: Final[dict[str, float]] = {
@@ -72,7 +73,7 @@ class Window:
 
     @property
     def days(self) -> float:
-        return (self.end - self.start).total_seconds() / 86400.0
+        return (self.end - self.start).total_seconds() / SECONDS_PER_DAY
 
 
 def resolve_window(
@@ -90,7 +91,7 @@ def resolve_window(
                 "FILE..."
             )
         end_us = max(p.max_ts_us for p in parts) + 1
-        end = datetime.fromtimestamp(end_us / 1e6, tz=UTC)
+        end = datetime.fromtimestamp(end_us / US_PER_S, tz=UTC)
     return Window(start=end - timedelta(days=lookback_days), end=end, percentile=percentile)
 
 
@@ -100,8 +101,8 @@ def _naive(dt: datetime) -> datetime:
 
 def gpu_stats(store: TelemetryStore, window: Window) -> list[GpuStats]:
     """One :class:`GpuStats` per GPU (or MIG instance) with samples in the window."""
-    start_us = int(window.start.timestamp() * 1e6)
-    end_us = int(window.end.timestamp() * 1e6)
+    start_us = int(window.start.timestamp() * US_PER_S)
+    end_us = int(window.end.timestamp() * US_PER_S)
     con = store.connect(start_us, end_us)
     scales = ", ".join(f"('{m}', {s!r})" for m, s in BIN_SCALE.items())
     p = window.percentile
@@ -161,7 +162,7 @@ def gpu_stats(store: TelemetryStore, window: Window) -> list[GpuStats]:
         d = per[key]
         t0, t1 = d["t0"].replace(tzinfo=UTC), d["t1"].replace(tzinfo=UTC)
         n_max = max(m.samples for m in d["metrics"].values())
-        step_h = (t1 - t0).total_seconds() / 3600.0 / max(n_max - 1, 1)
+        step_h = (t1 - t0).total_seconds() / SECONDS_PER_HOUR / max(n_max - 1, 1)
         out.append(
             GpuStats(
                 gpu_key=key,
@@ -178,7 +179,7 @@ def gpu_stats(store: TelemetryStore, window: Window) -> list[GpuStats]:
                 job=job,
                 first_ts=t0,
                 last_ts=t1,
-                hours=(t1 - t0).total_seconds() / 3600.0 + step_h,
+                hours=(t1 - t0).total_seconds() / SECONDS_PER_HOUR + step_h,
                 metrics=d["metrics"],
             )
         )
@@ -187,7 +188,7 @@ def gpu_stats(store: TelemetryStore, window: Window) -> list[GpuStats]:
 
 def hourly_heatmap(store: TelemetryStore, window: Window, metric: str) -> list[tuple[datetime, float]]:
     """Fleet mean of ``metric`` per hour in the window (for the time heat map)."""
-    con = store.connect(int(window.start.timestamp() * 1e6), int(window.end.timestamp() * 1e6))
+    con = store.connect(int(window.start.timestamp() * US_PER_S), int(window.end.timestamp() * US_PER_S))
     rows = con.execute(
         "SELECT date_trunc('hour', ts) AS h, avg(value) FROM samples JOIN series USING (series_id) "
         "WHERE metric = ? AND ts >= ? AND ts < ? GROUP BY h ORDER BY h",

@@ -34,7 +34,7 @@ from gpufleet.catalog.specs import AcceleratorSpec, get_spec
 from gpufleet.telemetry.analyze import GpuStats, Window
 from gpufleet.telemetry.inventory import GpuCost, InventoryEntry, resolve_cost, spec_for_model
 from gpufleet.telemetry.mig import smallest_fitting
-from gpufleet.units import HOURS_PER_MONTH, MIB
+from gpufleet.units import HOURS_PER_MONTH, gib_from_mib
 
 FINDINGS: Final[tuple[str, ...]] = ("Idle", "Overprovisioned", "Underprovisioned", "Optimized")
 #: Compute Optimizer's GPU reason codes, plus ours for bandwidth and power in the same style.
@@ -181,9 +181,9 @@ def _capacity_gib(st: GpuStats, spec: AcceleratorSpec | None) -> float | None:
         if prof is not None:
             return prof.memory_gib
     if "fb_total_mib" in m:
-        return m["fb_total_mib"].max * MIB / 2**30
+        return gib_from_mib(m["fb_total_mib"].max)
     if "fb_used_mib" in m and "fb_free_mib" in m:
-        return (m["fb_used_mib"].mean + m["fb_free_mib"].mean) * MIB / 2**30
+        return gib_from_mib(m["fb_used_mib"].mean + m["fb_free_mib"].mean)
     return spec.memory_gib if spec else None
 
 
@@ -442,7 +442,7 @@ def classify(
             spec = None
     m = st.metrics
     cap = _capacity_gib(st, spec)
-    mem = m["fb_used_mib"].p99 * MIB / 2**30 if "fb_used_mib" in m else None
+    mem = gib_from_mib(m["fb_used_mib"].p99) if "fb_used_mib" in m else None
     mem_share = mem / cap if mem is not None and cap else None
     dram = m["dram_active_ratio"].p_hi if "dram_active_ratio" in m else None
     power = (

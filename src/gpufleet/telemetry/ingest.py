@@ -17,6 +17,7 @@ from gpufleet.telemetry.readers import (
 )
 from gpufleet.telemetry.schema import IngestReport, ProblemCounter, SampleBatch
 from gpufleet.telemetry.store import TelemetryStore
+from gpufleet.units import US_PER_S
 
 InputFormat = Literal["auto", "nvidia-smi", "exposition", "prom-json", "cloudwatch"]
 INPUT_FORMATS: Final[tuple[str, ...]] = ("auto", "nvidia-smi", "exposition", "prom-json", "cloudwatch")
@@ -69,7 +70,7 @@ def read_file(
             text, source=src, host=host or p.stem, timezone=timezone, batch=batch, problems=problems
         )
     if fmt == "exposition":
-        at = scrape_ts_us if scrape_ts_us is not None else int(p.stat().st_mtime * 1_000_000)
+        at = scrape_ts_us if scrape_ts_us is not None else int(p.stat().st_mtime * US_PER_S)
         return read_exposition(text, source=src, scrape_ts_us=at, batch=batch, problems=problems)
     if fmt == "prom-json":
         doc = parse_yaml_or_json(
@@ -133,7 +134,7 @@ def ingest_prometheus(
         problems,
         sources=[url],
         rows_read=n,
-        now_us=now_us if now_us is not None else int(time.time() * 1_000_000),
+        now_us=now_us if now_us is not None else int(time.time() * US_PER_S),
     )
 
 

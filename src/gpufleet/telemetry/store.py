@@ -36,6 +36,7 @@ from gpufleet.telemetry.schema import (
     ProblemCounter,
     SampleBatch,
 )
+from gpufleet.units import US_PER_S
 
 if TYPE_CHECKING:
     import duckdb
@@ -175,7 +176,7 @@ class TelemetryStore:
         duckdb = _duckdb()
         import numpy as np
 
-        now_us = int(time.time() * 1_000_000) if now_us is None else now_us
+        now_us = int(time.time() * US_PER_S) if now_us is None else now_us
         where = ", ".join(sources)[:200] or "input"
         with self._lock():
             self._remove_strays()
@@ -206,7 +207,7 @@ class TelemetryStore:
             con.unregister("incoming")
             con.unregister("incoming_labels")
             # Clock skew: timestamps in the future beyond the tolerance.
-            limit_us = now_us + int(skew_tolerance_s * 1_000_000)
+            limit_us = now_us + int(skew_tolerance_s * US_PER_S)
             skew = con.execute(
                 "SELECT count(*), any_value(gpu_key || ' ' || metric || ' at ' || "
                 "CAST(make_timestamp(ts_us) AS VARCHAR)) FROM raw WHERE ts_us > ?",

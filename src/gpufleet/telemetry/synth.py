@@ -21,6 +21,7 @@ from typing import Final
 import numpy as np
 
 from gpufleet.telemetry.schema import SampleBatch
+from gpufleet.units import SECONDS_PER_DAY
 
 EXPECTED: Final[dict[str, str]] = {
     "idle": "Idle",
@@ -55,7 +56,7 @@ def gpu_util_from_sm(sm: np.ndarray) -> np.ndarray:
 
 def _series(rng: np.random.Generator, level: float, n: int, step_s: float, amp: float) -> np.ndarray:
     t = np.arange(n) * step_s
-    diurnal = amp * np.sin(2 * math.pi * t / 86400.0 + rng.uniform(0, 2 * math.pi))
+    diurnal = amp * np.sin(2 * math.pi * t / SECONDS_PER_DAY + rng.uniform(0, 2 * math.pi))
     noise = np.empty(n)
     e = rng.normal(0.0, 0.02, n)
     noise[0] = e[0]
@@ -80,7 +81,7 @@ def synthetic_fleet(
 ) -> tuple[SampleBatch, list[SyntheticGpu]]:
     """Samples (SM_ACTIVE, GPU_UTIL, FB_USED/FREE, DRAM_ACTIVE, power) and the truth for each GPU."""
     rng = np.random.default_rng(seed)
-    n = int(days * 86400 / step_s)
+    n = int(days * SECONDS_PER_DAY / step_s)
     ts_us = (start_s + np.arange(n) * step_s) * 1e6
     batch = SampleBatch()
     truth: list[SyntheticGpu] = []

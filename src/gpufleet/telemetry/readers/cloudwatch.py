@@ -20,7 +20,7 @@ from gpufleet.errors import ConfigFileError
 from gpufleet.fileio import iter_csv_text
 from gpufleet.telemetry.readers.common import add_checked, parse_index
 from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
-from gpufleet.units import MB, MIB
+from gpufleet.units import MB, MIB, US_PER_S
 
 CW_METRICS: Final[dict[str, str]] = {
     "nvidia_smi_utilization_gpu": "gpu_util_pct",
@@ -111,7 +111,7 @@ def read_cloudwatch_csv(text: str, *, source: str, batch: SampleBatch, problems:
             where=source,
             labels=labels,
             gpu_index=index,
-            ts_us=int(dt.timestamp() * 1_000_000),
+            ts_us=int(dt.timestamp() * US_PER_S),
             metric=metric,
             value=value,
             example=example,

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
+from gpufleet.units import SECONDS_PER_DAY
 
 #: dcgm-exporter metric (upper-cased) -> (canonical metric, factor to the canonical unit).
 #: Units: NVIDIA dcgm-exporter etc/default-counters.csv and dcp-metrics-included.csv @ d5e5f510.
@@ -49,7 +50,7 @@ VALUE_RANGE: Final[dict[str, tuple[float, float]]] = {
     "gpu_temp_c": (-50.0, 150.0),
     "memory_temp_c": (-50.0, 150.0),
     "sm_clock_mhz": (0.0, 5000.0),
-    "request_latency_s": (0.0, 86400.0),
+    "request_latency_s": (0.0, SECONDS_PER_DAY),
 }
 
 #: Label variants (dcgm-exporter render template, old names, Prometheus ``exported_*`` relabels, lower-cased

@@ -19,6 +19,7 @@ from zoneinfo import ZoneInfo
 from gpufleet.errors import ConfigFileError
 from gpufleet.telemetry.readers.common import add_checked, parse_index
 from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
+from gpufleet.units import GIB, MIB, US_PER_S
 
 #: nvidia-smi field (with its renamed aliases) -> canonical metric. Units are nvidia-smi's (MiB, %, W, C,
 # MHz).
@@ -76,7 +77,6 @@ _TS_FORMATS: Final = (
     "%Y-%m-%d %H:%M:%S.%f",
     "%Y-%m-%d %H:%M:%S",
 )
-_GIB_IN_MIB: Final = 1024.0  # 1 GiB = 1024 MiB (binary units, both sides)
 
 
 def _header_key(text: str) -> str:
@@ -99,13 +99,13 @@ def _timestamp_us(text: str, tz: ZoneInfo) -> int | None:
             )
         except ValueError:
             return None
-        return int(dt.timestamp()) * 1_000_000 + dt.microsecond
+        return int(dt.timestamp()) * US_PER_S + dt.microsecond
     for fmt in _TS_FORMATS:
         try:
             dt = datetime.strptime(text.strip(), fmt)
         except ValueError:
             continue
-        return int(dt.replace(tzinfo=tz).timestamp() * 1_000_000)
+        return int(dt.replace(tzinfo=tz).timestamp() * US_PER_S)
     return None
 
 
@@ -182,7 +182,7 @@ def read_nvidia_smi_csv(
             value = float(m.group(1))
             unit = m.group(2) or units[pos]
             if unit == "GiB":
-                value *= _GIB_IN_MIB
+                value *= GIB / MIB
             add_checked(
                 batch,
                 problems,

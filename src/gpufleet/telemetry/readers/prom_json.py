@@ -15,6 +15,7 @@ from gpufleet.errors import ConfigFileError
 from gpufleet.telemetry.readers.common import DCGM_METRICS, add_checked, canonical_labels, parse_index
 from gpufleet.telemetry.readers.exposition import service_labels
 from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
+from gpufleet.units import US_PER_S
 
 
 def read_query_range_json(
@@ -84,7 +85,7 @@ def read_query_range_json(
             n += 1
             try:
                 ts_s, value_text = p
-                ts_us = round(float(ts_s) * 1_000_000)
+                ts_us = round(float(ts_s) * US_PER_S)
                 value = float(value_text)
             except (TypeError, ValueError):
                 problems.add(
