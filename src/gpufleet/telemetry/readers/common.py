@@ -118,6 +118,12 @@ def parse_index(text: str) -> int | None:
     return i if 0 <= i < 1_000_000 else None
 
 
+def lo_hi_ok(metric: str, value: float) -> bool:
+    """True for a plain valid value (finite, not a DCGM blank, inside the metric's physical range)."""
+    lo, hi = VALUE_RANGE[metric]
+    return lo <= value <= hi and not is_dcgm_blank(value)
+
+
 def add_checked(
     batch: SampleBatch,
     problems: ProblemCounter,
