@@ -398,14 +398,21 @@ def _gpu_options(
 
         table = _match_offer(cost.provider, cost.instance_type, cost.region)
         if table is not None:
-            per = prices_usd_per_hour(table, "commit_1y") / np.asarray(table.column("gpu_count"), dtype=float)
-            c1 = float(np.median(per[np.isfinite(per)])) if np.isfinite(per).any() else math.nan
-            if math.isfinite(c1) and price is not None and c1 < price:
+            best_commit: tuple[float, str] | None = None
+            counts = np.asarray(table.column("gpu_count"), dtype=float)
+            for kind in ("commit_1y", "commit_3y"):  # the provider's cheapest 1- and 3-year programs
+                per = prices_usd_per_hour(table, kind) / counts
+                if np.isfinite(per).any():
+                    c = float(np.median(per[np.isfinite(per)]))
+                    if best_commit is None or c < best_commit[0]:
+                        best_commit = (c, kind)
+            if best_commit is not None and price is not None and best_commit[0] < price:
+                c1, kind = best_commit
                 s, _, pct = saving(c1, None)
                 opts.append(
                     Option(
                         kind="price_model",
-                        target="commit_1y (the provider's cheapest 1-year program)",
+                        target=f"{kind} (the provider's cheapest {kind[-2]}-year commitment program)",
                         price_usd_per_gpu_hour=c1,
                         savings_usd_per_month=s,
                         savings_after_discounts_usd_per_month=s,

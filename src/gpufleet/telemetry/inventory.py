@@ -154,6 +154,13 @@ def load_inventory(path: Path | str) -> tuple[InventoryEntry, ...]:
                 f"The inventory file {p}, entry {i}: price_kind {e.price_kind!r} is not one of "
                 f"{', '.join(PRICE_KINDS)}."
             )
+        if e.model:
+            from gpufleet.models import resolve_model
+
+            try:
+                resolve_model(e.model)
+            except GpufleetError as exc:
+                raise ConfigFileError(f"The inventory file {p}, entry {i}: model: {exc}") from None
         out.append(InventoryEntry(**e.model_dump()))
     return tuple(out)
 
@@ -257,6 +264,14 @@ def resolve_cost(
                 "user catalog."
             )
         price, od, count, gpu = _per_gpu_cached(provider, itype, region, kind)
+        if price is None:
+            raise ConfigFileError(
+                f"Host {host}: the catalog has no {kind} price for {provider} {itype}"
+                + (f" in {region}" if region else "")
+                + " (no default rate for that program and term). Run `gpufleet catalog update --provider "
+                f"{provider}` to fetch real rates, or give a price_kind with a known rate (e.g. on_demand, "
+                "commit_3y)."
+            )
         return GpuCost(
             provider=provider,
             instance_type=itype,
