@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from gpufleet.errors import ConfigFileError
 from gpufleet.telemetry.analyze import gpu_stats, resolve_window
@@ -98,3 +100,31 @@ def test_labelled_model_must_fit_a_smaller_gpu(tmp_path: Path) -> None:
     assert small and "RTX-PRO-6000" in small[0]
     big = options("llama-3.1-70b")  # 70B in bf16 fits no single GPU cheaper than the H100: no smaller GPU
     assert big == []
+
+
+@given(st.floats(0.0, 1.0), st.floats(0.0, 200.0))
+def test_smallest_mig_profile_fits_and_is_smallest(compute: float, mem_gib: float) -> None:
+    from gpufleet.telemetry.mig import mig_profiles, smallest_fitting
+
+    for gpu, profiles in mig_profiles().items():
+        p = smallest_fitting(gpu, compute_fraction=compute, memory_gib=mem_gib)
+        fitting = [
+            q
+            for q in profiles
+            if q.sm_fraction >= compute
+            and q.memory_gib >= mem_gib
+            and q.compute_slices < q.compute_slices_total
+        ]
+        if p is None:
+            assert not fitting
+        else:
+            assert p.sm_fraction >= compute and p.memory_gib >= mem_gib
+            assert p.compute_slices == min(q.compute_slices for q in fitting)
+
+
+@given(st.floats(0.0, 2.0), st.floats(0.0, 2.0))
+def test_performance_risk_is_monotonic_and_bounded(a: float, b: float) -> None:
+    from gpufleet.telemetry.findings import _risk
+
+    lo, hi = sorted((a, b))
+    assert 0 <= _risk(lo) <= _risk(hi) <= 4

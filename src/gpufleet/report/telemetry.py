@@ -133,6 +133,22 @@ def render_findings_terminal(ff: FleetFindings, s: FleetSummary, limit: int = 30
     for team, (n, cost, sv) in s.by_team.items():
         t.add_row(team, str(n), _usd(cost), _usd(sv))
     parts.append(t)
+    if ff.nodes:
+        t = Table(title="Nodes")
+        for c in ("node", "GPUs", "idle", "finding", "cost/month", "node option", "option/month"):
+            t.add_column(c, overflow="fold")
+        for n in ff.nodes:
+            o = n.options[0] if n.options else None
+            t.add_row(
+                n.name,
+                str(n.gpus),
+                str(n.idle_gpus),
+                n.finding,
+                _usd(n.cost_usd_per_month),
+                o.target if o else "-",
+                _usd(o.savings_usd_per_month) if o else "-",
+            )
+        parts.append(t)
     t = Table(title=f"GPU findings (top {limit} by savings)")
     for i in _TERMINAL_COLUMNS:
         t.add_column(FINDING_COLUMNS[i], overflow="fold")
