@@ -137,14 +137,14 @@ def render_findings_terminal(ff: FleetFindings, s: FleetSummary, limit: int = 30
         t = Table(title="Nodes")
         for c in ("node", "GPUs", "idle", "finding", "cost/month", "node option", "option/month"):
             t.add_column(c, overflow="fold")
-        for n in ff.nodes:
-            o = n.options[0] if n.options else None
+        for node in ff.nodes:
+            o = node.options[0] if node.options else None
             t.add_row(
-                n.name,
-                str(n.gpus),
-                str(n.idle_gpus),
-                n.finding,
-                _usd(n.cost_usd_per_month),
+                node.name,
+                str(node.gpus),
+                str(node.idle_gpus),
+                node.finding,
+                _usd(node.cost_usd_per_month),
                 o.target if o else "-",
                 _usd(o.savings_usd_per_month) if o else "-",
             )
