@@ -121,6 +121,8 @@ def ingest(
     from gpufleet.report.telemetry import ingest_lines, to_json
     from gpufleet.telemetry.ingest import ingest_files, ingest_prometheus
 
+    if fmt not in (Format.table, Format.json):
+        raise InputError(f"ingest prints table or json, not {fmt.value}.")
     if bool(files) == bool(prometheus):
         raise InputError("Give telemetry files or --prometheus URL (one of the two).")
     if prometheus:
@@ -142,10 +144,8 @@ def ingest(
         )
     if fmt == Format.json:
         _emit(to_json("telemetry_ingest", {"report": report}), None)
-    elif fmt == Format.table:
-        console.print("\n".join(ingest_lines(report)), markup=False, highlight=False)
     else:
-        raise InputError(f"ingest prints table or json, not {fmt.value}.")
+        console.print("\n".join(ingest_lines(report)), markup=False, highlight=False)
     if (
         report.rows_stored == 0
         and report.rows_read > 0
