@@ -209,3 +209,13 @@ def test_exposition_direct_counts_lines() -> None:
     b, pc = SampleBatch(), ProblemCounter()
     n = read_exposition("# only comments\n\n", source="s", scrape_ts_us=0, batch=b, problems=pc)
     assert n == 0 and len(b) == 0
+
+
+def test_openmetrics_timestamps_are_seconds(tmp_path: Path) -> None:
+    text = (
+        "# TYPE DCGM_FI_PROF_SM_ACTIVE gauge\n"
+        'DCGM_FI_PROF_SM_ACTIVE{gpu="0",UUID="GPU-1",Hostname="h"} 0.5 1784009558.5\n'
+        "# EOF\n"
+    )
+    b, _ = _read(tmp_path, "data.om", text)
+    assert b.ts_us == [1784009558500000]

@@ -3,7 +3,8 @@
 Accepted: ``# HELP``/``# TYPE`` comments, samples ``name{label="v",...} value [timestamp_ms]``, every label
 variant of fleet-anchors C.2 (``Hostname``/``hostname``, ``UUID``/``uuid``, ``exported_*``, lower-cased metric
 and label names), MIG ``GPU_I_PROFILE``/``GPU_I_ID``. DCGM blank sentinels become missing values. A sample
-without a timestamp gets the scrape time given by the caller (counted as ``no_timestamp``).
+without a timestamp gets the scrape time given by the caller (counted as ``no_timestamp``). Timestamps are
+milliseconds in the Prometheus text format and seconds in OpenMetrics (a text ending in ``# EOF``).
 """
 
 from __future__ import annotations
@@ -83,7 +84,9 @@ def read_exposition(
     """Parse exposition ``text`` into ``batch``; returns the number of sample lines read."""
     n = 0
     identities: dict[tuple[str, bool], tuple[int | None, str]] = {}
-    us_per_ms = US_PER_S / MS_PER_S  # exposition timestamps are milliseconds
+    # Prometheus text timestamps are milliseconds; OpenMetrics (which ends with "# EOF") uses seconds.
+    openmetrics = text.rstrip().endswith("# EOF")
+    us_per_unit = float(US_PER_S) if openmetrics else US_PER_S / MS_PER_S
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -112,7 +115,7 @@ def read_exposition(
             ts_us = scrape_ts_us
             problems.add(source, "no_timestamp", f"line {lineno}: {line[:160]}")
         else:
-            ts_us = int(float(m.group("ts")) * us_per_ms)
+            ts_us = int(float(m.group("ts")) * us_per_unit)
         value *= factor
         if lo_hi_ok(metric, value):
             batch.add_sample(lid, ts_us, metric, value)
