@@ -17,6 +17,8 @@ EXPECTED = {
     "Workload", "__version__", "count_params", "estimate_inference", "estimate_memory", "estimate_training",
     "get_spec", "load_offers", "migrate", "prices_usd_per_hour", "recommend", "resolve_model",
     "run_scenario", "run_scenario_set", "validate_cases",
+    # telemetry right-sizing (issue 9)
+    "FleetFindings", "IngestReport", "TelemetryStore", "analyze_fleet", "evaluate_alerts", "ingest_telemetry",
 }  # fmt: skip
 
 

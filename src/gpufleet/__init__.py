@@ -12,6 +12,8 @@ The library returns typed data and never prints; the ``gpufleet`` CLI renders it
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from gpufleet.catalog.offers import Offer, OfferTable, load_offers
 from gpufleet.catalog.pricing import prices_usd_per_hour
 from gpufleet.catalog.specs import AcceleratorSpec, get_spec
@@ -46,7 +48,38 @@ from gpufleet.recommend.types import (
     Workload,
 )
 
+if TYPE_CHECKING:
+    from gpufleet.telemetry import (
+        FleetFindings,
+        IngestReport,
+        TelemetryStore,
+        analyze_fleet,
+        evaluate_alerts,
+        ingest_telemetry,
+    )
+
 __version__ = "0.1.0"
+
+#: Telemetry names load on first use, so that ``import gpufleet`` (and CLI start-up) does not pay for them.
+_LAZY = frozenset(
+    {
+        "FleetFindings",
+        "IngestReport",
+        "TelemetryStore",
+        "analyze_fleet",
+        "evaluate_alerts",
+        "ingest_telemetry",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        import gpufleet.telemetry as telemetry
+
+        return getattr(telemetry, name)
+    raise AttributeError(f"module 'gpufleet' has no attribute {name!r}")
+
 
 __all__ = [
     "AcceleratorSpec",
@@ -54,10 +87,12 @@ __all__ = [
     "ConfigFileError",
     "DataError",
     "FetchError",
+    "FleetFindings",
     "GpufleetError",
     "HostRules",
     "InfeasibleError",
     "InferenceEstimate",
+    "IngestReport",
     "InputError",
     "Interval",
     "MemoryEstimate",
@@ -69,17 +104,21 @@ __all__ = [
     "Recommendation",
     "ScenarioResult",
     "ScenarioSetResult",
+    "TelemetryStore",
     "TrainingEstimate",
     "UnknownNameError",
     "UnsupportedError",
     "ValidationReport",
     "Workload",
     "__version__",
+    "analyze_fleet",
     "count_params",
     "estimate_inference",
     "estimate_memory",
     "estimate_training",
+    "evaluate_alerts",
     "get_spec",
+    "ingest_telemetry",
     "load_offers",
     "migrate",
     "prices_usd_per_hour",

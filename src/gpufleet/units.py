@@ -22,9 +22,11 @@ PETA = 1e15
 
 # --- time ---
 MS_PER_S = 1000.0
+US_PER_S = 1_000_000  # microseconds per second (telemetry timestamps are UTC microseconds)
 SECONDS_PER_MINUTE = 60.0
 SECONDS_PER_HOUR = 3600.0
 HOURS_PER_DAY = 24.0
+SECONDS_PER_DAY = SECONDS_PER_HOUR * HOURS_PER_DAY
 DAYS_PER_YEAR = 365.0
 HOURS_PER_YEAR = 8760.0  # 365 d x 24 h, as used by AWS/Azure for commitment terms
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12.0  # 730 h: the cloud billing convention (AWS, Azure, GCP calculators)

@@ -1,4 +1,5 @@
-"""Alert rules: sustained-duration semantics in SQL, the seed's defaults, rule-file errors, Prometheus export."""
+"""Alert rules: sustained-duration semantics in SQL, the seed's defaults, rule-file errors, Prometheus
+export."""
 
 from __future__ import annotations
 
@@ -20,8 +21,14 @@ MIN = 60_000_000
 
 def _store(tmp_path: Path) -> TelemetryStore:
     b = SampleBatch()
-    gpu = {"host": "h", "gpu_uuid": "GPU-1", "source": "t", "provider": "aws", "instance_type": "p5.48xlarge",
-           "region": "us-east-1"}
+    gpu = {
+        "host": "h",
+        "gpu_uuid": "GPU-1",
+        "source": "t",
+        "provider": "aws",
+        "instance_type": "p5.48xlarge",
+        "region": "us-east-1",
+    }
     util = [95.0] * 9 + [50.0] * 5 + [95.0] * 11 + [40.0] * 5  # 9 min (too short), then 11 min (fires)
     for i, v in enumerate(util):
         b.add(labels=gpu, gpu_index=0, ts_us=T0 + i * MIN, metric="gpu_util_pct", value=v)
@@ -31,8 +38,13 @@ def _store(tmp_path: Path) -> TelemetryStore:
     svc = {"host": "svc:ml/chat", "pod": "chat", "namespace": "ml", "source": "t"}
     for i in range(30):  # one request per 10 s; slow (1.5 s) for the first 15 minutes
         for k in range(6):
-            b.add(labels=svc, gpu_index=-1, ts_us=T0 + i * MIN + k * 10_000_000, metric="request_latency_s",
-                  value=1.5 if i < 15 else 0.2)
+            b.add(
+                labels=svc,
+                gpu_index=-1,
+                ts_us=T0 + i * MIN + k * 10_000_000,
+                metric="request_latency_s",
+                value=1.5 if i < 15 else 0.2,
+            )
     s = TelemetryStore(tmp_path)
     s.append(b, ProblemCounter(), sources=["t"], rows_read=len(b), now_us=T0 + 3600 * 1_000_000 * 24)
     return s
@@ -42,7 +54,10 @@ def test_default_rules_are_the_seed_thresholds() -> None:
     rules = {r.name: r for r in load_rules()}
     assert (rules["high_gpu_utilization"].threshold, rules["high_gpu_utilization"].for_s) == (90, 600)
     assert (rules["high_memory_usage"].threshold, rules["high_memory_usage"].for_s) == (85, 300)
-    assert rules["inference_latency"].threshold == 1.0 and rules["inference_latency"].metric == "request_latency_p95_s"
+    assert (
+        rules["inference_latency"].threshold == 1.0
+        and rules["inference_latency"].metric == "request_latency_p95_s"
+    )
     assert rules["cost_overrun"].threshold == 1000
 
 
@@ -60,8 +75,17 @@ def test_sustained_conditions(tmp_path: Path) -> None:
     (lat,) = by_rule["inference_latency"]
     assert lat.subject == "svc:ml/chat" and lat.duration_s == 15 * 60
     assert "cost_overrun" not in by_rule  # 30 minutes of one p5 GPU cost a few dollars
-    cheap = AlertRule(name="c", metric="cost_usd_per_day", op=">", threshold=1.0, for_s=0, for_text="0s",
-                      severity="info", action="", promql=None)
+    cheap = AlertRule(
+        name="c",
+        metric="cost_usd_per_day",
+        op=">",
+        threshold=1.0,
+        for_s=0,
+        for_text="0s",
+        severity="info",
+        action="",
+        promql=None,
+    )
     (cost,) = evaluate(s, w, [cheap])
     assert cost.peak == pytest.approx(55.04 / 8 * 0.5, rel=0.05)
 
@@ -71,7 +95,10 @@ def test_rule_file_errors(tmp_path: Path) -> None:
     p.write_text("rules:\n  - name: x\n    metric: nope\n    threshold: 1\n", encoding="utf-8")
     with pytest.raises(ConfigFileError, match="unknown metric"):
         load_rules(p)
-    p.write_text("rules:\n  - name: x\n    metric: gpu_util_pct\n    threshold: 1\n    for: ten minutes\n", encoding="utf-8")
+    p.write_text(
+        "rules:\n  - name: x\n    metric: gpu_util_pct\n    threshold: 1\n    for: ten minutes\n",
+        encoding="utf-8",
+    )
     with pytest.raises(ConfigFileError, match="duration"):
         load_rules(p)
     p.write_text("rules: {}\n", encoding="utf-8")
@@ -81,7 +108,11 @@ def test_rule_file_errors(tmp_path: Path) -> None:
 
 def test_prometheus_export_passes_promtool(tmp_path: Path) -> None:
     text = prometheus_rules(load_rules(), price_usd_per_gpu_hour=6.88)
-    assert "DCGM_FI_DEV_GPU_UTIL" in text and "for: 10m" in text and "count(DCGM_FI_DEV_GPU_UTIL) * 6.8800 * 24" in text
+    assert (
+        "DCGM_FI_DEV_GPU_UTIL" in text
+        and "for: 10m" in text
+        and "count(DCGM_FI_DEV_GPU_UTIL) * 6.8800 * 24" in text
+    )
     assert "Left out" in prometheus_rules(load_rules())  # no price: the cost rule is left out, and says so
     promtool = shutil.which("promtool")
     if promtool is None:

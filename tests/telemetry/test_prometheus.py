@@ -3,6 +3,7 @@ storage, and queried over HTTP by gpufleet. Also a Prometheus that is down, slow
 
 from __future__ import annotations
 
+import contextlib
 import http.server
 import shutil
 import socket
@@ -30,16 +31,25 @@ def _free_port() -> int:
 
 
 def _openmetrics() -> str:
-    lines = ["# HELP DCGM_FI_PROF_SM_ACTIVE The ratio of cycles an SM has at least 1 warp assigned.",
-             "# TYPE DCGM_FI_PROF_SM_ACTIVE gauge"]
+    lines = [
+        "# HELP DCGM_FI_PROF_SM_ACTIVE The ratio of cycles an SM has at least 1 warp assigned.",
+        "# TYPE DCGM_FI_PROF_SM_ACTIVE gauge",
+    ]
     for gpu in range(2):
         for k in range(120):
             v = 0.02 if gpu == 0 else 0.6
-            lines.append(f'DCGM_FI_PROF_SM_ACTIVE{{gpu="{gpu}",UUID="GPU-{gpu}",Hostname="node-a",'
-                         f'modelName="NVIDIA H100 80GB HBM3"}} {v} {START_S + 60 * k}')
-    lines += ["# HELP dcgm_fi_dev_fb_used Framebuffer memory used (in MiB).", "# TYPE dcgm_fi_dev_fb_used gauge"]
+            lines.append(
+                f'DCGM_FI_PROF_SM_ACTIVE{{gpu="{gpu}",UUID="GPU-{gpu}",Hostname="node-a",'
+                f'modelName="NVIDIA H100 80GB HBM3"}} {v} {START_S + 60 * k}'
+            )
+    lines += [
+        "# HELP dcgm_fi_dev_fb_used Framebuffer memory used (in MiB).",
+        "# TYPE dcgm_fi_dev_fb_used gauge",
+    ]
     for k in range(120):
-        lines.append(f'dcgm_fi_dev_fb_used{{gpu="1",uuid="GPU-1",hostname="node-a"}} 40000 {START_S + 60 * k}')
+        lines.append(
+            f'dcgm_fi_dev_fb_used{{gpu="1",uuid="GPU-1",hostname="node-a"}} 40000 {START_S + 60 * k}'
+        )
     return "\n".join([*lines, "# EOF", ""])
 
 
@@ -47,16 +57,29 @@ def _openmetrics() -> str:
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     prom, promtool = shutil.which("prometheus"), shutil.which("promtool")
     if prom is None or promtool is None:
-        pytest.skip("prometheus/promtool are not installed and could not be (tools/system-deps.sh needs root and apt)")
+        pytest.skip(
+            "prometheus/promtool are not installed and could not be (tools/system-deps.sh needs root and apt)"
+        )
     d = tmp_path_factory.mktemp("prom")
     (d / "data.om").write_text(_openmetrics(), encoding="utf-8")
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(d / "data.om"), str(d / "tsdb")],
-                   check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(d / "data.om"), str(d / "tsdb")],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     (d / "prometheus.yml").write_text("global:\n  scrape_interval: 1m\n", encoding="utf-8")
     port = _free_port()
     proc = subprocess.Popen(
-        [prom, f"--config.file={d / 'prometheus.yml'}", f"--storage.tsdb.path={d / 'tsdb'}",
-         f"--web.listen-address=127.0.0.1:{port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [
+            prom,
+            f"--config.file={d / 'prometheus.yml'}",
+            f"--storage.tsdb.path={d / 'tsdb'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(300):
@@ -79,9 +102,14 @@ def test_ingest_from_live_prometheus(prometheus: str, tmp_path: Path) -> None:
     r = ingest_prometheus(prometheus, start_s=START_S, end_s=START_S + 119 * 60, step_s=60, store=store)
     assert r.rows_stored == 3 * 120 and r.gpus == 2
     con = store.connect()
-    rows = dict(con.execute("SELECT gpu_key || ' ' || metric, avg(value) FROM samples_l GROUP BY 1").fetchall())
-    assert rows == {"GPU-0 sm_active_ratio": pytest.approx(0.02), "GPU-1 sm_active_ratio": pytest.approx(0.6),
-                    "GPU-1 fb_used_mib": pytest.approx(40000)}
+    rows = dict(
+        con.execute("SELECT gpu_key || ' ' || metric, avg(value) FROM samples_l GROUP BY 1").fetchall()
+    )
+    assert rows == {
+        "GPU-0 sm_active_ratio": pytest.approx(0.02),
+        "GPU-1 sm_active_ratio": pytest.approx(0.6),
+        "GPU-1 fb_used_mib": pytest.approx(40000),
+    }
     again = ingest_prometheus(prometheus, start_s=START_S, end_s=START_S + 119 * 60, step_s=60, store=store)
     assert again.rows_stored == 0 and {p.kind for p in again.problems} == {"duplicate_sample"}
 
@@ -89,7 +117,9 @@ def test_ingest_from_live_prometheus(prometheus: str, tmp_path: Path) -> None:
 def test_prometheus_down() -> None:
     url = f"http://127.0.0.1:{_free_port()}"
     with pytest.raises(FetchError, match="cannot be reached"):
-        ingest_prometheus(url, start_s=START_S, end_s=NOW_S, step_s=60, store=TelemetryStore("/nonexistent-unused"))
+        ingest_prometheus(
+            url, start_s=START_S, end_s=NOW_S, step_s=60, store=TelemetryStore("/nonexistent-unused")
+        )
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -101,7 +131,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.send_response(400)
         self.send_header("Content-Type", "application/json")
         self.end_headers()
-        self.wfile.write(self.body)
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
+            self.wfile.write(self.body)
 
     def log_message(self, *args: object) -> None:
         pass
@@ -124,12 +155,20 @@ def fake_server() -> Iterator[tuple[str, type[_Handler]]]:
 def test_prometheus_slow(fake_server: tuple[str, type[_Handler]]) -> None:
     url, handler = fake_server
     handler.delay_s = 2.0
-    with pytest.raises(FetchError, match="did not answer within 0.3 s"):
-        ingest_prometheus(url, start_s=START_S, end_s=NOW_S, step_s=60, timeout_s=0.3,
-                          store=TelemetryStore("/nonexistent-unused"))
+    with pytest.raises(FetchError, match=r"did not answer within 0\.3 s"):
+        ingest_prometheus(
+            url,
+            start_s=START_S,
+            end_s=NOW_S,
+            step_s=60,
+            timeout_s=0.3,
+            store=TelemetryStore("/nonexistent-unused"),
+        )
 
 
 def test_prometheus_error_answer(fake_server: tuple[str, type[_Handler]]) -> None:
     url, _ = fake_server
-    with pytest.raises(FetchError, match="refused the query.*exceeded maximum resolution"):
-        ingest_prometheus(url, start_s=START_S, end_s=NOW_S, step_s=60, store=TelemetryStore("/nonexistent-unused"))
+    with pytest.raises(FetchError, match=r"refused the query.*exceeded maximum resolution"):
+        ingest_prometheus(
+            url, start_s=START_S, end_s=NOW_S, step_s=60, store=TelemetryStore("/nonexistent-unused")
+        )

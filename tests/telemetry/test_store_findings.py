@@ -10,7 +10,7 @@ import pytest
 
 from gpufleet.errors import ConfigFileError, InputError
 from gpufleet.telemetry.analyze import gpu_stats, resolve_window
-from gpufleet.telemetry.findings import Thresholds, find
+from gpufleet.telemetry.findings import Thresholds, find, gpus_needed
 from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
 from gpufleet.telemetry.store import TelemetryStore
 from gpufleet.telemetry.summary import summarize
@@ -21,10 +21,18 @@ NOW_US = 1_800_000_000 * 1_000_000
 P5 = {"provider": "aws", "instance_type": "p5.48xlarge", "region": "us-east-1"}
 
 
-def _batch(points: list[tuple[int, float]], key: str = "GPU-1", metric: str = "sm_active_ratio") -> SampleBatch:
+def _batch(
+    points: list[tuple[int, float]], key: str = "GPU-1", metric: str = "sm_active_ratio"
+) -> SampleBatch:
     b = SampleBatch()
     for ts, v in points:
-        b.add(labels={"host": "h", "gpu_uuid": key, "source": "test"}, gpu_index=0, ts_us=ts, metric=metric, value=v)
+        b.add(
+            labels={"host": "h", "gpu_uuid": key, "source": "test"},
+            gpu_index=0,
+            ts_us=ts,
+            metric=metric,
+            value=v,
+        )
     return b
 
 
@@ -71,8 +79,9 @@ def test_corrupt_manifest_and_empty_store_errors(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[TelemetryStore, list, object]:  # type: ignore[type-arg]
-    b, truth = synthetic_fleet(seed=7, counts={"idle": 4, "over": 4, "migable": 4, "under": 4, "healthy": 4},
-                               days=2.0, labels=P5)
+    b, truth = synthetic_fleet(
+        seed=7, counts={"idle": 4, "over": 4, "migable": 4, "under": 4, "healthy": 4}, days=2.0, labels=P5
+    )
     s = TelemetryStore(tmp_path_factory.mktemp("fleet"))
     s.append(b, ProblemCounter(), sources=["synthetic"], rows_read=len(b), now_us=NOW_US)
     w = resolve_window(s, 14, None, 0.95)
@@ -90,7 +99,12 @@ def test_synthetic_fleet_findings_are_all_right(fleet: tuple) -> None:  # type: 
         assert g.compute_signal == "sm_active_ratio" and not g.caveats
         # The GPU_UTIL vs SM_ACTIVE gap: healthy GPUs look saturated to nvidia-smi.
         if t.cls == "healthy":
-            assert g.gpu_util_p is not None and g.gpu_util_p > 0.95 and g.compute_p is not None and g.compute_p < 0.8
+            assert (
+                g.gpu_util_p is not None
+                and g.gpu_util_p > 0.95
+                and g.compute_p is not None
+                and g.compute_p < 0.8
+            )
 
 
 def test_options_are_priced_and_risk_bounded(fleet: tuple) -> None:  # type: ignore[type-arg]
@@ -108,14 +122,21 @@ def test_options_are_priced_and_risk_bounded(fleet: tuple) -> None:  # type: ign
     assert sum(n for n, _ in s.by_finding.values()) == 20
     assert s.savings_usd_per_month == pytest.approx(sum(v for _, v in s.by_finding.values()))
     assert ff.consolidation["H100-SXM"][0] == 4 and ff.consolidation["H100-SXM"][1] <= 2
+    assert any(n.options for n in ff.nodes)
+    for node in ff.nodes:  # 8-GPU p5 nodes: idle GPUs released and MIG-able work packed -> fewer GPUs
+        members = [g for g in ff.gpus if g.host == node.name]
+        needed = gpus_needed(members)
+        assert needed <= len(members) - sum(g.idle for g in members)
+        if node.options:
+            (o,) = node.options
+            assert o.kind == "fewer_gpus" and o.savings_usd_per_month is not None
+            assert o.savings_usd_per_month == pytest.approx((len(members) - needed) * 55.04 / 8 * 730)
 
 
 def test_gpu_util_fallback_is_flagged_upper_bound(tmp_path: Path) -> None:
     b, _ = synthetic_fleet(seed=3, counts={"healthy": 2}, days=1.0)
     keep = [i for i, m in enumerate(b.columns["metric"]) if m != "sm_active_ratio"]
-    nb = SampleBatch()
-    for c in nb.columns:
-        nb.columns[c] = [b.columns[c][i] for i in keep]
+    nb = b.select(keep)
     s = TelemetryStore(tmp_path)
     s.append(nb, ProblemCounter(), sources=["t"], rows_read=len(nb), now_us=NOW_US)
     w = resolve_window(s, 14, None, 0.95)
@@ -128,7 +149,11 @@ def test_gpu_util_fallback_is_flagged_upper_bound(tmp_path: Path) -> None:
 
 def _acme_cdf(cluster: str) -> tuple[list[float], list[float]]:
     with (DATA / "acme_dcgm_cdfs.csv").open(encoding="utf-8") as fh:
-        rows = [r for r in csv.DictReader(fh) if r["cluster"] == cluster and r["metric"] == "DCGM_FI_PROF_SM_ACTIVE"]
+        rows = [
+            r
+            for r in csv.DictReader(fh)
+            if r["cluster"] == cluster and r["metric"] == "DCGM_FI_PROF_SM_ACTIVE"
+        ]
     return [float(r["x_value"]) for r in rows], [float(r["cdf_percent"]) for r in rows]
 
 
@@ -144,8 +169,13 @@ def test_acme_fleet_reproduces_share_below_sm_active_threshold(tmp_path: Path, c
     for i, level in enumerate(levels):
         values = np.clip(level + rng.normal(0, 0.03, 96), 0, 1)  # 1 day at 15 min, symmetric noise
         for k, v in enumerate(values):
-            b.add(labels={"host": f"n{i // 8}", "gpu_uuid": f"GPU-{i}", "source": "acme"}, gpu_index=i % 8,
-                  ts_us=1_780_000_000_000_000 + k * 900_000_000, metric="sm_active_ratio", value=float(v))
+            b.add(
+                labels={"host": f"n{i // 8}", "gpu_uuid": f"GPU-{i}", "source": "acme"},
+                gpu_index=i % 8,
+                ts_us=1_780_000_000_000_000 + k * 900_000_000,
+                metric="sm_active_ratio",
+                value=float(v),
+            )
     s = TelemetryStore(tmp_path)
     s.append(b, ProblemCounter(), sources=["acme"], rows_read=len(b), now_us=NOW_US)
     stats = gpu_stats(s, resolve_window(s, 14, None, 0.95))

@@ -21,11 +21,15 @@ def _exposition(path: Path) -> None:
     for k in range(576):
         ts_ms = (t0 + 300 * k) * 1000
         for gpu, sm in ((0, 0.01), (1, 0.7)):
-            lab = (f'gpu="{gpu}",UUID="GPU-{gpu}",Hostname="node-a",modelName="NVIDIA H100 80GB HBM3",'
-                   f'namespace="team-a",pod="job-{gpu}",node_kubernetes_io_instance_type="p5.48xlarge",'
-                   'provider="aws",region="us-east-1"')
+            lab = (
+                f'gpu="{gpu}",UUID="GPU-{gpu}",Hostname="node-a",modelName="NVIDIA H100 80GB HBM3",'
+                f'namespace="team-a",pod="job-{gpu}",node_kubernetes_io_instance_type="p5.48xlarge",'
+                'provider="aws",region="us-east-1"'
+            )
             lines.append(f"DCGM_FI_PROF_SM_ACTIVE{{{lab}}} {sm} {ts_ms}")
-            lines.append(f"DCGM_FI_DEV_GPU_UTIL{{{lab}}} {float(gpu_util_from_sm(np.array([sm]))[0]):.0f} {ts_ms}")
+            lines.append(
+                f"DCGM_FI_DEV_GPU_UTIL{{{lab}}} {float(gpu_util_from_sm(np.array([sm]))[0]):.0f} {ts_ms}"
+            )
             lines.append(f"DCGM_FI_DEV_FB_USED{{{lab}}} {1000 if gpu == 0 else 60000} {ts_ms}")
             lines.append(f"DCGM_FI_DEV_FB_FREE{{{lab}}} {80559 if gpu == 0 else 21559} {ts_ms}")
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -66,7 +70,9 @@ def test_ingest_findings_alerts(tmp_path: Path) -> None:
 
 def test_user_errors_exit_2(tmp_path: Path) -> None:
     smi = tmp_path / "n.csv"
-    smi.write_text("timestamp, index, utilization.gpu [%]\n2026/07/14 08:12:38.696, 0, 5 %\n", encoding="utf-8")
+    smi.write_text(
+        "timestamp, index, utilization.gpu [%]\n2026/07/14 08:12:38.696, 0, 5 %\n", encoding="utf-8"
+    )
     cases = [
         ["telemetry", "ingest", str(smi), "--store", str(tmp_path / "s")],  # no --timezone
         ["telemetry", "ingest", "--store", str(tmp_path / "s")],  # nothing to ingest
@@ -83,6 +89,8 @@ def test_user_errors_exit_2(tmp_path: Path) -> None:
 
 def test_bad_only_input_is_not_a_silent_success(tmp_path: Path) -> None:
     f = tmp_path / "bad.prom"
-    f.write_text('DCGM_FI_DEV_GPU_UTIL{gpu="0"} 5 1780000000000\nnot a metric line at all {\n', encoding="utf-8")
+    f.write_text(
+        'DCGM_FI_DEV_GPU_UTIL{gpu="0"} 5 1780000000000\nnot a metric line at all {\n', encoding="utf-8"
+    )
     r = runner.invoke(app, ["telemetry", "ingest", str(f), "--store", str(tmp_path / "s")])
     assert r.exit_code == 2 and "missing_labels" in r.output and "malformed_line" in r.output

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import enum
 from datetime import UTC, datetime
+from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -13,10 +13,18 @@ from rich.table import Table
 from gpufleet.cli.console import console, err_console
 from gpufleet.errors import InputError
 
-app = typer.Typer(help="Right-size a running GPU fleet from its telemetry; alert on thresholds.", no_args_is_help=True)
+if TYPE_CHECKING:
+    from gpufleet.telemetry.analyze import Window
+    from gpufleet.telemetry.findings import FleetFindings
+    from gpufleet.telemetry.inventory import InventoryEntry
+    from gpufleet.telemetry.store import TelemetryStore
+
+app = typer.Typer(
+    help="Right-size a running GPU fleet from its telemetry; alert on thresholds.", no_args_is_help=True
+)
 
 
-class Format(str, enum.Enum):
+class Format(StrEnum):
     table = "table"
     json = "json"
     markdown = "markdown"
@@ -24,16 +32,26 @@ class Format(str, enum.Enum):
     csv = "csv"
 
 
-StoreOpt = Annotated[Path | None, typer.Option("--store", help="Telemetry store directory (default: user data dir).")]
-LookbackOpt = Annotated[float, typer.Option("--lookback", help="Days before the latest sample (presets 14, 32, 93).")]
+StoreOpt = Annotated[
+    Path | None, typer.Option("--store", help="Telemetry store directory (default: user data dir).")
+]
+LookbackOpt = Annotated[
+    float, typer.Option("--lookback", help="Days before the latest sample (presets 14, 32, 93).")
+]
 PctOpt = Annotated[float, typer.Option("--percentile", help="Percentile ranked on (0.5-0.99).")]
-HeadroomOpt = Annotated[float, typer.Option("--headroom", help="Headroom added to observed needs (0.2 = 20 %).")]
-InvOpt = Annotated[Path | None, typer.Option("--inventory", help="Inventory YAML/CSV mapping hosts to offers.")]
-EndOpt = Annotated[str | None, typer.Option("--end", help="End of the window (ISO 8601, UTC); default: latest sample.")]
+HeadroomOpt = Annotated[
+    float, typer.Option("--headroom", help="Headroom added to observed needs (0.2 = 20 %).")
+]
+InvOpt = Annotated[
+    Path | None, typer.Option("--inventory", help="Inventory YAML/CSV mapping hosts to offers.")
+]
+EndOpt = Annotated[
+    str | None, typer.Option("--end", help="End of the window (ISO 8601, UTC); default: latest sample.")
+]
 OutOpt = Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file instead of stdout.")]
 
 
-def _store(path: Path | None):  # type: ignore[no-untyped-def]
+def _store(path: Path | None) -> TelemetryStore:
     from gpufleet.telemetry.store import TelemetryStore
 
     return TelemetryStore(path)
@@ -45,7 +63,9 @@ def _time(text: str | None, flag: str) -> datetime | None:
     try:
         dt = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise InputError(f"{flag} {text!r} is not an ISO 8601 time; give e.g. 2026-07-14T08:00:00Z.") from None
+        raise InputError(
+            f"{flag} {text!r} is not an ISO 8601 time; give e.g. 2026-07-14T08:00:00Z."
+        ) from None
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
@@ -70,15 +90,30 @@ def _duration_s(text: str, flag: str) -> float:
 
 @app.command()
 def ingest(
-    files: Annotated[list[Path] | None, typer.Argument(help="nvidia-smi CSV, dcgm-exporter text, Prometheus JSON, CloudWatch CSV.")] = None,
-    prometheus: Annotated[str | None, typer.Option("--prometheus", help="Query a live Prometheus at this URL.")] = None,
+    files: Annotated[
+        list[Path] | None,
+        typer.Argument(help="nvidia-smi CSV, dcgm-exporter text, Prometheus JSON, CloudWatch CSV."),
+    ] = None,
+    prometheus: Annotated[
+        str | None, typer.Option("--prometheus", help="Query a live Prometheus at this URL.")
+    ] = None,
     start: Annotated[str | None, typer.Option("--start", help="With --prometheus: start (ISO 8601).")] = None,
-    end: Annotated[str | None, typer.Option("--end", help="With --prometheus: end (ISO 8601; default now).")] = None,
+    end: Annotated[
+        str | None, typer.Option("--end", help="With --prometheus: end (ISO 8601; default now).")
+    ] = None,
     step: Annotated[str, typer.Option("--step", help="With --prometheus: resolution, e.g. 60s.")] = "60s",
-    timeout: Annotated[float, typer.Option("--timeout", help="With --prometheus: seconds per request.")] = 30.0,
-    input_format: Annotated[str, typer.Option("--input-format", help="auto, nvidia-smi, exposition, prom-json, cloudwatch.")] = "auto",
-    timezone: Annotated[str | None, typer.Option("--timezone", help="Time zone of nvidia-smi timestamps (e.g. UTC).")] = None,
-    host: Annotated[str | None, typer.Option("--host", help="Host of an nvidia-smi CSV (default: the file name).")] = None,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="With --prometheus: seconds per request.")
+    ] = 30.0,
+    input_format: Annotated[
+        str, typer.Option("--input-format", help="auto, nvidia-smi, exposition, prom-json, cloudwatch.")
+    ] = "auto",
+    timezone: Annotated[
+        str | None, typer.Option("--timezone", help="Time zone of nvidia-smi timestamps (e.g. UTC).")
+    ] = None,
+    host: Annotated[
+        str | None, typer.Option("--host", help="Host of an nvidia-smi CSV (default: the file name).")
+    ] = None,
     store: StoreOpt = None,
     fmt: Annotated[Format, typer.Option("--format", help="table or json.")] = Format.table,
 ) -> None:
@@ -86,6 +121,8 @@ def ingest(
     from gpufleet.report.telemetry import ingest_lines, to_json
     from gpufleet.telemetry.ingest import ingest_files, ingest_prometheus
 
+    if fmt not in (Format.table, Format.json):
+        raise InputError(f"ingest prints table or json, not {fmt.value}.")
     if bool(files) == bool(prometheus):
         raise InputError("Give telemetry files or --prometheus URL (one of the two).")
     if prometheus:
@@ -93,22 +130,38 @@ def ingest(
         if s is None:
             raise InputError("--prometheus needs --start (ISO 8601, e.g. 2026-07-01T00:00:00Z).")
         e = _time(end, "--end") or datetime.now(UTC)
-        report = ingest_prometheus(prometheus, start_s=s.timestamp(), end_s=e.timestamp(),
-                                   step_s=_duration_s(step, "--step"), store=_store(store), timeout_s=timeout)
+        report = ingest_prometheus(
+            prometheus,
+            start_s=s.timestamp(),
+            end_s=e.timestamp(),
+            step_s=_duration_s(step, "--step"),
+            store=_store(store),
+            timeout_s=timeout,
+        )
     else:
-        report = ingest_files(files or [], store=_store(store), input_format=input_format, host=host, timezone=timezone)
+        report = ingest_files(
+            files or [], store=_store(store), input_format=input_format, host=host, timezone=timezone
+        )
     if fmt == Format.json:
         _emit(to_json("telemetry_ingest", {"report": report}), None)
-    elif fmt == Format.table:
-        console.print("\n".join(ingest_lines(report)), markup=False, highlight=False)
     else:
-        raise InputError(f"ingest prints table or json, not {fmt.value}.")
-    if report.rows_stored == 0 and report.rows_read > 0 and not any(p.kind == "duplicate_sample" for p in report.problems):
+        console.print("\n".join(ingest_lines(report)), markup=False, highlight=False)
+    if (
+        report.rows_stored == 0
+        and report.rows_read > 0
+        and not any(p.kind == "duplicate_sample" for p in report.problems)
+    ):
         raise InputError("No sample could be stored from the input (see the problems above).")
 
 
-def _findings(store: Path | None, lookback: float, percentile: float, headroom: float, inventory: Path | None,
-              end: str | None):  # type: ignore[no-untyped-def]
+def _findings(
+    store: Path | None,
+    lookback: float,
+    percentile: float,
+    headroom: float,
+    inventory: Path | None,
+    end: str | None,
+) -> tuple[TelemetryStore, Window, FleetFindings, tuple[InventoryEntry, ...]]:
     from gpufleet.telemetry.analyze import gpu_stats, resolve_window
     from gpufleet.telemetry.findings import Thresholds, find
     from gpufleet.telemetry.inventory import load_inventory
@@ -123,21 +176,41 @@ def _findings(store: Path | None, lookback: float, percentile: float, headroom: 
 
 @app.command()
 def findings(
-    store: StoreOpt = None, lookback: LookbackOpt = 14, percentile: PctOpt = 0.95, headroom: HeadroomOpt = 0.2,
-    inventory: InvOpt = None, end: EndOpt = None,
-    fmt: Annotated[Format, typer.Option("--format", help="table, json, markdown, html or csv.")] = Format.table,
+    store: StoreOpt = None,
+    lookback: LookbackOpt = 14,
+    percentile: PctOpt = 0.95,
+    headroom: HeadroomOpt = 0.2,
+    inventory: InvOpt = None,
+    end: EndOpt = None,
+    fmt: Annotated[
+        Format, typer.Option("--format", help="table, json, markdown, html or csv.")
+    ] = Format.table,
     output: OutOpt = None,
 ) -> None:
     """Idle / over- / under-provisioned / optimized GPUs with priced options."""
-    report(store=store, lookback=lookback, percentile=percentile, headroom=headroom, inventory=inventory, end=end,
-           fmt=fmt, output=output)
+    report(
+        store=store,
+        lookback=lookback,
+        percentile=percentile,
+        headroom=headroom,
+        inventory=inventory,
+        end=end,
+        fmt=fmt,
+        output=output,
+    )
 
 
 @app.command()
 def report(
-    store: StoreOpt = None, lookback: LookbackOpt = 14, percentile: PctOpt = 0.95, headroom: HeadroomOpt = 0.2,
-    inventory: InvOpt = None, end: EndOpt = None,
-    fmt: Annotated[Format, typer.Option("--format", help="table, json, markdown, html or csv.")] = Format.table,
+    store: StoreOpt = None,
+    lookback: LookbackOpt = 14,
+    percentile: PctOpt = 0.95,
+    headroom: HeadroomOpt = 0.2,
+    inventory: InvOpt = None,
+    end: EndOpt = None,
+    fmt: Annotated[
+        Format, typer.Option("--format", help="table, json, markdown, html or csv.")
+    ] = Format.table,
     output: OutOpt = None,
 ) -> None:
     """Fleet summary (GPU-hours, idle share, cost, savings by finding and team), findings and charts."""
@@ -168,11 +241,20 @@ def report(
 
 @app.command()
 def alerts(
-    rules: Annotated[Path | None, typer.Option("--rules", help="Alert rule YAML (default: the seed's thresholds).")] = None,
-    store: StoreOpt = None, lookback: LookbackOpt = 14, end: EndOpt = None, inventory: InvOpt = None,
+    rules: Annotated[
+        Path | None, typer.Option("--rules", help="Alert rule YAML (default: the seed's thresholds).")
+    ] = None,
+    store: StoreOpt = None,
+    lookback: LookbackOpt = 14,
+    end: EndOpt = None,
+    inventory: InvOpt = None,
     step: Annotated[str, typer.Option("--step", help="Evaluation step, e.g. 60s.")] = "60s",
-    export: Annotated[str | None, typer.Option("--export", help="'prometheus': print Prometheus alerting rules.")] = None,
-    show_defaults: Annotated[bool, typer.Option("--show-defaults", help="Print the default rule file.")] = False,
+    export: Annotated[
+        str | None, typer.Option("--export", help="'prometheus': print Prometheus alerting rules.")
+    ] = None,
+    show_defaults: Annotated[
+        bool, typer.Option("--show-defaults", help="Print the default rule file.")
+    ] = False,
     fmt: Annotated[Format, typer.Option("--format", help="table, json, markdown or csv.")] = Format.table,
     output: OutOpt = None,
 ) -> None:
@@ -194,7 +276,9 @@ def alerts(
         st = _store(store)
         if not st.is_empty():
             _, _, ff, _ = _findings(store, lookback, 0.95, 0.2, inventory, end)
-            prices = [g.cost.price_usd_per_gpu_hour for g in ff.gpus if g.cost.price_usd_per_gpu_hour is not None]
+            prices = [
+                g.cost.price_usd_per_gpu_hour for g in ff.gpus if g.cost.price_usd_per_gpu_hour is not None
+            ]
             price = sum(prices) / len(prices) if prices else None
         _emit(prometheus_rules(rs, price_usd_per_gpu_hour=price), output)
         return
@@ -203,7 +287,10 @@ def alerts(
     events = evaluate(st, window, rs, step_s=_duration_s(step, "--step"), inventory=inv)
     rows = rt.alert_rows(events)
     if fmt == Format.json:
-        _emit(rt.to_json("telemetry_alerts", {"window": window, "rules": list(rs), "events": list(events)}), output)
+        _emit(
+            rt.to_json("telemetry_alerts", {"window": window, "rules": list(rs), "events": list(events)}),
+            output,
+        )
     elif fmt == Format.markdown:
         _emit(rt._md_table(rt.ALERT_COLUMNS, rows), output)
     elif fmt == Format.csv:

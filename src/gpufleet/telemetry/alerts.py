@@ -27,7 +27,7 @@ from gpufleet.telemetry.analyze import Window
 from gpufleet.telemetry.inventory import InventoryEntry, resolve_cost
 from gpufleet.telemetry.schema import METRICS
 from gpufleet.telemetry.store import TelemetryStore
-from gpufleet.units import HOURS_PER_DAY, SECONDS_PER_HOUR
+from gpufleet.units import HOURS_PER_DAY, SECONDS_PER_HOUR, US_PER_S
 
 DERIVED: Final[dict[str, str]] = {
     "memory_used_pct": "FB used / capacity (memory.total, else used + free) x 100, per GPU",
@@ -110,27 +110,41 @@ def _parse_rules(doc: Any, source: str) -> tuple[AlertRule, ...]:
         except ValidationError as exc:
             err = exc.errors()[0]
             raise ConfigFileError(
-                f"{source}, rule {i}: {'.'.join(str(x) for x in err['loc']) or 'rule'}: {err['msg']}. Keys: name, "
+                f"{source}, rule {i}: {'.'.join(str(x) for x in err['loc']) or 'rule'}: {err['msg']}. Keys: "
+                "name, "
                 "metric, op (> >= < <=), threshold, for (e.g. 10m), severity, action, promql."
             ) from None
         if r.name in names:
             raise ConfigFileError(f"{source}: rule name {r.name!r} is used twice; names must be unique.")
         names.add(r.name)
-        out.append(AlertRule(name=r.name, metric=r.metric, op=r.op, threshold=r.threshold,
-                             for_s=parse_duration_s(r.for_), for_text=r.for_, severity=r.severity, action=r.action,
-                             promql=r.promql))
+        out.append(
+            AlertRule(
+                name=r.name,
+                metric=r.metric,
+                op=r.op,
+                threshold=r.threshold,
+                for_s=parse_duration_s(r.for_),
+                for_text=r.for_,
+                severity=r.severity,
+                action=r.action,
+                promql=r.promql,
+            )
+        )
     return tuple(out)
 
 
 def default_rules_text() -> str:
-    return resources.files("gpufleet.telemetry").joinpath("data/default_alerts.yaml").read_text(encoding="utf-8")
+    return (
+        resources.files("gpufleet.telemetry").joinpath("data/default_alerts.yaml").read_text(encoding="utf-8")
+    )
 
 
 def load_rules(path: Path | str | None = None) -> tuple[AlertRule, ...]:
     """Rules from a YAML/JSON file, or the shipped defaults (the seed's thresholds) when ``path`` is None."""
     if path is None:
         return _parse_rules(
-            parse_yaml_or_json(Path("default_alerts.yaml"), default_rules_text(), lambda k, e: e), "default rules"
+            parse_yaml_or_json(Path("default_alerts.yaml"), default_rules_text(), lambda k, e: e),
+            "default rules",
         )
     return _parse_rules(load_structured_file(path, what="alert rule file"), f"The alert rule file {path}")
 
@@ -140,7 +154,8 @@ def _naive(dt: datetime) -> datetime:
 
 
 _RUNS_SQL: Final = """
-, w AS (SELECT subject, t, v, (v {op} ?) AS hit, lag(t) OVER (PARTITION BY subject ORDER BY t) AS prev FROM v),
+, w AS (SELECT subject, t, v, (v {op} ?) AS hit, lag(t) OVER (PARTITION BY subject ORDER BY t) AS prev
+FROM v),
 x AS (SELECT *, sum(CASE WHEN NOT hit OR prev IS NULL OR epoch(t) - epoch(prev) > ? THEN 1 ELSE 0 END)
                 OVER (PARTITION BY subject ORDER BY t ROWS UNBOUNDED PRECEDING) AS grp FROM w)
 SELECT subject, min(t) AS t0, max(t) AS t1, {peak}(v) FROM x WHERE hit GROUP BY subject, grp
@@ -152,9 +167,12 @@ def _series_sql(metric: str, step_s: float) -> str:
     b = f"time_bucket(INTERVAL '{step_s:g} seconds', ts)"
     if metric == "memory_used_pct":
         return (
-            f"WITH m AS (SELECT gpu_key AS subject, {b} AS t, avg(value) FILTER (metric = 'fb_used_mib') AS used, "
-            "avg(value) FILTER (metric = 'fb_free_mib') AS free, avg(value) FILTER (metric = 'fb_total_mib') AS total "
-            "FROM samples_l WHERE metric IN ('fb_used_mib', 'fb_free_mib', 'fb_total_mib') AND ts >= ? AND ts < ? "
+            f"WITH m AS (SELECT gpu_key AS subject, {b} AS t, avg(value) FILTER (metric = 'fb_used_mib') AS "
+            "used, "
+            "avg(value) FILTER (metric = 'fb_free_mib') AS free, avg(value) FILTER (metric = "
+            "'fb_total_mib') AS total "
+            "FROM samples_l WHERE metric IN ('fb_used_mib', 'fb_free_mib', 'fb_total_mib') AND ts >= ? AND "
+            "ts < ? "
             "GROUP BY ALL), v AS (SELECT subject, t, 100.0 * used / coalesce(total, used + free) AS v FROM m "
             "WHERE used IS NOT NULL AND coalesce(total, used + free) > 0)"
         )
@@ -170,26 +188,36 @@ def _series_sql(metric: str, step_s: float) -> str:
     )
 
 
-def _cost_per_day(store: TelemetryStore, window: Window, inventory: Sequence[InventoryEntry]) -> list[tuple[datetime, float]]:
-    con = store.connect(int(window.start.timestamp() * 1e6), int(window.end.timestamp() * 1e6))
+def _cost_per_day(
+    store: TelemetryStore, window: Window, inventory: Sequence[InventoryEntry]
+) -> list[tuple[datetime, float]]:
+    con = store.connect(int(window.start.timestamp() * US_PER_S), int(window.end.timestamp() * US_PER_S))
     rows = con.execute(
         """WITH g AS (SELECT gpu_key, date_trunc('day', ts) AS d, min(ts) AS t0, max(ts) AS t1, count(*) AS n,
                   any_value(host) AS host, any_value(gpu_uuid) AS uuid, any_value(model) AS model,
-                  any_value(provider) AS provider, any_value(instance_type) AS itype, any_value(region) AS region
+                  any_value(provider) AS provider, any_value(instance_type) AS itype, any_value(region)
+                  AS region
            FROM samples_l WHERE ts >= ? AND ts < ? AND gpu_index >= 0 AND metric IN
              ('sm_active_ratio', 'gr_engine_active_ratio', 'gpu_util_pct', 'fb_used_mib')
            GROUP BY gpu_key, d, metric)
-           SELECT gpu_key, d, max(epoch(t1) - epoch(t0)) / 3600.0, max(n), any_value(host), any_value(uuid),
-                  any_value(model), any_value(provider), any_value(itype), any_value(region) FROM g GROUP BY gpu_key, d""",
+           SELECT gpu_key, d, max(epoch(t1) - epoch(t0)), max(n), any_value(host), any_value(uuid),
+                  any_value(model), any_value(provider), any_value(itype), any_value(region) FROM g GROUP
+                  BY gpu_key, d""",
         [_naive(window.start), _naive(window.end)],
     ).fetchall()
     con.close()
     per_day: dict[datetime, float] = {}
     prices: dict[str, float | None] = {}
-    for key, d, span_h, n, host, uuid, model, prov, itype, region in rows:
+    for key, d, span_s, n, host, uuid, model, prov, itype, region in rows:
+        span_h = span_s / SECONDS_PER_HOUR
         if key not in prices:
-            prices[key] = resolve_cost(host=host, gpu_uuid=uuid, model=model, inventory=inventory,
-                                       labels={"provider": prov, "instance_type": itype, "region": region}).price_usd_per_gpu_hour
+            prices[key] = resolve_cost(
+                host=host,
+                gpu_uuid=uuid,
+                model=model,
+                inventory=inventory,
+                labels={"provider": prov, "instance_type": itype, "region": region},
+            ).price_usd_per_gpu_hour
         p = prices[key]
         if p is None:
             continue
@@ -199,10 +227,16 @@ def _cost_per_day(store: TelemetryStore, window: Window, inventory: Sequence[Inv
 
 
 def evaluate(
-    store: TelemetryStore, window: Window, rules: Sequence[AlertRule], *, step_s: float = 60.0,
-    inventory: Sequence[InventoryEntry] = (), max_gap_s: float = 600.0,
+    store: TelemetryStore,
+    window: Window,
+    rules: Sequence[AlertRule],
+    *,
+    step_s: float = 60.0,
+    inventory: Sequence[InventoryEntry] = (),
+    max_gap_s: float = 600.0,
 ) -> tuple[AlertEvent, ...]:
-    """Alert events of ``rules`` over the stored telemetry in ``window``; ``max_gap_s``: the longest gap between
+    """Alert events of ``rules`` over the stored telemetry in ``window``; ``max_gap_s``: the longest gap
+    between
     samples that does not break a run (default 600 s: two missed 5-minute scrapes)."""
     if step_s <= 0:
         raise InputError(f"--step {step_s} must be positive (seconds between evaluations, e.g. 60).")
@@ -212,20 +246,38 @@ def evaluate(
             ops = {">": float.__gt__, ">=": float.__ge__, "<": float.__lt__, "<=": float.__le__}
             for day, usd in _cost_per_day(store, window, inventory):
                 if ops[r.op](usd, r.threshold):
-                    events.append(AlertEvent(rule=r.name, subject="fleet", start=day,
-                                             end=day.replace(hour=23, minute=59, second=59), peak=usd,
-                                             severity=r.severity, action=r.action))
+                    events.append(
+                        AlertEvent(
+                            rule=r.name,
+                            subject="fleet",
+                            start=day,
+                            end=day.replace(hour=23, minute=59, second=59),
+                            peak=usd,
+                            severity=r.severity,
+                            action=r.action,
+                        )
+                    )
             continue
         step = 300.0 if r.metric == "request_latency_p95_s" else step_s
         peak = "max" if r.op.startswith(">") else "min"
         sql = _series_sql(r.metric, step) + _RUNS_SQL.format(op=r.op, peak=peak)
-        con = store.connect(int(window.start.timestamp() * 1e6), int(window.end.timestamp() * 1e6))
-        rows = con.execute(sql, [_naive(window.start), _naive(window.end), r.threshold, max(max_gap_s, step), step, r.for_s]).fetchall()
+        con = store.connect(int(window.start.timestamp() * US_PER_S), int(window.end.timestamp() * US_PER_S))
+        rows = con.execute(
+            sql, [_naive(window.start), _naive(window.end), r.threshold, max(max_gap_s, step), step, r.for_s]
+        ).fetchall()
         con.close()
         for subject, t0, t1, pk in rows:
-            events.append(AlertEvent(rule=r.name, subject=subject, start=t0.replace(tzinfo=UTC),
-                                     end=datetime.fromtimestamp(t1.replace(tzinfo=UTC).timestamp() + step, tz=UTC),
-                                     peak=float(pk), severity=r.severity, action=r.action))
+            events.append(
+                AlertEvent(
+                    rule=r.name,
+                    subject=subject,
+                    start=t0.replace(tzinfo=UTC),
+                    end=datetime.fromtimestamp(t1.replace(tzinfo=UTC).timestamp() + step, tz=UTC),
+                    peak=float(pk),
+                    severity=r.severity,
+                    action=r.action,
+                )
+            )
     return tuple(events)
 
 
@@ -246,9 +298,11 @@ _PROMQL: Final[dict[str, str]] = {
 
 
 def prometheus_rules(rules: Sequence[AlertRule], *, price_usd_per_gpu_hour: float | None = None) -> str:
-    """The rules as a Prometheus rule file (``groups: [{name, rules: [{alert, expr, for, labels, annotations}]}]``).
+    """The rules as a Prometheus rule file (``groups:
+    [{name, rules: [{alert, expr, for, labels, annotations}]}]``).
 
-    ``cost_usd_per_day`` becomes ``count(DCGM_FI_DEV_GPU_UTIL) * price * 24``, using the fleet's mean price per
+    ``cost_usd_per_day`` becomes ``count(DCGM_FI_DEV_GPU_UTIL) * price * 24``, using the fleet's mean
+    price per
     GPU-hour (from the store and catalog); without a price that rule is left out (stated in the file).
     """
     out: list[dict[str, Any]] = []
@@ -267,9 +321,13 @@ def prometheus_rules(rules: Sequence[AlertRule], *, price_usd_per_gpu_hour: floa
             skipped.append(r.name)
             continue
         item: dict[str, Any] = {
-            "alert": r.name, "expr": expr, "labels": {"severity": r.severity},
-            "annotations": {"summary": f"{r.metric} {r.op} {r.threshold:g} for {r.for_text}",
-                            "action": r.action or "see the runbook"},
+            "alert": r.name,
+            "expr": expr,
+            "labels": {"severity": r.severity},
+            "annotations": {
+                "summary": f"{r.metric} {r.op} {r.threshold:g} for {r.for_text}",
+                "action": r.action or "see the runbook",
+            },
         }
         if r.for_s > 0:
             item["for"] = r.for_text
@@ -280,5 +338,13 @@ def prometheus_rules(rules: Sequence[AlertRule], *, price_usd_per_gpu_hour: floa
     return head + yaml.safe_dump({"groups": [{"name": "gpufleet", "rules": out}]}, sort_keys=False)
 
 
-__all__ = ["DERIVED", "AlertEvent", "AlertRule", "default_rules_text", "evaluate", "load_rules", "parse_duration_s",
-           "prometheus_rules"]
+__all__ = [
+    "DERIVED",
+    "AlertEvent",
+    "AlertRule",
+    "default_rules_text",
+    "evaluate",
+    "load_rules",
+    "parse_duration_s",
+    "prometheus_rules",
+]

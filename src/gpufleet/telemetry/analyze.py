@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from gpufleet.errors import InputError
 from gpufleet.telemetry.store import TelemetryStore
+from gpufleet.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, US_PER_S
 
 #: Metric -> histogram bins per canonical unit (bin width = 1/scale).
 BIN_SCALE: Final[dict[str, float]] = {
@@ -72,10 +73,12 @@ class Window:
 
     @property
     def days(self) -> float:
-        return (self.end - self.start).total_seconds() / 86400.0
+        return (self.end - self.start).total_seconds() / SECONDS_PER_DAY
 
 
-def resolve_window(store: TelemetryStore, lookback_days: float, end: datetime | None, percentile: float) -> Window:
+def resolve_window(
+    store: TelemetryStore, lookback_days: float, end: datetime | None, percentile: float
+) -> Window:
     if not 0.5 <= percentile < 1.0:
         raise InputError(f"--percentile {percentile} is outside 0.5-0.99; use e.g. 0.95 (p95) or 0.99.")
     if lookback_days <= 0:
@@ -84,10 +87,11 @@ def resolve_window(store: TelemetryStore, lookback_days: float, end: datetime | 
         parts = store.parts()
         if not parts:
             raise InputError(
-                f"The telemetry store {store.root} is empty. Ingest data first: gpufleet telemetry ingest FILE..."
+                f"The telemetry store {store.root} is empty. Ingest data first: gpufleet telemetry ingest "
+                "FILE..."
             )
         end_us = max(p.max_ts_us for p in parts) + 1
-        end = datetime.fromtimestamp(end_us / 1e6, tz=UTC)
+        end = datetime.fromtimestamp(end_us / US_PER_S, tz=UTC)
     return Window(start=end - timedelta(days=lookback_days), end=end, percentile=percentile)
 
 
@@ -97,8 +101,8 @@ def _naive(dt: datetime) -> datetime:
 
 def gpu_stats(store: TelemetryStore, window: Window) -> list[GpuStats]:
     """One :class:`GpuStats` per GPU (or MIG instance) with samples in the window."""
-    start_us = int(window.start.timestamp() * 1e6)
-    end_us = int(window.end.timestamp() * 1e6)
+    start_us = int(window.start.timestamp() * US_PER_S)
+    end_us = int(window.end.timestamp() * US_PER_S)
     con = store.connect(start_us, end_us)
     scales = ", ".join(f"('{m}', {s!r})" for m, s in BIN_SCALE.items())
     p = window.percentile
@@ -110,13 +114,16 @@ def gpu_stats(store: TelemetryStore, window: Window) -> list[GpuStats]:
                       sum(x.value) AS total, max(x.value) AS mx, min(x.ts) AS t0, max(x.ts) AS t1
                FROM samples x JOIN sc USING (series_id)
                WHERE x.ts >= ? AND x.ts < ? GROUP BY ALL),
-        h AS (SELECT sc.gpu_key, sc.metric, any_value(sc.scale) AS scale, bin, sum(n) AS n, sum(total) AS total,
+        h AS (SELECT sc.gpu_key, sc.metric, any_value(sc.scale) AS scale, bin, sum(n) AS n, sum(total) AS
+        total,
                      max(mx) AS mx, min(t0) AS t0, max(t1) AS t1
               FROM h1 JOIN sc USING (series_id) GROUP BY sc.gpu_key, sc.metric, bin),
         c AS (SELECT *, sum(n) OVER (PARTITION BY gpu_key, metric ORDER BY bin) AS cum,
                      sum(n) OVER (PARTITION BY gpu_key, metric) AS tot FROM h)
-        SELECT gpu_key, metric, max(tot), sum(total) / max(tot), min(bin) FILTER (cum >= 0.5 * tot) / any_value(scale),
-               min(bin) FILTER (cum >= {p} * tot) / any_value(scale), min(bin) FILTER (cum >= 0.99 * tot) / any_value(scale),
+        SELECT gpu_key, metric, max(tot), sum(total) / max(tot), min(bin) FILTER (cum >= 0.5 * tot) /
+        any_value(scale),
+               min(bin) FILTER (cum >= {p} * tot) / any_value(scale), min(bin) FILTER (cum >= 0.99 * tot)
+               / any_value(scale),
                max(mx), min(t0), max(t1)
         FROM c GROUP BY gpu_key, metric
         """,
@@ -137,28 +144,51 @@ def gpu_stats(store: TelemetryStore, window: Window) -> list[GpuStats]:
     for key, metric, n, mean, p50, phi, p99, mx, t0, t1 in rows:
         d = per.setdefault(key, {"metrics": {}, "t0": t0, "t1": t1})
         top = float(mx)  # a bin's upper edge never exceeds the largest sample
-        d["metrics"][metric] = MetricStats(samples=int(n), mean=float(mean), p50=min(float(p50), top),
-                                           p_hi=min(float(phi), top), p99=min(float(p99), top), max=top)
+        d["metrics"][metric] = MetricStats(
+            samples=int(n),
+            mean=float(mean),
+            p50=min(float(p50), top),
+            p_hi=min(float(phi), top),
+            p99=min(float(p99), top),
+            max=top,
+        )
         d["t0"], d["t1"] = min(d["t0"], t0), max(d["t1"], t1)
     out = []
-    for key, host, idx, uuid, model, mig, prov, itype, region, pod, ns, job in sorted(labels, key=lambda r: r[0]):
-        d = per.get(key)
-        if d is None:
+    for key, host, idx, uuid, model, mig, prov, itype, region, pod, ns, job in sorted(
+        labels, key=lambda r: r[0]
+    ):
+        if key not in per:
             continue
+        d = per[key]
         t0, t1 = d["t0"].replace(tzinfo=UTC), d["t1"].replace(tzinfo=UTC)
         n_max = max(m.samples for m in d["metrics"].values())
-        step_h = (t1 - t0).total_seconds() / 3600.0 / max(n_max - 1, 1)
-        out.append(GpuStats(
-            gpu_key=key, host=host, gpu_index=int(idx), gpu_uuid=uuid, model=model, mig_profile=mig, provider=prov,
-            instance_type=itype, region=region, pod=pod, namespace=ns, job=job, first_ts=t0, last_ts=t1,
-            hours=(t1 - t0).total_seconds() / 3600.0 + step_h, metrics=d["metrics"],
-        ))
+        step_h = (t1 - t0).total_seconds() / SECONDS_PER_HOUR / max(n_max - 1, 1)
+        out.append(
+            GpuStats(
+                gpu_key=key,
+                host=host,
+                gpu_index=int(idx),
+                gpu_uuid=uuid,
+                model=model,
+                mig_profile=mig,
+                provider=prov,
+                instance_type=itype,
+                region=region,
+                pod=pod,
+                namespace=ns,
+                job=job,
+                first_ts=t0,
+                last_ts=t1,
+                hours=(t1 - t0).total_seconds() / SECONDS_PER_HOUR + step_h,
+                metrics=d["metrics"],
+            )
+        )
     return out
 
 
 def hourly_heatmap(store: TelemetryStore, window: Window, metric: str) -> list[tuple[datetime, float]]:
     """Fleet mean of ``metric`` per hour in the window (for the time heat map)."""
-    con = store.connect(int(window.start.timestamp() * 1e6), int(window.end.timestamp() * 1e6))
+    con = store.connect(int(window.start.timestamp() * US_PER_S), int(window.end.timestamp() * US_PER_S))
     rows = con.execute(
         "SELECT date_trunc('hour', ts) AS h, avg(value) FROM samples JOIN series USING (series_id) "
         "WHERE metric = ? AND ts >= ? AND ts < ? GROUP BY h ORDER BY h",
@@ -168,4 +198,12 @@ def hourly_heatmap(store: TelemetryStore, window: Window, metric: str) -> list[t
     return [(h.replace(tzinfo=UTC), float(v)) for h, v in rows]
 
 
-__all__ = ["LOOKBACK_PRESETS_DAYS", "GpuStats", "MetricStats", "Window", "gpu_stats", "hourly_heatmap", "resolve_window"]
+__all__ = [
+    "LOOKBACK_PRESETS_DAYS",
+    "GpuStats",
+    "MetricStats",
+    "Window",
+    "gpu_stats",
+    "hourly_heatmap",
+    "resolve_window",
+]

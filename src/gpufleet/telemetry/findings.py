@@ -11,7 +11,8 @@ Rules (knobs in :class:`Thresholds`; percentiles from :mod:`gpufleet.telemetry.a
 - ``Overprovisioned``: compute < ``over_compute`` (and not under-provisioned); memory and bandwidth reasons
   added when they are low too.
 - ``Optimized``: otherwise.
-Options: release the GPU (idle), a MIG slice, a smaller/cheaper GPU, a larger GPU (under-provisioned), fewer GPUs
+Options: release the GPU (idle), a MIG slice, a smaller/cheaper GPU, a larger GPU (under-provisioned),
+fewer GPUs
 per node, a commitment price model. Sizing needs = observed percentile x (1 + headroom). Each option is priced
 from the catalog per GPU (on-demand basis and at the GPU's own price kind, "after discounts") and carries a
 0-4 performance risk from the projected utilisation on the target: <= 0.5: 0, <= 0.65: 1, <= 0.8: 2,
@@ -24,6 +25,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Final
 
 import numpy as np
@@ -32,13 +34,18 @@ from gpufleet.catalog.specs import AcceleratorSpec, get_spec
 from gpufleet.telemetry.analyze import GpuStats, Window
 from gpufleet.telemetry.inventory import GpuCost, InventoryEntry, resolve_cost, spec_for_model
 from gpufleet.telemetry.mig import smallest_fitting
-from gpufleet.units import HOURS_PER_MONTH, MIB
+from gpufleet.units import HOURS_PER_MONTH, gib_from_mib
 
 FINDINGS: Final[tuple[str, ...]] = ("Idle", "Overprovisioned", "Underprovisioned", "Optimized")
 #: Compute Optimizer's GPU reason codes, plus ours for bandwidth and power in the same style.
 REASON_CODES: Final[tuple[str, ...]] = (
-    "GPUOverprovisioned", "GPUUnderprovisioned", "GPUMemoryOverprovisioned", "GPUMemoryUnderprovisioned",
-    "GPUMemoryBandwidthOverprovisioned", "GPUMemoryBandwidthUnderprovisioned", "GPUPowerOverprovisioned",
+    "GPUOverprovisioned",
+    "GPUUnderprovisioned",
+    "GPUMemoryOverprovisioned",
+    "GPUMemoryUnderprovisioned",
+    "GPUMemoryBandwidthOverprovisioned",
+    "GPUMemoryBandwidthUnderprovisioned",
+    "GPUPowerOverprovisioned",
 )
 UPPER_BOUND_CAVEAT: Final = (
     "compute from {signal}: an upper bound (a kernel running on one SM counts as busy); enable "
@@ -107,7 +114,11 @@ class GpuFinding:
 
     @property
     def best_savings_usd_per_month(self) -> float:
-        s = [o.savings_usd_per_month for o in self.options if o.savings_usd_per_month is not None and o.rank == 1]
+        s = [
+            o.savings_usd_per_month
+            for o in self.options
+            if o.savings_usd_per_month is not None and o.rank == 1
+        ]
         return max(s[0], 0.0) if s else 0.0
 
 
@@ -134,7 +145,9 @@ class FleetFindings:
     gpus: tuple[GpuFinding, ...]
     nodes: tuple[GroupFinding, ...]
     workloads: tuple[GroupFinding, ...]
-    consolidation: dict[str, tuple[int, int]] = field(default_factory=dict)  # spec -> (MIG-able GPUs, GPUs after packing)
+    consolidation: dict[str, tuple[int, int]] = field(
+        default_factory=dict
+    )  # spec -> (MIG-able GPUs, GPUs after packing)
 
 
 def _risk(u: float | None) -> float:
@@ -168,9 +181,9 @@ def _capacity_gib(st: GpuStats, spec: AcceleratorSpec | None) -> float | None:
         if prof is not None:
             return prof.memory_gib
     if "fb_total_mib" in m:
-        return m["fb_total_mib"].max * MIB / 2**30
+        return gib_from_mib(m["fb_total_mib"].max)
     if "fb_used_mib" in m and "fb_free_mib" in m:
-        return (m["fb_used_mib"].mean + m["fb_free_mib"].mean) * MIB / 2**30
+        return gib_from_mib(m["fb_used_mib"].mean + m["fb_free_mib"].mean)
     return spec.memory_gib if spec else None
 
 
@@ -180,6 +193,13 @@ def _peak(spec: AcceleratorSpec) -> float:
 
 
 def _offer_candidates(cost: GpuCost) -> list[tuple[str, str, str, float, float, float]]:
+    return _offer_candidates_for(cost.provider, cost.region, cost.price_kind)
+
+
+@cache
+def _offer_candidates_for(
+    provider: str | None, region: str | None, price_kind: str
+) -> list[tuple[str, str, str, float, float, float]]:
     """(provider, instance_type, gpu, gpu_count, per-GPU on-demand, per-GPU at the GPU's kind) per offer of
     the same provider (and region when known), cheapest per (instance type)."""
     from gpufleet.catalog.pricing import prices_usd_per_hour
@@ -187,10 +207,10 @@ def _offer_candidates(cost: GpuCost) -> list[tuple[str, str, str, float, float, 
 
     t = _offers()
     mask = np.ones(len(t), dtype=bool)
-    if cost.provider:
-        mask &= t.column("provider") == cost.provider
-    if cost.region:
-        reg = mask & (t.column("region") == cost.region)
+    if provider:
+        mask &= t.column("provider") == provider
+    if region:
+        reg = mask & (t.column("region") == region)
         mask = reg if reg.any() else mask
     mask &= t.column("gpu") != ""
     sub = t.take(np.flatnonzero(mask))
@@ -198,34 +218,48 @@ def _offer_candidates(cost: GpuCost) -> list[tuple[str, str, str, float, float, 
         return []
     counts = np.asarray(sub.column("gpu_count"), dtype=float)
     od = np.asarray(sub.column("price_on_demand_usd_per_hour"), dtype=float) / counts
-    kind = prices_usd_per_hour(sub, cost.price_kind) / counts
+    kind = prices_usd_per_hour(sub, price_kind) / counts
     best: dict[str, tuple[str, str, str, float, float, float]] = {}
     for i in range(len(sub)):
         key = f"{sub.column('provider')[i]}|{sub.column('instance_type')[i]}"
-        row = (str(sub.column("provider")[i]), str(sub.column("instance_type")[i]), str(sub.column("gpu")[i]),
-               float(counts[i]), float(od[i]), float(kind[i]))
+        row = (
+            str(sub.column("provider")[i]),
+            str(sub.column("instance_type")[i]),
+            str(sub.column("gpu")[i]),
+            float(counts[i]),
+            float(od[i]),
+            float(kind[i]),
+        )
         if key not in best or row[4] < best[key][4]:
             best[key] = row
     return list(best.values())
 
 
 def _model_fits(model: str | None, spec: AcceleratorSpec) -> tuple[bool, str]:
-    """Whether a labelled model fits one GPU of ``spec`` for inference in bf16 (the estimator's memory model)."""
+    """Whether a labelled model fits one GPU of ``spec`` for inference in bf16 (the estimator's memory
+    model)."""
     if not model:
         return True, ""
     from gpufleet.errors import GpufleetError
     from gpufleet.estimate.memory import estimate_memory
 
     try:
-        est = estimate_memory(model=model, task="inference", precision="bf16", gpu=spec, seq_len=4096,
-                              allow_fallback=True)
+        est = estimate_memory(
+            model=model, task="inference", precision="bf16", gpu=spec, seq_len=4096, allow_fallback=True
+        )
     except GpufleetError as exc:
         return False, f"estimator: {exc}"
     return est.fits, f"estimator: {model} needs {est.per_gpu_gib:.1f} GiB of {est.capacity_gib:.1f} GiB"
 
 
-def _gpu_options(st: GpuStats, f: dict[str, object], spec: AcceleratorSpec | None, cost: GpuCost,
-                 th: Thresholds, window: Window) -> list[Option]:
+def _gpu_options(
+    st: GpuStats,
+    f: dict[str, object],
+    spec: AcceleratorSpec | None,
+    cost: GpuCost,
+    th: Thresholds,
+    window: Window,
+) -> list[Option]:
     price = cost.on_demand_usd_per_gpu_hour
     kind_price = cost.price_usd_per_gpu_hour
     month = HOURS_PER_MONTH
@@ -236,7 +270,9 @@ def _gpu_options(st: GpuStats, f: dict[str, object], spec: AcceleratorSpec | Non
     need_m = None if mem is None else float(mem) * (1 + th.headroom)  # type: ignore[arg-type]
     finding = f["finding"]
 
-    def saving(new_od: float | None, new_kind: float | None) -> tuple[float | None, float | None, float | None]:
+    def saving(
+        new_od: float | None, new_kind: float | None
+    ) -> tuple[float | None, float | None, float | None]:
         if price is None or new_od is None:
             return None, None, None
         s = (price - new_od) * month
@@ -245,33 +281,68 @@ def _gpu_options(st: GpuStats, f: dict[str, object], spec: AcceleratorSpec | Non
 
     if finding == "Idle":
         s, sa, pct = saving(0.0, 0.0)
-        opts.append(Option(kind="release", target="release the GPU",
-                           price_usd_per_gpu_hour=0.0, savings_usd_per_month=s, savings_after_discounts_usd_per_month=sa,
-                           savings_pct=pct, performance_risk=1.0, projected_utilization=None, rank=0,
-                           notes=("stop it, scale to zero or give it to another team; a returning job would need it back",)))
-    if finding == "Overprovisioned" and spec is not None and need_c is not None and need_m is not None \
-            and not st.mig_profile:
+        opts.append(
+            Option(
+                kind="release",
+                target="release the GPU",
+                price_usd_per_gpu_hour=0.0,
+                savings_usd_per_month=s,
+                savings_after_discounts_usd_per_month=sa,
+                savings_pct=pct,
+                performance_risk=1.0,
+                projected_utilization=None,
+                rank=0,
+                notes=(
+                    "stop it, scale to zero or give it to another team; a returning job would need it back",
+                ),
+            )
+        )
+    if (
+        finding == "Overprovisioned"
+        and spec is not None
+        and need_c is not None
+        and need_m is not None
+        and not st.mig_profile
+    ):
         prof = smallest_fitting(spec.id, compute_fraction=need_c, memory_gib=need_m)
         if prof is not None:
             share = prof.compute_slices / prof.compute_slices_total
-            s, sa, pct = saving(None if price is None else price * share,
-                                None if kind_price is None else kind_price * share)
+            s, sa, pct = saving(
+                None if price is None else price * share, None if kind_price is None else kind_price * share
+            )
             u = max(need_c / prof.sm_fraction, need_m / prof.memory_gib) / (1 + th.headroom)
-            opts.append(Option(
-                kind="mig_slice", target=f"MIG {prof.profile} on {spec.id}", price_usd_per_gpu_hour=None if price is None else price * share,
-                savings_usd_per_month=s, savings_after_discounts_usd_per_month=sa, savings_pct=pct,
-                performance_risk=_risk(u), projected_utilization=u, rank=0, gpu_share=share,
-                notes=(f"{prof.compute_slices}/{prof.compute_slices_total} of the GPU; savings assume the other "
-                       "slices serve other workloads (consolidation)",
-                       "profile from NVIDIA MIG User Guide (data/mig_profiles.csv)" + ("" if prof.verified else ", unverified row")),
-            ))
-    if finding in ("Overprovisioned", "Underprovisioned") and spec is not None and need_c is not None \
-            and need_m is not None:
+            opts.append(
+                Option(
+                    kind="mig_slice",
+                    target=f"MIG {prof.profile} on {spec.id}",
+                    price_usd_per_gpu_hour=None if price is None else price * share,
+                    savings_usd_per_month=s,
+                    savings_after_discounts_usd_per_month=sa,
+                    savings_pct=pct,
+                    performance_risk=_risk(u),
+                    projected_utilization=u,
+                    rank=0,
+                    gpu_share=share,
+                    notes=(
+                        f"{prof.compute_slices}/{prof.compute_slices_total} of the GPU; savings assume the "
+                        "other "
+                        "slices serve other workloads (consolidation)",
+                        "profile from NVIDIA MIG User Guide (data/mig_profiles.csv)"
+                        + ("" if prof.verified else ", unverified row"),
+                    ),
+                )
+            )
+    if (
+        finding in ("Overprovisioned", "Underprovisioned")
+        and spec is not None
+        and need_c is not None
+        and need_m is not None
+    ):
         need_tflops = need_c * _peak(spec)
         need_bw = (f["dram_active_p"] or 0.0) * (1 + th.headroom) * spec.mem_bw_gb_per_s  # type: ignore[operator]
         best: tuple[float, Option] | None = None
         for prov, itype, gpu, count, od, kp in _offer_candidates(cost):
-            if gpu == spec.id or count < 1 and finding == "Underprovisioned":
+            if gpu == spec.id or (count < 1 and finding == "Underprovisioned"):
                 continue
             try:
                 cand = get_spec(gpu)
@@ -281,7 +352,12 @@ def _gpu_options(st: GpuStats, f: dict[str, object], spec: AcceleratorSpec | Non
                 continue  # a CUDA workload does not move to another vendor's GPU by a resize
             cap = _peak(cand) * min(count, 1.0)
             mem_cap = cand.memory_gib * min(count, 1.0)
-            if cap <= 0 or mem_cap < need_m or cap < need_tflops or cand.mem_bw_gb_per_s * min(count, 1.0) < need_bw:
+            if (
+                cap <= 0
+                or mem_cap < need_m
+                or cap < need_tflops
+                or cand.mem_bw_gb_per_s * min(count, 1.0) < need_bw
+            ):
                 continue
             fits, note = _model_fits(cost.model, cand)
             if not fits:
@@ -293,42 +369,79 @@ def _gpu_options(st: GpuStats, f: dict[str, object], spec: AcceleratorSpec | Non
                 continue
             u = max(need_tflops / cap, need_m / mem_cap) / (1 + th.headroom)
             s, sa, pct = saving(per_gpu_od, per_gpu_kind if math.isfinite(per_gpu_kind) else None)
-            o = Option(kind="smaller_gpu" if smaller else "larger_gpu", target=f"{prov} {itype} ({gpu}"
-                       + (f", {count:g} GPU" if count < 1 else "") + ")",
-                       price_usd_per_gpu_hour=per_gpu_od, savings_usd_per_month=s,
-                       savings_after_discounts_usd_per_month=sa, savings_pct=pct, performance_risk=_risk(u),
-                       projected_utilization=u, rank=0, notes=tuple(n for n in (note,) if n))
+            o = Option(
+                kind="smaller_gpu" if smaller else "larger_gpu",
+                target=f"{prov} {itype} ({gpu}" + (f", {count:g} GPU" if count < 1 else "") + ")",
+                price_usd_per_gpu_hour=per_gpu_od,
+                savings_usd_per_month=s,
+                savings_after_discounts_usd_per_month=sa,
+                savings_pct=pct,
+                performance_risk=_risk(u),
+                projected_utilization=u,
+                rank=0,
+                notes=tuple(n for n in (note,) if n),
+            )
             if best is None or per_gpu_od < best[0]:
                 best = (per_gpu_od, o)
         if best is not None:
             opts.append(best[1])
     busy_share = st.hours / (window.days * 24.0) if window.days > 0 else 0.0
-    if finding in ("Optimized", "Underprovisioned") and cost.price_kind == "on_demand" and cost.provider \
-            and cost.instance_type and busy_share >= th.commit_min_busy_share:
+    if (
+        finding in ("Optimized", "Underprovisioned")
+        and cost.price_kind == "on_demand"
+        and cost.provider
+        and cost.instance_type
+        and busy_share >= th.commit_min_busy_share
+    ):
         from gpufleet.catalog.pricing import prices_usd_per_hour
         from gpufleet.telemetry.inventory import _match_offer
 
         table = _match_offer(cost.provider, cost.instance_type, cost.region)
         if table is not None:
-            c1 = float(np.nanmedian(prices_usd_per_hour(table, "commit_1y") / np.asarray(table.column("gpu_count"), dtype=float)))
-            if math.isfinite(c1) and price is not None and c1 < price:
+            best_commit: tuple[float, str] | None = None
+            counts = np.asarray(table.column("gpu_count"), dtype=float)
+            for kind in ("commit_1y", "commit_3y"):  # the provider's cheapest 1- and 3-year programs
+                per = prices_usd_per_hour(table, kind) / counts
+                if np.isfinite(per).any():
+                    c = float(np.median(per[np.isfinite(per)]))
+                    if best_commit is None or c < best_commit[0]:
+                        best_commit = (c, kind)
+            if best_commit is not None and price is not None and best_commit[0] < price:
+                c1, kind = best_commit
                 s, _, pct = saving(c1, None)
-                opts.append(Option(kind="price_model", target="commit_1y (the provider's cheapest 1-year program)",
-                                   price_usd_per_gpu_hour=c1, savings_usd_per_month=s,
-                                   savings_after_discounts_usd_per_month=s, savings_pct=pct, performance_risk=0.0,
-                                   projected_utilization=None, rank=0,
-                                   notes=(f"busy {busy_share:.0%} of the lookback; pays off only if it stays busy",)))
+                opts.append(
+                    Option(
+                        kind="price_model",
+                        target=f"{kind} (the provider's cheapest {kind[-2]}-year commitment program)",
+                        price_usd_per_gpu_hour=c1,
+                        savings_usd_per_month=s,
+                        savings_after_discounts_usd_per_month=s,
+                        savings_pct=pct,
+                        performance_risk=0.0,
+                        projected_utilization=None,
+                        rank=0,
+                        notes=(f"busy {busy_share:.0%} of the lookback; pays off only if it stays busy",),
+                    )
+                )
     order = sorted(opts, key=lambda o: (o.performance_risk > 3, -(o.savings_usd_per_month or -1e18)))
-    return [Option(**{**{s: getattr(o, s) for s in Option.__slots__}, "rank": i + 1}) for i, o in enumerate(order)]
+    return [
+        Option(**{**{s: getattr(o, s) for s in Option.__slots__}, "rank": i + 1}) for i, o in enumerate(order)
+    ]
 
 
-def classify(st: GpuStats, th: Thresholds, window: Window, inventory: Sequence[InventoryEntry] = ()) -> GpuFinding:
+def classify(
+    st: GpuStats, th: Thresholds, window: Window, inventory: Sequence[InventoryEntry] = ()
+) -> GpuFinding:
     """The finding of one GPU (see the module docstring for the rules)."""
     signal, compute, compute_mean, caveats = _compute(st)
     spec = spec_for_model(st.model)
-    cost = resolve_cost(host=st.host, gpu_uuid=st.gpu_uuid,
-                        labels={"provider": st.provider, "instance_type": st.instance_type, "region": st.region},
-                        model=st.model, inventory=inventory)
+    cost = resolve_cost(
+        host=st.host,
+        gpu_uuid=st.gpu_uuid,
+        labels={"provider": st.provider, "instance_type": st.instance_type, "region": st.region},
+        model=st.model,
+        inventory=inventory,
+    )
     if spec is None and cost.gpu:
         try:
             spec = get_spec(cost.gpu)
@@ -336,11 +449,14 @@ def classify(st: GpuStats, th: Thresholds, window: Window, inventory: Sequence[I
             spec = None
     m = st.metrics
     cap = _capacity_gib(st, spec)
-    mem = m["fb_used_mib"].p99 * MIB / 2**30 if "fb_used_mib" in m else None
+    mem = gib_from_mib(m["fb_used_mib"].p99) if "fb_used_mib" in m else None
     mem_share = mem / cap if mem is not None and cap else None
     dram = m["dram_active_ratio"].p_hi if "dram_active_ratio" in m else None
-    power = (m["power_w"].p_hi / m["power_limit_w"].max if "power_w" in m and "power_limit_w" in m
-             and m["power_limit_w"].max > 0 else None)
+    power = (
+        m["power_w"].p_hi / m["power_limit_w"].max
+        if "power_w" in m and "power_limit_w" in m and m["power_limit_w"].max > 0
+        else None
+    )
     util = m["gpu_util_pct"].p_hi / 100 if "gpu_util_pct" in m else None
     under: list[str] = []
     over: list[str] = []
@@ -361,6 +477,7 @@ def classify(st: GpuStats, th: Thresholds, window: Window, inventory: Sequence[I
             over.append("GPUMemoryBandwidthOverprovisioned")
     if power is not None and power < th.over_power:
         over.append("GPUPowerOverprovisioned")
+    reasons: tuple[str, ...]
     if compute is not None and compute < th.idle_compute:
         finding, reasons = "Idle", ("GPUOverprovisioned",)
     elif under:
@@ -375,37 +492,150 @@ def classify(st: GpuStats, th: Thresholds, window: Window, inventory: Sequence[I
         caveats = (*caveats, "price: catalog median for this GPU (no inventory or instance labels)")
     if cost.price_basis == "unknown":
         caveats = (*caveats, "price unknown: the GPU model is not in the catalog; give an inventory file")
-    f: dict[str, object] = {"finding": finding, "compute_p": compute, "memory_p99_gib": mem, "dram_active_p": dram}
+    f: dict[str, object] = {
+        "finding": finding,
+        "compute_p": compute,
+        "memory_p99_gib": mem,
+        "dram_active_p": dram,
+    }
     options = _gpu_options(st, f, spec, cost, th, window)
     u_now = max(x for x in (compute or 0.0, mem_share or 0.0, dram or 0.0))
     return GpuFinding(
-        gpu_key=st.gpu_key, host=st.host, gpu_index=st.gpu_index, model=st.model, gpu=spec.id if spec else cost.gpu,
-        mig_profile=st.mig_profile, namespace=st.namespace, workload=st.pod or st.job, team=cost.team or st.namespace,
-        finding=finding, reason_codes=reasons, idle=finding == "Idle", compute_signal=signal, compute_p=compute,
-        compute_mean=compute_mean, gpu_util_p=util, memory_p99_gib=mem, memory_capacity_gib=cap, dram_active_p=dram,
-        power_share_p=power, hours=hours, cost=cost, cost_usd=cost_usd,
-        cost_usd_per_month=None if cost.price_usd_per_gpu_hour is None else cost.price_usd_per_gpu_hour * HOURS_PER_MONTH,
-        current_performance_risk=_current_risk(u_now), options=tuple(options), caveats=caveats,
+        gpu_key=st.gpu_key,
+        host=st.host,
+        gpu_index=st.gpu_index,
+        model=st.model,
+        gpu=spec.id if spec else cost.gpu,
+        mig_profile=st.mig_profile,
+        namespace=st.namespace,
+        workload=st.pod or st.job,
+        team=cost.team or st.namespace,
+        finding=finding,
+        reason_codes=reasons,
+        idle=finding == "Idle",
+        compute_signal=signal,
+        compute_p=compute,
+        compute_mean=compute_mean,
+        gpu_util_p=util,
+        memory_p99_gib=mem,
+        memory_capacity_gib=cap,
+        dram_active_p=dram,
+        power_share_p=power,
+        hours=hours,
+        cost=cost,
+        cost_usd=cost_usd,
+        cost_usd_per_month=None
+        if cost.price_usd_per_gpu_hour is None
+        else cost.price_usd_per_gpu_hour * HOURS_PER_MONTH,
+        current_performance_risk=_current_risk(u_now),
+        options=tuple(options),
+        caveats=caveats,
     )
 
 
 _SEVERITY: Final = {"Underprovisioned": 3, "Idle": 2, "Overprovisioned": 1, "Optimized": 0}
 
 
+def gpus_needed(members: Sequence[GpuFinding]) -> int:
+    """Whole GPUs a node's work needs: idle GPUs none, MIG-able ones their slice shares packed together
+    (rounded up), every other GPU one."""
+    shares = 0.0
+    whole = 0
+    for g in members:
+        if g.idle:
+            continue
+        mig = next((o for o in g.options if o.kind == "mig_slice"), None)
+        if mig is not None and mig.gpu_share is not None:
+            shares += mig.gpu_share
+        else:
+            whole += 1
+    return whole + math.ceil(shares - 1e-9)
+
+
+def _fewer_gpus_option(members: Sequence[GpuFinding], needed: int) -> Option | None:
+    """The cheapest instance of the same provider (and region) with the same GPU and at least ``needed`` of
+    them, when it has fewer GPUs than the node; priced per month against the node's current GPUs."""
+    first = members[0]
+    cost = first.cost
+    if not first.gpu or cost.on_demand_usd_per_gpu_hour is None:
+        return None
+    current_od = cost.on_demand_usd_per_gpu_hour * len(members)
+    current_kind = (cost.price_usd_per_gpu_hour or cost.on_demand_usd_per_gpu_hour) * len(members)
+    best: tuple[float, str, float, int] | None = None
+    for prov, itype, gpu, count, od, kp in _offer_candidates_for(cost.provider, cost.region, cost.price_kind):
+        if gpu != first.gpu or count < 1:
+            continue
+        n_inst = math.ceil(
+            needed / count
+        )  # several smaller instances when no instance has exactly enough GPUs
+        if n_inst * count >= len(members):
+            continue
+        total_od, total_kind = od * count * n_inst, kp * count * n_inst
+        if best is None or total_od < best[0]:
+            label = f"{prov} {itype} ({count:g} x {gpu})"
+            best = (total_od, label if n_inst == 1 else f"{n_inst} x {label}", total_kind, n_inst)
+    if best is None:
+        return None
+    total_od, target, total_kind, n_inst = best
+    saving = (current_od - total_od) * HOURS_PER_MONTH
+    after = (current_kind - total_kind) * HOURS_PER_MONTH if math.isfinite(total_kind) else None
+    return Option(
+        kind="fewer_gpus",
+        target=target,
+        price_usd_per_gpu_hour=total_od / max(needed, 1),
+        savings_usd_per_month=saving,
+        savings_after_discounts_usd_per_month=after,
+        savings_pct=100.0 * (current_od - total_od) / current_od,
+        performance_risk=1.0 if n_inst == 1 else 2.0,
+        projected_utilization=None,
+        rank=1,
+        notes=(
+            f"the node's work needs {needed} of its {len(members)} GPUs (idle released, MIG-able packed)",
+            *(
+                ("several instances: no NVLink between them; only for work that fits one",)
+                if n_inst > 1
+                else ()
+            ),
+        ),
+    )
+
+
 def _group(level: str, name: str, members: list[GpuFinding]) -> GroupFinding:
     worst = max(members, key=lambda g: _SEVERITY[g.finding]).finding
-    if level == "node" and all(g.finding == "Idle" for g in members):
-        worst = "Idle"
     reasons = tuple(dict.fromkeys(r for g in members for r in g.reason_codes))
     costs = [g.cost_usd_per_month for g in members if g.cost_usd_per_month is not None]
     team = next((g.team for g in members if g.team), None)
-    return GroupFinding(level=level, name=name, team=team, gpus=len(members), finding=worst, reason_codes=reasons,
-                        idle_gpus=sum(g.idle for g in members), cost_usd_per_month=sum(costs) if costs else None,
-                        savings_usd_per_month=sum(g.best_savings_usd_per_month for g in members))
+    savings = sum(g.best_savings_usd_per_month for g in members)
+    options: tuple[Option, ...] = ()
+    if level == "node":
+        if all(g.finding == "Idle" for g in members):
+            worst = "Idle"
+        needed = gpus_needed(members)
+        fewer = _fewer_gpus_option(members, needed) if 0 < needed < len(members) else None
+        if fewer is not None:
+            options = (fewer,)
+            if not any(g.finding == "Underprovisioned" for g in members):
+                worst = "Overprovisioned"
+    return GroupFinding(
+        level=level,
+        name=name,
+        team=team,
+        gpus=len(members),
+        finding=worst,
+        reason_codes=reasons,
+        idle_gpus=sum(g.idle for g in members),
+        cost_usd_per_month=sum(costs) if costs else None,
+        savings_usd_per_month=savings,
+        options=options,
+    )
 
 
-def find(stats: Sequence[GpuStats], window: Window, thresholds: Thresholds | None = None,
-         inventory: Sequence[InventoryEntry] = ()) -> FleetFindings:
+def find(
+    stats: Sequence[GpuStats],
+    window: Window,
+    thresholds: Thresholds | None = None,
+    inventory: Sequence[InventoryEntry] = (),
+) -> FleetFindings:
     """Findings for every GPU, node and workload in ``stats``."""
     th = thresholds or Thresholds()
     gpus = tuple(classify(s, th, window, inventory) for s in stats)
@@ -421,15 +651,27 @@ def find(stats: Sequence[GpuStats], window: Window, thresholds: Thresholds | Non
         mig = next((o for o in g.options if o.kind == "mig_slice"), None)
         if mig is not None and g.gpu and mig.gpu_share is not None:
             shares[g.gpu].append(mig.gpu_share)
-    # First-fit bound: whole GPUs needed to hold every MIG-able workload's slice (slices are sevenths or quarters).
+    # First-fit bound: whole GPUs needed to hold every MIG-able workload's slice (slices are sevenths or
+    # quarters).
     packed = {k: (len(v), math.ceil(sum(v) - 1e-9)) for k, v in shares.items()}
     return FleetFindings(
-        window=window, thresholds=th, gpus=gpus,
+        window=window,
+        thresholds=th,
+        gpus=gpus,
         nodes=tuple(_group("node", h, m) for h, m in sorted(by_host.items())),
         workloads=tuple(_group("workload", w, m) for w, m in sorted(by_work.items())),
         consolidation=packed,
     )
 
 
-__all__ = ["FINDINGS", "REASON_CODES", "FleetFindings", "GpuFinding", "GroupFinding", "Option", "Thresholds",
-           "classify", "find"]
+__all__ = [
+    "FINDINGS",
+    "REASON_CODES",
+    "FleetFindings",
+    "GpuFinding",
+    "GroupFinding",
+    "Option",
+    "Thresholds",
+    "classify",
+    "find",
+]

@@ -17,6 +17,7 @@ from gpufleet.telemetry.readers import (
 )
 from gpufleet.telemetry.schema import IngestReport, ProblemCounter, SampleBatch
 from gpufleet.telemetry.store import TelemetryStore
+from gpufleet.units import US_PER_S
 
 InputFormat = Literal["auto", "nvidia-smi", "exposition", "prom-json", "cloudwatch"]
 INPUT_FORMATS: Final[tuple[str, ...]] = ("auto", "nvidia-smi", "exposition", "prom-json", "cloudwatch")
@@ -65,14 +66,17 @@ def read_file(
                 f"{p} is an nvidia-smi CSV, whose timestamps are the host's local time without a zone. Give "
                 "the host's time zone with --timezone (e.g. UTC or Europe/Berlin)."
             )
-        return read_nvidia_smi_csv(text, source=src, host=host or p.stem, timezone=timezone, batch=batch,
-                                   problems=problems)
+        return read_nvidia_smi_csv(
+            text, source=src, host=host or p.stem, timezone=timezone, batch=batch, problems=problems
+        )
     if fmt == "exposition":
-        at = scrape_ts_us if scrape_ts_us is not None else int(p.stat().st_mtime * 1_000_000)
+        at = scrape_ts_us if scrape_ts_us is not None else int(p.stat().st_mtime * US_PER_S)
         return read_exposition(text, source=src, scrape_ts_us=at, batch=batch, problems=problems)
     if fmt == "prom-json":
         doc = parse_yaml_or_json(
-            p.with_suffix(".json"), text, lambda kind, err: f"The telemetry file {p} is not valid {kind}: {err}."
+            p.with_suffix(".json"),
+            text,
+            lambda kind, err: f"The telemetry file {p} is not valid {kind}: {err}.",
         )
         return read_query_range_json(doc, source=src, batch=batch, problems=problems)
     return read_cloudwatch_csv(text, source=src, batch=batch, problems=problems)
@@ -95,8 +99,15 @@ def ingest_files(
     batch, problems = SampleBatch(), ProblemCounter()
     n = 0
     for p in paths:
-        n += read_file(p, batch=batch, problems=problems, input_format=input_format, host=host,
-                       timezone=timezone, scrape_ts_us=scrape_ts_us)
+        n += read_file(
+            p,
+            batch=batch,
+            problems=problems,
+            input_format=input_format,
+            host=host,
+            timezone=timezone,
+            scrape_ts_us=scrape_ts_us,
+        )
     return store.append(batch, problems, sources=[str(p) for p in paths], rows_read=n, now_us=now_us)
 
 
@@ -115,10 +126,16 @@ def ingest_prometheus(
 
     store = store or TelemetryStore()
     batch, problems = SampleBatch(), ProblemCounter()
-    n = read_prometheus(url, start_s=start_s, end_s=end_s, step_s=step_s, batch=batch, problems=problems,
-                        timeout_s=timeout_s)
-    return store.append(batch, problems, sources=[url], rows_read=n,
-                        now_us=now_us if now_us is not None else int(time.time() * 1_000_000))
+    n = read_prometheus(
+        url, start_s=start_s, end_s=end_s, step_s=step_s, batch=batch, problems=problems, timeout_s=timeout_s
+    )
+    return store.append(
+        batch,
+        problems,
+        sources=[url],
+        rows_read=n,
+        now_us=now_us if now_us is not None else int(time.time() * US_PER_S),
+    )
 
 
 __all__ = ["INPUT_FORMATS", "detect_format", "ingest_files", "ingest_prometheus", "read_file"]

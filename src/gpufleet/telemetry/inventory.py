@@ -133,7 +133,9 @@ def load_inventory(path: Path | str) -> tuple[InventoryEntry, ...]:
     else:
         doc = load_structured_file(p, what="inventory file")
         if not isinstance(doc, dict) or not isinstance(doc.get("hosts"), list):
-            raise ConfigFileError(f"The inventory file {p} needs a list under 'hosts:' (see docs/telemetry.md).")
+            raise ConfigFileError(
+                f"The inventory file {p} needs a list under 'hosts:' (see docs/telemetry.md)."
+            )
         rows = doc["hosts"]
     out = []
     for i, row in enumerate(rows, start=1):
@@ -149,8 +151,16 @@ def load_inventory(path: Path | str) -> tuple[InventoryEntry, ...]:
             raise ConfigFileError(f"The inventory file {p}, entry {i}: give 'host' (a glob) or 'gpu_uuid'.")
         if e.price_kind not in PRICE_KINDS:
             raise ConfigFileError(
-                f"The inventory file {p}, entry {i}: price_kind {e.price_kind!r} is not one of {', '.join(PRICE_KINDS)}."
+                f"The inventory file {p}, entry {i}: price_kind {e.price_kind!r} is not one of "
+                f"{', '.join(PRICE_KINDS)}."
             )
+        if e.model:
+            from gpufleet.models import resolve_model
+
+            try:
+                resolve_model(e.model)
+            except GpufleetError as exc:
+                raise ConfigFileError(f"The inventory file {p}, entry {i}: model: {exc}") from None
         out.append(InventoryEntry(**e.model_dump()))
     return tuple(out)
 
@@ -162,6 +172,7 @@ def _offers() -> Any:
     return load_offers()
 
 
+@cache
 def _match_offer(provider: str, instance_type: str, region: str | None) -> Any:
     table = _offers()
     mask = (table.column("provider") == provider) & (table.column("instance_type") == instance_type)
@@ -171,6 +182,13 @@ def _match_offer(provider: str, instance_type: str, region: str | None) -> Any:
             mask = reg
     idx = np.flatnonzero(mask)
     return table.take(idx) if len(idx) else None
+
+
+@cache
+def _per_gpu_cached(
+    provider: str, instance_type: str, region: str | None, kind: str
+) -> tuple[float | None, float | None, float | None, str | None]:
+    return _per_gpu(_match_offer(provider, instance_type, region), kind)
 
 
 def _per_gpu(table: Any, kind: str) -> tuple[float | None, float | None, float | None, str | None]:
@@ -189,47 +207,105 @@ def catalog_median_usd_per_gpu_hour(spec_id: str) -> float | None:
     mask = (t.column("gpu") == spec_id) & (np.asarray(t.column("gpu_count"), dtype=float) >= 1)
     if not mask.any():
         return None
-    per = np.asarray(t.column("price_on_demand_usd_per_hour"), dtype=float)[mask] / np.asarray(
-        t.column("gpu_count"), dtype=float
-    )[mask]
+    per = (
+        np.asarray(t.column("price_on_demand_usd_per_hour"), dtype=float)[mask]
+        / np.asarray(t.column("gpu_count"), dtype=float)[mask]
+    )
     return float(np.median(per))
 
 
 def resolve_cost(
-    *, host: str, gpu_uuid: str | None, labels: Mapping[str, str | None], model: str | None,
+    *,
+    host: str,
+    gpu_uuid: str | None,
+    labels: Mapping[str, str | None],
+    model: str | None,
     inventory: Sequence[InventoryEntry] = (),
 ) -> GpuCost:
     """Offer and price per GPU for one GPU (inventory, then labels, then the catalog median of its model)."""
     entry = next(
-        (e for e in inventory if (e.gpu_uuid and e.gpu_uuid == gpu_uuid) or (e.host and fnmatch.fnmatchcase(host, e.host))),
+        (
+            e
+            for e in inventory
+            if (e.gpu_uuid and e.gpu_uuid == gpu_uuid) or (e.host and fnmatch.fnmatchcase(host, e.host))
+        ),
         None,
     )
     spec = spec_for_model(model)
+    provider: str | None
+    itype: str | None
+    region: str | None
     if entry is not None:
-        provider, itype, region, kind, basis = entry.provider, entry.instance_type, entry.region, entry.price_kind, "inventory"
+        provider, itype, region, kind, basis = (
+            entry.provider,
+            entry.instance_type,
+            entry.region,
+            entry.price_kind,
+            "inventory",
+        )
     elif labels.get("provider") and labels.get("instance_type"):
         provider, itype, region, kind, basis = (
-            str(labels["provider"]), str(labels["instance_type"]), labels.get("region"), "on_demand", "labels"
+            str(labels["provider"]),
+            str(labels["instance_type"]),
+            labels.get("region"),
+            "on_demand",
+            "labels",
         )
     else:
-        provider = itype = region = None
+        provider, itype, region = None, None, None
         kind, basis = "on_demand", "catalog median"
     if provider and itype:
         table = _match_offer(provider, itype, region)
         if table is None:
             raise ConfigFileError(
-                f"Host {host}: no catalog offer for {provider} {itype}" + (f" in {region}" if region else "")
-                + ". Check the instance type (gpufleet catalog list --provider ...) or add it with a user catalog."
+                f"Host {host}: no catalog offer for {provider} {itype}"
+                + (f" in {region}" if region else "")
+                + ". Check the instance type (gpufleet catalog offers --provider ...) or add it with a "
+                "user catalog."
             )
-        price, od, count, gpu = _per_gpu(table, kind)
-        return GpuCost(provider=provider, instance_type=itype, region=region, price_kind=kind, gpu=gpu or (spec.id if spec else None),
-                       gpus_per_instance=count, price_usd_per_gpu_hour=price, on_demand_usd_per_gpu_hour=od,
-                       price_basis=basis, team=entry.team if entry else None, model=entry.model if entry else None)
+        price, od, count, gpu = _per_gpu_cached(provider, itype, region, kind)
+        if price is None:
+            raise ConfigFileError(
+                f"Host {host}: the catalog has no {kind} price for {provider} {itype}"
+                + (f" in {region}" if region else "")
+                + " (no default rate for that program and term). Run `gpufleet catalog update --provider "
+                f"{provider}` to fetch real rates, or give a price_kind with a known rate (e.g. on_demand, "
+                "commit_3y)."
+            )
+        return GpuCost(
+            provider=provider,
+            instance_type=itype,
+            region=region,
+            price_kind=kind,
+            gpu=gpu or (spec.id if spec else None),
+            gpus_per_instance=count,
+            price_usd_per_gpu_hour=price,
+            on_demand_usd_per_gpu_hour=od,
+            price_basis=basis,
+            team=entry.team if entry else None,
+            model=entry.model if entry else None,
+        )
     median = catalog_median_usd_per_gpu_hour(spec.id) if spec else None
-    return GpuCost(provider=None, instance_type=None, region=None, price_kind="on_demand", gpu=spec.id if spec else None,
-                   gpus_per_instance=None, price_usd_per_gpu_hour=median, on_demand_usd_per_gpu_hour=median,
-                   price_basis=basis if median is not None else "unknown", team=None, model=None)
+    return GpuCost(
+        provider=None,
+        instance_type=None,
+        region=None,
+        price_kind="on_demand",
+        gpu=spec.id if spec else None,
+        gpus_per_instance=None,
+        price_usd_per_gpu_hour=median,
+        on_demand_usd_per_gpu_hour=median,
+        price_basis=basis if median is not None else "unknown",
+        team=None,
+        model=None,
+    )
 
 
-__all__ = ["GpuCost", "InventoryEntry", "catalog_median_usd_per_gpu_hour", "load_inventory", "resolve_cost",
-           "spec_for_model"]
+__all__ = [
+    "GpuCost",
+    "InventoryEntry",
+    "catalog_median_usd_per_gpu_hour",
+    "load_inventory",
+    "resolve_cost",
+    "spec_for_model",
+]

@@ -32,7 +32,8 @@ def _gib(row: dict[str, str]) -> float:
 
 
 def _sm_fraction(row: dict[str, str]) -> float:
-    """The table's SM fraction; where it is blank, compute slices / total (equal in every row that has both)."""
+    """The table's SM fraction; where it is blank, compute slices / total (equal in every row that has
+    both)."""
     text = row["sm_fraction"].strip()
     if text == "Full":
         return 1.0
@@ -49,19 +50,29 @@ def mig_profiles() -> dict[str, tuple[MigProfile, ...]]:
     for row in csv.DictReader(io.StringIO(text)):
         if row["variant"].strip():
             continue
-        out.setdefault(row["gpu"], []).append(MigProfile(
-            gpu=row["gpu"], profile=row["profile"], memory_gib=_gib(row),
-            compute_slices=int(row["compute_slices"]), compute_slices_total=int(row["compute_slices_total"]),
-            sm_fraction=_sm_fraction(row), max_instances=int(row["max_instances"]),
-            verified=row["verified"].strip().lower() == "true",
-        ))
+        out.setdefault(row["gpu"], []).append(
+            MigProfile(
+                gpu=row["gpu"],
+                profile=row["profile"],
+                memory_gib=_gib(row),
+                compute_slices=int(row["compute_slices"]),
+                compute_slices_total=int(row["compute_slices_total"]),
+                sm_fraction=_sm_fraction(row),
+                max_instances=int(row["max_instances"]),
+                verified=row["verified"].strip().lower() == "true",
+            )
+        )
     return {k: tuple(sorted(v, key=lambda p: (p.compute_slices, p.memory_gib))) for k, v in out.items()}
 
 
 def smallest_fitting(gpu: str, *, compute_fraction: float, memory_gib: float) -> MigProfile | None:
     """The smallest profile of ``gpu`` with at least the compute share and memory needed (None if none)."""
     for p in mig_profiles().get(gpu, ()):
-        if p.sm_fraction >= compute_fraction and p.memory_gib >= memory_gib and p.compute_slices < p.compute_slices_total:
+        if (
+            p.sm_fraction >= compute_fraction
+            and p.memory_gib >= memory_gib
+            and p.compute_slices < p.compute_slices_total
+        ):
             return p
     return None
 

@@ -17,7 +17,10 @@ from typing import Final
 #: Canonical metric -> (unit, description). Ratios are 0-1, percentages 0-100.
 METRICS: Final[dict[str, tuple[str, str]]] = {
     "gpu_util_pct": ("%", "time a kernel ran (NVML utilization.gpu / DCGM_FI_DEV_GPU_UTIL); an upper bound"),
-    "mem_copy_util_pct": ("%", "memory copy utilisation (NVML utilization.memory / DCGM_FI_DEV_MEM_COPY_UTIL)"),
+    "mem_copy_util_pct": (
+        "%",
+        "memory copy utilisation (NVML utilization.memory / DCGM_FI_DEV_MEM_COPY_UTIL)",
+    ),
     "gr_engine_active_ratio": ("ratio", "graphics/compute engine active (DCGM_FI_PROF_GR_ENGINE_ACTIVE)"),
     "sm_active_ratio": ("ratio", "cycles an SM has >= 1 warp, averaged over SMs (DCGM_FI_PROF_SM_ACTIVE)"),
     "sm_occupancy_ratio": ("ratio", "resident warps / max warps (DCGM_FI_PROF_SM_OCCUPANCY)"),
@@ -70,7 +73,13 @@ LABEL_COLUMNS: Final[tuple[str, ...]] = (
     "instance_type",
     "region",
 )
-SOURCES: Final[tuple[str, ...]] = ("nvidia_smi_csv", "dcgm_exposition", "prom_query_range", "prometheus", "cloudwatch")
+SOURCES: Final[tuple[str, ...]] = (
+    "nvidia_smi_csv",
+    "dcgm_exposition",
+    "prom_query_range",
+    "prometheus",
+    "cloudwatch",
+)
 
 
 def gpu_key(host: str, gpu_index: int, uuid: str, mig_instance: str) -> str:
@@ -79,34 +88,76 @@ def gpu_key(host: str, gpu_index: int, uuid: str, mig_instance: str) -> str:
     return f"{base}/mig{mig_instance}" if mig_instance else base
 
 
+#: Columns held once per label set (series identity) rather than per sample.
+_LABEL_ROW: Final[tuple[str, ...]] = ("gpu_key", "host", "gpu_index", *LABEL_COLUMNS, "source")
+
+
 @dataclass(slots=True)
 class SampleBatch:
-    """Columns of canonical samples being built by a reader (mutable while reading, then stored)."""
+    """Canonical samples being built by a reader (mutable while reading, then stored).
 
-    columns: dict[str, list[object]] = field(default_factory=lambda: {c: [] for c in SAMPLE_COLUMNS})
+    Labels are kept once per distinct label set (``label_rows``); each sample holds the index of its
+    label set,
+    its timestamp, metric and value. :attr:`columns` expands them to the full :data:`SAMPLE_COLUMNS`.
+    """
+
+    label_rows: list[tuple[object, ...]] = field(default_factory=list)
+    _label_ids: dict[tuple[object, ...], int] = field(default_factory=dict)
+    label_idx: list[int] = field(default_factory=list)
+    ts_us: list[int] = field(default_factory=list)
+    metric: list[str] = field(default_factory=list)
+    value: list[float] = field(default_factory=list)
 
     def __len__(self) -> int:
-        return len(self.columns["ts_us"])
+        return len(self.ts_us)
+
+    def label_id(self, labels: dict[str, str], gpu_index: int) -> int:
+        """The index of this label set (host, label columns, source; missing = "")."""
+        host = labels.get("host", "")
+        row = (
+            gpu_key(host, gpu_index, labels.get("gpu_uuid", ""), labels.get("mig_instance", "")),
+            host,
+            gpu_index,
+            *(labels.get(name, "") for name in LABEL_COLUMNS),
+            labels.get("source", ""),
+        )
+        got = self._label_ids.get(row)
+        if got is None:
+            got = self._label_ids[row] = len(self.label_rows)
+            self.label_rows.append(row)
+        return got
+
+    def add_sample(self, label_id: int, ts_us: int, metric: str, value: float) -> None:
+        self.label_idx.append(label_id)
+        self.ts_us.append(ts_us)
+        self.metric.append(metric)
+        self.value.append(value)
 
     def add(self, *, labels: dict[str, str], gpu_index: int, ts_us: int, metric: str, value: float) -> None:
         """Append one sample; ``labels`` holds host, the label columns and source (missing = "")."""
-        c = self.columns
-        host = labels.get("host", "")
-        uuid = labels.get("gpu_uuid", "")
-        mig = labels.get("mig_instance", "")
-        c["ts_us"].append(ts_us)
-        c["gpu_key"].append(gpu_key(host, gpu_index, uuid, mig))
-        c["host"].append(host)
-        c["gpu_index"].append(gpu_index)
-        for name in LABEL_COLUMNS:
-            c[name].append(labels.get(name, ""))
-        c["metric"].append(metric)
-        c["value"].append(value)
-        c["source"].append(labels.get("source", ""))
+        self.add_sample(self.label_id(labels, gpu_index), ts_us, metric, value)
 
-    def extend(self, other: SampleBatch) -> None:
-        for name in SAMPLE_COLUMNS:
-            self.columns[name].extend(other.columns[name])
+    @property
+    def columns(self) -> dict[str, list[object]]:
+        """The samples as full columns (:data:`SAMPLE_COLUMNS`); a copy, for inspection and tests."""
+        out: dict[str, list[object]] = {
+            "ts_us": list(self.ts_us),
+            "metric": list(self.metric),
+            "value": list(self.value),
+        }
+        for pos, name in enumerate(_LABEL_ROW):
+            col = [row[pos] for row in self.label_rows]
+            out[name] = [col[i] for i in self.label_idx]
+        return {c: out[c] for c in SAMPLE_COLUMNS}
+
+    def select(self, keep: list[int]) -> SampleBatch:
+        """A batch with the samples at positions ``keep``."""
+        b = SampleBatch(label_rows=list(self.label_rows), _label_ids=dict(self._label_ids))
+        b.label_idx = [self.label_idx[i] for i in keep]
+        b.ts_us = [self.ts_us[i] for i in keep]
+        b.metric = [self.metric[i] for i in keep]
+        b.value = [self.value[i] for i in keep]
+        return b
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,7 +4,8 @@ Layout (``docs/telemetry.md``)::
 
     <store>/manifest.json                      written last, atomically: the only list of live files
     <store>/series/series-<batch>.parquet      one row per series (GPU x metric x workload labels)
-    <store>/samples/day=<YYYY-MM-DD>/part-<batch>-<n>.parquet   (ts TIMESTAMP UTC, series_id INTEGER, value DOUBLE)
+    <store>/samples/day=<YYYY-MM-DD>/part-<batch>-<n>.parquet   (ts TIMESTAMP UTC, series_id INTEGER,
+    value DOUBLE)
 
 Samples reference series by an integer id (like a Prometheus TSDB), so the 10^8-row scans group on integers.
 An ingest writes new files under names nobody reads yet, then replaces the manifest (rename); a killed
@@ -35,6 +36,7 @@ from gpufleet.telemetry.schema import (
     ProblemCounter,
     SampleBatch,
 )
+from gpufleet.units import US_PER_S
 
 if TYPE_CHECKING:
     import duckdb
@@ -91,13 +93,15 @@ class TelemetryStore:
             ) from None
         if not isinstance(doc, dict) or doc.get("format") != FORMAT or doc.get("version") != VERSION:
             raise ConfigFileError(
-                f"{path} is not a gpufleet telemetry store manifest (format {FORMAT} v{VERSION}). Point --store "
+                f"{path} is not a gpufleet telemetry store manifest (format {FORMAT} v{VERSION}). Point "
+                "--store "
                 "at a directory gpufleet created, or at an empty one."
             )
         return doc
 
     def parts(self, start_us: int | None = None, end_us: int | None = None) -> list[PartInfo]:
-        """Live sample files overlapping ``[start_us, end_us)`` (file pruning by the manifest's time range)."""
+        """Live sample files overlapping ``[start_us, end_us)`` (file pruning by the manifest's time
+        range)."""
         out = []
         for p in self.manifest()["parts"]:
             part = PartInfo(**p)
@@ -139,8 +143,10 @@ class TelemetryStore:
         if parts:
             con.execute(f"CREATE VIEW samples AS SELECT ts, series_id, value FROM read_parquet({parts!r})")
         else:
-            con.execute("CREATE VIEW samples AS SELECT NULL::TIMESTAMP ts, NULL::INTEGER series_id, "
-                        "NULL::DOUBLE value WHERE false")
+            con.execute(
+                "CREATE VIEW samples AS SELECT NULL::TIMESTAMP ts, NULL::INTEGER series_id, "
+                "NULL::DOUBLE value WHERE false"
+            )
         if series:
             con.execute(f"CREATE VIEW series AS SELECT * FROM read_parquet({series[-1:]!r})")
         else:
@@ -148,8 +154,11 @@ class TelemetryStore:
                 f"NULL::{'INTEGER' if c == 'gpu_index' else 'VARCHAR'} {c}" for c in SERIES_COLUMNS
             )
             con.execute(f"CREATE VIEW series AS SELECT NULL::INTEGER series_id, {cols} WHERE false")
-        con.execute("CREATE VIEW samples_l AS SELECT s.ts, s.value, r.* FROM samples s JOIN series r USING (series_id)")
-        return con
+        con.execute(
+            "CREATE VIEW samples_l AS SELECT s.ts, s.value, r.* FROM samples s JOIN series r USING "
+            "(series_id)"
+        )
+        return con  # type: ignore[no-any-return]
 
     # ------------------------------------------------------------------------------------------- ingest
     def append(
@@ -162,47 +171,61 @@ class TelemetryStore:
         now_us: int | None = None,
         skew_tolerance_s: float = DEFAULT_SKEW_TOLERANCE_S,
     ) -> IngestReport:
-        """Store ``batch`` atomically after the duplicate, order and clock-skew checks (counted in the report)."""
+        """Store ``batch`` atomically after the duplicate, order and clock-skew checks (counted in the
+        report)."""
         duckdb = _duckdb()
         import numpy as np
 
-        now_us = int(time.time() * 1_000_000) if now_us is None else now_us
+        now_us = int(time.time() * US_PER_S) if now_us is None else now_us
         where = ", ".join(sources)[:200] or "input"
         with self._lock():
             self._remove_strays()
             doc = self.manifest()
             con = duckdb.connect()
-            cols = batch.columns
             data = {
                 "rn": np.arange(len(batch), dtype=np.int64),
-                "ts_us": np.asarray(cols["ts_us"], dtype=np.int64),
-                "gpu_index": np.asarray(cols["gpu_index"], dtype=np.int32),
-                "value": np.asarray(cols["value"], dtype=np.float64),
+                "lid": np.asarray(batch.label_idx, dtype=np.int64),
+                "ts_us": np.asarray(batch.ts_us, dtype=np.int64),
+                "metric": np.asarray(batch.metric, dtype=object),
+                "value": np.asarray(batch.value, dtype=np.float64),
             }
-            for c in ("gpu_key", "host", "metric", "source", *LABEL_COLUMNS):
-                data[c] = np.asarray(cols[c], dtype=object)
+            names = ("gpu_key", "host", "gpu_index", *LABEL_COLUMNS, "source")
+            labels = {
+                n: np.asarray(
+                    [r[i] for r in batch.label_rows], dtype=np.int32 if n == "gpu_index" else object
+                )
+                for i, n in enumerate(names)
+            }
+            labels["lid"] = np.arange(len(batch.label_rows), dtype=np.int64)
             con.register("incoming", data)
-            label_sql = ", ".join(f"NULLIF({c}, '') AS {c}" for c in LABEL_COLUMNS)
+            con.register("incoming_labels", labels)
+            label_sql = ", ".join(f"NULLIF(l.{c}, '') AS {c}" for c in LABEL_COLUMNS)
             con.execute(
-                f"CREATE TEMP TABLE raw AS SELECT rn, ts_us, gpu_key, metric, host, gpu_index, value, "
-                f"{label_sql}, source FROM incoming"
+                f"CREATE TEMP TABLE raw AS SELECT i.rn, i.ts_us, l.gpu_key, i.metric, l.host, l.gpu_index, "
+                f"i.value, {label_sql}, l.source FROM incoming i JOIN incoming_labels l USING (lid)"
             )
             con.unregister("incoming")
+            con.unregister("incoming_labels")
             # Clock skew: timestamps in the future beyond the tolerance.
-            limit_us = now_us + int(skew_tolerance_s * 1_000_000)
+            limit_us = now_us + int(skew_tolerance_s * US_PER_S)
             skew = con.execute(
                 "SELECT count(*), any_value(gpu_key || ' ' || metric || ' at ' || "
                 "CAST(make_timestamp(ts_us) AS VARCHAR)) FROM raw WHERE ts_us > ?",
                 [limit_us],
             ).fetchone()
             if skew and skew[0]:
-                problems.add(where, "clock_skew",
-                             f"{skew[1]} is more than {skew_tolerance_s:.0f} s after the ingest clock", n=skew[0])
+                problems.add(
+                    where,
+                    "clock_skew",
+                    f"{skew[1]} is more than {skew_tolerance_s:.0f} s after the ingest clock",
+                    n=skew[0],
+                )
                 con.execute("DELETE FROM raw WHERE ts_us > ?", [limit_us])
             # Out of order within a series (input order): warned, then sorted on store.
             ooo = con.execute(
                 "SELECT count(*), any_value(gpu_key || ' ' || metric) FROM (SELECT gpu_key, metric, ts_us, "
-                "lag(ts_us) OVER (PARTITION BY gpu_key, metric ORDER BY rn) AS prev FROM raw) WHERE ts_us < prev"
+                "lag(ts_us) OVER (PARTITION BY gpu_key, metric ORDER BY rn) AS prev FROM raw) WHERE ts_us < "
+                "prev"
             ).fetchone()
             if ooo and ooo[0]:
                 problems.add(where, "out_of_order", f"timestamps go backwards in {ooo[1]}", n=ooo[0])
@@ -231,33 +254,46 @@ class TelemetryStore:
             ident = " AND ".join(f"s.{c} IS NOT DISTINCT FROM r.{c}" for c in SERIES_IDENTITY)
             con.execute(
                 f"""INSERT INTO series
-                SELECT (SELECT coalesce(max(series_id), 0) FROM series) + row_number() OVER (ORDER BY gpu_key, metric)
+                SELECT (SELECT coalesce(max(series_id), 0) FROM series) + row_number() OVER (ORDER BY
+                gpu_key, metric)
                        AS series_id, {", ".join(SERIES_COLUMNS)}
-                FROM (SELECT {", ".join(f"any_value({c}) AS {c}" if c not in SERIES_IDENTITY else c
-                                         for c in SERIES_COLUMNS)}
+                FROM (SELECT {
+                    ", ".join(
+                        f"any_value({c}) AS {c}" if c not in SERIES_IDENTITY else c for c in SERIES_COLUMNS
+                    )
+                }
                       FROM raw r WHERE NOT EXISTS (SELECT 1 FROM series s WHERE {ident})
                       GROUP BY {", ".join(SERIES_IDENTITY)})"""
             )
             con.execute(
-                f"CREATE TEMP TABLE new_samples AS SELECT make_timestamp(r.ts_us) AS ts, s.series_id, r.value "
+                "CREATE TEMP TABLE new_samples AS SELECT make_timestamp(r.ts_us) AS ts, s.series_id, "
+                "r.value "
                 f"FROM raw r JOIN series s ON {ident}"
             )
             # Duplicates of samples already stored (same series and timestamp).
-            bounds = con.execute("SELECT min(epoch_us(ts)), max(epoch_us(ts)), count(*) FROM new_samples").fetchone()
+            bounds = con.execute(
+                "SELECT min(epoch_us(ts)), max(epoch_us(ts)), count(*) FROM new_samples"
+            ).fetchone()
             assert bounds is not None
             lo, hi, n_new = bounds
             if n_new:
                 overlap = [str(self.root / p.file) for p in self.parts(lo, hi + 1)]
                 if overlap:
                     stored_dup = con.execute(
-                        f"SELECT count(*) FROM new_samples n WHERE EXISTS (SELECT 1 FROM read_parquet({overlap!r}) o "
+                        "SELECT count(*) FROM new_samples n WHERE EXISTS (SELECT 1 FROM "
+                        f"read_parquet({overlap!r}) o "
                         "WHERE o.series_id = n.series_id AND o.ts = n.ts)"
                     ).fetchone()
                     if stored_dup and stored_dup[0]:
-                        problems.add(where, "duplicate_sample", "samples already in the store (re-ingested file?)",
-                                     n=stored_dup[0])
+                        problems.add(
+                            where,
+                            "duplicate_sample",
+                            "samples already in the store (re-ingested file?)",
+                            n=stored_dup[0],
+                        )
                         con.execute(
-                            f"DELETE FROM new_samples n WHERE EXISTS (SELECT 1 FROM read_parquet({overlap!r}) o "
+                            "DELETE FROM new_samples n WHERE EXISTS (SELECT 1 FROM "
+                            f"read_parquet({overlap!r}) o "
                             "WHERE o.series_id = n.series_id AND o.ts = n.ts)"
                         )
             batch_id = None
@@ -281,21 +317,36 @@ class TelemetryStore:
                 batch_id=batch_id,
             )
             if batch_id:
-                doc["batches"].append({"id": batch_id, "sources": list(sources), "rows": int(n_stored),
-                                       "problems": sum(p.count for p in report.problems)})
+                doc["batches"].append(
+                    {
+                        "id": batch_id,
+                        "sources": list(sources),
+                        "rows": int(n_stored),
+                        "problems": sum(p.count for p in report.problems),
+                    }
+                )
                 atomic_write_text(self.root / MANIFEST, json.dumps(doc, indent=1))
             con.close()
             return report
 
-    def _write_batch(self, con: Any, doc: dict[str, Any], batch_id: str, sources: Sequence[str]) -> dict[str, Any]:
+    def _write_batch(
+        self, con: Any, doc: dict[str, Any], batch_id: str, sources: Sequence[str]
+    ) -> dict[str, Any]:
         """Write the batch's files under names not in the manifest; returns the manifest to publish."""
         staging = self.root / f".staging-{batch_id}"
         staging.mkdir(parents=True)
         series_rel = f"series/series-{batch_id}.parquet"
         (self.root / "series").mkdir(exist_ok=True)
-        con.execute(f"COPY (SELECT * FROM series ORDER BY series_id) TO '{staging / 'series.parquet'}' (FORMAT parquet)")
-        days = [r[0] for r in con.execute(
-            "SELECT DISTINCT strftime(ts, '%Y-%m-%d') FROM new_samples ORDER BY 1").fetchall()]
+        con.execute(
+            f"COPY (SELECT * FROM series ORDER BY series_id) TO '{staging / 'series.parquet'}' (FORMAT "
+            "parquet)"
+        )
+        days = [
+            r[0]
+            for r in con.execute(
+                "SELECT DISTINCT strftime(ts, '%Y-%m-%d') FROM new_samples ORDER BY 1"
+            ).fetchall()
+        ]
         new_parts = []
         for i, day in enumerate(days):
             tmp = staging / f"part-{i}.parquet"
@@ -304,7 +355,9 @@ class TelemetryStore:
                 f"ORDER BY series_id, ts) TO '{tmp}' (FORMAT parquet)",
                 [day],
             )
-            row = con.execute(f"SELECT count(*), min(epoch_us(ts)), max(epoch_us(ts)) FROM read_parquet('{tmp}')").fetchone()
+            row = con.execute(
+                f"SELECT count(*), min(epoch_us(ts)), max(epoch_us(ts)) FROM read_parquet('{tmp}')"
+            ).fetchone()
             rel = f"samples/day={day}/part-{batch_id}-{i}.parquet"
             new_parts.append((tmp, rel, row))
         # Move into place (names not yet in the manifest, so readers do not see them), fsync, then publish.
@@ -314,8 +367,13 @@ class TelemetryStore:
         os.replace(staging / "series.parquet", self.root / series_rel)
         shutil.rmtree(staging, ignore_errors=True)
         new = dict(doc)
-        new["parts"] = [*doc["parts"], *({"file": rel, "rows": int(r[0]), "min_ts_us": int(r[1]),
-                                           "max_ts_us": int(r[2])} for _, rel, r in new_parts)]
+        new["parts"] = [
+            *doc["parts"],
+            *(
+                {"file": rel, "rows": int(r[0]), "min_ts_us": int(r[1]), "max_ts_us": int(r[2])}
+                for _, rel, r in new_parts
+            ),
+        ]
         new["series_files"] = [*doc["series_files"], series_rel][-1:]
         return new
 
@@ -339,10 +397,18 @@ class TelemetryStore:
             doc = self.manifest()
             con = duckdb.connect()
             for f in files:
-                row = con.execute(f"SELECT count(*), min(epoch_us(ts)), max(epoch_us(ts)) FROM read_parquet('{f}')").fetchone()
+                row = con.execute(
+                    f"SELECT count(*), min(epoch_us(ts)), max(epoch_us(ts)) FROM read_parquet('{f}')"
+                ).fetchone()
                 assert row is not None
-                doc["parts"].append({"file": str(f.relative_to(self.root)), "rows": int(row[0]),
-                                     "min_ts_us": int(row[1]), "max_ts_us": int(row[2])})
+                doc["parts"].append(
+                    {
+                        "file": str(f.relative_to(self.root)),
+                        "rows": int(row[0]),
+                        "min_ts_us": int(row[1]),
+                        "max_ts_us": int(row[2]),
+                    }
+                )
             doc["series_files"] = [str(series_file.relative_to(self.root))]
             atomic_write_text(self.root / MANIFEST, json.dumps(doc, indent=1))
 

@@ -48,8 +48,13 @@ def summarize(ff: FleetFindings) -> FleetSummary:
         t[2] += g.best_savings_usd_per_month
         signals[g.compute_signal] += 1
     return FleetSummary(
-        gpus=len(gpus), gpu_hours=hours, idle_gpu_hours=idle_h, idle_share=idle_h / hours if hours else 0.0,
-        cost_usd=cost, cost_usd_per_month=month, savings_usd_per_month=savings,
+        gpus=len(gpus),
+        gpu_hours=hours,
+        idle_gpu_hours=idle_h,
+        idle_share=idle_h / hours if hours else 0.0,
+        cost_usd=cost,
+        cost_usd_per_month=month,
+        savings_usd_per_month=savings,
         savings_share=savings / month if month else 0.0,
         by_finding={k: (int(v[0]), float(v[1])) for k, v in by_f.items()},
         by_team={k: (int(v[0]), float(v[1]), float(v[2])) for k, v in sorted(by_t.items())},

@@ -21,9 +21,13 @@ from typing import Final
 import numpy as np
 
 from gpufleet.telemetry.schema import SampleBatch
+from gpufleet.units import SECONDS_PER_DAY
 
 EXPECTED: Final[dict[str, str]] = {
-    "idle": "Idle", "over": "Overprovisioned", "migable": "Overprovisioned", "under": "Underprovisioned",
+    "idle": "Idle",
+    "over": "Overprovisioned",
+    "migable": "Overprovisioned",
+    "under": "Underprovisioned",
     "healthy": "Optimized",
 }
 _LEVELS: Final[dict[str, tuple[tuple[float, float], tuple[float, float]]]] = {
@@ -46,29 +50,38 @@ class SyntheticGpu:
 
 def gpu_util_from_sm(sm: np.ndarray) -> np.ndarray:
     """nvidia-smi utilization.gpu [%] implied by SM activity (kernel-time flag; see the module docstring)."""
-    return np.where(sm > 0.002, np.minimum(100.0, 100.0 * np.sqrt(np.clip(sm, 0, 1) / 0.35)), 0.0)
+    out: np.ndarray = np.where(sm > 0.002, np.minimum(100.0, 100.0 * np.sqrt(np.clip(sm, 0, 1) / 0.35)), 0.0)
+    return out
 
 
 def _series(rng: np.random.Generator, level: float, n: int, step_s: float, amp: float) -> np.ndarray:
     t = np.arange(n) * step_s
-    diurnal = amp * np.sin(2 * math.pi * t / 86400.0 + rng.uniform(0, 2 * math.pi))
+    diurnal = amp * np.sin(2 * math.pi * t / SECONDS_PER_DAY + rng.uniform(0, 2 * math.pi))
     noise = np.empty(n)
     e = rng.normal(0.0, 0.02, n)
     noise[0] = e[0]
     for i in range(1, n):  # AR(1), phi 0.8
         noise[i] = 0.8 * noise[i - 1] + e[i]
     spikes = (rng.random(n) < 0.002) * rng.uniform(0.0, 0.15, n)
-    return level + diurnal + noise + spikes
+    out: np.ndarray = level + diurnal + noise + spikes
+    return out
 
 
 def synthetic_fleet(
-    *, seed: int, counts: dict[str, int], days: float = 3.0, step_s: float = 300.0, start_s: float = 1_780_000_000.0,
-    model: str = "NVIDIA H100 80GB HBM3", capacity_mib: float = 81559.0, hosts_gpus: int = 8,
+    *,
+    seed: int,
+    counts: dict[str, int],
+    days: float = 3.0,
+    step_s: float = 300.0,
+    start_s: float = 1_780_000_000.0,
+    model: str = "NVIDIA H100 80GB HBM3",
+    capacity_mib: float = 81559.0,
+    hosts_gpus: int = 8,
     labels: dict[str, str] | None = None,
 ) -> tuple[SampleBatch, list[SyntheticGpu]]:
     """Samples (SM_ACTIVE, GPU_UTIL, FB_USED/FREE, DRAM_ACTIVE, power) and the truth for each GPU."""
     rng = np.random.default_rng(seed)
-    n = int(days * 86400 / step_s)
+    n = int(days * SECONDS_PER_DAY / step_s)
     ts_us = (start_s + np.arange(n) * step_s) * 1e6
     batch = SampleBatch()
     truth: list[SyntheticGpu] = []
@@ -82,29 +95,49 @@ def synthetic_fleet(
         sm = np.clip(_series(rng, level, n, step_s, amp=0.0 if cls == "idle" else 0.03), 0.0, 1.0)
         if cls == "idle":
             sm = np.clip(rng.normal(0.003, 0.002, n), 0.0, 0.02)
-        mem_share = np.clip(_series(rng, rng.uniform(m_lo, m_hi), n, step_s, amp=0.01) * 0.5
-                            + rng.uniform(m_lo, m_hi) * 0.5, 0.0, 0.99)
+        mem_share = np.clip(
+            _series(rng, rng.uniform(m_lo, m_hi), n, step_s, amp=0.01) * 0.5 + rng.uniform(m_lo, m_hi) * 0.5,
+            0.0,
+            0.99,
+        )
         used = mem_share * capacity_mib
         util = np.clip(gpu_util_from_sm(sm) + rng.normal(0, 1.0, n), 0, 100)
         dram = np.clip(sm * 0.6 + rng.normal(0, 0.01, n), 0, 1)
         power = np.clip(70.0 + 600.0 * sm + rng.normal(0, 5, n), 0, 700)
-        lab = {"source": "synthetic", "host": host, "gpu_uuid": uuid, "model": model,
-               "namespace": f"team-{i % 3}", "pod": f"job-{i:04d}", **(labels or {})}
-        for metric, values in (("sm_active_ratio", sm), ("gpu_util_pct", util), ("fb_used_mib", used),
-                               ("fb_free_mib", capacity_mib - used), ("dram_active_ratio", dram), ("power_w", power),
-                               ("power_limit_w", np.full(n, 700.0))):
+        lab = {
+            "source": "synthetic",
+            "host": host,
+            "gpu_uuid": uuid,
+            "model": model,
+            "namespace": f"team-{i % 3}",
+            "pod": f"job-{i:04d}",
+            **(labels or {}),
+        }
+        lid = batch.label_id(lab, idx)
+        for metric, values in (
+            ("sm_active_ratio", sm),
+            ("gpu_util_pct", util),
+            ("fb_used_mib", used),
+            ("fb_free_mib", capacity_mib - used),
+            ("dram_active_ratio", dram),
+            ("power_w", power),
+            ("power_limit_w", np.full(n, 700.0)),
+        ):
             for t, v in zip(ts_us.tolist(), values.tolist(), strict=True):
-                batch.add(labels=lab, gpu_index=idx, ts_us=int(t), metric=metric, value=float(v))
-        key = batch.columns["gpu_key"][-1]
+                batch.add_sample(lid, int(t), metric, float(v))
+        key = batch.label_rows[lid][0]
         truth.append(SyntheticGpu(gpu_key=str(key), host=host, cls=cls, expected=EXPECTED[cls]))
     return batch, truth
 
 
 def acme_levels(x_pct: Sequence[float], cdf_pct: Sequence[float], n: int) -> np.ndarray:
-    """``n`` per-GPU SM_ACTIVE levels (0-1) drawn from a CDF by stratified inverse transform (u = (i+0.5)/n)."""
+    """``n`` per-GPU SM_ACTIVE levels (0-1) drawn from a CDF by stratified inverse transform (u =
+    (i+0.5)/n)."""
     u = (np.arange(n) + 0.5) / n * 100.0
     order = np.argsort(np.asarray(cdf_pct, dtype=float), kind="stable")
-    return np.interp(u, np.asarray(cdf_pct, dtype=float)[order], np.asarray(x_pct, dtype=float)[order]) / 100.0
+    cdf = np.asarray(cdf_pct, dtype=float)[order]
+    levels: np.ndarray = np.interp(u, cdf, np.asarray(x_pct, dtype=float)[order]) / 100.0
+    return levels
 
 
 __all__ = ["EXPECTED", "SyntheticGpu", "acme_levels", "gpu_util_from_sm", "synthetic_fleet"]

@@ -1,4 +1,5 @@
-"""Readers: each turns one input format into canonical samples (:class:`~gpufleet.telemetry.schema.SampleBatch`).
+"""Readers: each turns one input format into canonical samples
+(:class:`~gpufleet.telemetry.schema.SampleBatch`).
 
 Formats and the layouts accepted are described in ``docs/telemetry.md``.
 """

@@ -20,7 +20,7 @@ from gpufleet.errors import ConfigFileError
 from gpufleet.fileio import iter_csv_text
 from gpufleet.telemetry.readers.common import add_checked, parse_index
 from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
-from gpufleet.units import MB, MIB
+from gpufleet.units import MB, MIB, US_PER_S
 
 CW_METRICS: Final[dict[str, str]] = {
     "nvidia_smi_utilization_gpu": "gpu_util_pct",
@@ -34,8 +34,13 @@ CW_METRICS: Final[dict[str, str]] = {
 }
 #: CloudWatch unit -> factor to MiB for memory metrics.
 _MEMORY_UNIT_TO_MIB: Final[dict[str, float]] = {
-    "": 1.0, "none": 1.0, "mebibytes": 1.0, "bytes": 1.0 / MIB, "kilobytes": 1e3 / MIB,
-    "megabytes": MB / MIB, "gigabytes": 1e9 / MIB,
+    "": 1.0,
+    "none": 1.0,
+    "mebibytes": 1.0,
+    "bytes": 1.0 / MIB,
+    "kilobytes": 1e3 / MIB,
+    "megabytes": MB / MIB,
+    "gigabytes": 1e9 / MIB,
 }
 REQUIRED: Final = ("Timestamp", "MetricName", "Value")
 
@@ -45,12 +50,15 @@ def read_cloudwatch_csv(text: str, *, source: str, batch: SampleBatch, problems:
     try:
         _, header = next(rows)
     except StopIteration:
-        raise ConfigFileError(f"{source} is empty; a CSV with Timestamp, MetricName, Value is expected.") from None
+        raise ConfigFileError(
+            f"{source} is empty; a CSV with Timestamp, MetricName, Value is expected."
+        ) from None
     header = [h.strip() for h in header]
     missing = [c for c in REQUIRED if c not in header]
     if missing:
         raise ConfigFileError(
-            f"{source} lacks the columns {missing}; a CloudWatch export needs Timestamp, MetricName, Value and "
+            f"{source} lacks the columns {missing}; a CloudWatch export needs Timestamp, MetricName, Value "
+            "and "
             "the dimensions host, index (see docs/telemetry.md)."
         )
     n = 0
@@ -77,12 +85,18 @@ def read_cloudwatch_csv(text: str, *, source: str, batch: SampleBatch, problems:
         if metric.endswith("_mib"):
             factor = _MEMORY_UNIT_TO_MIB.get(row.get("Unit", "").lower())
             if factor is None:
-                problems.add(source, "malformed_line", f"{example} (unit {row.get('Unit')!r} is not a memory unit)")
+                problems.add(
+                    source, "malformed_line", f"{example} (unit {row.get('Unit')!r} is not a memory unit)"
+                )
                 continue
             value *= factor
         labels = {"source": "cloudwatch", "host": row.get("host", ""), "provider": "aws"}
-        for col, key in (("model", "name"), ("gpu_uuid", "uuid"), ("instance_type", "InstanceType"),
-                         ("region", "Region")):
+        for col, key in (
+            ("model", "name"),
+            ("gpu_uuid", "uuid"),
+            ("instance_type", "InstanceType"),
+            ("region", "Region"),
+        ):
             if row.get(key):
                 labels[col] = row[key]
         if not labels["host"] and row.get("InstanceId"):
@@ -92,8 +106,15 @@ def read_cloudwatch_csv(text: str, *, source: str, batch: SampleBatch, problems:
             problems.add(source, "missing_labels", f"{example} (needs host or InstanceId, and index)")
             continue
         add_checked(
-            batch, problems, where=source, labels=labels, gpu_index=index,
-            ts_us=int(dt.timestamp() * 1_000_000), metric=metric, value=value, example=example,
+            batch,
+            problems,
+            where=source,
+            labels=labels,
+            gpu_index=index,
+            ts_us=int(dt.timestamp() * US_PER_S),
+            metric=metric,
+            value=value,
+            example=example,
         )
     return n
 

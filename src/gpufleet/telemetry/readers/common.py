@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Final
 
 from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
+from gpufleet.units import SECONDS_PER_DAY
 
 #: dcgm-exporter metric (upper-cased) -> (canonical metric, factor to the canonical unit).
 #: Units: NVIDIA dcgm-exporter etc/default-counters.csv and dcp-metrics-included.csv @ d5e5f510.
@@ -49,7 +50,7 @@ VALUE_RANGE: Final[dict[str, tuple[float, float]]] = {
     "gpu_temp_c": (-50.0, 150.0),
     "memory_temp_c": (-50.0, 150.0),
     "sm_clock_mhz": (0.0, 5000.0),
-    "request_latency_s": (0.0, 86400.0),
+    "request_latency_s": (0.0, SECONDS_PER_DAY),
 }
 
 #: Label variants (dcgm-exporter render template, old names, Prometheus ``exported_*`` relabels, lower-cased
@@ -81,7 +82,8 @@ def is_dcgm_blank(value: float) -> bool:
     """True for DCGM "blank" sentinels (not found / not supported / not permissioned).
 
     int64 blanks are >= 0x7ffffffffffffff0 (fleet-anchors C.1; dcgm-exporter README shows ...f2 for
-    MEMORY_TEMP); int32 blanks 0x7ffffff0-0x7fffffff and fp64 blanks 2**47 .. 2**47+3 (DCGM ``dcgm_structs.h``:
+    MEMORY_TEMP); int32 blanks 0x7ffffff0-0x7fffffff and fp64 blanks 2**47 .. 2**47+3 (DCGM
+    ``dcgm_structs.h``:
     DCGM_INT32_BLANK, DCGM_FP64_BLANK).
     """
     if value >= 9.223372036854775792e18:
@@ -102,7 +104,9 @@ def canonical_labels(raw: Mapping[str, str], source: str) -> dict[str, str]:
                 break
     if "host" not in out and raw.get("instance"):
         # Prometheus target "host:port" when the exporter gave no hostname label.
-        out["host"] = raw["instance"].rsplit(":", 1)[0] if raw["instance"].count(":") == 1 else raw["instance"]
+        out["host"] = (
+            raw["instance"].rsplit(":", 1)[0] if raw["instance"].count(":") == 1 else raw["instance"]
+        )
     return out
 
 
@@ -112,6 +116,12 @@ def parse_index(text: str) -> int | None:
     except ValueError:
         return None
     return i if 0 <= i < 1_000_000 else None
+
+
+def lo_hi_ok(metric: str, value: float) -> bool:
+    """True for a plain valid value (finite, not a DCGM blank, inside the metric's physical range)."""
+    lo, hi = VALUE_RANGE[metric]
+    return lo <= value <= hi and not is_dcgm_blank(value)
 
 
 def add_checked(
@@ -125,6 +135,7 @@ def add_checked(
     metric: str,
     value: float,
     example: str,
+    label_id: int | None = None,
 ) -> None:
     """Add a sample after the missing-value, sentinel and physical-range checks (counted when refused)."""
     if math.isnan(value) or math.isinf(value) or is_dcgm_blank(value):
@@ -134,4 +145,6 @@ def add_checked(
     if not lo <= value <= hi:
         problems.add(where, "out_of_range", f"{metric}={value} (allowed {lo}-{hi}): {example}")
         return
-    batch.add(labels=labels, gpu_index=gpu_index, ts_us=ts_us, metric=metric, value=value)
+    batch.add_sample(
+        batch.label_id(labels, gpu_index) if label_id is None else label_id, ts_us, metric, value
+    )

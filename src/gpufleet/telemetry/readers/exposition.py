@@ -3,7 +3,8 @@
 Accepted: ``# HELP``/``# TYPE`` comments, samples ``name{label="v",...} value [timestamp_ms]``, every label
 variant of fleet-anchors C.2 (``Hostname``/``hostname``, ``UUID``/``uuid``, ``exported_*``, lower-cased metric
 and label names), MIG ``GPU_I_PROFILE``/``GPU_I_ID``. DCGM blank sentinels become missing values. A sample
-without a timestamp gets the scrape time given by the caller (counted as ``no_timestamp``).
+without a timestamp gets the scrape time given by the caller (counted as ``no_timestamp``). Timestamps are
+milliseconds in the Prometheus text format and seconds in OpenMetrics (a text ending in ``# EOF``).
 """
 
 from __future__ import annotations
@@ -11,8 +12,15 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from gpufleet.telemetry.readers.common import DCGM_METRICS, add_checked, canonical_labels, parse_index
+from gpufleet.telemetry.readers.common import (
+    DCGM_METRICS,
+    add_checked,
+    canonical_labels,
+    lo_hi_ok,
+    parse_index,
+)
 from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
+from gpufleet.units import MS_PER_S, US_PER_S
 
 _SAMPLE_RE: Final = re.compile(
     r"^(?P<name>[a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(?P<labels>.*)\})?\s+(?P<value>\S+)(?:\s+(?P<ts>-?\d+(?:\.\d+)?))?\s*$"
@@ -51,53 +59,79 @@ def service_labels(labels: dict[str, str]) -> tuple[dict[str, str], int] | None:
     return out, -1
 
 
+def _identity(labels_text: str, metric: str, batch: SampleBatch) -> tuple[int | None, str]:
+    """(label id, "") for a label block, or (None, problem kind + reason); memoised per distinct block."""
+    raw_labels = parse_labels(labels_text)
+    if raw_labels is None:
+        return None, "malformed_line"
+    labels = canonical_labels(raw_labels, "dcgm_exposition")
+    index = parse_index(labels.get("gpu_index", ""))
+    if metric == "request_latency_s" and index is None:
+        svc = service_labels(labels)
+        if svc is None:
+            return None, "missing_labels: latency without pod/job/host"
+        labels, index = svc
+    if index is None and labels.get("gpu_uuid"):
+        index = -1  # UUID known, index not labelled
+    if index is None or not labels.get("host"):
+        return None, "missing_labels: needs a hostname and a gpu or UUID label"
+    return batch.label_id(labels, index), ""
+
+
 def read_exposition(
     text: str, *, source: str, scrape_ts_us: int, batch: SampleBatch, problems: ProblemCounter
 ) -> int:
     """Parse exposition ``text`` into ``batch``; returns the number of sample lines read."""
     n = 0
+    identities: dict[tuple[str, bool], tuple[int | None, str]] = {}
+    # Prometheus text timestamps are milliseconds; OpenMetrics (which ends with "# EOF") uses seconds.
+    openmetrics = text.rstrip().endswith("# EOF")
+    us_per_unit = float(US_PER_S) if openmetrics else US_PER_S / MS_PER_S
     for lineno, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
         n += 1
-        example = f"line {lineno}: {line[:160]}"
         m = _SAMPLE_RE.match(line)
-        if m is None:
-            problems.add(source, "malformed_line", example)
-            continue
-        raw_labels = parse_labels(m.group("labels") or "")
-        value = _float(m.group("value"))
-        if raw_labels is None or value is None:
-            problems.add(source, "malformed_line", example)
+        value = None if m is None else _float(m.group("value"))
+        if m is None or value is None:
+            problems.add(source, "malformed_line", f"line {lineno}: {line[:160]}")
             continue
         known = DCGM_METRICS.get(m.group("name").upper())
         if known is None:
-            problems.add(source, "unknown_metric", f"{m.group('name')} ({example})")
+            problems.add(source, "unknown_metric", f"{m.group('name')} (line {lineno}: {line[:160]})")
             continue
         metric, factor = known
+        key = (m.group("labels") or "", metric == "request_latency_s")
+        ident = identities.get(key)
+        if ident is None:
+            ident = identities[key] = _identity(key[0], metric, batch)
+        lid, problem = ident
+        if lid is None:
+            kind, _, why = problem.partition(": ")
+            problems.add(source, kind, f"line {lineno}: {line[:160]}" + (f" ({why})" if why else ""))
+            continue
         if m.group("ts") is None:
             ts_us = scrape_ts_us
-            problems.add(source, "no_timestamp", example)
+            problems.add(source, "no_timestamp", f"line {lineno}: {line[:160]}")
         else:
-            ts_us = int(float(m.group("ts")) * 1000)  # exposition timestamps are milliseconds
-        labels = canonical_labels(raw_labels, "dcgm_exposition")
-        index = parse_index(labels.get("gpu_index", ""))
-        if metric == "request_latency_s" and index is None:
-            svc = service_labels(labels)
-            if svc is None:
-                problems.add(source, "missing_labels", f"{example} (latency without pod/job/host)")
-                continue
-            labels, index = svc
-        if index is None and labels.get("gpu_uuid"):
-            index = -1  # UUID known, index not labelled
-        if index is None or not labels.get("host"):
-            problems.add(source, "missing_labels", f"{example} (needs a hostname and a gpu or UUID label)")
-            continue
-        add_checked(
-            batch, problems, where=source, labels=labels, gpu_index=index, ts_us=ts_us, metric=metric,
-            value=value * factor, example=example,
-        )
+            ts_us = int(float(m.group("ts")) * us_per_unit)
+        value *= factor
+        if lo_hi_ok(metric, value):
+            batch.add_sample(lid, ts_us, metric, value)
+        else:
+            add_checked(
+                batch,
+                problems,
+                where=source,
+                labels={},
+                gpu_index=0,
+                ts_us=ts_us,
+                metric=metric,
+                value=value,
+                example=f"line {lineno}: {line[:160]}",
+                label_id=lid,
+            )
     return n
 
 

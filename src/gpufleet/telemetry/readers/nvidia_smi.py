@@ -19,8 +19,10 @@ from zoneinfo import ZoneInfo
 from gpufleet.errors import ConfigFileError
 from gpufleet.telemetry.readers.common import add_checked, parse_index
 from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
+from gpufleet.units import GIB, MIB, US_PER_S
 
-#: nvidia-smi field (with its renamed aliases) -> canonical metric. Units are nvidia-smi's (MiB, %, W, C, MHz).
+#: nvidia-smi field (with its renamed aliases) -> canonical metric. Units are nvidia-smi's (MiB, %, W, C,
+# MHz).
 FIELD_METRICS: Final[dict[str, str]] = {
     "utilization.gpu": "gpu_util_pct",
     "utilization.memory": "mem_copy_util_pct",
@@ -52,12 +54,29 @@ ID_FIELDS: Final[dict[str, str]] = {
 }
 #: Known descriptive fields that carry no metric and are ignored without a warning.
 IGNORED_FIELDS: Final[frozenset[str]] = frozenset(
-    {"pci.bus_id", "gpu_bus_id", "driver_version", "pstate", "mig.mode.current", "mig.mode.pending", "serial",
-     "vbios_version", "persistence_mode", "compute_mode", "fan.speed", "count", "display_mode"}
+    {
+        "pci.bus_id",
+        "gpu_bus_id",
+        "driver_version",
+        "pstate",
+        "mig.mode.current",
+        "mig.mode.pending",
+        "serial",
+        "vbios_version",
+        "persistence_mode",
+        "compute_mode",
+        "fan.speed",
+        "count",
+        "display_mode",
+    }
 )
 _UNIT_RE: Final = re.compile(r"^\s*([-+0-9.eE]+)\s*(%|MiB|GiB|W|MHz|C)?\s*$")
-_TS_FORMATS: Final = ("%Y/%m/%d %H:%M:%S.%f", "%Y/%m/%d %H:%M:%S", "%Y-%m-%d %H:%M:%S.%f", "%Y-%m-%d %H:%M:%S")
-_GIB_IN_MIB: Final = 1024.0  # 1 GiB = 1024 MiB (binary units, both sides)
+_TS_FORMATS: Final = (
+    "%Y/%m/%d %H:%M:%S.%f",
+    "%Y/%m/%d %H:%M:%S",
+    "%Y-%m-%d %H:%M:%S.%f",
+    "%Y-%m-%d %H:%M:%S",
+)
 
 
 def _header_key(text: str) -> str:
@@ -65,12 +84,28 @@ def _header_key(text: str) -> str:
 
 
 def _timestamp_us(text: str, tz: ZoneInfo) -> int | None:
+    t = text.strip()
+    if len(t) == 23 and t[4] in "/-" and t[10] == " " and t[19] == ".":  # fast path: YYYY/MM/DD HH:MM:SS.mmm
+        try:
+            dt = datetime(
+                int(t[0:4]),
+                int(t[5:7]),
+                int(t[8:10]),
+                int(t[11:13]),
+                int(t[14:16]),
+                int(t[17:19]),
+                int(t[20:23]) * 1000,
+                tzinfo=tz,
+            )
+        except ValueError:
+            return None
+        return int(dt.timestamp()) * US_PER_S + dt.microsecond
     for fmt in _TS_FORMATS:
         try:
             dt = datetime.strptime(text.strip(), fmt)
         except ValueError:
             continue
-        return int(dt.replace(tzinfo=tz).timestamp() * 1_000_000)
+        return int(dt.replace(tzinfo=tz).timestamp() * US_PER_S)
     return None
 
 
@@ -82,17 +117,21 @@ def read_nvidia_smi_csv(
         tz = ZoneInfo(timezone)
     except (KeyError, ValueError):
         raise ConfigFileError(
-            f"Unknown time zone {timezone!r} for {source}. nvidia-smi timestamps are host-local; give an IANA "
+            f"Unknown time zone {timezone!r} for {source}. nvidia-smi timestamps are host-local; give an "
+            "IANA "
             "zone such as UTC, Europe/Berlin or America/New_York with --timezone."
         ) from None
     lines = text.splitlines()
     if not lines or not lines[0].strip():
-        raise ConfigFileError(f"{source} is empty; an nvidia-smi --query-gpu CSV with a header line is expected.")
+        raise ConfigFileError(
+            f"{source} is empty; an nvidia-smi --query-gpu CSV with a header line is expected."
+        )
     raw_header = next(csv.reader([lines[0]], skipinitialspace=True))
     keys = [_header_key(h) for h in raw_header]
     if "timestamp" not in keys or not ({"index", "uuid", "gpu_uuid"} & set(keys)):
         raise ConfigFileError(
-            f"{source}: the header {raw_header[:6]} lacks 'timestamp' and 'index' or 'uuid'. Query them, e.g. "
+            f"{source}: the header {raw_header[:6]} lacks 'timestamp' and 'index' or 'uuid'. Query them, "
+            "e.g. "
             "nvidia-smi --query-gpu=timestamp,index,uuid,name,memory.used,memory.total,utilization.gpu,"
             "power.draw --format=csv -l 60"
         )
@@ -103,7 +142,7 @@ def read_nvidia_smi_csv(
         if not line.strip():
             continue
         cells = next(csv.reader([line], skipinitialspace=True))
-        if [_header_key(c) for c in cells] == keys:
+        if cells and cells[0].strip().lower() == "timestamp" and [_header_key(c) for c in cells] == keys:
             continue  # a repeated header (concatenated logs)
         n_lines += 1
         where = source
@@ -127,7 +166,8 @@ def read_nvidia_smi_csv(
         if not labels.get("host"):
             problems.add(where, "missing_labels", f"{example} (no host)")
             continue
-        for col, k in enumerate(keys):
+        lid = batch.label_id(labels, idx)
+        for pos, k in enumerate(keys):
             metric = FIELD_METRICS.get(k)
             if metric is None:
                 continue
@@ -140,15 +180,25 @@ def read_nvidia_smi_csv(
                 problems.add(where, "malformed_line", f"{example} ({k}={value_text!r} is not a number)")
                 continue
             value = float(m.group(1))
-            unit = m.group(2) or units[col]
+            unit = m.group(2) or units[pos]
             if unit == "GiB":
-                value *= _GIB_IN_MIB
+                value *= GIB / MIB
             add_checked(
-                batch, problems, where=where, labels=labels, gpu_index=idx, ts_us=ts, metric=metric,
-                value=value, example=example,
+                batch,
+                problems,
+                where=where,
+                labels=labels,
+                gpu_index=idx,
+                ts_us=ts,
+                metric=metric,
+                value=value,
+                example=example,
+                label_id=lid,
             )
     for k in unknown:
-        problems.add(source, "unknown_metric", f"column {k!r} (not a known nvidia-smi field)", n=max(n_lines, 1))
+        problems.add(
+            source, "unknown_metric", f"column {k!r} (not a known nvidia-smi field)", n=max(n_lines, 1)
+        )
     return n_lines
 
 

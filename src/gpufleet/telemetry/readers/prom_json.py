@@ -1,7 +1,8 @@
 """Prometheus HTTP API ``/api/v1/query_range`` (and instant ``query``) responses.
 
 ``{"status": "success", "data": {"resultType": "matrix", "result": [{"metric": {...labels...},
-"values": [[<unix seconds>, "<value>"], ...]}]}}``; ``vector`` results (``"value": [ts, "v"]``) are accepted too.
+"values": [[<unix seconds>, "<value>"], "
+"...]}]}}``; ``vector`` results (``"value": [ts, "v"]``) are accepted too.
 The metric comes from ``__name__`` (upper- or lower-case DCGM names); a series without it is refused unless
 the caller names the metric (the live reader does, since it wrote the query).
 """
@@ -14,6 +15,7 @@ from gpufleet.errors import ConfigFileError
 from gpufleet.telemetry.readers.common import DCGM_METRICS, add_checked, canonical_labels, parse_index
 from gpufleet.telemetry.readers.exposition import service_labels
 from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
+from gpufleet.units import US_PER_S
 
 
 def read_query_range_json(
@@ -71,21 +73,36 @@ def read_query_range_json(
         elif index is None and labels.get("gpu_uuid"):
             index = -1
         if index is None or not labels.get("host"):
-            problems.add(where, "missing_labels", f"series {i}: {raw} lacks a hostname/instance and gpu/UUID",
-                         n=max(len(points), 1))
+            problems.add(
+                where,
+                "missing_labels",
+                f"series {i}: {raw} lacks a hostname/instance and gpu/UUID",
+                n=max(len(points), 1),
+            )
             continue
+        lid = batch.label_id(labels, index)
         for p in points:
             n += 1
             try:
                 ts_s, value_text = p
-                ts_us = int(round(float(ts_s) * 1_000_000))
+                ts_us = round(float(ts_s) * US_PER_S)
                 value = float(value_text)
             except (TypeError, ValueError):
-                problems.add(where, "malformed_line", f"series {i}: point {p!r} is not [unix_seconds, \"value\"]")
+                problems.add(
+                    where, "malformed_line", f'series {i}: point {p!r} is not [unix_seconds, "value"]'
+                )
                 continue
             add_checked(
-                batch, problems, where=where, labels=labels, gpu_index=index, ts_us=ts_us, metric=metric,
-                value=value * factor, example=f"series {i} {name} at {ts_s}",
+                batch,
+                problems,
+                where=where,
+                labels=labels,
+                gpu_index=index,
+                ts_us=ts_us,
+                metric=metric,
+                value=value * factor,
+                label_id=lid,
+                example=f"series {i} {name} at {ts_s}",
             )
     return n
 

@@ -43,7 +43,8 @@ def read_prometheus(
         raise InputError(f"--prometheus {url!r} is not an http(s) URL. Give e.g. http://prometheus:9090.")
     if not (end_s > start_s and step_s > 0):
         raise InputError(
-            f"The time range is empty or the step is not positive (start {start_s}, end {end_s}, step {step_s}). "
+            f"The time range is empty or the step is not positive (start {start_s}, end {end_s}, step "
+            f"{step_s}). "
             "Give --start before --end and a --step such as 60s."
         )
     base = url.rstrip("/")
@@ -55,17 +56,24 @@ def read_prometheus(
         t = start_s
         while t <= end_s:
             t_end = min(end_s, t + chunk_s)
-            params = {"query": metrics_promql(), "start": f"{t:.3f}", "end": f"{t_end:.3f}", "step": f"{step_s:g}"}
+            params = {
+                "query": metrics_promql(),
+                "start": f"{t:.3f}",
+                "end": f"{t_end:.3f}",
+                "step": f"{step_s:g}",
+            }
             try:
                 resp = http.get(f"{base}/api/v1/query_range", params=params)
             except httpx.TimeoutException:
                 raise FetchError(
-                    f"Prometheus at {base} did not answer within {timeout_s:g} s. It is overloaded or the range "
+                    f"Prometheus at {base} did not answer within {timeout_s:g} s. It is overloaded or the "
+                    "range "
                     "is too large: retry with a larger --timeout, a larger --step or a shorter range."
                 ) from None
             except httpx.HTTPError as exc:
                 raise FetchError(
-                    f"Prometheus at {base} cannot be reached ({type(exc).__name__}: {exc}). Check the URL and "
+                    f"Prometheus at {base} cannot be reached ({type(exc).__name__}: {exc}). Check the URL "
+                    "and "
                     "that the server is up (curl {base}/-/ready)."
                 ) from None
             try:
@@ -77,10 +85,13 @@ def read_prometheus(
                 ) from None
             if resp.status_code != 200 or doc.get("status") != "success":
                 raise FetchError(
-                    f"Prometheus at {base} refused the query (HTTP {resp.status_code}, {doc.get('errorType')}: "
+                    f"Prometheus at {base} refused the query (HTTP {resp.status_code}, "
+                    f"{doc.get('errorType')}: "
                     f"{doc.get('error')}). Query sent: {params['query']}"
                 )
-            n += read_query_range_json(doc, source=base, batch=batch, problems=problems, source_kind="prometheus")
+            n += read_query_range_json(
+                doc, source=base, batch=batch, problems=problems, source_kind="prometheus"
+            )
             t = t_end + step_s
     finally:
         if own:

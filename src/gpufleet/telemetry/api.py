@@ -1,0 +1,66 @@
+"""The typed Python API of telemetry right-sizing (what the CLI calls)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+
+from gpufleet.telemetry.alerts import AlertEvent, evaluate, load_rules
+from gpufleet.telemetry.analyze import gpu_stats, resolve_window
+from gpufleet.telemetry.findings import FleetFindings, Thresholds, find
+from gpufleet.telemetry.ingest import ingest_files
+from gpufleet.telemetry.inventory import load_inventory
+from gpufleet.telemetry.schema import IngestReport
+from gpufleet.telemetry.store import TelemetryStore
+
+
+def _store(store: TelemetryStore | Path | str | None) -> TelemetryStore:
+    return store if isinstance(store, TelemetryStore) else TelemetryStore(store)
+
+
+def ingest_telemetry(
+    paths: Sequence[Path | str],
+    *,
+    store: TelemetryStore | Path | str | None = None,
+    input_format: str = "auto",
+    host: str | None = None,
+    timezone: str | None = None,
+) -> IngestReport:
+    """Read telemetry files (format detected) into ``store`` (default: user data dir) in one atomic batch."""
+    return ingest_files(paths, store=_store(store), input_format=input_format, host=host, timezone=timezone)
+
+
+def analyze_fleet(
+    store: TelemetryStore | Path | str | None = None,
+    *,
+    lookback_days: float = 14,
+    percentile: float = 0.95,
+    thresholds: Thresholds | None = None,
+    inventory: Path | str | None = None,
+    end: datetime | None = None,
+) -> FleetFindings:
+    """Findings per GPU, node and workload over the lookback window ending at ``end`` (default: latest)."""
+    st = _store(store)
+    window = resolve_window(st, lookback_days, end, percentile)
+    inv = load_inventory(inventory) if inventory else ()
+    return find(gpu_stats(st, window), window, thresholds, inv)
+
+
+def evaluate_alerts(
+    store: TelemetryStore | Path | str | None = None,
+    *,
+    rules: Path | str | None = None,
+    lookback_days: float = 14,
+    end: datetime | None = None,
+    step_s: float = 60.0,
+    inventory: Path | str | None = None,
+) -> tuple[AlertEvent, ...]:
+    """Alert events of a rule file (default: the seed's thresholds) over the stored telemetry."""
+    st = _store(store)
+    window = resolve_window(st, lookback_days, end, 0.95)
+    inv = load_inventory(inventory) if inventory else ()
+    return evaluate(st, window, load_rules(rules), step_s=step_s, inventory=inv)
+
+
+__all__ = ["analyze_fleet", "evaluate_alerts", "ingest_telemetry"]
