@@ -149,32 +149,49 @@ def deployment_for(
         from gpufleet.recommend.api import recommend
 
         rec = recommend(
-            model=model, task="inference", precision=precision, input_len_tokens=max(1, round(mean_in)),
-            output_len_tokens=max(1, round(mean_out)), target_requests_per_s=trace.mean_rate_per_s,
-            pricing="on_demand", limit=1, providers=(provider,) if provider else (),
-        )  # fmt: skip
+            model=model,
+            task="inference",
+            precision=precision,
+            input_len_tokens=max(1, round(mean_in)),
+            output_len_tokens=max(1, round(mean_out)),
+            target_requests_per_s=trace.mean_rate_per_s,
+            pricing="on_demand",
+            limit=1,
+            providers=(provider,) if provider else (),
+        )
         if rec.best is None:
             raise InfeasibleError(f"recommend found no offer for {model} ({rec.message}); pass --gpu.")
         top = rec.best
         gpu, gpus_per_replica = top.gpu, top.tp * top.pp
     service = service_from_estimator(
-        model=model, gpu=gpu, precision=precision, gpus_per_replica=gpus_per_replica,
-        mean_input_tokens=mean_in, mean_output_tokens=mean_out, software=software,
-    )  # fmt: skip
+        model=model,
+        gpu=gpu,
+        precision=precision,
+        gpus_per_replica=gpus_per_replica,
+        mean_input_tokens=mean_in,
+        mean_output_tokens=mean_out,
+        software=software,
+    )
     price, spot, offer, prov = _price_offer(gpu, service.gpus_per_replica, provider)
     if price_usd_per_replica_hour is not None:
         price, offer = price_usd_per_replica_hour, "given price"
     return Deployment(
-        service=service, cold_start=cold_start or cold_start_for(service.weights_bytes),
-        price_usd_per_replica_hour=price, spot_price_usd_per_replica_hour=spot, offer=offer, provider=prov,
-    )  # fmt: skip
+        service=service,
+        cold_start=cold_start or cold_start_for(service.weights_bytes),
+        price_usd_per_replica_hour=price,
+        spot_price_usd_per_replica_hour=spot,
+        offer=offer,
+        provider=prov,
+    )
 
 
 def _stats(x: np.ndarray) -> LatencyStats:
     return LatencyStats(
-        p50_s=percentile(x, 50), p95_s=percentile(x, 95), p99_s=percentile(x, 99),
+        p50_s=percentile(x, 50),
+        p95_s=percentile(x, 95),
+        p99_s=percentile(x, 99),
         mean_s=float(np.nanmean(x)) if np.isfinite(x).any() else math.nan,
-    )  # fmt: skip
+    )
 
 
 def _series(trace: RequestTrace, raw: RawRun) -> tuple[tuple[float, ...], ...]:
@@ -209,9 +226,16 @@ def warm_start_replicas(trace: RequestTrace, service: ServiceModel, window_s: fl
 
 
 def _run(
-    trace: RequestTrace, dep: Deployment, policy: Policy, *, min_replicas: int, max_replicas: int,
-    spot_share: float, seed: int, initial_replicas: int | None = None,
-) -> RawRun:  # fmt: skip
+    trace: RequestTrace,
+    dep: Deployment,
+    policy: Policy,
+    *,
+    min_replicas: int,
+    max_replicas: int,
+    spot_share: float,
+    seed: int,
+    initial_replicas: int | None = None,
+) -> RawRun:
     spot = SpotSetting()
     if spot_share > 0:
         a = assumption_for(dep.provider, load_spot_assumptions())
@@ -221,9 +245,16 @@ def _run(
             notice_s=a.notice_s,
         )
     return replay(
-        trace, dep.service, policy, min_replicas=min_replicas, max_replicas=max_replicas,
-        cold_start_s=dep.cold_start.total_s, spot=spot, seed=seed, initial_replicas=initial_replicas,
-    )  # fmt: skip
+        trace,
+        dep.service,
+        policy,
+        min_replicas=min_replicas,
+        max_replicas=max_replicas,
+        cold_start_s=dep.cold_start.total_s,
+        spot=spot,
+        seed=seed,
+        initial_replicas=initial_replicas,
+    )
 
 
 def _cost(dep: Deployment, raw: RawRun) -> float:
@@ -241,8 +272,9 @@ def static_peak(
     """The smallest fixed replica count whose p95 TTFT <= ``slo_ttft_s`` (bisection)."""
 
     def p95(n: int) -> tuple[float, RawRun]:
-        raw = _run(trace, dep, StaticPolicy(replicas=n), min_replicas=n, max_replicas=n, spot_share=0.0,
-                   seed=seed)  # fmt: skip
+        raw = _run(
+            trace, dep, StaticPolicy(replicas=n), min_replicas=n, max_replicas=n, spot_share=0.0, seed=seed
+        )
         return percentile(raw.first_token_s - trace.arrival_s, 95), raw
 
     lo, hi = 1, 1
@@ -292,8 +324,16 @@ def simulate_autoscale(
         raise InputError("SLOs must be > 0 s.")
     if initial_replicas is None and policy.name not in ("static", "scheduled"):
         initial_replicas = warm_start_replicas(trace, deployment.service)
-    raw = _run(trace, deployment, policy, min_replicas=min_replicas, max_replicas=max_replicas,
-               spot_share=spot_share, seed=seed, initial_replicas=initial_replicas)  # fmt: skip
+    raw = _run(
+        trace,
+        deployment,
+        policy,
+        min_replicas=min_replicas,
+        max_replicas=max_replicas,
+        spot_share=spot_share,
+        seed=seed,
+        initial_replicas=initial_replicas,
+    )
     arrival = trace.arrival_s
     ttft = raw.first_token_s - arrival
     e2e = raw.done_s - arrival
@@ -315,21 +355,45 @@ def simulate_autoscale(
         notes.append(f"{trace.dropped} failed requests (0 output tokens) dropped from the trace.")
     seconds = raw.replica_seconds
     return AutoscaleResult(
-        trace=trace.name, requests=len(trace), duration_s=trace.duration_s, rate_factor=rate_factor,
-        deployment=deployment.service.name, offer=deployment.offer, policy=policy.name,
-        policy_params={k: v for k, v in asdict(policy).items() if k != "name"}, seed=seed,
-        min_replicas=min_replicas, max_replicas=max_replicas, cold_start=deployment.cold_start,
-        spot_share=spot_share, ttft=ttft_stats, tpot=_stats(tpot), e2e=_stats(e2e),
-        queue_wait=_stats(raw.admit_s - arrival), slo_ttft_s=slo_ttft_s, slo_tpot_s=slo_tpot_s,
-        slo_attainment=float(np.mean(ok)), meets_slo=bool(ttft_stats.p95_s <= slo_ttft_s),
-        unfinished=int(np.sum(~np.isfinite(raw.done_s))), replica_hours=seconds / SECONDS_PER_HOUR,
-        spot_replica_hours=raw.spot_replica_seconds / SECONDS_PER_HOUR, cost_usd=cost,
+        trace=trace.name,
+        requests=len(trace),
+        duration_s=trace.duration_s,
+        rate_factor=rate_factor,
+        deployment=deployment.service.name,
+        offer=deployment.offer,
+        policy=policy.name,
+        policy_params={k: v for k, v in asdict(policy).items() if k != "name"},
+        seed=seed,
+        min_replicas=min_replicas,
+        max_replicas=max_replicas,
+        cold_start=deployment.cold_start,
+        spot_share=spot_share,
+        ttft=ttft_stats,
+        tpot=_stats(tpot),
+        e2e=_stats(e2e),
+        queue_wait=_stats(raw.admit_s - arrival),
+        slo_ttft_s=slo_ttft_s,
+        slo_tpot_s=slo_tpot_s,
+        slo_attainment=float(np.mean(ok)),
+        meets_slo=bool(ttft_stats.p95_s <= slo_ttft_s),
+        unfinished=int(np.sum(~np.isfinite(raw.done_s))),
+        replica_hours=seconds / SECONDS_PER_HOUR,
+        spot_replica_hours=raw.spot_replica_seconds / SECONDS_PER_HOUR,
+        cost_usd=cost,
         price_usd_per_replica_hour=deployment.price_usd_per_replica_hour,
         mean_replicas=seconds / raw.end_s if raw.end_s > 0 else 0.0,
         peak_replicas=int(raw.sample_replicas.max()) if len(raw.sample_replicas) else 0,
-        scale_events=raw.scale_events, cold_start_hits=int(raw.cold_hit.sum()),
-        interruptions=raw.interruptions, requeued=raw.requeued, static_peak=peak,
+        scale_events=raw.scale_events,
+        cold_start_hits=int(raw.cold_hit.sum()),
+        interruptions=raw.interruptions,
+        requeued=raw.requeued,
+        static_peak=peak,
         savings_vs_static_peak=(1.0 - cost / peak.cost_usd) if peak and peak.cost_usd > 0 else None,
-        series_t_s=t, series_arrivals_per_s=rate, series_replicas=reps, series_ready=ready,
-        ttft_cdf=cdf_points(ttft), e2e_cdf=cdf_points(e2e), notes=tuple(notes),
-    )  # fmt: skip
+        series_t_s=t,
+        series_arrivals_per_s=rate,
+        series_replicas=reps,
+        series_ready=ready,
+        ttft_cdf=cdf_points(ttft),
+        e2e_cdf=cdf_points(e2e),
+        notes=tuple(notes),
+    )

@@ -72,9 +72,21 @@ class RawRun:
 
 class _Replica:
     __slots__ = (
-        "G", "cl", "cold_s", "decoding", "doomed", "idx", "kicked", "kv", "proc", "running", "spot",
-        "started_s", "state", "wake",
-    )  # fmt: skip
+        "G",
+        "cl",
+        "cold_s",
+        "decoding",
+        "doomed",
+        "idx",
+        "kicked",
+        "kv",
+        "proc",
+        "running",
+        "spot",
+        "started_s",
+        "state",
+        "wake",
+    )
 
     def __init__(self, cl: _Cluster, idx: int, spot: bool, cold_s: float) -> None:
         self.cl = cl
@@ -148,9 +160,18 @@ class _Replica:
 
 class _Cluster:
     def __init__(
-        self, trace: RequestTrace, service: ServiceModel, policy: Policy, *, min_replicas: int,
-        max_replicas: int, cold_start_s: float, spot: SpotSetting, seed: int, initial_replicas: int | None,
-    ) -> None:  # fmt: skip
+        self,
+        trace: RequestTrace,
+        service: ServiceModel,
+        policy: Policy,
+        *,
+        min_replicas: int,
+        max_replicas: int,
+        cold_start_s: float,
+        spot: SpotSetting,
+        seed: int,
+        initial_replicas: int | None,
+    ) -> None:
         self.env = new_environment()
         self.Interrupt = interrupt_type()
         self.rng = make_rng(seed)
@@ -412,12 +433,21 @@ class _Cluster:
             self.stop(r)
         s = np.asarray(self.samples, dtype=np.float64).reshape(-1, 4)
         return RawRun(
-            admit_s=np.asarray(self.admit_s), first_token_s=np.asarray(self.first_s),
-            done_s=np.asarray(self.done_s), cold_hit=np.asarray(self.cold, dtype=bool),
-            replica_seconds=self.replica_s, spot_replica_seconds=self.spot_s, scale_events=tuple(self.events),
-            interruptions=self.interruptions, requeued=self.requeued, sample_t=s[:, 0],
-            sample_replicas=s[:, 1], sample_ready=s[:, 2], sample_in_flight=s[:, 3], end_s=end,
-        )  # fmt: skip
+            admit_s=np.asarray(self.admit_s),
+            first_token_s=np.asarray(self.first_s),
+            done_s=np.asarray(self.done_s),
+            cold_hit=np.asarray(self.cold, dtype=bool),
+            replica_seconds=self.replica_s,
+            spot_replica_seconds=self.spot_s,
+            scale_events=tuple(self.events),
+            interruptions=self.interruptions,
+            requeued=self.requeued,
+            sample_t=s[:, 0],
+            sample_replicas=s[:, 1],
+            sample_ready=s[:, 2],
+            sample_in_flight=s[:, 3],
+            end_s=end,
+        )
 
 
 def replay(
@@ -434,7 +464,14 @@ def replay(
 ) -> RawRun:
     """Replay ``trace`` through replicas of ``service`` scaled by ``policy`` (module doc)."""
     cl = _Cluster(
-        trace, service, policy, min_replicas=min_replicas, max_replicas=max_replicas,
-        cold_start_s=cold_start_s, spot=spot or SpotSetting(), seed=seed, initial_replicas=initial_replicas,
-    )  # fmt: skip
+        trace,
+        service,
+        policy,
+        min_replicas=min_replicas,
+        max_replicas=max_replicas,
+        cold_start_s=cold_start_s,
+        spot=spot or SpotSetting(),
+        seed=seed,
+        initial_replicas=initial_replicas,
+    )
     return cl.run()

@@ -307,9 +307,13 @@ Policy = StaticPolicy | ScheduledPolicy | HpaPolicy | KpaPolicy | RayServePolicy
 def make_policy(name: str, **params: float | str | tuple[tuple[float, int], ...] | None) -> Policy:
     """A policy by name with keyword parameters (the dataclass fields)."""
     classes: dict[str, type] = {
-        "static": StaticPolicy, "scheduled": ScheduledPolicy, "hpa": HpaPolicy, "kpa": KpaPolicy,
-        "ray": RayServePolicy, "queue": QueuePolicy,
-    }  # fmt: skip
+        "static": StaticPolicy,
+        "scheduled": ScheduledPolicy,
+        "hpa": HpaPolicy,
+        "kpa": KpaPolicy,
+        "ray": RayServePolicy,
+        "queue": QueuePolicy,
+    }
     if name not in classes:
         raise InputError(f"autoscaling policy {name!r} is unknown. Allowed: {', '.join(POLICIES)}.")
     cls = classes[name]

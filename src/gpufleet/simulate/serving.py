@@ -76,10 +76,16 @@ def constant_service(
 ) -> ServiceModel:
     """A replica with a fixed step time and prefill: for queueing checks (M/M/c) and tests."""
     return ServiceModel(
-        name="constant", gpus_per_replica=1, prefill_tokens=(0.0, 1.0), prefill_s=(prefill_s, prefill_s),
-        step_overhead_s=0.0, decode_batch=(1.0, float(servers_batch)), decode_step_s=(step_s, step_s),
-        kv_capacity_tokens=kv_capacity_tokens, max_batch=servers_batch,
-    )  # fmt: skip
+        name="constant",
+        gpus_per_replica=1,
+        prefill_tokens=(0.0, 1.0),
+        prefill_s=(prefill_s, prefill_s),
+        step_overhead_s=0.0,
+        decode_batch=(1.0, float(servers_batch)),
+        decode_step_s=(step_s, step_s),
+        kv_capacity_tokens=kv_capacity_tokens,
+        max_batch=servers_batch,
+    )
 
 
 def _pow2_upto(n: int) -> list[int]:
@@ -108,9 +114,16 @@ def service_from_estimator(
 
     def est(gpus: int, batch: int | None, n_in: int, n_out: int):  # type: ignore[no-untyped-def]
         return estimate_inference(
-            model=arch, gpu=gpu, precision=precision, input_len=n_in, output_len=n_out, gpu_count=gpus,
-            batch=batch, software=software, tp=gpus,
-        )  # fmt: skip
+            model=arch,
+            gpu=gpu,
+            precision=precision,
+            input_len=n_in,
+            output_len=n_out,
+            gpu_count=gpus,
+            batch=batch,
+            software=software,
+            tp=gpus,
+        )
 
     counts = [gpus_per_replica] if gpus_per_replica else [1, 2, 4, 8]
     probe = None

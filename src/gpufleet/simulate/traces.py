@@ -106,9 +106,14 @@ def make_trace(
     for arr in (t, i, o):
         arr.setflags(write=False)
     return RequestTrace(
-        name=name, layout=layout, arrival_s=t, input_tokens=i, output_tokens=o,
-        start_time_of_day_s=start_time_of_day_s, dropped=dropped,
-    )  # fmt: skip
+        name=name,
+        layout=layout,
+        arrival_s=t,
+        input_tokens=i,
+        output_tokens=o,
+        start_time_of_day_s=start_time_of_day_s,
+        dropped=dropped,
+    )
 
 
 def scale_rate(trace: RequestTrace, factor: float) -> RequestTrace:
@@ -127,10 +132,13 @@ def repeat(trace: RequestTrace, times: int) -> RequestTrace:
     gap = trace.duration_s + (trace.duration_s / max(len(trace) - 1, 1))
     t = np.concatenate([trace.arrival_s + k * gap for k in range(times)])
     return make_trace(
-        name=f"{trace.name} x{times} repeats", layout=trace.layout, arrival_s=t,
-        input_tokens=np.tile(trace.input_tokens, times), output_tokens=np.tile(trace.output_tokens, times),
+        name=f"{trace.name} x{times} repeats",
+        layout=trace.layout,
+        arrival_s=t,
+        input_tokens=np.tile(trace.input_tokens, times),
+        output_tokens=np.tile(trace.output_tokens, times),
         start_time_of_day_s=trace.start_time_of_day_s,
-    )  # fmt: skip
+    )
 
 
 def read_trace(path: str | Path, fmt: str = "auto") -> RequestTrace:
@@ -229,9 +237,14 @@ def _read_csv(p: Path, text: str, fmt: str) -> RequestTrace:
     if first_dt is not None:
         tod = first_dt.hour * SECONDS_PER_HOUR + first_dt.minute * 60.0 + first_dt.second
     return make_trace(
-        name=p.name, layout=fmt, arrival_s=t, input_tokens=i, output_tokens=o, start_time_of_day_s=tod,
+        name=p.name,
+        layout=fmt,
+        arrival_s=t,
+        input_tokens=i,
+        output_tokens=o,
+        start_time_of_day_s=tod,
         dropped=dropped,
-    )  # fmt: skip
+    )
 
 
 def _read_mooncake(p: Path, text: str) -> RequestTrace:
