@@ -16,7 +16,8 @@ EXPECTED = {
     "TrainingEstimate", "UnknownNameError", "UnsupportedError", "ValidationReport", "Workload", "__version__",
     "count_params", "estimate_inference", "estimate_memory", "estimate_training", "get_spec", "load_offers",
     "migrate", "prices_usd_per_hour", "recommend", "resolve_model", "run_scenario", "run_scenario_set",
-    "validate_cases",
+    "validate_cases", "AutoscaleResult", "BatchResult", "SpotResult", "SweepResult", "run_sweep",
+    "simulate_autoscale", "simulate_batch", "simulate_spot",
 }  # fmt: skip
 
 

@@ -45,7 +45,7 @@ class Deployment:
     price_usd_per_replica_hour: float
     spot_price_usd_per_replica_hour: float | None
     offer: str  # provider / region / instance type the price comes from
-    provider: str
+    provider: str  # of the spot price (its interruption hazard)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,23 +110,24 @@ class AutoscaleResult:
 
 
 def _price_offer(gpu: str, gpus: int, provider: str | None) -> tuple[float, float | None, str, str]:
+    """(on-demand price, spot price, offer, spot provider) per replica: the cheapest whole-GPU offers of
+    ``gpu`` (per GPU x the replica's GPUs); the spot price is the cheapest spot offer, maybe elsewhere."""
     table = load_offers().filter(gpu=gpu, provider=provider) if provider else load_offers().filter(gpu=gpu)
-    best = None
-    for o in table.records():
-        if o.gpu_count < 1:
-            continue
-        per_gpu = o.price_on_demand_usd_per_hour / o.gpu_count
-        if best is None or per_gpu < best[0]:
-            best = (per_gpu, o)
-    if best is None:
-        raise InfeasibleError(
-            f"no catalog offer has whole {gpu} GPUs{' at ' + provider if provider else ''}."
+    whole = [o for o in table.records() if o.gpu_count >= 1]
+    if not whole:
+        where = f" at {provider}" if provider else ""
+        raise InfeasibleError(f"no catalog offer has whole {gpu} GPUs{where}; choose another GPU.")
+    od = min(whole, key=lambda o: (o.price_on_demand_usd_per_hour / o.gpu_count, o.provider, o.region))
+    spots = [o for o in whole if o.price_spot_usd_per_hour is not None]
+    spot_price, spot_provider = None, od.provider
+    if spots:
+        so = min(
+            spots, key=lambda o: ((o.price_spot_usd_per_hour or 0.0) / o.gpu_count, o.provider, o.region)
         )
-    per_gpu, o = best
-    spot = None
-    if o.price_spot_usd_per_hour is not None:
-        spot = o.price_spot_usd_per_hour / o.gpu_count * gpus
-    return per_gpu * gpus, spot, f"{o.provider}/{o.region}/{o.instance_type}", o.provider
+        spot_price = (so.price_spot_usd_per_hour or 0.0) / so.gpu_count * gpus
+        spot_provider = so.provider
+    offer = f"{od.provider}/{od.region}/{od.instance_type}"
+    return od.price_on_demand_usd_per_hour / od.gpu_count * gpus, spot_price, offer, spot_provider
 
 
 def deployment_for(
@@ -322,6 +323,10 @@ def simulate_autoscale(
         raise InputError(f"spot share {spot_share} must be in [0, 1].")
     if slo_ttft_s <= 0 or slo_tpot_s <= 0:
         raise InputError("SLOs must be > 0 s.")
+    if spot_share > 0 and deployment.spot_price_usd_per_replica_hour is None:
+        raise InputError(
+            f"no catalog offer of this GPU has a spot price; use --spot-share 0 ({deployment.offer})."
+        )
     if initial_replicas is None and policy.name not in ("static", "scheduled"):
         initial_replicas = warm_start_replicas(trace, deployment.service)
     raw = _run(

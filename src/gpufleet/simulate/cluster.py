@@ -14,7 +14,8 @@ Work is counted in tokens as real numbers: a sequence finishes after ``output - 
 batch cap of 1 and zero prefill, each replica is a single server whose service time is ``output x step``:
 the M/M/c check (tests) replays exponential work through it.
 
-The router is the shared queue: an arrival wakes the idle ready replica with the lowest index, or
+The router is the shared queue: an arrival wakes the idle ready replica with the lowest index (which
+then admits that one request, so that a burst spreads over the idle replicas), or
 interrupts the decoding replica with the fewest running sequences that can admit it. Spot replicas get an
 interruption notice (drawn from the hazard); they stop admitting, a replacement is started, and at the end
 of the notice their unfinished requests return to the head of the queue (restarted; a first token already
@@ -80,6 +81,7 @@ class _Replica:
         "idx",
         "kicked",
         "kv",
+        "limit",
         "proc",
         "running",
         "spot",
@@ -101,6 +103,7 @@ class _Replica:
         self.wake: Any = None
         self.decoding = False
         self.kicked = False
+        self.limit = 0  # woken from idle for this many arrivals: admit at most that many at once
         self.started_s = cl.env.now
         self.proc = cl.env.process(self.run())
 
@@ -314,6 +317,8 @@ class _Cluster:
             i = q[0]
             if r.kv + need[i] > self.cap_kv or n_run + len(batch) >= self.cap_b:
                 break
+            if r.limit and len(batch) >= r.limit:
+                break
             if batch and tokens + self.inp[i] > self.service.max_prefill_tokens:
                 break
             q.popleft()
@@ -321,6 +326,7 @@ class _Cluster:
             tokens += self.inp[i]
             r.kv += need[i]
             self.admit_s[i] = self.env.now
+        r.limit = 0
         return batch
 
     def prefill_group_s(self, batch: list[int]) -> float:
@@ -364,6 +370,7 @@ class _Cluster:
                 continue
             if r.wake is not None:
                 ev, r.wake = r.wake, None
+                r.limit = 1  # spread a burst over the idle replicas, one arrival each
                 ev.succeed()
                 return
             if (
