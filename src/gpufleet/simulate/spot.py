@@ -253,10 +253,10 @@ def _job(env, job: SpotJob, strategy: str, avail: list[_Availability], run: _Run
         # fast-forward the whole segments (work tau + checkpoint C) that end before the interruption, before
         # the last segment, and (greedy / uniform progress) before the safety net could trigger
         k = math.ceil(rem / tau) - 1 if math.isfinite(tau) else 0
-        if k > 0:
+        if k > 0 and math.isfinite(lost_at):
             k = min(k, math.floor((lost_at - t) / (tau + C)))
-            if strategy in ("greedy", "uniform_progress") and C > 0:
-                k = min(k, math.floor((D - t - rem - R - tau - C - R) / C) + 1)
+        if k > 0 and strategy in ("greedy", "uniform_progress") and C > 0 and math.isfinite(D):
+            k = min(k, math.floor((D - t - rem - R - tau - C - R) / C) + 1)
         if k >= 1:
             yield spend(k * (tau + C), price)
             done += k * tau
