@@ -19,6 +19,9 @@ EXPECTED = {
     "run_scenario", "run_scenario_set", "validate_cases",
     # telemetry right-sizing (issue 9)
     "FleetFindings", "IngestReport", "TelemetryStore", "analyze_fleet", "evaluate_alerts", "ingest_telemetry",
+    # simulations (issue 10)
+    "AutoscaleResult", "BatchResult", "SpotResult", "SweepResult", "run_sweep", "simulate_autoscale",
+    "simulate_batch", "simulate_spot",
 }  # fmt: skip
 
 

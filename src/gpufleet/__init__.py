@@ -7,6 +7,8 @@ The library returns typed data and never prints; the ``gpufleet`` CLI renders it
 - models and estimates: :func:`resolve_model`, :func:`count_params`, :func:`estimate_memory`,
   :func:`estimate_inference`, :func:`estimate_training`, :func:`validate_cases`;
 - decisions: :func:`recommend`, :func:`migrate`, :func:`run_scenario`, :func:`run_scenario_set`;
+- simulations: :func:`simulate_autoscale`, :func:`simulate_spot`, :func:`simulate_batch`, :func:`run_sweep`
+  (SimPy, imported when they run; docs/simulate.md);
 - errors: every error raised on purpose derives from :class:`GpufleetError`.
 """
 
@@ -47,6 +49,16 @@ from gpufleet.recommend.types import (
     ScenarioSetResult,
     Workload,
 )
+from gpufleet.simulate.api import (
+    AutoscaleResult,
+    BatchResult,
+    SpotResult,
+    SweepResult,
+    run_sweep,
+    simulate_autoscale,
+    simulate_batch,
+    simulate_spot,
+)
 
 if TYPE_CHECKING:
     from gpufleet.telemetry import (
@@ -83,6 +95,8 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "AcceleratorSpec",
+    "AutoscaleResult",
+    "BatchResult",
     "Candidate",
     "ConfigFileError",
     "DataError",
@@ -104,6 +118,8 @@ __all__ = [
     "Recommendation",
     "ScenarioResult",
     "ScenarioSetResult",
+    "SpotResult",
+    "SweepResult",
     "TelemetryStore",
     "TrainingEstimate",
     "UnknownNameError",
@@ -126,5 +142,9 @@ __all__ = [
     "resolve_model",
     "run_scenario",
     "run_scenario_set",
+    "run_sweep",
+    "simulate_autoscale",
+    "simulate_batch",
+    "simulate_spot",
     "validate_cases",
 ]

@@ -19,6 +19,7 @@ from gpufleet.cli import estimate as estimate_cmd
 from gpufleet.cli import recommend as recommend_cmd
 from gpufleet.cli import scenarios as scenarios_cmd
 from gpufleet.cli import telemetry as telemetry_cmd
+from gpufleet.cli import simulate as simulate_cmd
 from gpufleet.cli.console import err_console
 from gpufleet.errors import GpufleetError
 
@@ -81,6 +82,7 @@ recommend_cmd.register(app)  # `gpufleet recommend`, `gpufleet migrate`
 app.add_typer(scenarios_cmd.app, name="scenarios")
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(telemetry_cmd.app, name="telemetry")
+app.add_typer(simulate_cmd.app, name="simulate")
 
 
 def main() -> None:

@@ -361,3 +361,48 @@ def _empty(frame: _Frame) -> str:
 
 def _short(label: str, limit: int = 28) -> str:
     return label if len(label) <= limit else label[: limit - 1] + "…"
+
+
+def line_chart(
+    series: Mapping[str, Sequence[tuple[float, float]]],
+    *,
+    title: str,
+    x_label: str,
+    y_label: str,
+    step: bool = False,
+    width: float = 680,
+    height: float = 320,
+) -> str:
+    """Named ``(x, y)`` series as lines (``step``: a staircase, for counts such as replicas over time)."""
+    frame = _Frame(width, height)
+    out = _open(frame, title, "lines")
+    pts = [(x, y) for s in series.values() for x, y in s if math.isfinite(x) and math.isfinite(y)]
+    if not pts:
+        out.append(_empty(frame))
+        return "\n".join([*out, "</svg>"])
+    xt = nice_ticks(min(x for x, _ in pts), max(x for x, _ in pts))
+    yt = nice_ticks(min(0.0, min(y for _, y in pts)), max(y for _, y in pts))
+    sx = _Scale(xt[0], xt[-1], frame.left, frame.width - frame.right)
+    sy = _Scale(yt[0], yt[-1], frame.top + frame.plot_h, frame.top)
+    out += _y_axis(frame, yt, y_label, sy)
+    base = frame.top + frame.plot_h
+    for t in xt:
+        out.append(
+            f'<text x="{sx(t):.1f}" y="{base + 16:.1f}" font-size="11" text-anchor="middle" fill="{_AXIS}">'
+            f"{escape(fmt_number(t))}</text>"
+        )
+    out.append(
+        f'<text x="{frame.left + frame.plot_w / 2:.1f}" y="{frame.height - 12:.1f}" font-size="12" '
+        f'text-anchor="middle" fill="{_AXIS}">{escape(x_label)}</text>'
+    )
+    for j, (name, s) in enumerate(series.items()):
+        xy = [(x, y) for x, y in s if math.isfinite(x) and math.isfinite(y)]
+        if step:
+            xy = [p for k, (x, y) in enumerate(xy) for p in ([(x, xy[k - 1][1])] if k else []) + [(x, y)]]
+        path = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in xy)
+        out.append(
+            f'<polyline class="line" points="{path}" fill="none" stroke="{PALETTE[j % len(PALETTE)]}" '
+            f'stroke-width="1.5"><title>{escape(name)}</title></polyline>'
+        )
+    out += _legend(frame, list(series))
+    return "\n".join([*out, "</svg>"])

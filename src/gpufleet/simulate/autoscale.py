@@ -1,0 +1,404 @@
+"""Autoscaling analyzer: replay a request trace through an autoscaled deployment and price it.
+
+The deployment is a model on a GPU (or the best pick of :func:`gpufleet.recommend`), its speed sampled
+from the estimator (:mod:`gpufleet.simulate.serving`) and its price from the catalog (the cheapest offer of
+that GPU: the per-GPU price x GPUs per replica). The replay (:mod:`gpufleet.simulate.cluster`) measures
+TTFT, TPOT and end-to-end latency per request, replica-hours and scale events.
+
+"Static peak" is the smallest fixed replica count whose p95 TTFT meets the SLO (found by bisection: more
+replicas never raise latency, a property test); the comparison prices the policy against it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from gpufleet.catalog.offers import load_offers
+from gpufleet.cost.spot import assumption_for, load_spot_assumptions
+from gpufleet.errors import InfeasibleError, InputError
+from gpufleet.simulate.cluster import RawRun, SpotSetting, replay
+from gpufleet.simulate.coldstart import ColdStart, cold_start_for
+from gpufleet.simulate.core import cdf_points, percentile
+from gpufleet.simulate.policies import KNATIVE_TARGET_UTILISATION, Policy, StaticPolicy
+from gpufleet.simulate.serving import ServiceModel, service_from_estimator
+from gpufleet.simulate.traces import RequestTrace
+from gpufleet.units import SECONDS_PER_HOUR
+
+#: default SLOs when none is given: p95 TTFT 2 s and TPOT 0.1 s (interactive chat; the MLPerf Inference
+#: v5.0 Llama-2-70B interactive scenario uses TTFT 450 ms / TPOT 40 ms, the server scenario 2 s / 200 ms)
+DEFAULT_SLO_TTFT_S = 2.0
+DEFAULT_SLO_TPOT_S = 0.2
+#: time-series points kept for charts
+SERIES_POINTS = 360
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Deployment:
+    """What one replica is, how fast it starts and what it costs."""
+
+    service: ServiceModel
+    cold_start: ColdStart
+    price_usd_per_replica_hour: float
+    spot_price_usd_per_replica_hour: float | None
+    offer: str  # provider / region / instance type the price comes from
+    provider: str  # of the spot price (its interruption hazard)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LatencyStats:
+    p50_s: float
+    p95_s: float
+    p99_s: float
+    mean_s: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StaticPeak:
+    replicas: int
+    cost_usd: float
+    ttft_p95_s: float
+    meets_slo: bool
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AutoscaleResult:
+    trace: str
+    requests: int
+    duration_s: float
+    rate_factor: float
+    deployment: str
+    offer: str
+    policy: str
+    policy_params: Mapping[str, object]
+    seed: int
+    min_replicas: int
+    max_replicas: int
+    cold_start: ColdStart
+    spot_share: float
+    ttft: LatencyStats
+    tpot: LatencyStats
+    e2e: LatencyStats
+    queue_wait: LatencyStats
+    slo_ttft_s: float
+    slo_tpot_s: float
+    slo_attainment: float  # requests meeting both SLOs [fraction]
+    meets_slo: bool  # p95 TTFT <= SLO
+    unfinished: int  # requests never served (no capacity before the horizon)
+    replica_hours: float
+    spot_replica_hours: float
+    cost_usd: float
+    price_usd_per_replica_hour: float
+    mean_replicas: float
+    peak_replicas: int
+    scale_events: tuple[tuple[float, int, int], ...]  # (time [s], from, to)
+    cold_start_hits: int  # requests that waited while a replica was starting
+    interruptions: int
+    requeued: int
+    static_peak: StaticPeak | None
+    savings_vs_static_peak: float | None  # 1 - cost / static-peak cost [fraction]
+    series_t_s: tuple[float, ...]
+    series_arrivals_per_s: tuple[float, ...]
+    series_replicas: tuple[float, ...]
+    series_ready: tuple[float, ...]
+    ttft_cdf: tuple[tuple[float, float], ...]
+    e2e_cdf: tuple[tuple[float, float], ...]
+    notes: tuple[str, ...]
+
+
+def _price_offer(gpu: str, gpus: int, provider: str | None) -> tuple[float, float | None, str, str]:
+    """(on-demand price, spot price, offer, spot provider) per replica: the cheapest whole-GPU offers of
+    ``gpu`` (per GPU x the replica's GPUs); the spot price is the cheapest spot offer, maybe elsewhere."""
+    table = load_offers().filter(gpu=gpu, provider=provider) if provider else load_offers().filter(gpu=gpu)
+    whole = [o for o in table.records() if o.gpu_count >= 1]
+    if not whole:
+        where = f" at {provider}" if provider else ""
+        raise InfeasibleError(f"no catalog offer has whole {gpu} GPUs{where}; choose another GPU.")
+    od = min(whole, key=lambda o: (o.price_on_demand_usd_per_hour / o.gpu_count, o.provider, o.region))
+    spots = [o for o in whole if o.price_spot_usd_per_hour is not None]
+    spot_price, spot_provider = None, od.provider
+    if spots:
+        so = min(
+            spots, key=lambda o: ((o.price_spot_usd_per_hour or 0.0) / o.gpu_count, o.provider, o.region)
+        )
+        spot_price = (so.price_spot_usd_per_hour or 0.0) / so.gpu_count * gpus
+        spot_provider = so.provider
+    offer = f"{od.provider}/{od.region}/{od.instance_type}"
+    return od.price_on_demand_usd_per_hour / od.gpu_count * gpus, spot_price, offer, spot_provider
+
+
+def deployment_for(
+    trace: RequestTrace,
+    *,
+    model: str,
+    gpu: str | None = None,
+    precision: str = "bf16",
+    gpus_per_replica: int | None = None,
+    provider: str | None = None,
+    software: str = "vllm",
+    cold_start: ColdStart | None = None,
+    price_usd_per_replica_hour: float | None = None,
+) -> Deployment:
+    """A deployment of ``model`` sized for ``trace``'s mean request; ``gpu`` None: the top pick of
+    :func:`gpufleet.recommend` for the trace's mean lengths and rate."""
+    mean_in = float(np.mean(trace.input_tokens))
+    mean_out = float(np.mean(trace.output_tokens))
+    if gpu is None:
+        from gpufleet.recommend.api import recommend
+
+        rec = recommend(
+            model=model,
+            task="inference",
+            precision=precision,
+            input_len_tokens=max(1, round(mean_in)),
+            output_len_tokens=max(1, round(mean_out)),
+            target_requests_per_s=trace.mean_rate_per_s,
+            pricing="on_demand",
+            limit=1,
+            providers=(provider,) if provider else (),
+        )
+        if rec.best is None:
+            raise InfeasibleError(f"recommend found no offer for {model} ({rec.message}); pass --gpu.")
+        top = rec.best
+        gpu, gpus_per_replica = top.gpu, top.tp * top.pp
+    service = service_from_estimator(
+        model=model,
+        gpu=gpu,
+        precision=precision,
+        gpus_per_replica=gpus_per_replica,
+        mean_input_tokens=mean_in,
+        mean_output_tokens=mean_out,
+        software=software,
+    )
+    price, spot, offer, prov = _price_offer(gpu, service.gpus_per_replica, provider)
+    if price_usd_per_replica_hour is not None:
+        price, offer = price_usd_per_replica_hour, "given price"
+    return Deployment(
+        service=service,
+        cold_start=cold_start or cold_start_for(service.weights_bytes),
+        price_usd_per_replica_hour=price,
+        spot_price_usd_per_replica_hour=spot,
+        offer=offer,
+        provider=prov,
+    )
+
+
+def _stats(x: np.ndarray) -> LatencyStats:
+    return LatencyStats(
+        p50_s=percentile(x, 50),
+        p95_s=percentile(x, 95),
+        p99_s=percentile(x, 99),
+        mean_s=float(np.nanmean(x)) if np.isfinite(x).any() else math.nan,
+    )
+
+
+def _series(trace: RequestTrace, raw: RawRun) -> tuple[tuple[float, ...], ...]:
+    end = max(raw.end_s, 1.0)
+    edges = np.linspace(0.0, end, SERIES_POINTS + 1)
+    counts, _ = np.histogram(trace.arrival_s, bins=edges)
+    width = edges[1] - edges[0]
+    mids = (edges[:-1] + edges[1:]) / 2
+    idx = np.clip(np.searchsorted(raw.sample_t, mids) - 1, 0, max(len(raw.sample_t) - 1, 0))
+    reps = raw.sample_replicas[idx] if len(raw.sample_t) else np.zeros_like(mids)
+    ready = raw.sample_ready[idx] if len(raw.sample_t) else np.zeros_like(mids)
+    return (
+        tuple(mids.tolist()),
+        tuple((counts / width).tolist()),
+        tuple(reps.tolist()),
+        tuple(ready.tolist()),
+    )
+
+
+def warm_start_replicas(trace: RequestTrace, service: ServiceModel, window_s: float = 60.0) -> int:
+    """Replicas a deployment already runs when the trace starts: the first ``window_s`` of traffic by
+    Little's law (in-flight = rate x unloaded latency) at 70 % of the batch cap (the Knative target rule)."""
+    first = trace.arrival_s <= window_s
+    rate = float(np.sum(first)) / window_s
+    steps = service.step_table()
+    latency = float(
+        np.mean(
+            service.prefill_time_s(trace.input_tokens[first]) + (trace.output_tokens[first] - 1) * steps[1]
+        )
+    )
+    return max(1, math.ceil(rate * latency / (KNATIVE_TARGET_UTILISATION * service.max_batch)))
+
+
+def _run(
+    trace: RequestTrace,
+    dep: Deployment,
+    policy: Policy,
+    *,
+    min_replicas: int,
+    max_replicas: int,
+    spot_share: float,
+    seed: int,
+    initial_replicas: int | None = None,
+) -> RawRun:
+    spot = SpotSetting()
+    if spot_share > 0:
+        a = assumption_for(dep.provider, load_spot_assumptions())
+        spot = SpotSetting(
+            share=spot_share,
+            mean_time_between_interruptions_s=SECONDS_PER_HOUR / a.interruptions_per_h,
+            notice_s=a.notice_s,
+        )
+    return replay(
+        trace,
+        dep.service,
+        policy,
+        min_replicas=min_replicas,
+        max_replicas=max_replicas,
+        cold_start_s=dep.cold_start.total_s,
+        spot=spot,
+        seed=seed,
+        initial_replicas=initial_replicas,
+    )
+
+
+def _cost(dep: Deployment, raw: RawRun) -> float:
+    od_h = (raw.replica_seconds - raw.spot_replica_seconds) / SECONDS_PER_HOUR
+    spot_h = raw.spot_replica_seconds / SECONDS_PER_HOUR
+    spot_price = dep.spot_price_usd_per_replica_hour
+    if spot_h > 0 and spot_price is None:
+        raise InputError(f"the offer {dep.offer} has no spot price; set spot share 0 or choose a provider.")
+    return od_h * dep.price_usd_per_replica_hour + spot_h * (spot_price or 0.0)
+
+
+def static_peak(
+    trace: RequestTrace, dep: Deployment, *, slo_ttft_s: float, seed: int = 0, max_replicas: int = 256
+) -> StaticPeak:
+    """The smallest fixed replica count whose p95 TTFT <= ``slo_ttft_s`` (bisection)."""
+
+    def p95(n: int) -> tuple[float, RawRun]:
+        raw = _run(
+            trace, dep, StaticPolicy(replicas=n), min_replicas=n, max_replicas=n, spot_share=0.0, seed=seed
+        )
+        return percentile(raw.first_token_s - trace.arrival_s, 95), raw
+
+    lo, hi = 1, 1
+    val, raw = p95(hi)
+    while not val <= slo_ttft_s and hi < max_replicas:
+        lo, hi = hi + 1, min(hi * 2, max_replicas)
+        val, raw = p95(hi)
+    if not val <= slo_ttft_s:
+        return StaticPeak(replicas=hi, cost_usd=_cost(dep, raw), ttft_p95_s=val, meets_slo=False)
+    best = (hi, val, raw)
+    while lo < best[0]:
+        mid = (lo + best[0]) // 2
+        v, r = p95(mid)
+        if v <= slo_ttft_s:
+            best = (mid, v, r)
+        else:
+            lo = mid + 1
+    n, v, r = best
+    return StaticPeak(replicas=n, cost_usd=_cost(dep, r), ttft_p95_s=v, meets_slo=True)
+
+
+def simulate_autoscale(
+    trace: RequestTrace,
+    deployment: Deployment,
+    policy: Policy,
+    *,
+    min_replicas: int = 1,
+    max_replicas: int = 64,
+    spot_share: float = 0.0,
+    slo_ttft_s: float = DEFAULT_SLO_TTFT_S,
+    slo_tpot_s: float = DEFAULT_SLO_TPOT_S,
+    seed: int = 0,
+    rate_factor: float = 1.0,
+    compare_static_peak: bool = True,
+    initial_replicas: int | None = None,
+) -> AutoscaleResult:
+    """Replay ``trace`` under ``policy`` (module doc); ``rate_factor`` records how the trace was scaled.
+
+    ``initial_replicas`` None: static and scheduled policies start at their own count, the others warm at
+    :func:`warm_start_replicas` (a deployment that was running before the trace window).
+    """
+    if not 0 <= min_replicas <= max_replicas or max_replicas < 1:
+        raise InputError(f"replicas: need 0 <= min ({min_replicas}) <= max ({max_replicas}) and max >= 1.")
+    if not 0 <= spot_share <= 1:
+        raise InputError(f"spot share {spot_share} must be in [0, 1].")
+    if slo_ttft_s <= 0 or slo_tpot_s <= 0:
+        raise InputError("SLOs must be > 0 s.")
+    if spot_share > 0 and deployment.spot_price_usd_per_replica_hour is None:
+        raise InputError(
+            f"no catalog offer of this GPU has a spot price; use --spot-share 0 ({deployment.offer})."
+        )
+    if initial_replicas is None and policy.name not in ("static", "scheduled"):
+        initial_replicas = warm_start_replicas(trace, deployment.service)
+    raw = _run(
+        trace,
+        deployment,
+        policy,
+        min_replicas=min_replicas,
+        max_replicas=max_replicas,
+        spot_share=spot_share,
+        seed=seed,
+        initial_replicas=initial_replicas,
+    )
+    arrival = trace.arrival_s
+    ttft = raw.first_token_s - arrival
+    e2e = raw.done_s - arrival
+    out = trace.output_tokens
+    tpot = np.where(out > 1, (raw.done_s - raw.first_token_s) / np.maximum(out - 1, 1), 0.0)
+    tpot[~np.isfinite(raw.done_s)] = np.nan
+    ok = (ttft <= slo_ttft_s) & (tpot <= slo_tpot_s)
+    cost = _cost(deployment, raw)
+    peak = static_peak(trace, deployment, slo_ttft_s=slo_ttft_s, seed=seed) if compare_static_peak else None
+    ttft_stats = _stats(ttft)
+    t, rate, reps, ready = _series(trace, raw)
+    notes = [
+        "Replica speed sampled from the gpufleet estimator at the trace's mean context; KV reserved per "
+        "request.",
+        f"Cold start {deployment.cold_start.total_s:.0f} s (provisioning + image pull + weight load + "
+        "warm-up).",
+    ]
+    if trace.dropped:
+        notes.append(f"{trace.dropped} failed requests (0 output tokens) dropped from the trace.")
+    seconds = raw.replica_seconds
+    return AutoscaleResult(
+        trace=trace.name,
+        requests=len(trace),
+        duration_s=trace.duration_s,
+        rate_factor=rate_factor,
+        deployment=deployment.service.name,
+        offer=deployment.offer,
+        policy=policy.name,
+        policy_params={k: v for k, v in asdict(policy).items() if k != "name"},
+        seed=seed,
+        min_replicas=min_replicas,
+        max_replicas=max_replicas,
+        cold_start=deployment.cold_start,
+        spot_share=spot_share,
+        ttft=ttft_stats,
+        tpot=_stats(tpot),
+        e2e=_stats(e2e),
+        queue_wait=_stats(raw.admit_s - arrival),
+        slo_ttft_s=slo_ttft_s,
+        slo_tpot_s=slo_tpot_s,
+        slo_attainment=float(np.mean(ok)),
+        meets_slo=bool(ttft_stats.p95_s <= slo_ttft_s),
+        unfinished=int(np.sum(~np.isfinite(raw.done_s))),
+        replica_hours=seconds / SECONDS_PER_HOUR,
+        spot_replica_hours=raw.spot_replica_seconds / SECONDS_PER_HOUR,
+        cost_usd=cost,
+        price_usd_per_replica_hour=deployment.price_usd_per_replica_hour,
+        mean_replicas=seconds / raw.end_s if raw.end_s > 0 else 0.0,
+        peak_replicas=int(raw.sample_replicas.max()) if len(raw.sample_replicas) else 0,
+        scale_events=raw.scale_events,
+        cold_start_hits=int(raw.cold_hit.sum()),
+        interruptions=raw.interruptions,
+        requeued=raw.requeued,
+        static_peak=peak,
+        savings_vs_static_peak=(1.0 - cost / peak.cost_usd) if peak and peak.cost_usd > 0 else None,
+        series_t_s=t,
+        series_arrivals_per_s=rate,
+        series_replicas=reps,
+        series_ready=ready,
+        ttft_cdf=cdf_points(ttft),
+        e2e_cdf=cdf_points(e2e),
+        notes=tuple(notes),
+    )

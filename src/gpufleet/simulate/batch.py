@@ -1,0 +1,543 @@
+"""Batch scheduler: a job queue on a fleet of GPU pools, Kueue-like team quotas, spot and off-peak windows.
+
+Fleet (YAML/JSON, :func:`read_fleet`)::
+
+    pools:
+      - {name: od, gpu: h100, gpus_per_node: 8, nodes: 4, kind: on_demand}      # price from the catalog
+      - {name: sp, gpu: h100, gpus_per_node: 8, nodes: 4, kind: spot}
+      - {name: rs, gpu: a100, gpus_per_node: 8, nodes: 2, kind: reserved, price_usd_per_node_hour: 12}
+    teams:                      # Kueue ClusterQueues in one cohort: nominal quota and borrowing limit [GPUs]
+      research: {nominal_gpus: 32, borrowing_limit_gpus: 16}
+    off_peak: {start_hour: 22, end_hour: 6, price_factor: 0.6}
+
+A job runs as a gang (all its GPUs at once, in one pool). Kueue semantics: a team may use its nominal quota
+and borrow unused nominal quota of the cohort up to its borrowing limit (no preemption to reclaim).
+Non-preemptible jobs never run on spot pools.
+
+Policies: ``fifo`` (strict order, head-of-line blocking), ``priority`` (higher first), ``easy`` (EASY
+backfill, Lifka 1995: the head job gets a reservation at the earliest time enough GPUs free up; later jobs
+start now if they fit and end before it), ``deadline`` (earliest deadline first), ``offpeak`` (preemptible
+jobs whose deadline allows wait for the off-peak window; else FIFO) and ``spot`` (FIFO, preemptible jobs go
+to spot pools first). Without ``spot`` policy, preemptible jobs still use spot pools only when no other
+pool fits.
+
+Spot interruptions: a memoryless hazard per node (cost/spot.py assumptions); an interrupted job returns to
+the queue keeping the work up to its last checkpoint (every ``checkpoint_h``) and pays ``restart_h`` again.
+
+Costs: on-demand and spot pools bill the nodes' share a job uses while it runs; reserved pools bill all
+their nodes for the whole makespan. The off-peak factor multiplies on-demand and spot prices inside the
+window (on-premise power tariffs, or providers with time-of-day pricing).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gpufleet.errors import ConfigFileError, InputError
+from gpufleet.fileio import load_structured_file
+from gpufleet.simulate.core import make_rng, new_environment, percentile
+from gpufleet.simulate.jobs import Job
+
+BATCH_POLICIES = ("fifo", "priority", "easy", "deadline", "offpeak", "spot")
+POOL_KINDS = ("on_demand", "spot", "reserved")
+#: checkpoint interval and restart overhead of preemptible jobs on spot [h] (gpufleet assumptions; see
+#: cost/spot.py: restart 600 s, checkpoint cost folded into the interval)
+DEFAULT_CHECKPOINT_H = 0.5
+DEFAULT_RESTART_H = 600.0 / 3600.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Pool:
+    name: str
+    gpu: str
+    gpus_per_node: int
+    nodes: int
+    kind: str  # on_demand | spot | reserved
+    price_usd_per_node_hour: float
+    mtbi_h: float = math.inf  # per node, spot only
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Quota:
+    nominal_gpus: float = math.inf
+    borrowing_limit_gpus: float = math.inf
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fleet:
+    pools: tuple[Pool, ...]
+    teams: dict[str, Quota] = field(default_factory=dict)
+    off_peak: tuple[float, float, float] | None = None  # (start hour, end hour, price factor)
+    name: str = "fleet"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TeamStats:
+    team: str
+    jobs: int
+    wait_p50_h: float
+    wait_p95_h: float
+    gpu_hours: float
+    cost_usd: float
+    deadline_misses: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BatchResult:
+    jobs: int
+    policy: str
+    fleet: str
+    seed: int
+    makespan_h: float
+    wait_p50_h: float
+    wait_p95_h: float
+    utilisation: float  # busy GPU-hours / (fleet GPUs x makespan) [fraction]
+    cost_usd: float
+    deadline_misses: int
+    preemptions: int
+    teams: tuple[TeamStats, ...]
+    notes: tuple[str, ...]
+
+
+def default_fleet() -> Fleet:
+    """4 on-demand + 2 spot nodes of 8 x H100 at catalog prices, no quotas."""
+    return _resolve_fleet(
+        {
+            "pools": [
+                {"name": "on-demand", "gpu": "h100", "gpus_per_node": 8, "nodes": 4, "kind": "on_demand"},
+                {"name": "spot", "gpu": "h100", "gpus_per_node": 8, "nodes": 2, "kind": "spot"},
+            ]
+        },
+        "default fleet",
+    )
+
+
+def read_fleet(path: str | Path) -> Fleet:
+    p = Path(path)
+    return _resolve_fleet(load_structured_file(p, what="fleet file"), str(p))
+
+
+def _catalog_price(gpu: str, per_node: int, spot: bool) -> float:
+    from gpufleet.catalog.offers import load_offers
+
+    best = math.inf
+    for o in load_offers().filter(gpu=gpu, spot=spot).records():
+        if o.gpu_count >= 1:
+            price = o.price_spot_usd_per_hour if spot else o.price_on_demand_usd_per_hour
+            if price is not None:
+                best = min(best, price / o.gpu_count * per_node)
+    if not math.isfinite(best):
+        raise ConfigFileError(
+            f"no catalog {'spot ' if spot else ''}price for {gpu}; give price_usd_per_node_hour."
+        )
+    return best
+
+
+def _resolve_fleet(doc: Any, source: str) -> Fleet:
+    from gpufleet.cost.spot import assumption_for, load_spot_assumptions
+
+    if not isinstance(doc, dict) or not isinstance(doc.get("pools"), list) or not doc["pools"]:
+        raise ConfigFileError(f"The fleet file {source} needs a non-empty 'pools' list (docs/simulate.md).")
+    unknown = [k for k in doc if k not in ("pools", "teams", "off_peak")]
+    if unknown:
+        raise ConfigFileError(
+            f"The fleet file {source} has unknown keys {unknown}; allowed: pools, teams, off_peak."
+        )
+    pools = []
+    keys = {"name", "gpu", "gpus_per_node", "nodes", "kind", "price_usd_per_node_hour", "provider"}
+    for k, raw in enumerate(doc["pools"]):
+        if not isinstance(raw, dict) or not {"gpu", "nodes", "kind"} <= set(raw) or set(raw) - keys:
+            raise ConfigFileError(
+                f"The fleet file {source}, pool {k}: needs gpu, nodes, kind; allowed keys {sorted(keys)}."
+            )
+        kind = raw["kind"]
+        if kind not in POOL_KINDS:
+            raise ConfigFileError(
+                f"The fleet file {source}, pool {k}: kind {kind!r}; allowed {', '.join(POOL_KINDS)}."
+            )
+        per_node = int(raw.get("gpus_per_node", 8))
+        nodes = int(raw["nodes"])
+        if per_node < 1 or nodes < 1:
+            raise ConfigFileError(f"The fleet file {source}, pool {k}: gpus_per_node and nodes must be >= 1.")
+        price = raw.get("price_usd_per_node_hour")
+        price = (
+            float(price) if price is not None else _catalog_price(str(raw["gpu"]), per_node, kind == "spot")
+        )
+        a = assumption_for(str(raw.get("provider", "*")), load_spot_assumptions())
+        pools.append(
+            Pool(
+                name=str(raw.get("name", f"pool{k}")),
+                gpu=str(raw["gpu"]),
+                gpus_per_node=per_node,
+                nodes=nodes,
+                kind=kind,
+                price_usd_per_node_hour=price,
+                mtbi_h=1.0 / a.interruptions_per_h if kind == "spot" else math.inf,
+            )
+        )
+    teams = {}
+    for name, q in (doc.get("teams") or {}).items():
+        if not isinstance(q, dict) or set(q) - {"nominal_gpus", "borrowing_limit_gpus"}:
+            raise ConfigFileError(
+                f"The fleet file {source}, team {name}: keys nominal_gpus, borrowing_limit_gpus."
+            )
+        teams[str(name)] = Quota(
+            nominal_gpus=float(q.get("nominal_gpus", math.inf)),
+            borrowing_limit_gpus=float(q.get("borrowing_limit_gpus", math.inf)),
+        )
+    op = doc.get("off_peak")
+    off = None
+    if op is not None:
+        try:
+            off = (float(op["start_hour"]), float(op["end_hour"]), float(op["price_factor"]))
+        except (KeyError, TypeError, ValueError):
+            raise ConfigFileError(
+                f"The fleet file {source}: off_peak needs start_hour, end_hour, price_factor."
+            ) from None
+    return Fleet(pools=tuple(pools), teams=teams, off_peak=off, name=source)
+
+
+def _in_window(hour: float, off: tuple[float, float, float]) -> bool:
+    s, e, _ = off
+    h = hour % 24.0
+    return s <= h < e if s < e else (h >= s or h < e)
+
+
+def _next_window_start(t: float, off: tuple[float, float, float]) -> float:
+    s = off[0]
+    base = math.floor(t / 24.0) * 24.0 + s
+    return base if base >= t else base + 24.0
+
+
+def _price_factor_integral(a: float, b: float, off: tuple[float, float, float] | None) -> float:
+    """Integral of the price factor over [a, b] hours (1 outside the off-peak window)."""
+    if off is None or b <= a:
+        return max(b - a, 0.0)
+    total = 0.0
+    t = a
+    while t < b:
+        nxt = min(b, math.floor(t) + 1.0)
+        total += (nxt - t) * (off[2] if _in_window(t, off) else 1.0)
+        t = nxt
+    return total
+
+
+@dataclass(slots=True)
+class _State:
+    remaining_h: float
+    started: float | None = None
+    first_start: float | None = None
+    end: float | None = None
+    pool: int | None = None
+    run_start: float = 0.0
+    token: int = 0  # invalidates a stale completion after an interruption
+    cost: float = 0.0
+    gpu_h: float = 0.0
+
+
+def simulate_batch(
+    jobs: Sequence[Job],
+    fleet: Fleet | None = None,
+    *,
+    policy: str = "fifo",
+    seed: int = 0,
+    checkpoint_h: float = DEFAULT_CHECKPOINT_H,
+    restart_h: float = DEFAULT_RESTART_H,
+) -> BatchResult:
+    """Schedule ``jobs`` on ``fleet`` under ``policy`` (module doc)."""
+    if policy not in BATCH_POLICIES:
+        raise InputError(f"batch policy {policy!r} is unknown. Allowed: {', '.join(BATCH_POLICIES)}.")
+    if not jobs:
+        raise InputError("no jobs to schedule.")
+    fl = fleet or default_fleet()
+    jobs = _with_durations(jobs, fl)
+    biggest = max(p.gpus for p in fl.pools)
+    too_big = [j.job_id for j in jobs if j.gpus > biggest]
+    if too_big:
+        raise InputError(f"jobs {too_big[:5]} need more GPUs than the largest pool ({biggest}); add nodes.")
+    env = new_environment()
+    rng = make_rng(seed)
+    st = [_State(remaining_h=j.duration_h or 0.0) for j in jobs]
+    free = [p.gpus for p in fl.pools]
+    used_by_team: dict[str, float] = defaultdict(float)
+    queue: list[int] = []
+    running: set[int] = set()
+    counters = {"preempt": 0, "done": 0}
+    wakeups: set[float] = set()
+    nominal_total = sum(q.nominal_gpus for q in fl.teams.values()) if fl.teams else math.inf
+
+    def quota_ok(j: Job) -> bool:
+        q = fl.teams.get(j.team)
+        if q is None:
+            return True
+        use = used_by_team[j.team] + j.gpus
+        if use <= q.nominal_gpus:
+            return True
+        cohort_used = sum(used_by_team.values())
+        return use - q.nominal_gpus <= q.borrowing_limit_gpus and cohort_used + j.gpus <= nominal_total
+
+    def pool_order(j: Job) -> list[int]:
+        idx = [k for k, p in enumerate(fl.pools) if j.preemptible or p.kind != "spot"]
+        if policy == "spot" and j.preemptible:
+            return sorted(
+                idx,
+                key=lambda k: (
+                    fl.pools[k].kind != "spot",
+                    fl.pools[k].price_usd_per_node_hour / fl.pools[k].gpus_per_node,
+                    k,
+                ),
+            )
+        return sorted(
+            idx,
+            key=lambda k: (
+                fl.pools[k].kind == "spot",
+                fl.pools[k].kind != "reserved",
+                fl.pools[k].price_usd_per_node_hour / fl.pools[k].gpus_per_node,
+                k,
+            ),
+        )
+
+    def fits(i: int) -> int | None:
+        j = jobs[i]
+        if not quota_ok(j):
+            return None
+        for k in pool_order(j):
+            if free[k] >= j.gpus:
+                return k
+        return None
+
+    def start(i: int, k: int) -> None:
+        j, s, pool = jobs[i], st[i], fl.pools[k]
+        now = env.now
+        free[k] -= j.gpus
+        used_by_team[j.team] += j.gpus
+        s.pool, s.run_start, s.token = k, now, s.token + 1
+        if s.first_start is None:
+            s.first_start = now
+        running.add(i)
+        env.process(_finish(i, s.token, s.remaining_h))
+        if pool.kind == "spot" and math.isfinite(pool.mtbi_h):
+            nodes = math.ceil(j.gpus / pool.gpus_per_node)
+            env.process(_interrupt(i, s.token, float(rng.exponential(pool.mtbi_h / nodes))))
+
+    def stop(i: int) -> float:
+        j, s = jobs[i], st[i]
+        k = s.pool
+        assert k is not None
+        pool = fl.pools[k]
+        ran = env.now - s.run_start
+        free[k] += j.gpus
+        used_by_team[j.team] -= j.gpus
+        running.discard(i)
+        share = j.gpus / pool.gpus_per_node
+        if pool.kind != "reserved":
+            s.cost += (
+                share
+                * pool.price_usd_per_node_hour
+                * _price_factor_integral(s.run_start, env.now, fl.off_peak)
+            )
+        s.gpu_h += j.gpus * ran
+        return float(ran)
+
+    def _finish(i: int, token: int, hours: float) -> Any:
+        yield env.timeout(hours)
+        if st[i].token != token or i not in running:
+            return
+        stop(i)
+        st[i].end = env.now
+        counters["done"] += 1
+        schedule()
+
+    def _interrupt(i: int, token: int, after: float) -> Any:
+        yield env.timeout(after)
+        if st[i].token != token or i not in running:
+            return
+        ran = stop(i)
+        s = st[i]
+        s.token += 1
+        kept = math.floor(ran / checkpoint_h) * checkpoint_h if checkpoint_h > 0 else 0.0
+        s.remaining_h = s.remaining_h - min(kept, s.remaining_h) + restart_h
+        counters["preempt"] += 1
+        queue.append(i)
+        schedule()
+
+    def order() -> list[int]:
+        if policy == "priority":
+            return sorted(queue, key=lambda i: (-jobs[i].priority, jobs[i].submit_h, i))
+        if policy == "deadline":
+            return sorted(
+                queue,
+                key=lambda i: (
+                    jobs[i].deadline_h if jobs[i].deadline_h is not None else math.inf,
+                    jobs[i].submit_h,
+                    i,
+                ),
+            )
+        return sorted(queue, key=lambda i: (jobs[i].submit_h, i))
+
+    def defer_offpeak(i: int) -> float | None:
+        """The off-peak window start a job should wait for, or None to run now."""
+        j = jobs[i]
+        if (
+            policy != "offpeak"
+            or fl.off_peak is None
+            or not j.preemptible
+            or _in_window(env.now, fl.off_peak)
+        ):
+            return None
+        w = _next_window_start(env.now, fl.off_peak)
+        if j.deadline_h is not None and w + st[i].remaining_h > j.deadline_h:
+            return None
+        return w
+
+    def shadow_time(i: int) -> float:
+        """EASY: earliest time the head job i fits in some pool, from the running jobs' expected ends."""
+        j = jobs[i]
+        best = math.inf
+        for k in pool_order(j):
+            avail = free[k]
+            if avail >= j.gpus:
+                return float(env.now)
+            ends = sorted(
+                (st[r].run_start + st[r].remaining_h, jobs[r].gpus) for r in running if st[r].pool == k
+            )
+            for t_end, g in ends:
+                avail += g
+                if avail >= j.gpus:
+                    best = min(best, t_end)
+                    break
+        return best
+
+    def schedule() -> None:
+        head_blocked = False
+        shadow = math.inf
+        for i in order():
+            w = defer_offpeak(i)
+            if w is not None:
+                if w not in wakeups:
+                    wakeups.add(w)
+                    env.process(_wake(w))
+                continue
+            k = fits(i)
+            if k is not None and (not head_blocked or env.now + st[i].remaining_h <= shadow):
+                queue.remove(i)
+                start(i, k)
+                continue
+            if policy == "easy":
+                if not head_blocked:
+                    head_blocked, shadow = True, shadow_time(i)
+                continue
+            if policy in ("fifo", "priority", "deadline", "spot", "offpeak"):
+                break  # strict order: the head blocks the queue
+
+    def _wake(t: float) -> Any:
+        yield env.timeout(t - env.now)
+        schedule()
+
+    def _submit() -> Any:
+        for i, j in enumerate(jobs):
+            if j.submit_h > env.now:
+                yield env.timeout(j.submit_h - env.now)
+            queue.append(i)
+            if i + 1 < len(jobs) and jobs[i + 1].submit_h <= env.now:
+                continue
+            schedule()
+
+    env.process(_submit())
+    env.run()
+    if counters["done"] < len(jobs):
+        raise InputError(
+            f"{len(jobs) - counters['done']} jobs never ran: their team quota can never admit them."
+        )
+    makespan = max(s.end or 0.0 for s in st)
+    reserved = sum(p.price_usd_per_node_hour * p.nodes for p in fl.pools if p.kind == "reserved") * makespan
+    waits = np.asarray([(s.first_start or 0.0) - j.submit_h for s, j in zip(st, jobs, strict=True)])
+    misses = [
+        j.deadline_h is not None and (s.end or 0.0) > j.deadline_h + 1e-9
+        for s, j in zip(st, jobs, strict=True)
+    ]
+    busy = sum(s.gpu_h for s in st)
+    total_gpus = sum(p.gpus for p in fl.pools)
+    reserved_gpus = sum(p.gpus for p in fl.pools if p.kind == "reserved")
+    teams = []
+    for team in sorted({j.team for j in jobs}):
+        idx = [k for k, j in enumerate(jobs) if j.team == team]
+        gh = sum(st[k].gpu_h for k in idx)
+        share = reserved * (
+            sum(st[k].gpu_h for k in idx if fl.pools[st[k].pool or 0].kind == "reserved")
+            / max(sum(s.gpu_h for s in st if fl.pools[s.pool or 0].kind == "reserved"), 1e-12)
+        )
+        teams.append(
+            TeamStats(
+                team=team,
+                jobs=len(idx),
+                wait_p50_h=percentile(waits[idx], 50),
+                wait_p95_h=percentile(waits[idx], 95),
+                gpu_hours=gh,
+                cost_usd=sum(st[k].cost for k in idx) + (share if reserved_gpus else 0.0),
+                deadline_misses=sum(misses[k] for k in idx),
+            )
+        )
+    notes = [
+        f"{len(jobs)} jobs; pools: "
+        + "; ".join(
+            f"{p.name} {p.nodes} x {p.gpus_per_node} {p.gpu} {p.kind} ${p.price_usd_per_node_hour:.2f}/node-h"
+            for p in fl.pools
+        )
+    ]
+    return BatchResult(
+        jobs=len(jobs),
+        policy=policy,
+        fleet=fl.name,
+        seed=seed,
+        makespan_h=makespan,
+        wait_p50_h=percentile(waits, 50),
+        wait_p95_h=percentile(waits, 95),
+        utilisation=busy / (total_gpus * makespan) if makespan > 0 else 0.0,
+        cost_usd=sum(s.cost for s in st) + reserved,
+        deadline_misses=sum(misses),
+        preemptions=counters["preempt"],
+        teams=tuple(teams),
+        notes=tuple(notes),
+    )
+
+
+def _with_durations(jobs: Sequence[Job], fleet: Fleet) -> list[Job]:
+    """Fill ``duration_h`` of model + tokens jobs from the estimator on the first pool's GPU."""
+    out = []
+    cache: dict[tuple[str, int, str], float] = {}
+    gpu = fleet.pools[0].gpu
+    for j in jobs:
+        if j.duration_h is None:
+            from gpufleet.estimate.performance import estimate_training
+
+            key = (j.model or "", j.gpus, gpu)
+            if key not in cache:
+                est = estimate_training(
+                    model=j.model or "",
+                    task="pretrain",
+                    gpu=gpu,
+                    precision="bf16",
+                    gpu_count=j.gpus,
+                    global_batch=256,
+                    seq_len=4096,
+                )
+                if est.tokens_per_s is None:
+                    raise InputError(
+                        f"job {j.job_id}: {j.model} does not fit on {j.gpus} x {gpu}; give duration_s."
+                    )
+                cache[key] = est.tokens_per_s.central
+            j = replace(j, duration_h=(j.tokens or 0.0) / cache[key] / 3600.0)
+        out.append(j)
+    return out

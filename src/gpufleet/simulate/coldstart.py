@@ -1,0 +1,60 @@
+"""Cold start of a serving replica: provisioning + image pull + weight load + warm-up [s].
+
+Defaults are priors from fleet-anchors section F (secondary sources, marked so there; every part can be
+overridden):
+
+* provisioning 60 s: node/GPU provisioning 10-60 s (paralleliq.ai, spheron.network); the upper end, since
+  GPU nodes are the slow case;
+* image pull 30 s: 5-30 s for a cached image, 4-8 min uncached for 15-18 GB images; the cached upper end;
+* weight load = weight bytes / load bandwidth, 2 GB/s: "7B = 8 s from fast NVMe" (16 GB / 8 s = 2 GB/s)
+  and "70B = 40-45 s" (140 GB / 42 s = 3.3 GB/s); the slower figure;
+* warm-up 20 s: CUDA graph capture 10-30 s; the midpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpufleet.errors import InputError
+from gpufleet.units import GB
+
+DEFAULT_PROVISIONING_S = 60.0
+DEFAULT_IMAGE_PULL_S = 30.0
+DEFAULT_LOAD_BANDWIDTH_BYTES_PER_S = 2.0 * GB
+DEFAULT_WARMUP_S = 20.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ColdStart:
+    provisioning_s: float = DEFAULT_PROVISIONING_S
+    image_pull_s: float = DEFAULT_IMAGE_PULL_S
+    weight_load_s: float = 0.0  # weight bytes / load bandwidth [s]
+    warmup_s: float = DEFAULT_WARMUP_S
+
+    def __post_init__(self) -> None:
+        for name in ("provisioning_s", "image_pull_s", "weight_load_s", "warmup_s"):
+            if getattr(self, name) < 0:
+                raise InputError(f"cold start {name} = {getattr(self, name)}; it must be >= 0 s.")
+
+    @property
+    def total_s(self) -> float:
+        return self.provisioning_s + self.image_pull_s + self.weight_load_s + self.warmup_s
+
+
+def cold_start_for(
+    weights_bytes: float,
+    *,
+    provisioning_s: float = DEFAULT_PROVISIONING_S,
+    image_pull_s: float = DEFAULT_IMAGE_PULL_S,
+    load_bandwidth_bytes_per_s: float = DEFAULT_LOAD_BANDWIDTH_BYTES_PER_S,
+    warmup_s: float = DEFAULT_WARMUP_S,
+) -> ColdStart:
+    """The cold start of a replica holding ``weights_bytes`` of weights (module doc for the defaults)."""
+    if load_bandwidth_bytes_per_s <= 0:
+        raise InputError(f"load bandwidth {load_bandwidth_bytes_per_s} B/s must be > 0.")
+    return ColdStart(
+        provisioning_s=provisioning_s,
+        image_pull_s=image_pull_s,
+        weight_load_s=weights_bytes / load_bandwidth_bytes_per_s,
+        warmup_s=warmup_s,
+    )

@@ -1,0 +1,325 @@
+"""Autoscaling policies as the real controllers compute them (parameters and defaults: fleet-anchors F).
+
+Every policy is a frozen config; :meth:`controller` makes the per-run state. The simulator samples the
+metrics every second (:class:`Metrics`) and asks the controller for a desired replica count every
+``tick_s``; min/max replicas are applied by the simulator.
+
+* ``static``: a fixed count.
+* ``scheduled``: a count by hour of day (the trace's clock), optionally ``lead_s`` early to hide cold starts.
+* ``hpa`` (Kubernetes HPA): ``desired = ceil(current x metric / target)``, no change within the tolerance
+  (0.1), scale-down to the highest recommendation of the stabilisation window (300 s), sync period 15 s.
+  Metric ``kv_usage`` (vLLM ``kv_cache_usage_perc``, mean over ready replicas) or ``concurrency``
+  (in-flight requests per ready replica); replicas not yet ready count as 0 for scale-up, as the HPA
+  treats unready pods.
+* ``kpa`` (Knative KPA): desired = ceil(mean concurrency over the stable window 60 s / target); panic
+  window 10 % of it (6 s): when the panic desired count >= 200 % of ready replicas, panic mode scales on the
+  panic window and never down until a stable window passes without panic; max scale-up rate 1000x, max
+  scale-down rate 2x per 2 s tick. Target = container concurrency x target utilisation 70 %.
+* ``ray`` (Ray Serve): desired = ceil(mean ongoing requests over ``look_back_period_s`` 30 s /
+  ``target_ongoing_requests``); a change upward is applied only after it persisted ``upscale_delay_s`` 30 s,
+  downward after ``downscale_delay_s`` 600 s; decisions every ``metrics_interval_s`` 10 s.
+* ``queue`` (KEDA on ``vllm:num_requests_waiting``): add ceil(waiting / per-replica capacity) replicas when
+  the mean queue over 30 s exceeds ``target_waiting`` per ready replica; after ``cooldown_s`` (KEDA
+  ``cooldownPeriod`` 300 s) with an empty queue, scale down to the replicas that hold the in-flight work at
+  ``scale_down_utilisation`` 0.5 of the batch cap.
+
+Concurrency targets default (None) to 70 % of the replica's batch cap (KV / engine bound), the Knative
+target-utilisation rule applied to an LLM replica's real concurrency limit; Ray Serve's generic default
+``target_ongoing_requests = 2`` suits non-batching deployments and is available by passing it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field, fields
+from typing import Protocol
+
+from gpufleet.errors import InputError
+from gpufleet.units import SECONDS_PER_HOUR
+
+#: Knative ``container-concurrency-target-percentage`` default 70 %
+KNATIVE_TARGET_UTILISATION = 0.7
+POLICIES = ("static", "scheduled", "hpa", "kpa", "ray", "queue")
+
+
+class Metrics:
+    """Per-second samples of the system, read by the controllers (window means over the last ``w`` s)."""
+
+    __slots__ = ("in_flight", "kv_usage", "ready", "times", "waiting")
+
+    def __init__(self) -> None:
+        self.times: deque[float] = deque(maxlen=4000)
+        self.in_flight: deque[float] = deque(maxlen=4000)  # running + waiting requests [count]
+        self.waiting: deque[float] = deque(maxlen=4000)  # queued, not admitted [count]
+        self.kv_usage: deque[float] = deque(maxlen=4000)  # mean KV-cache fill of ready replicas [0..1]
+        self.ready: deque[float] = deque(maxlen=4000)  # ready replicas [count]
+
+    def add(self, t: float, in_flight: float, waiting: float, kv_usage: float, ready: float) -> None:
+        self.times.append(t)
+        self.in_flight.append(in_flight)
+        self.waiting.append(waiting)
+        self.kv_usage.append(kv_usage)
+        self.ready.append(ready)
+
+    def mean(self, series: str, window_s: float, now: float) -> float:
+        data: deque[float] = getattr(self, series)
+        total = 0.0
+        n = 0
+        for t, v in zip(reversed(self.times), reversed(data), strict=False):
+            if t <= now - window_s:
+                break
+            total += v
+            n += 1
+        return total / n if n else 0.0
+
+
+class Controller(Protocol):
+    def desired(self, now: float, current: int, ready: int, m: Metrics) -> int: ...
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StaticPolicy:
+    replicas: int = 1
+    tick_s: float = 60.0
+    name: str = "static"
+
+    def controller(self, capacity: int, time_of_day_s: float) -> Controller:
+        n = self.replicas
+        return _Fixed(n)
+
+    def initial(self, capacity: int) -> int:
+        return self.replicas
+
+
+@dataclass(slots=True)
+class _Fixed:
+    n: int
+
+    def desired(self, now: float, current: int, ready: int, m: Metrics) -> int:
+        return self.n
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ScheduledPolicy:
+    schedule: tuple[tuple[float, int], ...] = ((0.0, 1),)  # (hour of day it starts, replicas)
+    lead_s: float = 0.0
+    tick_s: float = 60.0
+    name: str = "scheduled"
+
+    def __post_init__(self) -> None:
+        if not self.schedule or any(not 0 <= h < 24 or n < 0 for h, n in self.schedule):
+            raise InputError("a schedule is (hour 0-24, replicas >= 0) pairs, e.g. 0:2,9:6,18:3.")
+
+    def count_at(self, clock_s: float) -> int:
+        hour = (clock_s / SECONDS_PER_HOUR) % 24.0
+        ordered = sorted(self.schedule)
+        count = ordered[-1][1]  # before the first start of the day: the previous day's last entry
+        for h, n in ordered:
+            if h <= hour:
+                count = n
+        return count
+
+    def controller(self, capacity: int, time_of_day_s: float) -> Controller:
+        return _Scheduled(self, time_of_day_s)
+
+    def initial(self, capacity: int) -> int:
+        return 0  # the controller sets it at t = 0
+
+
+@dataclass(slots=True)
+class _Scheduled:
+    p: ScheduledPolicy
+    t0: float
+
+    def desired(self, now: float, current: int, ready: int, m: Metrics) -> int:
+        return self.p.count_at(self.t0 + now + self.p.lead_s)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HpaPolicy:
+    metric: str = "concurrency"  # concurrency | kv_usage
+    target: float | None = None  # in-flight requests per replica (None: 70 % of the batch cap) or KV fraction
+    tolerance: float = 0.1
+    scale_down_stabilisation_s: float = 300.0
+    tick_s: float = 15.0
+    name: str = "hpa"
+
+    def __post_init__(self) -> None:
+        if self.metric not in ("kv_usage", "concurrency"):
+            raise InputError(f"HPA metric {self.metric!r}: allowed kv_usage, concurrency.")
+        if (self.target is not None and self.target <= 0) or self.tolerance < 0:
+            raise InputError("HPA target must be > 0 and tolerance >= 0.")
+
+    def controller(self, capacity: int, time_of_day_s: float) -> Controller:
+        default = KNATIVE_TARGET_UTILISATION * (capacity if self.metric == "concurrency" else 1.0)
+        return _Hpa(self, self.target or default)
+
+    def initial(self, capacity: int) -> int:
+        return 1
+
+
+@dataclass(slots=True)
+class _Hpa:
+    p: HpaPolicy
+    target: float
+    recs: deque[tuple[float, int]] = field(default_factory=deque)
+
+    def desired(self, now: float, current: int, ready: int, m: Metrics) -> int:
+        if self.p.metric == "kv_usage":
+            per_ready = m.mean("kv_usage", self.p.tick_s, now)
+        else:
+            per_ready = m.mean("in_flight", self.p.tick_s, now) / max(ready, 1)
+        # pods not yet ready count as 0 % for scale-up (the HPA's conservative rule for unready pods)
+        usage = per_ready * ready / max(current, 1)
+        ratio = usage / self.target
+        rec = current if abs(ratio - 1.0) <= self.p.tolerance else math.ceil(max(current, 1) * ratio)
+        self.recs.append((now, rec))
+        while self.recs and self.recs[0][0] < now - self.p.scale_down_stabilisation_s:
+            self.recs.popleft()
+        if rec < current:  # scale down only to the highest recommendation of the window
+            return min(current, max(r for _, r in self.recs))
+        return rec
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KpaPolicy:
+    target_concurrency: float | None = None  # per replica; None: 70 % of the batch cap
+    stable_window_s: float = 60.0
+    panic_window_percentage: float = 10.0
+    panic_threshold_percentage: float = 200.0
+    max_scale_up_rate: float = 1000.0
+    max_scale_down_rate: float = 2.0
+    tick_s: float = 2.0
+    name: str = "kpa"
+
+    def controller(self, capacity: int, time_of_day_s: float) -> Controller:
+        target = self.target_concurrency or KNATIVE_TARGET_UTILISATION * capacity
+        return _Kpa(self, max(target, 1e-9))
+
+    def initial(self, capacity: int) -> int:
+        return 1
+
+
+@dataclass(slots=True)
+class _Kpa:
+    p: KpaPolicy
+    target: float
+    panic_until: float = -math.inf
+
+    def desired(self, now: float, current: int, ready: int, m: Metrics) -> int:
+        stable = m.mean("in_flight", self.p.stable_window_s, now)
+        panic = m.mean("in_flight", self.p.stable_window_s * self.p.panic_window_percentage / 100.0, now)
+        want_stable = math.ceil(stable / self.target)
+        want_panic = math.ceil(panic / self.target)
+        if ready and want_panic / ready >= self.p.panic_threshold_percentage / 100.0:
+            self.panic_until = now + self.p.stable_window_s
+        base = max(ready, 1)
+        up_cap = math.ceil(base * self.p.max_scale_up_rate)
+        down_floor = math.floor(base / self.p.max_scale_down_rate)
+        if now < self.panic_until:  # panic: scale on the short window, never down
+            return max(current, min(want_panic, up_cap))
+        if now < self.p.stable_window_s:  # no full window of data yet: scale up only
+            return max(current, min(want_stable, up_cap))
+        return max(min(want_stable, up_cap), down_floor)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RayServePolicy:
+    target_ongoing_requests: float | None = None  # None: 70 % of the batch cap
+    look_back_period_s: float = 30.0
+    upscale_delay_s: float = 30.0
+    downscale_delay_s: float = 600.0
+    tick_s: float = 10.0  # metrics_interval_s
+    name: str = "ray"
+
+    def controller(self, capacity: int, time_of_day_s: float) -> Controller:
+        target = self.target_ongoing_requests or KNATIVE_TARGET_UTILISATION * capacity
+        return _Ray(self, max(target, 1e-9))
+
+    def initial(self, capacity: int) -> int:
+        return 1
+
+
+@dataclass(slots=True)
+class _Ray:
+    p: RayServePolicy
+    target: float
+    up_since: float | None = None
+    down_since: float | None = None
+
+    def desired(self, now: float, current: int, ready: int, m: Metrics) -> int:
+        want = math.ceil(m.mean("in_flight", self.p.look_back_period_s, now) / self.target)
+        if want > current:
+            self.down_since = None
+            self.up_since = now if self.up_since is None else self.up_since
+            return want if now - self.up_since >= self.p.upscale_delay_s else current
+        if want < current and now >= self.p.look_back_period_s:
+            self.up_since = None
+            self.down_since = now if self.down_since is None else self.down_since
+            return want if now - self.down_since >= self.p.downscale_delay_s else current
+        self.up_since = self.down_since = None
+        return current
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class QueuePolicy:
+    target_waiting: float = 1.0  # queued requests per ready replica tolerated
+    window_s: float = 30.0
+    cooldown_s: float = 300.0
+    scale_down_utilisation: float = 0.5
+    tick_s: float = 15.0
+    name: str = "queue"
+
+    def controller(self, capacity: int, time_of_day_s: float) -> Controller:
+        return _Queue(self, capacity)
+
+    def initial(self, capacity: int) -> int:
+        return 1
+
+
+@dataclass(slots=True)
+class _Queue:
+    p: QueuePolicy
+    capacity: int
+    quiet_since: float | None = None
+
+    def desired(self, now: float, current: int, ready: int, m: Metrics) -> int:
+        waiting = m.mean("waiting", self.p.window_s, now)
+        if waiting > self.p.target_waiting * max(ready, 1):
+            self.quiet_since = None
+            return current + max(1, math.ceil(waiting / self.capacity))
+        if m.mean("waiting", self.p.window_s, now) > 0:
+            self.quiet_since = None
+            return current
+        self.quiet_since = now if self.quiet_since is None else self.quiet_since
+        needed = math.ceil(
+            m.mean("in_flight", self.p.window_s, now) / (self.p.scale_down_utilisation * self.capacity)
+        )
+        if now - self.quiet_since >= self.p.cooldown_s and needed < current:
+            return needed
+        return current
+
+
+Policy = StaticPolicy | ScheduledPolicy | HpaPolicy | KpaPolicy | RayServePolicy | QueuePolicy
+
+
+def make_policy(name: str, **params: float | str | tuple[tuple[float, int], ...] | None) -> Policy:
+    """A policy by name with keyword parameters (the dataclass fields)."""
+    classes: dict[str, type] = {
+        "static": StaticPolicy,
+        "scheduled": ScheduledPolicy,
+        "hpa": HpaPolicy,
+        "kpa": KpaPolicy,
+        "ray": RayServePolicy,
+        "queue": QueuePolicy,
+    }
+    if name not in classes:
+        raise InputError(f"autoscaling policy {name!r} is unknown. Allowed: {', '.join(POLICIES)}.")
+    cls = classes[name]
+    allowed = [f.name for f in fields(cls) if f.name != "name"]
+    unknown = [k for k in params if k not in allowed]
+    if unknown:
+        raise InputError(f"policy {name}: unknown parameters {unknown}. Allowed: {', '.join(allowed)}.")
+    policy: Policy = cls(**params)
+    return policy

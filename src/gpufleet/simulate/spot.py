@@ -1,0 +1,527 @@
+"""Spot optimizer: a training run under spot interruptions, by strategy, as a Monte-Carlo over seeds.
+
+The run needs ``work_h`` hours of compute (tokens / the estimator's tokens per second) on one shape
+(``nodes`` x an offer). Every start on a fresh instance costs the restart overhead R (provisioning + image
+pull + checkpoint restore); on spot, progress since the last checkpoint is lost at an interruption, and a
+checkpoint every tau hours of work costs C. Spot capacity per region comes from a hazard (memoryless:
+up-times ~ Exp(MTBI / nodes); down-times ~ Exp(mean down), default 0: capacity is back at once) or from a
+SkyPilot spot-traces availability file (:mod:`gpufleet.simulate.spot_traces`).
+
+Strategies (SkyPilot managed jobs' recovery and "Can't Be Late", Wu et al. NSDI'24):
+
+* ``on_demand``: R, then the work, no interruptions;
+* ``spot``: spot only, checkpoints every tau (Young 1974 tau = sqrt(2 C M) unless given), waiting while no
+  capacity; no deadline guard;
+* ``greedy``: spot while available, else wait; switch to on-demand for good once the slack left cannot
+  absorb another spot attempt (D - t - (remaining + R) <= tau + C + R): the safety net;
+* ``uniform_progress``: Can't Be Late's Uniform Progress: spot when available; when not, on-demand in
+  chunks of tau while the committed progress is behind the line W t / (D - R), otherwise wait; plus the
+  same safety net;
+* ``failover``: spot in the cheapest region with capacity at each (re)start (SkyPilot's
+  ``EAGER_NEXT_REGION``), waiting only when none has capacity.
+
+Cost: every hour on an instance is billed at its price (spot or on-demand), restarts and checkpoints
+included; waiting costs nothing. The interruption notice is not used to checkpoint (conservative).
+
+Checked by tests against the exact expectation under a memoryless hazard with no down time
+(:func:`exact_expected_hours`) and against the recommender's first-order model (``cost/spot.py``).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpufleet.errors import InputError
+from gpufleet.simulate.core import make_rng, new_environment, percentile
+
+STRATEGIES = ("on_demand", "spot", "greedy", "uniform_progress", "failover")
+#: Monte-Carlo repetitions by default
+DEFAULT_RUNS = 100
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Region:
+    """Spot capacity and prices of one region (or provider) for the job's shape."""
+
+    name: str
+    price_spot_usd_per_hour: float  # the whole job's nodes [USD/h]
+    mtbi_h: float = math.inf  # mean time between interruptions of the job (all nodes) [h]
+    mean_down_h: float = 0.0  # mean time without capacity after an interruption [h]
+    availability: tuple[int, ...] = ()  # trace: capacity per tick (>= nodes = up); empty: use the hazard
+    tick_h: float = 0.0  # trace tick [h]
+    nodes: int = 1  # instances the job needs from the trace
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpotJob:
+    work_h: float  # compute time on healthy instances [h]
+    price_on_demand_usd_per_hour: float  # the whole job [USD/h]
+    regions: tuple[Region, ...]
+    restart_overhead_h: float  # R [h]
+    checkpoint_cost_h: float  # C [h]
+    interval_h: float | None = None  # tau [h]; None: Young's
+    deadline_h: float | None = None
+
+    def tau_h(self, region: Region) -> float:
+        if self.interval_h is not None:
+            return self.interval_h
+        mtbi = region.mtbi_h if not region.availability else _trace_mtbi_h(region)
+        if not math.isfinite(mtbi) or self.checkpoint_cost_h <= 0:
+            return math.inf
+        return math.sqrt(2.0 * self.checkpoint_cost_h * mtbi)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StrategyOutcome:
+    strategy: str
+    runs: int
+    expected_cost_usd: float
+    cost_p95_usd: float
+    expected_hours: float
+    hours_p50: float
+    hours_p95: float
+    p_deadline_miss: float | None
+    expected_interruptions: float
+    expected_on_demand_hours: float
+    savings_vs_on_demand: float  # 1 - expected cost / on-demand cost [fraction]
+    hours_samples: tuple[float, ...] = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpotResult:
+    model: str
+    offer: str
+    nodes: int
+    work_h: float
+    deadline_h: float | None
+    restart_overhead_h: float
+    checkpoint_cost_h: float
+    interval_h: float
+    seed: int
+    interruption_source: str
+    outcomes: tuple[StrategyOutcome, ...]
+    best: str | None  # cheapest strategy with P(miss) <= 5 % (or no deadline)
+    closed_form_wall_time_factor: float | None  # cost/spot.py first-order E[T]/W for the first region
+    notes: tuple[str, ...]
+
+
+def _trace_mtbi_h(r: Region) -> float:
+    up = [x >= r.nodes for x in r.availability]
+    changes = sum(1 for a, b in itertools.pairwise(up) if a and not b)
+    return sum(up) * r.tick_h / changes if changes else math.inf
+
+
+class _Availability:
+    """Up/down boundaries of one region, generated lazily (hazard) or from a trace (random start)."""
+
+    def __init__(self, region: Region, rng: np.random.Generator) -> None:
+        self.r = region
+        self.rng = rng
+        self.bounds: list[float] = []  # times where the state flips; up on [0, b0), down on [b0, b1), ...
+        self.first_up = True
+        if region.availability:
+            up = [x >= region.nodes for x in region.availability]
+            k0 = int(rng.integers(len(up)))
+            self.trace = up[k0:] + up[:k0]
+            self.first_up = self.trace[0]
+            self.pos = 0  # ticks consumed
+        self._extend(1.0)
+
+    def _extend(self, until: float) -> None:
+        r = self.r
+        while not self.bounds or self.bounds[-1] <= until:
+            last = self.bounds[-1] if self.bounds else 0.0
+            if r.availability:
+                cur = self.trace[self.pos % len(self.trace)]
+                n = 0
+                while self.trace[(self.pos + n) % len(self.trace)] == cur and n < len(self.trace):
+                    n += 1
+                self.pos += n
+                if n == len(self.trace):  # constant trace
+                    self.bounds.append(math.inf)
+                    return
+                self.bounds.append(last + n * r.tick_h)
+            else:
+                up = len(self.bounds) % 2 == 0
+                mean = r.mtbi_h if up else r.mean_down_h
+                if up and not math.isfinite(mean):
+                    self.bounds.append(math.inf)
+                    return
+                self.bounds.append(last + (float(self.rng.exponential(mean)) if mean > 0 else 0.0))
+
+    def up(self, t: float) -> bool:
+        self._extend(t)
+        k = bisect.bisect_right(self.bounds, t)
+        return (k % 2 == 0) == self.first_up
+
+    def next_change(self, t: float) -> float:
+        self._extend(t)
+        return self.bounds[bisect.bisect_right(self.bounds, t)]
+
+
+@dataclass(slots=True)
+class _Run:
+    t: float = 0.0
+    cost: float = 0.0
+    od_h: float = 0.0
+    interruptions: int = 0
+
+
+def _simulate_one(job: SpotJob, strategy: str, rng: np.random.Generator) -> _Run:
+    env = new_environment()
+    avail = [_Availability(r, rng) for r in job.regions]
+    run = _Run()
+    env.process(_job(env, job, strategy, avail, run))
+    env.run()
+    return run
+
+
+def _job(env, job: SpotJob, strategy: str, avail: list[_Availability], run: _Run):  # type: ignore[no-untyped-def]
+    W, R, C = job.work_h, job.restart_overhead_h, job.checkpoint_cost_h
+    D = job.deadline_h if job.deadline_h is not None else math.inf
+    p_od = job.price_on_demand_usd_per_hour
+    done = 0.0
+    mode: str | int | None = None  # "od", region index, or None (no instance)
+    forever_od = strategy == "on_demand"
+
+    def spend(hours: float, price: float) -> object:
+        run.cost += hours * price
+        return env.timeout(hours)
+
+    while done < W - 1e-12:
+        t = env.now
+        rem = W - done
+        if strategy in ("greedy", "uniform_progress") and not forever_od:
+            region = avail[0].r
+            tau0 = min(job.tau_h(region), rem)
+            if D - t - (rem + R) <= tau0 + C + R:
+                forever_od = True
+        # choose a region with capacity
+        pick: int | None = None
+        if not forever_od:
+            order = range(len(avail)) if strategy == "failover" else range(1)
+            ups = [i for i in order if avail[i].up(t)]
+            if ups:
+                pick = min(ups, key=lambda i: (job.regions[i].price_spot_usd_per_hour, i))
+        if forever_od or (
+            pick is None and strategy == "uniform_progress" and done < W * t / max(D - R, 1e-9)
+        ):
+            if mode != "od":  # spot work is committed at checkpoints, so switching loses nothing
+                yield spend(R, p_od)
+                run.od_h += R
+                mode = "od"
+            # Uniform Progress: stay on demand until spot capacity changes (at least one interval tau)
+            chunk = (
+                rem if forever_od else min(rem, max(job.tau_h(job.regions[0]), avail[0].next_change(t) - t))
+            )
+            yield spend(chunk, p_od)
+            run.od_h += chunk
+            done += chunk
+            continue
+        if pick is None:  # no capacity: wait for it (or for the safety net / the progress line)
+            wake = min(a.next_change(t) for a in (avail if strategy == "failover" else avail[:1]))
+            if strategy in ("greedy", "uniform_progress"):
+                tau0 = min(job.tau_h(avail[0].r), rem)
+                wake = min(wake, D - (rem + R) - tau0 - C - R)
+                if strategy == "uniform_progress":
+                    wake = min(wake, done * max(D - R, 1e-9) / W)
+            mode = None  # the instance is released while waiting (on-demand chunks end committed)
+            if not math.isfinite(wake):
+                raise InputError("spot capacity never returns in the trace and no fallback was chosen.")
+            yield env.timeout(max(wake - t, 1e-9))
+            continue
+        region = job.regions[pick]
+        price = region.price_spot_usd_per_hour
+        a = avail[pick]
+        lost_at = a.next_change(t)
+        if mode != pick:  # a fresh instance: restart overhead first
+            if t + R > lost_at:
+                yield spend(lost_at - t, price)
+                run.interruptions += 1
+                mode = None
+                continue
+            yield spend(R, price)
+            mode = pick
+            t = env.now
+        tau = job.tau_h(region)
+        # fast-forward the whole segments (work tau + checkpoint C) that end before the interruption, before
+        # the last segment, and (greedy / uniform progress) before the safety net could trigger
+        k = math.ceil(rem / tau) - 1 if math.isfinite(tau) else 0
+        if k > 0 and math.isfinite(lost_at):
+            k = min(k, math.floor((lost_at - t) / (tau + C)))
+        if k > 0 and strategy in ("greedy", "uniform_progress") and C > 0 and math.isfinite(D):
+            k = min(k, math.floor((D - t - rem - R - tau - C - R) / C) + 1)
+        if k >= 1:
+            yield spend(k * (tau + C), price)
+            done += k * tau
+            continue
+        seg = min(tau, rem)
+        phase = seg + (C if seg < rem else 0.0)
+        if t + phase > lost_at:  # interrupted before the checkpoint: the segment is lost
+            yield spend(lost_at - t, price)
+            run.interruptions += 1
+            mode = None
+            continue
+        yield spend(phase, price)
+        done += seg
+    run.t = env.now
+
+
+def exact_expected_hours(job: SpotJob) -> float:
+    """E[T] of the ``spot`` strategy under a memoryless hazard with no down time (first region).
+
+    Standard renewal argument (e.g. Daly 2006; Bougeret et al. 2011): the time to get a failure-free span
+    X is (e^(l X) - 1)/l. The run starts with R, so the first segment takes (e^(l (R + L)) - 1)/l, with
+    L = w + C (no checkpoint after the last segment). A later segment starts right after a checkpoint on a
+    running instance: it fails with probability p = 1 - e^(-l L) after E[min(Exp, L)] = p / l on average,
+    and is then retried with R in front: E0(L) = p / l + p (e^(l (R + L)) - 1) / l.
+    """
+    r = job.regions[0]
+    lam = 1.0 / r.mtbi_h if math.isfinite(r.mtbi_h) else 0.0
+    R, C, W = job.restart_overhead_h, job.checkpoint_cost_h, job.work_h
+    tau = min(job.tau_h(r), W)
+    n_full = int(W // tau) if math.isfinite(tau) else 0
+    segs = [tau] * n_full
+    if W - n_full * tau > 1e-12:
+        segs.append(W - n_full * tau)
+    if lam == 0:
+        return R + W + C * (len(segs) - 1)
+
+    def fresh(x: float) -> float:  # with restart R in front, retried until R + x is failure-free
+        return math.expm1(lam * x) / lam
+
+    total = 0.0
+    for k, w in enumerate(segs):
+        L = w + (C if k < len(segs) - 1 else 0.0)
+        if k == 0:
+            total += fresh(R + L)
+        else:
+            p_fail = -math.expm1(-lam * L)
+            total += p_fail / lam + p_fail * fresh(R + L)
+    return total
+
+
+def simulate_spot_job(
+    job: SpotJob, *, strategies: Sequence[str] = STRATEGIES, runs: int = DEFAULT_RUNS, seed: int = 0
+) -> tuple[StrategyOutcome, ...]:
+    """Monte-Carlo of ``job`` under each strategy; run k of every strategy uses the same stream (common
+    random numbers), so differences between strategies are not noise between seeds."""
+    if runs < 1:
+        raise InputError(f"runs = {runs}; at least 1 Monte-Carlo run is needed.")
+    if job.work_h <= 0 or job.restart_overhead_h < 0 or job.checkpoint_cost_h < 0:
+        raise InputError("work must be > 0 h; restart overhead and checkpoint cost >= 0 h.")
+    if job.deadline_h is not None and job.deadline_h <= 0:
+        raise InputError(f"deadline {job.deadline_h} h must be > 0.")
+    if job.interval_h is not None and job.interval_h <= 0:
+        raise InputError(f"checkpoint interval {job.interval_h} h must be > 0.")
+    unknown = [s for s in strategies if s not in STRATEGIES]
+    if unknown:
+        raise InputError(f"unknown spot strategies {unknown}. Allowed: {', '.join(STRATEGIES)}.")
+    od_cost = (job.work_h + job.restart_overhead_h) * job.price_on_demand_usd_per_hour
+    out = []
+    for s in strategies:
+        hours, costs, od_h, ints = [], [], [], []
+        for k in range(1 if s == "on_demand" else runs):
+            r = _simulate_one(job, s, make_rng(seed, k))
+            hours.append(r.t)
+            costs.append(r.cost)
+            od_h.append(r.od_h)
+            ints.append(r.interruptions)
+        h = np.asarray(hours)
+        c = np.asarray(costs)
+        miss = float(np.mean(h > job.deadline_h + 1e-9)) if job.deadline_h is not None else None
+        out.append(
+            StrategyOutcome(
+                strategy=s,
+                runs=len(h),
+                expected_cost_usd=float(c.mean()),
+                cost_p95_usd=percentile(c, 95),
+                expected_hours=float(h.mean()),
+                hours_p50=percentile(h, 50),
+                hours_p95=percentile(h, 95),
+                p_deadline_miss=miss,
+                expected_interruptions=float(np.mean(ints)),
+                expected_on_demand_hours=float(np.mean(od_h)),
+                savings_vs_on_demand=1.0 - float(c.mean()) / od_cost if od_cost > 0 else 0.0,
+                hours_samples=tuple(h.tolist()),
+            )
+        )
+    return tuple(out)
+
+
+def best_strategy(outcomes: Sequence[StrategyOutcome], max_miss: float = 0.05) -> str | None:
+    ok = [o for o in outcomes if o.p_deadline_miss is None or o.p_deadline_miss <= max_miss]
+    return min(ok, key=lambda o: o.expected_cost_usd).strategy if ok else None
+
+
+# ------------------------------------------------------------------------------------------ from the catalog
+#: bytes a training checkpoint holds per parameter: bf16 weights (2) + fp32 master weights (4) + Adam
+#: moments (8); ZeRO (Rajbhandari et al. 2020) counts 16 B/param with the fp16 gradients, which a checkpoint
+#: does not keep
+CHECKPOINT_BYTES_PER_PARAM = 14.0
+#: checkpoint write and restore bandwidth per node [bytes/s]: 2 GB/s, the cold-start load prior
+#: (fleet-anchors F: 7B weights from fast NVMe in ~8 s); remote object stores are often slower: override it
+CHECKPOINT_BANDWIDTH_BYTES_PER_S_PER_NODE = 2.0e9
+#: tokens per optimizer step assumed when sizing the estimator's training step
+DEFAULT_GLOBAL_BATCH = 256
+DEFAULT_SEQ_LEN = 4096
+
+
+def simulate_spot(
+    *,
+    model: str,
+    tokens: float,
+    gpu: str = "h100",
+    gpus: int = 8,
+    precision: str = "bf16",
+    task: str = "pretrain",
+    deadline_h: float | None = None,
+    interruptions: str | None = None,
+    provider: str | None = None,
+    interval_h: float | None = None,
+    strategies: Sequence[str] = STRATEGIES,
+    runs: int = DEFAULT_RUNS,
+    seed: int = 0,
+    regions: int = 3,
+) -> SpotResult:
+    """Price a training run on spot by simulation (module doc): work from the estimator, prices from the
+    catalog, hazards from ``cost/spot.py``'s assumptions or a SkyPilot availability trace."""
+    from gpufleet.catalog.offers import Offer, load_offers
+    from gpufleet.cost.spot import assumption_for, expected_wall_time_factor, load_spot_assumptions
+    from gpufleet.estimate.performance import estimate_training
+    from gpufleet.models import count_params, resolve_model
+    from gpufleet.simulate.coldstart import DEFAULT_IMAGE_PULL_S, DEFAULT_PROVISIONING_S
+    from gpufleet.simulate.spot_traces import read_spot_trace
+    from gpufleet.units import SECONDS_PER_HOUR
+
+    if tokens <= 0:
+        raise InputError(f"tokens = {tokens:g}; a training run processes > 0 tokens.")
+    arch = resolve_model(model)
+    est = estimate_training(
+        model=arch,
+        task=task,
+        gpu=gpu,
+        precision=precision,
+        gpu_count=gpus,
+        global_batch=DEFAULT_GLOBAL_BATCH,
+        seq_len=DEFAULT_SEQ_LEN,
+    )
+    if not est.fits or est.tokens_per_s is None:
+        raise InputError(
+            f"{arch.id} ({task}, {precision}) does not fit on {gpus} x {gpu}. Use more GPUs (--gpus) or a "
+            "larger GPU (--gpu)."
+        )
+    work_h = tokens / est.tokens_per_s.central / SECONDS_PER_HOUR
+    table = (
+        load_offers().filter(gpu=gpu, spot=True, provider=provider)
+        if provider
+        else load_offers().filter(gpu=gpu, spot=True)
+    )
+    offers = [o for o in table.records() if o.gpu_count >= 1 and o.price_spot_usd_per_hour is not None]
+    if not offers:
+        raise InputError(
+            f"no catalog offer of {gpu} has a spot price{' at ' + provider if provider else ''}."
+        )
+
+    def per_gpu_spot(o: Offer) -> float:
+        return (o.price_spot_usd_per_hour or 0.0) / o.gpu_count
+
+    # prefer one node of exactly ``gpus`` GPUs (no cross-node interruptions), else the cheapest per GPU
+    offers.sort(
+        key=lambda o: (int(o.gpu_count) != gpus, per_gpu_spot(o), o.provider, o.region, o.instance_type)
+    )
+    first = offers[0]
+    per_node = int(first.gpu_count)
+    nodes = math.ceil(gpus / per_node)
+    picked = [first]
+    for o in offers[1:]:
+        if len(picked) >= regions:
+            break
+        if int(o.gpu_count) == per_node and all(
+            (o.provider, o.region) != (p.provider, p.region) for p in picked
+        ):
+            picked.append(o)
+    od_price = first.price_on_demand_usd_per_hour * nodes
+    ckpt_bytes = count_params(arch).total * CHECKPOINT_BYTES_PER_PARAM
+    io_h = ckpt_bytes / (nodes * CHECKPOINT_BANDWIDTH_BYTES_PER_S_PER_NODE) / SECONDS_PER_HOUR
+    restart_h = (DEFAULT_PROVISIONING_S + DEFAULT_IMAGE_PULL_S) / SECONDS_PER_HOUR + io_h
+    assumptions = load_spot_assumptions()
+    trace = read_spot_trace(interruptions) if interruptions else None
+    region_list = []
+    for o in picked:
+        a = assumption_for(o.provider, assumptions)
+        spot_price = (o.price_spot_usd_per_hour or 0.0) * nodes
+        if trace is not None:
+            region_list.append(
+                Region(
+                    name=f"{o.provider}/{o.region}",
+                    price_spot_usd_per_hour=spot_price,
+                    availability=trace.capacity,
+                    tick_h=trace.gap_s / SECONDS_PER_HOUR,
+                    nodes=nodes,
+                )
+            )
+        else:
+            region_list.append(
+                Region(
+                    name=f"{o.provider}/{o.region}",
+                    price_spot_usd_per_hour=spot_price,
+                    mtbi_h=1.0 / (a.interruptions_per_h * nodes),
+                )
+            )
+    job = SpotJob(
+        work_h=work_h,
+        price_on_demand_usd_per_hour=od_price,
+        regions=tuple(region_list),
+        restart_overhead_h=restart_h,
+        checkpoint_cost_h=io_h,
+        interval_h=interval_h,
+        deadline_h=deadline_h,
+    )
+    outcomes = simulate_spot_job(job, strategies=strategies, runs=runs, seed=seed)
+    tau = job.tau_h(region_list[0])
+    r0 = region_list[0]
+    closed = None
+    if trace is None and math.isfinite(r0.mtbi_h) and math.isfinite(tau):
+        closed = expected_wall_time_factor(
+            interruptions_per_h=1.0 / r0.mtbi_h,
+            checkpoint_cost_h=io_h,
+            restart_overhead_h=restart_h,
+            interval_h=tau,
+        )
+    notes = [
+        f"Work {work_h:.1f} h on {gpus} x {gpu} from the estimator "
+        f"({est.tokens_per_s.central:,.0f} tokens/s).",
+        f"Checkpoint {ckpt_bytes / 1e9:.0f} GB ({CHECKPOINT_BYTES_PER_PARAM:g} B/param) at "
+        f"{CHECKPOINT_BANDWIDTH_BYTES_PER_S_PER_NODE / 1e9:g} GB/s per node: C = {io_h * 60:.1f} min; "
+        f"restart R = provisioning + image pull + restore = {restart_h * 60:.1f} min.",
+        "Interruptions: "
+        + (
+            f"trace {interruptions}"
+            if trace
+            else f"memoryless hazard, MTBI {r0.mtbi_h:.2f} h for the job "
+            f"({nodes} node(s); cost/spot.py assumptions)."
+        ),
+    ]
+    return SpotResult(
+        model=arch.id,
+        offer=f"{first.provider}/{first.region}/{first.instance_type}",
+        nodes=nodes,
+        work_h=work_h,
+        deadline_h=deadline_h,
+        restart_overhead_h=restart_h,
+        checkpoint_cost_h=io_h,
+        interval_h=tau,
+        seed=seed,
+        interruption_source=interruptions or "hazard",
+        outcomes=outcomes,
+        best=best_strategy(outcomes),
+        closed_form_wall_time_factor=closed,
+        notes=tuple(notes),
+    )

@@ -1,0 +1,274 @@
+"""Sweeps: one simulator over a grid of parameters x seeds, in local processes or on a Ray cluster.
+
+Spec (YAML/JSON)::
+
+    kind: autoscale            # autoscale | spot | batch
+    base:                      # the arguments every run shares (the Python API's keyword names)
+      trace: traces/azure_conv.csv
+      model: llama-3.1-8b
+      gpu: l4
+    grid:                      # every combination of these values is one configuration
+      policy: [kpa, hpa, ray, queue]
+      target: [8, 12, 16]      # policy parameter (autoscale: the policy's concurrency target)
+    seeds: [0, 1]
+
+Runs go to a ``concurrent.futures.ProcessPoolExecutor`` (``engine="local"``, ``workers`` processes) or to
+Ray (``engine="ray"``, ``address`` of an existing cluster, or a local instance when None; the
+``gpufleet[ray]`` extra). Results: one row per run (parameters, seed, metrics), optionally written to
+Parquet with pyarrow (the ``gpufleet[parquet]`` extra; atomic write).
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from gpufleet.errors import ConfigFileError, InputError, UnsupportedError
+from gpufleet.fileio import load_structured_file
+
+SWEEP_KINDS = ("autoscale", "spot", "batch")
+ENGINES = ("local", "ray")
+_AUTOSCALE_POLICY_TARGET = {
+    "hpa": "target",
+    "kpa": "target_concurrency",
+    "ray": "target_ongoing_requests",
+    "queue": "target_waiting",
+    "static": "replicas",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepSpec:
+    kind: str
+    base: Mapping[str, Any]
+    grid: Mapping[str, Sequence[Any]]
+    seeds: tuple[int, ...] = (0,)
+
+    def configs(self) -> list[dict[str, Any]]:
+        keys = list(self.grid)
+        out = []
+        for values in itertools.product(*(self.grid[k] for k in keys)):
+            for seed in self.seeds:
+                out.append({**self.base, **dict(zip(keys, values, strict=True)), "seed": seed})
+        return out
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SweepResult:
+    kind: str
+    engine: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Any, ...], ...]
+    wall_s: float
+    parquet: str | None
+
+
+def read_sweep_spec(path: str | Path) -> SweepSpec:
+    p = Path(path)
+    doc = load_structured_file(p, what="sweep spec")
+    if not isinstance(doc, dict) or doc.get("kind") not in SWEEP_KINDS:
+        raise ConfigFileError(f"The sweep spec {p} needs kind: one of {', '.join(SWEEP_KINDS)}.")
+    unknown = [k for k in doc if k not in ("kind", "base", "grid", "seeds")]
+    if unknown:
+        raise ConfigFileError(
+            f"The sweep spec {p} has unknown keys {unknown}; allowed: kind, base, grid, seeds."
+        )
+    base = doc.get("base") or {}
+    grid = doc.get("grid") or {}
+    seeds = doc.get("seeds") or [0]
+    if (
+        not isinstance(base, dict)
+        or not isinstance(grid, dict)
+        or not all(isinstance(v, list) and v for v in grid.values())
+    ):
+        raise ConfigFileError(f"The sweep spec {p}: base is a mapping, grid maps names to non-empty lists.")
+    if not isinstance(seeds, list) or not all(isinstance(s, int) and s >= 0 for s in seeds):
+        raise ConfigFileError(f"The sweep spec {p}: seeds is a list of integers >= 0.")
+    for k in ("trace", "jobs", "fleet", "interruptions"):  # paths relative to the spec file
+        if isinstance(base.get(k), str) and not Path(base[k]).is_absolute():
+            base[k] = str((p.parent / base[k]).resolve())
+    return SweepSpec(kind=doc["kind"], base=base, grid=grid, seeds=tuple(seeds))
+
+
+@cache
+def _trace(path: str, rate: float) -> Any:
+    from gpufleet.simulate.traces import read_trace, scale_rate
+
+    t = read_trace(path)
+    return scale_rate(t, rate) if rate != 1.0 else t
+
+
+@cache
+def _deployment(path: str, rate: float, model: str, gpu: str | None, precision: str) -> Any:
+    from gpufleet.simulate.autoscale import deployment_for
+
+    return deployment_for(_trace(path, rate), model=model, gpu=gpu, precision=precision)
+
+
+def run_config(kind: str, cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """One run of a sweep: the simulator's headline metrics (a picklable top-level function)."""
+    c = dict(cfg)
+    seed = int(c.pop("seed", 0))
+    if kind == "autoscale":
+        from gpufleet.simulate.autoscale import simulate_autoscale
+        from gpufleet.simulate.policies import make_policy
+
+        rate = float(c.pop("rate", 1.0))
+        dep = _deployment(
+            str(c.pop("trace")),
+            rate,
+            str(c.pop("model", "llama-3.1-8b")),
+            c.pop("gpu", None),
+            str(c.pop("precision", "bf16")),
+        )
+        name = str(c.pop("policy", "kpa"))
+        params = dict(c.pop("policy_params", {}) or {})
+        if "target" in c:
+            params[_AUTOSCALE_POLICY_TARGET.get(name, "target")] = c.pop("target")
+        r = simulate_autoscale(
+            _trace(str(cfg["trace"]), rate),
+            dep,
+            make_policy(name, **params),
+            seed=seed,
+            compare_static_peak=bool(c.pop("compare_static_peak", False)),
+            **c,
+        )
+        return {
+            "ttft_p50_s": r.ttft.p50_s,
+            "ttft_p95_s": r.ttft.p95_s,
+            "tpot_p95_s": r.tpot.p95_s,
+            "e2e_p95_s": r.e2e.p95_s,
+            "slo_attainment": r.slo_attainment,
+            "replica_hours": r.replica_hours,
+            "cost_usd": r.cost_usd,
+            "scale_events": len(r.scale_events),
+            "cold_start_hits": r.cold_start_hits,
+        }
+    if kind == "spot":
+        from gpufleet.simulate.spot import simulate_spot
+
+        sr = simulate_spot(seed=seed, **c)
+        out: dict[str, Any] = {"work_h": sr.work_h, "best": sr.best or ""}
+        for o in sr.outcomes:
+            out[f"{o.strategy}_cost_usd"] = o.expected_cost_usd
+            out[f"{o.strategy}_p_miss"] = o.p_deadline_miss if o.p_deadline_miss is not None else float("nan")
+        return out
+    if kind == "batch":
+        from gpufleet.simulate.batch import read_fleet, simulate_batch
+        from gpufleet.simulate.jobs import read_jobs
+
+        fleet = read_fleet(c.pop("fleet")) if c.get("fleet") else None
+        c.pop("fleet", None)
+        b = simulate_batch(read_jobs(c.pop("jobs")), fleet, seed=seed, **c)
+        return {
+            "makespan_h": b.makespan_h,
+            "wait_p50_h": b.wait_p50_h,
+            "wait_p95_h": b.wait_p95_h,
+            "utilisation": b.utilisation,
+            "cost_usd": b.cost_usd,
+            "deadline_misses": b.deadline_misses,
+        }
+    raise InputError(f"sweep kind {kind!r} is unknown. Allowed: {', '.join(SWEEP_KINDS)}.")
+
+
+def run_sweep(
+    spec: SweepSpec,
+    *,
+    engine: str = "local",
+    workers: int | None = None,
+    address: str | None = None,
+    parquet: Path | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> SweepResult:
+    """Run every configuration of ``spec`` (module doc); ``progress(done, total)`` after each run."""
+    if engine not in ENGINES:
+        raise InputError(f"engine {engine!r} is unknown. Allowed: {', '.join(ENGINES)}.")
+    configs = spec.configs()
+    t0 = time.perf_counter()
+    results: list[dict[str, Any] | None] = [None] * len(configs)
+    if engine == "ray":
+        _run_ray(spec.kind, configs, results, address, progress)
+    elif workers == 1:
+        for k, cfg in enumerate(configs):
+            results[k] = run_config(spec.kind, cfg)
+            if progress:
+                progress(k + 1, len(configs))
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futs = {pool.submit(run_config, spec.kind, cfg): k for k, cfg in enumerate(configs)}
+            for n, fut in enumerate(as_completed(futs), start=1):
+                results[futs[fut]] = fut.result()
+                if progress:
+                    progress(n, len(configs))
+    varying = [k for k in spec.grid] + ["seed"]
+    metrics = list(dict.fromkeys(m for r in results if r for m in r))
+    columns = tuple(varying + metrics)
+    rows = tuple(
+        tuple([cfg.get(k) for k in varying] + [(r or {}).get(m) for m in metrics])
+        for cfg, r in zip(configs, results, strict=True)
+    )
+    path = str(parquet) if parquet else None
+    if parquet:
+        write_parquet(parquet, columns, rows)
+    return SweepResult(
+        kind=spec.kind,
+        engine=engine,
+        columns=columns,
+        rows=rows,
+        wall_s=time.perf_counter() - t0,
+        parquet=path,
+    )
+
+
+def _run_ray(
+    kind: str,
+    configs: list[dict[str, Any]],
+    results: list[dict[str, Any] | None],
+    address: str | None,
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    try:
+        import ray
+    except ImportError:
+        raise UnsupportedError("the Ray engine needs the ray extra: pip install 'gpufleet[ray]'.") from None
+    started = not ray.is_initialized()
+    if started:
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
+    try:
+        remote = ray.remote(run_config)
+        refs = {remote.remote(kind, cfg): k for k, cfg in enumerate(configs)}
+        pending = list(refs)
+        done = 0
+        while pending:
+            ready, pending = ray.wait(pending, num_returns=1)
+            for ref in ready:
+                results[refs[ref]] = ray.get(ref)
+                done += 1
+                if progress:
+                    progress(done, len(configs))
+    finally:
+        if started:
+            ray.shutdown()
+
+
+def write_parquet(path: Path, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+    """Write the rows as a Parquet table (pyarrow), atomically."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        raise UnsupportedError("Parquet output needs pyarrow: pip install 'gpufleet[parquet]'.") from None
+    import io
+
+    from gpufleet.fileio import atomic_write_bytes
+
+    table = pa.table({c: [r[k] for r in rows] for k, c in enumerate(columns)})
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    atomic_write_bytes(Path(path), buf.getvalue())
