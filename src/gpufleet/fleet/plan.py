@@ -1,0 +1,327 @@
+"""Plan a fleet: options -> pruning -> MILP -> HiGHS -> decode -> independent check -> savings by lever."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpufleet.catalog.offers import OfferTable, load_offers
+from gpufleet.cost.spot import load_spot_assumptions
+from gpufleet.fleet.check import check_plan
+from gpufleet.fleet.model import Levers, Model, build_model
+from gpufleet.fleet.options import build_options
+from gpufleet.fleet.prune import prune_options
+from gpufleet.fleet.solve import binding_rows, solve
+from gpufleet.fleet.spec import read_fleet_file
+from gpufleet.fleet.types import Fleet, FleetPlan, NewCommitment, Option, PlanLine, SolveStats
+from gpufleet.recommend.perf import DefaultEstimator, Estimator
+from gpufleet.units import HOURS_PER_MONTH
+
+#: progress callback: (stage, done, total)
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Solved:
+    status: str
+    message: str
+    cost_usd_per_month: float | None
+    lines: tuple[PlanLine, ...]
+    binding: tuple[str, ...]
+    stats: SolveStats
+    violations: tuple[str, ...]
+    options: Mapping[str, Option]
+
+
+def _decode(fleet: Fleet, model: Model, x: Sequence[float]) -> list[PlanLine]:
+    existing = fleet.constraints.existing
+    team = {w.name: w.team for w in fleet.workloads}
+    lines: list[PlanLine] = []
+    for wname, ovs in model.vars.items():
+        for ov in ovs:
+            if x[ov.s] < 0.5:
+                continue
+            o = ov.option
+
+            def line(
+                kind: str,
+                block: int,
+                nodes: int,
+                unit: float,
+                billed: float,
+                hours: float,
+                commitment: str | None = None,
+                cost: float | None = None,
+                o: Option = o,
+                wname: str = wname,
+            ) -> PlanLine:
+                return PlanLine(
+                    workload=wname,
+                    team=team[wname],
+                    option=o.key,
+                    block=block,
+                    provider=o.provider,
+                    region=o.region,
+                    instance_type=o.instance_type,
+                    gpu=o.gpu,
+                    gpus_per_node=o.gpus_per_node,
+                    pay_kind=kind,
+                    nodes=nodes,
+                    hours_per_month=hours,
+                    billed_hours_per_month=billed,
+                    unit_price_usd_per_hour=unit,
+                    list_unit_price_usd_per_hour=o.price_on_demand_usd_per_hour,
+                    cost_usd_per_month=cost if cost is not None else nodes * unit * billed,
+                    commitment=commitment,
+                )
+
+            for bi, b in enumerate(o.blocks):
+                left = b.nodes
+                if bi in ov.spot:
+                    n = round(x[ov.spot[bi]])
+                    if n:
+                        lines.append(
+                            line(
+                                "spot",
+                                bi,
+                                n,
+                                o.price_spot_usd_per_hour * o.spot_cost_factor,
+                                b.hours_per_month,
+                                b.hours_per_month,
+                            )
+                        )
+                        left -= n
+                for (bj, k), v in ov.existing.items():
+                    n = round(x[v])
+                    if bj == bi and n:
+                        lines.append(
+                            line(
+                                "existing", bi, n, 0.0, b.hours_per_month, b.hours_per_month, existing[k].name
+                            )
+                        )
+                        left -= n
+                if left:
+                    kind, per_node = ov.regular[bi]
+                    if kind == "on_demand":
+                        lines.append(
+                            line(
+                                kind,
+                                bi,
+                                left,
+                                o.price_on_demand_usd_per_hour,
+                                b.hours_per_month,
+                                b.hours_per_month,
+                            )
+                        )
+                    else:
+                        unit = per_node / HOURS_PER_MONTH
+                        lines.append(line(kind, bi, left, unit, HOURS_PER_MONTH, b.hours_per_month))
+            if o.transfer_usd_per_month > 0:
+                lines.append(line("data_transfer", -1, 0, 0.0, 0.0, 0.0, cost=o.transfer_usd_per_month))
+    return lines
+
+
+def solve_fleet(
+    fleet: Fleet,
+    options: Mapping[str, Sequence[Option]],
+    *,
+    levers: Levers | None = None,
+    reasons: Mapping[str, str] | None = None,
+    time_limit_s: float = 60.0,
+    mip_rel_gap: float = 1e-6,
+    prune: bool = True,
+    explain: bool = True,
+) -> Solved:
+    """Solve the fleet MILP over given options (the typed core: tests and benchmarks call it directly)."""
+    levers = levers or Levers()
+    t0 = time.perf_counter()
+    n_before = sum(len(v) for v in options.values())
+    kept: dict[str, list[Option]] = {}
+    for fw in fleet.workloads:
+        opts = list(options.get(fw.name, ()))
+        kept[fw.name] = prune_options(fleet, fw, opts, levers) if prune else opts
+    all_opts = {o.key: o for v in options.values() for o in v}
+    missing = [fw for fw in fleet.workloads if not kept[fw.name]]
+    model = build_model(fleet, kept, levers)
+    p = model.problem
+    build_s = time.perf_counter() - t0
+
+    def stats(solve_s: float, gap: float | None, nodes: int | None) -> SolveStats:
+        return SolveStats(
+            variables=p.n_vars,
+            integer_variables=sum(p.integer),
+            constraints=len(p.rows),
+            options_before_pruning=n_before,
+            options_after_pruning=sum(len(v) for v in kept.values()),
+            solve_time_s=solve_s,
+            build_time_s=build_s,
+            mip_gap=gap,
+            mip_nodes=nodes,
+            solver="HiGHS via scipy.optimize.milp",
+        )
+
+    if missing:
+        why = [f"workload {fw.name}: {(reasons or {}).get(fw.name) or 'no option'}" for fw in missing]
+        return Solved(
+            status="infeasible",
+            message="INFEASIBLE: " + "; ".join(why),
+            cost_usd_per_month=None,
+            lines=(),
+            binding=tuple(why),
+            stats=stats(0.0, None, None),
+            violations=(),
+            options=all_opts,
+        )
+    sol = solve(p, time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap)
+    if sol.status in ("optimal", "feasible"):
+        lines = _decode(fleet, model, sol.x)
+        total = sum(ln.cost_usd_per_month for ln in lines)
+        viol = check_plan(fleet, all_opts, lines, total)
+        gap_txt = f"gap {sol.mip_gap:.2%}" if sol.mip_gap is not None else "gap unknown"
+        msg = (
+            f"{'OPTIMAL' if sol.status == 'optimal' else 'FEASIBLE (time limit)'}: ${total:,.2f}/month for "
+            f"{len(fleet.workloads)} workloads ({gap_txt}, HiGHS {sol.solve_time_s:.2f} s)."
+        )
+        return Solved(
+            status=sol.status,
+            message=msg,
+            cost_usd_per_month=total,
+            lines=tuple(lines),
+            binding=(),
+            stats=stats(sol.solve_time_s, sol.mip_gap, sol.mip_nodes),
+            violations=tuple(viol),
+            options=all_opts,
+        )
+    if sol.status == "infeasible":
+        binding = (
+            [f"{name} (short by {v:,.4g})" for name, v in binding_rows(p, time_limit_s=time_limit_s)]
+            if explain
+            else []
+        )
+        msg = "INFEASIBLE: no plan meets every constraint; binding: " + (
+            "; ".join(binding) or "not determined"
+        )
+        return Solved(
+            status="infeasible",
+            message=msg,
+            cost_usd_per_month=None,
+            lines=(),
+            binding=tuple(binding),
+            stats=stats(sol.solve_time_s, None, None),
+            violations=(),
+            options=all_opts,
+        )
+    return Solved(
+        status="error",
+        message=f"The solver stopped without a plan: {sol.message}",
+        cost_usd_per_month=None,
+        lines=(),
+        binding=(),
+        stats=stats(sol.solve_time_s, None, None),
+        violations=(),
+        options=all_opts,
+    )
+
+
+def new_commitments(lines: Sequence[PlanLine]) -> tuple[NewCommitment, ...]:
+    agg: dict[tuple[str, str, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for ln in lines:
+        if ln.pay_kind in ("commit_1y", "commit_3y"):
+            a = agg[(ln.provider, ln.region, ln.instance_type, ln.pay_kind.removeprefix("commit_"))]
+            a[0] += ln.nodes
+            a[1] += ln.cost_usd_per_month
+    return tuple(
+        NewCommitment(
+            provider=k[0], region=k[1], instance_type=k[2], term=k[3], nodes=int(v[0]), usd_per_month=v[1]
+        )
+        for k, v in sorted(agg.items())
+    )
+
+
+def plan_fleet(
+    fleet: Fleet | str | Path,
+    *,
+    offers: OfferTable | None = None,
+    estimator: Estimator | None = None,
+    spot_assumptions: Path | None = None,
+    time_limit_s: float = 60.0,
+    mip_rel_gap: float = 1e-6,
+    savings: bool = True,
+    progress: Progress | None = None,
+) -> FleetPlan:
+    """Plan ``fleet`` (a :class:`Fleet` or a fleet file path) to proven optimality (within ``mip_rel_gap``).
+
+    Never raises for an infeasible fleet: that is ``status == "infeasible"`` with the binding constraints.
+    """
+    from gpufleet.fleet.savings import savings_by_lever
+
+    f = read_fleet_file(fleet) if isinstance(fleet, (str, Path)) else fleet
+    table = offers if offers is not None else load_offers()
+    spot = load_spot_assumptions(spot_assumptions)
+    est = estimator or DefaultEstimator()
+    step = (lambda d, t, _n: progress("options", d, t)) if progress else None
+    wopts = build_options(f, table, est, spot, progress=step)
+    options = {w.workload: list(w.options) for w in wopts}
+    reasons = {w.workload: w.reason for w in wopts}
+    notes = sorted({n for w in wopts for n in w.notes})
+    if progress:
+        progress("solve", 0, 1)
+    solved = solve_fleet(f, options, reasons=reasons, time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap)
+    if progress:
+        progress("solve", 1, 1)
+    levers = (
+        savings_by_lever(f, options, solved, table, time_limit_s=time_limit_s)
+        if savings and solved.lines
+        else ()
+    )
+    teams: dict[str, float] = defaultdict(float)
+    for ln in solved.lines:
+        teams[ln.team] += ln.cost_usd_per_month
+    status = solved.status
+    msg = solved.message
+    if solved.violations:
+        status, msg = (
+            "error",
+            msg + " The independent check found violations: " + "; ".join(solved.violations),
+        )
+    return FleetPlan(
+        fleet=f.name,
+        status=status,
+        message=msg,
+        cost_usd_per_month=solved.cost_usd_per_month,
+        lines=solved.lines,
+        new_commitments=new_commitments(solved.lines),
+        binding=solved.binding,
+        levers=tuple(levers),
+        stats=solved.stats,
+        check_violations=solved.violations,
+        notes=tuple(notes) + _model_notes(f),
+        cost_by_team_usd_per_month=tuple(sorted(teams.items())),
+    )
+
+
+def _model_notes(f: Fleet) -> tuple[str, ...]:
+    out = [
+        "Quotas count a placement's peak nodes (workloads that never overlap in time are not netted).",
+        "New commitments are sized per workload block (commit the base load, on-demand above); they are not "
+        "shared between workloads whose schedules interleave.",
+        "Spot is an expected cost: price x interruption factor (training: checkpoint/restart slowdown; "
+        "inference: over-provisioning 1/availability), only for the workload's preemptible share.",
+    ]
+    if any(w.ha_regions > 1 for w in f.workloads):
+        out.append(
+            "HA over N regions sizes every region for the peak / (N - 1) replicas (survives one region)."
+        )
+    if any(w.data for w in f.workloads):
+        out.append(
+            "Egress is priced from egress_prices.csv per workload without free allowances (conservative)."
+        )
+    return tuple(out)
+
+
+def _isfinite(v: float | None) -> bool:
+    return v is not None and math.isfinite(v)
