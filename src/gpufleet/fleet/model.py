@@ -152,7 +152,7 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
             for bi, b in enumerate(o.blocks):
                 flex = []
                 sc = spot_usd_per_node_month(fw, o, b, levers)
-                if sc is not None and sc < regs[bi][1]:
+                if sc is not None:  # kept even when dearer: spot has its own quota
                     v = p.add_var(f"spot[{o.key},{bi}]", ub=float(b.nodes), cost=sc - regs[bi][1])
                     ov.spot[bi] = v
                     ov.spot_cost[bi] = sc

@@ -36,21 +36,23 @@ def _profile(
     regs = [regular_kind(fw, o, b, c.commitment_terms, levers) for b in o.blocks]
     cost_max = sum(b.nodes * r[1] for b, r in zip(o.blocks, regs, strict=True)) + o.transfer_usd_per_month
     spot_ok = [spot_usd_per_node_month(fw, o, b, levers) for b in o.blocks]
-    spot_nodes_max = 0
     save = 0.0
     share = math.floor(fw.preemptible_fraction * o.nodes_peak + 1e-9)
     gains = []
+    spot_capable = 0
     for b, r, sc in zip(o.blocks, regs, spot_ok, strict=True):
+        if sc is not None:
+            spot_capable += b.nodes
         if ex:
             gains += [r[1]] * b.nodes
-        elif sc is not None and sc < r[1]:
-            gains += [r[1] - sc] * b.nodes
+        elif sc is not None:
+            gains += [max(0.0, r[1] - sc)] * b.nodes
     if ex:
         save = sum(gains)  # existing capacity could cover everything
     else:
         gains.sort(reverse=True)
         save = sum(gains[:share])
-        spot_nodes_max = min(share, len(gains))
+    spot_nodes_max = min(share, spot_capable)
     cost_min = cost_max - save
     quotas = []
     qsig = []
@@ -84,7 +86,7 @@ def _mirror_key(
     c = fleet.constraints
     regs = [regular_kind(fw, o, b, c.commitment_terms, levers)[1] for b in o.blocks]
     spots = [spot_usd_per_node_month(fw, o, b, levers) for b in o.blocks]
-    has_spot = tuple(sc is not None and sc < r for sc, r in zip(spots, regs, strict=True))
+    has_spot = tuple(sc is not None for sc in spots)
     units = tuple((qi, quota_units_per_node(q, o)) for qi, q in enumerate(c.quotas) if quota_matches(q, o))
     key = (
         tuple((b.nodes, round(b.hours_per_month, 9)) for b in o.blocks),

@@ -20,6 +20,10 @@ import numpy as np
 from gpufleet.fleet.problem import Problem
 
 
+#: relative cost of relaxing a placement row in the elastic re-solve (resource rows cost 1 per unit of size)
+CHOICE_WEIGHT = 1000.0
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Solution:
     status: str  # optimal | feasible | infeasible | error
@@ -123,7 +127,8 @@ def binding_rows(p: Problem, *, time_limit_s: float = 60.0) -> list[tuple[str, f
     for i in elastic:
         r = p.rows[i]
         mag = max(abs(r.lo) if math.isfinite(r.lo) else 0.0, abs(r.hi) if math.isfinite(r.hi) else 0.0, 1.0)
-        scale.append(1.0 / mag)
+        # relax resource rows (quotas, budgets, capacity) before giving up placing a workload
+        scale.append((CHOICE_WEIGHT if r.group in ("choice", "ha") else 1.0) / mag)
     c = np.concatenate([np.zeros(n), np.array(scale), np.array(scale)])
     res = milp(
         c=c,
