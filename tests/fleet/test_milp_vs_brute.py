@@ -10,6 +10,7 @@ import pytest
 from gpufleet.fleet.brute import brute_force, plan_count
 from gpufleet.fleet.check import check_plan
 from gpufleet.fleet.plan import solve_fleet
+
 from .gen import random_fleet
 
 MAX_PLANS = 4000

@@ -15,7 +15,9 @@ from gpufleet.cli import calibrate as calibrate_cmd
 from gpufleet.cli import catalog as catalog_cmd
 from gpufleet.cli import config as config_cmd
 from gpufleet.cli import estimate as estimate_cmd
+from gpufleet.cli import plan as plan_cmd
 from gpufleet.cli import recommend as recommend_cmd
+from gpufleet.cli import regions as regions_cmd
 from gpufleet.cli import scenarios as scenarios_cmd
 from gpufleet.cli.console import err_console
 from gpufleet.errors import GpufleetError
@@ -48,6 +50,8 @@ calibrate_cmd.register(app)  # `gpufleet calibrate`, `gpufleet validate`
 recommend_cmd.register(app)  # `gpufleet recommend`, `gpufleet migrate`
 app.add_typer(scenarios_cmd.app, name="scenarios")
 app.add_typer(config_cmd.app, name="config")
+plan_cmd.register(app)  # `gpufleet plan`
+regions_cmd.register(app)  # `gpufleet regions`
 
 
 def main() -> None:

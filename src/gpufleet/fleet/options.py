@@ -149,6 +149,7 @@ def _allowed_place(fw: FleetWorkload, provider: str, region: str, sites: dict[st
 
 
 def _transfer(fw: FleetWorkload, provider: str, region: str, notes: set[str]) -> float:
+    """Monthly egress of ``fw`` placed in provider/region; unpriced paths add a sentence to ``notes``."""
     if fw.data is None:
         return 0.0
     d = fw.data
@@ -205,6 +206,8 @@ def _option(
     od, sp, c1, c3 = prices
     site = sites.get(instance_type) if provider == ONPREM else None
     factor = _spot_factor(provider, nodes_per_unit, training, spot) if provider != ONPREM else math.nan
+    own: set[str] = set()
+    transfer = _transfer(fw, provider, region, own)
     return Option(
         key=f"{fw.name}#{idx}",
         workload=fw.name,
@@ -223,7 +226,8 @@ def _option(
         price_commit_1y_usd_per_hour=c1 if site is None else math.nan,
         price_commit_3y_usd_per_hour=c3 if site is None else math.nan,
         spot_cost_factor=factor if math.isfinite(factor) else 1.0,
-        transfer_usd_per_month=_transfer(fw, provider, region, notes),
+        transfer_usd_per_month=transfer,
+        note="; ".join(sorted(own)),
         on_prem_site=site.name if site else None,
         on_prem_fixed_usd_per_node_month=site.fixed_usd_per_node_month if site else 0.0,
         on_prem_energy_usd_per_node_hour=site.energy_usd_per_node_hour if site else 0.0,

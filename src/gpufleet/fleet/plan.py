@@ -278,6 +278,8 @@ def plan_fleet(
         if savings and solved.lines
         else ()
     )
+    chosen = {ln.option for ln in solved.lines}
+    notes += sorted({o.note for v in options.values() for o in v if o.key in chosen and o.note})
     teams: dict[str, float] = defaultdict(float)
     for ln in solved.lines:
         teams[ln.team] += ln.cost_usd_per_month

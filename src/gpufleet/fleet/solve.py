@@ -19,7 +19,6 @@ import numpy as np
 
 from gpufleet.fleet.problem import Problem
 
-
 #: relative cost of relaxing a placement row in the elastic re-solve (resource rows cost 1 per unit of size)
 CHOICE_WEIGHT = 1000.0
 
