@@ -57,13 +57,14 @@ def _pin(fleet: Fleet, options: Mapping[str, Sequence[Option]]) -> dict[str, lis
         opts = list(options.get(fw.name, ()))
         if fw.current is not None:
             cur = fw.current
+            same_provider = [o for o in opts if o.provider == cur.provider]
             pinned = [
-                o
-                for o in opts
-                if o.provider == cur.provider
-                and (cur.region is None or fnmatch.fnmatchcase(o.region, cur.region))
+                o for o in same_provider if cur.region is None or fnmatch.fnmatchcase(o.region, cur.region)
             ]
-            opts = pinned or opts
+            for cand in (pinned, same_provider):  # HA needs enough regions: widen to the provider if not
+                if len({(o.provider, o.region) for o in cand}) >= fw.ha_regions:
+                    opts = cand
+                    break
         out[fw.name] = opts
     return out
 
@@ -96,7 +97,11 @@ def savings_by_lever(
         return s.cost_usd_per_month, _per_workload(s.lines), ""
 
     rs_total, rs_by_wl, rs_err = run(_pin(fleet, options), base_levers)
-    # today and scheduled-today per workload; a workload without `current` enters at its right-sized cost
+    free = {fw.name: list(options.get(fw.name, ())) for fw in fleet.workloads}
+    rm, rm_by_wl, rm_err = run(free, base_levers)
+    sp, sp_by_wl, sp_err = run(free, replace(base_levers, spot=True))
+    cm, by_wl, cm_err = run(free, replace(base_levers, spot=True, commitments=True, existing=True))
+    # today and scheduled-today per workload; a workload without `current` enters at its first optimum
     today = 0.0
     scheduled = 0.0
     have_current = False
@@ -104,7 +109,7 @@ def savings_by_lever(
         now = current_cost(fw, table)
         sched = current_cost(fw, table, hours=fw.demand.hours_per_month)
         if now is None or sched is None:
-            fallback = rs_by_wl.get(fw.name)
+            fallback = next((d[fw.name] for d in (rs_by_wl, rm_by_wl, sp_by_wl, by_wl) if fw.name in d), None)
             if fallback is None:
                 return [
                     Lever(
@@ -114,7 +119,7 @@ def savings_by_lever(
                         savings_usd_per_month=None,
                         savings_pct=None,
                         goal="",
-                        note=f"not evaluated: {rs_err or 'no baseline'}",
+                        note=f"not evaluated: {rs_err or rm_err or 'no baseline'}",
                     )
                 ]
             now = sched = fallback
@@ -123,16 +128,17 @@ def savings_by_lever(
         today += now
         scheduled += sched
     steps: list[tuple[str, float | None, str]] = [
-        ("schedule", scheduled, "" if have_current else "no current deployment given")
+        ("schedule", scheduled, "" if have_current else "no current deployment given"),
+        (
+            "right-size",
+            rs_total,
+            rs_err
+            or "cheapest fitting offer in the current provider/region; capacity follows the demand profile",
+        ),
+        ("region moves", rm, rm_err),
+        ("spot", sp, sp_err),
+        ("commitments", cm, cm_err),
     ]
-    steps.append(("right-size", rs_total, rs_err))
-    free = {fw.name: list(options.get(fw.name, ())) for fw in fleet.workloads}
-    rm, _, err = run(free, base_levers)
-    steps.append(("region moves", rm, err))
-    sp, _, err = run(free, replace(base_levers, spot=True))
-    steps.append(("spot", sp, err))
-    cm, by_wl, err = run(free, replace(base_levers, spot=True, commitments=True, existing=True))
-    steps.append(("commitments", cm, err))
     auto_pct = [
         (fw, fw.autoscaling_savings_pct) for fw in fleet.workloads if fw.autoscaling_savings_pct is not None
     ]
