@@ -38,7 +38,15 @@ class Levers:
     commitments: bool = True
     existing: bool = True
     budgets: bool = True
-    pin_current_region: bool = False  # right-size only: stay in the current provider/region
+
+
+#: the lever sets the plan and its savings waterfall solve with (pruning at option generation keeps the
+#: options that survive under any of them, so each solve stays exact)
+LEVER_SETS: tuple[Levers, ...] = (
+    Levers(spot=False, commitments=False, existing=False),
+    Levers(spot=True, commitments=False, existing=False),
+    Levers(),
+)
 
 
 def regular_kind(
@@ -137,6 +145,14 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
     site_terms: dict[str, list[tuple[int, float]]] = defaultdict(list)
     provider_opts: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     model = Model(problem=p, vars={})
+    memo: dict[tuple[int, str, str, str, str], bool] = {}
+
+    def match(qi: int, o: Option) -> bool:
+        key = (qi, o.provider, o.region, o.gpu, o.instance_type)
+        if key not in memo:
+            memo[key] = quota_matches(c.quotas[qi], o)
+        return memo[key]
+
     for fw in fleet.workloads:
         opts = options.get(fw.name, [])
         budgets = _workload_budgets(fleet, fw) if levers.budgets else []
@@ -149,11 +165,15 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
             s = p.add_var(f"choose[{o.key}]", ub=1.0, cost=fixed)
             ov = OptionVars(option=o, s=s, regular=regs)
             spot_vars = []
+            matching = [qi for qi, q in enumerate(c.quotas) if match(qi, o)]
+            # dearer spot only helps by freeing an on-demand quota: without one it is never used
+            od_quota = any(not c.quotas[qi].spot for qi in matching)
+            limit = math.floor(fw.preemptible_fraction * o.nodes_peak + 1e-9)
             for bi, b in enumerate(o.blocks):
                 flex = []
                 sc = spot_usd_per_node_month(fw, o, b, levers)
-                if sc is not None:  # kept even when dearer: spot has its own quota
-                    v = p.add_var(f"spot[{o.key},{bi}]", ub=float(b.nodes), cost=sc - regs[bi][1])
+                if sc is not None and limit > 0 and (sc < regs[bi][1] or od_quota):
+                    v = p.add_var(f"spot[{o.key},{bi}]", ub=float(min(b.nodes, limit)), cost=sc - regs[bi][1])
                     ov.spot[bi] = v
                     ov.spot_cost[bi] = sc
                     spot_vars.append(v)
@@ -173,8 +193,7 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
                         hi=0.0,
                         elastic=False,
                     )
-            if spot_vars:
-                limit = math.floor(fw.preemptible_fraction * o.nodes_peak + 1e-9)
+            if spot_vars and sum(p.ub[v] for v in spot_vars) > limit:
                 p.add_row(
                     f"preemptible share of {fw.name} ({fw.preemptible_fraction:.0%})",
                     "spot_share",
@@ -182,9 +201,8 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
                     hi=0.0,
                     elastic=False,
                 )
-            for qi, q in enumerate(c.quotas):
-                if not quota_matches(q, o):
-                    continue
+            for qi in matching:
+                q = c.quotas[qi]
                 u = quota_units_per_node(q, o)
                 if u <= 0:
                     continue

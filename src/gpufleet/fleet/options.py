@@ -19,6 +19,7 @@ import numpy.typing as npt
 from gpufleet.catalog.offers import Offer, OfferTable
 from gpufleet.cost.prices import node_prices_usd_per_hour
 from gpufleet.cost.spot import SpotAssumption, assumption_for, replica_availability, spot_training
+from gpufleet.fleet.model import LEVER_SETS
 from gpufleet.fleet.refdata import cpu_offers, egress_tiers, priced_gib, region_info, transfer_usd
 from gpufleet.fleet.types import Block, Fleet, FleetWorkload, OnPremSite, Option
 from gpufleet.recommend.perf import Estimator
@@ -33,6 +34,7 @@ class WorkloadOptions:
     options: tuple[Option, ...]
     reason: str  # why there are none (empty when there are some)
     notes: tuple[str, ...] = ()
+    generated: int = 0  # options before pruning dominated ones [count]
 
 
 def on_prem_offers(sites: tuple[OnPremSite, ...]) -> list[Offer]:
@@ -444,7 +446,9 @@ def build_options(
         table = OfferTable.concat([table, OfferTable.from_offers(on_prem_offers(fleet.on_prem))])
     prices = _Prices(table)
     out: list[WorkloadOptions] = []
-    cache: dict[object, tuple[list[Option], str, tuple[str, ...]]] = {}
+    from gpufleet.fleet.prune import prune_options
+
+    cache: dict[object, tuple[list[Option], str, tuple[str, ...], int]] = {}
     for i, fw in enumerate(fleet.workloads, start=1):
         notes: set[str] = set()
         reason = ""
@@ -458,12 +462,14 @@ def build_options(
                 fw.countries,
                 fw.ha_regions,
                 fw.data,
+                fw.preemptible_fraction,
+                fw.lifetime_months,
             )
             if fw.resources is not None
             else None
         )
         if key is not None and key in cache:
-            base, reason, cached_notes = cache[key]
+            base, reason, cached_notes, generated = cache[key]
             opts = [replace(o, key=f"{fw.name}#{j}", workload=fw.name) for j, o in enumerate(base)]
             notes.update(cached_notes)
         else:
@@ -477,10 +483,20 @@ def build_options(
                     opts = _gpu_capacity_options(fw, prices, spot, sites, notes)
             if not opts and not reason:
                 reason = _no_option_reason(fw)
+            generated = len(opts)
+            # exact for each lever set the plan and its savings waterfall solve with (see prune.py)
+            keep = {o.key for lv in LEVER_SETS for o in prune_options(fleet, fw, opts, lv)}
+            opts = [o for o in opts if o.key in keep]
             if key is not None:
-                cache[key] = (opts, reason, tuple(notes))
+                cache[key] = (opts, reason, tuple(notes), generated)
         out.append(
-            WorkloadOptions(workload=fw.name, options=tuple(opts), reason=reason, notes=tuple(sorted(notes)))
+            WorkloadOptions(
+                workload=fw.name,
+                options=tuple(opts),
+                reason=reason,
+                notes=tuple(sorted(notes)),
+                generated=generated,
+            )
         )
         if progress is not None:
             progress(i, len(fleet.workloads), fw.name)

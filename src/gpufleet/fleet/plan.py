@@ -6,7 +6,7 @@ import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpufleet.catalog.offers import OfferTable, load_offers
@@ -270,7 +270,10 @@ def plan_fleet(
     notes = sorted({n for w in wopts for n in w.notes})
     if progress:
         progress("solve", 0, 1)
-    solved = solve_fleet(f, options, reasons=reasons, time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap)
+    # options are already pruned exactly at generation (for every lever set), so no second pruning pass
+    solved = solve_fleet(
+        f, options, reasons=reasons, time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap, prune=False
+    )
     if progress:
         progress("solve", 1, 1)
     levers = (
@@ -299,7 +302,7 @@ def plan_fleet(
         new_commitments=new_commitments(solved.lines),
         binding=solved.binding,
         levers=tuple(levers),
-        stats=solved.stats,
+        stats=replace(solved.stats, options_before_pruning=sum(w.generated for w in wopts)),
         check_violations=solved.violations,
         notes=tuple(notes) + _model_notes(f),
         cost_by_team_usd_per_month=tuple(sorted(teams.items())),

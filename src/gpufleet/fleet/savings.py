@@ -91,7 +91,7 @@ def savings_by_lever(
     base_levers = Levers(spot=False, commitments=False, existing=False, budgets=False)
 
     def run(opts: Mapping[str, Sequence[Option]], lv: Levers) -> tuple[float | None, dict[str, float], str]:
-        s = solve_fleet(fleet, opts, levers=lv, time_limit_s=time_limit_s, explain=False)
+        s = solve_fleet(fleet, opts, levers=lv, time_limit_s=time_limit_s, explain=False, prune=False)
         if s.cost_usd_per_month is None:
             return None, {}, s.message
         return s.cost_usd_per_month, _per_workload(s.lines), ""
