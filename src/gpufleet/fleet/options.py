@@ -464,6 +464,7 @@ def build_options(
                 fw.data,
                 fw.preemptible_fraction,
                 fw.lifetime_months,
+                fw.current,
             )
             if fw.resources is not None
             else None
@@ -486,6 +487,11 @@ def build_options(
             generated = len(opts)
             # exact for each lever set the plan and its savings waterfall solve with (see prune.py)
             keep = {o.key for lv in LEVER_SETS for o in prune_options(fleet, fw, opts, lv)}
+            if fw.current is not None:  # the savings waterfall's right-size step solves inside today's place
+                cur = fw.current
+                same = [o for o in opts if o.provider == cur.provider]
+                here = [o for o in same if cur.region is None or fnmatch.fnmatchcase(o.region, cur.region)]
+                keep |= {o.key for sub in (same, here) for o in prune_options(fleet, fw, sub, LEVER_SETS[0])}
             opts = [o for o in opts if o.key in keep]
             if key is not None:
                 cache[key] = (opts, reason, tuple(notes), generated)
