@@ -16,7 +16,8 @@ EXPECTED = {
     "TrainingEstimate", "UnknownNameError", "UnsupportedError", "ValidationReport", "Workload", "__version__",
     "count_params", "estimate_inference", "estimate_memory", "estimate_training", "get_spec", "load_offers",
     "migrate", "prices_usd_per_hour", "recommend", "resolve_model", "run_scenario", "run_scenario_set",
-    "validate_cases",
+    "validate_cases", "Fleet", "FleetPlan", "RegionAnalysis", "analyze_regions", "plan_fleet",
+    "read_fleet_file",
 }  # fmt: skip
 
 

@@ -7,6 +7,8 @@ The library returns typed data and never prints; the ``gpufleet`` CLI renders it
 - models and estimates: :func:`resolve_model`, :func:`count_params`, :func:`estimate_memory`,
   :func:`estimate_inference`, :func:`estimate_training`, :func:`validate_cases`;
 - decisions: :func:`recommend`, :func:`migrate`, :func:`run_scenario`, :func:`run_scenario_set`;
+- fleets: :func:`read_fleet_file`, :func:`plan_fleet` (MILP under quotas, budgets, commitments, regions),
+  :func:`analyze_regions` (the multi-region analyzer);
 - errors: every error raised on purpose derives from :class:`GpufleetError`.
 """
 
@@ -34,6 +36,10 @@ from gpufleet.estimate.performance import (
 )
 from gpufleet.estimate.types import Interval
 from gpufleet.estimate.validate import ValidationReport, validate_cases
+from gpufleet.fleet.plan import plan_fleet
+from gpufleet.fleet.regions import RegionAnalysis, analyze_regions
+from gpufleet.fleet.spec import read_fleet_file
+from gpufleet.fleet.types import Fleet, FleetPlan
 from gpufleet.models import ModelArch, ParamCount, count_params, resolve_model
 from gpufleet.recommend.api import migrate, recommend, run_scenario, run_scenario_set
 from gpufleet.recommend.types import (
@@ -53,6 +59,8 @@ __all__ = [
     "ConfigFileError",
     "DataError",
     "FetchError",
+    "Fleet",
+    "FleetPlan",
     "GpufleetError",
     "InfeasibleError",
     "InferenceEstimate",
@@ -65,6 +73,7 @@ __all__ = [
     "OfferTable",
     "ParamCount",
     "Recommendation",
+    "RegionAnalysis",
     "ScenarioResult",
     "ScenarioSetResult",
     "TrainingEstimate",
@@ -73,6 +82,7 @@ __all__ = [
     "ValidationReport",
     "Workload",
     "__version__",
+    "analyze_regions",
     "count_params",
     "estimate_inference",
     "estimate_memory",
@@ -80,7 +90,9 @@ __all__ = [
     "get_spec",
     "load_offers",
     "migrate",
+    "plan_fleet",
     "prices_usd_per_hour",
+    "read_fleet_file",
     "recommend",
     "resolve_model",
     "run_scenario",

@@ -145,6 +145,8 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
     site_terms: dict[str, list[tuple[int, float]]] = defaultdict(list)
     provider_opts: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
     model = Model(problem=p, vars={})
+    quota_max: dict[tuple[int, str], float] = {}  # (quota, workload) -> most it can use with one option
+    budget_max: dict[tuple[int, str], float] = {}  # (budget, workload) -> most it can cost with one option
     memo: dict[tuple[int, str, str, str, str], bool] = {}
 
     def match(qi: int, o: Option) -> bool:
@@ -208,15 +210,22 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
                     continue
                 if q.spot:
                     quota_terms[qi] += [(v, u) for v in ov.spot.values()]
+                    use = u * sum(p.ub[v] for v in ov.spot.values())
                 else:
                     quota_terms[qi].append((s, u * o.nodes_peak))
                     quota_terms[qi] += [(v, -u) for v in ov.spot.values()]
+                    use = u * o.nodes_peak
+                quota_max[(qi, fw.name)] = max(quota_max.get((qi, fw.name), 0.0), use)
+            worst = fixed + sum(
+                max(0.0, ov.spot_cost[bi] - regs[bi][1]) * p.ub[v] for bi, v in ov.spot.items()
+            )
             for bi_ in budgets:
                 budget_terms[bi_].append((s, fixed))
                 for bi, v in ov.spot.items():
                     budget_terms[bi_].append((v, ov.spot_cost[bi] - regs[bi][1]))
                 for (bi, _k), v in ov.existing.items():
                     budget_terms[bi_].append((v, -regs[bi][1]))
+                budget_max[(bi_, fw.name)] = max(budget_max.get((bi_, fw.name), 0.0), worst)
             if o.on_prem_site is not None:
                 site_terms[o.on_prem_site].append((s, float(o.nodes_peak)))
             provider_opts[o.provider][fw.name].append(s)
@@ -244,11 +253,18 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
                         hi=1.0,
                         elastic=False,
                     )
+    # a row that no choice can violate (the sum of each workload's worst option fits) is left out: exact,
+    # and it spares HiGHS's presolve dense rows
+    ha_of = {w.name: w.ha_regions for w in fleet.workloads}
+
+    def worst_case(table: dict[tuple[int, str], float], i: int) -> float:
+        return sum(v * ha_of[w] for (j, w), v in table.items() if j == i)
+
     for qi, q in enumerate(c.quotas):
-        if quota_terms[qi]:
+        if quota_terms[qi] and worst_case(quota_max, qi) > q.limit + 1e-9:
             p.add_row(f"{q.name} (<= {q.limit:g} {q.unit})", "quota", quota_terms[qi], hi=q.limit)
     for bi_, bud in enumerate(c.budgets if levers.budgets else ()):
-        if budget_terms[bi_]:
+        if budget_terms[bi_] and worst_case(budget_max, bi_) > bud.usd_per_month - budget_const[bi_] + 1e-9:
             p.add_row(
                 f"{bud.name} (<= ${bud.usd_per_month:,.0f}/month)",
                 "budget",
@@ -274,7 +290,6 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
             )
     if c.max_providers is not None and len(provider_opts) > c.max_providers:
         uvars = {}
-        ha_of = {w.name: w.ha_regions for w in fleet.workloads}
         for prov in sorted(provider_opts):
             uvars[prov] = p.add_var(f"use_provider[{prov}]", ub=1.0)
             for wname, ss in provider_opts[prov].items():
