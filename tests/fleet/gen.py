@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -124,6 +125,16 @@ def random_fleet(seed: int) -> tuple[Fleet, dict[str, list[Option]]]:
                 )
             )
         options[name] = opts
+    if (
+        rng.random() < 0.35 and workloads and workloads[0].ha_regions == 1
+    ):  # identical copies: grouped in the MILP
+        src = workloads[0]
+        for d in range(int(rng.integers(1, 3))):
+            name = f"{src.name}copy{d}"
+            workloads.append(replace(src, name=name))
+            options[name] = [
+                replace(o, key=f"{name}#{j}", workload=name) for j, o in enumerate(options[src.name])
+            ]
     quotas = []
     for _ in range(int(rng.integers(0, 3))):
         quotas.append(

@@ -9,6 +9,7 @@ import pytest
 
 from gpufleet.fleet.brute import brute_force, plan_count
 from gpufleet.fleet.check import check_plan
+from gpufleet.fleet.model import group_identical
 from gpufleet.fleet.plan import solve_fleet
 
 from .gen import random_fleet
@@ -49,3 +50,8 @@ def test_milp_equals_brute_force(seed: int) -> None:
 def test_the_sample_has_both_outcomes() -> None:
     outcomes = {brute_force(*random_fleet(s)).cost_usd_per_month is None for s in SEEDS[:60]}
     assert outcomes == {True, False}
+
+
+def test_identical_workloads_are_grouped_in_the_sample() -> None:
+    grouped = [s for s in SEEDS if any(len(v) > 1 for v in group_identical(*random_fleet(s)).values())]
+    assert len(grouped) >= 20  # the grouped (count) formulation is checked against enumeration too

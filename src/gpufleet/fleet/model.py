@@ -20,7 +20,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from gpufleet.fleet.problem import Problem
 from gpufleet.fleet.types import Block, ExistingCommitment, Fleet, FleetWorkload, Option, Quota
@@ -119,8 +119,28 @@ class OptionVars:
 @dataclass(slots=True)
 class Model:
     problem: Problem
-    vars: dict[str, list[OptionVars]]  # workload -> its options' variables
+    vars: dict[str, list[OptionVars]]  # group representative -> its options' variables (counts over members)
+    groups: dict[str, list[str]] = field(
+        default_factory=dict
+    )  # representative -> member workloads (in order)
     fixed_usd_per_month: float = 0.0
+
+
+def group_identical(fleet: Fleet, options: dict[str, list[Option]]) -> dict[str, list[str]]:
+    """Workloads that are interchangeable in every row: same team, spot share, lifetime and options (in the
+    same order), a single region, and named by no budget. The MILP carries each group once with counts: exact
+    (a split of the counts over the members always exists; see :func:`gpufleet.fleet.plan._spread`)."""
+    named = {w for b in fleet.constraints.budgets for w in b.workloads}
+    groups: dict[object, list[str]] = {}
+    for fw in fleet.workloads:
+        opts = options.get(fw.name, [])
+        if fw.ha_regions != 1 or fw.name in named or not opts:
+            key: object = ("single", fw.name)
+        else:
+            key = (fw.team, fw.preemptible_fraction, fw.lifetime_months,
+                   tuple(replace(o, key="", workload="") for o in opts))  # fmt: skip
+        groups.setdefault(key, []).append(fw.name)
+    return {names[0]: names for names in groups.values()}
 
 
 def _workload_budgets(fleet: Fleet, fw: FleetWorkload) -> list[int]:
@@ -155,7 +175,12 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
             memo[key] = quota_matches(c.quotas[qi], o)
         return memo[key]
 
-    for fw in fleet.workloads:
+    model.groups = group_identical(fleet, options)
+    by_name = {w.name: w for w in fleet.workloads}
+    mult = {rep: len(members) for rep, members in model.groups.items()}
+    for rep in model.groups:
+        fw = by_name[rep]
+        m = mult[rep]
         opts = options.get(fw.name, [])
         budgets = _workload_budgets(fleet, fw) if levers.budgets else []
         ovs: list[OptionVars] = []
@@ -164,7 +189,7 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
             fixed = (
                 sum(b.nodes * r[1] for b, r in zip(o.blocks, regs, strict=True)) + o.transfer_usd_per_month
             )
-            s = p.add_var(f"choose[{o.key}]", ub=1.0, cost=fixed)
+            s = p.add_var(f"choose[{o.key}]", ub=float(m), cost=fixed)
             ov = OptionVars(option=o, s=s, regular=regs)
             spot_vars = []
             matching = [qi for qi, q in enumerate(c.quotas) if match(qi, o)]
@@ -175,14 +200,16 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
                 flex = []
                 sc = spot_usd_per_node_month(fw, o, b, levers)
                 if sc is not None and limit > 0 and (sc < regs[bi][1] or od_quota):
-                    v = p.add_var(f"spot[{o.key},{bi}]", ub=float(min(b.nodes, limit)), cost=sc - regs[bi][1])
+                    v = p.add_var(
+                        f"spot[{o.key},{bi}]", ub=float(m * min(b.nodes, limit)), cost=sc - regs[bi][1]
+                    )
                     ov.spot[bi] = v
                     ov.spot_cost[bi] = sc
                     spot_vars.append(v)
                     flex.append(v)
                 for k in matching_existing(o, existing):
                     v = p.add_var(
-                        f"existing[{o.key},{bi},{existing[k].name}]", ub=float(b.nodes), cost=-regs[bi][1]
+                        f"existing[{o.key},{bi},{existing[k].name}]", ub=float(m * b.nodes), cost=-regs[bi][1]
                     )
                     ov.existing[(bi, k)] = v
                     existing_terms[k].append((v, 1.0))
@@ -195,7 +222,8 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
                         hi=0.0,
                         elastic=False,
                     )
-            if spot_vars and sum(p.ub[v] for v in spot_vars) > limit:
+            spot_nodes = sum(b.nodes for bi, b in enumerate(o.blocks) if bi in ov.spot)
+            if spot_vars and spot_nodes > limit:
                 p.add_row(
                     f"preemptible share of {fw.name} ({fw.preemptible_fraction:.0%})",
                     "spot_share",
@@ -210,13 +238,13 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
                     continue
                 if q.spot:
                     quota_terms[qi] += [(v, u) for v in ov.spot.values()]
-                    use = u * sum(p.ub[v] for v in ov.spot.values())
+                    use = u * sum(p.ub[v] for v in ov.spot.values())  # already x m
                 else:
                     quota_terms[qi].append((s, u * o.nodes_peak))
                     quota_terms[qi] += [(v, -u) for v in ov.spot.values()]
-                    use = u * o.nodes_peak
+                    use = u * o.nodes_peak * m
                 quota_max[(qi, fw.name)] = max(quota_max.get((qi, fw.name), 0.0), use)
-            worst = fixed + sum(
+            worst = m * fixed + sum(
                 max(0.0, ov.spot_cost[bi] - regs[bi][1]) * p.ub[v] for bi, v in ov.spot.items()
             )
             for bi_ in budgets:
@@ -231,9 +259,10 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
             provider_opts[o.provider][fw.name].append(s)
             ovs.append(ov)
         model.vars[fw.name] = ovs
-        need = float(fw.ha_regions)
+        need = float(fw.ha_regions * m)
         p.add_row(
             f"placement of {fw.name}"
+            + (f" and {m - 1} identical workload(s)" if m > 1 else "")
             + (f" in {fw.ha_regions} distinct regions (HA)" if fw.ha_regions > 1 else ""),
             "choice",
             [(ov.s, 1.0) for ov in ovs],
@@ -293,7 +322,7 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
         for prov in sorted(provider_opts):
             uvars[prov] = p.add_var(f"use_provider[{prov}]", ub=1.0)
             for wname, ss in provider_opts[prov].items():
-                fw_ha = ha_of[wname]
+                fw_ha = ha_of[wname] * mult[wname]
                 p.add_row(
                     f"link {wname}/{prov}",
                     "providers",

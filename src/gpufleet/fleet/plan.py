@@ -37,91 +37,152 @@ class Solved:
     options: Mapping[str, Option]
 
 
-def _decode(fleet: Fleet, model: Model, x: Sequence[float]) -> list[PlanLine]:
+def _spread(total: int, members: int, caps: Sequence[int], start: int) -> tuple[list[int], int]:
+    """Round-robin ``total`` units over ``members`` from ``start`` (each <= its cap); returns (units, next).
+
+    Spot units go round-robin across blocks with a running start, so members' totals differ by at most one:
+    each gets <= ceil(S_b / c) <= n_b per block and <= ceil(sum S / c) <= its share in all (the MILP's rows
+    S_b <= n_b c and sum S <= share c guarantee it)."""
+    out = [0] * members
+    j = start
+    left = total
+    guard = 0
+    while left > 0 and guard < 10 * (total + members):
+        if out[j] < caps[j]:
+            out[j] += 1
+            left -= 1
+        j = (j + 1) % members
+        guard += 1
+    return out, j
+
+
+def _decode(
+    fleet: Fleet, model: Model, x: Sequence[float], options: Mapping[str, Sequence[Option]]
+) -> list[PlanLine]:
     existing = fleet.constraints.existing
     team = {w.name: w.team for w in fleet.workloads}
+    pre = {w.name: w.preemptible_fraction for w in fleet.workloads}
     lines: list[PlanLine] = []
-    for wname, ovs in model.vars.items():
-        for ov in ovs:
-            if x[ov.s] < 0.5:
+
+    def line(
+        o: Option,
+        wname: str,
+        kind: str,
+        block: int,
+        nodes: int,
+        unit: float,
+        billed: float,
+        hours: float,
+        commitment: str | None = None,
+        cost: float | None = None,
+    ) -> PlanLine:
+        return PlanLine(
+            workload=wname,
+            team=team[wname],
+            option=o.key,
+            block=block,
+            provider=o.provider,
+            region=o.region,
+            instance_type=o.instance_type,
+            gpu=o.gpu,
+            gpus_per_node=o.gpus_per_node,
+            pay_kind=kind,
+            nodes=nodes,
+            hours_per_month=hours,
+            billed_hours_per_month=billed,
+            unit_price_usd_per_hour=unit,
+            list_unit_price_usd_per_hour=o.price_on_demand_usd_per_hour,
+            cost_usd_per_month=cost if cost is not None else nodes * unit * billed,
+            commitment=commitment,
+        )
+
+    for rep, ovs in model.vars.items():
+        members = model.groups.get(rep, [rep])
+        nxt = 0  # next member to place
+        for oi, ov in enumerate(ovs):
+            count = round(x[ov.s])
+            if count <= 0:
                 continue
-            o = ov.option
-
-            def line(
-                kind: str,
-                block: int,
-                nodes: int,
-                unit: float,
-                billed: float,
-                hours: float,
-                commitment: str | None = None,
-                cost: float | None = None,
-                o: Option = o,
-                wname: str = wname,
-            ) -> PlanLine:
-                return PlanLine(
-                    workload=wname,
-                    team=team[wname],
-                    option=o.key,
-                    block=block,
-                    provider=o.provider,
-                    region=o.region,
-                    instance_type=o.instance_type,
-                    gpu=o.gpu,
-                    gpus_per_node=o.gpus_per_node,
-                    pay_kind=kind,
-                    nodes=nodes,
-                    hours_per_month=hours,
-                    billed_hours_per_month=billed,
-                    unit_price_usd_per_hour=unit,
-                    list_unit_price_usd_per_hour=o.price_on_demand_usd_per_hour,
-                    cost_usd_per_month=cost if cost is not None else nodes * unit * billed,
-                    commitment=commitment,
-                )
-
-            for bi, b in enumerate(o.blocks):
-                left = b.nodes
+            if len(members) == 1:  # a single workload (HA: one chosen option per region)
+                who, count = [rep], 1
+            else:
+                who = members[nxt : nxt + count]
+                nxt += count
+            rep_o = ov.option
+            per_member = [options[w][oi] if w != rep else rep_o for w in who]
+            share = math.floor(pre[rep] * rep_o.nodes_peak + 1e-9)
+            spot_left = [share] * count
+            start = 0
+            for bi, b in enumerate(rep_o.blocks):
+                spot = [0] * count
                 if bi in ov.spot:
-                    n = round(x[ov.spot[bi]])
-                    if n:
-                        lines.append(
-                            line(
-                                "spot",
-                                bi,
-                                n,
-                                o.price_spot_usd_per_hour * o.spot_cost_factor,
-                                b.hours_per_month,
-                                b.hours_per_month,
-                            )
-                        )
-                        left -= n
+                    caps = [min(b.nodes, spot_left[j]) for j in range(count)]
+                    spot, start = _spread(round(x[ov.spot[bi]]), count, caps, start)
+                    spot_left = [spot_left[j] - spot[j] for j in range(count)]
+                used = list(spot)
+                ex_split: dict[int, list[int]] = {}
                 for (bj, k), v in ov.existing.items():
-                    n = round(x[v])
-                    if bj == bi and n:
+                    if bj != bi:
+                        continue
+                    caps = [b.nodes - used[j] for j in range(count)]
+                    split, _ = _spread(round(x[v]), count, caps, 0)
+                    ex_split[k] = split
+                    used = [used[j] + split[j] for j in range(count)]
+                kind, per_node = ov.regular[bi]
+                for j, (wname, o) in enumerate(zip(who, per_member, strict=True)):
+                    if spot[j]:
+                        unit = o.price_spot_usd_per_hour * o.spot_cost_factor
                         lines.append(
-                            line(
-                                "existing", bi, n, 0.0, b.hours_per_month, b.hours_per_month, existing[k].name
-                            )
+                            line(o, wname, "spot", bi, spot[j], unit, b.hours_per_month, b.hours_per_month)
                         )
-                        left -= n
-                if left:
-                    kind, per_node = ov.regular[bi]
-                    if kind == "on_demand":
-                        lines.append(
-                            line(
-                                kind,
-                                bi,
-                                left,
-                                o.price_on_demand_usd_per_hour,
-                                b.hours_per_month,
-                                b.hours_per_month,
+                    for k, split in ex_split.items():
+                        if split[j]:
+                            lines.append(
+                                line(
+                                    o,
+                                    wname,
+                                    "existing",
+                                    bi,
+                                    split[j],
+                                    0.0,
+                                    b.hours_per_month,
+                                    b.hours_per_month,
+                                    existing[k].name,
+                                )
                             )
-                        )
-                    else:
-                        unit = per_node / HOURS_PER_MONTH
-                        lines.append(line(kind, bi, left, unit, HOURS_PER_MONTH, b.hours_per_month))
-            if o.transfer_usd_per_month > 0:
-                lines.append(line("data_transfer", -1, 0, 0.0, 0.0, 0.0, cost=o.transfer_usd_per_month))
+                    left = b.nodes - used[j]
+                    if left > 0:
+                        if kind == "on_demand":
+                            lines.append(
+                                line(
+                                    o,
+                                    wname,
+                                    kind,
+                                    bi,
+                                    left,
+                                    o.price_on_demand_usd_per_hour,
+                                    b.hours_per_month,
+                                    b.hours_per_month,
+                                )
+                            )
+                        else:
+                            lines.append(
+                                line(
+                                    o,
+                                    wname,
+                                    kind,
+                                    bi,
+                                    left,
+                                    per_node / HOURS_PER_MONTH,
+                                    HOURS_PER_MONTH,
+                                    b.hours_per_month,
+                                )
+                            )
+            for wname, o in zip(who, per_member, strict=True):
+                if o.transfer_usd_per_month > 0:
+                    lines.append(
+                        line(o, wname, "data_transfer", -1, 0, 0.0, 0.0, 0.0, cost=o.transfer_usd_per_month)
+                    )
     return lines
 
 
@@ -178,9 +239,13 @@ def solve_fleet(
         )
     sol = solve(p, time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap)
     if sol.status in ("optimal", "feasible"):
-        lines = _decode(fleet, model, sol.x)
+        lines = _decode(fleet, model, sol.x, kept)
         total = sum(ln.cost_usd_per_month for ln in lines)
         viol = check_plan(fleet, all_opts, lines, total)
+        if sol.objective is not None and not math.isclose(total, sol.objective, rel_tol=1e-7, abs_tol=1e-6):
+            viol.append(
+                f"decoded plan costs ${total:,.2f}/month but the MILP objective is ${sol.objective:,.2f}"
+            )
         gap_txt = f"gap {sol.mip_gap:.2%}" if sol.mip_gap is not None else "gap unknown"
         msg = (
             f"{'OPTIMAL' if sol.status == 'optimal' else 'FEASIBLE (time limit)'}: ${total:,.2f}/month for "
