@@ -136,17 +136,20 @@ def test_focus_invariants(focus: list[dict[str, str]], platform_plan: FleetPlan)
 
 def test_k8s_manifests_validate_against_the_kubernetes_schema(platform_plan: FleetPlan) -> None:
     schema = json.loads(SCHEMA.read_text())
+    cls = jsonschema.validators.validator_for(schema)
+    cls.check_schema(schema)
+    validator = cls(schema)
     docs = list(yaml.safe_load_all(k8s_yaml(k8s_manifests(platform_plan, image="ghcr.io/acme/serve:1.0"))))
     assert docs
     for d in docs:
-        jsonschema.validate(d, schema)
+        validator.validate(d)
         pod = d["spec"]["template"]["spec"]
         assert {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"} in pod["tolerations"]
         assert pod["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] >= 1
         assert "node.kubernetes.io/instance-type" in pod["nodeSelector"]
     bad = dict(docs[0], spec={**docs[0]["spec"], "replicas": "three"})
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, schema)
+        validator.validate(bad)
 
 
 #: SkyPilot task schema (sky/utils/schemas.py get_task_schema, get_resources_schema): no extra keys
