@@ -300,7 +300,7 @@ def _gpu_capacity_options(
             nodes_per_unit=npu,
             prices=_price_tuple(p, int(o)),
             spot=spot,
-            training=False,
+            training=r.job,
             sites=sites,
             notes=notes,
         )

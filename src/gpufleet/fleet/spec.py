@@ -115,6 +115,7 @@ class ResourcesSpec(_Strict):
     vcpus: float = Field(0.0, ge=0)
     ram_gib: float = Field(0.0, ge=0)
     arch: list[Literal["arm64", "x86_64"]] = Field(default_factory=list)
+    job: bool = False  # checkpointed batch/training job (spot: checkpoint/restart slowdown, not replicas)
 
     @model_validator(mode="after")
     def _cpu(self) -> ResourcesSpec:
@@ -315,6 +316,7 @@ def fleet_from_dict(data: Any, *, source: str = "<fleet>") -> Fleet:
                     vcpus=r.vcpus,
                     ram_gib=r.ram_gib,
                     arch=tuple(r.arch),
+                    job=r.job,
                 )
                 if r
                 else None,

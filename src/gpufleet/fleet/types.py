@@ -75,6 +75,7 @@ class Resources:
     vcpus: float = 0.0  # per replica, minimum [count]
     ram_gib: float = 0.0  # per replica, minimum
     arch: tuple[str, ...] = ()  # CPU work: allowed architectures (arm64 = Graviton, x86_64); empty = any
+    job: bool = False  # a checkpointed batch/training job: spot uses the checkpoint/restart slowdown
 
     @property
     def cpu_only(self) -> bool:
