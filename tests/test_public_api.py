@@ -22,6 +22,8 @@ EXPECTED = {
     # simulations (issue 10)
     "AutoscaleResult", "BatchResult", "SpotResult", "SweepResult", "run_sweep", "simulate_autoscale",
     "simulate_batch", "simulate_spot",
+    # fleet planning (issue 11)
+    "Fleet", "FleetPlan", "RegionAnalysis", "analyze_regions", "plan_fleet", "read_fleet_file",
 }  # fmt: skip
 
 

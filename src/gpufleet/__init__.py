@@ -9,6 +9,8 @@ The library returns typed data and never prints; the ``gpufleet`` CLI renders it
 - decisions: :func:`recommend`, :func:`migrate`, :func:`run_scenario`, :func:`run_scenario_set`;
 - simulations: :func:`simulate_autoscale`, :func:`simulate_spot`, :func:`simulate_batch`, :func:`run_sweep`
   (SimPy, imported when they run; docs/simulate.md);
+- fleets: :func:`read_fleet_file`, :func:`plan_fleet` (MILP under quotas, budgets, commitments, regions),
+  :func:`analyze_regions` (the multi-region analyzer);
 - errors: every error raised on purpose derives from :class:`GpufleetError`.
 """
 
@@ -38,6 +40,10 @@ from gpufleet.estimate.performance import (
 )
 from gpufleet.estimate.types import Interval
 from gpufleet.estimate.validate import ValidationReport, validate_cases
+from gpufleet.fleet.plan import plan_fleet
+from gpufleet.fleet.regions import RegionAnalysis, analyze_regions
+from gpufleet.fleet.spec import read_fleet_file
+from gpufleet.fleet.types import Fleet, FleetPlan
 from gpufleet.models import ModelArch, ParamCount, count_params, resolve_model
 from gpufleet.recommend.api import migrate, recommend, run_scenario, run_scenario_set
 from gpufleet.recommend.deploy import HostRules
@@ -101,7 +107,9 @@ __all__ = [
     "ConfigFileError",
     "DataError",
     "FetchError",
+    "Fleet",
     "FleetFindings",
+    "FleetPlan",
     "GpufleetError",
     "HostRules",
     "InfeasibleError",
@@ -116,6 +124,7 @@ __all__ = [
     "OfferTable",
     "ParamCount",
     "Recommendation",
+    "RegionAnalysis",
     "ScenarioResult",
     "ScenarioSetResult",
     "SpotResult",
@@ -128,6 +137,7 @@ __all__ = [
     "Workload",
     "__version__",
     "analyze_fleet",
+    "analyze_regions",
     "count_params",
     "estimate_inference",
     "estimate_memory",
@@ -137,7 +147,9 @@ __all__ = [
     "ingest_telemetry",
     "load_offers",
     "migrate",
+    "plan_fleet",
     "prices_usd_per_hour",
+    "read_fleet_file",
     "recommend",
     "resolve_model",
     "run_scenario",

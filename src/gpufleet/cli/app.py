@@ -16,7 +16,9 @@ from gpufleet.cli import calibrate as calibrate_cmd
 from gpufleet.cli import catalog as catalog_cmd
 from gpufleet.cli import config as config_cmd
 from gpufleet.cli import estimate as estimate_cmd
+from gpufleet.cli import plan as plan_cmd
 from gpufleet.cli import recommend as recommend_cmd
+from gpufleet.cli import regions as regions_cmd
 from gpufleet.cli import scenarios as scenarios_cmd
 from gpufleet.cli import telemetry as telemetry_cmd
 from gpufleet.cli import simulate as simulate_cmd
@@ -83,6 +85,8 @@ app.add_typer(scenarios_cmd.app, name="scenarios")
 app.add_typer(config_cmd.app, name="config")
 app.add_typer(telemetry_cmd.app, name="telemetry")
 app.add_typer(simulate_cmd.app, name="simulate")
+plan_cmd.register(app)  # `gpufleet plan`
+regions_cmd.register(app)  # `gpufleet regions`
 
 
 def main() -> None:

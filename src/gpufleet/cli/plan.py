@@ -1,0 +1,161 @@
+"""`gpufleet plan FLEET.yaml`: plan a whole fleet (MILP, HiGHS) and export it.
+
+Formats: table (terminal), json, markdown, html (charts), csv (plan lines), focus (FOCUS-shaped CSV),
+skypilot (one task YAML per placement, into the -o folder), k8s (Kubernetes manifests). An infeasible fleet is
+a reported status naming the binding constraints (exit 0); a bad fleet file exits 2.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gpufleet.cli.console import console, err_console
+from gpufleet.errors import InputError
+
+
+class PlanFormat(StrEnum):
+    table = "table"
+    json = "json"
+    markdown = "markdown"
+    html = "html"
+    csv = "csv"
+    focus = "focus"
+    skypilot = "skypilot"
+    k8s = "k8s"
+
+
+def _period(text: str | None) -> date:
+    if text is None:
+        now = datetime.now(UTC)
+        return date(now.year, now.month, 1)
+    try:
+        return datetime.strptime(text, "%Y-%m").date()
+    except ValueError:
+        raise InputError(f"--period {text!r} is not a month; write it as YYYY-MM, e.g. 2026-12.") from None
+
+
+def _write(path: Path, text: str) -> None:
+    from gpufleet.fileio import atomic_write_text
+
+    if not path.parent.is_dir():
+        raise InputError(f"Cannot write {path}: the folder {path.parent} does not exist. Create it first.")
+    if path.is_dir():
+        raise InputError(f"Cannot write {path}: it is a folder. Pass a file path with -o/--output.")
+    atomic_write_text(path, text)
+    err_console.print(f"Written to {path}", highlight=False)
+
+
+def register(app: typer.Typer) -> None:
+    """Attach `gpufleet plan` to the root app."""
+
+    @app.command("plan")
+    def plan_cmd(
+        fleet_file: Annotated[
+            Path, typer.Argument(help="Fleet file (YAML/JSON): workloads and constraints.")
+        ],
+        fmt: Annotated[
+            PlanFormat,
+            typer.Option("--format", "-f", help="table, json, markdown, html, csv, focus, skypilot or k8s."),
+        ] = PlanFormat.table,
+        output: Annotated[
+            Path | None,
+            typer.Option("--output", "-o", help="File to write (skypilot: a folder for the task files)."),
+        ] = None,
+        time_limit: Annotated[
+            float, typer.Option("--time-limit", min=0.1, help="Solver time limit [s].")
+        ] = 60.0,
+        gap: Annotated[
+            float, typer.Option("--gap", min=0.0, max=0.5, help="Relative optimality gap to stop at.")
+        ] = 1e-6,
+        savings: Annotated[
+            bool, typer.Option("--savings/--no-savings", help="Compute savings by lever.")
+        ] = True,
+        period: Annotated[str | None, typer.Option("--period", help="FOCUS billing month, YYYY-MM.")] = None,
+        image: Annotated[str, typer.Option("--image", help="Container image for the k8s manifests.")] = "",
+        catalog: Annotated[
+            list[Path] | None, typer.Option("--catalog", help="User catalog (repeatable).")
+        ] = None,
+    ) -> None:
+        """Plan every workload of a fleet under quotas, budgets, commitments and regions (proven optimal)."""
+        from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+        from gpufleet import __version__
+        from gpufleet.catalog.offers import load_offers
+        from gpufleet.fleet import export
+        from gpufleet.fleet.plan import plan_fleet
+        from gpufleet.fleet.spec import read_fleet_file
+        from gpufleet.report import fleet_report as fr
+
+        if fmt is PlanFormat.skypilot and output is None:
+            raise InputError(
+                "--format skypilot writes one file per placement: give a folder with -o/--output."
+            )
+        start = _period(period)
+        fleet = read_fleet_file(fleet_file)
+        offers = load_offers(catalog) if catalog else None
+        with Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TimeElapsedColumn(),
+            console=err_console,
+            transient=True,
+        ) as bar:
+            tasks: dict[str, TaskID] = {}
+
+            def progress(stage: str, done: int, total: int) -> None:
+                if stage not in tasks:
+                    label = "Sizing workloads" if stage == "options" else "Solving (HiGHS)"
+                    tasks[stage] = bar.add_task(label, total=total)
+                bar.update(tasks[stage], completed=done, total=total)
+
+            plan = plan_fleet(
+                fleet,
+                offers=offers,
+                time_limit_s=time_limit,
+                mip_rel_gap=gap,
+                savings=savings,
+                progress=progress,
+            )
+        if fmt is PlanFormat.table:
+            if output is None:
+                console.print(fr.render_plan_terminal(plan))
+                return
+            from io import StringIO
+
+            from rich.console import Console
+
+            buf = StringIO()
+            Console(file=buf, width=200, color_system=None).print(fr.render_plan_terminal(plan))
+            _write(output, buf.getvalue())
+            return
+        if fmt is PlanFormat.skypilot:
+            assert output is not None
+            if not output.is_dir():
+                raise InputError(f"--output {output} must be an existing folder for the SkyPilot task files.")
+            tasks_out = export.skypilot_tasks(plan)
+            for name, text in tasks_out.items():
+                _write(output / name, text)
+            if not tasks_out:
+                err_console.print(
+                    "No cloud placement in the plan: no SkyPilot task written.", highlight=False
+                )
+            return
+        text = {
+            PlanFormat.json: lambda: fr.render_plan_json(plan),
+            PlanFormat.markdown: lambda: fr.render_plan_markdown(plan),
+            PlanFormat.html: lambda: fr.render_plan_html(plan),
+            PlanFormat.csv: lambda: export.lines_csv(plan),
+            PlanFormat.focus: lambda: export.focus_csv(plan, period_start=start, version=__version__),
+            PlanFormat.k8s: lambda: export.k8s_yaml(export.k8s_manifests(plan, image=image)),
+        }[fmt]()
+        if fmt is PlanFormat.html and output is None:
+            output = Path("gpufleet-plan.html")
+        if output is None:
+            typer.echo(text, nl=False)
+        else:
+            _write(output, text)

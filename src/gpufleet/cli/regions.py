@@ -1,0 +1,99 @@
+"""`gpufleet regions`: compare every region that can run a workload (price kinds, offer depth, spot signals,
+egress, transfer time, latency from a user location, grid carbon). Takes a workload file or the flags of
+`gpufleet recommend`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from gpufleet.cli import recommend as rc
+from gpufleet.cli.console import console
+from gpufleet.errors import InputError
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("regions")
+    def regions_cmd(
+        workload_file: rc.WorkloadArg = None,
+        name: rc.NameOpt = None,
+        model: rc.ModelOpt = None,
+        task: rc.TaskOpt = None,
+        precision: rc.PrecisionOpt = None,
+        input_len: rc.InputLenOpt = None,
+        output_len: rc.OutputLenOpt = None,
+        concurrency: rc.ConcurrencyOpt = None,
+        target_rps: rc.RpsOpt = None,
+        target_tps: rc.TpsOpt = None,
+        ttft_ms: rc.TtftOpt = None,
+        tpot_ms: rc.TpotOpt = None,
+        tokens: rc.TokensOpt = None,
+        deadline_hours: rc.DeadlineOpt = None,
+        hours_per_month: rc.HoursOpt = None,
+        schedule: rc.ScheduleOpt = None,
+        provider: rc.ProviderOpt = None,
+        region: rc.RegionOpt = None,
+        vendor: rc.VendorOpt = None,
+        user_lat: Annotated[float | None, typer.Option("--user-lat", help="Users' latitude [deg].")] = None,
+        user_lon: Annotated[float | None, typer.Option("--user-lon", help="Users' longitude [deg].")] = None,
+        data_provider: Annotated[
+            str | None, typer.Option("--data-provider", help="Where the data lives.")
+        ] = None,
+        data_region: Annotated[str | None, typer.Option("--data-region", help="Region of the data.")] = None,
+        data_gib: Annotated[float, typer.Option("--data-gib", help="Dataset to move in [GiB].")] = 0.0,
+        serving_gib: Annotated[
+            float, typer.Option("--serving-gib", help="Responses served to the internet [GiB/month].")
+        ] = 0.0,
+        bandwidth: Annotated[
+            float, typer.Option("--bandwidth-gbps", help="Transfer bandwidth [Gbit/s].")
+        ] = 10.0,
+        limit: Annotated[int, typer.Option("--limit", min=1, help="Regions shown per workload.")] = 25,
+        catalog: rc.CatalogOpt = None,
+        fmt: rc.FormatOpt = rc.Format.table,
+        output: rc.OutputOpt = None,
+    ) -> None:
+        """Compare regions for a workload: cost by price kind, depth, spot, egress, transfer, RTT, carbon."""
+        from gpufleet.fleet.regions import analyze_regions
+        from gpufleet.report import fleet_report as fr
+
+        params = dict(locals())
+        params["pricing"] = None
+        fields = rc._flag_fields(params)
+        w = rc.resolve_workload(workload_file, name, fields)
+        if (user_lat is None) != (user_lon is None):
+            raise InputError(
+                "Give the user location as both --user-lat and --user-lon (degrees), or neither."
+            )
+        loc = (user_lat, user_lon) if user_lat is not None and user_lon is not None else None
+        a = analyze_regions(
+            [w],
+            offers=rc.catalog_offers(catalog),
+            user_lat_lon=loc,
+            data_provider=data_provider,
+            data_region=data_region,
+            data_size_gib=data_gib,
+            serving_egress_gib_per_month=serving_gib,
+            bandwidth_gbit_s=bandwidth,
+            limit=limit,
+        )
+        if fmt is rc.Format.table and output is None:
+            console.print(fr.render_regions_terminal(a))
+            return
+        render = {
+            rc.Format.json: fr.render_regions_json,
+            rc.Format.markdown: fr.render_regions_markdown,
+            rc.Format.html: fr.render_regions_html,
+        }.get(fmt)
+        if render is None:
+            raise InputError("--format table writes to the terminal; use json, markdown or html with -o.")
+        text = render(a)
+        if fmt is rc.Format.html and output is None:
+            output = Path("gpufleet-regions.html")
+        if output is None:
+            typer.echo(text, nl=False)
+            return
+        from gpufleet.cli.plan import _write
+
+        _write(output, text)

@@ -1,0 +1,174 @@
+"""Brute-force enumeration of every plan of a small fleet: the reference the MILP is tested against.
+
+Every workload: every set of ``ha_regions`` options in distinct regions, and for every block every split of
+its nodes over every pay kind the offer has (on-demand, 1y, 3y, spot, each matching existing commitment,
+on-prem); then every combination across workloads, cheapest first, until one passes
+:func:`gpufleet.fleet.check.check_plan`.
+Exponential: meant for a handful of workloads with a few options and nodes each.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from gpufleet.fleet.check import check_plan
+from gpufleet.fleet.types import Fleet, FleetWorkload, Option, PlanLine
+from gpufleet.units import HOURS_PER_MONTH
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BruteResult:
+    cost_usd_per_month: float | None  # None = infeasible
+    lines: tuple[PlanLine, ...]
+    plans_enumerated: int
+
+
+def _kinds(fleet: Fleet, fw: FleetWorkload, o: Option) -> list[tuple[str, float, float, str | None]]:
+    """(pay kind, unit price, billed hours factor marker, commitment) available for one node of ``o``."""
+    out: list[tuple[str, float, float, str | None]] = []
+    if o.on_prem_site is not None:
+        return [("on_prem", math.nan, HOURS_PER_MONTH, None)]
+    if math.isfinite(o.price_on_demand_usd_per_hour):
+        out.append(("on_demand", o.price_on_demand_usd_per_hour, -1.0, None))
+    for kind, price, months in (
+        ("commit_1y", o.price_commit_1y_usd_per_hour, 12.0),
+        ("commit_3y", o.price_commit_3y_usd_per_hour, 36.0),
+    ):
+        term = kind.removeprefix("commit_")
+        if (
+            math.isfinite(price)
+            and term in fleet.constraints.commitment_terms
+            and fw.lifetime_months >= months
+        ):
+            out.append((kind, price, HOURS_PER_MONTH, None))
+    if fw.preemptible_fraction > 0 and math.isfinite(o.price_spot_usd_per_hour):
+        out.append(("spot", o.price_spot_usd_per_hour * o.spot_cost_factor, -1.0, None))
+    for e in fleet.constraints.existing:
+        if (e.provider, e.region, e.instance_type) == (
+            o.provider,
+            o.region,
+            o.instance_type,
+        ) and e.term_left_months >= 1:
+            out.append(("existing", 0.0, -1.0, e.name))
+    return out
+
+
+def _splits(n: int, k: int) -> Iterator[tuple[int, ...]]:
+    """Every way to put ``n`` identical nodes into ``k`` kinds."""
+    for cut in itertools.combinations(range(n + k - 1), k - 1):
+        prev, parts = -1, []
+        for c in (*cut, n + k - 1):
+            parts.append(c - prev - 1)
+            prev = c
+        yield tuple(parts)
+
+
+def _option_configs(fleet: Fleet, fw: FleetWorkload, o: Option) -> list[list[PlanLine]]:
+    kinds = _kinds(fleet, fw, o)
+    per_block: list[list[list[PlanLine]]] = []
+    for bi, b in enumerate(o.blocks):
+        choices = []
+        for split in _splits(b.nodes, len(kinds)):
+            lines = []
+            for (kind, unit, billed, commitment), n in zip(kinds, split, strict=True):
+                if n == 0:
+                    continue
+                hours = b.hours_per_month
+                if kind == "on_prem":
+                    unit = (
+                        o.on_prem_fixed_usd_per_node_month + o.on_prem_energy_usd_per_node_hour * hours
+                    ) / HOURS_PER_MONTH
+                bh = hours if billed < 0 else billed
+                lines.append(
+                    PlanLine(
+                        workload=fw.name,
+                        team=fw.team,
+                        option=o.key,
+                        block=bi,
+                        provider=o.provider,
+                        region=o.region,
+                        instance_type=o.instance_type,
+                        gpu=o.gpu,
+                        gpus_per_node=o.gpus_per_node,
+                        pay_kind=kind,
+                        nodes=n,
+                        hours_per_month=hours,
+                        billed_hours_per_month=bh,
+                        unit_price_usd_per_hour=unit,
+                        list_unit_price_usd_per_hour=o.price_on_demand_usd_per_hour,
+                        cost_usd_per_month=n * unit * bh,
+                        commitment=commitment,
+                    )
+                )
+            choices.append(lines)
+        per_block.append(choices)
+    transfer = []
+    if o.transfer_usd_per_month > 0:
+        transfer = [
+            PlanLine(
+                workload=fw.name,
+                team=fw.team,
+                option=o.key,
+                block=-1,
+                provider=o.provider,
+                region=o.region,
+                instance_type=o.instance_type,
+                gpu=o.gpu,
+                gpus_per_node=o.gpus_per_node,
+                pay_kind="data_transfer",
+                nodes=0,
+                hours_per_month=0.0,
+                billed_hours_per_month=0.0,
+                unit_price_usd_per_hour=0.0,
+                list_unit_price_usd_per_hour=o.price_on_demand_usd_per_hour,
+                cost_usd_per_month=o.transfer_usd_per_month,
+            )
+        ]
+    out = []
+    for combo in itertools.product(*per_block):
+        lines = [ln for part in combo for ln in part] + transfer
+        spot = sum(ln.nodes for ln in lines if ln.pay_kind == "spot")
+        if spot <= math.floor(fw.preemptible_fraction * o.nodes_peak + 1e-9):
+            out.append(lines)
+    return out
+
+
+def brute_force(fleet: Fleet, options: Mapping[str, Sequence[Option]]) -> BruteResult:
+    """The cheapest feasible plan by exhaustive enumeration (``cost_usd_per_month`` None if none)."""
+    per_workload: list[list[list[PlanLine]]] = []
+    for fw in fleet.workloads:
+        configs: list[list[PlanLine]] = []
+        for subset in itertools.combinations(options.get(fw.name, ()), fw.ha_regions):
+            if len({(o.provider, o.region) for o in subset}) != len(subset):
+                continue
+            for parts in itertools.product(*(_option_configs(fleet, fw, o) for o in subset)):
+                configs.append([ln for p in parts for ln in p])
+        per_workload.append(configs)
+    all_opts = {o.key: o for v in options.values() for o in v}
+    costs = [[sum(ln.cost_usd_per_month for ln in cfg) for cfg in configs] for configs in per_workload]
+    combos = sorted(
+        itertools.product(*(range(len(c)) for c in per_workload)),
+        key=lambda idx: sum(costs[w][i] for w, i in enumerate(idx)),
+    )
+    for idx in combos:
+        lines = [ln for w, i in enumerate(idx) for ln in per_workload[w][i]]
+        if not check_plan(fleet, all_opts, lines):
+            cost = sum(ln.cost_usd_per_month for ln in lines)
+            return BruteResult(cost_usd_per_month=cost, lines=tuple(lines), plans_enumerated=len(combos))
+    return BruteResult(cost_usd_per_month=None, lines=(), plans_enumerated=len(combos))
+
+
+def plan_count(fleet: Fleet, options: Mapping[str, Sequence[Option]]) -> int:
+    """How many plans :func:`brute_force` would enumerate (to keep tests small)."""
+    total = 1
+    for fw in fleet.workloads:
+        n = 0
+        for subset in itertools.combinations(options.get(fw.name, ()), fw.ha_regions):
+            if len({(o.provider, o.region) for o in subset}) != len(subset):
+                continue
+            n += math.prod(len(_option_configs(fleet, fw, o)) for o in subset)
+        total *= n
+    return total

@@ -1,0 +1,206 @@
+"""Independent feasibility check of a plan: re-derives every constraint from the plan lines and the fleet.
+
+It does not read the MILP: it recomputes node counts per block, pay-kind eligibility, unit prices, costs,
+quota use, budgets, commitment and on-prem capacity, provider count, placement filters, data residency and
+HA spread from the plan lines themselves, with its own matching code. An empty list means feasible.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from fnmatch import fnmatchcase
+
+from gpufleet.fleet.refdata import region_info
+from gpufleet.fleet.types import Fleet, Option, PlanLine
+from gpufleet.units import HOURS_PER_MONTH
+
+_TOL = 1e-6
+
+
+def _close(a: float, b: float) -> bool:
+    return abs(a - b) <= _TOL * max(1.0, abs(a), abs(b))
+
+
+def _unit_price(line: PlanLine, o: Option) -> float | None:
+    k = line.pay_kind
+    if k == "on_demand":
+        return o.price_on_demand_usd_per_hour
+    if k == "commit_1y":
+        return o.price_commit_1y_usd_per_hour
+    if k == "commit_3y":
+        return o.price_commit_3y_usd_per_hour
+    if k == "spot":
+        return o.price_spot_usd_per_hour * o.spot_cost_factor
+    if k == "existing":
+        return 0.0
+    if k == "on_prem":
+        b = o.blocks[line.block]
+        return (
+            o.on_prem_fixed_usd_per_node_month + o.on_prem_energy_usd_per_node_hour * b.hours_per_month
+        ) / HOURS_PER_MONTH
+    return None
+
+
+def check_plan(
+    fleet: Fleet,
+    options: Mapping[str, Option],
+    lines: Sequence[PlanLine],
+    total_usd_per_month: float | None = None,
+) -> list[str]:
+    """Every constraint the plan breaks, as sentences (empty = feasible)."""
+    bad: list[str] = []
+    c = fleet.constraints
+    by_wl: dict[str, set[str]] = defaultdict(set)
+    nodes_in_block: dict[tuple[str, int], int] = defaultdict(int)
+    spot_nodes: dict[str, int] = defaultdict(int)
+    cost_by_wl: dict[str, float] = defaultdict(float)
+    existing_use: dict[str, int] = defaultdict(int)
+    total = 0.0
+    for ln in lines:
+        o = options.get(ln.option)
+        if o is None:
+            bad.append(f"line for {ln.workload} names unknown option {ln.option}")
+            continue
+        if o.workload != ln.workload:
+            bad.append(f"option {o.key} belongs to {o.workload}, not {ln.workload}")
+        by_wl[ln.workload].add(ln.option)
+        cost_by_wl[ln.workload] += ln.cost_usd_per_month
+        total += ln.cost_usd_per_month
+        if ln.pay_kind == "data_transfer":
+            if not _close(ln.cost_usd_per_month, o.transfer_usd_per_month):
+                bad.append(
+                    f"{o.key}: data transfer cost {ln.cost_usd_per_month} != {o.transfer_usd_per_month}"
+                )
+            continue
+        if ln.nodes < 0 or ln.nodes != int(ln.nodes):
+            bad.append(f"{o.key}: node count {ln.nodes} is not a non-negative integer")
+        b = o.blocks[ln.block]
+        nodes_in_block[(o.key, ln.block)] += ln.nodes
+        if not _close(ln.hours_per_month, b.hours_per_month):
+            bad.append(
+                f"{o.key} block {ln.block}: runs {ln.hours_per_month} h, demand says {b.hours_per_month} h"
+            )
+        price = _unit_price(ln, o)
+        if price is None or not math.isfinite(price):
+            bad.append(f"{o.key}: pay kind {ln.pay_kind} has no price for {o.instance_type}")
+            continue
+        billed = (
+            HOURS_PER_MONTH if ln.pay_kind in ("commit_1y", "commit_3y", "on_prem") else b.hours_per_month
+        )
+        if not _close(ln.unit_price_usd_per_hour, price) or not _close(ln.billed_hours_per_month, billed):
+            bad.append(
+                f"{o.key}: {ln.pay_kind} priced {ln.unit_price_usd_per_hour}/h x "
+                f"{ln.billed_hours_per_month} h, expected {price}/h x {billed} h"
+            )
+        if not _close(ln.cost_usd_per_month, ln.nodes * price * billed):
+            bad.append(f"{o.key}: cost {ln.cost_usd_per_month} != nodes x unit price x billed hours")
+        if ln.pay_kind == "on_prem" and o.on_prem_site is None:
+            bad.append(f"{o.key}: on_prem pay kind on a cloud offer")
+        if ln.pay_kind != "on_prem" and o.on_prem_site is not None:
+            bad.append(f"{o.key}: on-prem nodes paid as {ln.pay_kind}")
+        if ln.pay_kind == "spot":
+            spot_nodes[o.key] += ln.nodes
+        if ln.pay_kind == "existing":
+            ex = next((e for e in c.existing if e.name == ln.commitment), None)
+            if ex is None or (ex.provider, ex.region, ex.instance_type) != (
+                o.provider,
+                o.region,
+                o.instance_type,
+            ):
+                bad.append(
+                    f"{o.key}: uses existing commitment {ln.commitment!r} that does not cover "
+                    f"{o.instance_type} in {o.region}"
+                )
+            else:
+                existing_use[ex.name] += ln.nodes
+    workloads = {w.name: w for w in fleet.workloads}
+    for name in by_wl:
+        if name not in workloads:
+            bad.append(f"plan places unknown workload {name}")
+    chosen: dict[str, list[Option]] = {
+        n: [options[k] for k in keys if k in options] for n, keys in by_wl.items()
+    }
+    for fw in fleet.workloads:
+        opts = chosen.get(fw.name, [])
+        if len(opts) != fw.ha_regions:
+            bad.append(f"{fw.name}: placed in {len(opts)} option(s), needs {fw.ha_regions}")
+        if len({(o.provider, o.region) for o in opts}) != len(opts):
+            bad.append(f"{fw.name}: two placements share a region (HA needs distinct regions)")
+        for o in opts:
+            for bi, b in enumerate(o.blocks):
+                if nodes_in_block[(o.key, bi)] != b.nodes:
+                    bad.append(
+                        f"{fw.name}: block {bi} of {o.key} has {nodes_in_block[(o.key, bi)]} nodes paid, "
+                        f"needs {b.nodes}"
+                    )
+            share = math.floor(fw.preemptible_fraction * o.nodes_peak + 1e-9)
+            if spot_nodes[o.key] > share:
+                bad.append(
+                    f"{fw.name}: {spot_nodes[o.key]} spot nodes exceed its preemptible share ({share})"
+                )
+            if fw.providers and o.provider not in fw.providers:
+                bad.append(f"{fw.name}: provider {o.provider} not allowed")
+            if fw.regions and not any(fnmatchcase(o.region.lower(), g.lower()) for g in fw.regions):
+                bad.append(f"{fw.name}: region {o.region} not allowed")
+            if (fw.geos or fw.countries) and o.on_prem_site is None:
+                info = region_info(o.provider, o.region)
+                if (
+                    info is None
+                    or (fw.geos and info.geo.lower() not in fw.geos)
+                    or (fw.countries and info.country.upper() not in fw.countries)
+                ):
+                    bad.append(f"{fw.name}: {o.provider}/{o.region} breaks its data residency")
+    for ln in lines:
+        if ln.pay_kind in ("commit_1y", "commit_3y"):
+            lw = workloads.get(ln.workload)
+            months = 12.0 if ln.pay_kind == "commit_1y" else 36.0
+            if ln.pay_kind.removeprefix("commit_") not in c.commitment_terms:
+                bad.append(f"{ln.workload}: {ln.pay_kind} is not an allowed commitment term")
+            if lw is not None and lw.lifetime_months < months:
+                bad.append(
+                    f"{ln.workload}: {ln.pay_kind} outlives the workload ({lw.lifetime_months:g} months)"
+                )
+    for q in c.quotas:
+        used = 0.0
+        for opts in chosen.values():
+            for o in opts:
+                if not (
+                    q.provider == o.provider
+                    and fnmatchcase(o.region, q.region)
+                    and fnmatchcase(o.gpu.lower(), q.gpu.lower())
+                    and fnmatchcase(o.instance_type.lower(), q.instance_family.lower())
+                ):
+                    continue
+                per = {"gpus": o.gpus_per_node, "vcpus": o.vcpus_per_node, "instances": 1.0}[q.unit]
+                nodes = spot_nodes[o.key] if q.spot else o.nodes_peak - spot_nodes[o.key]
+                used += per * nodes
+        if used > q.limit + 1e-6:
+            bad.append(f"{q.name}: uses {used:g} {q.unit}, limit {q.limit:g}")
+    for bud in c.budgets:
+        spent = sum(
+            v
+            for n, v in cost_by_wl.items()
+            if (not bud.teams and not bud.workloads)
+            or n in bud.workloads
+            or (n in workloads and workloads[n].team in bud.teams)
+        )
+        if spent > bud.usd_per_month * (1 + 1e-9) + 1e-6:
+            bad.append(f"{bud.name}: ${spent:,.2f}/month over ${bud.usd_per_month:,.2f}")
+    for e in c.existing:
+        if existing_use[e.name] > e.count:
+            bad.append(f"existing commitment {e.name}: {existing_use[e.name]} nodes used, {e.count} held")
+    for site in fleet.on_prem:
+        used_nodes = sum(
+            o.nodes_peak for opts in chosen.values() for o in opts if o.on_prem_site == site.name
+        )
+        if used_nodes > site.nodes:
+            bad.append(f"on-prem {site.name}: {used_nodes} nodes planned, {site.nodes} owned")
+    if c.max_providers is not None:
+        provs = {o.provider for opts in chosen.values() for o in opts}
+        if len(provs) > c.max_providers:
+            bad.append(f"{len(provs)} providers used ({', '.join(sorted(provs))}), at most {c.max_providers}")
+    if total_usd_per_month is not None and not _close(total, total_usd_per_month):
+        bad.append(f"plan total ${total_usd_per_month:,.2f} != sum of its lines ${total:,.2f}")
+    return bad

@@ -1,0 +1,383 @@
+"""Plan exports: a FOCUS-shaped CSV, one SkyPilot task YAML per placement, Kubernetes manifests, plain CSV.
+
+FOCUS (FinOps Open Cost and Usage Specification) 1.2 column names and allowed values
+(FinOps-Open-Cost-and-Usage-Spec/FOCUS_Spec tag v1.2, ``specification/columns``). FOCUS describes billing
+data; a plan is a projection, so the file is *FOCUS-shaped*, not a conformance claim: ``x_IsProjection`` is
+true on every row, BilledCost = EffectiveCost = the projected amount, and custom columns use the ``x_`` prefix
+as the spec requires. PricingCategory: Standard (on-demand), Dynamic (spot), Committed (new and existing
+commitments), Other (on-premises TCO). A commitment billed 730 h but used fewer hours gives a ``Used`` and an
+``Unused`` row (CommitmentDiscountStatus).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+
+import yaml
+
+from gpufleet.fleet.types import FleetPlan, PlanLine
+from gpufleet.units import HOURS_PER_MONTH
+
+#: FOCUS 1.2 columns written, in order (mandatory ones first)
+FOCUS_COLUMNS: tuple[str, ...] = (
+    "BilledCost",
+    "BillingAccountId",
+    "BillingAccountName",
+    "BillingCurrency",
+    "BillingPeriodEnd",
+    "BillingPeriodStart",
+    "ChargeCategory",
+    "ChargeClass",
+    "ChargeDescription",
+    "ChargePeriodEnd",
+    "ChargePeriodStart",
+    "ContractedCost",
+    "EffectiveCost",
+    "InvoiceIssuerName",
+    "ListCost",
+    "PricingQuantity",
+    "PricingUnit",
+    "ProviderName",
+    "PublisherName",
+    "ServiceCategory",
+    "ServiceName",
+    "ChargeFrequency",
+    "CommitmentDiscountCategory",
+    "CommitmentDiscountId",
+    "CommitmentDiscountName",
+    "CommitmentDiscountQuantity",
+    "CommitmentDiscountStatus",
+    "CommitmentDiscountType",
+    "CommitmentDiscountUnit",
+    "ConsumedQuantity",
+    "ConsumedUnit",
+    "ContractedUnitPrice",
+    "ListUnitPrice",
+    "PricingCategory",
+    "RegionId",
+    "RegionName",
+    "ResourceId",
+    "ResourceName",
+    "ResourceType",
+    "ServiceSubcategory",
+    "SkuId",
+    "SubAccountId",
+    "SubAccountName",
+    "Tags",
+)
+#: our projection columns (FOCUS: custom columns MUST start with x_)
+X_COLUMNS: tuple[str, ...] = (
+    "x_IsProjection",
+    "x_Scenario",
+    "x_ModelVersion",
+    "x_Workload",
+    "x_Team",
+    "x_PayKind",
+    "x_GpuModel",
+    "x_GpuCount",
+    "x_Nodes",
+    "x_HoursRunningPerMonth",
+)
+
+_SERVICE = {
+    "aws": ("Amazon Elastic Compute Cloud", "Amazon Web Services"),
+    "gcp": ("Compute Engine", "Google Cloud"),
+    "azure": ("Virtual Machines", "Microsoft Azure"),
+    "oci": ("Compute", "Oracle Cloud Infrastructure"),
+    "onprem": ("On-premises GPU servers", "On-premises"),
+}
+_PRICING_CATEGORY = {
+    "on_demand": "Standard",
+    "spot": "Dynamic",
+    "commit_1y": "Committed",
+    "commit_3y": "Committed",
+    "existing": "Committed",
+    "on_prem": "Other",
+    "data_transfer": "Standard",
+}
+_COMMITMENT_TYPE = {
+    "commit_1y": "1-year commitment",
+    "commit_3y": "3-year commitment",
+    "existing": "Existing",
+}
+
+
+def _month(start: date) -> tuple[str, str]:
+    end = date(start.year + (start.month == 12), start.month % 12 + 1, 1)
+    return (
+        datetime(start.year, start.month, 1, tzinfo=UTC).isoformat().replace("+00:00", "Z"),
+        datetime(end.year, end.month, 1, tzinfo=UTC).isoformat().replace("+00:00", "Z"),
+    )
+
+
+def _num(v: float) -> str:
+    return repr(float(v))
+
+
+def focus_rows(plan: FleetPlan, *, period_start: date, version: str) -> list[dict[str, str]]:
+    start, end = _month(period_start)
+    rows: list[dict[str, str]] = []
+    for ln in plan.lines:
+        service, provider_name = _SERVICE.get(ln.provider, (f"{ln.provider} GPU instances", ln.provider))
+        parts: list[tuple[float, float, str]] = []  # (pricing quantity, consumed quantity, status)
+        if ln.pay_kind == "data_transfer":
+            parts.append((1.0, 1.0, ""))
+        elif ln.pay_kind in ("commit_1y", "commit_3y") and ln.hours_per_month < HOURS_PER_MONTH - 1e-9:
+            parts.append((ln.nodes * ln.hours_per_month, ln.nodes * ln.hours_per_month, "Used"))
+            parts.append((ln.nodes * (HOURS_PER_MONTH - ln.hours_per_month), 0.0, "Unused"))
+        else:
+            status = "Used" if ln.pay_kind in ("commit_1y", "commit_3y", "existing") else ""
+            parts.append((ln.nodes * ln.billed_hours_per_month, ln.nodes * ln.hours_per_month, status))
+        for qty, consumed, status in parts:
+            transfer = ln.pay_kind == "data_transfer"
+            unit = ln.cost_usd_per_month if transfer else ln.unit_price_usd_per_hour
+            list_unit = ln.cost_usd_per_month if transfer else ln.list_unit_price_usd_per_hour
+            if list_unit != list_unit:  # NaN: on-prem has no list price
+                list_unit = unit
+            cost = unit * qty
+            committed = ln.pay_kind in _COMMITMENT_TYPE
+            commit_id = ln.commitment or (
+                f"new-{ln.pay_kind}-{ln.provider}-{ln.region}-{ln.instance_type}" if committed else ""
+            )
+            rows.append(
+                {
+                    "BilledCost": _num(cost),
+                    "BillingAccountId": f"gpufleet-plan:{plan.fleet}",
+                    "BillingAccountName": plan.fleet,
+                    "BillingCurrency": "USD",
+                    "BillingPeriodEnd": end,
+                    "BillingPeriodStart": start,
+                    "ChargeCategory": "Usage",
+                    "ChargeClass": "",
+                    "ChargeDescription": (
+                        f"{ln.workload}: data transfer"
+                        if transfer
+                        else f"{ln.workload}: {ln.nodes} x {ln.instance_type} ({ln.pay_kind}) in {ln.region}"
+                    ),
+                    "ChargePeriodEnd": end,
+                    "ChargePeriodStart": start,
+                    "ContractedCost": _num(cost),
+                    "EffectiveCost": _num(cost),
+                    "InvoiceIssuerName": provider_name,
+                    "ListCost": _num(list_unit * qty),
+                    "PricingQuantity": _num(qty),
+                    "PricingUnit": "Month" if transfer else "Hours",
+                    "ProviderName": provider_name,
+                    "PublisherName": provider_name,
+                    "ServiceCategory": "Networking" if transfer else "Compute",
+                    "ServiceName": "Data Transfer" if transfer else service,
+                    "ChargeFrequency": "Recurring"
+                    if committed and ln.pay_kind != "existing"
+                    else "Usage-Based",
+                    "CommitmentDiscountCategory": "Usage" if committed else "",
+                    "CommitmentDiscountId": commit_id,
+                    "CommitmentDiscountName": commit_id,
+                    "CommitmentDiscountQuantity": _num(qty) if committed else "",
+                    "CommitmentDiscountStatus": status if committed else "",
+                    "CommitmentDiscountType": _COMMITMENT_TYPE.get(ln.pay_kind, ""),
+                    "CommitmentDiscountUnit": "Hours" if committed else "",
+                    "ConsumedQuantity": _num(consumed),
+                    "ConsumedUnit": "Month" if transfer else "Hours",
+                    "ContractedUnitPrice": _num(unit),
+                    "ListUnitPrice": _num(list_unit),
+                    "PricingCategory": _PRICING_CATEGORY[ln.pay_kind],
+                    "RegionId": ln.region,
+                    "RegionName": ln.region,
+                    "ResourceId": f"{plan.fleet}/{ln.option}",
+                    "ResourceName": ln.workload,
+                    "ResourceType": "Data Transfer" if transfer else "Virtual Machine",
+                    "ServiceSubcategory": "Network Connectivity" if transfer else "Virtual Machines",
+                    "SkuId": ln.instance_type,
+                    "SubAccountId": ln.team,
+                    "SubAccountName": ln.team,
+                    "Tags": json.dumps({"team": ln.team, "workload": ln.workload}, sort_keys=True),
+                    "x_IsProjection": "true",
+                    "x_Scenario": "gpufleet plan",
+                    "x_ModelVersion": f"gpufleet {version}",
+                    "x_Workload": ln.workload,
+                    "x_Team": ln.team,
+                    "x_PayKind": ln.pay_kind,
+                    "x_GpuModel": ln.gpu,
+                    "x_GpuCount": _num(ln.nodes * ln.gpus_per_node),
+                    "x_Nodes": str(ln.nodes),
+                    "x_HoursRunningPerMonth": _num(ln.hours_per_month),
+                }
+            )
+    return rows
+
+
+def focus_csv(plan: FleetPlan, *, period_start: date, version: str) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=[*FOCUS_COLUMNS, *X_COLUMNS], lineterminator="\n")
+    w.writeheader()
+    w.writerows(focus_rows(plan, period_start=period_start, version=version))
+    return buf.getvalue()
+
+
+def lines_csv(plan: FleetPlan) -> str:
+    buf = io.StringIO()
+    fields = [
+        "workload",
+        "team",
+        "provider",
+        "region",
+        "instance_type",
+        "gpu",
+        "gpus_per_node",
+        "pay_kind",
+        "nodes",
+        "hours_per_month",
+        "billed_hours_per_month",
+        "unit_price_usd_per_hour",
+        "list_unit_price_usd_per_hour",
+        "cost_usd_per_month",
+        "commitment",
+    ]
+    w = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    w.writeheader()
+    for ln in plan.lines:
+        w.writerow({f: getattr(ln, f) if getattr(ln, f) is not None else "" for f in fields})
+    return buf.getvalue()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Placement:
+    """Nodes of one option run the same way (spot or not): one SkyPilot task, one Kubernetes workload."""
+
+    workload: str
+    team: str
+    provider: str
+    region: str
+    instance_type: str
+    gpu: str
+    gpus_per_node: float
+    nodes: int
+    spot: bool
+    on_prem: bool
+
+
+def placements(plan: FleetPlan) -> list[Placement]:
+    """Plan lines grouped by (option, spot or not); nodes summed over blocks (the peak)."""
+    agg: dict[tuple[str, bool], list[PlanLine]] = {}
+    for ln in plan.lines:
+        if ln.pay_kind == "data_transfer":
+            continue
+        agg.setdefault((ln.option, ln.pay_kind == "spot"), []).append(ln)
+    out = []
+    for (_opt, spot), lines in agg.items():
+        ln = lines[0]
+        out.append(
+            Placement(
+                workload=ln.workload,
+                team=ln.team,
+                provider=ln.provider,
+                region=ln.region,
+                instance_type=ln.instance_type,
+                gpu=ln.gpu,
+                gpus_per_node=ln.gpus_per_node,
+                nodes=sum(x.nodes for x in lines),
+                spot=spot,
+                on_prem=ln.pay_kind == "on_prem",
+            )
+        )
+    return out
+
+
+def k8s_name(*parts: str) -> str:
+    """An RFC 1123 DNS label (lower case alphanumerics and '-', <= 63 chars)."""
+    text = re.sub(r"[^a-z0-9-]+", "-", "-".join(parts).lower()).strip("-")
+    return text[:63].rstrip("-") or "workload"
+
+
+_SKY_CLOUD = {
+    "aws": "aws",
+    "gcp": "gcp",
+    "azure": "azure",
+    "oci": "oci",
+    "lambda": "lambda",
+    "runpod": "runpod",
+    "nebius": "nebius",
+    "cudo": "cudo",
+    "fluidstack": "fluidstack",
+    "paperspace": "paperspace",
+    "do": "do",
+    "vast": "vast",
+}
+
+
+def skypilot_tasks(plan: FleetPlan) -> dict[str, str]:
+    """file name -> SkyPilot task YAML (sky launch / sky jobs launch), one per cloud placement."""
+    out: dict[str, str] = {}
+    for p in placements(plan):
+        if p.on_prem or p.provider not in _SKY_CLOUD:
+            continue
+        task = {
+            "name": k8s_name(p.workload, "spot" if p.spot else "od"),
+            "num_nodes": 1,
+            "resources": {
+                "cloud": _SKY_CLOUD[p.provider],
+                "region": p.region,
+                "instance_type": p.instance_type,
+                "use_spot": p.spot,
+            },
+        }
+        header = (
+            f"# gpufleet plan {plan.fleet}: workload {p.workload} (team {p.team}), {p.nodes} node(s) of "
+            f"{p.instance_type} ({p.gpu}) in {p.provider}/{p.region}, {'spot' if p.spot else 'not spot'}.\n"
+            "# Launch one copy per node (or set num_nodes for a multi-node job); add setup/run commands.\n"
+        )
+        out[f"{task['name']}-{k8s_name(p.provider, p.region)}.sky.yaml"] = header + yaml.safe_dump(
+            task, sort_keys=False
+        )
+    return out
+
+
+def k8s_manifests(plan: FleetPlan, *, image: str = "") -> list[dict[str, object]]:
+    """A Deployment per placement: one pod per node, GPUs as limits, nodeSelector and the GPU toleration
+    (as in the assessment seed's kubernetes_gpu_scheduling block)."""
+    docs: list[dict[str, object]] = []
+    for p in placements(plan):
+        name = k8s_name(p.workload, p.region, "spot" if p.spot else "od")
+        labels = {"app.kubernetes.io/name": k8s_name(p.workload), "gpufleet.io/team": k8s_name(p.team)}
+        selector: dict[str, str] = {}
+        if p.on_prem:
+            selector["gpufleet.io/site"] = k8s_name(p.instance_type)
+        else:
+            selector["node.kubernetes.io/instance-type"] = p.instance_type
+            selector["topology.kubernetes.io/region"] = p.region
+            selector["karpenter.sh/capacity-type"] = "spot" if p.spot else "on-demand"
+        container: dict[str, object] = {"name": k8s_name(p.workload)}
+        if image:
+            container["image"] = image
+        gpus = int(p.gpus_per_node)
+        if gpus > 0:
+            container["resources"] = {
+                "limits": {"nvidia.com/gpu": gpus},
+                "requests": {"nvidia.com/gpu": gpus},
+            }
+        pod: dict[str, object] = {"nodeSelector": selector, "containers": [container]}
+        if gpus > 0:
+            pod["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+        docs.append(
+            {
+                "apiVersion": "apps/v1",
+                "kind": "Deployment",
+                "metadata": {"name": name, "labels": labels},
+                "spec": {
+                    "replicas": p.nodes,
+                    "selector": {"matchLabels": {"app.kubernetes.io/name": k8s_name(p.workload)}},
+                    "template": {"metadata": {"labels": labels}, "spec": pod},
+                },
+            }
+        )
+    return docs
+
+
+def k8s_yaml(docs: Sequence[dict[str, object]]) -> str:
+    return "".join("---\n" + yaml.safe_dump(d, sort_keys=False) for d in docs)

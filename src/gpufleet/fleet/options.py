@@ -1,0 +1,509 @@
+"""Options per workload: every offer x node count that can carry it, with its load blocks and its prices.
+
+Model workloads are sized by the recommend engine's candidate generation
+(:func:`gpufleet.recommend.candidates.build_candidates`, the same physics as ``gpufleet recommend``); capacity
+workloads by filtering the offer table; CPU work by the AWS Graviton/x86 offers. On-premises sites become
+offers of provider ``onprem`` priced by TCO.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import numpy as np
+import numpy.typing as npt
+
+from gpufleet.catalog.offers import Offer, OfferTable
+from gpufleet.cost.prices import node_prices_usd_per_hour
+from gpufleet.cost.spot import SpotAssumption, assumption_for, replica_availability, spot_training
+from gpufleet.fleet.model import LEVER_SETS
+from gpufleet.fleet.refdata import cpu_offers, egress_tiers, priced_gib, region_info, transfer_usd
+from gpufleet.fleet.types import Block, Fleet, FleetWorkload, OnPremSite, Option
+from gpufleet.recommend.perf import Estimator
+from gpufleet.units import HOURS_PER_MONTH
+
+ONPREM = "onprem"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkloadOptions:
+    workload: str
+    options: tuple[Option, ...]
+    reason: str  # why there are none (empty when there are some)
+    notes: tuple[str, ...] = ()
+    generated: int = 0  # options before pruning dominated ones [count]
+
+
+def on_prem_offers(sites: tuple[OnPremSite, ...]) -> list[Offer]:
+    """Offer rows for on-prem sites; the hourly price is the TCO at full use (fixed / 730 h + energy)."""
+    from gpufleet.catalog.specs import get_spec
+
+    out = []
+    for s in sites:
+        spec = get_spec(s.gpu)
+        out.append(
+            Offer(
+                provider=ONPREM,
+                region=s.region,
+                zone=None,
+                instance_type=s.name,
+                gpu=spec.id,
+                gpu_count=float(s.gpus_per_node),
+                gpu_memory_gib=spec.memory_gib,
+                vcpus=s.vcpus_per_node or None,
+                ram_gib=s.ram_gib_per_node or None,
+                arch=None,
+                price_on_demand_usd_per_hour=s.fixed_usd_per_node_month / HOURS_PER_MONTH
+                + s.energy_usd_per_node_hour
+                or 1e-6,
+                price_spot_usd_per_hour=None,
+                captured_at="fleet file",
+                source="on-prem TCO from the fleet file",
+            )
+        )
+    return out
+
+
+def resolve_gpus(patterns: tuple[str, ...], workload: str) -> set[str]:
+    """Spec ids matched by ``patterns``: globs over spec ids (``A100*``) or any known id/alias (``T4``)."""
+    from gpufleet.catalog.specs import get_spec, load_specs
+    from gpufleet.errors import GpufleetError, InputError
+
+    ids = list(load_specs())
+    out: set[str] = set()
+    for pat in patterns:
+        hits = {i for i in ids if fnmatch.fnmatchcase(i.lower(), pat.lower())}
+        if not hits and not any(ch in pat for ch in "*?["):
+            try:
+                hits = {get_spec(pat).id}
+            except GpufleetError:
+                hits = set()
+        if not hits:
+            raise InputError(
+                f"Workload {workload!r}: GPU {pat!r} matches no accelerator. Use a spec id or alias "
+                "(`gpufleet catalog gpus` lists them) or a glob such as 'A100*'."
+            )
+        out |= hits
+    return out
+
+
+class _Prices:
+    """Node prices per kind over one table, computed once."""
+
+    def __init__(self, table: OfferTable) -> None:
+        self.table = table
+        self.by_kind = {
+            k: node_prices_usd_per_hour(table, k) for k in ("on_demand", "spot", "commit_1y", "commit_3y")
+        }
+
+
+def _blocks(
+    profile_hours: Callable[[int], float], units_peak: int, units_per_node: int, nodes_per_unit: int
+) -> tuple[Block, ...]:
+    """Blocks of nodes: node j is needed while its first unit is (units fill nodes bottom-up)."""
+    blocks: list[Block] = []
+    prev_nodes = 0
+    for k in range(1, units_peak + 1):
+        nodes = math.ceil(k / units_per_node) * nodes_per_unit
+        if nodes == prev_nodes:
+            continue
+        h = profile_hours(k)
+        add = nodes - prev_nodes
+        prev_nodes = nodes
+        if h <= 0:
+            continue
+        if blocks and abs(blocks[-1].hours_per_month - h) < 1e-9:
+            blocks[-1] = Block(nodes=blocks[-1].nodes + add, hours_per_month=h)
+        else:
+            blocks.append(Block(nodes=add, hours_per_month=h))
+    return tuple(blocks)
+
+
+def _units_for(fw: FleetWorkload, units: int) -> int:
+    """Units per region: HA over N >= 2 regions sizes each region to carry the peak with one region lost."""
+    if fw.ha_regions >= 2:
+        return math.ceil(units / (fw.ha_regions - 1))
+    return units
+
+
+def _allowed_place(fw: FleetWorkload, provider: str, region: str, sites: dict[str, OnPremSite]) -> bool:
+    if fw.providers and provider not in fw.providers:
+        return False
+    if fw.regions and not any(fnmatch.fnmatchcase(region.lower(), g.lower()) for g in fw.regions):
+        return False
+    if fw.geos or fw.countries:
+        if provider == ONPREM:
+            site = next((s for s in sites.values() if s.region == region), None)
+            geo, country = (site.geo.lower(), site.country.upper()) if site else ("", "")
+        else:
+            info = region_info(provider, region)
+            if info is None:
+                return False  # residency cannot be proven for an unknown region
+            geo, country = info.geo.lower(), info.country.upper()
+        if fw.geos and geo not in fw.geos:
+            return False
+        if fw.countries and country not in fw.countries:
+            return False
+    return True
+
+
+def _transfer(fw: FleetWorkload, provider: str, region: str, notes: set[str]) -> float:
+    """Monthly egress of ``fw`` placed in provider/region; unpriced paths add a sentence to ``notes``."""
+    if fw.data is None:
+        return 0.0
+    d = fw.data
+    total = 0.0
+    if d.size_gib > 0 and d.transfers_per_month > 0:
+        usd = transfer_usd(d.provider, d.region, provider, region, d.size_gib)
+        if usd is None:
+            notes.add(f"no sourced egress price from {d.provider}/{d.region}: data moves priced at $0")
+        else:
+            total += usd * d.transfers_per_month
+    if d.serving_egress_gib_per_month > 0:
+        tiers = egress_tiers(provider, "internet_out", region)
+        if tiers:
+            total += priced_gib(tiers, d.serving_egress_gib_per_month)
+        elif provider != ONPREM:
+            notes.add(f"no sourced internet egress price for {provider}: serving traffic priced at $0")
+    return total
+
+
+def _spot_factor(
+    provider: str, nodes_per_unit: int, training: bool, spot: dict[str, SpotAssumption]
+) -> float:
+    a = assumption_for(provider, spot)
+    if training:
+        st = spot_training(a, nodes=nodes_per_unit)
+        return st.wall_time_factor if st.valid else math.nan
+    return 1.0 / replica_availability(a, nodes_per_replica=nodes_per_unit)
+
+
+def _option(
+    fw: FleetWorkload,
+    *,
+    idx: int,
+    provider: str,
+    region: str,
+    instance_type: str,
+    gpu: str,
+    gpus_per_node: float,
+    vcpus: float,
+    arch: str,
+    units_peak: int,
+    units_per_node: int,
+    nodes_per_unit: int,
+    prices: tuple[float, float, float, float],
+    spot: dict[str, SpotAssumption],
+    training: bool,
+    sites: dict[str, OnPremSite],
+    notes: set[str],
+) -> Option | None:
+    units = _units_for(fw, units_peak)
+    blocks = _blocks(lambda k: fw.demand.hours_needing(k, units), units, units_per_node, nodes_per_unit)
+    if not blocks:
+        return None
+    od, sp, c1, c3 = prices
+    site = sites.get(instance_type) if provider == ONPREM else None
+    factor = _spot_factor(provider, nodes_per_unit, training, spot) if provider != ONPREM else math.nan
+    own: set[str] = set()
+    transfer = _transfer(fw, provider, region, own)
+    return Option(
+        key=f"{fw.name}#{idx}",
+        workload=fw.name,
+        provider=provider,
+        region=region,
+        instance_type=instance_type,
+        gpu=gpu,
+        gpus_per_node=gpus_per_node,
+        vcpus_per_node=vcpus,
+        arch=arch,
+        nodes_per_replica=nodes_per_unit,
+        replicas_peak=units,
+        blocks=blocks,
+        price_on_demand_usd_per_hour=od if site is None else math.nan,
+        price_spot_usd_per_hour=sp if site is None and math.isfinite(factor) else math.nan,
+        price_commit_1y_usd_per_hour=c1 if site is None else math.nan,
+        price_commit_3y_usd_per_hour=c3 if site is None else math.nan,
+        spot_cost_factor=factor if math.isfinite(factor) else 1.0,
+        transfer_usd_per_month=transfer,
+        note="; ".join(sorted(own)),
+        on_prem_site=site.name if site else None,
+        on_prem_fixed_usd_per_node_month=site.fixed_usd_per_node_month if site else 0.0,
+        on_prem_energy_usd_per_node_hour=site.energy_usd_per_node_hour if site else 0.0,
+    )
+
+
+def _price_tuple(p: _Prices, o: int) -> tuple[float, float, float, float]:
+    def g(kind: str) -> float:
+        v = float(p.by_kind[kind][o])
+        return v if math.isfinite(v) and v > 0 else math.nan
+
+    return g("on_demand"), g("spot"), g("commit_1y"), g("commit_3y")
+
+
+def _gpu_capacity_options(
+    fw: FleetWorkload,
+    p: _Prices,
+    spot: dict[str, SpotAssumption],
+    sites: dict[str, OnPremSite],
+    notes: set[str],
+) -> list[Option]:
+    r = fw.resources
+    assert r is not None
+    t = p.table
+    count = np.asarray(t.column("gpu_count"), dtype=float)
+    mem = np.asarray(t.column("gpu_memory_gib"), dtype=float)
+    gpu_col = t.column("gpu")
+    m: npt.NDArray[np.bool_] = (count >= 1) & (np.mod(count, 1.0) == 0) & (mem >= r.min_gpu_memory_gib)
+    if r.gpus:
+        wanted = resolve_gpus(r.gpus, fw.name)
+        m &= np.array([str(g) in wanted for g in gpu_col], dtype=bool)
+    od = p.by_kind["on_demand"]
+    with np.errstate(invalid="ignore"):
+        m &= np.isfinite(od) & (od > 0)
+    out: list[Option] = []
+    for o in np.flatnonzero(m):
+        prov, reg = str(t.column("provider")[o]), str(t.column("region")[o])
+        if not _allowed_place(fw, prov, reg, sites):
+            continue
+        g = int(count[o])
+        vc = t.column("vcpus")[o]
+        ram = t.column("ram_gib")[o]
+        vcpus = float(vc) if vc is not None and np.isfinite(float(vc)) else 0.0
+        ram_f = float(ram) if ram is not None and np.isfinite(float(ram)) else 0.0
+        if g >= r.gpus_per_replica:
+            per_node = g // r.gpus_per_replica
+            if r.vcpus > 0 and vcpus:
+                per_node = min(per_node, int(vcpus // r.vcpus))
+            if r.ram_gib > 0 and ram_f:
+                per_node = min(per_node, int(ram_f // r.ram_gib))
+            if per_node < 1:
+                continue
+            npu = 1
+        else:
+            per_node, npu = 1, math.ceil(r.gpus_per_replica / g)
+        opt = _option(
+            fw,
+            idx=len(out),
+            provider=prov,
+            region=reg,
+            instance_type=str(t.column("instance_type")[o]),
+            gpu=str(gpu_col[o]),
+            gpus_per_node=float(g),
+            vcpus=vcpus,
+            arch=str(t.column("arch")[o] or ""),
+            units_peak=r.replicas,
+            units_per_node=per_node,
+            nodes_per_unit=npu,
+            prices=_price_tuple(p, int(o)),
+            spot=spot,
+            training=r.job,
+            sites=sites,
+            notes=notes,
+        )
+        if opt is not None:
+            out.append(opt)
+    return out
+
+
+def _cpu_options(fw: FleetWorkload, spot: dict[str, SpotAssumption], notes: set[str]) -> list[Option]:
+    r = fw.resources
+    assert r is not None
+    out: list[Option] = []
+    for c in cpu_offers():
+        if r.arch and c.arch not in r.arch:
+            continue
+        if not _allowed_place(fw, "aws", c.region, {}):
+            continue
+        per_node = int(c.vcpus // r.vcpus)
+        if r.ram_gib > 0:
+            per_node = min(per_node, int(c.ram_gib // r.ram_gib))
+        if per_node < 1:
+            continue
+        opt = _option(
+            fw,
+            idx=len(out),
+            provider="aws",
+            region=c.region,
+            instance_type=c.instance_type,
+            gpu="",
+            gpus_per_node=0.0,
+            vcpus=c.vcpus,
+            arch=c.arch,
+            units_peak=r.replicas,
+            units_per_node=per_node,
+            nodes_per_unit=1,
+            prices=(c.price_on_demand_usd_per_hour, c.price_spot_usd_per_hour, math.nan, math.nan),
+            spot=spot,
+            training=False,
+            sites={},
+            notes=notes,
+        )
+        if opt is not None:
+            out.append(opt)
+    if out:
+        notes.add(
+            "CPU work is priced on AWS Graviton (arm64) and x86 offers only (aws_cpu_offers.csv); "
+            "no commitment "
+            "prices for them are shipped"
+        )
+    return out
+
+
+def _model_options(
+    fw: FleetWorkload,
+    p: _Prices,
+    est: Estimator,
+    spot: dict[str, SpotAssumption],
+    sites: dict[str, OnPremSite],
+    notes: set[str],
+) -> tuple[list[Option], str]:
+    from gpufleet.recommend.candidates import build_candidates
+
+    assert fw.workload is not None
+    w = replace(
+        fw.workload,
+        pricing="on_demand",
+        budget_usd_per_month=None,
+        providers=fw.providers or fw.workload.providers,
+        regions=fw.regions or fw.workload.regions,
+    )
+    cs = build_candidates(p.table, w, est, spot)
+    if len(cs) == 0:
+        return [], (
+            f"no offer holds the model {w.model} ({w.precision}) under the filters; "
+            f"`gpufleet recommend` on this workload says what would fit"
+        )
+    feasible = np.flatnonzero(cs.feasible)
+    if feasible.size == 0:
+        return (
+            [],
+            "offers fit in memory but none meets the workload's SLOs/deadline (see `gpufleet recommend`)",
+        )
+    best: dict[int, int] = {}
+    for row in feasible.tolist():
+        oi = int(cs.offer[row])
+        if oi not in best or cs.total_nodes[row] < cs.total_nodes[best[oi]]:
+            best[oi] = int(row)
+    t = p.table
+    out: list[Option] = []
+    for o, row in best.items():
+        prov, reg = str(t.column("provider")[o]), str(t.column("region")[o])
+        if not _allowed_place(fw, prov, reg, sites):
+            continue
+        cfg = cs.configs[int(cs.cfg[row])]
+        units = int(cs.replicas_needed[row])
+        vc = t.column("vcpus")[o]
+        opt = _option(
+            fw,
+            idx=len(out),
+            provider=prov,
+            region=reg,
+            instance_type=str(t.column("instance_type")[o]),
+            gpu=str(t.column("gpu")[o]),
+            gpus_per_node=float(t.column("gpu_count")[o]),
+            vcpus=float(vc) if vc is not None and np.isfinite(float(vc)) else 0.0,
+            arch=str(t.column("arch")[o] or ""),
+            units_peak=units,
+            units_per_node=1,
+            nodes_per_unit=int(cfg.nodes_per_unit),
+            prices=_price_tuple(p, o),
+            spot=spot,
+            training=w.is_training,
+            sites=sites,
+            notes=notes,
+        )
+        if opt is not None:
+            out.append(opt)
+    return out, ""
+
+
+def _no_option_reason(fw: FleetWorkload) -> str:
+    parts = []
+    if fw.providers:
+        parts.append(f"providers {', '.join(fw.providers)}")
+    if fw.regions:
+        parts.append(f"regions {', '.join(fw.regions)}")
+    if fw.geos or fw.countries:
+        parts.append(f"data residency {', '.join(fw.geos + fw.countries)}")
+    what = "; ".join(parts) if parts else "no placement filter"
+    return f"no offer in the catalog meets its resources under {what}"
+
+
+def build_options(
+    fleet: Fleet,
+    table: OfferTable,
+    est: Estimator,
+    spot: dict[str, SpotAssumption],
+    progress: Callable[[int, int, str], None] | None = None,
+) -> list[WorkloadOptions]:
+    """Options for every workload of ``fleet`` (on-prem sites are added to ``table`` here)."""
+    sites = {s.name: s for s in fleet.on_prem}
+    if sites:
+        table = OfferTable.concat([table, OfferTable.from_offers(on_prem_offers(fleet.on_prem))])
+    prices = _Prices(table)
+    out: list[WorkloadOptions] = []
+    from gpufleet.fleet.prune import prune_options
+
+    cache: dict[object, tuple[list[Option], str, tuple[str, ...], int]] = {}
+    for i, fw in enumerate(fleet.workloads, start=1):
+        notes: set[str] = set()
+        reason = ""
+        key = (
+            (
+                fw.resources,
+                fw.demand,
+                fw.providers,
+                fw.regions,
+                fw.geos,
+                fw.countries,
+                fw.ha_regions,
+                fw.data,
+                fw.preemptible_fraction,
+                fw.lifetime_months,
+                fw.current,
+            )
+            if fw.resources is not None
+            else None
+        )
+        if key is not None and key in cache:
+            base, reason, cached_notes, generated = cache[key]
+            opts = [replace(o, key=f"{fw.name}#{j}", workload=fw.name) for j, o in enumerate(base)]
+            notes.update(cached_notes)
+        else:
+            if fw.workload is not None:
+                opts, reason = _model_options(fw, prices, est, spot, sites, notes)
+            else:
+                assert fw.resources is not None
+                if fw.resources.cpu_only:
+                    opts = _cpu_options(fw, spot, notes)
+                else:
+                    opts = _gpu_capacity_options(fw, prices, spot, sites, notes)
+            if not opts and not reason:
+                reason = _no_option_reason(fw)
+            generated = len(opts)
+            # exact for each lever set the plan and its savings waterfall solve with (see prune.py)
+            keep = {o.key for lv in LEVER_SETS for o in prune_options(fleet, fw, opts, lv)}
+            if fw.current is not None:  # the savings waterfall's right-size step solves inside today's place
+                cur = fw.current
+                same = [o for o in opts if o.provider == cur.provider]
+                here = [o for o in same if cur.region is None or fnmatch.fnmatchcase(o.region, cur.region)]
+                keep |= {o.key for sub in (same, here) for o in prune_options(fleet, fw, sub, LEVER_SETS[0])}
+            opts = [o for o in opts if o.key in keep]
+            if key is not None:
+                cache[key] = (opts, reason, tuple(notes), generated)
+        out.append(
+            WorkloadOptions(
+                workload=fw.name,
+                options=tuple(opts),
+                reason=reason,
+                notes=tuple(sorted(notes)),
+                generated=generated,
+            )
+        )
+        if progress is not None:
+            progress(i, len(fleet.workloads), fw.name)
+    return out

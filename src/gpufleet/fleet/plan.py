@@ -1,0 +1,397 @@
+"""Plan a fleet: options -> pruning -> MILP -> HiGHS -> decode -> independent check -> savings by lever."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from gpufleet.catalog.offers import OfferTable, load_offers
+from gpufleet.cost.spot import load_spot_assumptions
+from gpufleet.fleet.check import check_plan
+from gpufleet.fleet.model import Levers, Model, build_model
+from gpufleet.fleet.options import build_options
+from gpufleet.fleet.prune import prune_options
+from gpufleet.fleet.solve import binding_rows, solve
+from gpufleet.fleet.spec import read_fleet_file
+from gpufleet.fleet.types import Fleet, FleetPlan, NewCommitment, Option, PlanLine, SolveStats
+from gpufleet.recommend.perf import DefaultEstimator, Estimator
+from gpufleet.units import HOURS_PER_MONTH
+
+#: progress callback: (stage, done, total)
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Solved:
+    status: str
+    message: str
+    cost_usd_per_month: float | None
+    lines: tuple[PlanLine, ...]
+    binding: tuple[str, ...]
+    stats: SolveStats
+    violations: tuple[str, ...]
+    options: Mapping[str, Option]
+
+
+def _spread(total: int, members: int, caps: Sequence[int], start: int) -> tuple[list[int], int]:
+    """Round-robin ``total`` units over ``members`` from ``start`` (each <= its cap); returns (units, next).
+
+    Spot units go round-robin across blocks with a running start, so members' totals differ by at most one:
+    each gets <= ceil(S_b / c) <= n_b per block and <= ceil(sum S / c) <= its share in all (the MILP's rows
+    S_b <= n_b c and sum S <= share c guarantee it)."""
+    out = [0] * members
+    j = start
+    left = total
+    guard = 0
+    while left > 0 and guard < 10 * (total + members):
+        if out[j] < caps[j]:
+            out[j] += 1
+            left -= 1
+        j = (j + 1) % members
+        guard += 1
+    return out, j
+
+
+def _decode(
+    fleet: Fleet, model: Model, x: Sequence[float], options: Mapping[str, Sequence[Option]]
+) -> list[PlanLine]:
+    existing = fleet.constraints.existing
+    team = {w.name: w.team for w in fleet.workloads}
+    pre = {w.name: w.preemptible_fraction for w in fleet.workloads}
+    lines: list[PlanLine] = []
+
+    def line(
+        o: Option,
+        wname: str,
+        kind: str,
+        block: int,
+        nodes: int,
+        unit: float,
+        billed: float,
+        hours: float,
+        commitment: str | None = None,
+        cost: float | None = None,
+    ) -> PlanLine:
+        return PlanLine(
+            workload=wname,
+            team=team[wname],
+            option=o.key,
+            block=block,
+            provider=o.provider,
+            region=o.region,
+            instance_type=o.instance_type,
+            gpu=o.gpu,
+            gpus_per_node=o.gpus_per_node,
+            pay_kind=kind,
+            nodes=nodes,
+            hours_per_month=hours,
+            billed_hours_per_month=billed,
+            unit_price_usd_per_hour=unit,
+            list_unit_price_usd_per_hour=o.price_on_demand_usd_per_hour,
+            cost_usd_per_month=cost if cost is not None else nodes * unit * billed,
+            commitment=commitment,
+        )
+
+    for rep, ovs in model.vars.items():
+        members = model.groups.get(rep, [rep])
+        nxt = 0  # next member to place
+        for oi, ov in enumerate(ovs):
+            count = round(x[ov.s])
+            if count <= 0:
+                continue
+            if len(members) == 1:  # a single workload (HA: one chosen option per region)
+                who, count = [rep], 1
+            else:
+                who = members[nxt : nxt + count]
+                nxt += count
+            rep_o = ov.option
+            per_member = [options[w][oi] if w != rep else rep_o for w in who]
+            share = math.floor(pre[rep] * rep_o.nodes_peak + 1e-9)
+            spot_left = [share] * count
+            start = 0
+            for bi, b in enumerate(rep_o.blocks):
+                spot = [0] * count
+                if bi in ov.spot:
+                    caps = [min(b.nodes, spot_left[j]) for j in range(count)]
+                    spot, start = _spread(round(x[ov.spot[bi]]), count, caps, start)
+                    spot_left = [spot_left[j] - spot[j] for j in range(count)]
+                used = list(spot)
+                ex_split: dict[int, list[int]] = {}
+                for (bj, k), v in ov.existing.items():
+                    if bj != bi:
+                        continue
+                    caps = [b.nodes - used[j] for j in range(count)]
+                    split, _ = _spread(round(x[v]), count, caps, 0)
+                    ex_split[k] = split
+                    used = [used[j] + split[j] for j in range(count)]
+                kind, per_node = ov.regular[bi]
+                for j, (wname, o) in enumerate(zip(who, per_member, strict=True)):
+                    if spot[j]:
+                        unit = o.price_spot_usd_per_hour * o.spot_cost_factor
+                        lines.append(
+                            line(o, wname, "spot", bi, spot[j], unit, b.hours_per_month, b.hours_per_month)
+                        )
+                    for k, split in ex_split.items():
+                        if split[j]:
+                            lines.append(
+                                line(
+                                    o,
+                                    wname,
+                                    "existing",
+                                    bi,
+                                    split[j],
+                                    0.0,
+                                    b.hours_per_month,
+                                    b.hours_per_month,
+                                    existing[k].name,
+                                )
+                            )
+                    left = b.nodes - used[j]
+                    if left > 0:
+                        if kind == "on_demand":
+                            lines.append(
+                                line(
+                                    o,
+                                    wname,
+                                    kind,
+                                    bi,
+                                    left,
+                                    o.price_on_demand_usd_per_hour,
+                                    b.hours_per_month,
+                                    b.hours_per_month,
+                                )
+                            )
+                        else:
+                            lines.append(
+                                line(
+                                    o,
+                                    wname,
+                                    kind,
+                                    bi,
+                                    left,
+                                    per_node / HOURS_PER_MONTH,
+                                    HOURS_PER_MONTH,
+                                    b.hours_per_month,
+                                )
+                            )
+            for wname, o in zip(who, per_member, strict=True):
+                if o.transfer_usd_per_month > 0:
+                    lines.append(
+                        line(o, wname, "data_transfer", -1, 0, 0.0, 0.0, 0.0, cost=o.transfer_usd_per_month)
+                    )
+    return lines
+
+
+def solve_fleet(
+    fleet: Fleet,
+    options: Mapping[str, Sequence[Option]],
+    *,
+    levers: Levers | None = None,
+    reasons: Mapping[str, str] | None = None,
+    time_limit_s: float = 60.0,
+    mip_rel_gap: float = 1e-6,
+    prune: bool = True,
+    explain: bool = True,
+) -> Solved:
+    """Solve the fleet MILP over given options (the typed core: tests and benchmarks call it directly)."""
+    levers = levers or Levers()
+    t0 = time.perf_counter()
+    n_before = sum(len(v) for v in options.values())
+    kept: dict[str, list[Option]] = {}
+    for fw in fleet.workloads:
+        opts = list(options.get(fw.name, ()))
+        kept[fw.name] = prune_options(fleet, fw, opts, levers) if prune else opts
+    all_opts = {o.key: o for v in options.values() for o in v}
+    missing = [fw for fw in fleet.workloads if not kept[fw.name]]
+    model = build_model(fleet, kept, levers)
+    p = model.problem
+    build_s = time.perf_counter() - t0
+
+    def stats(solve_s: float, gap: float | None, nodes: int | None) -> SolveStats:
+        return SolveStats(
+            variables=p.n_vars,
+            integer_variables=sum(p.integer),
+            constraints=len(p.rows),
+            options_before_pruning=n_before,
+            options_after_pruning=sum(len(v) for v in kept.values()),
+            solve_time_s=solve_s,
+            build_time_s=build_s,
+            mip_gap=gap,
+            mip_nodes=nodes,
+            solver="HiGHS via scipy.optimize.milp",
+        )
+
+    if missing:
+        why = [f"workload {fw.name}: {(reasons or {}).get(fw.name) or 'no option'}" for fw in missing]
+        return Solved(
+            status="infeasible",
+            message="INFEASIBLE: " + "; ".join(why),
+            cost_usd_per_month=None,
+            lines=(),
+            binding=tuple(why),
+            stats=stats(0.0, None, None),
+            violations=(),
+            options=all_opts,
+        )
+    sol = solve(p, time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap)
+    if sol.status in ("optimal", "feasible"):
+        lines = _decode(fleet, model, sol.x, kept)
+        total = sum(ln.cost_usd_per_month for ln in lines)
+        viol = check_plan(fleet, all_opts, lines, total)
+        if sol.objective is not None and not math.isclose(total, sol.objective, rel_tol=1e-7, abs_tol=1e-6):
+            viol.append(
+                f"decoded plan costs ${total:,.2f}/month but the MILP objective is ${sol.objective:,.2f}"
+            )
+        gap_txt = f"gap {sol.mip_gap:.2%}" if sol.mip_gap is not None else "gap unknown"
+        msg = (
+            f"{'OPTIMAL' if sol.status == 'optimal' else 'FEASIBLE (time limit)'}: ${total:,.2f}/month for "
+            f"{len(fleet.workloads)} workloads ({gap_txt}, HiGHS {sol.solve_time_s:.2f} s)."
+        )
+        return Solved(
+            status=sol.status,
+            message=msg,
+            cost_usd_per_month=total,
+            lines=tuple(lines),
+            binding=(),
+            stats=stats(sol.solve_time_s, sol.mip_gap, sol.mip_nodes),
+            violations=tuple(viol),
+            options=all_opts,
+        )
+    if sol.status == "infeasible":
+        binding = (
+            [f"{name} (short by {v:,.4g})" for name, v in binding_rows(p, time_limit_s=time_limit_s)]
+            if explain
+            else []
+        )
+        msg = "INFEASIBLE: no plan meets every constraint; binding: " + (
+            "; ".join(binding) or "not determined"
+        )
+        return Solved(
+            status="infeasible",
+            message=msg,
+            cost_usd_per_month=None,
+            lines=(),
+            binding=tuple(binding),
+            stats=stats(sol.solve_time_s, None, None),
+            violations=(),
+            options=all_opts,
+        )
+    return Solved(
+        status="error",
+        message=f"The solver stopped without a plan: {sol.message}",
+        cost_usd_per_month=None,
+        lines=(),
+        binding=(),
+        stats=stats(sol.solve_time_s, None, None),
+        violations=(),
+        options=all_opts,
+    )
+
+
+def new_commitments(lines: Sequence[PlanLine]) -> tuple[NewCommitment, ...]:
+    agg: dict[tuple[str, str, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for ln in lines:
+        if ln.pay_kind in ("commit_1y", "commit_3y"):
+            a = agg[(ln.provider, ln.region, ln.instance_type, ln.pay_kind.removeprefix("commit_"))]
+            a[0] += ln.nodes
+            a[1] += ln.cost_usd_per_month
+    return tuple(
+        NewCommitment(
+            provider=k[0], region=k[1], instance_type=k[2], term=k[3], nodes=int(v[0]), usd_per_month=v[1]
+        )
+        for k, v in sorted(agg.items())
+    )
+
+
+def plan_fleet(
+    fleet: Fleet | str | Path,
+    *,
+    offers: OfferTable | None = None,
+    estimator: Estimator | None = None,
+    spot_assumptions: Path | None = None,
+    time_limit_s: float = 60.0,
+    mip_rel_gap: float = 1e-6,
+    savings: bool = True,
+    progress: Progress | None = None,
+) -> FleetPlan:
+    """Plan ``fleet`` (a :class:`Fleet` or a fleet file path) to proven optimality (within ``mip_rel_gap``).
+
+    Never raises for an infeasible fleet: that is ``status == "infeasible"`` with the binding constraints.
+    """
+    from gpufleet.fleet.savings import savings_by_lever
+
+    f = read_fleet_file(fleet) if isinstance(fleet, (str, Path)) else fleet
+    table = offers if offers is not None else load_offers()
+    spot = load_spot_assumptions(spot_assumptions)
+    est = estimator or DefaultEstimator()
+    step = (lambda d, t, _n: progress("options", d, t)) if progress else None
+    wopts = build_options(f, table, est, spot, progress=step)
+    options = {w.workload: list(w.options) for w in wopts}
+    reasons = {w.workload: w.reason for w in wopts}
+    notes = sorted({n for w in wopts for n in w.notes})
+    if progress:
+        progress("solve", 0, 1)
+    # options are already pruned exactly at generation (for every lever set), so no second pruning pass
+    solved = solve_fleet(
+        f, options, reasons=reasons, time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap, prune=False
+    )
+    if progress:
+        progress("solve", 1, 1)
+    levers = (
+        savings_by_lever(f, options, solved, table, time_limit_s=time_limit_s)
+        if savings and solved.lines
+        else ()
+    )
+    chosen = {ln.option for ln in solved.lines}
+    notes += sorted({o.note for v in options.values() for o in v if o.key in chosen and o.note})
+    teams: dict[str, float] = defaultdict(float)
+    for ln in solved.lines:
+        teams[ln.team] += ln.cost_usd_per_month
+    status = solved.status
+    msg = solved.message
+    if solved.violations:
+        status, msg = (
+            "error",
+            msg + " The independent check found violations: " + "; ".join(solved.violations),
+        )
+    return FleetPlan(
+        fleet=f.name,
+        status=status,
+        message=msg,
+        cost_usd_per_month=solved.cost_usd_per_month,
+        lines=solved.lines,
+        new_commitments=new_commitments(solved.lines),
+        binding=solved.binding,
+        levers=tuple(levers),
+        stats=replace(solved.stats, options_before_pruning=sum(w.generated for w in wopts)),
+        check_violations=solved.violations,
+        notes=tuple(notes) + _model_notes(f),
+        cost_by_team_usd_per_month=tuple(sorted(teams.items())),
+    )
+
+
+def _model_notes(f: Fleet) -> tuple[str, ...]:
+    out = [
+        "Quotas count a placement's peak nodes (workloads that never overlap in time are not netted).",
+        "New commitments are sized per workload block (commit the base load, on-demand above); they are not "
+        "shared between workloads whose schedules interleave.",
+        "Spot is an expected cost: price x interruption factor (training: checkpoint/restart slowdown; "
+        "inference: over-provisioning 1/availability), only for the workload's preemptible share.",
+    ]
+    if any(w.ha_regions > 1 for w in f.workloads):
+        out.append(
+            "HA over N regions sizes every region for the peak / (N - 1) replicas (survives one region)."
+        )
+    if any(w.data for w in f.workloads):
+        out.append(
+            "Egress is priced from egress_prices.csv per workload without free allowances (conservative)."
+        )
+    return tuple(out)
+
+
+def _isfinite(v: float | None) -> bool:
+    return v is not None and math.isfinite(v)

@@ -1,0 +1,344 @@
+"""Typed fleet inputs and plan results: frozen dataclasses, units in every field name.
+
+A fleet (:class:`Fleet`) is read from a YAML/JSON file by :mod:`gpufleet.fleet.spec`; a plan
+(:class:`FleetPlan`) is what :func:`gpufleet.fleet.plan.plan_fleet` returns. Money is USD, time in hours per
+month (``_h_per_month``; a month is ``units.HOURS_PER_MONTH`` = 730 h), memory in GiB.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from gpufleet.recommend.types import Workload
+from gpufleet.units import HOURS_PER_MONTH
+
+#: how one node of a placement is paid for
+PayKind = Literal["on_demand", "spot", "commit_1y", "commit_3y", "existing", "on_prem", "data_transfer"]
+PAY_KINDS: tuple[str, ...] = (
+    "on_demand",
+    "spot",
+    "commit_1y",
+    "commit_3y",
+    "existing",
+    "on_prem",
+    "data_transfer",
+)
+#: what a quota counts
+QuotaUnit = Literal["gpus", "vcpus", "instances"]
+#: plan status: optimal (gap within tolerance), feasible (time limit hit with an incumbent), infeasible
+PlanStatus = Literal["optimal", "feasible", "infeasible", "error"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DemandProfile:
+    """Demand over the month as a load-duration curve.
+
+    ``levels`` holds ``(fraction_of_peak, hours_per_month)`` pairs: for that many hours a month the workload
+    needs that fraction of its peak capacity. Hours sum to at most 730 (the rest is zero demand).
+    """
+
+    levels: tuple[tuple[float, float], ...]
+    label: str
+
+    @property
+    def hours_per_month(self) -> float:
+        """Hours with any demand [h/month]."""
+        return sum(h for f, h in self.levels if f > 0)
+
+    def hours_needing(self, level: int, peak_units: int) -> float:
+        """Hours a month in which at least ``level`` of ``peak_units`` units are needed [h/month].
+
+        Units needed at an hour = ceil(fraction x peak_units) (a partial replica is a whole replica).
+        """
+        total = 0.0
+        for f, h in self.levels:
+            need = _ceil(f * peak_units)
+            if need >= level:
+                total += h
+        return total
+
+
+def _ceil(x: float) -> int:
+    n = int(x)
+    return n + 1 if x - n > 1e-9 else n
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Resources:
+    """A capacity workload: GPUs (or CPUs) per replica instead of a model to size."""
+
+    gpus: tuple[str, ...] = ()  # allowed accelerator spec ids (empty = any with enough memory)
+    min_gpu_memory_gib: float = 0.0  # per GPU
+    gpus_per_replica: int = 1  # [count]; 0 for CPU work
+    replicas: int = 1  # at peak [count]
+    vcpus: float = 0.0  # per replica, minimum [count]
+    ram_gib: float = 0.0  # per replica, minimum
+    arch: tuple[str, ...] = ()  # CPU work: allowed architectures (arm64 = Graviton, x86_64); empty = any
+    job: bool = False  # a checkpointed batch/training job: spot uses the checkpoint/restart slowdown
+
+    @property
+    def cpu_only(self) -> bool:
+        return self.gpus_per_replica == 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DataLocation:
+    """Where a workload's data lives and how much moves."""
+
+    provider: str
+    region: str
+    size_gib: float = 0.0  # dataset + weights moved to the compute region
+    transfers_per_month: float = 1.0  # how often that data is moved a month [count]
+    serving_egress_gib_per_month: float = 0.0  # responses served to the internet
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CurrentUse:
+    """What the workload runs on today (the baseline of the savings waterfall)."""
+
+    provider: str
+    instance_type: str
+    count: int  # nodes [count]
+    region: str | None = None
+    hours_per_month: float = HOURS_PER_MONTH  # hours the nodes are billed today [h/month]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FleetWorkload:
+    """One workload of the fleet: what to run, when, for whom, and where it may go."""
+
+    name: str
+    team: str = "default"
+    priority: int = 0  # informative; higher = more important (shown, not optimised)
+    workload: Workload | None = None  # a model workload (sized by the recommend engine) ...
+    resources: Resources | None = None  # ... or a capacity workload
+    demand: DemandProfile
+    providers: tuple[str, ...] = ()  # empty = any
+    regions: tuple[str, ...] = ()  # glob patterns; empty = any
+    geos: tuple[str, ...] = ()  # data residency: allowed geos (us, eu, asia, ...) from regions.csv
+    countries: tuple[str, ...] = ()  # data residency: allowed ISO country codes
+    ha_regions: int = 1  # spread over at least this many regions, each sized to survive one region's loss
+    preemptible_fraction: float = 0.0  # share of the nodes that may run on spot [0..1]
+    lifetime_months: float = 36.0  # how long the workload will run: 1y/3y commitments need 12/36
+    data: DataLocation | None = None
+    current: CurrentUse | None = None
+    autoscaling_savings_pct: float | None = None  # from the simulators/telemetry, when given [%]
+    shareable: bool = False  # small inference: may share a GPU via MIG slices
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Quota:
+    """At most ``limit`` units running at once over the matching offers (spot quotas are separate)."""
+
+    name: str
+    provider: str
+    limit: float
+    unit: QuotaUnit = "gpus"
+    region: str = "*"  # glob
+    gpu: str = "*"  # accelerator spec id glob
+    instance_family: str = "*"  # instance-type glob, e.g. "p4d*" or "Standard_ND*"
+    spot: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Budget:
+    """At most ``usd_per_month`` over the matching workloads (no teams and no workloads = the whole fleet)."""
+
+    name: str
+    usd_per_month: float
+    teams: tuple[str, ...] = ()
+    workloads: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExistingCommitment:
+    """Capacity already paid for (reservation, savings plan, capacity block): zero marginal cost."""
+
+    name: str
+    provider: str
+    region: str
+    instance_type: str
+    count: int  # nodes [count]
+    kind: str = "reserved"  # reserved | savings_plan | cud | capacity_reservation
+    term_left_months: float = 12.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OnPremSite:
+    """Owned GPU servers priced by total cost of ownership.
+
+    Per node and month: capex / depreciation months (0 when ``capex_sunk``) + operations; per node-hour
+    used: power x PUE x electricity price.
+    """
+
+    name: str
+    region: str  # site label, used as the region of its offers
+    gpu: str  # accelerator spec id
+    gpus_per_node: int
+    nodes: int  # capacity [count]
+    capex_usd_per_node: float
+    depreciation_months: float = 36.0
+    power_kw_per_node: float = 0.0  # IT power while running [kW]
+    pue: float = 1.56  # Uptime Institute 2024 industry average (pue.csv)
+    usd_per_kwh: float = 0.0
+    ops_usd_per_node_per_month: float = 0.0  # staff, space, support, network
+    capex_sunk: bool = False
+    vcpus_per_node: float = 0.0
+    ram_gib_per_node: float = 0.0
+    geo: str = ""
+    country: str = ""
+
+    @property
+    def fixed_usd_per_node_month(self) -> float:
+        capex = 0.0 if self.capex_sunk else self.capex_usd_per_node / self.depreciation_months
+        return capex + self.ops_usd_per_node_per_month
+
+    @property
+    def energy_usd_per_node_hour(self) -> float:
+        return self.power_kw_per_node * self.pue * self.usd_per_kwh
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Constraints:
+    quotas: tuple[Quota, ...] = ()
+    budgets: tuple[Budget, ...] = ()
+    existing: tuple[ExistingCommitment, ...] = ()
+    max_providers: int | None = None
+    commitment_terms: tuple[str, ...] = ("1y", "3y")  # new commitments allowed
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Fleet:
+    name: str
+    workloads: tuple[FleetWorkload, ...]
+    constraints: Constraints
+    on_prem: tuple[OnPremSite, ...] = ()
+    source: str = "<fleet>"
+
+
+# ------------------------------------------------------------------------------------------------ options
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Block:
+    """A slice of the load-duration curve of one option: ``nodes`` more nodes for ``hours_per_month``."""
+
+    nodes: int
+    hours_per_month: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Option:
+    """One way to place a workload: an offer x node count in one region, with its prices per pay kind.
+
+    ``blocks`` stack bottom-up: the first is needed most hours. Prices are per node-hour; NaN = no such price.
+    """
+
+    key: str
+    workload: str
+    provider: str
+    region: str
+    instance_type: str
+    gpu: str  # spec id ("" for CPU work)
+    gpus_per_node: float
+    vcpus_per_node: float
+    arch: str
+    nodes_per_replica: int
+    replicas_peak: int
+    blocks: tuple[Block, ...]
+    price_on_demand_usd_per_hour: float
+    price_spot_usd_per_hour: float
+    price_commit_1y_usd_per_hour: float
+    price_commit_3y_usd_per_hour: float
+    spot_cost_factor: float = 1.0  # expected spot node-hours per needed node-hour (interruptions)
+    transfer_usd_per_month: float = 0.0  # egress for data and serving (fixed per chosen option)
+    on_prem_site: str | None = None
+    on_prem_fixed_usd_per_node_month: float = 0.0
+    on_prem_energy_usd_per_node_hour: float = 0.0
+    note: str = ""
+
+    @property
+    def nodes_peak(self) -> int:
+        return sum(b.nodes for b in self.blocks)
+
+
+# ---------------------------------------------------------------------------------------------- the plan
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PlanLine:
+    """Nodes of one placement paid one way, for some hours a month."""
+
+    workload: str
+    team: str
+    option: str  # Option.key
+    block: int  # index into Option.blocks (-1 for data transfer)
+    provider: str
+    region: str
+    instance_type: str
+    gpu: str
+    gpus_per_node: float
+    pay_kind: str  # one of PAY_KINDS
+    nodes: int
+    hours_per_month: float  # hours these nodes run [h/month]
+    billed_hours_per_month: float  # hours billed (commitments: 730) [h/month]
+    unit_price_usd_per_hour: float  # what one billed node-hour costs on this pay kind (spot: expected)
+    list_unit_price_usd_per_hour: float  # on-demand price of one node-hour
+    cost_usd_per_month: float
+    commitment: str | None = None  # existing commitment name
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewCommitment:
+    """A commitment the plan buys, summed over workloads."""
+
+    provider: str
+    region: str
+    instance_type: str
+    term: str  # 1y | 3y
+    nodes: int
+    usd_per_month: float
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Lever:
+    """One step of the savings waterfall."""
+
+    name: str
+    usd_per_month_before: float | None
+    usd_per_month_after: float | None
+    savings_usd_per_month: float | None  # None = not evaluated
+    savings_pct: float | None  # of the baseline [%]
+    goal: str  # the assessment seed's goal, where it states one
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SolveStats:
+    variables: int
+    integer_variables: int
+    constraints: int
+    options_before_pruning: int
+    options_after_pruning: int
+    solve_time_s: float
+    build_time_s: float
+    mip_gap: float | None  # relative gap between the incumbent and the dual bound
+    mip_nodes: int | None
+    solver: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FleetPlan:
+    fleet: str
+    status: str  # PlanStatus
+    message: str
+    cost_usd_per_month: float | None
+    lines: tuple[PlanLine, ...]
+    new_commitments: tuple[NewCommitment, ...]
+    binding: tuple[str, ...]  # names of the constraints that make it infeasible (or are tight)
+    levers: tuple[Lever, ...]
+    stats: SolveStats | None
+    check_violations: tuple[str, ...]  # what the independent checker found (empty = feasible)
+    notes: tuple[str, ...] = ()
+    cost_by_team_usd_per_month: tuple[tuple[str, float], ...] = ()

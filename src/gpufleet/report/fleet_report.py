@@ -1,0 +1,289 @@
+"""Fleet plans and region analyses rendered: terminal (rich), Markdown, self-contained HTML with SVG charts,
+JSON (``kind`` + ``gpufleet_version``)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from html import escape
+from typing import TYPE_CHECKING, Any
+
+from gpufleet import __version__
+from gpufleet.report.charts import StackedBar, bar_chart, stacked_bar_chart
+from gpufleet.report.common import num, pct, usd
+from gpufleet.report.json_report import to_jsonable
+
+if TYPE_CHECKING:
+    from rich.console import RenderableType
+
+    from gpufleet.fleet.regions import RegionAnalysis
+    from gpufleet.fleet.types import FleetPlan
+
+LINE_COLUMNS = (
+    "Workload",
+    "Team",
+    "Provider",
+    "Region",
+    "Instance",
+    "GPU",
+    "Pay",
+    "Nodes",
+    "h/month",
+    "$/month",
+)
+LEVER_COLUMNS = (
+    "Lever",
+    "Before $/month",
+    "After $/month",
+    "Saved $/month",
+    "Saved % of today",
+    "Seed goal",
+    "Note",
+)
+REGION_COLUMNS = (
+    "Workload",
+    "Provider",
+    "Region",
+    "Instance",
+    "On-demand $/month",
+    "Spot $/month",
+    "1y $/month",
+    "3y $/month",
+    "Offers",
+    "Spot s/od",
+    "Egress $/month",
+    "Transfer h",
+    "RTT ms",
+    "gCO2e/kWh",
+)
+
+
+def line_rows(plan: FleetPlan) -> list[list[str]]:
+    return [
+        [
+            ln.workload,
+            ln.team,
+            ln.provider,
+            ln.region,
+            ln.instance_type,
+            ln.gpu or "cpu",
+            ln.pay_kind,
+            str(ln.nodes),
+            num(ln.hours_per_month),
+            usd(ln.cost_usd_per_month),
+        ]
+        for ln in plan.lines
+    ]
+
+
+def lever_rows(plan: FleetPlan) -> list[list[str]]:
+    return [
+        [
+            lv.name,
+            usd(lv.usd_per_month_before),
+            usd(lv.usd_per_month_after),
+            usd(lv.savings_usd_per_month),
+            pct(lv.savings_pct),
+            lv.goal,
+            lv.note,
+        ]
+        for lv in plan.levers
+    ]
+
+
+def summary_lines(plan: FleetPlan) -> list[str]:
+    out = [plan.message]
+    if plan.stats:
+        s = plan.stats
+        gap = "-" if s.mip_gap is None else f"{s.mip_gap:.3%}"
+        out.append(
+            f"MILP: {s.variables} variables ({s.integer_variables} integer), {s.constraints} constraints; "
+            f"options {s.options_before_pruning} -> {s.options_after_pruning} after pruning dominated ones; "
+            f"gap {gap}; build {s.build_time_s:.2f} s, solve {s.solve_time_s:.2f} s ({s.solver})."
+        )
+    out += [f"Binding: {b}" for b in plan.binding]
+    out += [f"Check: {v}" for v in plan.check_violations]
+    out += [
+        f"New commitment: {c.nodes} x {c.instance_type} {c.term} in {c.provider}/{c.region} "
+        f"({usd(c.usd_per_month)}/month)"
+        for c in plan.new_commitments
+    ]
+    out += [f"Team {t}: {usd(v)}/month" for t, v in plan.cost_by_team_usd_per_month]
+    return out
+
+
+def render_plan_json(plan: FleetPlan) -> str:
+    doc: dict[str, Any] = {"kind": "fleet_plan", "gpufleet_version": __version__, "result": to_jsonable(plan)}
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def _md_table(headers: tuple[str, ...], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def render_plan_markdown(plan: FleetPlan) -> str:
+    parts = [f"# Fleet plan: {plan.fleet}", "", *[f"- {s}" for s in summary_lines(plan)], ""]
+    if plan.lines:
+        parts += ["## Placements", "", _md_table(LINE_COLUMNS, line_rows(plan)), ""]
+    if plan.levers:
+        parts += ["## Savings by lever", "", _md_table(LEVER_COLUMNS, lever_rows(plan)), ""]
+    if plan.notes:
+        parts += ["## Notes", "", *[f"- {n}" for n in plan.notes], ""]
+    return "\n".join(parts)
+
+
+def _html_table(headers: tuple[str, ...], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{escape(h)}</th>" for h in headers)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def cost_chart(plan: FleetPlan) -> str:
+    by_wl: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for ln in plan.lines:
+        by_wl[ln.workload][ln.pay_kind] += ln.cost_usd_per_month
+    bars = [StackedBar(label=w, segments=dict(seg)) for w, seg in by_wl.items()]
+    return stacked_bar_chart(bars, title="Monthly cost by workload and pay kind", y_label="USD / month")
+
+
+def waterfall_chart(plan: FleetPlan) -> str:
+    items = [
+        (lv.name, lv.savings_usd_per_month) for lv in plan.levers if lv.savings_usd_per_month is not None
+    ]
+    return bar_chart(items, title="Savings by lever (USD / month)", y_label="USD / month saved")
+
+
+_CSS = (
+    "body{font-family:system-ui,sans-serif;margin:2rem;max-width:1200px}table{border-collapse:collapse;"
+    "margin:1rem 0}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}th{background:#f3f3f3}"
+    ".charts{display:flex;flex-wrap:wrap;gap:1rem}.charts>div{flex:1 1 560px}"
+    ".charts svg{width:100%;height:auto}"
+)
+
+
+def _page(title: str, body: str) -> str:
+    return (
+        f'<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n<title>{escape(title)}</title>\n'
+        f"<style>{_CSS}</style>\n</head>\n<body>\n<h1>{escape(title)}</h1>\n"
+        f"<p>Generated by gpufleet {escape(__version__)}. Self-contained, works offline.</p>\n"
+        f"{body}\n</body>\n</html>\n"
+    )
+
+
+def render_plan_html(plan: FleetPlan) -> str:
+    summary = "<ul>" + "".join(f"<li>{escape(s)}</li>" for s in summary_lines(plan)) + "</ul>"
+    body = [f"<section><h2>Summary</h2>{summary}</section>"]
+    if plan.lines:
+        body.append(
+            f"<section><h2>Placements</h2><div class='charts'><div>{cost_chart(plan)}</div>"
+            f"<div>{waterfall_chart(plan)}</div></div>{_html_table(LINE_COLUMNS, line_rows(plan))}</section>"
+        )
+    if plan.levers:
+        body.append(
+            f"<section><h2>Savings by lever</h2>{_html_table(LEVER_COLUMNS, lever_rows(plan))}</section>"
+        )
+    if plan.notes:
+        body.append(
+            "<section><h2>Notes</h2><ul>"
+            + "".join(f"<li>{escape(n)}</li>" for n in plan.notes)
+            + "</ul></section>"
+        )
+    return _page(f"Fleet plan: {plan.fleet}", "\n".join(body))
+
+
+def render_plan_terminal(plan: FleetPlan) -> RenderableType:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    parts: list[Any] = [Text(s) for s in summary_lines(plan)]
+    if plan.lines:
+        t = Table(title="Placements")
+        for h in LINE_COLUMNS:
+            t.add_column(h, justify="right" if h in ("Nodes", "h/month", "$/month") else "left")
+        for r in line_rows(plan):
+            t.add_row(*r)
+        parts.append(t)
+    if plan.levers:
+        t = Table(title="Savings by lever (waterfall from today's deployment)")
+        for h in LEVER_COLUMNS:
+            t.add_column(h)
+        for r in lever_rows(plan):
+            t.add_row(*r)
+        parts.append(t)
+    parts += [Text(f"Note: {n}", style="dim") for n in plan.notes]
+    return Group(*parts)
+
+
+# ----------------------------------------------------------------------------------------- regions
+
+
+def region_rows(a: RegionAnalysis) -> list[list[str]]:
+    def opt(v: float | None, fmt: str = "usd") -> str:
+        if v is None:
+            return "-"
+        return usd(v) if fmt == "usd" else num(v)
+
+    return [
+        [
+            r.workload,
+            r.provider,
+            r.region,
+            r.instance_type,
+            opt(r.on_demand_usd_per_month),
+            opt(r.spot_usd_per_month),
+            opt(r.commit_1y_usd_per_month),
+            opt(r.commit_3y_usd_per_month),
+            str(r.offer_depth),
+            "-" if r.spot_discount is None else f"{r.spot_discount:.0%}",
+            opt(r.egress_usd_per_month),
+            opt(r.transfer_time_h, "n"),
+            opt(r.rtt_ms, "n"),
+            opt(r.carbon_gco2e_per_kwh, "n"),
+        ]
+        for r in a.rows
+    ]
+
+
+def render_regions_json(a: RegionAnalysis) -> str:
+    doc = {"kind": "region_analysis", "gpufleet_version": __version__, "result": to_jsonable(a)}
+    return json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def render_regions_markdown(a: RegionAnalysis) -> str:
+    return "\n".join(
+        [
+            f"# Regions: {', '.join(a.workloads)}",
+            "",
+            *[f"- {n}" for n in a.notes],
+            "",
+            _md_table(REGION_COLUMNS, region_rows(a)),
+            "",
+        ]
+    )
+
+
+def regions_chart(a: RegionAnalysis) -> str:
+    items = [(f"{r.provider}/{r.region}", r.total_usd_per_month) for r in a.rows[:20]]
+    return bar_chart(items, title="Monthly cost incl. egress, cheapest regions", y_label="USD / month")
+
+
+def render_regions_html(a: RegionAnalysis) -> str:
+    notes = "<ul>" + "".join(f"<li>{escape(n)}</li>" for n in a.notes) + "</ul>"
+    body = f"{notes}<div class='charts'>{regions_chart(a)}</div>{_html_table(REGION_COLUMNS, region_rows(a))}"
+    return _page(f"Regions: {', '.join(a.workloads)}", body)
+
+
+def render_regions_terminal(a: RegionAnalysis) -> RenderableType:
+    from rich.console import Group
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(title="Per workload and region")
+    for h in REGION_COLUMNS:
+        t.add_column(h)
+    for r in region_rows(a):
+        t.add_row(*r)
+    return Group(t, *[Text(f"Note: {n}", style="dim") for n in a.notes])

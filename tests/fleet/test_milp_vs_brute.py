@@ -1,0 +1,57 @@
+"""On 200 seeded random small fleets the MILP's optimum equals exhaustive enumeration, and every plan passes
+the independent checker; infeasible fleets are infeasible for both and name a binding constraint."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from gpufleet.fleet.brute import brute_force, plan_count
+from gpufleet.fleet.check import check_plan
+from gpufleet.fleet.model import group_identical
+from gpufleet.fleet.plan import solve_fleet
+
+from .gen import random_fleet
+
+MAX_PLANS = 4000
+
+
+def _small_seeds(n: int) -> list[int]:
+    seeds, s = [], 0
+    while len(seeds) < n:
+        fleet, options = random_fleet(s)
+        if plan_count(fleet, options) <= MAX_PLANS:
+            seeds.append(s)
+        s += 1
+    return seeds
+
+
+SEEDS = _small_seeds(200)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_milp_equals_brute_force(seed: int) -> None:
+    fleet, options = random_fleet(seed)
+    brute = brute_force(fleet, options)
+    solved = solve_fleet(fleet, options)
+    if brute.cost_usd_per_month is None:
+        assert solved.status == "infeasible"
+        assert solved.binding, "an infeasible fleet must name what binds"
+        return
+    assert solved.status == "optimal", solved.message
+    assert solved.cost_usd_per_month is not None
+    assert math.isclose(solved.cost_usd_per_month, brute.cost_usd_per_month, rel_tol=1e-6, abs_tol=1e-6)
+    all_opts = {o.key: o for v in options.values() for o in v}
+    assert check_plan(fleet, all_opts, solved.lines, solved.cost_usd_per_month) == []
+    assert solved.violations == ()
+
+
+def test_the_sample_has_both_outcomes() -> None:
+    outcomes = {brute_force(*random_fleet(s)).cost_usd_per_month is None for s in SEEDS[:60]}
+    assert outcomes == {True, False}
+
+
+def test_identical_workloads_are_grouped_in_the_sample() -> None:
+    grouped = [s for s in SEEDS if any(len(v) > 1 for v in group_identical(*random_fleet(s)).values())]
+    assert len(grouped) >= 20  # the grouped (count) formulation is checked against enumeration too
