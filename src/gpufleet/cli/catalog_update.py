@@ -63,7 +63,9 @@ def update(
     ],
     region: Annotated[
         list[str] | None,
-        typer.Option("--region", help="Region code; repeat for several. Default: catalog regions."),
+        typer.Option(
+            "--region", help="Region code (repeatable or comma-separated). Default: catalog regions."
+        ),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Fetch and summarise; write nothing.")] = False,
 ) -> None:
@@ -92,7 +94,8 @@ def update(
         def progress(description: str, done: int, total: int | None) -> None:
             bar.update(task, description=description, completed=done, total=total)
 
-        result = refresh(provider, region or None, progress=progress)
+        regions = [r.strip() for item in region or () for r in item.split(",") if r.strip()]
+        result = refresh(provider, regions or None, progress=progress)
     written = None if dry_run else write_result(result)
     console.print(_summary(result, written))
     if written is not None:
