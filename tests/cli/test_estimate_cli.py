@@ -247,3 +247,10 @@ def test_unknown_task() -> None:
 
 def test_encoder_model_inference_is_unsupported() -> None:
     user_error("infer", "-m", "bert-base-uncased", "-g", "H100", fragments=("encoder",))
+
+
+def test_matrix_lists_take_repeats_and_commas() -> None:
+    base = ("matrix", "--mode", "memory", "-f", "json")
+    a = ok(*base, "--models", "llama-3.2-1b,llama-3.1-8b", "--gpus", "H100").stdout
+    b = ok(*base, "--models", "llama-3.2-1b", "--models", "llama-3.1-8b", "--gpus", "H100").stdout
+    assert a == b and len(json.loads(a)["grids"][0]["rows"]) == 2

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import runpy
 import shutil
 from pathlib import Path
@@ -166,3 +167,13 @@ def test_unknown_workload_id_names_close_matches(gfo_dir: Path) -> None:
     analyzer = gpu_migration_analyzer.AWSGPUMigrationAnalyzer()
     with pytest.raises(UnknownNameError, match="inference_small_p5"):
         analyzer.run_workload_by_id("inference_smal_p5")
+
+
+def test_guide_workloads_and_instances_through_the_cli(fast_estimator: None) -> None:
+    args = ["migrate", str(GUIDE / "workloads.json"), "--name", "inference_small_p5", "--format", "json",
+            "--catalog", str(GUIDE / "gpu_instances.json")]  # fmt: skip
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["kind"] == "migration"
+    assert doc["result"]["current"]["instance_type"] == "p5.4xlarge"  # "P5", 1 GPU

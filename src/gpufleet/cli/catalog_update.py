@@ -64,14 +64,16 @@ def update(
     ],
     region: Annotated[
         list[str] | None,
-        typer.Option("--region", help="Region code; repeat for several. Default: catalog regions."),
+        typer.Option(
+            "--region", help="Region code (repeatable or comma-separated). Default: catalog regions."
+        ),
     ] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Fetch and summarise; write nothing.")] = False,
     network_budget: Annotated[
         float,
         typer.Option(
             "--network-budget",
-            help="Total network time of this command [s] (every request, retry and wait; each request also "
+            help="Total network time of this command (s; every request, retry and wait; each request also "
             "times out after 15 s to connect and 60 s without data). When spent, the update stops and "
             "writes nothing.",
         ),
@@ -102,7 +104,8 @@ def update(
         def progress(description: str, done: int, total: int | None) -> None:
             bar.update(task, description=description, completed=done, total=total)
 
-        result = refresh(provider, region or None, progress=progress, budget_s=network_budget)
+        regions = [r.strip() for item in region or () for r in item.split(",") if r.strip()]
+        result = refresh(provider, regions or None, progress=progress, budget_s=network_budget)
     written = None if dry_run else write_result(result)
     console.print(_summary(result, written))
     if written is not None:

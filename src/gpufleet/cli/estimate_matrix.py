@@ -177,8 +177,13 @@ def _markdown(grid: tuple[str, str, list[str], list[tuple[str, list[str]]]]) -> 
 
 
 def matrix(
-    models: Annotated[str, typer.Option("--models", help="Comma-separated model ids/aliases/size classes.")],
-    gpus: Annotated[str, typer.Option("--gpus", help="Comma-separated accelerator ids or aliases.")],
+    models: Annotated[
+        list[str],
+        typer.Option("--models", help="Model ids/aliases/size classes (comma-separated or repeatable)."),
+    ],
+    gpus: Annotated[
+        list[str], typer.Option("--gpus", help="Accelerator ids or aliases (comma-separated or repeatable).")
+    ],
     mode: Annotated[Mode, typer.Option(help="train, infer, memory or all.")] = Mode.all,
     precision: Annotated[str, typer.Option(help="Precision for train and infer.")] = "bf16",
     task: Annotated[
@@ -200,7 +205,7 @@ def matrix(
         gpu_count=gpu_count, global_batch=global_batch, seq_len=seq_len, batch=batch, input_len=input_len,
         output_len=output_len,
     )  # fmt: skip
-    names, gpu_names = _split(models, "--models"), _split(gpus, "--gpus")
+    names, gpu_names = _split(",".join(models), "--models"), _split(",".join(gpus), "--gpus")
     archs = [model_arg(n) for n in names]
     specs = [gpu_arg(g) for g in gpu_names]
     opts: dict[str, Any] = {
