@@ -280,6 +280,9 @@ def test_held_out_quantiles_set_the_interval_outside_the_calibrated_data() -> No
     )
     further = make_interval(10.0, "latency", p, widen=2)
     assert further.p90 / further.p10 == pytest.approx(math.exp(0.9 * 1.25))
+    # held-out residuals no wider than the in-class ones (too few): the stated widening still applies
+    same = dataclasses.replace(p, heldout_quantiles={"latency": (-0.1, 0.1)})
+    assert make_interval(10.0, "latency", same, widen=1).p90 > inside.p90
 
 
 def test_case_groups_cover_every_grouping(cases: list[CalibrationCase]) -> None:

@@ -39,7 +39,7 @@ def test_shipped_cases_read_completely() -> None:
     assert by_id["T07"].note == "same GPUs as T01, other software stack"  # quoted comma
     assert by_id["T17"].software is None  # blank = unknown
     assert by_id["I01"].batch is None and by_id["I01"].input_len == 300
-    assert by_id["X01"].unit == "GiB" and by_id["X01"].measured == pytest.approx(0.38527)
+    assert by_id["X01"].unit == "GiB" and by_id["X01"].measured == pytest.approx(0.404)
 
 
 def test_user_file_normalises_case_and_float_ints() -> None:

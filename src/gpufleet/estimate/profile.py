@@ -280,7 +280,10 @@ def make_interval(central: float, family: str, profile: CalibrationProfile, wide
         for _ in range(widen):
             lo, hi = lo * WIDEN_FACTOR - WIDEN_ADD, hi * WIDEN_FACTOR + WIDEN_ADD
     elif widen:
+        inside = (lo, hi)
         lo, hi = min(lo, held[0]), max(hi, held[1])
+        if (lo, hi) == inside:  # held-out residuals too few to show the extra error: the stated widening
+            lo, hi = lo * HELDOUT_EXTRA_FACTOR, hi * HELDOUT_EXTRA_FACTOR
         for _ in range(widen - 1):
             lo, hi = lo * HELDOUT_EXTRA_FACTOR, hi * HELDOUT_EXTRA_FACTOR
     return Interval(central=central, p10=central * math.exp(lo), p90=central * math.exp(hi))
