@@ -252,9 +252,17 @@ def _model_fits(model: str | None, spec: AcceleratorSpec) -> tuple[bool, str]:
     return est.fits, f"estimator: {model} needs {est.per_gpu_gib:.1f} GiB of {est.capacity_gib:.1f} GiB"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Observed:
+    finding: str
+    compute_p: float | None
+    memory_p99_gib: float | None
+    dram_active_p: float | None
+
+
 def _gpu_options(
     st: GpuStats,
-    f: dict[str, object],
+    f: _Observed,
     spec: AcceleratorSpec | None,
     cost: GpuCost,
     th: Thresholds,
@@ -264,11 +272,11 @@ def _gpu_options(
     kind_price = cost.price_usd_per_gpu_hour
     month = HOURS_PER_MONTH
     opts: list[Option] = []
-    compute = f["compute_p"]
-    mem = f["memory_p99_gib"]
-    need_c = None if compute is None else min(float(compute) * (1 + th.headroom), 1.0 * 4)  # type: ignore[arg-type]
-    need_m = None if mem is None else float(mem) * (1 + th.headroom)  # type: ignore[arg-type]
-    finding = f["finding"]
+    compute = f.compute_p
+    mem = f.memory_p99_gib
+    need_c = None if compute is None else compute * (1 + th.headroom)  # > 1: more than this GPU
+    need_m = None if mem is None else mem * (1 + th.headroom)
+    finding = f.finding
 
     def saving(
         new_od: float | None, new_kind: float | None
@@ -339,7 +347,7 @@ def _gpu_options(
         and need_m is not None
     ):
         need_tflops = need_c * _peak(spec)
-        need_bw = (f["dram_active_p"] or 0.0) * (1 + th.headroom) * spec.mem_bw_gb_per_s  # type: ignore[operator]
+        need_bw = (f.dram_active_p or 0.0) * (1 + th.headroom) * spec.mem_bw_gb_per_s
         best: tuple[float, Option] | None = None
         for prov, itype, gpu, count, od, kp in _offer_candidates(cost):
             if gpu == spec.id or (count < 1 and finding == "Underprovisioned"):
@@ -492,12 +500,7 @@ def classify(
         caveats = (*caveats, "price: catalog median for this GPU (no inventory or instance labels)")
     if cost.price_basis == "unknown":
         caveats = (*caveats, "price unknown: the GPU model is not in the catalog; give an inventory file")
-    f: dict[str, object] = {
-        "finding": finding,
-        "compute_p": compute,
-        "memory_p99_gib": mem,
-        "dram_active_p": dram,
-    }
+    f = _Observed(finding=finding, compute_p=compute, memory_p99_gib=mem, dram_active_p=dram)
     options = _gpu_options(st, f, spec, cost, th, window)
     u_now = max(x for x in (compute or 0.0, mem_share or 0.0, dram or 0.0))
     return GpuFinding(
