@@ -1,0 +1,134 @@
+"""The typed results of telemetry findings: thresholds, options, per-GPU and per-group findings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from gpufleet.telemetry.analyze import Window
+from gpufleet.telemetry.inventory import GpuCost
+
+FINDINGS: Final[tuple[str, ...]] = ("Idle", "Overprovisioned", "Underprovisioned", "Optimized")
+#: Compute Optimizer's GPU reason codes, plus ours for bandwidth and power in the same style.
+REASON_CODES: Final[tuple[str, ...]] = (
+    "GPUOverprovisioned",
+    "GPUUnderprovisioned",
+    "GPUMemoryOverprovisioned",
+    "GPUMemoryUnderprovisioned",
+    "GPUMemoryBandwidthOverprovisioned",
+    "GPUMemoryBandwidthUnderprovisioned",
+    "GPUPowerOverprovisioned",
+)
+UPPER_BOUND_CAVEAT: Final = (
+    "compute from {signal}: an upper bound (a kernel running on one SM counts as busy); enable "
+    "DCGM_FI_PROF_SM_ACTIVE in dcgm-exporter for a real measure"
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Thresholds:
+    idle_compute: float = 0.05
+    over_compute: float = 0.40
+    under_compute: float = 0.85
+    over_memory: float = 0.40
+    under_memory: float = 0.90
+    over_bandwidth: float = 0.30
+    under_bandwidth: float = 0.85
+    over_power: float = 0.40
+    headroom: float = 0.20  # added to observed needs when sizing a target
+    commit_min_busy_share: float = 0.70  # observed hours / window for a commitment option
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Option:
+    kind: str  # release | mig_slice | smaller_gpu | larger_gpu | fewer_gpus | price_model
+    target: str  # e.g. "MIG 3g.40gb on H100-SXM", "aws g6e.xlarge (L40S)", "commit_1y"
+    price_usd_per_gpu_hour: float | None  # on-demand basis, per current GPU replaced
+    savings_usd_per_month: float | None  # on-demand basis (CO savingsOpportunity)
+    savings_after_discounts_usd_per_month: float | None  # at the GPU's own price kind
+    savings_pct: float | None
+    performance_risk: float  # 0-4
+    projected_utilization: float | None  # of the binding resource on the target, 0-1
+    rank: int
+    gpu_share: float | None = None  # MIG: compute slices / total slices of the current GPU
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuFinding:
+    gpu_key: str
+    host: str
+    gpu_index: int
+    model: str | None
+    gpu: str | None  # spec id
+    mig_profile: str | None
+    namespace: str | None
+    workload: str | None  # pod or job
+    team: str | None
+    finding: str
+    reason_codes: tuple[str, ...]
+    idle: bool
+    compute_signal: str  # the metric compute was read from
+    compute_p: float | None  # at the percentile, 0-1
+    compute_mean: float | None
+    gpu_util_p: float | None  # 0-1 (nvidia-smi view)
+    memory_p99_gib: float | None
+    memory_capacity_gib: float | None
+    dram_active_p: float | None
+    power_share_p: float | None
+    hours: float
+    cost: GpuCost
+    cost_usd: float | None  # over the observed hours at the GPU's price kind
+    cost_usd_per_month: float | None
+    current_performance_risk: str  # VeryLow | Low | Medium | High
+    options: tuple[Option, ...]
+    caveats: tuple[str, ...]
+
+    @property
+    def best_savings_usd_per_month(self) -> float:
+        s = [
+            o.savings_usd_per_month
+            for o in self.options
+            if o.savings_usd_per_month is not None and o.rank == 1
+        ]
+        return max(s[0], 0.0) if s else 0.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupFinding:
+    """A node (host) or a workload (namespace/pod or job): the GPUs it holds and what they could save."""
+
+    level: str  # "node" | "workload"
+    name: str
+    team: str | None
+    gpus: int
+    finding: str
+    reason_codes: tuple[str, ...]
+    idle_gpus: int
+    cost_usd_per_month: float | None
+    savings_usd_per_month: float
+    options: tuple[Option, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FleetFindings:
+    window: Window
+    thresholds: Thresholds
+    gpus: tuple[GpuFinding, ...]
+    nodes: tuple[GroupFinding, ...]
+    workloads: tuple[GroupFinding, ...]
+    consolidation: dict[str, tuple[int, int]] = field(
+        default_factory=dict
+    )  # spec -> (MIG-able GPUs, GPUs after packing)
+
+
+__all__ = [
+    "FINDINGS",
+    "REASON_CODES",
+    "UPPER_BOUND_CAVEAT",
+    "FleetFindings",
+    "GpuFinding",
+    "GroupFinding",
+    "Option",
+    "Thresholds",
+]
