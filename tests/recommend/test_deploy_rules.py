@@ -102,3 +102,23 @@ def test_memory_verdict_names_the_option_that_fits() -> None:
 def test_commitment_note_names_the_override() -> None:
     r = recommend(model="llama-3.1-8b", precision="bf16", concurrency=8, pricing="1y", tier="dev")
     assert any("--commitments FILE" in n and "aws" in n for n in r.notes)
+
+
+def test_commitments_file_prices_aws_1y_and_migrate_names_the_flag(tmp_path: pytest.TempPathFactory) -> None:
+    from pathlib import Path
+
+    from gpufleet.recommend.api import migrate
+
+    cur = {"provider": "aws", "instance_type": "p4d.24xlarge", "count": 1}
+    with pytest.raises(InputError, match="--commitments FILE"):
+        migrate(model="llama-3.1-8b", precision="bf16", concurrency=8, pricing="1y", current=cur)
+    f = Path(str(tmp_path)) / "commitments.yaml"
+    f.write_text(
+        "commitments:\n  - {provider: aws, program: reserved, term_years: 1, discount_fraction: 0.35, "
+        'source: "test quote"}\n',
+        encoding="utf-8",
+    )
+    r = recommend(model="llama-3.1-8b", precision="bf16", concurrency=8, pricing="1y", providers=["aws"],
+                  tier="dev", commitments_file=str(f))  # fmt: skip
+    assert r.status == "ok" and r.best is not None and r.best.provider == "aws"
+    assert r.best.price_kind == "commit_1y"

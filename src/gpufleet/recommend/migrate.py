@@ -61,7 +61,7 @@ def _stack(vendor: str) -> str:
 
 
 def resolve_current(
-    table: OfferTable, cur: CurrentDeployment, price_kind_prices: np.ndarray
+    table: OfferTable, cur: CurrentDeployment, price_kind_prices: np.ndarray, pricing: str = "on_demand"
 ) -> tuple[int, int, list[str]]:
     """(row index, instance count, notes) of the current deployment in ``table``.
 
@@ -129,8 +129,17 @@ def resolve_current(
     rows = np.flatnonzero(mask)
     prices = np.where(np.isfinite(price_kind_prices[rows]), price_kind_prices[rows], np.inf)
     if not np.isfinite(prices).any():
+        if pricing in ("1y", "3y"):
+            term = "1-year" if pricing == "1y" else "3-year"
+            raise InputError(
+                f"The current instance {cur.provider} {cur.instance_type} has no {term} commitment rate: the "
+                f"shipped discount table has no published {term} figure for {cur.provider} and no rate was "
+                "fetched. Give your rate with --commitments FILE (workload field commitments_file; format in "
+                f"docs/pricing.md), fetch rates with `gpufleet catalog update --provider {cur.provider}`, or "
+                "use --pricing on_demand."
+            )
         raise InputError(
-            f"The current instance {cur.instance_type} has no price for this pricing in the catalog; "
+            f"The current instance {cur.instance_type} has no {pricing} price in the catalog; "
             "choose on_demand pricing or another instance."
         )
     return int(rows[int(np.argmin(prices))]), count, notes
@@ -144,7 +153,7 @@ def current_candidate(
 
     assert w.current is not None
     kind_prices = node_prices_usd_per_hour(table, price_kind_for(w.pricing), w.commitments_file)
-    row, count, notes = resolve_current(table, w.current, kind_prices)
+    row, count, notes = resolve_current(table, w.current, kind_prices, w.pricing)
     one = table.take(np.array([row]))
     wc = dataclasses.replace(
         w,

@@ -367,10 +367,13 @@ def _shape_placements(
 
     def build() -> tuple[tuple[int, int, int, Any], ...]:
         out: list[tuple[int, int, int, Any]] = []
-        for tp in _pow2_upto(g):
-            pl = _try_placement(est_fn, w, gpu, g, tp, 1)
-            if pl is not None:
-                out.append((1, tp, 1, pl))
+        if multi_node:  # the single-node placements are shared with single-node offers (same estimates)
+            out = list(_shape_placements(est_fn, w, gpu, g, False))
+        else:
+            for tp in _pow2_upto(g):
+                pl = _try_placement(est_fn, w, gpu, g, tp, 1)
+                if pl is not None:
+                    out.append((1, tp, 1, pl))
         if any(pl.sat.fits for *_, pl in out) or not multi_node:
             return tuple(out)
         for nodes in range(2, w.max_nodes + 1):
