@@ -18,7 +18,7 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
-from gpufleet.errors import GpufleetError, InputError
+from gpufleet.errors import GpufleetError, InputError, UnsupportedError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -180,6 +180,23 @@ def check_number(
     return x
 
 
+def check_context(model_id: str, max_context_tokens: int, input_len: int, output_len: int) -> None:
+    """:class:`UnsupportedError` when a prompt plus its generated tokens exceed the model's maximum context.
+
+    ``max_context_tokens`` is the config's ``max_position_embeddings``; an engine that extends it (RoPE
+    scaling) serves a different model configuration: pass its config.json with the larger value.
+    """
+    total = input_len + output_len
+    if max_context_tokens > 0 and total > max_context_tokens:
+        raise UnsupportedError(
+            f"The prompt ({input_len:,} tokens) plus the generated tokens ({output_len:,}) make {total:,} "
+            f"tokens, beyond the {max_context_tokens:,}-token maximum context of {model_id}. Shorten "
+            "--input-len/--output-len, choose a model with a longer context, or, if you serve it with an "
+            "extended context (RoPE scaling), pass that config.json (its max_position_embeddings) as the "
+            "model."
+        )
+
+
 # ------------------------------------------------------------------------------------------- outputs
 
 _NOT_QUANTITIES = frozenset(
@@ -310,6 +327,7 @@ __all__ = [
     "MAX_SEQUENCE_TOKENS",
     "MAX_TRAIN_TOKENS",
     "MAX_USD",
+    "check_context",
     "check_count",
     "check_number",
     "check_outputs",

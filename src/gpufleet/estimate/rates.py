@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpufleet.catalog.specs import AcceleratorSpec, get_spec
-from gpufleet.errors import UnsupportedError
+from gpufleet.errors import UnknownNameError, UnsupportedError
 from gpufleet.estimate.comms import Link, group_link, intra_node_link
 from gpufleet.estimate.profile import CalibrationProfile, load_profile
 from gpufleet.estimate.support import precision_support
@@ -118,8 +118,19 @@ def width_factor(model: ModelArch, profile: CalibrationProfile) -> float:
 
 
 def software_key(software: str | None) -> str:
-    """Normalised software name (``unknown`` when None/blank)."""
-    return (software or "").strip().lower() or "unknown"
+    """Normalised software name (``unknown`` when None/blank); an unknown name is an UnknownNameError."""
+    from gpufleet.estimate.cases import SOFTWARES  # the schema's list of stacks
+
+    key = (software or "").strip().lower() or "unknown"
+    if key != "unknown" and key not in SOFTWARES:
+        raise UnknownNameError(
+            "software stack",
+            str(software),
+            SOFTWARES,
+            hint="Pass --engine/--software with one of these (or leave it out: an unknown stack, wider "
+            "interval).",
+        )
+    return key
 
 
 def resolve_inputs(

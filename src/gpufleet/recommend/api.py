@@ -15,7 +15,7 @@ from gpufleet.recommend.perf import DefaultEstimator, Estimator
 from gpufleet.recommend.scenarios import get_scenario, get_scenario_set
 from gpufleet.recommend.types import Migration, Recommendation, ScenarioResult, ScenarioSetResult, Workload
 from gpufleet.recommend.workload import read_workload_file, workload_from_dict
-from gpufleet.validation import checked_output
+from gpufleet.validation import check_context, checked_output
 
 #: progress callback: (done, total, scenario name)
 Progress = Callable[[int, int, str], None]
@@ -65,6 +65,19 @@ def as_workload(workload: Workload | Mapping[str, Any] | str | Path | None, **fi
     return workload_from_dict(data)
 
 
+def _check_workload_context(w: Workload) -> None:
+    """An inference workload whose prompt + output exceed the model's context is an InputError."""
+    if w.task != "inference":
+        return
+    from gpufleet.models import resolve_model
+
+    try:
+        arch = resolve_model(w.model)
+    except GpufleetError:
+        return  # an estimator of its own may know the model; the engine reports unknown ones
+    check_context(arch.id, arch.max_position_embeddings, w.input_len_tokens, w.output_len_tokens)
+
+
 @checked_output("recommendation")
 def recommend(
     workload: Workload | Mapping[str, Any] | str | Path | None = None,
@@ -83,6 +96,7 @@ def recommend(
     if limit < 1:
         raise InputError(f"limit = {limit}; it must be >= 1 (the number of ranked candidates returned).")
     w = as_workload(workload, **fields)
+    _check_workload_context(w)
     table, est, spot = _engine_inputs(offers, estimator, spot_assumptions)
     return recommend_on(table, w, est, spot, objective=objective, limit=limit, full_table=table)
 
@@ -100,6 +114,7 @@ def migrate(
 ) -> Migration:
     """Compare the workload's current deployment with the best alternative: savings, performance, risk."""
     w = as_workload(workload, **fields)
+    _check_workload_context(w)
     table, est, spot = _engine_inputs(offers, estimator, spot_assumptions)
     return migrate_on(table, w, est, spot, objective=objective, limit=limit, full_table=table)
 
