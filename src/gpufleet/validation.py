@@ -300,16 +300,46 @@ def _shown_input(value: Any) -> Any:
     return type(value).__name__
 
 
+_ARGUMENT_ERRORS = (
+    TypeError,
+    AttributeError,
+    ValueError,
+    KeyError,
+    IndexError,
+    ZeroDivisionError,
+    OverflowError,
+    RecursionError,
+)
+
+
+def _inputs(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    inputs = {f"arg{i}": _shown_input(a) for i, a in enumerate(args)}
+    inputs.update({k: _shown_input(v) for k, v in kwargs.items()})
+    return inputs
+
+
+def _shown(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={str(v)[:80]!r}" for k, v in _inputs(args, kwargs).items())
+
+
 def checked_output(what: str) -> Callable[[F], F]:
-    """Decorator: check the function's result with :func:`check_outputs`, naming its keyword arguments."""
+    """Decorator for public functions: check the result with :func:`check_outputs` (naming the inputs), and
+    turn a TypeError/ValueError/... escaping from bad arguments into an :class:`InputError` naming them."""
 
     def wrap(fn: F) -> F:
         @functools.wraps(fn)
         def inner(*args: Any, **kwargs: Any) -> Any:
-            result = fn(*args, **kwargs)
-            inputs = {f"arg{i}": _shown_input(a) for i, a in enumerate(args)}
-            inputs.update({k: _shown_input(v) for k, v in kwargs.items()})
-            check_outputs(result, what=what, inputs=inputs)
+            try:
+                result = fn(*args, **kwargs)
+            except GpufleetError:
+                raise
+            except _ARGUMENT_ERRORS as exc:  # last guard: a wrong type or value no check above caught
+                raise InputError(
+                    f"The {what} could not use the inputs {_shown(args, kwargs)} ({type(exc).__name__}: "
+                    f"{str(exc)[:200]}). Check each argument's type and range (see the docstring); if "
+                    "they are valid, this is a gpufleet bug: report it with these inputs."
+                ) from exc
+            check_outputs(result, what=what, inputs=_inputs(args, kwargs))
             return result
 
         return cast(F, inner)

@@ -16,6 +16,7 @@ from importlib import resources
 
 from gpufleet.errors import DataError, UnknownNameError
 from gpufleet.precision import COMPUTE_COLUMN, check_precision
+from gpufleet.validation import checked_output
 
 _SPEC_FILE = "gpu_specs.csv"
 _REQUIRED = (
@@ -157,6 +158,7 @@ def load_specs() -> dict[str, AcceleratorSpec]:
     return parse_specs(text)
 
 
+@checked_output("accelerator lookup")
 def get_spec(gpu: str) -> AcceleratorSpec:
     """Return the spec for a spec id or any known alias (case-insensitive), or raise with close matches."""
     specs = load_specs()

@@ -147,6 +147,7 @@ def evaluate_workload(
         )
 
 
+@checked_output("scenario run")
 def run_scenario(
     name: str,
     *,
@@ -162,6 +163,7 @@ def run_scenario(
     )
 
 
+@checked_output("scenario-set run")
 def run_scenario_set(
     name: str,
     *,
