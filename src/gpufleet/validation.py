@@ -12,6 +12,7 @@ or an interval is out of order (p10 <= central <= p90).
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import math
@@ -271,9 +272,50 @@ def _violation(obj: Any, path: str) -> str | None:
     return None
 
 
+_LAYOUT: dict[type, tuple[tuple[tuple[str, bool], ...], bool]] = {}
+
+
+def _layout(tp: type) -> tuple[tuple[tuple[str, bool], ...], bool]:
+    """Per dataclass type (cached): ((field name, signed), ...) and whether it is an interval."""
+    out = _LAYOUT.get(tp)
+    if out is None:
+        names = [f.name for f in dataclasses.fields(tp)]
+        out = (tuple((n, _is_signed(n)) for n in names), {"p10", "p90"} <= set(names))
+        _LAYOUT[tp] = out
+    return out
+
+
+def _ok(obj: Any, signed: bool) -> bool:
+    """Fast check (no messages): True when ``obj`` breaks no output invariant."""
+    t = type(obj)
+    if t is float:
+        return signed or (obj >= 0 and obj != math.inf)  # NaN fails obj >= 0
+    if t is int or t is bool or t is str or obj is None:
+        return t is not int or signed or obj >= 0
+    if t is tuple or t is list:
+        return all(_ok(v, signed) for v in obj[:10_000])
+    if isinstance(obj, Mapping):
+        return all(_ok(v, signed) for v in obj.values())
+    if isinstance(obj, int | float):  # numpy scalars
+        x = float(obj)
+        return signed or (x >= 0 and x != math.inf)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        fields, interval = _layout(t)
+        if interval:
+            lo, hi = _field(obj, "p10"), _field(obj, "p90")
+            mid = getattr(obj, "central", None)
+            vals = [v for v in (lo, mid, hi) if isinstance(v, int | float)]
+            if all(math.isfinite(v) for v in vals) and vals != sorted(vals):
+                return False
+        return all(_ok(getattr(obj, n), signed or s) for n, s in fields)
+    return True
+
+
 def output_violation(result: Any, name: str = "result") -> str | None:
     """The first broken invariant in ``result`` (text), or None when all quantities are valid."""
-    return _violation(result, name)
+    if _ok(result, False):
+        return None
+    return _violation(result, name) or f"{name} breaks an output invariant"
 
 
 def check_outputs(result: Any, *, what: str, inputs: Mapping[str, Any]) -> None:
@@ -299,6 +341,9 @@ def _shown_input(value: Any) -> Any:
             return getattr(value, attr)
     return type(value).__name__
 
+
+#: True while a checked public call runs (nested public calls skip their own check; the outer one covers it).
+_DEPTH: contextvars.ContextVar[bool] = contextvars.ContextVar("gpufleet_checked_call", default=False)
 
 _ARGUMENT_ERRORS = (
     TypeError,
@@ -329,6 +374,9 @@ def checked_output(what: str) -> Callable[[F], F]:
     def wrap(fn: F) -> F:
         @functools.wraps(fn)
         def inner(*args: Any, **kwargs: Any) -> Any:
+            if _DEPTH.get():  # called inside another checked call: the outermost one checks its result
+                return fn(*args, **kwargs)
+            token = _DEPTH.set(True)
             try:
                 result = fn(*args, **kwargs)
             except GpufleetError:
@@ -339,6 +387,8 @@ def checked_output(what: str) -> Callable[[F], F]:
                     f"{str(exc)[:200]}). Check each argument's type and range (see the docstring); if "
                     "they are valid, this is a gpufleet bug: report it with these inputs."
                 ) from exc
+            finally:
+                _DEPTH.reset(token)
             check_outputs(result, what=what, inputs=_inputs(args, kwargs))
             return result
 
