@@ -12,13 +12,14 @@ or an interval is out of order (p10 <= central <= p90).
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import math
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar, cast
 
-from gpufleet.errors import GpufleetError, InputError
+from gpufleet.errors import GpufleetError, InputError, UnsupportedError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -180,6 +181,23 @@ def check_number(
     return x
 
 
+def check_context(model_id: str, max_context_tokens: int, input_len: int, output_len: int) -> None:
+    """:class:`UnsupportedError` when a prompt plus its generated tokens exceed the model's maximum context.
+
+    ``max_context_tokens`` is the config's ``max_position_embeddings``; an engine that extends it (RoPE
+    scaling) serves a different model configuration: pass its config.json with the larger value.
+    """
+    total = input_len + output_len
+    if max_context_tokens > 0 and total > max_context_tokens:
+        raise UnsupportedError(
+            f"The prompt ({input_len:,} tokens) plus the generated tokens ({output_len:,}) make {total:,} "
+            f"tokens, beyond the {max_context_tokens:,}-token maximum context of {model_id}. Shorten "
+            "--input-len/--output-len, choose a model with a longer context, or, if you serve it with an "
+            "extended context (RoPE scaling), pass that config.json (its max_position_embeddings) as the "
+            "model."
+        )
+
+
 # ------------------------------------------------------------------------------------------- outputs
 
 _NOT_QUANTITIES = frozenset(
@@ -254,9 +272,50 @@ def _violation(obj: Any, path: str) -> str | None:
     return None
 
 
+_LAYOUT: dict[type, tuple[tuple[tuple[str, bool], ...], bool]] = {}
+
+
+def _layout(tp: type) -> tuple[tuple[tuple[str, bool], ...], bool]:
+    """Per dataclass type (cached): ((field name, signed), ...) and whether it is an interval."""
+    out = _LAYOUT.get(tp)
+    if out is None:
+        names = [f.name for f in dataclasses.fields(tp)]
+        out = (tuple((n, _is_signed(n)) for n in names), {"p10", "p90"} <= set(names))
+        _LAYOUT[tp] = out
+    return out
+
+
+def _ok(obj: Any, signed: bool) -> bool:
+    """Fast check (no messages): True when ``obj`` breaks no output invariant."""
+    t = type(obj)
+    if t is float:
+        return signed or (obj >= 0 and obj != math.inf)  # NaN fails obj >= 0
+    if t is int or t is bool or t is str or obj is None:
+        return t is not int or signed or obj >= 0
+    if t is tuple or t is list:
+        return all(_ok(v, signed) for v in obj[:10_000])
+    if isinstance(obj, Mapping):
+        return all(_ok(v, signed) for v in obj.values())
+    if isinstance(obj, int | float):  # numpy scalars
+        x = float(obj)
+        return signed or (x >= 0 and x != math.inf)
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        fields, interval = _layout(t)
+        if interval:
+            lo, hi = _field(obj, "p10"), _field(obj, "p90")
+            mid = getattr(obj, "central", None)
+            vals = [v for v in (lo, mid, hi) if isinstance(v, int | float)]
+            if all(math.isfinite(v) for v in vals) and vals != sorted(vals):
+                return False
+        return all(_ok(getattr(obj, n), signed or s) for n, s in fields)
+    return True
+
+
 def output_violation(result: Any, name: str = "result") -> str | None:
     """The first broken invariant in ``result`` (text), or None when all quantities are valid."""
-    return _violation(result, name)
+    if _ok(result, False):
+        return None
+    return _violation(result, name) or f"{name} breaks an output invariant"
 
 
 def check_outputs(result: Any, *, what: str, inputs: Mapping[str, Any]) -> None:
@@ -283,16 +342,54 @@ def _shown_input(value: Any) -> Any:
     return type(value).__name__
 
 
+#: True while a checked public call runs (nested public calls skip their own check; the outer one covers it).
+_DEPTH: contextvars.ContextVar[bool] = contextvars.ContextVar("gpufleet_checked_call", default=False)
+
+_ARGUMENT_ERRORS = (
+    TypeError,
+    AttributeError,
+    ValueError,
+    KeyError,
+    IndexError,
+    ZeroDivisionError,
+    OverflowError,
+    RecursionError,
+)
+
+
+def _inputs(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    inputs = {f"arg{i}": _shown_input(a) for i, a in enumerate(args)}
+    inputs.update({k: _shown_input(v) for k, v in kwargs.items()})
+    return inputs
+
+
+def _shown(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k}={str(v)[:80]!r}" for k, v in _inputs(args, kwargs).items())
+
+
 def checked_output(what: str) -> Callable[[F], F]:
-    """Decorator: check the function's result with :func:`check_outputs`, naming its keyword arguments."""
+    """Decorator for public functions: check the result with :func:`check_outputs` (naming the inputs), and
+    turn a TypeError/ValueError/... escaping from bad arguments into an :class:`InputError` naming them."""
 
     def wrap(fn: F) -> F:
         @functools.wraps(fn)
         def inner(*args: Any, **kwargs: Any) -> Any:
-            result = fn(*args, **kwargs)
-            inputs = {f"arg{i}": _shown_input(a) for i, a in enumerate(args)}
-            inputs.update({k: _shown_input(v) for k, v in kwargs.items()})
-            check_outputs(result, what=what, inputs=inputs)
+            if _DEPTH.get():  # called inside another checked call: the outermost one checks its result
+                return fn(*args, **kwargs)
+            token = _DEPTH.set(True)
+            try:
+                result = fn(*args, **kwargs)
+            except GpufleetError:
+                raise
+            except _ARGUMENT_ERRORS as exc:  # last guard: a wrong type or value no check above caught
+                raise InputError(
+                    f"The {what} could not use the inputs {_shown(args, kwargs)} ({type(exc).__name__}: "
+                    f"{str(exc)[:200]}). Check each argument's type and range (see the docstring); if "
+                    "they are valid, this is a gpufleet bug: report it with these inputs."
+                ) from exc
+            finally:
+                _DEPTH.reset(token)
+            check_outputs(result, what=what, inputs=_inputs(args, kwargs))
             return result
 
         return cast(F, inner)
@@ -310,6 +407,7 @@ __all__ = [
     "MAX_SEQUENCE_TOKENS",
     "MAX_TRAIN_TOKENS",
     "MAX_USD",
+    "check_context",
     "check_count",
     "check_number",
     "check_outputs",

@@ -194,6 +194,17 @@ CONTRADICTIONS: list[tuple[list[str], list[str]]] = [
     ([*E, "--tp", "3"], ["3"]),
     ([*T, "--tp", "16", "--gpus", "8"], ["16"]),
     ([*M, "--pp", "1000"], ["layers"]),
+    ([*E, "--input-len", "1000000"], ["maximum context", "131,072"]),
+    (
+        ["estimate", "infer", "-m", "llama-2-7b", "-g", "h100", "--input-len", "4000"],
+        ["maximum context", "4,096"],
+    ),
+    ([*R, "--input-len", "1000000"], ["maximum context"]),
+    (
+        ["migrate", "--model", "llama-2-7b", "--current-instance", "p5.48xlarge", "--input-len", "9000"],
+        ["context"],
+    ),
+    (["recommend", "--model", "llama-2-7b", "--input-len", "4000", "--output-len", "200"], ["4,096"]),
 ]
 UNKNOWN: list[tuple[list[str], list[str]]] = [
     (["estimate", "infer", "-m", "llama-3-8bb", "-g", "h100"], ["llama-3-8b"]),
@@ -201,6 +212,9 @@ UNKNOWN: list[tuple[list[str], list[str]]] = [
     ([*E, "-p", "bf17"], ["bf16"]),
     ([*E, "--kv-precision", "fp9"], ["fp9"]),
     ([*M, "--engine", "vllmm"], ["vllm"]),
+    ([*E, "--engine", "vllmm"], ["software stack", "vllm"]),
+    ([*T, "--software", "megatronn"], ["software stack", "megatron"]),
+    ([*T, "--engine", "deepspeedd"], ["deepspeed"]),
     ([*M, "--task", "pretrian"], ["pretrian"]),
     ([*M, "--recompute", "sometimes"], ["sometimes"]),
     ([*T, "--task", "inference"], ["inference"]),

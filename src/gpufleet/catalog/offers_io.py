@@ -28,6 +28,7 @@ from gpufleet.catalog.offer_table import (
 )
 from gpufleet.catalog.specs import load_specs
 from gpufleet.errors import DataError, GpufleetError
+from gpufleet.validation import checked_output
 
 _SHIPPED_FILE = "offers.csv"
 _REINSTALL = "Reinstall gpufleet (pip install --force-reinstall gpufleet) to restore the shipped catalog."
@@ -197,6 +198,7 @@ def _refreshed_tables() -> list[OfferTable]:
     return tables
 
 
+@checked_output("offer catalog")
 def load_offers(user_catalogs: Sequence[Path | str] = (), include_refreshed: bool = False) -> OfferTable:
     """The shipped catalog, optionally with refreshed prices and user catalogs applied on top.
 

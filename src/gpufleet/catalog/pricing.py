@@ -33,6 +33,7 @@ from gpufleet.catalog.fetch.rates import PROGRAMS, CommitmentRate, rate_key
 from gpufleet.catalog.offers import OfferTable
 from gpufleet.errors import ConfigFileError, DataError, UnknownNameError, close_matches
 from gpufleet.fileio import parse_yaml_or_json, read_user_text
+from gpufleet.validation import checked_output
 
 PriceKind = Literal[
     "on_demand",
@@ -362,6 +363,7 @@ def _offer_keys(table: OfferTable) -> npt.NDArray[Any]:
     return keys
 
 
+@checked_output("price lookup")
 def prices_usd_per_hour(
     table: OfferTable, kind: str, assumptions: CommitmentAssumptions | None = None
 ) -> npt.NDArray[np.float64]:

@@ -16,6 +16,7 @@ from importlib import resources
 
 from gpufleet.errors import DataError, UnknownNameError
 from gpufleet.precision import COMPUTE_COLUMN, check_precision
+from gpufleet.validation import checked_output
 
 _SPEC_FILE = "gpu_specs.csv"
 _REQUIRED = (
@@ -167,6 +168,7 @@ def strip_vendor_prefix(gpu: str) -> str:
     return rest.strip() if rest.strip() and head.lower() in VENDOR_PREFIXES else gpu
 
 
+@checked_output("accelerator lookup")
 def get_spec(gpu: str) -> AcceleratorSpec:
     """Return the spec for a spec id or any known alias (case-insensitive), or raise with close matches."""
     specs = load_specs()

@@ -20,8 +20,8 @@ from gpufleet.cli import plan as plan_cmd
 from gpufleet.cli import recommend as recommend_cmd
 from gpufleet.cli import regions as regions_cmd
 from gpufleet.cli import scenarios as scenarios_cmd
-from gpufleet.cli import telemetry as telemetry_cmd
 from gpufleet.cli import simulate as simulate_cmd
+from gpufleet.cli import telemetry as telemetry_cmd
 from gpufleet.cli.console import err_console
 from gpufleet.errors import GpufleetError
 

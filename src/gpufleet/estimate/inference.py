@@ -40,7 +40,7 @@ from gpufleet.estimate.types import Interval
 from gpufleet.models.arch import ModelArch
 from gpufleet.precision import QUANTISED_FORMATS as _QUANTISED
 from gpufleet.precision import UNQUANTISED_BYTES_PER_ELEMENT, check_precision
-from gpufleet.validation import checked_output
+from gpufleet.validation import check_context, checked_output
 
 #: concurrent sequences an engine schedules at most, by default: vLLM ``max_num_seqs`` 256 (EngineArgs);
 #: SGLang/TGI are bounded by KV tokens (taken as 512); TRT-LLM ``max_batch_size`` 2048 (trtllm-build default
@@ -236,6 +236,7 @@ def estimate_inference(
             f"{arch.id} is an encoder-only model: it generates no tokens, so TTFT/TPOT/throughput do not "
             "apply. Estimate its memory with task 'load', or choose a decoder model."
         )
+    check_context(arch.id, arch.max_position_embeddings, input_len, output_len)
     sw = software_key(software)
     rates = resolve_rates(spec, prec, prof, allow_fallback=allow_fallback)
     if sw in FP16_ACCUMULATE_STACKS and "consumer" in spec.form_factor.lower():

@@ -7,12 +7,11 @@ efficiency at twice the peak).
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 
 from gpufleet.catalog.specs import AcceleratorSpec, get_spec
-from gpufleet.errors import InputError, UnsupportedError
+from gpufleet.errors import UnknownNameError, UnsupportedError
 from gpufleet.estimate.comms import DEFAULT_GPUS_PER_NODE, Link, group_link, intra_node_link
 from gpufleet.estimate.profile import CalibrationProfile, load_profile
 from gpufleet.estimate.support import precision_support
@@ -156,8 +155,19 @@ def scaleup_domain_gpus(spec: AcceleratorSpec, gpu_count: int) -> int:
 
 
 def software_key(software: str | None) -> str:
-    """Normalised software name (``unknown`` when None/blank)."""
-    return (software or "").strip().lower() or "unknown"
+    """Normalised software name (``unknown`` when None/blank); an unknown name is an UnknownNameError."""
+    from gpufleet.estimate.cases import SOFTWARES  # the schema's list of stacks
+
+    key = (software or "").strip().lower() or "unknown"
+    if key != "unknown" and key not in SOFTWARES:
+        raise UnknownNameError(
+            "software stack",
+            str(software),
+            SOFTWARES,
+            hint="Pass --engine/--software with one of these (or leave it out: an unknown stack, wider "
+            "interval).",
+        )
+    return key
 
 
 def resolve_inputs(

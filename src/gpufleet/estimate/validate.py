@@ -23,6 +23,7 @@ import numpy as np
 
 from gpufleet.errors import DataError, GpufleetError, InputError
 from gpufleet.estimate.cases import CalibrationCase
+from gpufleet.validation import checked_output
 
 if TYPE_CHECKING:
     from gpufleet.estimate.calibration import CalibrationProfile, CasePrediction
@@ -147,6 +148,7 @@ def summarise(rows: Sequence[ValidationRow]) -> ValidationSummary:
     )
 
 
+@checked_output("case validation")
 def validate_cases(
     cases: Sequence[CalibrationCase],
     profile: CalibrationProfile | None = None,

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from gpufleet.models.arch import ModelArch
+from gpufleet.validation import checked_output
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -85,6 +86,7 @@ def ffn_params(m: ModelArch, width: int) -> int:
     return 2 * h * width + (width + h if m.linear_bias or m.mlp_bias else 0)
 
 
+@checked_output("parameter count")
 @cache
 def count_params(m: ModelArch) -> ParamCount:
     """Count every parameter of ``m`` (cached per architecture)."""

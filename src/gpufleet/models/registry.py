@@ -25,6 +25,7 @@ from gpufleet.models.size_classes import (
     parse_custom_size,
     size_class_arch,
 )
+from gpufleet.validation import checked_output
 
 _MODELS_FILE = "models.json"
 _UNITS = {"K": 1e3, "M": 1e6, "B": 1e9, "T": 1e12}
@@ -115,6 +116,7 @@ def known_model_names() -> list[str]:
     return [*load_model_entries(), *load_model_aliases(), *SIZE_CLASSES]
 
 
+@checked_output("model lookup")
 def resolve_model(name_or_path: str | Path | ModelArch) -> ModelArch:
     """Shipped id, alias or Hugging Face repo id (case-insensitive), size class, or config.json path."""
     if isinstance(name_or_path, ModelArch):

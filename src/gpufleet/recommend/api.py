@@ -20,7 +20,7 @@ from gpufleet.recommend.perf import DefaultEstimator, Estimator
 from gpufleet.recommend.scenarios import get_scenario, get_scenario_set
 from gpufleet.recommend.types import Migration, Recommendation, ScenarioResult, ScenarioSetResult, Workload
 from gpufleet.recommend.workload import read_workload_file, workload_from_dict
-from gpufleet.validation import checked_output
+from gpufleet.validation import check_context, checked_output
 
 R = TypeVar("R", Recommendation, Migration)
 
@@ -144,6 +144,19 @@ def _commitments(path: str | Path | None) -> AbstractContextManager[object]:
     return commitments_in_force(load_commitment_assumptions(Path(path)))
 
 
+def _check_workload_context(w: Workload) -> None:
+    """An inference workload whose prompt + output exceed the model's context is an InputError."""
+    if w.task != "inference":
+        return
+    from gpufleet.models import resolve_model
+
+    try:
+        arch = resolve_model(w.model)
+    except GpufleetError:
+        return  # an estimator of its own may know the model; the engine reports unknown ones
+    check_context(arch.id, arch.max_position_embeddings, w.input_len_tokens, w.output_len_tokens)
+
+
 @checked_output("recommendation")
 def recommend(
     workload: Workload | Mapping[str, Any] | str | Path | None = None,
@@ -170,6 +183,7 @@ def recommend(
     if limit < 1:
         raise InputError(f"limit = {limit}; it must be >= 1 (the number of ranked candidates returned).")
     w = as_workload(workload, **fields)
+    _check_workload_context(w)
     table, est, spot = _engine_inputs(offers, estimator, spot_assumptions)
     rules = host_rules or DEFAULT_HOST_RULES
     with _commitments(commitments):
@@ -202,6 +216,7 @@ def migrate(
     ``current_count`` and ``current_region`` (the CLI's names) for the deployment of today."""
     limit = top if top is not None else limit
     w = as_workload(workload, **fields)
+    _check_workload_context(w)
     table, est, spot = _engine_inputs(offers, estimator, spot_assumptions)
     with _commitments(commitments):
         return run_filtered(
@@ -245,6 +260,7 @@ def evaluate_workload(
         )
 
 
+@checked_output("scenario run")
 def run_scenario(
     name: str,
     *,
@@ -260,6 +276,7 @@ def run_scenario(
     )
 
 
+@checked_output("scenario-set run")
 def run_scenario_set(
     name: str,
     *,
