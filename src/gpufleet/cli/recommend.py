@@ -120,7 +120,8 @@ WORKLOAD_FLAGS: tuple[str, ...] = (
     "model", "task", "precision", "input_len", "output_len", "concurrency", "target_rps", "target_tps",
     "ttft_ms", "tpot_ms", "tokens", "deadline_hours", "hours_per_month", "schedule", "pricing", "provider",
     "region", "vendor", "budget", "objective", "tier", "confidence", "max_risk", "allow_fallback", "geo",
-    "gpu", "min_gpu_memory", "gpus_per_node", "max_nodes", "max_price_per_gpu_hour", "exclude_provider", "provider_class",
+    "gpu", "min_gpu_memory", "gpus_per_node", "max_nodes", "max_price_per_gpu_hour", "exclude_provider",
+    "provider_class",
 )  # fmt: skip
 
 #: command-line flag (as a Python name) -> workload field, where they differ (shared with the Python API)
