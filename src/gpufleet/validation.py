@@ -185,10 +185,12 @@ def check_context(model_id: str, max_context_tokens: int, input_len: int, output
     """:class:`UnsupportedError` when a prompt plus its generated tokens exceed the model's maximum context.
 
     ``max_context_tokens`` is the config's ``max_position_embeddings``; an engine that extends it (RoPE
-    scaling) serves a different model configuration: pass its config.json with the larger value.
+    scaling) serves a different model configuration: pass its config.json with the larger value. The last
+    generated token is never fed back, so the positions used are ``input_len + output_len - 1`` (a
+    2,048-token model answers a 2,048-token prompt with one token: the prompt fills every position).
     """
     total = input_len + output_len
-    if max_context_tokens > 0 and total > max_context_tokens:
+    if max_context_tokens > 0 and total - 1 > max_context_tokens:
         raise UnsupportedError(
             f"The prompt ({input_len:,} tokens) plus the generated tokens ({output_len:,}) make {total:,} "
             f"tokens, beyond the {max_context_tokens:,}-token maximum context of {model_id}. Shorten "

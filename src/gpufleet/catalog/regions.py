@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 
@@ -117,7 +118,18 @@ def region_location(provider: str, region: str) -> RegionLocation:
     hit = load_regions().get((provider, region))
     if hit is not None:
         return hit
+    zone = _AWS_LOCAL_ZONE.match(region) if provider == "aws" else None
+    if zone is not None and (provider, zone.group(1)) in load_regions():
+        # an AWS Local Zone (us-east-1-atl2 = Atlanta, parent us-east-1) is in its parent region's country and
+        # geo (AWS Local Zones docs); the city is not the parent's, so no coordinates are claimed
+        parent = load_regions()[(provider, zone.group(1))]
+        return replace(parent, region=region, city_or_area=f"Local Zone of {parent.region}",
+                       latitude_deg=None, longitude_deg=None, verified=False)  # fmt: skip
     return _by_region_string().get(region.strip().lower(), UNKNOWN_LOCATION)
+
+
+#: AWS Local Zone region names: the parent region, a dash, a metro code and a number (us-west-2-lax1)
+_AWS_LOCAL_ZONE = re.compile(r"^([a-z]{2}-[a-z]+-\d)-[a-z]{3}\d+[a-z]?$")
 
 
 def location_columns(

@@ -36,18 +36,18 @@ def register(app: typer.Typer) -> None:
         provider: rc.ProviderOpt = None,
         region: rc.RegionOpt = None,
         vendor: rc.VendorOpt = None,
-        user_lat: Annotated[float | None, typer.Option("--user-lat", help="Users' latitude [deg].")] = None,
-        user_lon: Annotated[float | None, typer.Option("--user-lon", help="Users' longitude [deg].")] = None,
+        user_lat: Annotated[float | None, typer.Option("--user-lat", help="Users' latitude (deg).")] = None,
+        user_lon: Annotated[float | None, typer.Option("--user-lon", help="Users' longitude (deg).")] = None,
         data_provider: Annotated[
             str | None, typer.Option("--data-provider", help="Where the data lives.")
         ] = None,
         data_region: Annotated[str | None, typer.Option("--data-region", help="Region of the data.")] = None,
-        data_gib: Annotated[float, typer.Option("--data-gib", help="Dataset to move in [GiB].")] = 0.0,
+        data_gib: Annotated[float, typer.Option("--data-gib", help="Dataset to move in (GiB).")] = 0.0,
         serving_gib: Annotated[
-            float, typer.Option("--serving-gib", help="Responses served to the internet [GiB/month].")
+            float, typer.Option("--serving-gib", help="Responses served to the internet (GiB/month).")
         ] = 0.0,
         bandwidth: Annotated[
-            float, typer.Option("--bandwidth-gbps", help="Transfer bandwidth [Gbit/s].")
+            float, typer.Option("--bandwidth-gbps", help="Transfer bandwidth (Gbit/s).")
         ] = 10.0,
         limit: Annotated[int, typer.Option("--limit", min=1, help="Regions shown per workload.")] = 25,
         catalog: rc.CatalogOpt = None,

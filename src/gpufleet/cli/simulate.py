@@ -103,10 +103,10 @@ def autoscale_cmd(
     max_replicas: Annotated[int, typer.Option("--max-replicas")] = 64,
     spot_share: Annotated[float, typer.Option("--spot-share", help="Fraction of replicas on spot.")] = 0.0,
     rate: Annotated[float, typer.Option("--rate", help="Time-scale the trace: x k request rate.")] = 1.0,
-    slo_ttft: Annotated[float, typer.Option("--slo-ttft", help="p95 TTFT SLO [s].")] = 2.0,
-    slo_tpot: Annotated[float, typer.Option("--slo-tpot", help="TPOT SLO [s].")] = 0.2,
+    slo_ttft: Annotated[float, typer.Option("--slo-ttft", help="p95 TTFT SLO (s).")] = 2.0,
+    slo_tpot: Annotated[float, typer.Option("--slo-tpot", help="TPOT SLO (s).")] = 0.2,
     cold_start: Annotated[
-        float | None, typer.Option("--cold-start", help="Override the cold start [s].")
+        float | None, typer.Option("--cold-start", help="Override the cold start (s).")
     ] = None,
     trace_format: Annotated[str, typer.Option("--trace-format")] = "auto",
     no_static: Annotated[

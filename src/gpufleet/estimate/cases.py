@@ -46,6 +46,7 @@ SOFTWARES: tuple[str, ...] = (
     "nemo",
     "megatron",
     "deepspeed",
+    "megatron_deepspeed",
     "pytorch",
     "trtllm",
     "vllm",
