@@ -277,3 +277,16 @@ def test_provider_classes_cover_every_catalog_provider() -> None:
 def test_unknown_name_error_is_raised_for_bad_geo() -> None:
     with pytest.raises(UnknownNameError):
         expand_geos(["atlantis"])
+
+
+def test_offers_in_embargoed_countries_are_not_recommended_unless_allowed() -> None:
+    from gpufleet.recommend.filters import EMBARGOED_COUNTRIES, _table_locations
+
+    country = _table_locations(TABLE)[1]
+    in_embargo = np.isin(country, EMBARGOED_COUNTRIES)
+    assert in_embargo.any()  # the shipped catalog has such rows (a few marketplace hosts)
+    w = workload_from_dict({"model": "llama-3.1-8b", "task": "full_finetune", "train_tokens": 5e9})
+    assert not (filter_mask(TABLE, w) & in_embargo).any()
+    allowed = workload_from_dict({"model": "llama-3.1-8b", "task": "full_finetune", "train_tokens": 5e9,
+                                  "allow_embargoed_countries": True})  # fmt: skip
+    assert (filter_mask(TABLE, allowed) & in_embargo).any()

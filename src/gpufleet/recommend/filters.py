@@ -133,23 +133,36 @@ def region_glob_note(table: OfferTable, w: Workload) -> tuple[str, ...]:
     )
 
 
-_GEOS: dict[int, tuple[OfferTable, npt.NDArray[np.str_]]] = {}
+_GEOS: dict[int, tuple[OfferTable, tuple[npt.NDArray[np.str_], npt.NDArray[np.str_]]]] = {}
 
 
-def table_geos(table: OfferTable) -> npt.NDArray[np.str_]:
-    """The geo of every row, computed once per (immutable) table."""
+def _table_locations(table: OfferTable) -> tuple[npt.NDArray[np.str_], npt.NDArray[np.str_]]:
+    """(geo, country) of every row, computed once per (immutable) table."""
     hit = _GEOS.get(id(table))
     if hit is None or hit[0] is not table:
         if len(_GEOS) > 8:
             _GEOS.clear()
-        hit = (table, location_columns(table.column("provider"), table.column("region"))[0].astype(str))
+        geo, country, _, _ = location_columns(table.column("provider"), table.column("region"))
+        hit = (table, (geo.astype(str), country.astype(str)))
         _GEOS[id(table)] = hit
     return hit[1]
 
 
+def table_geos(table: OfferTable) -> npt.NDArray[np.str_]:
+    """The geo of every row, computed once per (immutable) table."""
+    return _table_locations(table)[0]
+
+
+#: ISO countries under a comprehensive US embargo or export ban that covers data-centre GPUs and cloud
+#: services to them: Cuba, Iran, North Korea, Syria (15 CFR Part 746, sections 746.2, 746.7, 746.4, 746.9),
+#: Russia and Belarus (15 CFR 746.8; EU Council Regulations 833/2014 and 765/2006). Offers located there are
+#: not recommended unless the workload sets ``allow_embargoed_countries`` (a compliance decision, not ours).
+EMBARGOED_COUNTRIES: tuple[str, ...] = ("BY", "CU", "IR", "KP", "RU", "SY")
+
+
 def filter_mask(table: OfferTable, w: Workload) -> B:
-    """Rows passing the workload's geo, provider-class, excluded-provider, GPU, GPU-memory, GPUs-per-node and
-    price-per-GPU-hour filters (all rows when none is set)."""
+    """Rows outside embargoed countries (:data:`EMBARGOED_COUNTRIES`) that pass the workload's geo,
+    provider-class, excluded-provider, GPU, GPU-memory, GPUs-per-node and price-per-GPU-hour filters."""
     n = len(table)
     m: B = np.ones(n, dtype=bool)
     prov = table.column("provider")
@@ -162,6 +175,8 @@ def filter_mask(table: OfferTable, w: Workload) -> B:
         m &= np.isin(prov.astype(str), keep)
     if w.geos:
         m &= np.isin(table_geos(table), list(w.geos))
+    if not w.allow_embargoed_countries:
+        m &= ~np.isin(_table_locations(table)[1], EMBARGOED_COUNTRIES)
     if w.gpus:
         m &= np.isin(table.column("gpu").astype(str), list(w.gpus))
     count = table.column("gpu_count")

@@ -89,6 +89,7 @@ class Workload:
     allow_fallback: bool = False  # let a GPU run the precision through a fallback (e.g. bf16 as fp16 on V100)
     allow_marketplace: bool = False  # production tier: also marketplace/community hosts
     allow_stale_prices: bool = False  # production tier: also prices older than the staleness limit / undated
+    allow_embargoed_countries: bool = False  # offers in filters.EMBARGOED_COUNTRIES too
     geos: tuple[str, ...] = ()  # geo buckets (gpufleet.catalog.regions.GEOS); empty = all
     exclude_providers: tuple[str, ...] = ()
     provider_classes: tuple[str, ...] = ()  # hyperscaler, gpu_cloud, marketplace, aggregator; empty = all

@@ -127,6 +127,7 @@ class WorkloadSpec(BaseModel):
     allow_fallback: bool = False
     allow_marketplace: bool = False
     allow_stale_prices: bool = False
+    allow_embargoed_countries: bool = False
     budget_usd_per_month: float | None = Field(None, le=MAX_USD)
     objective: Literal["cheapest", "fastest", "throughput_per_dollar"] = "cheapest"
     current: _Current | None = None
@@ -320,6 +321,7 @@ class WorkloadSpec(BaseModel):
             allow_fallback=self.allow_fallback,
             allow_marketplace=self.allow_marketplace,
             allow_stale_prices=self.allow_stale_prices,
+            allow_embargoed_countries=self.allow_embargoed_countries,
             budget_usd_per_month=self.budget_usd_per_month,
             objective=self.objective,
             current=CurrentDeployment(
