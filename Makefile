@@ -17,7 +17,9 @@ venv: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/gpufleet scenarios run-set basic_demos --format html -o gpufleet-report.html
 	$(BIN)/gpufleet scenarios run-set basic_demos
-	@echo "HTML report written to gpufleet-report.html"
+	$(BIN)/gpufleet plan examples/fleets/assessment-platform.yaml --format html -o gpufleet-plan.html
+	$(BIN)/gpufleet plan examples/fleets/assessment-platform.yaml
+	@echo "HTML reports written to gpufleet-report.html and gpufleet-plan.html"
 
 check: $(STAMP)
 	$(BIN)/ruff check src tests tools benchmarks
