@@ -90,7 +90,10 @@ FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(Healt
 FEW = settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 #: new packages: no shrinking (a failure is reported as generated; shrinking a store-backed case takes minutes)
 FAST = settings(
-    max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), phases=[Phase.explicit, Phase.generate]
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    phases=[Phase.explicit, Phase.generate],
 )
 
 
@@ -279,7 +282,13 @@ def test_telemetry(tmp_path_factory: pytest.TempPathFactory, **kw: Any) -> None:
         input_format=kw["fmt"],
         timezone=kw["timezone"],
     )
-    _call(gpufleet.analyze_fleet, store, lookback_days=kw["lookback"], percentile=kw["percentile"], end=kw["end"])
+    _call(
+        gpufleet.analyze_fleet,
+        store,
+        lookback_days=kw["lookback"],
+        percentile=kw["percentile"],
+        end=kw["end"],
+    )
     _call(gpufleet.evaluate_alerts, store, lookback_days=kw["lookback"], end=kw["end"], step_s=kw["step"])
 
 
@@ -294,7 +303,9 @@ def test_telemetry_junk_arguments(tmp_path_factory: pytest.TempPathFactory, junk
 
 
 TRACE_ROWS = st.lists(
-    st.sampled_from(["0,100,20", "0.5,50,5", "3,2000,300", "10,1,1", "1e9,10,10", "-1,5,5", "2,nan,3", "4,0,0"]),
+    st.sampled_from(
+        ["0,100,20", "0.5,50,5", "3,2000,300", "10,1,1", "1e9,10,10", "-1,5,5", "2,nan,3", "4,0,0"]
+    ),
     min_size=0,
     max_size=6,
 )
@@ -388,7 +399,9 @@ def test_simulate_batch(tmp_path_factory: pytest.TempPathFactory, **kw: Any) -> 
     sim = importlib.import_module("gpufleet.simulate")
     f = tmp_path_factory.mktemp("jobs") / "jobs.csv"
     f.write_text(
-        "job_id,submit_s,gpus,duration_s,priority,deadline_s,preemptible,team\n" + "\n".join(kw.pop("rows")) + "\n"
+        "job_id,submit_s,gpus,duration_s,priority,deadline_s,preemptible,team\n"
+        + "\n".join(kw.pop("rows"))
+        + "\n"
     )
     jobs = _call(sim.read_jobs, f)
     _call(gpufleet.simulate_batch, jobs if jobs is not None else (), **kw)
@@ -407,7 +420,9 @@ def test_simulate_batch(tmp_path_factory: pytest.TempPathFactory, **kw: Any) -> 
 def test_run_sweep(tmp_path_factory: pytest.TempPathFactory, **kw: Any) -> None:
     sim = importlib.import_module("gpufleet.simulate")
     d = tmp_path_factory.mktemp("sweep")
-    (d / "jobs.csv").write_text("job_id,submit_s,gpus,duration_s,priority,deadline_s,preemptible,team\nj,0,1,60,0,,false,t\n")
+    (d / "jobs.csv").write_text(
+        "job_id,submit_s,gpus,duration_s,priority,deadline_s,preemptible,team\nj,0,1,60,0,,false,t\n"
+    )
     base = {"jobs": str(d / "jobs.csv"), **kw["base"]} if kw["kind"] == "batch" else kw["base"]
     spec = sim.SweepSpec(kind=kw["kind"], base=base, grid=kw["grid"])
     engine = kw["engine"] if kw["engine"] != "ray" else "local"
@@ -423,7 +438,9 @@ FLEET_VALUES = st.sampled_from(["1", "4", "0", "-2", ".nan", ".inf", "1e400", "x
     rps=FLEET_VALUES,
     hours=FLEET_VALUES,
     gpu=st.sampled_from(["L4", "H100*", "H1000", "", "'*'"]),
-    junk=st.one_of(st.just(b""), st.binary(max_size=40), st.sampled_from([b"- 1\n", b"workloads: 3\n", b"\xff\xfe"])),
+    junk=st.one_of(
+        st.just(b""), st.binary(max_size=40), st.sampled_from([b"- 1\n", b"workloads: 3\n", b"\xff\xfe"])
+    ),
 )
 def test_read_and_plan_fleet(tmp_path_factory: pytest.TempPathFactory, **kw: Any) -> None:
     d = tmp_path_factory.mktemp("fleet")
@@ -450,7 +467,9 @@ def test_read_and_plan_fleet(tmp_path_factory: pytest.TempPathFactory, **kw: Any
     bandwidth=st.one_of(st.sampled_from([10.0, 0.1]), JUNK),
     limit=_count(1, 5),
     loc=st.one_of(st.none(), st.sampled_from([(48.8, 2.3), (91.0, 0.0), (math.nan, 0.0)]), JUNK),
-    data=st.one_of(st.just((None, None)), st.sampled_from([("aws", "us-east-1"), ("awz", "x"), ("aws", None)])),
+    data=st.one_of(
+        st.just((None, None)), st.sampled_from([("aws", "us-east-1"), ("awz", "x"), ("aws", None)])
+    ),
 )
 def test_analyze_regions(**kw: Any) -> None:
     wl = importlib.import_module("gpufleet.recommend.workload")
