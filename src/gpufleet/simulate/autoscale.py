@@ -26,7 +26,7 @@ from gpufleet.simulate.core import cdf_points, percentile
 from gpufleet.simulate.policies import KNATIVE_TARGET_UTILISATION, Policy, StaticPolicy
 from gpufleet.simulate.serving import ServiceModel, service_from_estimator
 from gpufleet.simulate.traces import RequestTrace
-from gpufleet.units import SECONDS_PER_HOUR
+from gpufleet.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
 from gpufleet.validation import check_count, check_number
 
 #: default SLOs when none is given: p95 TTFT 2 s and TPOT 0.1 s (interactive chat; the MLPerf Inference
@@ -37,6 +37,9 @@ DEFAULT_SLO_TPOT_S = 0.2
 MAX_REPLICAS = 10_000
 MAX_SLO_S = 3600.0
 MAX_RATE_FACTOR = 10_000.0
+#: Longest trace a replay simulates [s]: 400 days, longer than the public LLM traces it reads (Azure,
+#: BurstGPT, Mooncake span hours to months).
+MAX_TRACE_SPAN_S = 400 * SECONDS_PER_DAY
 #: time-series points kept for charts
 SERIES_POINTS = 360
 
@@ -334,6 +337,13 @@ def simulate_autoscale(
     slo_tpot_s = check_number("slo_tpot_s", slo_tpot_s, maximum=MAX_SLO_S, flag="--slo-tpot (s)")  # type: ignore[assignment]
     rate_factor = check_number("rate_factor", rate_factor, maximum=MAX_RATE_FACTOR, flag="--rate")  # type: ignore[assignment]
     seed = check_count("seed", seed, minimum=0, maximum=2**63 - 1, flag="--seed")  # type: ignore[assignment]
+    span_s = float(trace.arrival_s[-1] - trace.arrival_s[0]) if len(trace.arrival_s) else 0.0
+    if span_s > MAX_TRACE_SPAN_S:
+        raise InputError(
+            f"The trace spans {span_s / SECONDS_PER_DAY:,.1f} days, more than the "
+            f"{MAX_TRACE_SPAN_S / SECONDS_PER_DAY:,.0f} days "
+            "a replay simulates (metrics are sampled every second). Cut the trace to a shorter window."
+        )
     if not 0 <= min_replicas <= max_replicas or max_replicas < 1:
         raise InputError(f"replicas: need 0 <= min ({min_replicas}) <= max ({max_replicas}) and max >= 1.")
     if not 0 <= spot_share <= 1:

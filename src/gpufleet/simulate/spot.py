@@ -46,6 +46,8 @@ STRATEGIES = ("on_demand", "spot", "greedy", "uniform_progress", "failover")
 DEFAULT_RUNS = 100
 #: Most Monte-Carlo runs per strategy (bounds the work; 10^4 runs give < 1 % standard error on a share).
 MAX_RUNS = 10_000
+#: Most checkpoint intervals one run simulates (each is a few events; bounds the work of a run).
+MAX_SEGMENTS_PER_RUN = 100_000
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -110,7 +112,8 @@ class SpotResult:
     interruption_source: str
     outcomes: tuple[StrategyOutcome, ...]
     best: str | None  # cheapest strategy with P(miss) <= 5 % (or no deadline)
-    closed_form_wall_time_factor: float | None  # cost/spot.py first-order E[T]/W for the first region
+    # cost/spot.py first-order E[T]/W for the first region; None where it does not apply (no finite value)
+    closed_form_wall_time_factor: float | None
     notes: tuple[str, ...]
 
 
@@ -326,6 +329,13 @@ def simulate_spot_job(
     unknown = [s for s in strategies if s not in STRATEGIES]
     if unknown:
         raise InputError(f"unknown spot strategies {unknown}. Allowed: {', '.join(STRATEGIES)}.")
+    segments = max(job.work_h / job.tau_h(r) for r in job.regions) if job.regions else 0.0
+    if segments > MAX_SEGMENTS_PER_RUN:
+        raise InputError(
+            f"{segments:,.0f} checkpoint intervals per run ({job.work_h:,.1f} h of work, interval "
+            f"{min(job.tau_h(r) for r in job.regions):g} h) is more than the {MAX_SEGMENTS_PER_RUN:,} a run "
+            "simulates; pass a longer --checkpoint-hours, or fewer tokens / more GPUs."
+        )
     od_cost = (job.work_h + job.restart_overhead_h) * job.price_on_demand_usd_per_hour
     out = []
     for s in strategies:
@@ -514,6 +524,8 @@ def simulate_spot(
             restart_overhead_h=restart_h,
             interval_h=tau,
         )
+        if not math.isfinite(closed):  # the first-order model breaks down: interruptions outpace progress
+            closed = None
     notes = [
         f"Work {work_h:.1f} h on {gpus} x {gpu} from the estimator "
         f"({est.tokens_per_s.central:,.0f} tokens/s).",

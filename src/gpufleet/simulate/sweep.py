@@ -132,14 +132,18 @@ def _sweep_keys(kind: str) -> set[str]:
     from gpufleet.simulate.batch import simulate_batch
     from gpufleet.simulate.spot import simulate_spot
 
-    fn = {"autoscale": simulate_autoscale, "spot": simulate_spot, "batch": simulate_batch}[kind]
+    fn: Callable[..., Any] = {
+        "autoscale": simulate_autoscale,
+        "spot": simulate_spot,
+        "batch": simulate_batch,
+    }[kind]
     params = inspect.signature(fn).parameters.values()
     keywords = {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
     return (keywords | set(_SWEEP_OWN_KEYS[kind]) | {"seed"}) - {"deployment"}
 
 
 def check_sweep_spec(spec: SweepSpec) -> None:
-    """:class:`InputError` unless ``spec`` names a known kind, known keys, the required ones, and int seeds."""
+    """:class:`InputError` unless ``spec`` has a known kind, known keys, the required ones and int seeds."""
     if spec.kind not in SWEEP_KINDS:
         raise InputError(f"sweep kind {spec.kind!r} is unknown. Allowed: {', '.join(SWEEP_KINDS)}.")
     if not isinstance(spec.base, Mapping) or not isinstance(spec.grid, Mapping):
