@@ -132,11 +132,12 @@ def _sweep_keys(kind: str) -> set[str]:
     from gpufleet.simulate.batch import simulate_batch
     from gpufleet.simulate.spot import simulate_spot
 
-    fn: Callable[..., Any] = {
+    fns: dict[str, Callable[..., Any]] = {
         "autoscale": simulate_autoscale,
         "spot": simulate_spot,
         "batch": simulate_batch,
-    }[kind]
+    }
+    fn = fns[kind]
     params = inspect.signature(fn).parameters.values()
     keywords = {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
     return (keywords | set(_SWEEP_OWN_KEYS[kind]) | {"seed"}) - {"deployment"}
