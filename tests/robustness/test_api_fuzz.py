@@ -90,7 +90,7 @@ FUZZ = settings(max_examples=40, deadline=None, suppress_health_check=list(Healt
 FEW = settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
 #: new packages: no shrinking (a failure is reported as generated; shrinking store-backed cases takes minutes)
 FAST = settings(
-    max_examples=6,
+    max_examples=15,
     deadline=None,
     suppress_health_check=list(HealthCheck),
     phases=[Phase.explicit, Phase.generate],

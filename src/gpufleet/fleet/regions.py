@@ -130,6 +130,10 @@ def analyze_regions(
                 f"User location {lat}, {lon}: latitude must be in [-90, 90], longitude in [-180, 180]."
             )
     table = offers if offers is not None else load_offers()
+    from gpufleet.recommend.filters import check_against_table
+
+    for w in workloads:
+        check_against_table(table, w)  # an unknown provider or region is an error, not an empty answer
     est = estimator or DefaultEstimator()
     spot = load_spot_assumptions()
     prices = {k: node_prices_usd_per_hour(table, k) for k in ("on_demand", "spot", "commit_1y", "commit_3y")}

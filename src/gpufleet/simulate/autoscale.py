@@ -152,6 +152,9 @@ def deployment_for(
 ) -> Deployment:
     """A deployment of ``model`` sized for ``trace``'s mean request; ``gpu`` None: the top pick of
     :func:`gpufleet.recommend` for the trace's mean lengths and rate."""
+    gpus_per_replica = check_count(
+        "gpus_per_replica", gpus_per_replica, flag="--gpus-per-replica", allow_none=True
+    )
     mean_in = float(np.mean(trace.input_tokens))
     mean_out = float(np.mean(trace.output_tokens))
     if gpu is None:
