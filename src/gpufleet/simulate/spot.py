@@ -47,7 +47,9 @@ DEFAULT_RUNS = 100
 #: Most Monte-Carlo runs per strategy (bounds the work; 10^4 runs give < 1 % standard error on a share).
 MAX_RUNS = 10_000
 #: Most checkpoint intervals one run simulates (each is a few events; bounds the work of a run).
-MAX_SEGMENTS_PER_RUN = 100_000
+MAX_SEGMENTS_PER_RUN = 50_000
+#: Most scheduling steps (segments, interruptions, restarts) of one run before it is declared not to progress.
+MAX_STEPS_PER_RUN = 2 * MAX_SEGMENTS_PER_RUN
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -200,7 +202,15 @@ def _job(env, job: SpotJob, strategy: str, avail: list[_Availability], run: _Run
         run.cost += hours * price
         return env.timeout(hours)
 
+    steps = 0
     while done < W - 1e-12:
+        steps += 1
+        if steps > MAX_STEPS_PER_RUN:
+            raise InputError(
+                f"The {strategy} run made {done:,.1f} of {W:,.1f} h of progress in {MAX_STEPS_PER_RUN:,} "
+                "steps: interruptions outpace the checkpoints. Pass a shorter --checkpoint-hours (or none: Young's "
+                "interval), or fewer tokens / more GPUs."
+            )
         t = env.now
         rem = W - done
         if strategy in ("greedy", "uniform_progress") and not forever_od:
