@@ -208,8 +208,8 @@ def _job(env, job: SpotJob, strategy: str, avail: list[_Availability], run: _Run
         if steps > MAX_STEPS_PER_RUN:
             raise InputError(
                 f"The {strategy} run made {done:,.1f} of {W:,.1f} h of progress in {MAX_STEPS_PER_RUN:,} "
-                "steps: interruptions outpace the checkpoints. Pass a shorter --checkpoint-hours (or none: Young's "
-                "interval), or fewer tokens / more GPUs."
+                "steps: interruptions outpace the checkpoints. Pass a shorter --checkpoint-hours (or none: "
+                "Young's interval), or fewer tokens / more GPUs."
             )
         t = env.now
         rem = W - done
