@@ -11,6 +11,7 @@ from pathlib import Path
 
 from gpufleet.catalog.offers import OfferTable, load_offers
 from gpufleet.cost.spot import load_spot_assumptions
+from gpufleet.errors import UnknownNameError
 from gpufleet.fleet.check import check_plan
 from gpufleet.fleet.model import Levers, Model, build_model
 from gpufleet.fleet.options import build_options
@@ -326,6 +327,16 @@ def plan_fleet(
 
     f = read_fleet_file(fleet) if isinstance(fleet, (str, Path)) else fleet
     table = offers if offers is not None else load_offers()
+    known = table.providers()
+    for fw in f.workloads:  # an unknown provider is an error, not an empty answer
+        for p in fw.providers:
+            if p.lower() not in known:
+                raise UnknownNameError(
+                    "provider",
+                    p,
+                    known,
+                    hint=f"workload {fw.name}: provider names are lower case; see `gpufleet catalog offers`.",
+                )
     spot = load_spot_assumptions(spot_assumptions)
     est = estimator or DefaultEstimator()
     step = (lambda d, t, _n: progress("options", d, t)) if progress else None

@@ -32,6 +32,7 @@ from gpufleet.fleet.refdata import (
 from gpufleet.recommend.perf import DefaultEstimator, Estimator
 from gpufleet.recommend.types import Workload
 from gpufleet.units import GIB, HOURS_PER_MONTH, SECONDS_PER_HOUR
+from gpufleet.validation import check_count, check_number
 
 #: default network bandwidth for transfer times [Gbit/s]: a common cloud NIC class; pass the real one
 DEFAULT_BANDWIDTH_GBIT_S = 10.0
@@ -93,6 +94,28 @@ def analyze_regions(
     """Compare every region that can run each workload (cheapest ``limit`` per workload by total cost)."""
     from gpufleet.recommend.candidates import build_candidates
 
+    bandwidth_gbit_s = check_number(
+        "bandwidth_gbit_s", bandwidth_gbit_s, maximum=1e6, flag="--bandwidth-gbps"
+    )  # type: ignore[assignment]
+    data_size_gib = check_number(
+        "data_size_gib", data_size_gib, allow_zero=True, maximum=1e12, flag="--data-gib"
+    )  # type: ignore[assignment]
+    serving_egress_gib_per_month = check_number(  # type: ignore[assignment]
+        "serving_egress_gib_per_month",
+        serving_egress_gib_per_month,
+        allow_zero=True,
+        maximum=1e12,
+        flag="--serving-gib",
+    )
+    limit = check_count("limit", limit, flag="--limit")  # type: ignore[assignment]
+    for name, value in (("data_provider", data_provider), ("data_region", data_region)):
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"{name} must be a name (string), got {value!r}.")
+    if user_lat_lon is not None:
+        if not isinstance(user_lat_lon, tuple | list) or len(user_lat_lon) != 2:
+            raise InputError(f"user_lat_lon must be (latitude, longitude) in degrees, got {user_lat_lon!r}.")
+        check_number("latitude", user_lat_lon[0], positive=False, flag="--user-lat")
+        check_number("longitude", user_lat_lon[1], positive=False, flag="--user-lon")
     if bandwidth_gbit_s <= 0 or data_size_gib < 0 or serving_egress_gib_per_month < 0 or limit < 1:
         raise InputError(
             "bandwidth must be > 0 Gbit/s, data size and serving egress >= 0 GiB, limit >= 1; "
@@ -107,6 +130,10 @@ def analyze_regions(
                 f"User location {lat}, {lon}: latitude must be in [-90, 90], longitude in [-180, 180]."
             )
     table = offers if offers is not None else load_offers()
+    from gpufleet.recommend.filters import check_against_table
+
+    for w in workloads:
+        check_against_table(table, w)  # an unknown provider or region is an error, not an empty answer
     est = estimator or DefaultEstimator()
     spot = load_spot_assumptions()
     prices = {k: node_prices_usd_per_hour(table, k) for k in ("on_demand", "spot", "commit_1y", "commit_3y")}

@@ -26,12 +26,20 @@ from gpufleet.simulate.core import cdf_points, percentile
 from gpufleet.simulate.policies import KNATIVE_TARGET_UTILISATION, Policy, StaticPolicy
 from gpufleet.simulate.serving import ServiceModel, service_from_estimator
 from gpufleet.simulate.traces import RequestTrace
-from gpufleet.units import SECONDS_PER_HOUR
+from gpufleet.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
+from gpufleet.validation import check_count, check_number
 
 #: default SLOs when none is given: p95 TTFT 2 s and TPOT 0.1 s (interactive chat; the MLPerf Inference
 #: v5.0 Llama-2-70B interactive scenario uses TTFT 450 ms / TPOT 40 ms, the server scenario 2 s / 200 ms)
 DEFAULT_SLO_TTFT_S = 2.0
 DEFAULT_SLO_TPOT_S = 0.2
+#: Bounds that keep a replay finite: replicas of one deployment, an SLO [s] and the trace time-scale factor.
+MAX_REPLICAS = 10_000
+MAX_SLO_S = 3600.0
+MAX_RATE_FACTOR = 10_000.0
+#: Longest trace a replay simulates [s]: 400 days, longer than the public LLM traces it reads (Azure,
+#: BurstGPT, Mooncake span hours to months).
+MAX_TRACE_SPAN_S = 400 * SECONDS_PER_DAY
 #: time-series points kept for charts
 SERIES_POINTS = 360
 
@@ -144,6 +152,9 @@ def deployment_for(
 ) -> Deployment:
     """A deployment of ``model`` sized for ``trace``'s mean request; ``gpu`` None: the top pick of
     :func:`gpufleet.recommend` for the trace's mean lengths and rate."""
+    gpus_per_replica = check_count(
+        "gpus_per_replica", gpus_per_replica, flag="--gpus-per-replica", allow_none=True
+    )
     mean_in = float(np.mean(trace.input_tokens))
     mean_out = float(np.mean(trace.output_tokens))
     if gpu is None:
@@ -317,6 +328,25 @@ def simulate_autoscale(
     ``initial_replicas`` None: static and scheduled policies start at their own count, the others warm at
     :func:`warm_start_replicas` (a deployment that was running before the trace window).
     """
+    min_replicas = check_count(
+        "min_replicas", min_replicas, minimum=0, maximum=MAX_REPLICAS, flag="--min-replicas"
+    )  # type: ignore[assignment]
+    max_replicas = check_count("max_replicas", max_replicas, maximum=MAX_REPLICAS, flag="--max-replicas")  # type: ignore[assignment]
+    initial_replicas = check_count(
+        "initial_replicas", initial_replicas, minimum=0, maximum=MAX_REPLICAS, allow_none=True
+    )
+    spot_share = check_number("spot_share", spot_share, allow_zero=True, maximum=1.0, flag="--spot-share")  # type: ignore[assignment]
+    slo_ttft_s = check_number("slo_ttft_s", slo_ttft_s, maximum=MAX_SLO_S, flag="--slo-ttft (s)")  # type: ignore[assignment]
+    slo_tpot_s = check_number("slo_tpot_s", slo_tpot_s, maximum=MAX_SLO_S, flag="--slo-tpot (s)")  # type: ignore[assignment]
+    rate_factor = check_number("rate_factor", rate_factor, maximum=MAX_RATE_FACTOR, flag="--rate")  # type: ignore[assignment]
+    seed = check_count("seed", seed, minimum=0, maximum=2**63 - 1, flag="--seed")  # type: ignore[assignment]
+    span_s = float(trace.arrival_s[-1] - trace.arrival_s[0]) if len(trace.arrival_s) else 0.0
+    if span_s > MAX_TRACE_SPAN_S:
+        raise InputError(
+            f"The trace spans {span_s / SECONDS_PER_DAY:,.1f} days, more than the "
+            f"{MAX_TRACE_SPAN_S / SECONDS_PER_DAY:,.0f} days "
+            "a replay simulates (metrics are sampled every second). Cut the trace to a shorter window."
+        )
     if not 0 <= min_replicas <= max_replicas or max_replicas < 1:
         raise InputError(f"replicas: need 0 <= min ({min_replicas}) <= max ({max_replicas}) and max >= 1.")
     if not 0 <= spot_share <= 1:

@@ -44,6 +44,7 @@ from gpufleet.errors import ConfigFileError, InputError
 from gpufleet.fileio import load_structured_file
 from gpufleet.simulate.core import make_rng, new_environment, percentile
 from gpufleet.simulate.jobs import Job
+from gpufleet.validation import MAX_HOURS, check_count, check_number
 
 BATCH_POLICIES = ("fifo", "priority", "easy", "deadline", "offpeak", "spot")
 POOL_KINDS = ("on_demand", "spot", "reserved")
@@ -256,7 +257,12 @@ def simulate_batch(
     restart_h: float = DEFAULT_RESTART_H,
 ) -> BatchResult:
     """Schedule ``jobs`` on ``fleet`` under ``policy`` (module doc)."""
-    if policy not in BATCH_POLICIES:
+    seed = check_count("seed", seed, minimum=0, maximum=2**63 - 1, flag="--seed")  # type: ignore[assignment]
+    checkpoint_h = check_number("checkpoint_h", checkpoint_h, maximum=MAX_HOURS)  # type: ignore[assignment]
+    restart_h = check_number("restart_h", restart_h, allow_zero=True, maximum=MAX_HOURS)  # type: ignore[assignment]
+    if isinstance(jobs, str | bytes) or not isinstance(jobs, Sequence):
+        raise InputError(f"jobs must be a list of Job records (see read_jobs), got {jobs!r}.")
+    if not isinstance(policy, str) or policy not in BATCH_POLICIES:
         raise InputError(f"batch policy {policy!r} is unknown. Allowed: {', '.join(BATCH_POLICIES)}.")
     if not jobs:
         raise InputError("no jobs to schedule.")

@@ -13,6 +13,7 @@ overridden):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from gpufleet.errors import InputError
@@ -33,8 +34,9 @@ class ColdStart:
 
     def __post_init__(self) -> None:
         for name in ("provisioning_s", "image_pull_s", "weight_load_s", "warmup_s"):
-            if getattr(self, name) < 0:
-                raise InputError(f"cold start {name} = {getattr(self, name)}; it must be >= 0 s.")
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
+                raise InputError(f"cold start {name} = {value}; it must be a finite number >= 0 s.")
 
     @property
     def total_s(self) -> float:

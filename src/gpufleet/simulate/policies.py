@@ -314,12 +314,15 @@ def make_policy(name: str, **params: float | str | tuple[tuple[float, int], ...]
         "ray": RayServePolicy,
         "queue": QueuePolicy,
     }
-    if name not in classes:
+    if not isinstance(name, str) or name not in classes:
         raise InputError(f"autoscaling policy {name!r} is unknown. Allowed: {', '.join(POLICIES)}.")
     cls = classes[name]
     allowed = [f.name for f in fields(cls) if f.name != "name"]
     unknown = [k for k in params if k not in allowed]
     if unknown:
         raise InputError(f"policy {name}: unknown parameters {unknown}. Allowed: {', '.join(allowed)}.")
+    for k, v in params.items():
+        if isinstance(v, bool) or (isinstance(v, int | float) and not (math.isfinite(v) and v >= 0)):
+            raise InputError(f"policy {name}: parameter {k} = {v!r} must be a finite number >= 0.")
     policy: Policy = cls(**params)
     return policy

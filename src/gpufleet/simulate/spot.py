@@ -39,10 +39,17 @@ import numpy as np
 
 from gpufleet.errors import InputError
 from gpufleet.simulate.core import make_rng, new_environment, percentile
+from gpufleet.validation import MAX_HOURS, check_count, check_number
 
 STRATEGIES = ("on_demand", "spot", "greedy", "uniform_progress", "failover")
 #: Monte-Carlo repetitions by default
 DEFAULT_RUNS = 100
+#: Most Monte-Carlo runs per strategy (bounds the work; 10^4 runs give < 1 % standard error on a share).
+MAX_RUNS = 10_000
+#: Most checkpoint intervals one run simulates (each is a few events; bounds the work of a run).
+MAX_SEGMENTS_PER_RUN = 50_000
+#: Most scheduling steps (segments, interruptions, restarts) of one run before it is declared not to progress.
+MAX_STEPS_PER_RUN = 2 * MAX_SEGMENTS_PER_RUN
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -107,7 +114,8 @@ class SpotResult:
     interruption_source: str
     outcomes: tuple[StrategyOutcome, ...]
     best: str | None  # cheapest strategy with P(miss) <= 5 % (or no deadline)
-    closed_form_wall_time_factor: float | None  # cost/spot.py first-order E[T]/W for the first region
+    # cost/spot.py first-order E[T]/W for the first region; None where it does not apply (no finite value)
+    closed_form_wall_time_factor: float | None
     notes: tuple[str, ...]
 
 
@@ -194,7 +202,15 @@ def _job(env, job: SpotJob, strategy: str, avail: list[_Availability], run: _Run
         run.cost += hours * price
         return env.timeout(hours)
 
+    steps = 0
     while done < W - 1e-12:
+        steps += 1
+        if steps > MAX_STEPS_PER_RUN:
+            raise InputError(
+                f"The {strategy} run made {done:,.1f} of {W:,.1f} h of progress in {MAX_STEPS_PER_RUN:,} "
+                "steps: interruptions outpace the checkpoints. Pass a shorter --checkpoint-hours (or none: "
+                "Young's interval), or fewer tokens / more GPUs."
+            )
         t = env.now
         rem = W - done
         if strategy in ("greedy", "uniform_progress") and not forever_od:
@@ -323,6 +339,13 @@ def simulate_spot_job(
     unknown = [s for s in strategies if s not in STRATEGIES]
     if unknown:
         raise InputError(f"unknown spot strategies {unknown}. Allowed: {', '.join(STRATEGIES)}.")
+    segments = max(job.work_h / job.tau_h(r) for r in job.regions) if job.regions else 0.0
+    if segments > MAX_SEGMENTS_PER_RUN:
+        raise InputError(
+            f"{segments:,.0f} checkpoint intervals per run ({job.work_h:,.1f} h of work, interval "
+            f"{min(job.tau_h(r) for r in job.regions):g} h) is more than the {MAX_SEGMENTS_PER_RUN:,} a run "
+            "simulates; pass a longer --checkpoint-hours, or fewer tokens / more GPUs."
+        )
     od_cost = (job.work_h + job.restart_overhead_h) * job.price_on_demand_usd_per_hour
     out = []
     for s in strategies:
@@ -400,8 +423,24 @@ def simulate_spot(
     from gpufleet.simulate.spot_traces import read_spot_trace
     from gpufleet.units import SECONDS_PER_HOUR
 
-    if tokens <= 0:
-        raise InputError(f"tokens = {tokens:g}; a training run processes > 0 tokens.")
+    tokens = check_number("tokens", tokens, flag="--tokens")  # type: ignore[assignment]
+    gpus = check_count("gpus", gpus, flag="--gpus")  # type: ignore[assignment]
+    runs = check_count("runs", runs, maximum=MAX_RUNS, flag="--runs")  # type: ignore[assignment]
+    regions = check_count("regions", regions, maximum=1000)  # type: ignore[assignment]
+    seed = check_count("seed", seed, minimum=0, maximum=2**63 - 1, flag="--seed")  # type: ignore[assignment]
+    deadline_h = check_number("deadline_h", deadline_h, flag="--deadline-hours", allow_none=True)
+    interval_h = check_number(
+        "interval_h", interval_h, flag="--checkpoint-hours", maximum=MAX_HOURS, allow_none=True
+    )
+    if isinstance(strategies, str) or not all(isinstance(s, str) for s in strategies):
+        raise InputError(
+            f"strategies must be a list of names, got {strategies!r}. Allowed: {', '.join(STRATEGIES)}."
+        )
+    for name, value in (("model", model), ("gpu", gpu), ("precision", precision), ("task", task)):
+        if not isinstance(value, str):
+            raise InputError(f"{name} must be a name (string), got {value!r}.")
+    if provider is not None and not isinstance(provider, str):
+        raise InputError(f"provider must be a name (string), got {provider!r}.")
     arch = resolve_model(model)
     est = estimate_training(
         model=arch,
@@ -495,6 +534,8 @@ def simulate_spot(
             restart_overhead_h=restart_h,
             interval_h=tau,
         )
+        if not math.isfinite(closed):  # the first-order model breaks down: interruptions outpace progress
+            closed = None
     notes = [
         f"Work {work_h:.1f} h on {gpus} x {gpu} from the estimator "
         f"({est.tokens_per_s.central:,.0f} tokens/s).",

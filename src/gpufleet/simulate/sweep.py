@@ -31,6 +31,7 @@ from typing import Any
 
 from gpufleet.errors import ConfigFileError, InputError, UnsupportedError
 from gpufleet.fileio import load_structured_file
+from gpufleet.validation import check_count
 
 SWEEP_KINDS = ("autoscale", "spot", "batch")
 ENGINES = ("local", "ray")
@@ -111,6 +112,61 @@ def _deployment(path: str, rate: float, model: str, gpu: str | None, precision: 
     return deployment_for(_trace(path, rate), model=model, gpu=gpu, precision=precision)
 
 
+_SWEEP_OWN_KEYS: dict[str, tuple[str, ...]] = {
+    "autoscale": ("trace", "rate", "model", "gpu", "precision", "policy", "policy_params", "target"),
+    "spot": (),
+    "batch": ("jobs", "fleet"),
+}
+_SWEEP_REQUIRED: dict[str, tuple[str, ...]] = {
+    "autoscale": ("trace",),
+    "spot": ("model", "tokens"),
+    "batch": ("jobs",),
+}
+
+
+def _sweep_keys(kind: str) -> set[str]:
+    """Names a configuration of ``kind`` may set: the sweep's own keys plus the simulator's keywords."""
+    import inspect
+
+    from gpufleet.simulate.autoscale import simulate_autoscale
+    from gpufleet.simulate.batch import simulate_batch
+    from gpufleet.simulate.spot import simulate_spot
+
+    fns: dict[str, Callable[..., Any]] = {
+        "autoscale": simulate_autoscale,
+        "spot": simulate_spot,
+        "batch": simulate_batch,
+    }
+    fn = fns[kind]
+    params = inspect.signature(fn).parameters.values()
+    keywords = {p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    return (keywords | set(_SWEEP_OWN_KEYS[kind]) | {"seed"}) - {"deployment"}
+
+
+def check_sweep_spec(spec: SweepSpec) -> None:
+    """:class:`InputError` unless ``spec`` has a known kind, known keys, the required ones and int seeds."""
+    if spec.kind not in SWEEP_KINDS:
+        raise InputError(f"sweep kind {spec.kind!r} is unknown. Allowed: {', '.join(SWEEP_KINDS)}.")
+    if not isinstance(spec.base, Mapping) or not isinstance(spec.grid, Mapping):
+        raise InputError("sweep spec: base is a mapping of names to values, grid of names to lists.")
+    if not all(isinstance(v, Sequence) and not isinstance(v, str) and v for v in spec.grid.values()):
+        raise InputError("sweep spec: every grid entry is a non-empty list of values.")
+    allowed = _sweep_keys(spec.kind)
+    keys = [*spec.base, *spec.grid]
+    unknown = sorted({str(k) for k in keys if k not in allowed})
+    if unknown:
+        raise InputError(
+            f"sweep spec ({spec.kind}): unknown names {unknown[:5]}. Allowed: {', '.join(sorted(allowed))}."
+        )
+    missing = [k for k in _SWEEP_REQUIRED[spec.kind] if k not in keys]
+    if missing:
+        raise InputError(f"sweep spec ({spec.kind}): {', '.join(missing)} is required (in base or grid).")
+    if not spec.seeds or not all(
+        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in spec.seeds
+    ):
+        raise InputError(f"sweep spec: seeds is a non-empty list of integers >= 0, got {spec.seeds!r}.")
+
+
 def run_config(kind: str, cfg: Mapping[str, Any]) -> dict[str, Any]:
     """One run of a sweep: the simulator's headline metrics (a picklable top-level function)."""
     c = dict(cfg)
@@ -189,6 +245,8 @@ def run_sweep(
     """Run every configuration of ``spec`` (module doc); ``progress(done, total)`` after each run."""
     if engine not in ENGINES:
         raise InputError(f"engine {engine!r} is unknown. Allowed: {', '.join(ENGINES)}.")
+    check_sweep_spec(spec)
+    workers = check_count("workers", workers, maximum=1024, flag="--workers", allow_none=True)
     configs = spec.configs()
     t0 = time.perf_counter()
     results: list[dict[str, Any] | None] = [None] * len(configs)

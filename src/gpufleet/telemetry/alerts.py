@@ -28,6 +28,10 @@ from gpufleet.telemetry.inventory import InventoryEntry, resolve_cost
 from gpufleet.telemetry.schema import METRICS
 from gpufleet.telemetry.store import TelemetryStore
 from gpufleet.units import HOURS_PER_DAY, SECONDS_PER_HOUR, US_PER_S
+from gpufleet.validation import check_number
+
+#: Longest evaluation step [s]: 366 days (a step longer than a year evaluates nothing useful).
+MAX_STEP_S: Final = 366 * 24 * 3600.0
 
 DERIVED: Final[dict[str, str]] = {
     "memory_used_pct": "FB used / capacity (memory.total, else used + free) x 100, per GPU",
@@ -238,6 +242,7 @@ def evaluate(
     """Alert events of ``rules`` over the stored telemetry in ``window``; ``max_gap_s``: the longest gap
     between
     samples that does not break a run (default 600 s: two missed 5-minute scrapes)."""
+    step_s = check_number("step", step_s, flag="--step (s)", maximum=MAX_STEP_S)  # type: ignore[assignment]
     if step_s <= 0:
         raise InputError(f"--step {step_s} must be positive (seconds between evaluations, e.g. 60).")
     events: list[AlertEvent] = []

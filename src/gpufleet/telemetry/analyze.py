@@ -15,6 +15,10 @@ from typing import Any, Final
 from gpufleet.errors import InputError
 from gpufleet.telemetry.store import TelemetryStore
 from gpufleet.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, US_PER_S
+from gpufleet.validation import check_number
+
+#: Longest lookback window [days]: 100 years, far above any telemetry retention; bounds the date arithmetic.
+MAX_LOOKBACK_DAYS: Final = 36_500.0
 
 #: Metric -> histogram bins per canonical unit (bin width = 1/scale).
 BIN_SCALE: Final[dict[str, float]] = {
@@ -79,10 +83,14 @@ class Window:
 def resolve_window(
     store: TelemetryStore, lookback_days: float, end: datetime | None, percentile: float
 ) -> Window:
+    percentile = check_number("percentile", percentile, flag="--percentile")  # type: ignore[assignment]
     if not 0.5 <= percentile < 1.0:
         raise InputError(f"--percentile {percentile} is outside 0.5-0.99; use e.g. 0.95 (p95) or 0.99.")
-    if lookback_days <= 0:
-        raise InputError(f"--lookback {lookback_days} days must be positive (presets: 14, 32, 93).")
+    lookback_days = check_number(  # type: ignore[assignment]
+        "lookback", lookback_days, flag="--lookback", maximum=MAX_LOOKBACK_DAYS
+    )
+    if end is not None and not isinstance(end, datetime):
+        raise InputError(f"--end must be a date and time (ISO 8601), got {end!r}.")
     if end is None:
         parts = store.parts()
         if not parts:
@@ -92,7 +100,14 @@ def resolve_window(
             )
         end_us = max(p.max_ts_us for p in parts) + 1
         end = datetime.fromtimestamp(end_us / US_PER_S, tz=UTC)
-    return Window(start=end - timedelta(days=lookback_days), end=end, percentile=percentile)
+    try:
+        start = end - timedelta(days=lookback_days)
+    except OverflowError:
+        raise InputError(
+            f"--lookback {lookback_days} days before {end.isoformat()} is before year 1; pass a later --end "
+            "or a shorter --lookback."
+        ) from None
+    return Window(start=start, end=end, percentile=percentile)
 
 
 def _naive(dt: datetime) -> datetime:

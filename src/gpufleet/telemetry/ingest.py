@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -93,8 +94,16 @@ def ingest_files(
     now_us: int | None = None,
 ) -> IngestReport:
     """Read ``paths`` and append their samples to ``store`` in one atomic batch."""
+    if isinstance(paths, str | bytes | os.PathLike) or not isinstance(paths, Sequence):
+        raise InputError(f"paths must be a list of telemetry file paths, got {paths!r}. Pass [path, ...].")
     if not paths:
         raise InputError("No telemetry files given. Pass one or more files, or --prometheus URL.")
+    bad = [p for p in paths if not isinstance(p, str | os.PathLike) or not str(p)]
+    if bad:
+        raise InputError(f"telemetry file paths must be non-empty strings or paths, got {bad[:3]!r}.")
+    for name, value in (("input_format", input_format), ("host", host), ("timezone", timezone)):
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"{name} must be a string, got {value!r}.")
     store = store or TelemetryStore()
     batch, problems = SampleBatch(), ProblemCounter()
     n = 0

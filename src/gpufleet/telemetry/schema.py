@@ -179,6 +179,7 @@ PROBLEM_KINDS: Final[dict[str, tuple[bool, str]]] = {
     "missing_labels": (True, "no host or no GPU identity (index/UUID) on the sample"),
     "duplicate_sample": (True, "same GPU, metric and timestamp as a sample already read or stored"),
     "out_of_order": (False, "timestamps going backwards within one series (sorted on store)"),
+    "before_epoch": (True, "a timestamp before 1970-01-01 UTC (a host clock that was never set)"),
     "clock_skew": (True, "a timestamp in the future beyond the tolerance (host clock ahead)"),
     "out_of_range": (True, "a value outside the metric's physical range (e.g. utilisation > 100 %)"),
     "no_timestamp": (False, "exposition sample without a timestamp: the scrape time given was used"),

@@ -141,6 +141,9 @@ def add_checked(
     if math.isnan(value) or math.isinf(value) or is_dcgm_blank(value):
         problems.add(where, "missing_value", example)
         return
+    if ts_us < 0:
+        problems.add(where, "before_epoch", example)
+        return
     lo, hi = VALUE_RANGE[metric]
     if not lo <= value <= hi:
         problems.add(where, "out_of_range", f"{metric}={value} (allowed {lo}-{hi}): {example}")

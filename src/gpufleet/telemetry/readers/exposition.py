@@ -117,7 +117,7 @@ def read_exposition(
         else:
             ts_us = int(float(m.group("ts")) * us_per_unit)
         value *= factor
-        if lo_hi_ok(metric, value):
+        if ts_us >= 0 and lo_hi_ok(metric, value):
             batch.add_sample(lid, ts_us, metric, value)
         else:
             add_checked(

@@ -115,7 +115,7 @@ def read_nvidia_smi_csv(
     """Parse ``text`` into ``batch``; returns the number of data lines read. Bad lines are counted."""
     try:
         tz = ZoneInfo(timezone)
-    except (KeyError, ValueError):
+    except (KeyError, ValueError, OSError):
         raise ConfigFileError(
             f"Unknown time zone {timezone!r} for {source}. nvidia-smi timestamps are host-local; give an "
             "IANA "
