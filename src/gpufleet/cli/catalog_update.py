@@ -15,8 +15,6 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 from rich.table import Table
 from rich.text import Text
 
-from gpufleet.catalog.fetch import store
-from gpufleet.catalog.pricing import describe_assumptions, load_commitment_assumptions
 from gpufleet.cli.console import console, err_console
 from gpufleet.errors import UnknownNameError
 from gpufleet.validation import check_number
@@ -80,6 +78,7 @@ def update(
     ] = 900.0,
 ) -> None:
     """Fetch current prices from a provider's public price API into the user data directory."""
+    from gpufleet.catalog.fetch import store
     from gpufleet.catalog.fetch.pipeline import PROVIDERS, refresh, write_result  # httpx: only here
 
     check_number("network_budget", network_budget, maximum=86_400.0, flag="--network-budget")
@@ -127,6 +126,8 @@ def commitments(
     ] = None,
 ) -> None:
     """Show the commitment-discount assumptions in force (table defaults, overrides, fetched rates)."""
+    from gpufleet.catalog.pricing import describe_assumptions, load_commitment_assumptions
+
     rows = describe_assumptions(load_commitment_assumptions(override))
     narrow = console.width < 140  # source and note go below the table, by reference number
     t = Table(title="Commitment assumptions (discount = 1 - committed / on-demand)", title_justify="left")

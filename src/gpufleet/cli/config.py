@@ -18,7 +18,6 @@ from rich.table import Table
 
 from gpufleet.cli.console import console, err_console
 from gpufleet.errors import ConfigFileError, GpufleetError
-from gpufleet.fileio import iter_csv_text, parse_yaml_or_json, read_user_text
 
 app = typer.Typer(help="Check configuration files and show the configuration in force.", no_args_is_help=True)
 
@@ -31,6 +30,8 @@ _KINDS_HELP = (
 
 
 def _read_document(path: Path) -> Any:
+    from gpufleet.fileio import iter_csv_text, parse_yaml_or_json, read_user_text
+
     text = read_user_text(path, what="configuration file")
     if path.suffix.lower() == ".csv":
         return next((row for _, row in iter_csv_text(text, source=str(path))), [])
@@ -98,6 +99,7 @@ def _check_catalog(path: Path) -> list[str]:
 
 def _check_offers_csv(path: Path) -> list[str]:
     from gpufleet.catalog.offers import read_offers_csv
+    from gpufleet.fileio import read_user_text
 
     table = read_offers_csv(read_user_text(path, what="offers CSV"), source_name=str(path))
     return [f"{len(table)} offers ({', '.join(table.providers())})"]
