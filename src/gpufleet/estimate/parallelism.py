@@ -22,6 +22,7 @@ from gpufleet.estimate.memory import (
     allowed_tp_degrees,
     estimate_memory,
     max_concurrent_sequences,
+    training_fits,
 )
 from gpufleet.estimate.rates import MAX_AUTO_TP
 from gpufleet.models.arch import ModelArch
@@ -121,7 +122,18 @@ def training_layouts(
         ("selective", [3]),
         ("full", [1, 3]),
     ]
-    last: TrainingLayout | None = None
+
+    def layout(t: int, p: int, d: int, e: int, z: int, rc: str) -> TrainingLayout:
+        mem = _memory(
+            model=model, task=task, precision=precision, gpu=spec, tp=t, pp=p, dp=d, ep=e, batch=1,
+            seq_len=seq_len, zero_stage=z, recompute=rc, engine="pytorch", allow_fallback=allow_fallback,
+        )  # fmt: skip
+        return TrainingLayout(tp=t, pp=p, dp=d, zero_stage=z, recompute=rc, memory=mem)
+
+    # Layouts are screened with training_fits (the estimate's own slack, without building it); full
+    # estimates are built only for the layouts returned: the same result at a fraction of the cost.
+    last: tuple[int, int, int, int, int, str] | None = None
+    checked = False
     for rc, zeros in passes:
         rc = recompute or rc
         zs = [zero_stage] if zero_stage is not None else zeros
@@ -140,14 +152,16 @@ def training_layouts(
                 if e > 1 and d % e:
                     e = 1
                 for z in zs:
-                    mem = _memory(
-                        model=model, task=task, precision=precision, gpu=spec, tp=t, pp=pp_try, dp=d, ep=e,
-                        batch=1, seq_len=seq_len, zero_stage=z, recompute=rc, engine="pytorch",
-                        allow_fallback=allow_fallback,
+                    last = (t, pp_try, d, e, z, rc)
+                    if not checked:  # the shared arguments (precision support, recompute ...), validated once
+                        layout(*last)
+                        checked = True
+                    fits = training_fits(
+                        model=model, task=task, precision=precision, memory_gib=spec.memory_gib, tp=t,
+                        pp=pp_try, dp=d, ep=e, seq_len=seq_len, zero_stage=z, recompute=rc,
                     )  # fmt: skip
-                    last = TrainingLayout(tp=t, pp=pp_try, dp=d, zero_stage=z, recompute=rc, memory=mem)
-                    if mem.fits and global_batch >= d:
-                        found.append(last)
+                    if fits and global_batch >= d:
+                        found.append(layout(*last))
                         break
             if found and no_tp:  # ZeRO/FSDP stacks pipeline only when they must: the smallest pp that fits
                 return found
@@ -162,7 +176,7 @@ def training_layouts(
             f"for {model.id}: tp x pp x dp must equal the GPU count and tp must divide the attention heads. "
             "Give consistent degrees or leave them out to let gpufleet choose."
         )
-    return [last]
+    return [layout(*last)]
 
 
 def _pp_candidates(model: ModelArch, gpu_count: int, max_tp: int) -> list[int]:
