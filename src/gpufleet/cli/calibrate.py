@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from gpufleet.cli.console import console
 from gpufleet.cli.profile_option import ProfileOption, load_profile_option
@@ -56,6 +55,8 @@ def calibrate(
     ],
 ) -> None:
     """Fit a calibration profile to the cases in CASES_FILE and write it to --output."""
+    from rich.table import Table
+
     from gpufleet.estimate.calibration import PRIORS, fit_profile, save_profile
     from gpufleet.estimate.cases import read_cases
     from gpufleet.estimate.validate import validate_cases

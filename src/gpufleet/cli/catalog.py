@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
-from rich.table import Table
 
 from gpufleet.cli import catalog_update
 from gpufleet.cli.console import console, err_console
 from gpufleet.errors import InputError
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from gpufleet.catalog.offers import OfferTable
     from gpufleet.catalog.specs import AcceleratorSpec
 
@@ -56,6 +57,8 @@ def gpus(
     fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
 ) -> None:
     """List every accelerator spec (device-reported memory, dense peaks, interconnect, `uncertain` flag)."""
+    from rich.table import Table
+
     from gpufleet.catalog.specs import load_specs
 
     rows = _spec_rows()
@@ -178,6 +181,8 @@ def _check_flag(flag: str, value: float | None, allowed: str, *, zero_ok: bool =
 def _offers_table(table: OfferTable, shown: OfferTable, spot: bool, *, narrow: bool = False) -> Table:
     """Offers as a terminal table; ``narrow`` (under 140 columns) drops interconnect, capture date and the
     price the sort does not use (spot without --spot, on-demand with it)."""
+    from rich.table import Table
+
     from gpufleet.catalog.specs import load_specs
 
     specs = load_specs()

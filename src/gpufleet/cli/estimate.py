@@ -11,7 +11,6 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from gpufleet.cli.console import console
 from gpufleet.cli.estimate_args import gpu_arg, model_arg, require_positive
@@ -21,6 +20,8 @@ from gpufleet.cli.profile_option import ProfileOption, load_profile_option
 from gpufleet.precision import check_precision
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from gpufleet.estimate.performance import InferenceEstimate, TrainingEstimate
 
 app = typer.Typer(
