@@ -82,3 +82,41 @@ def test_inference_smallest_tp_with_useful_kv() -> None:
     )  # fmt: skip
     # 141 GB of bf16 weights: tp=2 leaves no room for a KV cache under vLLM's 90 % budget
     assert lay.tp == 4 and lay.max_concurrency >= USEFUL_CONCURRENCY
+
+
+@pytest.mark.parametrize(
+    ("model", "gpu", "task"),
+    [("llama-3.1-70b", "H100-SXM", "pretrain"), ("mixtral-8x7b", "A100-SXM-40GB", "full_finetune"),
+     ("llama-3.1-8b", "L4", "full_finetune"), ("llama-3.1-8b", "A10G", "lora")],
+)  # fmt: skip
+def test_training_fits_agrees_with_the_memory_estimate(model: str, gpu: str, task: str) -> None:
+    """The layout search screens with training_fits; it must say exactly what estimate_memory's fits says."""
+    from gpufleet.estimate.memory import estimate_memory, training_fits
+
+    m, spec = resolve_model(model), get_spec(gpu)
+    for tp in tp_candidates(m, 8):
+        for pp in (1, 2, 4, 8):
+            for dp in (1, 2, 8, 16):
+                ep = 2 if m.is_moe and dp % 2 == 0 else 1
+                for zero in (1, 3):
+                    for rc in ("selective", "full"):
+                        kw: dict[str, Any] = {"model": m, "task": task, "precision": "bf16", "tp": tp,
+                                              "pp": pp, "dp": dp, "ep": ep, "seq_len": 4096,
+                                              "zero_stage": zero, "recompute": rc}  # fmt: skip
+                        full = estimate_memory(gpu=spec, batch=1, engine="pytorch", **kw)
+                        assert training_fits(memory_gib=spec.memory_gib, **kw) is full.fits, kw
+
+
+def test_layout_keys_match_the_layouts_with_memory() -> None:
+    from gpufleet.estimate.parallelism import training_layout_keys
+
+    base: dict[str, Any] = {
+        "model": resolve_model("llama-3.1-70b"), "spec": get_spec("A100-SXM-40GB"), "task": "pretrain",
+        "precision": "bf16", "gpu_count": 32, "global_batch": 512, "seq_len": 4096, "gpus_per_node": 8,
+        "software": "megatron", "tp": None, "pp": None, "dp": None, "zero_stage": None, "recompute": None,
+    }  # fmt: skip
+    keys = training_layout_keys(**base)
+    lays = training_layouts(**base)
+    assert [(k.tp, k.pp, k.dp, k.zero_stage, k.recompute, k.fits) for k in keys] == [
+        (x.tp, x.pp, x.dp, x.zero_stage, x.recompute, x.memory.fits) for x in lays
+    ]

@@ -8,14 +8,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from gpufleet.cli.console import console
 from gpufleet.cli.profile_option import ProfileOption, load_profile_option
 from gpufleet.cli.validate_render import render_json, render_markdown, render_tables, summary_items
 from gpufleet.errors import InputError
-from gpufleet.estimate.cases import read_cases
-from gpufleet.estimate.validate import validate_cases
 
 
 class ValidateFormat(StrEnum):
@@ -37,6 +34,9 @@ def validate(
     profile: ProfileOption = None,
 ) -> None:
     """Predict every case in CASES_FILE and compare with its measured value (error, p10–p90 coverage)."""
+    from gpufleet.estimate.cases import read_cases
+    from gpufleet.estimate.validate import validate_cases
+
     cases = read_cases(cases_file)
     report = validate_cases(cases, load_profile_option(profile))
     if output_format is ValidateFormat.json:
@@ -55,7 +55,11 @@ def calibrate(
     ],
 ) -> None:
     """Fit a calibration profile to the cases in CASES_FILE and write it to --output."""
+    from rich.table import Table
+
     from gpufleet.estimate.calibration import PRIORS, fit_profile, save_profile
+    from gpufleet.estimate.cases import read_cases
+    from gpufleet.estimate.validate import validate_cases
 
     if not output.parent.is_dir():
         raise InputError(

@@ -8,17 +8,20 @@ import io
 import math
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich import box
-from rich.table import Table
 
-from gpufleet.catalog.offers import OFFER_COLUMNS, OfferTable, catalog_age, load_offers, write_offers_csv
-from gpufleet.catalog.specs import AcceleratorSpec, load_specs
 from gpufleet.cli import catalog_update
 from gpufleet.cli.console import console, err_console
 from gpufleet.errors import InputError
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from gpufleet.catalog.offers import OfferTable
+    from gpufleet.catalog.specs import AcceleratorSpec
 
 app = typer.Typer(help="Accelerator specs and the multi-cloud GPU offer catalog.", no_args_is_help=True)
 catalog_update.register(app)
@@ -44,6 +47,8 @@ def _num(v: float | None, digits: int = 2) -> str:
 
 # --- gpus ---------------------------------------------------------------------------------------------------
 def _spec_rows() -> list[dict[str, Any]]:
+    from gpufleet.catalog.specs import load_specs
+
     return [dataclasses.asdict(s) for s in sorted(load_specs().values(), key=lambda s: (s.vendor, s.id))]
 
 
@@ -52,6 +57,10 @@ def gpus(
     fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
 ) -> None:
     """List every accelerator spec (device-reported memory, dense peaks, interconnect, `uncertain` flag)."""
+    from rich.table import Table
+
+    from gpufleet.catalog.specs import load_specs
+
     rows = _spec_rows()
     if fmt is Format.json:
         from gpufleet.report.json_report import dump_json, envelope
@@ -111,6 +120,7 @@ def _interconnect(s: AcceleratorSpec | None) -> str:
 
 # --- offers -------------------------------------------------------------------------------------------------
 def _offers_json(table: OfferTable) -> str:
+    from gpufleet.catalog.offers import OFFER_COLUMNS
     from gpufleet.catalog.regions import region_location
 
     rows = []
@@ -171,6 +181,10 @@ def _check_flag(flag: str, value: float | None, allowed: str, *, zero_ok: bool =
 def _offers_table(table: OfferTable, shown: OfferTable, spot: bool, *, narrow: bool = False) -> Table:
     """Offers as a terminal table; ``narrow`` (under 140 columns) drops interconnect, capture date and the
     price the sort does not use (spot without --spot, on-demand with it)."""
+    from rich.table import Table
+
+    from gpufleet.catalog.specs import load_specs
+
     specs = load_specs()
     t = Table(
         title=f"{len(table)} offers, prices in USD"
@@ -225,6 +239,8 @@ def _offers_table(table: OfferTable, shown: OfferTable, spot: bool, *, narrow: b
 
 def _age_footer(table: OfferTable) -> str:
     """One line: providers grouped by the age of their prices."""
+    from gpufleet.catalog.offers import catalog_age
+
     groups: dict[str, list[str]] = {}
     for a in catalog_age(table):
         dated = [c for c in a.captured_at if c != "old"]
@@ -299,6 +315,7 @@ def offers(
     _check_flag(
         "--min-gpu-memory", min_gpu_memory, "zero or more GiB per GPU, e.g. --min-gpu-memory 80", zero_ok=True
     )
+    from gpufleet.catalog.offers import load_offers, write_offers_csv
     from gpufleet.recommend.filters import check_against_table, split_values
     from gpufleet.recommend.types import Workload
 

@@ -11,17 +11,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
-from gpufleet.catalog.fetch import store
-from gpufleet.catalog.pricing import describe_assumptions, load_commitment_assumptions
 from gpufleet.cli.console import console, err_console
 from gpufleet.errors import UnknownNameError
 from gpufleet.validation import check_number
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from gpufleet.catalog.fetch.normalise import RefreshResult
     from gpufleet.catalog.fetch.pipeline import WrittenFiles
 
@@ -29,6 +27,8 @@ _TOP_UNMAPPED = 10
 
 
 def _summary(result: RefreshResult, written: WrittenFiles | None) -> Table:
+    from rich.table import Table
+
     t = Table(title=f"Price refresh: {result.provider}", show_header=False, title_justify="left")
     t.add_column("what", style="bold")
     t.add_column("value")
@@ -45,6 +45,8 @@ def _summary(result: RefreshResult, written: WrittenFiles | None) -> Table:
 
 
 def _details(result: RefreshResult) -> Table:
+    from rich.table import Table
+
     t = Table(title="Not mapped (no shape in the shipped catalog) and left out", title_justify="left")
     t.add_column("kind")
     t.add_column("what")
@@ -80,6 +82,9 @@ def update(
     ] = 900.0,
 ) -> None:
     """Fetch current prices from a provider's public price API into the user data directory."""
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from gpufleet.catalog.fetch import store
     from gpufleet.catalog.fetch.pipeline import PROVIDERS, refresh, write_result  # httpx: only here
 
     check_number("network_budget", network_budget, maximum=86_400.0, flag="--network-budget")
@@ -127,6 +132,10 @@ def commitments(
     ] = None,
 ) -> None:
     """Show the commitment-discount assumptions in force (table defaults, overrides, fetched rates)."""
+    from rich.table import Table
+
+    from gpufleet.catalog.pricing import describe_assumptions, load_commitment_assumptions
+
     rows = describe_assumptions(load_commitment_assumptions(override))
     narrow = console.width < 140  # source and note go below the table, by reference number
     t = Table(title="Commitment assumptions (discount = 1 - committed / on-demand)", title_justify="left")

@@ -11,14 +11,15 @@ import json
 from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from gpufleet.cli.console import console, err_console
 from gpufleet.errors import ConfigFileError, GpufleetError
-from gpufleet.fileio import iter_csv_text, parse_yaml_or_json, read_user_text
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 app = typer.Typer(help="Check configuration files and show the configuration in force.", no_args_is_help=True)
 
@@ -31,6 +32,8 @@ _KINDS_HELP = (
 
 
 def _read_document(path: Path) -> Any:
+    from gpufleet.fileio import iter_csv_text, parse_yaml_or_json, read_user_text
+
     text = read_user_text(path, what="configuration file")
     if path.suffix.lower() == ".csv":
         return next((row for _, row in iter_csv_text(text, source=str(path))), [])
@@ -98,6 +101,7 @@ def _check_catalog(path: Path) -> list[str]:
 
 def _check_offers_csv(path: Path) -> list[str]:
     from gpufleet.catalog.offers import read_offers_csv
+    from gpufleet.fileio import read_user_text
 
     table = read_offers_csv(read_user_text(path, what="offers CSV"), source_name=str(path))
     return [f"{len(table)} offers ({', '.join(table.providers())})"]
@@ -261,6 +265,8 @@ def _check_json(files: list[Path], doc_kind: str = "config_check") -> None:
 
 # --- the configuration in force ---------------------------------------------------------------------------
 def _catalog_table(catalogs: list[Path]) -> Table:
+    from rich.table import Table
+
     from gpufleet.catalog.offers import catalog_age, load_offers
 
     offers = load_offers(catalogs)
@@ -290,6 +296,8 @@ def _models_line() -> str:
 
 
 def _scenarios_table() -> Table:
+    from rich.table import Table
+
     from gpufleet.recommend.scenarios import load_scenarios
 
     lib = load_scenarios()
@@ -304,6 +312,8 @@ def _scenarios_table() -> Table:
 
 
 def _assumptions_tables(commitments: Path | None, spot: Path | None) -> list[Table]:
+    from rich.table import Table
+
     from gpufleet.catalog.pricing import describe_assumptions, load_commitment_assumptions
     from gpufleet.cost.spot import load_spot_assumptions
 

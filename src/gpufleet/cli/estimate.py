@@ -11,7 +11,6 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from gpufleet.cli.console import console
 from gpufleet.cli.estimate_args import gpu_arg, model_arg, require_positive
@@ -19,9 +18,10 @@ from gpufleet.cli.estimate_matrix import matrix
 from gpufleet.cli.estimate_render import inference_table, memory_table, notes_table, training_table
 from gpufleet.cli.profile_option import ProfileOption, load_profile_option
 from gpufleet.precision import check_precision
-from gpufleet.report.json_report import to_jsonable
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from gpufleet.estimate.performance import InferenceEstimate, TrainingEstimate
 
 app = typer.Typer(
@@ -64,6 +64,7 @@ def _precisions(precision: str, kv_precision: str | None) -> tuple[str, str | No
 def _emit_json(result: Any, kind: str) -> None:
     """The estimate's fields at top level, after ``kind`` and ``gpufleet_version``."""
     from gpufleet import __version__
+    from gpufleet.report.json_report import to_jsonable
 
     doc = {"kind": kind, "gpufleet_version": __version__} | to_jsonable(result)
     typer.echo(json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False))

@@ -8,13 +8,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rich.table import Table
-
 from gpufleet.cli.validate_render import fmt_num
 from gpufleet.estimate.types import Interval
 from gpufleet.units import MS_PER_S, SECONDS_PER_HOUR
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from gpufleet.estimate.memory import MemoryEstimate
     from gpufleet.estimate.performance import InferenceEstimate, TrainingEstimate
 
@@ -32,6 +32,8 @@ def fmt_interval(iv: Interval | None, factor: float = 1.0, unit: str = "") -> st
 
 
 def memory_table(mem: MemoryEstimate, title: str) -> Table:
+    from rich.table import Table
+
     t = Table(title=title, title_justify="left", min_width=min(len(title), 110))
     t.add_column("memory per GPU")
     t.add_column("GiB", justify="right")
@@ -47,6 +49,8 @@ def memory_table(mem: MemoryEstimate, title: str) -> Table:
 
 
 def notes_table(notes: Sequence[str], title: str = "Notes and assumptions") -> Table:
+    from rich.table import Table
+
     t = Table(title=title, title_justify="left", show_header=False)
     t.add_column("note")
     for n in notes:
@@ -56,6 +60,8 @@ def notes_table(notes: Sequence[str], title: str = "Notes and assumptions") -> T
 
 def _estimate_table(title: str) -> Table:
     """An empty two-column table: quantity, and its estimate with the p10–p90 interval."""
+    from rich.table import Table
+
     t = Table(title=title, title_justify="left", min_width=min(len(title), 110))
     t.add_column("quantity")
     t.add_column("estimate (p10–p90)", justify="right")
@@ -97,6 +103,8 @@ def grid_table(
     title: str, corner: str, columns: Sequence[str], rows: Sequence[tuple[str, list[str]]]
 ) -> Table:
     """A planning matrix: one row label and one cell per column."""
+    from rich.table import Table
+
     t = Table(title=title, title_justify="left", min_width=min(len(title), 110))
     t.add_column(corner)
     for c in columns:

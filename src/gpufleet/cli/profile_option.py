@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gpufleet.errors import ConfigFileError, GpufleetError
-from gpufleet.fileio import check_user_path
 
 if TYPE_CHECKING:
     from gpufleet.estimate.calibration import CalibrationProfile
@@ -29,6 +28,8 @@ def load_profile_option(path: Path | None) -> CalibrationProfile | None:
     :class:`ConfigFileError` naming it."""
     if path is None:
         return None
+    from gpufleet.fileio import check_user_path
+
     check_user_path(path, what="calibration profile")  # a FIFO, device or directory: say which
     if not path.is_file():
         raise ConfigFileError(

@@ -19,11 +19,11 @@ from rich.console import Console
 from gpufleet.cli.console import console, err_console
 from gpufleet.errors import InputError
 from gpufleet.recommend.names import CLI_NAMES
-from gpufleet.recommend.types import Workload
-from gpufleet.report import Result, render_terminal, render_text
 
 if TYPE_CHECKING:
     from gpufleet.catalog.offers import OfferTable
+    from gpufleet.recommend.types import Workload
+    from gpufleet.report import Result
 
 DEFAULT_HTML_FILE = Path("gpufleet-report.html")
 
@@ -66,6 +66,8 @@ def assumption_notes(workloads: Sequence[Workload], commitments: Path | None = N
 
 def emit(result: Result, fmt: Format, output: Path | None, assumptions: Sequence[str] = ()) -> None:
     """Render ``result`` and print it (stdout) or write it to ``output``; HTML always goes to a file."""
+    from gpufleet.report import render_terminal, render_text
+
     if fmt is Format.html and output is None:
         output = DEFAULT_HTML_FILE
     if fmt is Format.table:

@@ -8,8 +8,6 @@ from typing import Annotated, Any
 
 import typer
 from rich import box
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
 from rich.text import Text
 
 from gpufleet.cli.console import console, err_console
@@ -41,6 +39,8 @@ def list_cmd(
     ] = ListFormat.table,
 ) -> None:
     """List every scenario (id, model, task, pricing, description) and every set."""
+    from rich.table import Table
+
     from gpufleet.recommend.scenarios import load_scenarios
 
     lib = load_scenarios()
@@ -134,6 +134,8 @@ def run_set_cmd(
     ] = True,
 ) -> None:
     """Run every scenario of a set, with a progress bar on stderr, and report them together."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     from gpufleet.recommend.api import run_scenario_set
     from gpufleet.recommend.scenarios import get_scenario, get_scenario_set
 

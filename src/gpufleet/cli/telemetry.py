@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from gpufleet.cli.console import console, err_console
 from gpufleet.errors import InputError
@@ -259,6 +258,8 @@ def alerts(
     output: OutOpt = None,
 ) -> None:
     """Evaluate alert rules over stored telemetry, or export them as Prometheus alerting rules."""
+    from rich.table import Table
+
     from gpufleet.report import telemetry as rt
     from gpufleet.telemetry.alerts import default_rules_text, evaluate, load_rules, prometheus_rules
     from gpufleet.telemetry.analyze import resolve_window

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.table import Table
+if TYPE_CHECKING:
+    from rich.table import Table
 
-from gpufleet.estimate.validate import ValidationReport, ValidationRow, ValidationSummary
+    from gpufleet.estimate.validate import ValidationReport, ValidationRow, ValidationSummary
 
 
 def fmt_num(x: float | None, digits: int = 4) -> str:
@@ -59,6 +60,8 @@ def summary_items(s: ValidationSummary) -> list[tuple[str, str]]:
 
 
 def render_tables(report: ValidationReport) -> list[Table]:
+    from rich.table import Table
+
     cases = Table(title="Estimator vs measured", title_justify="left")
     for h in HEADERS:
         cases.add_column(h, justify="left" if h in ("case", "metric", "in p10–p90") else "right")

@@ -6,22 +6,55 @@ per-case predictions (:func:`predict_case`). Memory lives in :mod:`gpufleet.esti
 cases in :mod:`gpufleet.estimate.cases`.
 """
 
-from gpufleet.estimate.calibration import (
-    CalibrationProfile,
-    CaseNotSupportedError,
-    CasePrediction,
-    fit_profile,
-    load_profile,
-    predict_case,
-    save_profile,
-)
-from gpufleet.estimate.performance import (
-    InferenceEstimate,
-    TrainingEstimate,
-    estimate_inference,
-    estimate_training,
-)
-from gpufleet.estimate.types import Interval
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gpufleet.estimate.calibration import (
+        CalibrationProfile,
+        CaseNotSupportedError,
+        CasePrediction,
+        fit_profile,
+        load_profile,
+        predict_case,
+        save_profile,
+    )
+    from gpufleet.estimate.performance import (
+        InferenceEstimate,
+        TrainingEstimate,
+        estimate_inference,
+        estimate_training,
+    )
+    from gpufleet.estimate.types import Interval
+
+#: Names load on first use (PEP 562), so that importing one estimate module (e.g. ``estimate.types``)
+#: does not load the calibration profile and every estimator.
+_LAZY: dict[str, str] = {
+    "CalibrationProfile": "gpufleet.estimate.calibration",
+    "CaseNotSupportedError": "gpufleet.estimate.calibration",
+    "CasePrediction": "gpufleet.estimate.calibration",
+    "fit_profile": "gpufleet.estimate.calibration",
+    "load_profile": "gpufleet.estimate.calibration",
+    "predict_case": "gpufleet.estimate.calibration",
+    "save_profile": "gpufleet.estimate.calibration",
+    "InferenceEstimate": "gpufleet.estimate.performance",
+    "TrainingEstimate": "gpufleet.estimate.performance",
+    "estimate_inference": "gpufleet.estimate.performance",
+    "estimate_training": "gpufleet.estimate.performance",
+    "Interval": "gpufleet.estimate.types",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "CalibrationProfile",

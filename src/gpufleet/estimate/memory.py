@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from functools import cache
+from functools import cache, lru_cache
 from typing import Literal
 
 from gpufleet.catalog.specs import AcceleratorSpec, get_spec
@@ -475,10 +475,44 @@ def estimate_memory(
     )
 
 
+@lru_cache(maxsize=65536)
+def training_fits(
+    *,
+    model: ModelArch,
+    task: str,
+    precision: str,
+    memory_gib: float,
+    tp: int,
+    pp: int,
+    dp: int,
+    ep: int,
+    seq_len: int,
+    zero_stage: int,
+    recompute: str,
+) -> bool:
+    """Whether :func:`estimate_memory` (training ``task``, ``batch=1``, ``engine="pytorch"``, every other
+    argument at its default) on a GPU of ``memory_gib`` reports ``fits``: the same slack computation
+    (:func:`_assemble`), without building the estimate. The layout search screens thousands of layouts with
+    it and builds full estimates only for those it keeps; the caller validates the shared arguments once
+    with :func:`estimate_memory`. The result depends on the GPU only through its capacity, so the cache is
+    keyed by it (providers list the same GPU under many instance types)."""
+    _check_parallel(model, tp, pp, dp, ep)
+    q = _Query(
+        m=model, task=task, precision=check_precision(precision), engine="pytorch", tp=tp, pp=pp, dp=dp,
+        ep=ep, batch=1, seq_len=seq_len, kv_precision=None, zero_stage=zero_stage, recompute=recompute,
+        optimizer="adamw", lora_rank=16, fp32_grads=False, sequence_parallel=True, flash_attention=True,
+    )  # fmt: skip
+    return _slack(q, memory_gib * GIB)[2] >= 0.0
+
+
 def _assemble(q: _Query, spec: AcceleratorSpec) -> tuple[float, dict[str, float], float]:
     """(usable bytes, parts of the heaviest stage, slack) of one validated query [bytes]."""
+    return _slack(q, spec.memory_gib * GIB)
+
+
+def _slack(q: _Query, cap: float) -> tuple[float, dict[str, float], float]:
+    """(usable bytes, parts of the heaviest stage, slack) of one validated query on ``cap`` bytes."""
     m, prec, task = q.m, q.precision, q.task
-    cap = spec.memory_gib * GIB
     over = _overheads(q)
     extra = sum(v for k, v in over.items() if k != "cuda_context")
     best: tuple[float, dict[str, float], float] | None = None

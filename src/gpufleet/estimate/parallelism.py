@@ -22,6 +22,7 @@ from gpufleet.estimate.memory import (
     allowed_tp_degrees,
     estimate_memory,
     max_concurrent_sequences,
+    training_fits,
 )
 from gpufleet.estimate.rates import MAX_AUTO_TP
 from gpufleet.models.arch import ModelArch
@@ -43,6 +44,22 @@ class TrainingLayout:
     zero_stage: int
     recompute: str
     memory: MemoryEstimate
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LayoutKey:
+    """A training layout found by the search, before its memory estimate is built (:func:`layout_memory`).
+
+    ``fits`` is what the estimate's ``fits`` will say; ``ep`` is the expert-parallel degree it was sized at.
+    """
+
+    tp: int
+    pp: int
+    dp: int
+    ep: int
+    zero_stage: int
+    recompute: str
+    fits: bool
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,6 +120,59 @@ def training_layouts(
     ep: int | None = None,
     allow_fallback: bool = False,
 ) -> list[TrainingLayout]:
+    """:func:`training_layout_keys` with the memory estimate of each layout."""
+    keys = training_layout_keys(
+        model=model, spec=spec, task=task, precision=precision, gpu_count=gpu_count,
+        global_batch=global_batch, seq_len=seq_len, gpus_per_node=gpus_per_node, software=software, tp=tp,
+        pp=pp, dp=dp, zero_stage=zero_stage, recompute=recompute, ep=ep, allow_fallback=allow_fallback,
+    )  # fmt: skip
+    return [
+        layout_memory(k, model=model, spec=spec, task=task, precision=precision, seq_len=seq_len,
+                      allow_fallback=allow_fallback)
+        for k in keys
+    ]  # fmt: skip
+
+
+def layout_memory(
+    key: LayoutKey,
+    *,
+    model: ModelArch,
+    spec: AcceleratorSpec,
+    task: str,
+    precision: str,
+    seq_len: int,
+    allow_fallback: bool = False,
+) -> TrainingLayout:
+    """The layout ``key`` with its memory estimate (micro-batch 1, as the search sized it)."""
+    mem = _memory(
+        model=model, task=task, precision=precision, gpu=spec, tp=key.tp, pp=key.pp, dp=key.dp, ep=key.ep,
+        batch=1, seq_len=seq_len, zero_stage=key.zero_stage, recompute=key.recompute, engine="pytorch",
+        allow_fallback=allow_fallback,
+    )  # fmt: skip
+    return TrainingLayout(
+        tp=key.tp, pp=key.pp, dp=key.dp, zero_stage=key.zero_stage, recompute=key.recompute, memory=mem
+    )
+
+
+def training_layout_keys(
+    *,
+    model: ModelArch,
+    spec: AcceleratorSpec,
+    task: str,
+    precision: str,
+    gpu_count: int,
+    global_batch: int,
+    seq_len: int,
+    gpus_per_node: int,
+    software: str,
+    tp: int | None,
+    pp: int | None,
+    dp: int | None,
+    zero_stage: int | None,
+    recompute: str | None,
+    ep: int | None = None,
+    allow_fallback: bool = False,
+) -> list[LayoutKey]:
     """The fitting layouts of the first pass that has one, else ``[the last layout tried]``.
 
     Every TP x PP that fits is returned (for stacks without TP, only those at the smallest fitting pipeline
@@ -121,11 +191,23 @@ def training_layouts(
         ("selective", [3]),
         ("full", [1, 3]),
     ]
-    last: TrainingLayout | None = None
+
+    def fits(t: int, p: int, d: int, e: int, z: int, rc: str) -> bool:
+        return training_fits(
+            model=model, task=task, precision=precision, memory_gib=spec.memory_gib, tp=t, pp=p, dp=d, ep=e,
+            seq_len=seq_len, zero_stage=z, recompute=rc,
+        )  # fmt: skip
+
+    # Layouts are screened with training_fits (the estimate's own slack, without building it); the caller
+    # builds the memory estimate of the layout it keeps (layout_memory). The arguments every layout shares
+    # (precision support, task, recompute, ZeRO stage) are validated once by a full estimate at tp=pp=dp=1;
+    # the degrees by training_fits.
+    last: tuple[int, int, int, int, int, str] | None = None
+    checked = False
     for rc, zeros in passes:
         rc = recompute or rc
         zs = [zero_stage] if zero_stage is not None else zeros
-        found: list[TrainingLayout] = []
+        found: list[LayoutKey] = []
         pp_min: int | None = None
         for pp_try in [pp] if pp is not None else _pp_candidates(model, gpu_count, tps[0] if tps else 1):
             if pp_min is not None and pp_try > 4 * pp_min:
@@ -140,14 +222,17 @@ def training_layouts(
                 if e > 1 and d % e:
                     e = 1
                 for z in zs:
-                    mem = _memory(
-                        model=model, task=task, precision=precision, gpu=spec, tp=t, pp=pp_try, dp=d, ep=e,
-                        batch=1, seq_len=seq_len, zero_stage=z, recompute=rc, engine="pytorch",
-                        allow_fallback=allow_fallback,
-                    )  # fmt: skip
-                    last = TrainingLayout(tp=t, pp=pp_try, dp=d, zero_stage=z, recompute=rc, memory=mem)
-                    if mem.fits and global_batch >= d:
-                        found.append(last)
+                    last = (t, pp_try, d, e, z, rc)
+                    if not checked:
+                        _memory(
+                            model=model, task=task, precision=precision, gpu=spec, batch=1, seq_len=seq_len,
+                            zero_stage=z, recompute=rc, engine="pytorch", allow_fallback=allow_fallback,
+                        )  # fmt: skip
+                        checked = True
+                    if global_batch >= d and fits(*last):
+                        found.append(
+                            LayoutKey(tp=t, pp=pp_try, dp=d, ep=e, zero_stage=z, recompute=rc, fits=True)
+                        )
                         break
             if found and no_tp:  # ZeRO/FSDP stacks pipeline only when they must: the smallest pp that fits
                 return found
@@ -162,7 +247,8 @@ def training_layouts(
             f"for {model.id}: tp x pp x dp must equal the GPU count and tp must divide the attention heads. "
             "Give consistent degrees or leave them out to let gpufleet choose."
         )
-    return [last]
+    t, p, d, e, z, rc = last
+    return [LayoutKey(tp=t, pp=p, dp=d, ep=e, zero_stage=z, recompute=rc, fits=fits(*last))]
 
 
 def _pp_candidates(model: ModelArch, gpu_count: int, max_tp: int) -> list[int]:
@@ -223,8 +309,11 @@ __all__ = [
     "NO_TP_STACKS",
     "USEFUL_CONCURRENCY",
     "InferenceLayout",
+    "LayoutKey",
     "TrainingLayout",
     "choose_inference_layout",
+    "layout_memory",
     "tp_candidates",
+    "training_layout_keys",
     "training_layouts",
 ]

@@ -22,7 +22,7 @@ from gpufleet.estimate.comms import (
     intra_node_link,
 )
 from gpufleet.estimate.memory import MemoryEstimate
-from gpufleet.estimate.parallelism import TrainingLayout, default_ep, training_layouts
+from gpufleet.estimate.parallelism import LayoutKey, default_ep, layout_memory, training_layout_keys
 from gpufleet.estimate.priors import stack_param
 from gpufleet.estimate.profile import CalibrationProfile, make_interval
 from gpufleet.estimate.rates import (
@@ -299,14 +299,14 @@ def estimate_training(
             f"Context-parallel degree {cp_deg} must divide the {gpu_count} GPUs and be at most seq_len "
             f"({seq_len}). Use a cp that divides the GPU count, or leave it out."
         )
-    layouts = training_layouts(
+    layouts = training_layout_keys(
         model=arch, spec=spec, task=task, precision=prec, gpu_count=gpu_count // cp_deg,
         global_batch=global_batch, seq_len=-(-seq_len // cp_deg), gpus_per_node=gpn, software=sw, tp=tp,
         pp=pp, dp=dp, zero_stage=zero_stage, recompute=recompute, ep=ep, allow_fallback=allow_fallback,
     )  # fmt: skip
-    best: tuple[float, TrainingLayout, StepBreakdown] | None = None
+    best: tuple[float, LayoutKey, StepBreakdown] | None = None
     for lay in layouts:
-        if not lay.memory.fits and not ignore_memory:
+        if not lay.fits and not ignore_memory:
             continue
         ep_deg = ep if ep is not None else (default_ep(arch, lay.dp, gpn) if arch.is_moe else 1)
         br = training_step(
@@ -316,7 +316,15 @@ def estimate_training(
         )  # fmt: skip
         if best is None or br.step_s < best[0]:
             best = (br.step_s, lay, br)
-    layout = best[1] if best is not None else layouts[-1]
+    layout = layout_memory(
+        best[1] if best is not None else layouts[-1],
+        model=arch,
+        spec=spec,
+        task=task,
+        precision=prec,
+        seq_len=-(-seq_len // cp_deg),
+        allow_fallback=allow_fallback,
+    )  # built for the kept layout only
     recompute = layout.recompute
     notes = list(rates.notes)
     notes.append(
