@@ -80,3 +80,16 @@ def test_csv_rows_and_limits(tmp_path: Path) -> None:
         read_csv_file(_w(tmp_path, "e.csv", b""))
     with pytest.raises(ConfigFileError, match="3 cells"):
         read_csv_file(_w(tmp_path, "w.csv", b"a,b\n1,2,3\n"))
+
+
+def test_atomic_write_gives_the_usual_file_mode(tmp_path: Path) -> None:
+    from gpufleet.fileio import atomic_write_text
+
+    target = tmp_path / "report.html"
+    atomic_write_text(target, "x")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert (target.stat().st_mode & 0o777) == 0o666 & ~umask
+    target.chmod(0o640)
+    atomic_write_text(target, "y")
+    assert (target.stat().st_mode & 0o777) == 0o640
