@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -349,19 +347,7 @@ CONTENT_PARAMS = [
 runner = CliRunner()
 
 
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("GPUFLEET_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("COLUMNS", "200")
-
-    def hang(*_: object) -> None:
-        raise TimeoutError("case ran over 10 s")
-
-    old = signal.signal(signal.SIGALRM, hang)
-    signal.alarm(10)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
+# isolation (own data dir, wide terminal) and the 10 s alarm: conftest.py `cli_case_guard`
 
 
 def _materialise(tmp_path: Path, suffix: str, content: bytes | str) -> Path:
@@ -442,3 +428,8 @@ HF_CASES: list[tuple[bytes, list[str]]] = [
 def test_bad_model_config(tmp_path: Path, content: bytes, words: list[str]) -> None:
     path = _materialise(tmp_path, ".json", content)
     _check(["estimate", "memory", "-m", str(path), "-g", "h100"], words)
+
+
+@pytest.fixture(autouse=True)
+def _isolated(cli_case_guard: None) -> None:
+    """Every case of this module runs under the shared guard."""

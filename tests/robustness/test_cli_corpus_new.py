@@ -8,8 +8,6 @@ Placeholders in argv: ``{f}`` the bad file of the case, ``{trace}``/``{jobs}``/`
 
 from __future__ import annotations
 
-import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -314,19 +312,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     return out
 
 
-@pytest.fixture(autouse=True)
-def _isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("GPUFLEET_DATA_DIR", str(tmp_path / "data"))
-    monkeypatch.setenv("COLUMNS", "200")
-
-    def hang(*_: object) -> None:
-        raise TimeoutError("case ran over 10 s")
-
-    old = signal.signal(signal.SIGALRM, hang)
-    signal.alarm(10)
-    yield
-    signal.alarm(0)
-    signal.signal(signal.SIGALRM, old)
+# isolation (own data dir, wide terminal) and the 10 s alarm: conftest.py `cli_case_guard`
 
 
 def _check(argv: list[str], words: list[str], subs: dict[str, str]) -> None:
@@ -381,3 +367,8 @@ def test_dev_paths(inputs: dict[str, str], tmp_path: Path) -> None:
 
 def test_corpus_size() -> None:
     assert len(FILE_CASES) + len(ARGV_CASES) + len(CONTENT_CASES) >= 60
+
+
+@pytest.fixture(autouse=True)
+def _isolated(cli_case_guard: None) -> None:
+    """Every case of this module runs under the shared guard."""
