@@ -93,3 +93,22 @@ def test_atomic_write_gives_the_usual_file_mode(tmp_path: Path) -> None:
     target.chmod(0o640)
     atomic_write_text(target, "y")
     assert (target.stat().st_mode & 0o777) == 0o640
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["recommend", "{f}"], "Workload file"),
+        (["plan", "{f}"], "Fleet file"),
+        (["config", "check", "{f}"], "top level"),
+    ],
+)
+def test_an_empty_file_is_called_empty_not_a_python_type(tmp_path: Path, argv: list[str], words: str) -> None:
+    from typer.testing import CliRunner
+
+    from gpufleet.cli.app import app
+
+    f = _w(tmp_path, "empty.yaml", b"# only a comment\n")
+    res = CliRunner().invoke(app, [a.replace("{f}", str(f)) for a in argv])
+    assert res.exit_code == 2, res.output
+    assert words in res.output and "the file is empty" in res.output and "NoneType" not in res.output

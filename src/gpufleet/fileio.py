@@ -284,6 +284,14 @@ def load_structured_file(
     return parse_yaml_or_json(parse_as, text, describe)
 
 
+def document_kind(value: Any) -> str:
+    """What a parsed YAML/JSON document holds, for messages: ``None`` (an empty file, or one of comments
+    only) reads as "nothing (the file is empty)" rather than a Python type name."""
+    if value is None:
+        return "nothing (the file is empty or holds only comments)"
+    return type(value).__name__
+
+
 # --------------------------------------------------------------------------------------------------- CSV
 
 
@@ -397,6 +405,7 @@ __all__ = [
     "atomic_write_text",
     "check_user_path",
     "decode_user_bytes",
+    "document_kind",
     "iter_csv_text",
     "load_structured_file",
     "parse_yaml_or_json",

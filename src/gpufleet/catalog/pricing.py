@@ -32,7 +32,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from gpufleet.catalog.fetch.rates import PROGRAMS, CommitmentRate, rate_key
 from gpufleet.catalog.offers import OfferTable
 from gpufleet.errors import ConfigFileError, DataError, UnknownNameError, close_matches
-from gpufleet.fileio import parse_yaml_or_json, read_user_text
+from gpufleet.fileio import document_kind, parse_yaml_or_json, read_user_text
 from gpufleet.validation import checked_output
 
 PriceKind = Literal[
@@ -219,7 +219,7 @@ def _describe_validation(path: Path, data: Any, exc: ValidationError) -> str:
         )
     if not loc:
         return (
-            f"The commitment override file {path} holds {type(value).__name__} {value!r}, not a mapping. "
+            f"The commitment override file {path} holds {document_kind(value)}, not a mapping. "
             "Allowed: top-level keys `commitments` (required) and `mode` (optional). Example: "
             "`commitments: [{provider: aws, program: reserved, term_years: 1, discount_fraction: 0.35, "
             "source: 'our quote'}]`."

@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gpufleet.catalog.offers import OFFER_COLUMNS, Offer, OfferTable
 from gpufleet.catalog.specs import get_spec, strip_vendor_prefix
 from gpufleet.errors import ConfigFileError, UnknownNameError
-from gpufleet.fileio import parse_yaml_or_json, read_user_text
+from gpufleet.fileio import document_kind, parse_yaml_or_json, read_user_text
 
 USER_CAPTURED_AT = "user"
 #: Most GPUs in one machine of a user catalog (a GB200 NVL72 rack is 72; a DGX SuperPOD row far less than
@@ -256,7 +256,7 @@ def read_user_catalog(path: Path) -> UserCatalog:
     if not isinstance(data, dict):
         raise _fail(
             path,
-            f"the top level is {type(data).__name__}, expected a mapping with 'offers' and/or "
+            f"the top level is {document_kind(data)}, expected a mapping with 'offers' and/or "
             f"'price_overrides' "
             "(gpufleet format) or 'gpu_instances' (GPU Fleet Optimizer format).",
         )

@@ -44,6 +44,8 @@ def _read_document(path: Path) -> Any:
 
 def detect_kind(path: Path) -> str:
     """The kind of configuration file ``path`` holds, told by its content (top-level keys or CSV header)."""
+    from gpufleet.fileio import document_kind
+
     doc = _read_document(path)
     if path.suffix.lower() == ".csv":
         header = set(doc)
@@ -58,7 +60,7 @@ def detect_kind(path: Path) -> str:
         )
     if not isinstance(doc, dict):
         raise ConfigFileError(
-            f"{path}: the top level is {type(doc).__name__}, expected a mapping. Allowed: {_KINDS_HELP}."
+            f"{path}: the top level is {document_kind(doc)}, expected a mapping. Allowed: {_KINDS_HELP}."
         )
     keys = set(doc)
     from gpufleet.models import SIZE_CLASSES

@@ -28,7 +28,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpufleet.errors import ConfigFileError
-from gpufleet.fileio import load_structured_file
+from gpufleet.fileio import document_kind, load_structured_file
 from gpufleet.fleet.types import (
     Budget,
     Constraints,
@@ -289,7 +289,7 @@ def fleet_from_dict(data: Any, *, source: str = "<fleet>") -> Fleet:
     if not isinstance(data, Mapping):
         raise ConfigFileError(
             f"Fleet file {source} must hold a mapping with `workloads:` (and optional `constraints:`, "
-            f"`on_prem:`); it holds {type(data).__name__}."
+            f"`on_prem:`); it holds {document_kind(data)}."
         )
     try:
         spec = FleetSpec.model_validate(dict(data))

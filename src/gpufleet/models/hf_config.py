@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from gpufleet.errors import ConfigFileError
-from gpufleet.fileio import parse_yaml_or_json, read_user_text
+from gpufleet.fileio import document_kind, parse_yaml_or_json, read_user_text
 from gpufleet.models.arch import ModelArch
 from gpufleet.validation import (
     MAX_EXPERTS,
@@ -173,7 +173,7 @@ def arch_from_config(
 ) -> ModelArch:
     """Normalise one config mapping; ``source`` names the file (or entry) in error messages."""
     if not isinstance(cfg, Mapping):
-        raise ConfigFileError(f"{source}: expected a JSON object of config fields, got {type(cfg).__name__}.")
+        raise ConfigFileError(f"{source}: expected a JSON object of config fields, got {document_kind(cfg)}.")
     model_type = cfg.get("model_type")
     if model_type is not None and model_type not in SUPPORTED_MODEL_TYPES:
         raise ConfigFileError(
@@ -372,5 +372,5 @@ def read_config_file(path: Path) -> dict[str, Any]:
         ),
     )
     if not isinstance(data, dict):
-        raise ConfigFileError(f"{path}: expected a JSON object of config fields, got {type(data).__name__}.")
+        raise ConfigFileError(f"{path}: expected a JSON object of config fields, got {document_kind(data)}.")
     return data

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gpufleet.errors import ConfigFileError
-from gpufleet.fileio import parse_yaml_or_json, read_user_text
+from gpufleet.fileio import document_kind, parse_yaml_or_json, read_user_text
 from gpufleet.recommend.types import Workload
 from gpufleet.recommend.workload import workload_from_dict
 
@@ -167,7 +167,7 @@ def gfo_entry_to_dict(
     if not isinstance(entry, Mapping):
         raise ConfigFileError(
             f"GPU Fleet Optimizer workloads file {source}, entry {name!r}: expected a mapping "
-            f"of fields, got {type(entry).__name__}."
+            f"of fields, got {document_kind(entry)}."
         )
     entry = flatten_entry(entry)
     out: dict[str, Any] = {"name": name}
@@ -228,7 +228,7 @@ def parse_gfo_workloads(
     if not isinstance(items, Mapping):
         raise ConfigFileError(
             f"GPU Fleet Optimizer workloads file {source}: 'workloads' must map ids to "
-            f"workloads; got {type(items).__name__}."
+            f"workloads; got {document_kind(items)}."
         )
     workloads = {
         str(k): workload_from_dict(

@@ -17,7 +17,7 @@ from gpufleet.catalog.provider_class import check_provider_classes
 from gpufleet.catalog.regions import expand_geos
 from gpufleet.cost.schedule import Schedule
 from gpufleet.errors import ConfigFileError, GpufleetError
-from gpufleet.fileio import parse_yaml_or_json, read_user_text
+from gpufleet.fileio import document_kind, parse_yaml_or_json, read_user_text
 from gpufleet.precision import PRECISIONS, check_precision
 from gpufleet.recommend.filters import check_vendors, gpu_family, split_values
 from gpufleet.recommend.types import (
@@ -405,7 +405,7 @@ def workload_from_dict(
     if not isinstance(data, Mapping):
         raise ConfigFileError(
             f"Workload file {source}, entry {entry!r}: expected a mapping of fields, got "
-            f"{type(data).__name__}. Write the workload as key: value pairs."
+            f"{document_kind(data)}. Write the workload as key: value pairs."
         )
     payload = dict(data)
     if entry is not None and "name" not in payload:
@@ -437,7 +437,7 @@ def read_workload_file(path: Path | str) -> dict[str, Workload]:
     if not isinstance(data, Mapping):
         raise ConfigFileError(
             f"Workload file {p} must hold a mapping (one workload, or 'workloads:' mapping "
-            f"names to workloads); it holds {type(data).__name__}."
+            f"names to workloads); it holds {document_kind(data)}."
         )
     if is_gfo_workloads(data):
         return parse_gfo_workloads(data, source=str(p))[0]
