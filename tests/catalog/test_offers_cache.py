@@ -117,3 +117,14 @@ def test_cache_dir_follows_the_environment(monkeypatch: pytest.MonkeyPatch, tmp_
     assert offers_cache.cache_dir() == tmp_path / "xdg" / "gpufleet"
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert offers_cache.cache_dir() == Path.home() / ".cache" / "gpufleet"
+
+
+def test_no_home_directory_still_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("GPUFLEET_CACHE_DIR")
+    monkeypatch.delenv("XDG_CACHE_HOME", raising=False)
+
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", no_home)
+    _same(_load(), offers_io.read_offers_csv(SMALL))

@@ -99,7 +99,10 @@ def load_cached(
     """The table ``parse(text)`` would give, read from the cache when a valid one exists (else parsed and
     cached). ``validate`` re-checks cached columns (raising on bad data), so a cache never bypasses it."""
     key = cache_key(text, spec_ids)
-    path = cache_path(key)
+    try:
+        path = cache_path(key)
+    except RuntimeError:  # no home directory to put a cache in: parse every time
+        return parse(text)
     cols = _from_npz(path, key)
     if cols is not None:
         try:
