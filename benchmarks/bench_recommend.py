@@ -71,29 +71,31 @@ def main() -> None:
     spot = load_spot_assumptions()
     rows: list[tuple[str, str, str, str]] = []
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     rec = recommend_on(table, BASE, est, spot)
-    cold = time.perf_counter() - t0
+    cold, cold_cpu = time.perf_counter() - t0, time.process_time() - c0
     times = []
     for _ in range(args.repeat):
         t0 = time.perf_counter()
         recommend_on(table, BASE, est, spot)
         times.append(time.perf_counter() - t0)
     warm = statistics.median(times)
-    rows.append(("one workload, full catalog, cold (estimates computed)", f"{cold * MS_PER_S:.0f} ms", "-",
+    rows.append(("one workload, full catalog, cold (estimates computed; CPU time)",
+                 f"{cold * MS_PER_S:.0f} ms ({cold_cpu * MS_PER_S:.0f} ms)", "-",
                  f"{len(table)} offers, {rec.candidates_evaluated} candidates"))  # fmt: skip
     rows.append(("one workload, full catalog, warm (median)", f"{warm * MS_PER_S:.1f} ms", "<= 100 ms",
                  "PASS" if warm <= 0.1 else "FAIL"))  # fmt: skip
 
     ws = random_workloads(args.workloads)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     statuses: dict[str, int] = {}
     for w in ws:
         r = recommend_on(table, w, est, spot, limit=5)
         statuses[r.status] = statuses.get(r.status, 0) + 1
-    many = time.perf_counter() - t0
+    many, many_cpu = time.perf_counter() - t0, time.process_time() - c0
     counts = ", ".join(f"{k} {v}" for k, v in sorted(statuses.items()))
-    rows.append((f"{len(ws)} workloads, full catalog", f"{many:.1f} s", "<= 30 s",
+    rows.append((f"{len(ws)} workloads, full catalog (CPU time)", f"{many:.1f} s ({many_cpu:.1f} s)",
+                 "<= 30 s",
                  ("PASS" if many <= 30 else "FAIL") + f" ({counts})"))  # fmt: skip
 
     exe = Path(sys.executable).with_name("gpufleet")
@@ -116,6 +118,9 @@ def main() -> None:
     else:
         rows.append(("`gpufleet recommend` CLI", "not installed", "<= 1.5 s", "SKIPPED"))
 
+    print(
+        f"1-minute load average {os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs (wall times grow with it)"
+    )
     print("| measurement | time | target | result |")
     print("|---|---|---|---|")
     for row in rows:

@@ -8,13 +8,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
-from gpufleet.cli.app import app
+from gpufleet.cli.app import app, full_command
 
 runner = CliRunner()
-ROOT = typer.main.get_command(app)
+ROOT = full_command()  # every command built (the CLI itself builds only the invoked one)
 
 
 def _commands(cmd: Any, path: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:

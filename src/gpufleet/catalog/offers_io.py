@@ -61,24 +61,21 @@ class _Bad(Exception):
     pass
 
 
-def _float_column(name: str, raw: list[str], optional: bool) -> npt.NDArray[np.float64]:
+def _float_column(name: str, raw: Sequence[str], optional: bool) -> npt.NDArray[np.float64]:
     """Parse a numeric column ("" -> NaN where optional); name the first bad cell otherwise."""
-    cells = [s.strip() for s in raw]
-    for i, s in enumerate(cells):
+    cells = list(map(str.strip, raw))
+    values: dict[str, float] = {}  # each distinct cell checked and converted once (columns repeat a lot)
+    for s in set(cells):
         if (not s and not optional) or s.lower() == "nan":
             what = (
                 "empty, but a number is required" if not s else "'nan' (leave the field empty when unknown)"
             )
-            raise _Bad(f"row {i + 2}, field {name!r}: {what}")
-    try:
-        return np.array([s or "nan" for s in cells], dtype=np.float64)
-    except ValueError:
-        for i, s in enumerate(cells):
-            try:
-                float(s or "nan")
-            except ValueError:
-                raise _Bad(f"row {i + 2}, field {name!r}: {s!r} is not a number") from None
-        raise
+            raise _Bad(f"row {cells.index(s) + 2}, field {name!r}: {what}")
+        try:
+            values[s] = float(s or "nan")
+        except ValueError:
+            raise _Bad(f"row {cells.index(s) + 2}, field {name!r}: {s!r} is not a number") from None
+    return np.fromiter(map(values.__getitem__, cells), dtype=np.float64, count=len(cells))
 
 
 def _first_bad(mask: npt.NDArray[np.bool_]) -> int:
@@ -118,17 +115,24 @@ def _read(text: str) -> OfferTable:
     if missing:
         raise _Bad(f"columns {missing} are missing (found {header})")
     idx = [header.index(c) for c in OFFER_COLUMNS]
-    raw: dict[str, list[str]] = {c: [] for c in OFFER_COLUMNS}
-    for line, row in enumerate(reader, start=2):
-        if not row:
-            continue
-        if len(row) != len(header):
-            raise _Bad(f"row {line} has {len(row)} fields, expected {len(header)}")
-        for c, j in zip(OFFER_COLUMNS, idx, strict=True):
-            raw[c].append(row[j])
+    rows = list(reader)
+    width = len(header)
+    if all(len(row) == width for row in rows):  # the usual case: transpose at C speed
+        by_index = list(zip(*rows, strict=True)) if rows else [() for _ in header]
+        raw: dict[str, Sequence[str]] = {c: by_index[j] for c, j in zip(OFFER_COLUMNS, idx, strict=True)}
+    else:  # blank lines are skipped; a short or long row is an error naming its line
+        lists: dict[str, list[str]] = {c: [] for c in OFFER_COLUMNS}
+        for line, row in enumerate(rows, start=2):
+            if not row:
+                continue
+            if len(row) != width:
+                raise _Bad(f"row {line} has {len(row)} fields, expected {width}")
+            for c, j in zip(OFFER_COLUMNS, idx, strict=True):
+                lists[c].append(row[j])
+        raw = dict(lists)
     cols: dict[str, npt.NDArray[Any]] = {}
     for c in _STR_COLUMNS:
-        arr = np.array([s.strip() for s in raw[c]], dtype=object)
+        arr = np.array(list(map(str.strip, raw[c])), dtype=object)
         if c not in _OPTIONAL_STR and len(arr) and (arr == "").any():
             raise _Bad(f"row {_first_bad(arr == '')}, field {c!r}: empty")
         cols[c] = arr
@@ -158,8 +162,8 @@ def _validate(cols: dict[str, npt.NDArray[Any]]) -> None:
     if bad.any():
         i = _first_bad(bad)
         raise _Bad(f"row {i}, field 'gpu_memory_gib': {mem[i - 2]!r} (> 0 with a gpu)")
-    known = np.array([*load_specs(), ""], dtype=object)
-    bad = ~np.isin(gpu, known)
+    known = {*load_specs(), ""}
+    bad = np.fromiter((g not in known for g in gpu), dtype=bool, count=len(gpu))
     if bad.any():
         i = _first_bad(bad)
         raise _Bad(f"row {i}, field 'gpu': {gpu[i - 2]!r} is not a spec id")
@@ -168,13 +172,16 @@ def _validate(cols: dict[str, npt.NDArray[Any]]) -> None:
 # --- loading ------------------------------------------------------------------------------------------------
 @cache
 def load_shipped_offers() -> OfferTable:
-    """The shipped offer table (validated once, cached; no network, no writes)."""
+    """The shipped offer table (validated, cached in memory and as a binary file in the user cache directory,
+    :mod:`gpufleet.catalog.offers_cache`; no network)."""
     try:
         text = resources.files("gpufleet.catalog").joinpath("data", _SHIPPED_FILE).read_text(encoding="utf-8")
     except (FileNotFoundError, OSError) as exc:
         raise DataError(f"The shipped offer table {_SHIPPED_FILE} is missing. {_REINSTALL}") from exc
+    from gpufleet.catalog.offers_cache import load_cached  # parsed once per catalog version, then binary
+
     try:
-        return _read(text)
+        return load_cached(text, load_specs(), _read, _validate)
     except _Bad as exc:
         raise DataError(f"The shipped offer table {_SHIPPED_FILE} is corrupted: {exc}. {_REINSTALL}") from exc
 

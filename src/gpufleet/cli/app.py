@@ -2,30 +2,135 @@
 
 User errors (any :class:`gpufleet.errors.GpufleetError`) end as one paragraph on stderr and exit code 2,
 with no traceback; this is done once, in :class:`_ErrorHandlingGroup`, for every command.
+
+Start-up is lazy: :data:`COMMANDS` names each top-level command, the module that defines it and its one-line
+help. ``gpufleet --help`` lists that table; ``gpufleet NAME ...`` imports and builds only NAME's module
+(building every typer command costs ~0.25 s; tests/cli/test_lazy_app.py keeps the table in sync).
 """
 
 from __future__ import annotations
 
+import importlib
 import warnings
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperCommand, TyperGroup
 
-from gpufleet.cli import calibrate as calibrate_cmd
-from gpufleet.cli import catalog as catalog_cmd
-from gpufleet.cli import config as config_cmd
-from gpufleet.cli import estimate as estimate_cmd
-from gpufleet.cli import plan as plan_cmd
-from gpufleet.cli import recommend as recommend_cmd
-from gpufleet.cli import regions as regions_cmd
-from gpufleet.cli import scenarios as scenarios_cmd
-from gpufleet.cli import simulate as simulate_cmd
-from gpufleet.cli import telemetry as telemetry_cmd
 from gpufleet.cli.console import err_console
 from gpufleet.errors import GpufleetError
 
 USER_ERROR_EXIT_CODE = 2
+
+#: A click command or group (typer >= 0.26 vendors click as ``typer._click``; older typer uses ``click``).
+Command = Any
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommandEntry:
+    """One top-level command: where it is defined and the one-line help ``gpufleet --help`` shows."""
+
+    name: str
+    module: str  # under gpufleet.cli
+    group: bool  # True: the module's ``app`` (a typer group); False: a command its ``register(app)`` attaches
+    help: str
+
+
+#: Every top-level command in ``gpufleet --help`` order (commands, then groups: typer's order).
+COMMANDS: tuple[CommandEntry, ...] = (
+    CommandEntry(
+        name="validate",
+        module="calibrate",
+        group=False,
+        help=(
+            "Predict every case in CASES_FILE and compare with its measured value (error, p10–p90 coverage)."
+        ),
+    ),
+    CommandEntry(
+        name="calibrate",
+        module="calibrate",
+        group=False,
+        help="Fit a calibration profile to the cases in CASES_FILE and write it to --output.",
+    ),
+    CommandEntry(
+        name="recommend",
+        module="recommend",
+        group=False,
+        help="Rank where to run a workload: offers x GPU counts x parallelism, with cost, speed and risk.",
+    ),
+    CommandEntry(
+        name="migrate",
+        module="recommend",
+        group=False,
+        help="Compare the current deployment with the best alternative: savings, speed, risk, complexity.",
+    ),
+    CommandEntry(
+        name="plan",
+        module="plan",
+        group=False,
+        help=(
+            "Plan every workload of a fleet under quotas, budgets, commitments and regions (proven optimal)."
+        ),
+    ),
+    CommandEntry(
+        name="regions",
+        module="regions",
+        group=False,
+        help=(
+            "Compare regions for a workload: cost by price kind, depth, spot, egress, transfer, RTT, carbon."
+        ),
+    ),
+    CommandEntry(
+        name="catalog",
+        module="catalog",
+        group=True,
+        help="Accelerator specs and the multi-cloud GPU offer catalog.",
+    ),
+    CommandEntry(
+        name="estimate",
+        module="estimate",
+        group=True,
+        help="Estimate memory, training and inference performance of a model on a GPU.",
+    ),
+    CommandEntry(
+        name="scenarios",
+        module="scenarios",
+        group=True,
+        help="Named scenarios (GPU Fleet Optimizer workloads) and sets of them.",
+    ),
+    CommandEntry(
+        name="config",
+        module="config",
+        group=True,
+        help="Check configuration files and show the configuration in force.",
+    ),
+    CommandEntry(
+        name="telemetry",
+        module="telemetry",
+        group=True,
+        help="Right-size a running GPU fleet from its telemetry; alert on thresholds.",
+    ),
+    CommandEntry(
+        name="simulate",
+        module="simulate",
+        group=True,
+        help="Simulate autoscaling on a request trace, spot training runs, batch queues, and sweeps of them.",
+    ),
+)
+_BY_NAME = {entry.name: entry for entry in COMMANDS}
+
+
+def build_command(entry: CommandEntry) -> Command:
+    """Import ``entry``'s module and build its real command (with every option and subcommand)."""
+    module = importlib.import_module(f"gpufleet.cli.{entry.module}")
+    if entry.group:
+        group = typer.main.get_group(module.app)
+        group.name = entry.name
+        return group
+    holder = typer.Typer()
+    module.register(holder)
+    return typer.main.get_group(holder).commands[entry.name]
 
 
 def _show_warning(message: Warning | str, *_args: Any, **_kwargs: Any) -> None:
@@ -47,8 +152,41 @@ class _ErrorHandlingGroup(TyperGroup):
             ctx.exit(USER_ERROR_EXIT_CODE)
 
 
+class _LazyGroup(_ErrorHandlingGroup):
+    """The root group: holds a help-only placeholder per :data:`COMMANDS` entry and builds the real command
+    only when it is invoked (or completed), so one command's start-up does not pay for all the others."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        for entry in COMMANDS:  # placeholders: name + one-line help, enough for `gpufleet --help`
+            self.commands[entry.name] = TyperCommand(entry.name, help=entry.help)
+
+    def load_command(self, name: str) -> Command | None:
+        """The real command called ``name`` (built on first use), or None when there is none."""
+        cmd = self.commands.get(name)
+        entry = _BY_NAME.get(name)
+        if cmd is None or entry is None or not isinstance(cmd, TyperCommand) or cmd.callback is not None:
+            return cmd
+        real = build_command(entry)
+        self.commands[name] = real
+        return real
+
+    def load_all(self) -> None:
+        """Build every command (tests and tools that walk the whole command tree)."""
+        for entry in COMMANDS:
+            self.load_command(entry.name)
+
+    def resolve_command(  # type: ignore[override]
+        self, ctx: typer.Context, args: list[str]
+    ) -> tuple[str | None, Command | None, list[str]]:
+        name, cmd, rest = super().resolve_command(ctx, args)
+        if name is not None and cmd is not None:
+            cmd = self.load_command(name)
+        return name, cmd, rest
+
+
 app = typer.Typer(
-    cls=_ErrorHandlingGroup,
+    cls=_LazyGroup,
     name="gpufleet",
     help="What GPU capacity an ML workload should run on, where, and at what cost.",
     no_args_is_help=True,
@@ -77,16 +215,12 @@ def _root(
     """What GPU capacity an ML workload should run on, where, and at what cost."""
 
 
-app.add_typer(catalog_cmd.app, name="catalog")
-app.add_typer(estimate_cmd.app, name="estimate")
-calibrate_cmd.register(app)  # `gpufleet calibrate`, `gpufleet validate`
-recommend_cmd.register(app)  # `gpufleet recommend`, `gpufleet migrate`
-app.add_typer(scenarios_cmd.app, name="scenarios")
-app.add_typer(config_cmd.app, name="config")
-app.add_typer(telemetry_cmd.app, name="telemetry")
-app.add_typer(simulate_cmd.app, name="simulate")
-plan_cmd.register(app)  # `gpufleet plan`
-regions_cmd.register(app)  # `gpufleet regions`
+def full_command() -> _LazyGroup:
+    """The root click group with every command built (what walks the whole tree uses; the CLI does not)."""
+    root = typer.main.get_command(app)
+    assert isinstance(root, _LazyGroup)
+    root.load_all()
+    return root
 
 
 def main() -> None:

@@ -161,12 +161,22 @@ def offer_info(table: OfferTable) -> OfferInfo:
     prov = table.column("provider")
     inst = table.column("instance_type")
     gpu = table.column("gpu")
-    classes = np.array([offer_class(str(p), str(i)) for p, i in zip(prov, inst, strict=True)], dtype=object)
+    # each distinct instance is classified once (rows repeat it per region and zone)
+    class_of: dict[tuple[str, str], str] = {}
+    fabric_of: dict[tuple[str, str, str], int] = {}  # -> index into fabrics (first-seen order)
+    classes = np.empty(len(table), dtype=object)
     fabrics: dict[Fabric, int] = {}
     idx = np.zeros(len(table), dtype=np.int64)
     for r, (p, i, g) in enumerate(zip(prov, inst, gpu, strict=True)):
-        f = fabric_for(str(p), str(i), str(g))
-        idx[r] = fabrics.setdefault(f, len(fabrics))
+        c = class_of.get((p, i))
+        if c is None:
+            c = class_of[(p, i)] = offer_class(str(p), str(i))
+        classes[r] = c
+        k = fabric_of.get((p, i, g))
+        if k is None:
+            f = fabric_for(str(p), str(i), str(g))
+            k = fabric_of[(p, i, g)] = fabrics.setdefault(f, len(fabrics))
+        idx[r] = k
     fab = tuple(fabrics)
     multi = np.array([f.multi_node for f in fab] or [False], dtype=bool)[idx]
     spans = {c: _dates(str(c)) for c in set(table.column("captured_at"))}
@@ -183,9 +193,12 @@ def offer_info(table: OfferTable) -> OfferInfo:
             age[r] = float((as_of - d).days)
     nets: dict[NodeNetwork | None, int] = {}
     fab_net = np.array([nets.setdefault(node_network(f), len(nets)) for f in fab] or [0], dtype=np.int64)
+    local_regions = {r for p, r in zip(prov, table.column("region"), strict=True) if p == "aws"}
+    local_regions = {r for r in local_regions if _LOCAL_ZONE_REGION.match(str(r)) is not None}
     local = np.array(
-        [p == "aws" and _LOCAL_ZONE_REGION.match(str(r)) is not None
-         for p, r in zip(prov, table.column("region"), strict=True)], dtype=bool)  # fmt: skip
+        [p == "aws" and r in local_regions for p, r in zip(prov, table.column("region"), strict=True)],
+        dtype=bool,
+    )
     rank = np.array([CLASS_RANK.get(str(c), 3) for c in classes], dtype=np.int64) * 2 + local
     info = OfferInfo(
         tie_rank=rank,
