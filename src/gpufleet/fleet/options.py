@@ -266,7 +266,14 @@ class _Sizer:
 
         ``prune=False`` builds every fitting offer (the reference the tests compare the pruning with).
         """
-        from gpufleet.fleet.sizing import ShapeData, candidates, survivors
+        from gpufleet.fleet.sizing import (
+            Candidates,
+            ShapeData,
+            candidates,
+            effective_levers,
+            prefilter,
+            survivors,
+        )
 
         r = fw.resources
         assert r is not None
@@ -282,9 +289,9 @@ class _Sizer:
             return [], 0
         units = _units_for(fw, r.replicas)
         shapes: dict[tuple[int, int], ShapeData] = {}
-        for upn, npu in {
-            (int(a), int(b)) for a, b in zip(cand.units_per_node, cand.nodes_per_unit, strict=True)
-        }:
+        shape_code = cand.units_per_node * 4096 + cand.nodes_per_unit
+        for sc in np.unique(shape_code).tolist():
+            upn, npu = divmod(int(sc), 4096)
             key = (fw.demand, units, upn, npu)
             if key not in self.blocks:
                 self.blocks[key] = _blocks(lambda k: fw.demand.hours_needing(k, units), units, upn, npu)
@@ -297,25 +304,43 @@ class _Sizer:
                 hours=np.array([b.hours_per_month for b in bl], dtype=float),
             )
         prov = ix.provider[cand.offer]
-        factor = np.empty(n)
-        for j, (pc, npu) in enumerate(zip(prov.tolist(), cand.nodes_per_unit.tolist(), strict=True)):
+        fcode = prov * 4096 + cand.nodes_per_unit
+        uf, finv = np.unique(fcode, return_inverse=True)
+        fvals = np.empty(len(uf))
+        for j, fc in enumerate(uf.tolist()):
+            pc, npu = divmod(int(fc), 4096)
             fk = (pc, npu, r.job)
             if fk not in self.factor:
                 name = ix.providers[pc]
                 self.factor[fk] = math.nan if name == ONPREM else _spot_factor(name, npu, r.job, self.spot)
-            factor[j] = self.factor[fk]
+            fvals[j] = self.factor[fk]
+        factor = fvals[finv.reshape(-1)]
         transfer = np.zeros(n)
         if fw.data is not None:
-            pairs = ix.pair[cand.offer]
-            for j, pc in enumerate(pairs.tolist()):
-                tk = (fw.data, pc)
-                if tk not in self.transfer:
-                    prov_name, region = ix.pairs[pc]
-                    self.transfer[tk] = _transfer(fw, prov_name, region, set())
-                transfer[j] = self.transfer[tk]
-        keep = np.full(n, not prune)
+            up, pinv = np.unique(ix.pair[cand.offer], return_inverse=True)
+            tvals = np.empty(len(up))
+            for j, pc in enumerate(up.tolist()):
+                prov_name, region = ix.pairs[pc]
+                tvals[j] = _transfer(fw, prov_name, region, set())
+            transfer = tvals[pinv.reshape(-1)]
+        pos = np.arange(n)  # option index = position among all fitting offers (stable keys)
+        if prune and fw.current is None:
+            pre = prefilter(ix, fw, cand, factor, transfer)
+            pos = pos[pre]
+            cand = Candidates(
+                offer=cand.offer[pre],
+                units_per_node=cand.units_per_node[pre],
+                nodes_per_unit=cand.nodes_per_unit[pre],
+            )
+            factor, transfer, prov = factor[pre], transfer[pre], prov[pre]
+        keep = np.full(len(pos), not prune)
+        any_ex = bool(ix.existing[:, cand.offer].any())
+        seen = set()
         for lv in LEVER_SETS if prune else ():
-            keep |= survivors(ix, fw, self.fleet, cand, shapes, factor, transfer, lv)
+            eff = effective_levers(fw, self.fleet, lv, any_ex)
+            if eff not in seen:  # lever sets that size this workload alike prune alike
+                seen.add(eff)
+                keep |= survivors(ix, fw, self.fleet, cand, shapes, factor, transfer, lv)
         if prune and fw.current is not None:  # the waterfall's right-size step solves in today's place
             cur = fw.current
             same = prov == (ix.providers.index(cur.provider) if cur.provider in ix.providers else -1)
@@ -332,7 +357,7 @@ class _Sizer:
             vc = t.column("vcpus")[o]
             opt = _option(
                 fw,
-                idx=j,
+                idx=int(pos[j]),
                 provider=str(t.column("provider")[o]),
                 region=str(t.column("region")[o]),
                 instance_type=str(t.column("instance_type")[o]),
@@ -478,6 +503,20 @@ def _no_option_reason(fw: FleetWorkload) -> str:
     return f"no offer in the catalog meets its resources under {what}"
 
 
+def _prune_all(fleet: Fleet, fw: FleetWorkload, opts: list[Option]) -> list[Option]:
+    """Options kept by :func:`~gpufleet.fleet.prune.prune_options` under any lever set the plan and its
+    savings waterfall solve with, plus the best ones in today's provider/region (the right-size step)."""
+    from gpufleet.fleet.prune import prune_options
+
+    keep = {o.key for lv in LEVER_SETS for o in prune_options(fleet, fw, opts, lv)}
+    if fw.current is not None:
+        cur = fw.current
+        same = [o for o in opts if o.provider == cur.provider]
+        here = [o for o in same if cur.region is None or fnmatch.fnmatchcase(o.region, cur.region)]
+        keep |= {o.key for sub in (same, here) for o in prune_options(fleet, fw, sub, LEVER_SETS[0])}
+    return [o for o in opts if o.key in keep]
+
+
 def build_options(
     fleet: Fleet,
     table: OfferTable,
@@ -491,8 +530,6 @@ def build_options(
         table = OfferTable.concat([table, OfferTable.from_offers(on_prem_offers(fleet.on_prem))])
     prices = _Prices(table)
     out: list[WorkloadOptions] = []
-    from gpufleet.fleet.prune import prune_options
-
     cache: dict[object, tuple[list[Option], str, tuple[str, ...], int]] = {}
     sizer: _Sizer | None = None
     for i, fw in enumerate(fleet.workloads, start=1):
@@ -521,6 +558,7 @@ def build_options(
             notes.update(cached_notes)
         else:
             generated = 0
+            sized = None
             if fw.workload is not None:
                 opts, reason = _model_options(fw, prices, est, spot, sites, notes)
             else:
@@ -531,17 +569,12 @@ def build_options(
                     if sizer is None:
                         sizer = _Sizer(fleet, prices, spot, sites)
                     opts, generated = sizer.options(fw, notes)
+                    sized = sizer
             if not opts and not reason:
                 reason = _no_option_reason(fw)
             generated = max(generated, len(opts))
-            # exact for each lever set the plan and its savings waterfall solve with (see prune.py)
-            keep = {o.key for lv in LEVER_SETS for o in prune_options(fleet, fw, opts, lv)}
-            if fw.current is not None:  # the savings waterfall's right-size step solves inside today's place
-                cur = fw.current
-                same = [o for o in opts if o.provider == cur.provider]
-                here = [o for o in same if cur.region is None or fnmatch.fnmatchcase(o.region, cur.region)]
-                keep |= {o.key for sub in (same, here) for o in prune_options(fleet, fw, sub, LEVER_SETS[0])}
-            opts = [o for o in opts if o.key in keep]
+            if sized is None:  # GPU capacity options were pruned exactly (vectorised) by the sizer
+                opts = _prune_all(fleet, fw, opts)
             if key is not None:
                 cache[key] = (opts, reason, tuple(notes), generated)
         out.append(

@@ -59,6 +59,34 @@ def _finite_pos(a: F64) -> F64:
     return out
 
 
+def _same_place_dominated(live: B8, key_cols: list[npt.NDArray[Any]], prices: F64) -> B8:
+    """Offers another offer of the same place and shape beats on every price (workload-independent, exact).
+
+    Same provider, region, GPU, GPU count, vCPUs, RAM, quota and commitment matches: every workload sizes
+    both alike (same filters, transfer, spot factor, node blocks, rows), and the cheaper-or-equal one on
+    on-demand, spot, 1-year and 3-year (a missing price counts as infinite) copies any pay split of the other.
+    """
+    out = np.zeros(len(live), dtype=bool)
+    rows = np.flatnonzero(live)
+    if rows.size == 0:
+        return out
+    code = np.zeros(rows.size, dtype=np.int64)
+    for col in key_cols:
+        inv = np.unique(np.asarray(col)[rows], return_inverse=True)[1].reshape(-1)
+        code = np.unique(code * (int(inv.max()) + 1) + inv, return_inverse=True)[1].reshape(-1)
+    vals = np.where(np.isfinite(prices[rows]), prices[rows], np.inf)
+    sums = np.where(np.isfinite(vals), vals, 1e12).sum(axis=1)
+    for grp in _groups(code)[1]:
+        v = vals[grp]
+
+        def dom(p: int, v: F64 = v) -> B8:
+            return np.asarray((v[p] <= v + _EPS).all(axis=1))
+
+        kept = _front(v, np.argsort(sums[grp], kind="stable"), dom)
+        out[rows[grp[~kept]]] = True
+    return out
+
+
 @dataclass(slots=True)
 class OfferIndex:
     """The offer table as codes and price columns, with each quota's and commitment's matches (per fleet)."""
@@ -147,6 +175,17 @@ class OfferIndex:
                 codes[(rule, with_ex)] = (
                     np.unique(key, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
                 )
+        onprem = prov == (providers.index(ONPREM) if ONPREM in providers else -1)
+        sp, c1, c3 = (
+            _finite_pos(by_kind["spot"]),
+            _finite_pos(by_kind["commit_1y"]),
+            _finite_pos(by_kind["commit_3y"]),
+        )
+        base &= ~_same_place_dominated(
+            base & ~onprem,
+            [prov, pair, gpu, count, vc, ram, codes[("mirror", True)], codes[("bound", True)]],
+            np.stack([od, sp, c1, c3], axis=1),
+        )
         return cls(
             table=table,
             providers=providers,
@@ -160,15 +199,15 @@ class OfferIndex:
             vcpus=vc,
             ram_gib=ram,
             od=od,
-            sp=_finite_pos(by_kind["spot"]),
-            c1=_finite_pos(by_kind["commit_1y"]),
-            c3=_finite_pos(by_kind["commit_3y"]),
+            sp=sp,
+            c1=c1,
+            c3=c3,
             base=base,
             quota=q,
             quota_unit=[qt.unit for qt in c.quotas],
             quota_spot=[qt.spot for qt in c.quotas],
             existing=ex,
-            onprem=prov == (providers.index(ONPREM) if ONPREM in providers else -1),
+            onprem=onprem,
             units=units,
             codes=codes,
         )
@@ -242,13 +281,17 @@ def _front(vals: F64, order: I64, dominates: Callable[[int], B8]) -> B8:
     return keep
 
 
-def _groups(code: I64) -> list[I64]:
-    """Row indices per distinct code, each group in row order."""
+def _groups(code: I64) -> tuple[I64, list[I64]]:
+    """(rows alone in their code, [row indices of each code shared by several rows, in row order])."""
     if len(code) == 0:
-        return []
+        return np.zeros(0, dtype=np.int64), []
     order = np.argsort(code, kind="stable")
     cuts = np.flatnonzero(np.diff(code[order])) + 1
-    return np.split(order, cuts)
+    starts = np.concatenate([[0], cuts])
+    ends = np.concatenate([cuts, [len(code)]])
+    single = (ends - starts) == 1
+    multi = [order[a:b] for a, b in zip(starts[~single].tolist(), ends[~single].tolist(), strict=True)]
+    return order[starts[single]], multi
 
 
 @dataclass(slots=True)
@@ -256,6 +299,56 @@ class ShapeData:
     blocks: tuple[Block, ...]
     nodes: F64
     hours: F64
+
+
+def prefilter(ix: OfferIndex, fw: FleetWorkload, cand: Candidates, spot_factor: F64, transfer: F64) -> B8:
+    """Candidates no candidate of the same shape, provider and coupled rows beats on every price and transfer.
+
+    Lever-independent (exact for every lever set): the regular cost of a block is the cheapest allowed of
+    on-demand, 1-year and 3-year, monotone in each price, and the spot cost is monotone in the expected spot
+    price, so the cheaper-or-equal offer copies any pay split of the other (a missing price counts as
+    infinite: the dearer never pays that way). HA workloads compare within one region only.
+    """
+    n = len(cand.offer)
+    off = cand.offer
+    vals = np.stack([ix.od[off], ix.sp[off] * spot_factor, ix.c1[off], ix.c3[off], transfer], axis=1)
+    vals = np.where(np.isfinite(vals), vals, np.inf)
+    pair = ix.pair[off] if fw.ha_regions > 1 else np.zeros(n, dtype=np.int64)
+    code = (
+        (
+            (ix.codes[("mirror", True)][off] * (len(ix.providers) + 1) + ix.provider[off])
+            * (len(ix.pairs) + 1)
+            + pair
+        )
+        * 2**20
+        + cand.units_per_node * 4096
+        + cand.nodes_per_unit
+    )
+    keep = np.ones(n, dtype=bool)
+    keep[ix.onprem[off]] = True
+    sums = np.where(np.isfinite(vals), vals, 1e12).sum(axis=1)
+    for grp in _groups(code)[1]:
+        v = vals[grp]
+
+        def dom(p: int, v: F64 = v) -> B8:
+            return np.asarray((v[p] <= v + _EPS).all(axis=1))
+
+        keep[grp] = _front(v, np.argsort(sums[grp], kind="stable"), dom)
+    keep |= ix.onprem[off]
+    return keep
+
+
+def effective_levers(fw: FleetWorkload, fleet: Fleet, levers: Levers, any_existing: bool) -> tuple[bool, ...]:
+    """What ``levers`` change for this workload's sizing: spot, 1-year, 3-year, existing commitments."""
+    terms = fleet.constraints.commitment_terms
+    return (
+        levers.spot and fw.preemptible_fraction > 0,
+        *(
+            levers.commitments and k.removeprefix("commit_") in terms and fw.lifetime_months >= m
+            for k, m in TERM_MONTHS.items()
+        ),
+        levers.existing and any_existing,
+    )
 
 
 def survivors(
@@ -334,10 +427,9 @@ def survivors(
         # mirror rule inside this shape
         vec = np.concatenate([reg, spot, tr[:, None]], axis=1)
         sums = vec.sum(axis=1)
-        for grp in _groups(mcode[rows]):
-            if grp.size == 1:
-                mirror_keep[rows[grp]] = True
-                continue
+        alone, multi = _groups(mcode[rows])
+        mirror_keep[rows[alone]] = True
+        for grp in multi:
             v = vec[grp]
 
             def mdom(p: int, v: F64 = v) -> B8:
@@ -356,10 +448,9 @@ def survivors(
         use_hi[:, spot_q] = 0.0
         use_lo[:, spot_q] = 0.0
     h_, l_ = hi[rows], lo[rows]
-    for grp in _groups(bcode[rows]):
-        if grp.size == 1:
-            keep[rows[grp]] = True
-            continue
+    alone, multi = _groups(bcode[rows])
+    keep[rows[alone]] = True
+    for grp in multi:
         gh, gl, uh, ul = h_[grp], l_[grp], use_hi[grp], use_lo[grp]
 
         def bdom(p: int, gh: F64 = gh, gl: F64 = gl, uh: F64 = uh, ul: F64 = ul) -> B8:
