@@ -135,16 +135,27 @@ def group_identical(fleet: Fleet, options: dict[str, list[Option]]) -> dict[str,
     same order), a single region, and named by no budget. The MILP carries each group once with counts: exact
     (a split of the counts over the members always exists; see :func:`gpufleet.fleet.plan._spread`)."""
     named = {w for b in fleet.constraints.budgets for w in b.workloads}
-    groups: dict[object, list[str]] = {}
+    # a cheap key first (most fleets have few identical workloads); the full comparison only where it collides
+    rough: dict[object, list[str]] = {}
     for fw in fleet.workloads:
         opts = options.get(fw.name, [])
         if fw.ha_regions != 1 or fw.name in named or not opts:
             key: object = ("single", fw.name)
         else:
             key = (fw.team, fw.preemptible_fraction, fw.lifetime_months,
-                   tuple(replace(o, key="", workload="") for o in opts))  # fmt: skip
-        groups.setdefault(key, []).append(fw.name)
-    return {names[0]: names for names in groups.values()}
+                   tuple((o.provider, o.region, o.instance_type, o.blocks) for o in opts))  # fmt: skip
+        rough.setdefault(key, []).append(fw.name)
+    out: dict[str, list[str]] = {}
+    for names in rough.values():
+        if len(names) == 1:
+            out[names[0]] = names
+            continue
+        groups: dict[object, list[str]] = {}
+        for name in names:
+            full = tuple(replace(o, key="", workload="") for o in options[name])
+            groups.setdefault(full, []).append(name)
+        out.update({g[0]: g for g in groups.values()})
+    return {name: out[name] for name in (w.name for w in fleet.workloads) if name in out}
 
 
 def _workload_budgets(fleet: Fleet, fw: FleetWorkload) -> list[int]:
@@ -160,7 +171,7 @@ def _live_quotas(
     options: dict[str, list[Option]],
     groups: dict[str, list[str]],
     levers: Levers,
-    match: Callable[[int, Option], bool],
+    matching_quotas: Callable[[Option], list[int]],
 ) -> list[bool]:
     """Quotas some choice of options could exceed (an upper bound of each workload's largest use, summed);
     the others can never bind, so they leave the model and do not couple spot use."""
@@ -172,17 +183,20 @@ def _live_quotas(
         m = len(members)
         most = [0.0] * len(c.quotas)
         for o in options.get(rep, []):
-            limit = math.floor(fw.preemptible_fraction * o.nodes_peak + 1e-9)
+            matching = matching_quotas(o)
+            if not matching:
+                continue
+            peak = o.nodes_peak
+            limit = math.floor(fw.preemptible_fraction * peak + 1e-9)
             spot_ub = sum(
                 min(b.nodes, limit)
                 for b in o.blocks
                 if limit > 0 and spot_usd_per_node_month(fw, o, b, levers) is not None
             )
-            for qi, q in enumerate(c.quotas):
-                if not match(qi, o):
-                    continue
+            for qi in matching:
+                q = c.quotas[qi]
                 u = quota_units_per_node(q, o)
-                most[qi] = max(most[qi], u * m * (spot_ub if q.spot else o.nodes_peak))
+                most[qi] = max(most[qi], u * m * (spot_ub if q.spot else peak))
         for qi in range(len(c.quotas)):
             worst[qi] += most[qi] * fw.ha_regions
     return [w > q.limit + 1e-9 for w, q in zip(worst, c.quotas, strict=True)]
@@ -195,6 +209,8 @@ def _spot_fixed(
     saving per node, each up to its nodes, all within the preemptible share (a fractional knapsack with
     unit weights, so greedy is optimal and integral). Exact where no live row couples the spot use."""
     limit = math.floor(fw.preemptible_fraction * o.nodes_peak + 1e-9)
+    if limit <= 0:
+        return {}, 0.0
     gains = []
     for bi, b in enumerate(o.blocks):
         sc = spot_usd_per_node_month(fw, o, b, levers)
@@ -229,16 +245,16 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
     model = Model(problem=p, vars={})
     quota_max: dict[tuple[int, str], float] = {}  # (quota, workload) -> most it can use with one option
     budget_max: dict[tuple[int, str], float] = {}  # (budget, workload) -> most it can cost with one option
-    memo: dict[tuple[int, str, str, str, str], bool] = {}
+    memo: dict[tuple[str, str, str, str], list[int]] = {}
 
-    def match(qi: int, o: Option) -> bool:
-        key = (qi, o.provider, o.region, o.gpu, o.instance_type)
+    def matching_quotas(o: Option) -> list[int]:
+        key = (o.provider, o.region, o.gpu, o.instance_type)
         if key not in memo:
-            memo[key] = quota_matches(c.quotas[qi], o)
+            memo[key] = [qi for qi, q in enumerate(c.quotas) if quota_matches(q, o)]
         return memo[key]
 
     model.groups = group_identical(fleet, options)
-    live = _live_quotas(fleet, options, model.groups, levers, match)
+    live = _live_quotas(fleet, options, model.groups, levers, matching_quotas)
     by_name = {w.name: w for w in fleet.workloads}
     mult = {rep: len(members) for rep, members in model.groups.items()}
     for rep in model.groups:
@@ -252,7 +268,7 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
             fixed = (
                 sum(b.nodes * r[1] for b, r in zip(o.blocks, regs, strict=True)) + o.transfer_usd_per_month
             )
-            matching = [qi for qi, q in enumerate(c.quotas) if match(qi, o)]
+            matching = matching_quotas(o)
             # no live quota and no existing commitment couples this option's spot use: its best spot use is
             # fixed per chosen unit and folded into the choice's cost (no spot variables, no share row)
             fold = not any(live[qi] for qi in matching) and not matching_existing(o, existing)
