@@ -340,7 +340,9 @@ class _Sizer:
             eff = effective_levers(fw, self.fleet, lv, any_ex)
             if eff not in seen:  # lever sets that size this workload alike prune alike
                 seen.add(eff)
-                keep |= survivors(ix, fw, self.fleet, cand, shapes, factor, transfer, lv)
+                keep |= survivors(
+                    ix, fw, self.fleet, cand, shapes, factor, transfer, lv, mirror=fw.current is not None
+                )
         if prune and fw.current is not None:  # the waterfall's right-size step solves in today's place
             cur = fw.current
             same = prov == (ix.providers.index(cur.provider) if cur.provider in ix.providers else -1)

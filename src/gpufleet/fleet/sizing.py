@@ -361,6 +361,8 @@ def survivors(
     transfer: F64,
     levers: Levers,
     subset: B8 | None = None,
+    *,
+    mirror: bool = True,
 ) -> B8:
     """Candidates no other candidate dominates under ``levers`` (mirror, then bound); on-prem always kept."""
     n = len(cand.offer)
@@ -424,6 +426,9 @@ def survivors(
         lo[rows] = cost_max - save
         peak[rows] = npk
         spot_max[rows] = np.where(has_spot[rows], min(sh, npk), 0.0)
+        if not mirror:  # the caller's prefilter applied a lever-independent form of it
+            mirror_keep[rows] = True
+            continue
         # mirror rule inside this shape
         vec = np.concatenate([reg, spot, tr[:, None]], axis=1)
         sums = vec.sum(axis=1)
