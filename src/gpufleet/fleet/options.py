@@ -199,14 +199,21 @@ def _option(
     training: bool,
     sites: dict[str, OnPremSite],
     notes: set[str],
+    blocks: tuple[Block, ...] | None = None,
+    spot_factor: float | None = None,
 ) -> Option | None:
+    """One option; ``blocks`` and ``spot_factor`` may be given when the caller computed them already."""
     units = _units_for(fw, units_peak)
-    blocks = _blocks(lambda k: fw.demand.hours_needing(k, units), units, units_per_node, nodes_per_unit)
+    if blocks is None:
+        blocks = _blocks(lambda k: fw.demand.hours_needing(k, units), units, units_per_node, nodes_per_unit)
     if not blocks:
         return None
     od, sp, c1, c3 = prices
     site = sites.get(instance_type) if provider == ONPREM else None
-    factor = _spot_factor(provider, nodes_per_unit, training, spot) if provider != ONPREM else math.nan
+    if spot_factor is not None:
+        factor = spot_factor
+    else:
+        factor = _spot_factor(provider, nodes_per_unit, training, spot) if provider != ONPREM else math.nan
     own: set[str] = set()
     transfer = _transfer(fw, provider, region, own)
     return Option(
@@ -375,6 +382,8 @@ class _Sizer:
                 training=r.job,
                 sites=self.sites,
                 notes=notes,
+                blocks=shapes[(int(cand.units_per_node[j]), int(cand.nodes_per_unit[j]))].blocks,
+                spot_factor=float(factor[j]),
             )
             if opt is not None:
                 out.append(opt)
