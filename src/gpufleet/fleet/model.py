@@ -20,6 +20,7 @@ from __future__ import annotations
 import fnmatch
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from gpufleet.fleet.problem import Problem
@@ -114,6 +115,9 @@ class OptionVars:
     existing: dict[tuple[int, int], int] = field(default_factory=dict)  # (block, commitment) -> var
     regular: list[tuple[str, float]] = field(default_factory=list)  # per block: (kind, USD/node-month)
     spot_cost: dict[int, float] = field(default_factory=dict)  # block -> USD/node-month
+    # block -> spot nodes per chosen unit, fixed where no live row couples the option's spot use (folded into
+    # the choice's cost; see _spot_fixed)
+    spot_fixed: dict[int, int] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -131,16 +135,27 @@ def group_identical(fleet: Fleet, options: dict[str, list[Option]]) -> dict[str,
     same order), a single region, and named by no budget. The MILP carries each group once with counts: exact
     (a split of the counts over the members always exists; see :func:`gpufleet.fleet.plan._spread`)."""
     named = {w for b in fleet.constraints.budgets for w in b.workloads}
-    groups: dict[object, list[str]] = {}
+    # a cheap key first (most fleets have few identical workloads); the full comparison only where it collides
+    rough: dict[object, list[str]] = {}
     for fw in fleet.workloads:
         opts = options.get(fw.name, [])
         if fw.ha_regions != 1 or fw.name in named or not opts:
             key: object = ("single", fw.name)
         else:
             key = (fw.team, fw.preemptible_fraction, fw.lifetime_months,
-                   tuple(replace(o, key="", workload="") for o in opts))  # fmt: skip
-        groups.setdefault(key, []).append(fw.name)
-    return {names[0]: names for names in groups.values()}
+                   tuple((o.provider, o.region, o.instance_type, o.blocks) for o in opts))  # fmt: skip
+        rough.setdefault(key, []).append(fw.name)
+    out: dict[str, list[str]] = {}
+    for names in rough.values():
+        if len(names) == 1:
+            out[names[0]] = names
+            continue
+        groups: dict[object, list[str]] = {}
+        for name in names:
+            full = tuple(replace(o, key="", workload="") for o in options[name])
+            groups.setdefault(full, []).append(name)
+        out.update({g[0]: g for g in groups.values()})
+    return {name: out[name] for name in (w.name for w in fleet.workloads) if name in out}
 
 
 def _workload_budgets(fleet: Fleet, fw: FleetWorkload) -> list[int]:
@@ -149,6 +164,69 @@ def _workload_budgets(fleet: Fleet, fw: FleetWorkload) -> list[int]:
         if (not b.teams and not b.workloads) or fw.team in b.teams or fw.name in b.workloads:
             out.append(i)
     return out
+
+
+def _live_quotas(
+    fleet: Fleet,
+    options: dict[str, list[Option]],
+    groups: dict[str, list[str]],
+    levers: Levers,
+    matching_quotas: Callable[[Option], list[int]],
+) -> list[bool]:
+    """Quotas some choice of options could exceed (an upper bound of each workload's largest use, summed);
+    the others can never bind, so they leave the model and do not couple spot use."""
+    c = fleet.constraints
+    worst = [0.0] * len(c.quotas)
+    by_name = {w.name: w for w in fleet.workloads}
+    for rep, members in groups.items():
+        fw = by_name[rep]
+        m = len(members)
+        most = [0.0] * len(c.quotas)
+        for o in options.get(rep, []):
+            matching = matching_quotas(o)
+            if not matching:
+                continue
+            peak = o.nodes_peak
+            limit = math.floor(fw.preemptible_fraction * peak + 1e-9)
+            spot_ub = sum(
+                min(b.nodes, limit)
+                for b in o.blocks
+                if limit > 0 and spot_usd_per_node_month(fw, o, b, levers) is not None
+            )
+            for qi in matching:
+                q = c.quotas[qi]
+                u = quota_units_per_node(q, o)
+                most[qi] = max(most[qi], u * m * (spot_ub if q.spot else peak))
+        for qi in range(len(c.quotas)):
+            worst[qi] += most[qi] * fw.ha_regions
+    return [w > q.limit + 1e-9 for w, q in zip(worst, c.quotas, strict=True)]
+
+
+def _spot_fixed(
+    fw: FleetWorkload, o: Option, regs: list[tuple[str, float]], levers: Levers
+) -> tuple[dict[int, int], float]:
+    """(spot nodes per block, USD/month saved) of the cheapest spot use of one chosen option: blocks by
+    saving per node, each up to its nodes, all within the preemptible share (a fractional knapsack with
+    unit weights, so greedy is optimal and integral). Exact where no live row couples the spot use."""
+    limit = math.floor(fw.preemptible_fraction * o.nodes_peak + 1e-9)
+    if limit <= 0:
+        return {}, 0.0
+    gains = []
+    for bi, b in enumerate(o.blocks):
+        sc = spot_usd_per_node_month(fw, o, b, levers)
+        if sc is not None and sc < regs[bi][1]:
+            gains.append((regs[bi][1] - sc, bi, b.nodes))
+    out: dict[int, int] = {}
+    saved = 0.0
+    left = limit
+    for gain, bi, nodes in sorted(gains, key=lambda g: (-g[0], g[1])):
+        if left <= 0:
+            break
+        k = min(nodes, left)
+        out[bi] = k
+        saved += k * gain
+        left -= k
+    return out, saved
 
 
 def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers | None = None) -> Model:
@@ -167,15 +245,16 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
     model = Model(problem=p, vars={})
     quota_max: dict[tuple[int, str], float] = {}  # (quota, workload) -> most it can use with one option
     budget_max: dict[tuple[int, str], float] = {}  # (budget, workload) -> most it can cost with one option
-    memo: dict[tuple[int, str, str, str, str], bool] = {}
+    memo: dict[tuple[str, str, str, str], list[int]] = {}
 
-    def match(qi: int, o: Option) -> bool:
-        key = (qi, o.provider, o.region, o.gpu, o.instance_type)
+    def matching_quotas(o: Option) -> list[int]:
+        key = (o.provider, o.region, o.gpu, o.instance_type)
         if key not in memo:
-            memo[key] = quota_matches(c.quotas[qi], o)
+            memo[key] = [qi for qi, q in enumerate(c.quotas) if quota_matches(q, o)]
         return memo[key]
 
     model.groups = group_identical(fleet, options)
+    live = _live_quotas(fleet, options, model.groups, levers, matching_quotas)
     by_name = {w.name: w for w in fleet.workloads}
     mult = {rep: len(members) for rep, members in model.groups.items()}
     for rep in model.groups:
@@ -189,17 +268,26 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
             fixed = (
                 sum(b.nodes * r[1] for b, r in zip(o.blocks, regs, strict=True)) + o.transfer_usd_per_month
             )
+            matching = matching_quotas(o)
+            # no live quota and no existing commitment couples this option's spot use: its best spot use is
+            # fixed per chosen unit and folded into the choice's cost (no spot variables, no share row)
+            fold = not any(live[qi] for qi in matching) and not matching_existing(o, existing)
+            spot_fixed, saved = _spot_fixed(fw, o, regs, levers) if fold else ({}, 0.0)
+            fixed -= saved
             s = p.add_var(f"choose[{o.key}]", ub=float(m), cost=fixed)
-            ov = OptionVars(option=o, s=s, regular=regs)
+            ov = OptionVars(option=o, s=s, regular=regs, spot_fixed=spot_fixed)
+            for bi in spot_fixed:
+                sc_ = spot_usd_per_node_month(fw, o, o.blocks[bi], levers)
+                assert sc_ is not None
+                ov.spot_cost[bi] = sc_
             spot_vars = []
-            matching = [qi for qi, q in enumerate(c.quotas) if match(qi, o)]
             # dearer spot only helps by freeing an on-demand quota: without one it is never used
             od_quota = any(not c.quotas[qi].spot for qi in matching)
             limit = math.floor(fw.preemptible_fraction * o.nodes_peak + 1e-9)
             for bi, b in enumerate(o.blocks):
                 flex = []
                 sc = spot_usd_per_node_month(fw, o, b, levers)
-                if sc is not None and limit > 0 and (sc < regs[bi][1] or od_quota):
+                if not fold and sc is not None and limit > 0 and (sc < regs[bi][1] or od_quota):
                     v = p.add_var(
                         f"spot[{o.key},{bi}]", ub=float(m * min(b.nodes, limit)), cost=sc - regs[bi][1]
                     )

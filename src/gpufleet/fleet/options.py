@@ -14,7 +14,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
-import numpy.typing as npt
 
 from gpufleet.catalog.offers import Offer, OfferTable
 from gpufleet.cost.prices import node_prices_usd_per_hour
@@ -200,14 +199,21 @@ def _option(
     training: bool,
     sites: dict[str, OnPremSite],
     notes: set[str],
+    blocks: tuple[Block, ...] | None = None,
+    spot_factor: float | None = None,
 ) -> Option | None:
+    """One option; ``blocks`` and ``spot_factor`` may be given when the caller computed them already."""
     units = _units_for(fw, units_peak)
-    blocks = _blocks(lambda k: fw.demand.hours_needing(k, units), units, units_per_node, nodes_per_unit)
+    if blocks is None:
+        blocks = _blocks(lambda k: fw.demand.hours_needing(k, units), units, units_per_node, nodes_per_unit)
     if not blocks:
         return None
     od, sp, c1, c3 = prices
     site = sites.get(instance_type) if provider == ONPREM else None
-    factor = _spot_factor(provider, nodes_per_unit, training, spot) if provider != ONPREM else math.nan
+    if spot_factor is not None:
+        factor = spot_factor
+    else:
+        factor = _spot_factor(provider, nodes_per_unit, training, spot) if provider != ONPREM else math.nan
     own: set[str] = set()
     transfer = _transfer(fw, provider, region, own)
     return Option(
@@ -244,69 +250,144 @@ def _price_tuple(p: _Prices, o: int) -> tuple[float, float, float, float]:
     return g("on_demand"), g("spot"), g("commit_1y"), g("commit_3y")
 
 
-def _gpu_capacity_options(
-    fw: FleetWorkload,
-    p: _Prices,
-    spot: dict[str, SpotAssumption],
-    sites: dict[str, OnPremSite],
-    notes: set[str],
-) -> list[Option]:
-    r = fw.resources
-    assert r is not None
-    t = p.table
-    count = np.asarray(t.column("gpu_count"), dtype=float)
-    mem = np.asarray(t.column("gpu_memory_gib"), dtype=float)
-    gpu_col = t.column("gpu")
-    m: npt.NDArray[np.bool_] = (count >= 1) & (np.mod(count, 1.0) == 0) & (mem >= r.min_gpu_memory_gib)
-    if r.gpus:
-        wanted = resolve_gpus(r.gpus, fw.name)
-        m &= np.array([str(g) in wanted for g in gpu_col], dtype=bool)
-    od = p.by_kind["on_demand"]
-    with np.errstate(invalid="ignore"):
-        m &= np.isfinite(od) & (od > 0)
-    out: list[Option] = []
-    for o in np.flatnonzero(m):
-        prov, reg = str(t.column("provider")[o]), str(t.column("region")[o])
-        if not _allowed_place(fw, prov, reg, sites):
-            continue
-        g = int(count[o])
-        vc = t.column("vcpus")[o]
-        ram = t.column("ram_gib")[o]
-        vcpus = float(vc) if vc is not None and np.isfinite(float(vc)) else 0.0
-        ram_f = float(ram) if ram is not None and np.isfinite(float(ram)) else 0.0
-        if g >= r.gpus_per_replica:
-            per_node = g // r.gpus_per_replica
-            if r.vcpus > 0 and vcpus:
-                per_node = min(per_node, int(vcpus // r.vcpus))
-            if r.ram_gib > 0 and ram_f:
-                per_node = min(per_node, int(ram_f // r.ram_gib))
-            if per_node < 1:
-                continue
-            npu = 1
-        else:
-            per_node, npu = 1, math.ceil(r.gpus_per_replica / g)
-        opt = _option(
-            fw,
-            idx=len(out),
-            provider=prov,
-            region=reg,
-            instance_type=str(t.column("instance_type")[o]),
-            gpu=str(gpu_col[o]),
-            gpus_per_node=float(g),
-            vcpus=vcpus,
-            arch=str(t.column("arch")[o] or ""),
-            units_peak=r.replicas,
-            units_per_node=per_node,
-            nodes_per_unit=npu,
-            prices=_price_tuple(p, int(o)),
-            spot=spot,
-            training=r.job,
-            sites=sites,
-            notes=notes,
+class _Sizer:
+    """Per-fleet caches for sizing GPU capacity workloads (see :mod:`gpufleet.fleet.sizing`)."""
+
+    def __init__(
+        self, fleet: Fleet, p: _Prices, spot: dict[str, SpotAssumption], sites: dict[str, OnPremSite]
+    ):
+        from gpufleet.fleet.sizing import OfferIndex
+
+        self.fleet = fleet
+        self.p = p
+        self.spot = spot
+        self.sites = sites
+        self.ix = OfferIndex.build(fleet, p.table, p.by_kind)
+        self.blocks: dict[tuple[object, ...], tuple[Block, ...]] = {}
+        self.factor: dict[tuple[int, int, bool], float] = {}
+        self.transfer: dict[tuple[object, int], float] = {}
+        self.wanted: dict[tuple[str, ...], set[str]] = {}
+
+    def options(self, fw: FleetWorkload, notes: set[str], *, prune: bool = True) -> tuple[list[Option], int]:
+        """(surviving options, options generated before pruning) of a GPU capacity workload.
+
+        ``prune=False`` builds every fitting offer (the reference the tests compare the pruning with).
+        """
+        from gpufleet.fleet.sizing import (
+            Candidates,
+            ShapeData,
+            candidates,
+            effective_levers,
+            prefilter,
+            survivors,
         )
-        if opt is not None:
-            out.append(opt)
-    return out
+
+        r = fw.resources
+        assert r is not None
+        ix = self.ix
+        wanted = None
+        if r.gpus:
+            if r.gpus not in self.wanted:
+                self.wanted[r.gpus] = resolve_gpus(r.gpus, fw.name)
+            wanted = self.wanted[r.gpus]
+        cand = candidates(ix, fw, wanted, lambda prov, reg: _allowed_place(fw, prov, reg, self.sites))
+        n = len(cand.offer)
+        if n == 0:
+            return [], 0
+        units = _units_for(fw, r.replicas)
+        shapes: dict[tuple[int, int], ShapeData] = {}
+        shape_code = cand.units_per_node * 4096 + cand.nodes_per_unit
+        for sc in np.unique(shape_code).tolist():
+            upn, npu = divmod(int(sc), 4096)
+            key = (fw.demand, units, upn, npu)
+            if key not in self.blocks:
+                self.blocks[key] = _blocks(lambda k: fw.demand.hours_needing(k, units), units, upn, npu)
+            bl = self.blocks[key]
+            if not bl:
+                return [], 0  # no demand hours: no shape has a block
+            shapes[(upn, npu)] = ShapeData(
+                blocks=bl,
+                nodes=np.array([b.nodes for b in bl], dtype=float),
+                hours=np.array([b.hours_per_month for b in bl], dtype=float),
+            )
+        prov = ix.provider[cand.offer]
+        fcode = prov * 4096 + cand.nodes_per_unit
+        uf, finv = np.unique(fcode, return_inverse=True)
+        fvals = np.empty(len(uf))
+        for j, fc in enumerate(uf.tolist()):
+            pc, npu = divmod(int(fc), 4096)
+            fk = (pc, npu, r.job)
+            if fk not in self.factor:
+                name = ix.providers[pc]
+                self.factor[fk] = math.nan if name == ONPREM else _spot_factor(name, npu, r.job, self.spot)
+            fvals[j] = self.factor[fk]
+        factor = fvals[finv.reshape(-1)]
+        transfer = np.zeros(n)
+        if fw.data is not None:
+            up, pinv = np.unique(ix.pair[cand.offer], return_inverse=True)
+            tvals = np.empty(len(up))
+            for j, pc in enumerate(up.tolist()):
+                prov_name, region = ix.pairs[pc]
+                tvals[j] = _transfer(fw, prov_name, region, set())
+            transfer = tvals[pinv.reshape(-1)]
+        pos = np.arange(n)  # option index = position among all fitting offers (stable keys)
+        if prune and fw.current is None:
+            pre = prefilter(ix, fw, cand, factor, transfer)
+            pos = pos[pre]
+            cand = Candidates(
+                offer=cand.offer[pre],
+                units_per_node=cand.units_per_node[pre],
+                nodes_per_unit=cand.nodes_per_unit[pre],
+            )
+            factor, transfer, prov = factor[pre], transfer[pre], prov[pre]
+        keep = np.full(len(pos), not prune)
+        any_ex = bool(ix.existing[:, cand.offer].any())
+        seen = set()
+        for lv in LEVER_SETS if prune else ():
+            eff = effective_levers(fw, self.fleet, lv, any_ex)
+            if eff not in seen:  # lever sets that size this workload alike prune alike
+                seen.add(eff)
+                keep |= survivors(
+                    ix, fw, self.fleet, cand, shapes, factor, transfer, lv, mirror=fw.current is not None
+                )
+        if prune and fw.current is not None:  # the waterfall's right-size step solves in today's place
+            cur = fw.current
+            same = prov == (ix.providers.index(cur.provider) if cur.provider in ix.providers else -1)
+            regions = np.array([ix.pairs[pc][1] for pc in ix.pair[cand.offer].tolist()], dtype=object)
+            here = same & np.array(
+                [cur.region is None or fnmatch.fnmatchcase(str(rg), cur.region) for rg in regions], dtype=bool
+            )
+            for sub in (same, here):
+                keep |= survivors(ix, fw, self.fleet, cand, shapes, factor, transfer, LEVER_SETS[0], sub)
+        t = self.p.table
+        out: list[Option] = []
+        for j in np.flatnonzero(keep).tolist():
+            o = int(cand.offer[j])
+            vc = t.column("vcpus")[o]
+            opt = _option(
+                fw,
+                idx=int(pos[j]),
+                provider=str(t.column("provider")[o]),
+                region=str(t.column("region")[o]),
+                instance_type=str(t.column("instance_type")[o]),
+                gpu=str(t.column("gpu")[o]),
+                gpus_per_node=float(ix.count[o]),
+                vcpus=float(vc) if vc is not None and np.isfinite(float(vc)) else 0.0,
+                arch=str(t.column("arch")[o] or ""),
+                units_peak=r.replicas,
+                units_per_node=int(cand.units_per_node[j]),
+                nodes_per_unit=int(cand.nodes_per_unit[j]),
+                prices=_price_tuple(self.p, o),
+                spot=self.spot,
+                training=r.job,
+                sites=self.sites,
+                notes=notes,
+                blocks=shapes[(int(cand.units_per_node[j]), int(cand.nodes_per_unit[j]))].blocks,
+                spot_factor=float(factor[j]),
+            )
+            if opt is not None:
+                out.append(opt)
+        return out, n
 
 
 def _cpu_options(fw: FleetWorkload, spot: dict[str, SpotAssumption], notes: set[str]) -> list[Option]:
@@ -433,6 +514,20 @@ def _no_option_reason(fw: FleetWorkload) -> str:
     return f"no offer in the catalog meets its resources under {what}"
 
 
+def _prune_all(fleet: Fleet, fw: FleetWorkload, opts: list[Option]) -> list[Option]:
+    """Options kept by :func:`~gpufleet.fleet.prune.prune_options` under any lever set the plan and its
+    savings waterfall solve with, plus the best ones in today's provider/region (the right-size step)."""
+    from gpufleet.fleet.prune import prune_options
+
+    keep = {o.key for lv in LEVER_SETS for o in prune_options(fleet, fw, opts, lv)}
+    if fw.current is not None:
+        cur = fw.current
+        same = [o for o in opts if o.provider == cur.provider]
+        here = [o for o in same if cur.region is None or fnmatch.fnmatchcase(o.region, cur.region)]
+        keep |= {o.key for sub in (same, here) for o in prune_options(fleet, fw, sub, LEVER_SETS[0])}
+    return [o for o in opts if o.key in keep]
+
+
 def build_options(
     fleet: Fleet,
     table: OfferTable,
@@ -446,9 +541,8 @@ def build_options(
         table = OfferTable.concat([table, OfferTable.from_offers(on_prem_offers(fleet.on_prem))])
     prices = _Prices(table)
     out: list[WorkloadOptions] = []
-    from gpufleet.fleet.prune import prune_options
-
     cache: dict[object, tuple[list[Option], str, tuple[str, ...], int]] = {}
+    sizer: _Sizer | None = None
     for i, fw in enumerate(fleet.workloads, start=1):
         notes: set[str] = set()
         reason = ""
@@ -474,6 +568,8 @@ def build_options(
             opts = [replace(o, key=f"{fw.name}#{j}", workload=fw.name) for j, o in enumerate(base)]
             notes.update(cached_notes)
         else:
+            generated = 0
+            sized = None
             if fw.workload is not None:
                 opts, reason = _model_options(fw, prices, est, spot, sites, notes)
             else:
@@ -481,18 +577,15 @@ def build_options(
                 if fw.resources.cpu_only:
                     opts = _cpu_options(fw, spot, notes)
                 else:
-                    opts = _gpu_capacity_options(fw, prices, spot, sites, notes)
+                    if sizer is None:
+                        sizer = _Sizer(fleet, prices, spot, sites)
+                    opts, generated = sizer.options(fw, notes)
+                    sized = sizer
             if not opts and not reason:
                 reason = _no_option_reason(fw)
-            generated = len(opts)
-            # exact for each lever set the plan and its savings waterfall solve with (see prune.py)
-            keep = {o.key for lv in LEVER_SETS for o in prune_options(fleet, fw, opts, lv)}
-            if fw.current is not None:  # the savings waterfall's right-size step solves inside today's place
-                cur = fw.current
-                same = [o for o in opts if o.provider == cur.provider]
-                here = [o for o in same if cur.region is None or fnmatch.fnmatchcase(o.region, cur.region)]
-                keep |= {o.key for sub in (same, here) for o in prune_options(fleet, fw, sub, LEVER_SETS[0])}
-            opts = [o for o in opts if o.key in keep]
+            generated = max(generated, len(opts))
+            if sized is None:  # GPU capacity options were pruned exactly (vectorised) by the sizer
+                opts = _prune_all(fleet, fw, opts)
             if key is not None:
                 cache[key] = (opts, reason, tuple(notes), generated)
         out.append(

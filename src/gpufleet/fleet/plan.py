@@ -116,9 +116,10 @@ def _decode(
             start = 0
             for bi, b in enumerate(rep_o.blocks):
                 spot = [0] * count
-                if bi in ov.spot:
+                if bi in ov.spot or bi in ov.spot_fixed:
                     caps = [min(b.nodes, spot_left[j]) for j in range(count)]
-                    spot, start = _spread(round(x[ov.spot[bi]]), count, caps, start)
+                    total = round(x[ov.spot[bi]]) if bi in ov.spot else ov.spot_fixed[bi] * count
+                    spot, start = _spread(total, count, caps, start)
                     spot_left = [spot_left[j] - spot[j] for j in range(count)]
                 used = list(spot)
                 ex_split: dict[int, list[int]] = {}

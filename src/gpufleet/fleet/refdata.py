@@ -205,6 +205,18 @@ def egress_tiers(provider: str, kind: str, region: str, dest_region: str | None 
     The scope is chosen by the region named in the row, else by the continent words of the row (from
     regions.csv's geo), else the provider's first (default) scope.
     """
+    return list(_egress_tiers(provider, kind, region, dest_region))
+
+
+@cache
+def _egress_tiers(provider: str, kind: str, region: str, dest_region: str | None) -> tuple[EgressTier, ...]:
+    """:func:`egress_tiers`, memoised (fleet sizing asks for the same paths thousands of times)."""
+    return tuple(_egress_tiers_uncached(provider, kind, region, dest_region))
+
+
+def _egress_tiers_uncached(
+    provider: str, kind: str, region: str, dest_region: str | None
+) -> list[EgressTier]:
     rows = [t for p, k, t in _egress_rows() if p == provider and k == kind]
     if not rows:
         return []
