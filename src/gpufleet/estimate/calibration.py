@@ -79,6 +79,7 @@ if TYPE_CHECKING:
 
 def fitted_parameter_names(cases: Sequence[CalibrationCase]) -> list[str]:
     """Parameters the fit moves: every ``fit=True`` prior, stack multipliers only with enough cases."""
+    from gpufleet.catalog.specs import get_spec
     from gpufleet.estimate.rates import software_key
 
     counts: dict[str, int] = {}
@@ -88,7 +89,7 @@ def fitted_parameter_names(cases: Sequence[CalibrationCase]) -> list[str]:
             continue
         kind = "train" if family == "training" else "infer"
         sw = case_software(c) if kind == "train" else c.software
-        name = stack_param(kind, software_key(sw))
+        name = stack_param(kind, software_key(sw), get_spec(c.gpu).vendor)
         if name:
             counts[name] = counts.get(name, 0) + 1
     out = []
