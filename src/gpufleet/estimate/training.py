@@ -237,10 +237,13 @@ def training_step(
         )
 
     if zero_stage == 3:
+        # ZeRO-3 / FSDP: every micro-batch all-gathers the parameters for its forward and again for its
+        # backward; the gradients are reduce-scattered during the backward (per layer, as they are ready:
+        # PyTorch FSDP, Zhao et al. 2023 sec. 3.3-4; DeepSpeed ZeRO-3 overlap_comm). All of it streams on the
+        # same links while the layers compute, so what exceeds ``dp_overlap`` of the step's compute is exposed
         gather = sum(2.0 * all_gather_s(p * rates.weight_bytes, r, _links(r)) for p, r in groups if p > 0)
-        t_micro = compute / micro
         reduce = sum(all_gather_s(p * GRAD_BYTES, r, _links(r)) for p, r in groups if p > 0)
-        dp_exposed = micro * max(0.0, gather - overlap * t_micro) + reduce
+        dp_exposed = max(0.0, micro * gather + reduce - overlap * compute)
     else:
         # pp = 1: one micro-batch per step when memory allows, so the reduce overlaps the whole backward;
         # with pipelining only the last micro-batch's backward remains to hide it
