@@ -120,3 +120,22 @@ def test_qlora_case_checkpoints_activations() -> None:
     rows = _HEAD + "Z3,peak_memory_gib,llama-3.1-8b,qlora,RTX-4090,1,nf4,4,2048,pytorch,,10,GiB,t\n"
     (case,) = parse_cases_csv(rows, "t.csv")
     assert predict_case(case, prior_profile()).predicted < 16.0
+
+
+def test_inside_cases_exclude_moe_uncertain_specs_and_unfitted_stacks() -> None:
+    from pathlib import Path
+
+    import gpufleet.estimate
+    from gpufleet.estimate.calibration import inside_case
+    from gpufleet.estimate.cases import read_cases
+    from gpufleet.estimate.profile import load_profile
+
+    shipped = load_profile()
+    data = Path(gpufleet.estimate.__file__).parent / "data" / "cases.csv"
+    by_id = {c.case_id: c for c in read_cases(data)}
+    assert inside_case(by_id["I01"], shipped.fitted)  # H100 TRT-LLM dense
+    assert not inside_case(by_id["N029"], shipped.fitted)  # MoE
+    assert not inside_case(by_id["N033"], shipped.fitted)  # A10G: no published 16-bit peak
+    assert not inside_case(by_id["N024"], shipped.fitted)  # RTX PRO 6000: uncertain spec
+    assert inside_case(by_id["I01"], ())  # trtllm is the reference: inside whatever is fitted
+    assert not inside_case(by_id["N034"], ())  # vLLM without a fitted factor

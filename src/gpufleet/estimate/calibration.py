@@ -144,19 +144,53 @@ def requantile(profile: CalibrationProfile, cases: Sequence[CalibrationCase]) ->
     families = {c.case_id: METRIC_FAMILY[c.metric] for c in cases if c.case_id in profile.residuals}
     loo = {k: v for k, v in profile.loo_residuals.items() if k in families}
     gen = {k: v for k, v in profile.logo_residuals.get("generation", {}).items() if k in families}
+    inside = {c.case_id for c in cases if c.case_id in families and inside_case(c, profile.fitted)}
     return dataclasses.replace(
         profile,
-        log_residual_quantiles=MappingProxyType(_family_quantiles(loo, families)),
+        log_residual_quantiles=MappingProxyType(
+            _family_quantiles({k: v for k, v in loo.items() if k in inside}, families, fallback=loo)
+        ),
         heldout_quantiles=MappingProxyType(_family_quantiles(gen, families) if gen else {}),
     )
 
 
+def inside_case(case: CalibrationCase, fitted: Sequence[str]) -> bool:
+    """Whether the estimator gives ``case`` the inside (calibrated) interval: a dense model on a GPU with a
+    published 16-bit peak and a certain spec, on a reference or fitted stack (the reasons
+    :func:`gpufleet.estimate.rates._widen` counts, less the calibrated class every fitted case has)."""
+    from gpufleet.catalog.specs import get_spec
+    from gpufleet.estimate.rates import software_key
+    from gpufleet.models.registry import resolve_model
+
+    family = METRIC_FAMILY[case.metric]
+    if family == "memory":
+        return True
+    spec = get_spec(case.gpu)
+    if resolve_model(case.model).is_moe or spec.uncertain or not (spec.bf16_tflops or spec.fp16_tflops):
+        return False
+    if family == "training":
+        name = stack_param("train", software_key(case_software(case)), spec.vendor)
+    else:
+        name = stack_param("infer", software_key(case.software))
+    return name is None or name in fitted
+
+
+#: fewest inside cases of a family from which its inside interval uses them alone (else all of the family)
+INSIDE_MIN_CASES = 5
+
+
 def _family_quantiles(
-    resid: Mapping[str, float], families: Mapping[str, str]
+    resid: Mapping[str, float],
+    families: Mapping[str, str],
+    fallback: Mapping[str, float] | None = None,
 ) -> dict[str, tuple[float, float]]:
+    """p10/p90 of ``resid`` per family (rule in the module doc); a family with fewer than
+    :data:`INSIDE_MIN_CASES` residuals in ``resid`` takes those of ``fallback`` where given."""
     out: dict[str, tuple[float, float]] = {}
     for fam in FAMILIES:
         r = np.array([v for k, v in resid.items() if families[k] == fam])
+        if fallback is not None and r.size < INSIDE_MIN_CASES:
+            r = np.array([v for k, v in fallback.items() if families[k] == fam])
         if r.size == 0:
             out[fam] = (-LOG_INTERVAL_DEFAULT, LOG_INTERVAL_DEFAULT)
         elif r.size < 5:  # too few for empirical deciles: the largest error either way
@@ -272,11 +306,13 @@ def fit_profile(
     families = {c.case_id: METRIC_FAMILY[c.metric] for c in usable}
     calibrated = sorted({f"{get_spec(c.gpu).architecture}/{precision_class(c.precision)}" for c in speed})
     heldout = _family_quantiles(logo["generation"], families) if "generation" in logo else {}
+    inside = {c.case_id for c in usable if inside_case(c, names)}
+    loo_inside = {k: v for k, v in loo.items() if k in inside}
     return CalibrationProfile(
         params=MappingProxyType(dict(fitted.params)),
         fitted_at=datetime.now(UTC).isoformat(timespec="seconds"),
         case_count=len(usable),
-        log_residual_quantiles=MappingProxyType(_family_quantiles(loo, families)),
+        log_residual_quantiles=MappingProxyType(_family_quantiles(loo_inside, families, fallback=loo)),
         residuals=MappingProxyType(resid),
         version=PROFILE_VERSION,
         source=source or f"fit_profile over {len(usable)} cases",
@@ -301,6 +337,7 @@ __all__ = [
     "case_group",
     "fit_profile",
     "fitted_parameter_names",
+    "inside_case",
     "leave_group_out",
     "load_profile",
     "make_interval",
