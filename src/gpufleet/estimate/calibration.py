@@ -114,6 +114,7 @@ def _solve(
     names: Sequence[str],
     base: CalibrationProfile,
     x0: np.ndarray | None = None,
+    tol: float = 1e-8,
 ) -> dict[str, float]:
     from scipy.optimize import least_squares
 
@@ -129,7 +130,10 @@ def _solve(
                       for n, x in zip(names, prior_x, strict=True)])  # fmt: skip
     lower = prior_x - 4.6
     start = np.clip(prior_x if x0 is None else x0, lower + 1e-9, upper - 1e-9)
-    sol = least_squares(residuals, start, bounds=(lower, upper), x_scale=1.0, diff_step=1e-3, max_nfev=200)
+    sol = least_squares(
+        residuals, start, bounds=(lower, upper), x_scale=1.0, diff_step=1e-3, max_nfev=200, ftol=tol, xtol=tol,
+        gtol=tol,
+    )  # fmt: skip
     return dict(zip(names, np.exp(sol.x).tolist(), strict=True))
 
 
@@ -234,6 +238,11 @@ def case_group(case: CalibrationCase, grouping: str) -> str:
     raise ValueError(f"unknown grouping {grouping!r}; allowed: {', '.join(GROUPINGS)}")
 
 
+#: convergence tolerance (scipy ``ftol``/``xtol``/``gtol``) of the held-out refits, which start at the full
+#: fit: a relative change of 1e-5 in the cost or log parameters moves a held-out residual by well under 0.1 %
+REFIT_TOL = 1e-5
+
+
 def _refit_residuals(
     train: Sequence[CalibrationCase],
     test: Sequence[CalibrationCase],
@@ -243,24 +252,63 @@ def _refit_residuals(
     """Fit on ``train`` (warm-started at the full fit) and return the residuals of ``test``."""
     names = fitted_parameter_names(train)
     x0 = np.array([math.log(warm.get(n, PRIORS[n].value)) for n in names])
-    p = _solve(train, names, base, x0) if names else {}
+    p = _solve(train, names, base, x0, tol=REFIT_TOL) if names else {}
     prof = with_params(base, p)
     return {c.case_id: float(r) for c, r in zip(test, _log_ratios(test, prof), strict=True)}
 
 
+def _refit_job(
+    train: Sequence[CalibrationCase], test: Sequence[CalibrationCase], warm: dict[str, float]
+) -> dict[str, float]:
+    """One held-out refit from the priors' profile (a picklable unit of work for worker processes)."""
+    return _refit_residuals(train, test, prior_profile(), warm)
+
+
+def held_out_residuals(
+    cases: Sequence[CalibrationCase],
+    held_out: Sequence[frozenset[str]],
+    warm: dict[str, float],
+    jobs: int = 1,
+) -> dict[frozenset[str], dict[str, float]]:
+    """Residuals of each held-out set of case ids under a fit on the other ``cases`` (warm-started at
+    ``warm``). Each distinct set is fitted once (a group of one case is its leave-one-out refit), and the
+    refits run in ``jobs`` worker processes (independent and deterministic, so the result does not depend
+    on ``jobs``)."""
+    todo = list(dict.fromkeys(held_out))
+    work = [
+        ([c for c in cases if c.case_id not in ids], [c for c in cases if c.case_id in ids]) for ids in todo
+    ]
+    if jobs <= 1 or len(work) <= 1:
+        results = [_refit_job(train, test, warm) for train, test in work]
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(_refit_job, train, test, warm) for train, test in work]
+            results = [f.result() for f in futures]
+    return dict(zip(todo, results, strict=True))
+
+
+def _groups(cases: Sequence[CalibrationCase], grouping: str) -> list[frozenset[str]]:
+    groups: dict[str, set[str]] = {}
+    for c in cases:
+        groups.setdefault(case_group(c, grouping), set()).add(c.case_id)
+    return [frozenset(v) for v in groups.values()]
+
+
 def leave_group_out(
-    cases: Sequence[CalibrationCase], base: CalibrationProfile, warm: dict[str, float], grouping: str
+    cases: Sequence[CalibrationCase],
+    base: CalibrationProfile,
+    warm: dict[str, float],
+    grouping: str,
+    jobs: int = 1,
 ) -> dict[str, float]:
     """Residual of every case when the fit saw no case of its group (memory cases: no fitted parameter
-    moves them, so their residual is the fit's)."""
-    groups: dict[str, list[CalibrationCase]] = {}
-    for c in cases:
-        groups.setdefault(case_group(c, grouping), []).append(c)
+    moves them, so their residual is the fit's). ``base`` must be the priors' profile (kept for callers)."""
+    del base  # every refit starts from prior_profile(), the base fit_profile uses
     out: dict[str, float] = {}
-    for members in groups.values():
-        ids = {c.case_id for c in members}
-        rest = [c for c in cases if c.case_id not in ids]
-        out.update(_refit_residuals(rest, members, base, warm))
+    for res in held_out_residuals(cases, _groups(cases, grouping), warm, jobs).values():
+        out.update(res)
     return out
 
 
@@ -270,9 +318,11 @@ def fit_profile(
     leave_one_out: bool = True,
     source: str = "",
     leave_groups_out: Sequence[str] = (),
+    jobs: int = 1,
 ) -> CalibrationProfile:
     """Fit the shared parameters to ``cases`` (module doc); residual quantiles from leave-one-out errors,
-    held-out quantiles from the leave-``generation``-out errors when that grouping is run."""
+    held-out quantiles from the leave-``generation``-out errors when that grouping is run. The held-out
+    refits run in ``jobs`` processes; each distinct held-out set is fitted once."""
     from gpufleet.catalog.specs import get_spec
     from gpufleet.estimate.rates import precision_class
 
@@ -295,13 +345,17 @@ def fit_profile(
     fitted = with_params(base, params)
     resid = {c.case_id: float(r) for c, r in zip(usable, _log_ratios(usable, fitted), strict=True)}
     loo = dict(resid)
-    if leave_one_out and len(speed) > 1:
-        for i, c in enumerate(speed):
-            loo.update(_refit_residuals(speed[:i] + speed[i + 1 :], [c], base, params))
+    singles = [frozenset({c.case_id}) for c in speed] if leave_one_out and len(speed) > 1 else []
+    by_grouping = {g: _groups(speed, g) for g in leave_groups_out}
+    sets = singles + [ids for groups in by_grouping.values() for ids in groups]
+    done = held_out_residuals(speed, sets, params, jobs) if sets else {}
+    for ids in singles:
+        loo.update(done[ids])
     logo: dict[str, dict[str, float]] = {}
-    for grouping in leave_groups_out:
+    for grouping, groups in by_grouping.items():
         held = dict(resid)
-        held.update(leave_group_out(speed, base, params, grouping))
+        for ids in groups:
+            held.update(done[ids])
         logo[grouping] = held
     families = {c.case_id: METRIC_FAMILY[c.metric] for c in usable}
     calibrated = sorted({f"{get_spec(c.gpu).architecture}/{precision_class(c.precision)}" for c in speed})
@@ -337,6 +391,7 @@ __all__ = [
     "case_group",
     "fit_profile",
     "fitted_parameter_names",
+    "held_out_residuals",
     "inside_case",
     "leave_group_out",
     "load_profile",
