@@ -314,3 +314,17 @@ def test_leave_group_out_refits_without_the_group() -> None:
     assert set(held) == {c.case_id for c in base}
     # the AMD case, far off, pulls the in-sample fit toward it; held out, nothing does
     assert abs(held["A1"]) >= abs(ins.residuals["A1"]) - 1e-9
+
+
+def test_held_out_refits_do_not_depend_on_worker_processes() -> None:
+    """``jobs`` only spreads the refits over processes; a repeated held-out set is fitted once."""
+    from gpufleet.estimate.calibration import held_out_residuals
+
+    base = [_case(case_id=f"H{i}", gpu="H100-SXM", measured=m) for i, m in enumerate([6.0, 6.5, 7.0])] + [
+        _case(case_id="A1", gpu="MI300X", measured=30.0)
+    ]
+    sets = [frozenset({"A1"}), frozenset({"H0", "H1"}), frozenset({"A1"})]
+    one = held_out_residuals(base, sets, {}, jobs=1)
+    two = held_out_residuals(base, sets, {}, jobs=2)
+    assert list(one) == [frozenset({"A1"}), frozenset({"H0", "H1"})]
+    assert one == two
