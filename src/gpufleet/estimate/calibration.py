@@ -131,8 +131,8 @@ def _solve(
     lower = prior_x - 4.6
     start = np.clip(prior_x if x0 is None else x0, lower + 1e-9, upper - 1e-9)
     sol = least_squares(
-        residuals, start, bounds=(lower, upper), x_scale=1.0, diff_step=1e-3, max_nfev=200, ftol=tol, xtol=tol,
-        gtol=tol,
+        residuals, start, bounds=(lower, upper), x_scale=1.0, diff_step=1e-3, max_nfev=200,
+        ftol=tol, xtol=tol, gtol=tol,
     )  # fmt: skip
     return dict(zip(names, np.exp(sol.x).tolist(), strict=True))
 
