@@ -139,3 +139,18 @@ def test_inside_cases_exclude_moe_uncertain_specs_and_unfitted_stacks() -> None:
     assert not inside_case(by_id["N024"], shipped.fitted)  # RTX PRO 6000: uncertain spec
     assert inside_case(by_id["I01"], ())  # trtllm is the reference: inside whatever is fitted
     assert not inside_case(by_id["N034"], ())  # vLLM without a fitted factor
+
+
+def test_qlora_through_hf_trainer_checkpoints_like_peft() -> None:
+    from gpufleet.estimate.recipes import recipe_for_job
+
+    job = recipe_for_job("transformers", "", task="qlora", optimizer=None, gpu_count=1)
+    assert job is RECIPES["bitsandbytes"]
+    assert (
+        recipe_for_job("transformers", "", task="lora", optimizer=None, gpu_count=1) is RECIPES["hf_trainer"]
+    )
+    assert (
+        recipe_for_job("pytorch", "torchtune recipe", task="qlora", optimizer=None, gpu_count=1)
+        is (RECIPES["torchtune"])
+    )
+    assert recipe_for_job(None, "", task="pretrain", optimizer="adamw", gpu_count=8) is None

@@ -171,10 +171,12 @@ _SCHEMA_OPTIMIZER = {"adamw": "adamw", "adamw8bit": "adamw8bit", "paged_adamw8bi
 def _recipe_kwargs(case: CalibrationCase, hints: dict[str, Any]) -> dict[str, Any]:
     """Memory-model options of a training case: its optimizer, and the named recipe's defaults
     (:mod:`gpufleet.estimate.recipes`) where the software or note names one."""
-    from gpufleet.estimate.recipes import implied_recipe, recipe_for
+    from gpufleet.estimate.recipes import recipe_for_job
 
     kw: dict[str, Any] = {}
-    recipe = recipe_for(case.software, case.note) or implied_recipe(case.task, case.optimizer, case.gpu_count)
+    recipe = recipe_for_job(
+        case.software, case.note, task=case.task, optimizer=case.optimizer, gpu_count=case.gpu_count
+    )
     adapter = case.task in ("lora", "qlora")
     if recipe is not None:
         kw["optimizer"] = recipe.optimizer_adapter if adapter else recipe.optimizer_full

@@ -137,6 +137,18 @@ def implied_recipe(task: str, optimizer: str | None, gpu_count: int) -> Recipe |
     return None
 
 
+def recipe_for_job(
+    software: str | None, note: str, *, task: str, optimizer: str | None, gpu_count: int
+) -> Recipe | None:
+    """The preset of a job: the trainer its software or note names, else the one it implies
+    (:func:`implied_recipe`). QLoRA through HF Trainer/PEFT takes the bitsandbytes preset: PEFT's
+    ``prepare_model_for_kbit_training`` turns gradient checkpointing on by default."""
+    named = recipe_for(software, note)
+    if named is None or (named.name == "hf_trainer" and task == "qlora"):
+        return implied_recipe(task, optimizer, gpu_count) or named
+    return named
+
+
 def recipe_for(software: str | None, note: str = "") -> Recipe | None:
     """The preset a software name or a case note names (software first), None when neither names one."""
     for text in (software or "", note):
@@ -147,4 +159,12 @@ def recipe_for(software: str | None, note: str = "") -> Recipe | None:
     return None
 
 
-__all__ = ["LOW_MEMORY_OPTIMIZERS", "RECIPES", "Recipe", "get_recipe", "implied_recipe", "recipe_for"]
+__all__ = [
+    "LOW_MEMORY_OPTIMIZERS",
+    "RECIPES",
+    "Recipe",
+    "get_recipe",
+    "implied_recipe",
+    "recipe_for",
+    "recipe_for_job",
+]
