@@ -109,30 +109,87 @@ def _log_ratios(cases: Sequence[CalibrationCase], profile: CalibrationProfile) -
     return out
 
 
+#: relative finite-difference step of the fit's Jacobian (scipy ``diff_step``)
+DIFF_STEP = 1e-3
+#: parameter probes (factors) that find which cases a parameter moves (:func:`jacobian_support`)
+SUPPORT_PROBES = (0.7, 1.3)
+
+
+def jacobian_support(
+    cases: Sequence[CalibrationCase], names: Sequence[str], params: Mapping[str, float]
+) -> dict[str, frozenset[str]]:
+    """The cases each parameter moves near ``params``: those whose prediction changes when the parameter
+    alone is scaled by each of :data:`SUPPORT_PROBES` (most parameters touch a few cases: a GPU family, a
+    stack). Held-out refits differentiate only these rows (:func:`_solve`)."""
+    base = with_params(prior_profile(), params)
+    r0 = _log_ratios(cases, base)
+    out: dict[str, frozenset[str]] = {}
+    for name in names:
+        moved = np.zeros(len(cases), dtype=bool)
+        for f in SUPPORT_PROBES:
+            moved |= _log_ratios(cases, with_params(base, {name: params[name] * f})) != r0
+        out[name] = frozenset(c.case_id for c, m in zip(cases, moved, strict=True) if m)
+    return out
+
+
 def _solve(
     cases: Sequence[CalibrationCase],
     names: Sequence[str],
     base: CalibrationProfile,
     x0: np.ndarray | None = None,
     tol: float = 1e-8,
+    support: Mapping[str, frozenset[str]] | None = None,
 ) -> dict[str, float]:
+    """Least squares in log parameters (module doc). ``support`` (:func:`jacobian_support`): the Jacobian
+    is the same forward difference scipy takes, evaluated only on the cases each parameter moves (the other
+    entries are zero); None = scipy's dense finite differences."""
     from scipy.optimize import least_squares
 
     prior_x = np.array([math.log(PRIORS[n].value) for n in names])
     sd = np.array([PRIORS[n].log_sd for n in names])
+    last: dict[bytes, np.ndarray] = {}
+
+    def prof_at(x: np.ndarray) -> CalibrationProfile:
+        return with_params(base, dict(zip(names, np.exp(x).tolist(), strict=True)))
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        prof = with_params(base, dict(zip(names, np.exp(x).tolist(), strict=True)))
-        return np.concatenate([_log_ratios(cases, prof), PRIOR_WEIGHT * (x - prior_x) / sd])
+        data = _log_ratios(cases, prof_at(x))
+        last.clear()
+        last[x.tobytes()] = data
+        return np.concatenate([data, PRIOR_WEIGHT * (x - prior_x) / sd])
 
     # efficiencies stay physical: at most 1 (fractions of peak), overheads within 100x of their priors
     upper = np.array([0.0 if PRIORS[n].value <= 1.0 and n != "step_overhead_s" else x + 4.6
                       for n, x in zip(names, prior_x, strict=True)])  # fmt: skip
     lower = prior_x - 4.6
+    sup = support or {}
+    rows = [
+        np.array([i for i, c in enumerate(cases) if c.case_id in sup.get(n, ())], dtype=int) for n in names
+    ]
+
+    def jacobian(x: np.ndarray) -> np.ndarray:
+        # scipy's 2-point scheme: h = DIFF_STEP * sign(x) * max(1, |x|), reversed where it leaves the bounds
+        f0 = last.get(x.tobytes())
+        if f0 is None:
+            f0 = _log_ratios(cases, prof_at(x))
+        jac = np.zeros((len(cases) + len(names), len(names)))
+        for j, idx in enumerate(rows):
+            h = DIFF_STEP * (1.0 if x[j] >= 0 else -1.0) * max(1.0, abs(float(x[j])))
+            xh = x.copy()
+            xh[j] = x[j] + h
+            if not lower[j] <= xh[j] <= upper[j]:
+                xh[j] = x[j] - h
+            dx = xh[j] - x[j]
+            if idx.size:
+                moved = _log_ratios([cases[i] for i in idx], prof_at(xh))
+                jac[idx, j] = (moved - f0[idx]) / dx
+            jac[len(cases) + j, j] = PRIOR_WEIGHT / sd[j]
+        return jac
+
     start = np.clip(prior_x if x0 is None else x0, lower + 1e-9, upper - 1e-9)
     sol = least_squares(
-        residuals, start, bounds=(lower, upper), x_scale=1.0, diff_step=1e-3, max_nfev=200,
-        ftol=tol, xtol=tol, gtol=tol,
+        residuals, start, jac=jacobian if support is not None else "2-point", bounds=(lower, upper),
+        x_scale=1.0, diff_step=DIFF_STEP, max_nfev=200, ftol=tol, xtol=tol, gtol=tol,
     )  # fmt: skip
     return dict(zip(names, np.exp(sol.x).tolist(), strict=True))
 
@@ -248,20 +305,24 @@ def _refit_residuals(
     test: Sequence[CalibrationCase],
     base: CalibrationProfile,
     warm: dict[str, float],
+    support: Mapping[str, frozenset[str]] | None = None,
 ) -> dict[str, float]:
     """Fit on ``train`` (warm-started at the full fit) and return the residuals of ``test``."""
     names = fitted_parameter_names(train)
     x0 = np.array([math.log(warm.get(n, PRIORS[n].value)) for n in names])
-    p = _solve(train, names, base, x0, tol=REFIT_TOL) if names else {}
+    p = _solve(train, names, base, x0, tol=REFIT_TOL, support=support) if names else {}
     prof = with_params(base, p)
     return {c.case_id: float(r) for c, r in zip(test, _log_ratios(test, prof), strict=True)}
 
 
 def _refit_job(
-    train: Sequence[CalibrationCase], test: Sequence[CalibrationCase], warm: dict[str, float]
+    train: Sequence[CalibrationCase],
+    test: Sequence[CalibrationCase],
+    warm: dict[str, float],
+    support: Mapping[str, frozenset[str]] | None = None,
 ) -> dict[str, float]:
     """One held-out refit from the priors' profile (a picklable unit of work for worker processes)."""
-    return _refit_residuals(train, test, prior_profile(), warm)
+    return _refit_residuals(train, test, prior_profile(), warm, support)
 
 
 def held_out_residuals(
@@ -269,22 +330,24 @@ def held_out_residuals(
     held_out: Sequence[frozenset[str]],
     warm: dict[str, float],
     jobs: int = 1,
+    support: Mapping[str, frozenset[str]] | None = None,
 ) -> dict[frozenset[str], dict[str, float]]:
     """Residuals of each held-out set of case ids under a fit on the other ``cases`` (warm-started at
     ``warm``). Each distinct set is fitted once (a group of one case is its leave-one-out refit), and the
     refits run in ``jobs`` worker processes (independent and deterministic, so the result does not depend
-    on ``jobs``)."""
+    on ``jobs``). ``support`` (:func:`jacobian_support` at ``warm``) limits each Jacobian to the cases a
+    parameter moves."""
     todo = list(dict.fromkeys(held_out))
     work = [
         ([c for c in cases if c.case_id not in ids], [c for c in cases if c.case_id in ids]) for ids in todo
     ]
     if jobs <= 1 or len(work) <= 1:
-        results = [_refit_job(train, test, warm) for train, test in work]
+        results = [_refit_job(train, test, warm, support) for train, test in work]
     else:
         from concurrent.futures import ProcessPoolExecutor
 
         with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(_refit_job, train, test, warm) for train, test in work]
+            futures = [pool.submit(_refit_job, train, test, warm, support) for train, test in work]
             results = [f.result() for f in futures]
     return dict(zip(todo, results, strict=True))
 
@@ -348,7 +411,8 @@ def fit_profile(
     singles = [frozenset({c.case_id}) for c in speed] if leave_one_out and len(speed) > 1 else []
     by_grouping = {g: _groups(speed, g) for g in leave_groups_out}
     sets = singles + [ids for groups in by_grouping.values() for ids in groups]
-    done = held_out_residuals(speed, sets, params, jobs) if sets else {}
+    support = jacobian_support(speed, names, params) if sets else None
+    done = held_out_residuals(speed, sets, params, jobs, support) if sets else {}
     for ids in singles:
         loo.update(done[ids])
     logo: dict[str, dict[str, float]] = {}
@@ -393,6 +457,7 @@ __all__ = [
     "fitted_parameter_names",
     "held_out_residuals",
     "inside_case",
+    "jacobian_support",
     "leave_group_out",
     "load_profile",
     "make_interval",
