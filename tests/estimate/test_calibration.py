@@ -314,3 +314,38 @@ def test_leave_group_out_refits_without_the_group() -> None:
     assert set(held) == {c.case_id for c in base}
     # the AMD case, far off, pulls the in-sample fit toward it; held out, nothing does
     assert abs(held["A1"]) >= abs(ins.residuals["A1"]) - 1e-9
+
+
+def test_held_out_refits_do_not_depend_on_worker_processes() -> None:
+    """``jobs`` only spreads the refits over processes; a repeated held-out set is fitted once."""
+    from gpufleet.estimate.calibration import held_out_residuals
+
+    base = [_case(case_id=f"H{i}", gpu="H100-SXM", measured=m) for i, m in enumerate([6.0, 6.5, 7.0])] + [
+        _case(case_id="A1", gpu="MI300X", measured=30.0)
+    ]
+    sets = [frozenset({"A1"}), frozenset({"H0", "H1"}), frozenset({"A1"})]
+    one = held_out_residuals(base, sets, {}, jobs=1)
+    two = held_out_residuals(base, sets, {}, jobs=2)
+    assert list(one) == [frozenset({"A1"}), frozenset({"H0", "H1"})]
+    assert one == two
+
+
+def test_sparse_jacobian_refits_match_dense_ones() -> None:
+    """Held-out refits that differentiate only the cases each parameter moves give scipy's result."""
+    from gpufleet.estimate.calibration import fitted_parameter_names, held_out_residuals, jacobian_support
+
+    base = [_case(case_id=f"H{i}", gpu="H100-SXM", measured=m) for i, m in enumerate([6.0, 6.5, 7.0])] + [
+        _case(case_id="A1", gpu="MI300X", measured=30.0)
+    ]
+    names = fitted_parameter_names(base)
+    warm = {n: prior_profile().param(n) for n in names}
+    support = jacobian_support(base, names, warm)
+    # batch-1 decode is bandwidth-bound: every case moves with eta_bw, none with the CDNA GEMM share
+    assert support["eta_bw"] == frozenset({"H0", "H1", "H2", "A1"})
+    assert support["eta_cdna_rel"] == frozenset()
+    sets = [frozenset({"A1"}), frozenset({"H0"})]
+    dense = held_out_residuals(base, sets, warm)
+    sparse = held_out_residuals(base, sets, warm, support=support)
+    for ids in sets:
+        for cid, r in dense[ids].items():
+            assert sparse[ids][cid] == pytest.approx(r, abs=1e-4)

@@ -79,6 +79,7 @@ if TYPE_CHECKING:
 
 def fitted_parameter_names(cases: Sequence[CalibrationCase]) -> list[str]:
     """Parameters the fit moves: every ``fit=True`` prior, stack multipliers only with enough cases."""
+    from gpufleet.catalog.specs import get_spec
     from gpufleet.estimate.rates import software_key
 
     counts: dict[str, int] = {}
@@ -88,7 +89,7 @@ def fitted_parameter_names(cases: Sequence[CalibrationCase]) -> list[str]:
             continue
         kind = "train" if family == "training" else "infer"
         sw = case_software(c) if kind == "train" else c.software
-        name = stack_param(kind, software_key(sw))
+        name = stack_param(kind, software_key(sw), get_spec(c.gpu).vendor)
         if name:
             counts[name] = counts.get(name, 0) + 1
     out = []
@@ -108,27 +109,88 @@ def _log_ratios(cases: Sequence[CalibrationCase], profile: CalibrationProfile) -
     return out
 
 
+#: relative finite-difference step of the fit's Jacobian (scipy ``diff_step``)
+DIFF_STEP = 1e-3
+#: parameter probes (factors) that find which cases a parameter moves (:func:`jacobian_support`)
+SUPPORT_PROBES = (0.7, 1.3)
+
+
+def jacobian_support(
+    cases: Sequence[CalibrationCase], names: Sequence[str], params: Mapping[str, float]
+) -> dict[str, frozenset[str]]:
+    """The cases each parameter moves near ``params``: those whose prediction changes when the parameter
+    alone is scaled by each of :data:`SUPPORT_PROBES` (most parameters touch a few cases: a GPU family, a
+    stack). Held-out refits differentiate only these rows (:func:`_solve`)."""
+    base = with_params(prior_profile(), params)
+    r0 = _log_ratios(cases, base)
+    out: dict[str, frozenset[str]] = {}
+    for name in names:
+        moved = np.zeros(len(cases), dtype=bool)
+        for f in SUPPORT_PROBES:
+            moved |= _log_ratios(cases, with_params(base, {name: params[name] * f})) != r0
+        out[name] = frozenset(c.case_id for c, m in zip(cases, moved, strict=True) if m)
+    return out
+
+
 def _solve(
     cases: Sequence[CalibrationCase],
     names: Sequence[str],
     base: CalibrationProfile,
     x0: np.ndarray | None = None,
+    tol: float = 1e-8,
+    support: Mapping[str, frozenset[str]] | None = None,
 ) -> dict[str, float]:
+    """Least squares in log parameters (module doc). ``support`` (:func:`jacobian_support`): the Jacobian
+    is the same forward difference scipy takes, evaluated only on the cases each parameter moves (the other
+    entries are zero); None = scipy's dense finite differences."""
     from scipy.optimize import least_squares
 
     prior_x = np.array([math.log(PRIORS[n].value) for n in names])
     sd = np.array([PRIORS[n].log_sd for n in names])
+    last: dict[bytes, np.ndarray] = {}
+
+    def prof_at(x: np.ndarray) -> CalibrationProfile:
+        return with_params(base, dict(zip(names, np.exp(x).tolist(), strict=True)))
 
     def residuals(x: np.ndarray) -> np.ndarray:
-        prof = with_params(base, dict(zip(names, np.exp(x).tolist(), strict=True)))
-        return np.concatenate([_log_ratios(cases, prof), PRIOR_WEIGHT * (x - prior_x) / sd])
+        data = _log_ratios(cases, prof_at(x))
+        last.clear()
+        last[x.tobytes()] = data
+        return np.concatenate([data, PRIOR_WEIGHT * (x - prior_x) / sd])
 
     # efficiencies stay physical: at most 1 (fractions of peak), overheads within 100x of their priors
     upper = np.array([0.0 if PRIORS[n].value <= 1.0 and n != "step_overhead_s" else x + 4.6
                       for n, x in zip(names, prior_x, strict=True)])  # fmt: skip
     lower = prior_x - 4.6
+    sup = support or {}
+    rows = [
+        np.array([i for i, c in enumerate(cases) if c.case_id in sup.get(n, ())], dtype=int) for n in names
+    ]
+
+    def jacobian(x: np.ndarray) -> np.ndarray:
+        # scipy's 2-point scheme: h = DIFF_STEP * sign(x) * max(1, |x|), reversed where it leaves the bounds
+        f0 = last.get(x.tobytes())
+        if f0 is None:
+            f0 = _log_ratios(cases, prof_at(x))
+        jac = np.zeros((len(cases) + len(names), len(names)))
+        for j, idx in enumerate(rows):
+            h = DIFF_STEP * (1.0 if x[j] >= 0 else -1.0) * max(1.0, abs(float(x[j])))
+            xh = x.copy()
+            xh[j] = x[j] + h
+            if not lower[j] <= xh[j] <= upper[j]:
+                xh[j] = x[j] - h
+            dx = xh[j] - x[j]
+            if idx.size:
+                moved = _log_ratios([cases[i] for i in idx], prof_at(xh))
+                jac[idx, j] = (moved - f0[idx]) / dx
+            jac[len(cases) + j, j] = PRIOR_WEIGHT / sd[j]
+        return jac
+
     start = np.clip(prior_x if x0 is None else x0, lower + 1e-9, upper - 1e-9)
-    sol = least_squares(residuals, start, bounds=(lower, upper), x_scale=1.0, diff_step=1e-3, max_nfev=200)
+    sol = least_squares(
+        residuals, start, jac=jacobian if support is not None else "2-point", bounds=(lower, upper),
+        x_scale=1.0, diff_step=DIFF_STEP, max_nfev=200, ftol=tol, xtol=tol, gtol=tol,
+    )  # fmt: skip
     return dict(zip(names, np.exp(sol.x).tolist(), strict=True))
 
 
@@ -143,19 +205,53 @@ def requantile(profile: CalibrationProfile, cases: Sequence[CalibrationCase]) ->
     families = {c.case_id: METRIC_FAMILY[c.metric] for c in cases if c.case_id in profile.residuals}
     loo = {k: v for k, v in profile.loo_residuals.items() if k in families}
     gen = {k: v for k, v in profile.logo_residuals.get("generation", {}).items() if k in families}
+    inside = {c.case_id for c in cases if c.case_id in families and inside_case(c, profile.fitted)}
     return dataclasses.replace(
         profile,
-        log_residual_quantiles=MappingProxyType(_family_quantiles(loo, families)),
+        log_residual_quantiles=MappingProxyType(
+            _family_quantiles({k: v for k, v in loo.items() if k in inside}, families, fallback=loo)
+        ),
         heldout_quantiles=MappingProxyType(_family_quantiles(gen, families) if gen else {}),
     )
 
 
+def inside_case(case: CalibrationCase, fitted: Sequence[str]) -> bool:
+    """Whether the estimator gives ``case`` the inside (calibrated) interval: a dense model on a GPU with a
+    published 16-bit peak and a certain spec, on a reference or fitted stack (the reasons
+    :func:`gpufleet.estimate.rates._widen` counts, less the calibrated class every fitted case has)."""
+    from gpufleet.catalog.specs import get_spec
+    from gpufleet.estimate.rates import software_key
+    from gpufleet.models.registry import resolve_model
+
+    family = METRIC_FAMILY[case.metric]
+    if family == "memory":
+        return True
+    spec = get_spec(case.gpu)
+    if resolve_model(case.model).is_moe or spec.uncertain or not (spec.bf16_tflops or spec.fp16_tflops):
+        return False
+    if family == "training":
+        name = stack_param("train", software_key(case_software(case)), spec.vendor)
+    else:
+        name = stack_param("infer", software_key(case.software))
+    return name is None or name in fitted
+
+
+#: fewest inside cases of a family from which its inside interval uses them alone (else all of the family)
+INSIDE_MIN_CASES = 5
+
+
 def _family_quantiles(
-    resid: Mapping[str, float], families: Mapping[str, str]
+    resid: Mapping[str, float],
+    families: Mapping[str, str],
+    fallback: Mapping[str, float] | None = None,
 ) -> dict[str, tuple[float, float]]:
+    """p10/p90 of ``resid`` per family (rule in the module doc); a family with fewer than
+    :data:`INSIDE_MIN_CASES` residuals in ``resid`` takes those of ``fallback`` where given."""
     out: dict[str, tuple[float, float]] = {}
     for fam in FAMILIES:
         r = np.array([v for k, v in resid.items() if families[k] == fam])
+        if fallback is not None and r.size < INSIDE_MIN_CASES:
+            r = np.array([v for k, v in fallback.items() if families[k] == fam])
         if r.size == 0:
             out[fam] = (-LOG_INTERVAL_DEFAULT, LOG_INTERVAL_DEFAULT)
         elif r.size < 5:  # too few for empirical deciles: the largest error either way
@@ -199,33 +295,83 @@ def case_group(case: CalibrationCase, grouping: str) -> str:
     raise ValueError(f"unknown grouping {grouping!r}; allowed: {', '.join(GROUPINGS)}")
 
 
+#: convergence tolerance (scipy ``ftol``/``xtol``/``gtol``) of the held-out refits, which start at the full
+#: fit: a relative change of 1e-5 in the cost or log parameters moves a held-out residual by well under 0.1 %
+REFIT_TOL = 1e-5
+
+
 def _refit_residuals(
     train: Sequence[CalibrationCase],
     test: Sequence[CalibrationCase],
     base: CalibrationProfile,
     warm: dict[str, float],
+    support: Mapping[str, frozenset[str]] | None = None,
 ) -> dict[str, float]:
     """Fit on ``train`` (warm-started at the full fit) and return the residuals of ``test``."""
     names = fitted_parameter_names(train)
     x0 = np.array([math.log(warm.get(n, PRIORS[n].value)) for n in names])
-    p = _solve(train, names, base, x0) if names else {}
+    p = _solve(train, names, base, x0, tol=REFIT_TOL, support=support) if names else {}
     prof = with_params(base, p)
     return {c.case_id: float(r) for c, r in zip(test, _log_ratios(test, prof), strict=True)}
 
 
+def _refit_job(
+    train: Sequence[CalibrationCase],
+    test: Sequence[CalibrationCase],
+    warm: dict[str, float],
+    support: Mapping[str, frozenset[str]] | None = None,
+) -> dict[str, float]:
+    """One held-out refit from the priors' profile (a picklable unit of work for worker processes)."""
+    return _refit_residuals(train, test, prior_profile(), warm, support)
+
+
+def held_out_residuals(
+    cases: Sequence[CalibrationCase],
+    held_out: Sequence[frozenset[str]],
+    warm: dict[str, float],
+    jobs: int = 1,
+    support: Mapping[str, frozenset[str]] | None = None,
+) -> dict[frozenset[str], dict[str, float]]:
+    """Residuals of each held-out set of case ids under a fit on the other ``cases`` (warm-started at
+    ``warm``). Each distinct set is fitted once (a group of one case is its leave-one-out refit), and the
+    refits run in ``jobs`` worker processes (independent and deterministic, so the result does not depend
+    on ``jobs``). ``support`` (:func:`jacobian_support` at ``warm``) limits each Jacobian to the cases a
+    parameter moves."""
+    todo = list(dict.fromkeys(held_out))
+    work = [
+        ([c for c in cases if c.case_id not in ids], [c for c in cases if c.case_id in ids]) for ids in todo
+    ]
+    if jobs <= 1 or len(work) <= 1:
+        results = [_refit_job(train, test, warm, support) for train, test in work]
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(_refit_job, train, test, warm, support) for train, test in work]
+            results = [f.result() for f in futures]
+    return dict(zip(todo, results, strict=True))
+
+
+def _groups(cases: Sequence[CalibrationCase], grouping: str) -> list[frozenset[str]]:
+    groups: dict[str, set[str]] = {}
+    for c in cases:
+        groups.setdefault(case_group(c, grouping), set()).add(c.case_id)
+    return [frozenset(v) for v in groups.values()]
+
+
 def leave_group_out(
-    cases: Sequence[CalibrationCase], base: CalibrationProfile, warm: dict[str, float], grouping: str
+    cases: Sequence[CalibrationCase],
+    base: CalibrationProfile,
+    warm: dict[str, float],
+    grouping: str,
+    jobs: int = 1,
 ) -> dict[str, float]:
     """Residual of every case when the fit saw no case of its group (memory cases: no fitted parameter
-    moves them, so their residual is the fit's)."""
-    groups: dict[str, list[CalibrationCase]] = {}
-    for c in cases:
-        groups.setdefault(case_group(c, grouping), []).append(c)
+    moves them, so their residual is the fit's). ``base`` must be the priors' profile (kept for callers)."""
+    del base  # every refit starts from prior_profile(), the base fit_profile uses
     out: dict[str, float] = {}
-    for members in groups.values():
-        ids = {c.case_id for c in members}
-        rest = [c for c in cases if c.case_id not in ids]
-        out.update(_refit_residuals(rest, members, base, warm))
+    for res in held_out_residuals(cases, _groups(cases, grouping), warm, jobs).values():
+        out.update(res)
     return out
 
 
@@ -235,9 +381,11 @@ def fit_profile(
     leave_one_out: bool = True,
     source: str = "",
     leave_groups_out: Sequence[str] = (),
+    jobs: int = 1,
 ) -> CalibrationProfile:
     """Fit the shared parameters to ``cases`` (module doc); residual quantiles from leave-one-out errors,
-    held-out quantiles from the leave-``generation``-out errors when that grouping is run."""
+    held-out quantiles from the leave-``generation``-out errors when that grouping is run. The held-out
+    refits run in ``jobs`` processes; each distinct held-out set is fitted once."""
     from gpufleet.catalog.specs import get_spec
     from gpufleet.estimate.rates import precision_class
 
@@ -260,22 +408,29 @@ def fit_profile(
     fitted = with_params(base, params)
     resid = {c.case_id: float(r) for c, r in zip(usable, _log_ratios(usable, fitted), strict=True)}
     loo = dict(resid)
-    if leave_one_out and len(speed) > 1:
-        for i, c in enumerate(speed):
-            loo.update(_refit_residuals(speed[:i] + speed[i + 1 :], [c], base, params))
+    singles = [frozenset({c.case_id}) for c in speed] if leave_one_out and len(speed) > 1 else []
+    by_grouping = {g: _groups(speed, g) for g in leave_groups_out}
+    sets = singles + [ids for groups in by_grouping.values() for ids in groups]
+    support = jacobian_support(speed, names, params) if sets else None
+    done = held_out_residuals(speed, sets, params, jobs, support) if sets else {}
+    for ids in singles:
+        loo.update(done[ids])
     logo: dict[str, dict[str, float]] = {}
-    for grouping in leave_groups_out:
+    for grouping, groups in by_grouping.items():
         held = dict(resid)
-        held.update(leave_group_out(speed, base, params, grouping))
+        for ids in groups:
+            held.update(done[ids])
         logo[grouping] = held
     families = {c.case_id: METRIC_FAMILY[c.metric] for c in usable}
     calibrated = sorted({f"{get_spec(c.gpu).architecture}/{precision_class(c.precision)}" for c in speed})
     heldout = _family_quantiles(logo["generation"], families) if "generation" in logo else {}
+    inside = {c.case_id for c in usable if inside_case(c, names)}
+    loo_inside = {k: v for k, v in loo.items() if k in inside}
     return CalibrationProfile(
         params=MappingProxyType(dict(fitted.params)),
         fitted_at=datetime.now(UTC).isoformat(timespec="seconds"),
         case_count=len(usable),
-        log_residual_quantiles=MappingProxyType(_family_quantiles(loo, families)),
+        log_residual_quantiles=MappingProxyType(_family_quantiles(loo_inside, families, fallback=loo)),
         residuals=MappingProxyType(resid),
         version=PROFILE_VERSION,
         source=source or f"fit_profile over {len(usable)} cases",
@@ -300,6 +455,9 @@ __all__ = [
     "case_group",
     "fit_profile",
     "fitted_parameter_names",
+    "held_out_residuals",
+    "inside_case",
+    "jacobian_support",
     "leave_group_out",
     "load_profile",
     "make_interval",

@@ -26,8 +26,15 @@ PCIE_DEFAULT_GB_PER_S = 31.5
 #: DGX H100 / H200 / B200 (NVIDIA DGX user guides; DGX SuperPOD reference architectures) = 50 GB/s; one
 #: 800 Gb/s ConnectX-8 per GPU in DGX B300 = 100 GB/s; one 200 Gb/s HDR ConnectX-6 per GPU in DGX A100 (DGX
 #: A100 user guide) = 25 GB/s, also the default for older or PCIe systems. A named assumption: cloud clusters
-#: vary (AWS p4d 400 Gb/s per 8 GPUs with EFA, p5 3200 Gb/s per 8 GPUs).
-INTERNODE_GB_PER_S_BY_ARCH: dict[str, float] = {"Hopper": 50.0, "Blackwell": 50.0, "Blackwell Ultra": 100.0}
+#: vary (AWS p4d 400 Gb/s per 8 GPUs with EFA, p5 3200 Gb/s per 8 GPUs). AMD Instinct MI300X/MI325X/MI355X
+#: platforms: one 400 Gb/s NIC per GPU (Azure ND MI300X v5: 8 x 400 Gb/s InfiniBand per VM; AMD Pensando
+#: Pollara 400 per GPU in MI350-series clusters) = 50 GB/s. Intel Gaudi: 3 of the on-chip RoCE ports per chip
+#: face the scale-out network (HLS-Gaudi2: 6 x 400 GbE per 8 chips = 300 Gb/s per chip; HLS-Gaudi3: 6 x 800
+#: GbE per 8 chips = 600 Gb/s per chip; Intel Gaudi 2 and Gaudi 3 white papers) = 37.5 / 75 GB/s.
+INTERNODE_GB_PER_S_BY_ARCH: dict[str, float] = {
+    "Hopper": 50.0, "Blackwell": 50.0, "Blackwell Ultra": 100.0, "CDNA 3": 50.0, "CDNA 4": 50.0,
+    "Gaudi 2": 37.5, "Gaudi 3": 75.0,
+}  # fmt: skip
 INTERNODE_DEFAULT_GB_PER_S = 25.0
 #: nodes with fewer GPUs than an HGX baseboard are cloud VMs on plain TCP Ethernet without RDMA, shared by
 #: the node's GPUs [GB/s per node]: 25 Gb/s, the class of AWS g5/g6e small sizes (up to 10-25 Gbps), GCP

@@ -50,8 +50,9 @@ class CasePrediction:
 
 def note_hints(note: str) -> dict[str, Any]:
     """Standard settings named in a case note: ZeRO stage (``ZeRO-2``, ``FSDP`` = 3) and recompute mode
-    (``no recompute``, ``selective recompute``, ``full recompute``); a bare "activation checkpointing" is left
-    to the default choice (selective where it fits), since papers use it for both."""
+    (``no recompute``, ``selective recompute``, ``full recompute``), the optimizer offloaded to the host
+    (``CPU offload``, ``ZeRO-Offload``); a bare "activation checkpointing" is left to the default choice
+    (selective where it fits), since papers use it for both."""
     low = note.lower()
     hints: dict[str, Any] = {}
     for stage in (0, 1, 2, 3):
@@ -61,6 +62,10 @@ def note_hints(note: str) -> dict[str, Any]:
         hints["zero_stage"] = 3
     if "static batching" in low:
         hints["static_batching"] = True
+    if any(
+        w in low for w in ("cpu offload", "zero-offload", "zero offload", "offload_optimizer", "cpuoffload")
+    ):
+        hints["cpu_offload"] = True
     if "no recompute" in low or "no activation checkpointing" in low:
         hints["recompute"] = "none"
     elif "selective recompute" in low:
@@ -140,7 +145,7 @@ def _predict_memory(case: CalibrationCase, prof: CalibrationProfile, estimate_me
         model=case.model, task=case.task, precision=case.precision, gpu=case.gpu, tp=tp, pp=pp, dp=dp,
         batch=batch, seq_len=max(seq, 1), zero_stage=hints.get("zero_stage", 0),
         recompute=hints.get("recompute", recipe_kw.pop("recompute", "selective")), engine=engine,
-        allow_fallback=True, **recipe_kw,
+        allow_fallback=True, cpu_offload=hints.get("cpu_offload", False), **recipe_kw,
     )  # fmt: skip
     torch_view = (case.software or "").lower() in TORCH_ALLOCATED_STACKS
     if torch_view:
@@ -166,10 +171,12 @@ _SCHEMA_OPTIMIZER = {"adamw": "adamw", "adamw8bit": "adamw8bit", "paged_adamw8bi
 def _recipe_kwargs(case: CalibrationCase, hints: dict[str, Any]) -> dict[str, Any]:
     """Memory-model options of a training case: its optimizer, and the named recipe's defaults
     (:mod:`gpufleet.estimate.recipes`) where the software or note names one."""
-    from gpufleet.estimate.recipes import recipe_for
+    from gpufleet.estimate.recipes import recipe_for_job
 
     kw: dict[str, Any] = {}
-    recipe = recipe_for(case.software, case.note)
+    recipe = recipe_for_job(
+        case.software, case.note, task=case.task, optimizer=case.optimizer, gpu_count=case.gpu_count
+    )
     adapter = case.task in ("lora", "qlora")
     if recipe is not None:
         kw["optimizer"] = recipe.optimizer_adapter if adapter else recipe.optimizer_full
@@ -288,6 +295,7 @@ def _predict_training(case: CalibrationCase, prof: CalibrationProfile, perf: Any
                 gpu_count=case.gpu_count, global_batch=batch, seq_len=seq, train_tokens=tokens, tp=tp, pp=pp,
                 dp=dp, ep=ep, zero_stage=hints.get("zero_stage"), recompute=recompute,
                 software=software, profile=prof, allow_fallback=True, cp=case.cp, ignore_memory=True,
+                cpu_offload=hints.get("cpu_offload", False),
             )  # fmt: skip
             break
         except UnsupportedError:

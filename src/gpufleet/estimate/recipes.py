@@ -86,8 +86,25 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
             source="axolotl examples (llama-3 lora/qlora/fft yml): optimizer adamw_bnb_8bit, "
             "gradient_checkpointing: true, bf16: auto, flash_attention: true, sample_packing: true",
         ),
+        "bitsandbytes": Recipe(
+            name="bitsandbytes",
+            optimizer_full="paged_adamw8bit",
+            optimizer_adapter="paged_adamw8bit",
+            master_weights=False,
+            recompute="full",
+            optimizer_in_backward=False,
+            chunked_loss=False,
+            source="low-memory recipes built on bitsandbytes: the QLoRA reference trainer (artidoro/qlora "
+            "qlora.py: model loaded in bf16, gradient_checkpointing True, paged optimizer; Dettmers et al. "
+            "2023 sec. 3-4) and PEFT's prepare_model_for_kbit_training (use_gradient_checkpointing=True by "
+            "default); bitsandbytes 8-bit optimizers update the 16-bit parameters in place, no fp32 master "
+            "copy (bitsandbytes docs '8-bit optimizers')",
+        ),
     }
 )
+
+#: optimizers that mark a low-memory bitsandbytes recipe when no trainer preset is named
+LOW_MEMORY_OPTIMIZERS: tuple[str, ...] = ("adamw8bit", "adamw_8bit", "paged_adamw8bit")
 
 #: words in a software name or note that name a preset
 _ALIASES: tuple[tuple[str, str], ...] = (
@@ -111,6 +128,27 @@ def get_recipe(name: str) -> Recipe:
     return RECIPES[key]
 
 
+def implied_recipe(task: str, optimizer: str | None, gpu_count: int) -> Recipe | None:
+    """The preset a job implies when it names no trainer: QLoRA (any GPU count), or a single-GPU fine-tune
+    with an 8-bit or paged optimizer, runs the bitsandbytes low-memory recipe (pure 16-bit weights,
+    gradient checkpointing); None otherwise."""
+    if task == "qlora" or (gpu_count == 1 and optimizer in LOW_MEMORY_OPTIMIZERS and task != "inference"):
+        return RECIPES["bitsandbytes"]
+    return None
+
+
+def recipe_for_job(
+    software: str | None, note: str, *, task: str, optimizer: str | None, gpu_count: int
+) -> Recipe | None:
+    """The preset of a job: the trainer its software or note names, else the one it implies
+    (:func:`implied_recipe`). QLoRA through HF Trainer/PEFT takes the bitsandbytes preset: PEFT's
+    ``prepare_model_for_kbit_training`` turns gradient checkpointing on by default."""
+    named = recipe_for(software, note)
+    if named is None or (named.name == "hf_trainer" and task == "qlora"):
+        return implied_recipe(task, optimizer, gpu_count) or named
+    return named
+
+
 def recipe_for(software: str | None, note: str = "") -> Recipe | None:
     """The preset a software name or a case note names (software first), None when neither names one."""
     for text in (software or "", note):
@@ -121,4 +159,12 @@ def recipe_for(software: str | None, note: str = "") -> Recipe | None:
     return None
 
 
-__all__ = ["RECIPES", "Recipe", "get_recipe", "recipe_for"]
+__all__ = [
+    "LOW_MEMORY_OPTIMIZERS",
+    "RECIPES",
+    "Recipe",
+    "get_recipe",
+    "implied_recipe",
+    "recipe_for",
+    "recipe_for_job",
+]

@@ -7,6 +7,7 @@ reduce (or ZeRO-3 gathers) beyond what overlaps the backward.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from gpufleet.catalog.specs import AcceleratorSpec
@@ -20,8 +21,9 @@ from gpufleet.estimate.comms import (
     all_to_all_nodes_s,
     group_link,
     intra_node_link,
+    pcie_gb_per_s,
 )
-from gpufleet.estimate.memory import MemoryEstimate
+from gpufleet.estimate.memory import MemoryEstimate, estimate_memory
 from gpufleet.estimate.parallelism import LayoutKey, default_ep, layout_memory, training_layout_keys
 from gpufleet.estimate.priors import stack_param
 from gpufleet.estimate.profile import CalibrationProfile, make_interval
@@ -43,13 +45,17 @@ from gpufleet.models import count_params, lora_params
 from gpufleet.models.arch import ModelArch
 from gpufleet.models.params import ffn_params
 from gpufleet.precision import check_precision
-from gpufleet.units import GB, SECONDS_PER_HOUR
+from gpufleet.units import GB, GIGA, SECONDS_PER_HOUR
 from gpufleet.validation import checked_output
 
 #: bytes per gradient element in the data-parallel reduce (Megatron default: fp32 main grads)
 GRAD_BYTES = 4.0
 #: bytes per parameter all-gathered after the optimizer step (bf16 weights; fp8 training keeps bf16 ones)
 PARAM_BYTES = 2.0
+#: bytes per trainable parameter each way over PCIe per step with the optimizer offloaded to the host:
+#: 16-bit gradients device -> host, updated 16-bit parameters host -> device (Ren et al. 2021 "ZeRO-Offload"
+#: sec. 4.1, the offload data flow)
+OFFLOAD_BYTES_PER_PARAM = 2.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -95,24 +101,49 @@ class StepBreakdown:
     ep_comm_s: float
     bubble_fraction: float
     dp_comm_exposed_s: float
+    offload_s: float = 0.0  # exposed host work of an offloaded optimizer: CPU Adam + PCIe copies
 
     @property
     def step_s(self) -> float:
-        return (self.compute_s + self.tp_comm_exposed_s + self.ep_comm_s) * (
-            1.0 + self.bubble_fraction
-        ) + self.dp_comm_exposed_s
+        return (
+            (self.compute_s + self.tp_comm_exposed_s + self.ep_comm_s) * (1.0 + self.bubble_fraction)
+            + self.dp_comm_exposed_s
+            + self.offload_s
+        )
+
+
+def offload_step_s(
+    *, trainable_per_gpu: float, shard: int, gpus_in_node: int, spec: AcceleratorSpec, backward_s: float,
+    profile: CalibrationProfile,
+) -> float:  # fmt: skip
+    """Exposed time per step of an optimizer offloaded to the host (ZeRO-Offload, FSDP ``CPUOffload``).
+
+    Each GPU owns ``trainable_per_gpu / shard`` parameters of the optimizer (ZeRO partitions them over the
+    data-parallel ranks): their 16-bit gradients go device -> host during the backward (hidden behind up to
+    ``dp_overlap`` of it), the host's CPUs run the fp32 Adam step for every GPU of the node
+    (``cpu_adam_gparams_per_s``, shared), and the updated 16-bit parameters come back before the next forward
+    (Ren et al. 2021 "ZeRO-Offload", sec. 4-5: CPU Adam and the parameter copy are on the critical path
+    without the one-step delayed update). PCIe at ``link_eff`` of the generation's x16 rate.
+    """
+    part = trainable_per_gpu / max(shard, 1)
+    pcie = pcie_gb_per_s(spec) * GB * profile.param("link_eff")
+    copy_s = part * OFFLOAD_BYTES_PER_PARAM / pcie
+    cpu_s = part * max(gpus_in_node, 1) / (profile.param("cpu_adam_gparams_per_s") * GIGA)
+    d2h_exposed = max(0.0, copy_s - profile.param("dp_overlap") * backward_s)
+    return cpu_s + copy_s + d2h_exposed
 
 
 def training_step(
     *, model: ModelArch, spec: AcceleratorSpec, rates: Rates, task: str, tp: int, pp: int, dp: int, ep: int,
     global_batch: int, seq_len: int, zero_stage: int, recompute: str, software: str, gpus_per_node: int,
-    profile: CalibrationProfile, cp: int = 1, network: NodeNetwork | None = None,
+    profile: CalibrationProfile, cp: int = 1, network: NodeNetwork | None = None, cpu_offload: bool = False,
 ) -> StepBreakdown:  # fmt: skip
-    """Time of one optimizer step, split into its parts (module doc)."""
+    """Time of one optimizer step, split into its parts (module doc); ``cpu_offload`` adds the host work of
+    an optimizer offloaded to CPU memory (:func:`offload_step_s`)."""
     n = tp * pp * dp * cp
     fl = cx.training_flops_per_token(model, task=task, seq_len=seq_len, recompute=recompute)
     tokens = float(global_batch * seq_len)
-    stack_name = stack_param("train", software)
+    stack_name = stack_param("train", software, spec.vendor)
     eff = profile.param("train_eff") * (profile.param(stack_name) if stack_name else 1.0)
     if task == "qlora":
         eff *= QLORA_DEQUANT_EFF
@@ -173,6 +204,14 @@ def training_step(
         ep_exposed = max(0.0, t_ep - min(profile.param("ep_overlap"), 1.0) * compute)
     else:
         ep_exposed = exposed * t_ep
+    t_offload = 0.0
+    if cpu_offload:
+        adapter = task in ("lora", "qlora")
+        trainable = float(lora_params(model, 16) if adapter else count_params(model).total) / (tp * pp)
+        t_offload = offload_step_s(
+            trainable_per_gpu=trainable, shard=dp * cp if zero_stage >= 1 else 1,
+            gpus_in_node=min(gpus_per_node, n), spec=spec, backward_s=compute * (2.0 / 3.0), profile=profile,
+        )  # fmt: skip
     v = min(profile.param("pp_interleave"), model.num_layers / pp) if software in INTERLEAVED_STACKS else 1.0
     bubble = (pp - 1) / (max(v, 1.0) * micro)
     dp = dp * cp  # the gradient reduce runs over dp x cp ranks (Megatron CP)
@@ -198,10 +237,13 @@ def training_step(
         )
 
     if zero_stage == 3:
+        # ZeRO-3 / FSDP: every micro-batch all-gathers the parameters for its forward and again for its
+        # backward; the gradients are reduce-scattered during the backward (per layer, as they are ready:
+        # PyTorch FSDP, Zhao et al. 2023 sec. 3.3-4; DeepSpeed ZeRO-3 overlap_comm). All of it streams on the
+        # same links while the layers compute, so what exceeds ``dp_overlap`` of the step's compute is exposed
         gather = sum(2.0 * all_gather_s(p * rates.weight_bytes, r, _links(r)) for p, r in groups if p > 0)
-        t_micro = compute / micro
         reduce = sum(all_gather_s(p * GRAD_BYTES, r, _links(r)) for p, r in groups if p > 0)
-        dp_exposed = micro * max(0.0, gather - overlap * t_micro) + reduce
+        dp_exposed = max(0.0, micro * gather + reduce - overlap * compute)
     else:
         # pp = 1: one micro-batch per step when memory allows, so the reduce overlaps the whole backward;
         # with pipelining only the last micro-batch's backward remains to hide it
@@ -219,7 +261,7 @@ def training_step(
         dp_exposed = max(0.0, t_dp - overlap * t_window)
     return StepBreakdown(
         compute_s=compute, tp_comm_exposed_s=exposed * t_tp, ep_comm_s=ep_exposed + exposed * t_cp,  # TP + PP
-        bubble_fraction=bubble, dp_comm_exposed_s=dp_exposed,
+        bubble_fraction=bubble, dp_comm_exposed_s=dp_exposed, offload_s=t_offload,
     )  # fmt: skip
 
 
@@ -253,13 +295,16 @@ def estimate_training(
     cp: int | None = None,
     ignore_memory: bool = False,
     node_network: NodeNetwork | None = None,
+    cpu_offload: bool = False,
 ) -> TrainingEstimate:
     """Estimate step time, throughput, MFU and time to train (module doc).
 
     ``cp``: context-parallel degree (each group of ``cp`` GPUs splits every sequence; ring attention exchanges
     K/V). ``ignore_memory``: estimate speed even where the memory model says nothing fits (``fits`` stays
     False, a note says so); for measured cases. ``node_network``: the nodes' scale-out network (the offer's
-    fabric); ``None`` uses the comms module's per-architecture assumption.
+    fabric); ``None`` uses the comms module's per-architecture assumption. ``cpu_offload``: the fp32 master
+    weights and optimizer states live and step on the host (DeepSpeed ZeRO-Offload, FSDP ``CPUOffload``):
+    less GPU memory, and each step pays the PCIe copies and the CPU Adam step (:func:`offload_step_s`).
     """
     arch, spec, prof = resolve_inputs(model, gpu, profile)
     prec = check_precision(precision)
@@ -306,13 +351,14 @@ def estimate_training(
     )  # fmt: skip
     best: tuple[float, LayoutKey, StepBreakdown] | None = None
     for lay in layouts:
-        if not lay.fits and not ignore_memory:
+        if not lay.fits and not ignore_memory and not cpu_offload:  # offload: memory checked below
             continue
         ep_deg = ep if ep is not None else (default_ep(arch, lay.dp, gpn) if arch.is_moe else 1)
         br = training_step(
             model=arch, spec=spec, rates=rates, task=task, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=ep_deg,
             global_batch=global_batch, seq_len=seq_len, zero_stage=lay.zero_stage, recompute=lay.recompute,
             software=sw, gpus_per_node=gpn, profile=prof, cp=cp_deg, network=node_network,
+            cpu_offload=cpu_offload,
         )  # fmt: skip
         if best is None or br.step_s < best[0]:
             best = (br.step_s, lay, br)
@@ -325,6 +371,15 @@ def estimate_training(
         seq_len=-(-seq_len // cp_deg),
         allow_fallback=allow_fallback,
     )  # built for the kept layout only
+    if cpu_offload:
+        offloaded = estimate_memory(
+            model=arch, task=task, precision=prec, gpu=spec, tp=layout.tp, pp=layout.pp, dp=layout.dp,
+            batch=1, seq_len=-(-seq_len // cp_deg), zero_stage=layout.zero_stage, recompute=layout.recompute,
+            engine="pytorch", allow_fallback=allow_fallback, cpu_offload=True,
+        )  # fmt: skip
+        layout = dataclasses.replace(layout, memory=offloaded)
+        if not offloaded.fits and not ignore_memory:
+            best = None
     recompute = layout.recompute
     notes = list(rates.notes)
     notes.append(
@@ -345,6 +400,11 @@ def estimate_training(
             notes=tuple(notes), zero_stage=layout.zero_stage, recompute=recompute,
         )  # fmt: skip
     br = best[2]
+    if cpu_offload:
+        notes.append(
+            f"optimizer offloaded to host memory: {br.offload_s:.3g} s per step of PCIe copies and CPU Adam "
+            f"({100 * br.offload_s / br.step_s:.0f}% of the step)."
+        )
     if not layout.memory.fits:
         notes.append(
             f"the memory model says this does not fit ({layout.memory.per_gpu_gib:.1f} GiB per GPU); speed "
@@ -355,7 +415,7 @@ def estimate_training(
     tok_gpu = global_batch * seq_len / step / used
     fl = cx.training_flops_per_token(arch, task=task, seq_len=seq_len, recompute=recompute)
     mfu = tok_gpu * fl.model_total / rates.stated_peak_flops
-    widen = _widen(rates, spec, stack_param("train", sw), prof, arch)
+    widen = _widen(rates, spec, stack_param("train", sw, spec.vendor), prof, arch)
     step_i = make_interval(step, "training", prof, widen)
     tok_i = step_i.inverted(global_batch * seq_len / used)
     ttt = gpus_h = None
@@ -377,11 +437,13 @@ __all__ = [
     "GRAD_BYTES",
     "INT8_TRAINING_ARCHS",
     "INTERLEAVED_STACKS",
+    "OFFLOAD_BYTES_PER_PARAM",
     "PARAM_BYTES",
     "QLORA_DEQUANT_EFF",
     "StepBreakdown",
     "TrainingEstimate",
     "effective_time_fraction",
     "estimate_training",
+    "offload_step_s",
     "training_step",
 ]
