@@ -58,8 +58,9 @@ def test_same_seed_same_result_with_spot_interruptions(azure_conv: RequestTrace,
         ),
         0.25,
     )
+    # seed 3 draws interruptions inside this 40-minute window (most seeds draw none or one)
     runs = [
-        simulate_autoscale(tr, l4_8b, make_policy("kpa"), spot_share=1.0, seed=7, compare_static_peak=False)
+        simulate_autoscale(tr, l4_8b, make_policy("kpa"), spot_share=1.0, seed=3, compare_static_peak=False)
         for _ in range(2)
     ]
     assert runs[0].interruptions > 0

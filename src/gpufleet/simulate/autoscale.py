@@ -106,6 +106,9 @@ class AutoscaleResult:
     cold_start_hits: int  # requests that waited while a replica was starting
     interruptions: int
     requeued: int
+    kv_mode: str  # paged (grow per token, preempt when full) | reserve (input + output at admission)
+    preemptions: int  # KV-pool preemptions (recompute) [count]
+    rejected: int  # requests larger than a replica's KV pool, never served [count]
     static_peak: StaticPeak | None
     savings_vs_static_peak: float | None  # 1 - cost / static-peak cost [fraction]
     series_t_s: tuple[float, ...]
@@ -212,7 +215,7 @@ def _series(trace: RequestTrace, raw: RawRun) -> tuple[tuple[float, ...], ...]:
     counts, _ = np.histogram(trace.arrival_s, bins=edges)
     width = edges[1] - edges[0]
     mids = (edges[:-1] + edges[1:]) / 2
-    idx = np.clip(np.searchsorted(raw.sample_t, mids) - 1, 0, max(len(raw.sample_t) - 1, 0))
+    idx = np.clip(np.searchsorted(raw.sample_t, mids, side="right") - 1, 0, max(len(raw.sample_t) - 1, 0))
     reps = raw.sample_replicas[idx] if len(raw.sample_t) else np.zeros_like(mids)
     ready = raw.sample_ready[idx] if len(raw.sample_t) else np.zeros_like(mids)
     return (
@@ -247,6 +250,7 @@ def _run(
     spot_share: float,
     seed: int,
     initial_replicas: int | None = None,
+    kv_mode: str = "paged",
 ) -> RawRun:
     spot = SpotSetting()
     if spot_share > 0:
@@ -266,6 +270,7 @@ def _run(
         spot=spot,
         seed=seed,
         initial_replicas=initial_replicas,
+        kv_mode=kv_mode,
     )
 
 
@@ -279,13 +284,26 @@ def _cost(dep: Deployment, raw: RawRun) -> float:
 
 
 def static_peak(
-    trace: RequestTrace, dep: Deployment, *, slo_ttft_s: float, seed: int = 0, max_replicas: int = 256
+    trace: RequestTrace,
+    dep: Deployment,
+    *,
+    slo_ttft_s: float,
+    seed: int = 0,
+    max_replicas: int = 256,
+    kv_mode: str = "paged",
 ) -> StaticPeak:
     """The smallest fixed replica count whose p95 TTFT <= ``slo_ttft_s`` (bisection)."""
 
     def p95(n: int) -> tuple[float, RawRun]:
         raw = _run(
-            trace, dep, StaticPolicy(replicas=n), min_replicas=n, max_replicas=n, spot_share=0.0, seed=seed
+            trace,
+            dep,
+            StaticPolicy(replicas=n),
+            min_replicas=n,
+            max_replicas=n,
+            spot_share=0.0,
+            seed=seed,
+            kv_mode=kv_mode,
         )
         return percentile(raw.first_token_s - trace.arrival_s, 95), raw
 
@@ -322,6 +340,7 @@ def simulate_autoscale(
     rate_factor: float = 1.0,
     compare_static_peak: bool = True,
     initial_replicas: int | None = None,
+    kv_mode: str = "paged",
 ) -> AutoscaleResult:
     """Replay ``trace`` under ``policy`` (module doc); ``rate_factor`` records how the trace was scaled.
 
@@ -345,7 +364,7 @@ def simulate_autoscale(
         raise InputError(
             f"The trace spans {span_s / SECONDS_PER_DAY:,.1f} days, more than the "
             f"{MAX_TRACE_SPAN_S / SECONDS_PER_DAY:,.0f} days "
-            "a replay simulates (metrics are sampled every second). Cut the trace to a shorter window."
+            "a replay simulates. Cut the trace to a shorter window."
         )
     if not 0 <= min_replicas <= max_replicas or max_replicas < 1:
         raise InputError(f"replicas: need 0 <= min ({min_replicas}) <= max ({max_replicas}) and max >= 1.")
@@ -368,6 +387,7 @@ def simulate_autoscale(
         spot_share=spot_share,
         seed=seed,
         initial_replicas=initial_replicas,
+        kv_mode=kv_mode,
     )
     arrival = trace.arrival_s
     ttft = raw.first_token_s - arrival
@@ -377,15 +397,28 @@ def simulate_autoscale(
     tpot[~np.isfinite(raw.done_s)] = np.nan
     ok = (ttft <= slo_ttft_s) & (tpot <= slo_tpot_s)
     cost = _cost(deployment, raw)
-    peak = static_peak(trace, deployment, slo_ttft_s=slo_ttft_s, seed=seed) if compare_static_peak else None
+    peak = (
+        static_peak(trace, deployment, slo_ttft_s=slo_ttft_s, seed=seed, kv_mode=kv_mode)
+        if compare_static_peak
+        else None
+    )
     ttft_stats = _stats(ttft)
     t, rate, reps, ready = _series(trace, raw)
+    kv_note = (
+        "paged KV (grown per token, newest request preempted and recomputed when the pool is full)"
+        if kv_mode == "paged"
+        else "KV reserved for input + output at admission"
+    )
     notes = [
-        "Replica speed sampled from the gpufleet estimator at the trace's mean context; KV reserved per "
-        "request.",
+        f"Replica speed sampled from the gpufleet estimator at the trace's mean context; {kv_note}.",
         f"Cold start {deployment.cold_start.total_s:.0f} s (provisioning + image pull + weight load + "
         "warm-up).",
     ]
+    if raw.rejected:
+        notes.append(
+            f"{raw.rejected} requests need more KV than a replica holds "
+            f"({deployment.service.kv_capacity_tokens:,.0f} tokens) and were never served."
+        )
     if trace.dropped:
         notes.append(f"{trace.dropped} failed requests (0 output tokens) dropped from the trace.")
     seconds = raw.replica_seconds
@@ -422,6 +455,9 @@ def simulate_autoscale(
         cold_start_hits=int(raw.cold_hit.sum()),
         interruptions=raw.interruptions,
         requeued=raw.requeued,
+        kv_mode=kv_mode,
+        preemptions=raw.preemptions,
+        rejected=raw.rejected,
         static_peak=peak,
         savings_vs_static_peak=(1.0 - cost / peak.cost_usd) if peak and peak.cost_usd > 0 else None,
         series_t_s=t,
