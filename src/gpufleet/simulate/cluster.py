@@ -111,6 +111,7 @@ class _Replica:
 
     __slots__ = (
         "G",
+        "cb",
         "cl",
         "doomed",
         "g_next",
@@ -151,6 +152,7 @@ class _Replica:
         self.limit = 0  # woken from idle for one arrival: admit at most that many at once
         self.pending: Any = None  # the one event this replica acts on
         self.started_s = cl.env.now
+        self.cb = self.on_event
         if cold_s > 0:
             self.wait(cold_s)
         else:
@@ -158,7 +160,7 @@ class _Replica:
 
     def wait(self, delay: float) -> None:
         ev = self.cl.env.timeout(delay)
-        ev.callbacks.append(self.on_event)
+        ev.callbacks.append(self.cb)
         self.pending = ev
 
     def on_event(self, ev: Any) -> None:
@@ -436,8 +438,11 @@ class _Cluster:
             g_next = r.G
         r.g_next = g_next
         r.phase = _DECODE
-        r.t_g = self.env.now
-        r.wait((g_next - r.G) * self.steps[n])
+        env = self.env
+        r.t_g = env.now
+        ev = env.timeout((g_next - r.G) * self.steps[n])
+        ev.callbacks.append(r.cb)
+        r.pending = ev
 
     def complete(self, r: _Replica) -> None:
         now = self.env.now
@@ -559,27 +564,37 @@ class _Cluster:
         r.t_g = now
         self.step(r)
 
-    def fits(self, r: _Replica, i: int) -> bool:
-        return r.n < self.cap_b and self.occupancy(r, self.g_now(r)) + self.charge(i) <= self.room_kv
-
     def kick(self) -> None:
         """Give the head of the queue to a replica that can take it now (see module doc)."""
-        if not self.queue:
+        queue = self.queue
+        if not queue:
             return
-        head = self.queue[0]
+        c = self.charge(queue[0])
+        room = self.room_kv
+        paged = self.paged
+        steps = self.steps
+        now = self.env.now
         best: _Replica | None = None
+        best_n = self.cap_b  # fewer running sequences than the cap, and than the best so far
         for r in self.live:
             if r.state != _READY or r.waiting:
                 continue
-            if r.phase == _IDLE and not r.n and r.pending is None:
-                r.limit = 1  # spread a burst over the idle replicas, one arrival each
-                r.t_g = self.env.now
-                self.step(r)
-                return
-            if r.phase == _DECODE and (best is None or r.n < best.n) and self.fits(r, head):
-                best = r
+            n = r.n
+            if r.phase == _IDLE:
+                if not n:
+                    r.limit = 1  # spread a burst over the idle replicas, one arrival each
+                    r.t_g = now
+                    self.step(r)
+                    return
+            elif r.phase == _DECODE and n < best_n:
+                occ = r.kv_base + r.kv_pf
+                if paged:
+                    occ += n * (r.G + (now - r.t_g) / steps[n])
+                if occ + c <= room:
+                    best, best_n = r, n
         if best is not None:
-            self.sync(best)
+            best.G += (now - best.t_g) / steps[best_n]
+            best.t_g = now
             self.step(best)
 
     # --- processes ---------------------------------------------------------------------------------------
@@ -599,7 +614,11 @@ class _Cluster:
                 if self.done_count == n and not self.finished.triggered:
                     self.finished.succeed()
             else:
-                self.acc()
+                dt = now - self.m_t
+                if dt > 0:
+                    self.i_flight += self.in_flight * dt
+                    self.i_wait += (len(self.queue) + self.n_local) * dt
+                    self.m_t = now
                 self.queue.append(k)
                 self.in_flight += 1
                 self.kick()
