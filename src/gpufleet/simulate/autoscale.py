@@ -23,7 +23,14 @@ from gpufleet.errors import InfeasibleError, InputError
 from gpufleet.simulate.cluster import RawRun, SpotSetting, replay
 from gpufleet.simulate.coldstart import ColdStart, cold_start_for
 from gpufleet.simulate.core import cdf_points, percentile
-from gpufleet.simulate.policies import KNATIVE_TARGET_UTILISATION, Policy, StaticPolicy
+from gpufleet.simulate.policies import (
+    KNATIVE_TARGET_UTILISATION,
+    HpaPolicy,
+    KpaPolicy,
+    Policy,
+    RayServePolicy,
+    StaticPolicy,
+)
 from gpufleet.simulate.serving import ServiceModel, service_from_estimator
 from gpufleet.simulate.traces import RequestTrace
 from gpufleet.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -226,9 +233,29 @@ def _series(trace: RequestTrace, raw: RawRun) -> tuple[tuple[float, ...], ...]:
     )
 
 
-def warm_start_replicas(trace: RequestTrace, service: ServiceModel, window_s: float = 60.0) -> int:
+def concurrency_target(policy: Policy, capacity: int) -> float:
+    """In-flight requests per replica the policy steers to: its own concurrency target when it has one,
+    else 70 % of the batch cap (the Knative target rule)."""
+    default = KNATIVE_TARGET_UTILISATION * capacity
+    if isinstance(policy, KpaPolicy):
+        return policy.target_concurrency or default
+    if isinstance(policy, RayServePolicy):
+        return policy.target_ongoing_requests or default
+    if isinstance(policy, HpaPolicy) and policy.metric == "concurrency":
+        return policy.target or default
+    return default
+
+
+def warm_start_replicas(
+    trace: RequestTrace,
+    service: ServiceModel,
+    window_s: float = 60.0,
+    target_per_replica: float | None = None,
+) -> int:
     """Replicas a deployment already runs when the trace starts: the first ``window_s`` of traffic by
-    Little's law (in-flight = rate x unloaded latency) at 70 % of the batch cap (the Knative target rule)."""
+    Little's law (in-flight = rate x unloaded latency) over ``target_per_replica`` in-flight requests per
+    replica (default 70 % of the batch cap, the Knative target rule; :func:`simulate_autoscale` passes the
+    policy's own target, so that an autoscaler starts where it would settle rather than below it)."""
     first = trace.arrival_s <= window_s
     rate = float(np.sum(first)) / window_s
     steps = service.step_table()
@@ -237,7 +264,8 @@ def warm_start_replicas(trace: RequestTrace, service: ServiceModel, window_s: fl
             service.prefill_time_s(trace.input_tokens[first]) + (trace.output_tokens[first] - 1) * steps[1]
         )
     )
-    return max(1, math.ceil(rate * latency / (KNATIVE_TARGET_UTILISATION * service.max_batch)))
+    target = target_per_replica or KNATIVE_TARGET_UTILISATION * service.max_batch
+    return max(1, math.ceil(rate * latency / target))
 
 
 def _run(
@@ -377,7 +405,11 @@ def simulate_autoscale(
             f"no catalog offer of this GPU has a spot price; use --spot-share 0 ({deployment.offer})."
         )
     if initial_replicas is None and policy.name not in ("static", "scheduled"):
-        initial_replicas = warm_start_replicas(trace, deployment.service)
+        initial_replicas = warm_start_replicas(
+            trace,
+            deployment.service,
+            target_per_replica=concurrency_target(policy, deployment.service.max_batch),
+        )
     raw = _run(
         trace,
         deployment,
