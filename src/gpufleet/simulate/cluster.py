@@ -246,6 +246,8 @@ class _Cluster:
         self.preemptions = 0
         self.rejected = 0
         self.metrics = Metrics()
+        #: only the HPA on KV usage reads the KV gauge; the others skip computing it (0 is recorded)
+        self.reads_kv = getattr(policy, "metric", None) == "kv_usage"
         self.m_t = 0.0  # metric integrals are up to date until here [s]
         self.i_flight = 0.0
         self.i_wait = 0.0
@@ -275,7 +277,7 @@ class _Cluster:
     def checkpoint(self) -> None:
         self.acc()
         ready = [r for r in self.live if r.state == _READY]
-        if ready and self.cap_kv and math.isfinite(self.cap_kv):
+        if self.reads_kv and ready and self.cap_kv and math.isfinite(self.cap_kv):
             kv = sum(self.occupancy(r, self.g_now(r)) for r in ready) / (len(ready) * self.cap_kv)
         else:
             kv = 0.0
