@@ -42,9 +42,10 @@ hazard); they stop admitting, a replacement is started, and at the end of the no
 requests return to the head of the queue (restarted; a first token already streamed is kept for TTFT).
 
 Replicas are callback-driven state machines on SimPy events (a pending timeout per replica, superseded
-ones ignored), the arrivals one feeder process, the controller one process that reads the metrics at its
-decision times (:class:`gpufleet.simulate.policies.Metrics`): per-request cost is about three SimPy
-events. Per-request results are numpy arrays.
+ones ignored), the arrivals one feeder (a chain of timeouts), the controller one process that reads the
+metrics at its decision times (:class:`gpufleet.simulate.policies.Metrics`): per request about four SimPy
+events (arrival, prefill end, completion, and a superseded timeout when an arrival joins a decoding
+batch). Per-request results are numpy arrays.
 """
 
 from __future__ import annotations
