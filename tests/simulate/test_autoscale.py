@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -58,8 +59,9 @@ def test_same_seed_same_result_with_spot_interruptions(azure_conv: RequestTrace,
         ),
         0.25,
     )
+    # seed 3 draws interruptions inside this 40-minute window (most seeds draw none or one)
     runs = [
-        simulate_autoscale(tr, l4_8b, make_policy("kpa"), spot_share=1.0, seed=7, compare_static_peak=False)
+        simulate_autoscale(tr, l4_8b, make_policy("kpa"), spot_share=1.0, seed=3, compare_static_peak=False)
         for _ in range(2)
     ]
     assert runs[0].interruptions > 0
@@ -110,3 +112,28 @@ def test_more_batching_replicas_never_raise_tail_latency_on_azure(
         )
         assert cur[0] <= prev[0] + 1e-9 and cur[1] <= prev[1] + 1e-9, c
         prev = cur
+
+
+def test_autoscalers_start_warm_at_their_own_target(azure_conv: RequestTrace, l4_8b: Deployment) -> None:
+    from gpufleet.simulate.autoscale import concurrency_target, warm_start_replicas
+
+    cap = l4_8b.service.max_batch
+    assert concurrency_target(make_policy("kpa"), cap) == pytest.approx(0.7 * cap)
+    assert concurrency_target(make_policy("kpa", target_concurrency=4), cap) == 4
+    assert concurrency_target(make_policy("ray", target_ongoing_requests=6), cap) == 6
+    assert concurrency_target(make_policy("hpa", target=5), cap) == 5
+    assert concurrency_target(make_policy("hpa", metric="kv_usage", target=0.5), cap) == pytest.approx(
+        0.7 * cap
+    )
+    low = warm_start_replicas(azure_conv, l4_8b.service, target_per_replica=4)
+    high = warm_start_replicas(azure_conv, l4_8b.service, target_per_replica=14)
+    assert low >= high >= 1
+    short = make_trace(
+        name="short",
+        layout="azure",
+        arrival_s=azure_conv.arrival_s[:600],
+        input_tokens=azure_conv.input_tokens[:600],
+        output_tokens=azure_conv.output_tokens[:600],
+    )
+    r = simulate_autoscale(short, l4_8b, make_policy("kpa", target_concurrency=4), compare_static_peak=False)
+    assert r.series_replicas[0] == low

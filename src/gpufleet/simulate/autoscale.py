@@ -23,7 +23,14 @@ from gpufleet.errors import InfeasibleError, InputError
 from gpufleet.simulate.cluster import RawRun, SpotSetting, replay
 from gpufleet.simulate.coldstart import ColdStart, cold_start_for
 from gpufleet.simulate.core import cdf_points, percentile
-from gpufleet.simulate.policies import KNATIVE_TARGET_UTILISATION, Policy, StaticPolicy
+from gpufleet.simulate.policies import (
+    KNATIVE_TARGET_UTILISATION,
+    HpaPolicy,
+    KpaPolicy,
+    Policy,
+    RayServePolicy,
+    StaticPolicy,
+)
 from gpufleet.simulate.serving import ServiceModel, service_from_estimator
 from gpufleet.simulate.traces import RequestTrace
 from gpufleet.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
@@ -106,6 +113,9 @@ class AutoscaleResult:
     cold_start_hits: int  # requests that waited while a replica was starting
     interruptions: int
     requeued: int
+    kv_mode: str  # paged (grow per token, preempt when full) | reserve (input + output at admission)
+    preemptions: int  # KV-pool preemptions (recompute) [count]
+    rejected: int  # requests larger than a replica's KV pool, never served [count]
     static_peak: StaticPeak | None
     savings_vs_static_peak: float | None  # 1 - cost / static-peak cost [fraction]
     series_t_s: tuple[float, ...]
@@ -212,7 +222,7 @@ def _series(trace: RequestTrace, raw: RawRun) -> tuple[tuple[float, ...], ...]:
     counts, _ = np.histogram(trace.arrival_s, bins=edges)
     width = edges[1] - edges[0]
     mids = (edges[:-1] + edges[1:]) / 2
-    idx = np.clip(np.searchsorted(raw.sample_t, mids) - 1, 0, max(len(raw.sample_t) - 1, 0))
+    idx = np.clip(np.searchsorted(raw.sample_t, mids, side="right") - 1, 0, max(len(raw.sample_t) - 1, 0))
     reps = raw.sample_replicas[idx] if len(raw.sample_t) else np.zeros_like(mids)
     ready = raw.sample_ready[idx] if len(raw.sample_t) else np.zeros_like(mids)
     return (
@@ -223,9 +233,29 @@ def _series(trace: RequestTrace, raw: RawRun) -> tuple[tuple[float, ...], ...]:
     )
 
 
-def warm_start_replicas(trace: RequestTrace, service: ServiceModel, window_s: float = 60.0) -> int:
+def concurrency_target(policy: Policy, capacity: int) -> float:
+    """In-flight requests per replica the policy steers to: its own concurrency target when it has one,
+    else 70 % of the batch cap (the Knative target rule)."""
+    default = KNATIVE_TARGET_UTILISATION * capacity
+    if isinstance(policy, KpaPolicy):
+        return policy.target_concurrency or default
+    if isinstance(policy, RayServePolicy):
+        return policy.target_ongoing_requests or default
+    if isinstance(policy, HpaPolicy) and policy.metric == "concurrency":
+        return policy.target or default
+    return default
+
+
+def warm_start_replicas(
+    trace: RequestTrace,
+    service: ServiceModel,
+    window_s: float = 60.0,
+    target_per_replica: float | None = None,
+) -> int:
     """Replicas a deployment already runs when the trace starts: the first ``window_s`` of traffic by
-    Little's law (in-flight = rate x unloaded latency) at 70 % of the batch cap (the Knative target rule)."""
+    Little's law (in-flight = rate x unloaded latency) over ``target_per_replica`` in-flight requests per
+    replica (default 70 % of the batch cap, the Knative target rule; :func:`simulate_autoscale` passes the
+    policy's own target, so that an autoscaler starts where it would settle rather than below it)."""
     first = trace.arrival_s <= window_s
     rate = float(np.sum(first)) / window_s
     steps = service.step_table()
@@ -234,7 +264,8 @@ def warm_start_replicas(trace: RequestTrace, service: ServiceModel, window_s: fl
             service.prefill_time_s(trace.input_tokens[first]) + (trace.output_tokens[first] - 1) * steps[1]
         )
     )
-    return max(1, math.ceil(rate * latency / (KNATIVE_TARGET_UTILISATION * service.max_batch)))
+    target = target_per_replica or KNATIVE_TARGET_UTILISATION * service.max_batch
+    return max(1, math.ceil(rate * latency / target))
 
 
 def _run(
@@ -247,6 +278,7 @@ def _run(
     spot_share: float,
     seed: int,
     initial_replicas: int | None = None,
+    kv_mode: str = "paged",
 ) -> RawRun:
     spot = SpotSetting()
     if spot_share > 0:
@@ -266,6 +298,7 @@ def _run(
         spot=spot,
         seed=seed,
         initial_replicas=initial_replicas,
+        kv_mode=kv_mode,
     )
 
 
@@ -279,13 +312,26 @@ def _cost(dep: Deployment, raw: RawRun) -> float:
 
 
 def static_peak(
-    trace: RequestTrace, dep: Deployment, *, slo_ttft_s: float, seed: int = 0, max_replicas: int = 256
+    trace: RequestTrace,
+    dep: Deployment,
+    *,
+    slo_ttft_s: float,
+    seed: int = 0,
+    max_replicas: int = 256,
+    kv_mode: str = "paged",
 ) -> StaticPeak:
     """The smallest fixed replica count whose p95 TTFT <= ``slo_ttft_s`` (bisection)."""
 
     def p95(n: int) -> tuple[float, RawRun]:
         raw = _run(
-            trace, dep, StaticPolicy(replicas=n), min_replicas=n, max_replicas=n, spot_share=0.0, seed=seed
+            trace,
+            dep,
+            StaticPolicy(replicas=n),
+            min_replicas=n,
+            max_replicas=n,
+            spot_share=0.0,
+            seed=seed,
+            kv_mode=kv_mode,
         )
         return percentile(raw.first_token_s - trace.arrival_s, 95), raw
 
@@ -322,6 +368,7 @@ def simulate_autoscale(
     rate_factor: float = 1.0,
     compare_static_peak: bool = True,
     initial_replicas: int | None = None,
+    kv_mode: str = "paged",
 ) -> AutoscaleResult:
     """Replay ``trace`` under ``policy`` (module doc); ``rate_factor`` records how the trace was scaled.
 
@@ -345,7 +392,7 @@ def simulate_autoscale(
         raise InputError(
             f"The trace spans {span_s / SECONDS_PER_DAY:,.1f} days, more than the "
             f"{MAX_TRACE_SPAN_S / SECONDS_PER_DAY:,.0f} days "
-            "a replay simulates (metrics are sampled every second). Cut the trace to a shorter window."
+            "a replay simulates. Cut the trace to a shorter window."
         )
     if not 0 <= min_replicas <= max_replicas or max_replicas < 1:
         raise InputError(f"replicas: need 0 <= min ({min_replicas}) <= max ({max_replicas}) and max >= 1.")
@@ -358,7 +405,11 @@ def simulate_autoscale(
             f"no catalog offer of this GPU has a spot price; use --spot-share 0 ({deployment.offer})."
         )
     if initial_replicas is None and policy.name not in ("static", "scheduled"):
-        initial_replicas = warm_start_replicas(trace, deployment.service)
+        initial_replicas = warm_start_replicas(
+            trace,
+            deployment.service,
+            target_per_replica=concurrency_target(policy, deployment.service.max_batch),
+        )
     raw = _run(
         trace,
         deployment,
@@ -368,6 +419,7 @@ def simulate_autoscale(
         spot_share=spot_share,
         seed=seed,
         initial_replicas=initial_replicas,
+        kv_mode=kv_mode,
     )
     arrival = trace.arrival_s
     ttft = raw.first_token_s - arrival
@@ -377,15 +429,28 @@ def simulate_autoscale(
     tpot[~np.isfinite(raw.done_s)] = np.nan
     ok = (ttft <= slo_ttft_s) & (tpot <= slo_tpot_s)
     cost = _cost(deployment, raw)
-    peak = static_peak(trace, deployment, slo_ttft_s=slo_ttft_s, seed=seed) if compare_static_peak else None
+    peak = (
+        static_peak(trace, deployment, slo_ttft_s=slo_ttft_s, seed=seed, kv_mode=kv_mode)
+        if compare_static_peak
+        else None
+    )
     ttft_stats = _stats(ttft)
     t, rate, reps, ready = _series(trace, raw)
+    kv_note = (
+        "paged KV (grown per token, newest request preempted and recomputed when the pool is full)"
+        if kv_mode == "paged"
+        else "KV reserved for input + output at admission"
+    )
     notes = [
-        "Replica speed sampled from the gpufleet estimator at the trace's mean context; KV reserved per "
-        "request.",
+        f"Replica speed sampled from the gpufleet estimator at the trace's mean context; {kv_note}.",
         f"Cold start {deployment.cold_start.total_s:.0f} s (provisioning + image pull + weight load + "
         "warm-up).",
     ]
+    if raw.rejected:
+        notes.append(
+            f"{raw.rejected} requests need more KV than a replica holds "
+            f"({deployment.service.kv_capacity_tokens:,.0f} tokens) and were never served."
+        )
     if trace.dropped:
         notes.append(f"{trace.dropped} failed requests (0 output tokens) dropped from the trace.")
     seconds = raw.replica_seconds
@@ -422,6 +487,9 @@ def simulate_autoscale(
         cold_start_hits=int(raw.cold_hit.sum()),
         interruptions=raw.interruptions,
         requeued=raw.requeued,
+        kv_mode=kv_mode,
+        preemptions=raw.preemptions,
+        rejected=raw.rejected,
         static_peak=peak,
         savings_vs_static_peak=(1.0 - cost / peak.cost_usd) if peak and peak.cost_usd > 0 else None,
         series_t_s=t,

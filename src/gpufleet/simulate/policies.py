@@ -1,8 +1,8 @@
 """Autoscaling policies as the real controllers compute them (parameters and defaults: fleet-anchors F).
 
-Every policy is a frozen config; :meth:`controller` makes the per-run state. The simulator samples the
-metrics every second (:class:`Metrics`) and asks the controller for a desired replica count every
-``tick_s``; min/max replicas are applied by the simulator.
+Every policy is a frozen config; :meth:`controller` makes the per-run state. The simulator asks the
+controller for a desired replica count every ``tick_s``, handing it the metrics at that instant and exact
+time-weighted window means (:class:`Metrics`); min/max replicas are applied by the simulator.
 
 * ``static``: a fixed count.
 * ``scheduled``: a count by hour of day (the trace's clock), optionally ``lead_s`` early to hide cold starts.
@@ -44,29 +44,92 @@ POLICIES = ("static", "scheduled", "hpa", "kpa", "ray", "queue")
 
 
 class Metrics:
-    """Per-second samples of the system, read by the controllers (window means over the last ``w`` s)."""
+    """What the controllers read, recorded only at decision times (no per-second sampler).
 
-    __slots__ = ("in_flight", "kv_usage", "ready", "times", "waiting")
+    ``in_flight`` (running + waiting requests) and ``waiting`` (queued, not running) are piecewise constant
+    between simulator events; the simulator keeps their time integrals and hands them over at each decision
+    (:meth:`checkpoint`), so a window mean is the exact time-weighted mean over ``[now - w, now]`` (Knative
+    and Ray Serve average per-second scrapes of the same signal; the exact mean is their limit).
+    ``kv_usage`` (vLLM's ``kv_cache_usage_perc`` gauge) and ``ready`` are read at the decision instant, as a
+    Prometheus scrape of a gauge would be; their window mean is over the decisions inside the window.
+    """
+
+    __slots__ = ("_i_flight", "_i_wait", "_kv", "_now_flight", "_now_wait", "_ready", "_t")
 
     def __init__(self) -> None:
-        self.times: deque[float] = deque(maxlen=4000)
-        self.in_flight: deque[float] = deque(maxlen=4000)  # running + waiting requests [count]
-        self.waiting: deque[float] = deque(maxlen=4000)  # queued, not admitted [count]
-        self.kv_usage: deque[float] = deque(maxlen=4000)  # mean KV-cache fill of ready replicas [0..1]
-        self.ready: deque[float] = deque(maxlen=4000)  # ready replicas [count]
+        self._t: deque[float] = deque(maxlen=4000)
+        self._i_flight: deque[float] = deque(maxlen=4000)  # integral of in-flight requests [request s]
+        self._i_wait: deque[float] = deque(maxlen=4000)  # integral of waiting requests [request s]
+        self._kv: deque[float] = deque(maxlen=4000)  # mean KV-cache fill of ready replicas [0..1]
+        self._ready: deque[float] = deque(maxlen=4000)  # ready replicas [count]
+        self._now_flight = 0.0
+        self._now_wait = 0.0
+
+    def checkpoint(
+        self,
+        t: float,
+        *,
+        in_flight_integral: float,
+        waiting_integral: float,
+        in_flight: float,
+        waiting: float,
+        kv_usage: float,
+        ready: float,
+    ) -> None:
+        """Record the state at decision time ``t`` [s] (integrals from time 0 [request s])."""
+        self._t.append(t)
+        self._i_flight.append(in_flight_integral)
+        self._i_wait.append(waiting_integral)
+        self._kv.append(kv_usage)
+        self._ready.append(ready)
+        self._now_flight = in_flight
+        self._now_wait = waiting
 
     def add(self, t: float, in_flight: float, waiting: float, kv_usage: float, ready: float) -> None:
-        self.times.append(t)
-        self.in_flight.append(in_flight)
-        self.waiting.append(waiting)
-        self.kv_usage.append(kv_usage)
-        self.ready.append(ready)
+        """A sample held constant since the previous one (for controllers driven outside the simulator)."""
+        prev_t = self._t[-1] if self._t else t
+        dt = t - prev_t
+        self.checkpoint(
+            t,
+            in_flight_integral=(self._i_flight[-1] if self._t else 0.0) + self._now_flight * dt,
+            waiting_integral=(self._i_wait[-1] if self._t else 0.0) + self._now_wait * dt,
+            in_flight=in_flight,
+            waiting=waiting,
+            kv_usage=kv_usage,
+            ready=ready,
+        )
+
+    def _integral_at(self, series: deque[float], t: float) -> float | None:
+        """The integral at time ``t`` (linear between checkpoints; None before the first one)."""
+        times = self._t
+        k = len(times) - 1
+        while k >= 0 and times[k] > t:
+            k -= 1
+        if k < 0:
+            return None
+        if k == len(times) - 1 or times[k] == t:
+            return series[k]
+        t0, t1 = times[k], times[k + 1]
+        return series[k] + (series[k + 1] - series[k]) * (t - t0) / (t1 - t0)
 
     def mean(self, series: str, window_s: float, now: float) -> float:
-        data: deque[float] = getattr(self, series)
+        """Mean of ``series`` over the last ``window_s`` [s] before ``now`` (the latest checkpoint)."""
+        if not self._t:
+            return 0.0
+        if series in ("in_flight", "waiting"):
+            data = self._i_flight if series == "in_flight" else self._i_wait
+            first = self._t[0]
+            start = max(now - window_s, first)
+            if now - start <= 0:
+                return self._now_flight if series == "in_flight" else self._now_wait
+            lo = self._integral_at(data, start)
+            if lo is None:
+                return 0.0
+            return (data[-1] - lo) / (now - start)
+        values = self._kv if series == "kv_usage" else self._ready
         total = 0.0
         n = 0
-        for t, v in zip(reversed(self.times), reversed(data), strict=False):
+        for t, v in zip(reversed(self._t), reversed(values), strict=False):
             if t <= now - window_s:
                 break
             total += v

@@ -11,10 +11,13 @@ interpolates.
 * decode step [s] at ``b`` running sequences = the estimator's TPOT at batch ``b`` and the trace's mean
   context (input + output / 2), sampled at b = 1, 2, 4, ... the cap and interpolated linearly. The context
   of each request is not tracked (a documented approximation: the KV read term uses the mean).
-* KV capacity [tokens] = the estimator's KV-bound concurrency at the mean context x that context; the
-  engine's sequence cap (vLLM ``max_num_seqs`` 256, :data:`gpufleet.estimate.performance.ENGINE_MAX_BATCH`)
-  bounds the batch. A request reserves ``input + output`` tokens of KV when admitted (vLLM allocates blocks
-  as it goes and preempts when full; reserving up front never preempts, a conservative simplification).
+* KV capacity [tokens] = the estimator's KV-bound concurrency at the mean context x that context;
+  ``max_batch`` = that concurrency (capped by the engine's ``max_num_seqs``, vLLM 256,
+  :data:`gpufleet.estimate.performance.ENGINE_MAX_BATCH`) is the replica's typical concurrency limit (the
+  autoscalers' capacity). With paged KV (the default, :mod:`gpufleet.simulate.cluster`) the KV pool is the
+  limit and the batch may reach ``engine_max_seqs``; the decode step beyond the sampled batches is
+  extrapolated linearly from the last two samples (the step is linear in the batch: weights + per-sequence
+  KV reads), since the estimator refuses batches whose mean-context KV does not fit.
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ class ServiceModel:
     max_batch: int  # running sequences at most [sequences]
     max_prefill_tokens: float = MAX_PREFILL_TOKENS
     weights_bytes: float = 0.0  # model weights per replica [bytes] (cold-start weight load)
+    engine_max_seqs: int = 0  # the engine's sequence cap (vLLM max_num_seqs) [sequences]; 0: max_batch
 
     def __post_init__(self) -> None:
         if self.kv_capacity_tokens <= 0 or self.max_batch < 1:
@@ -65,10 +69,25 @@ class ServiceModel:
         out[over] = y[-1] + slope * (tokens[over] - x[-1])
         return np.asarray(out, dtype=np.float64)
 
-    def step_table(self) -> list[float]:
-        """Decode step time [s] at batch 0..max_batch (index = batch)."""
-        b = np.arange(self.max_batch + 1, dtype=np.float64)
-        return [0.0, *np.interp(b[1:], self.decode_batch, self.decode_step_s).tolist()]
+    @property
+    def seq_cap(self) -> int:
+        """Running sequences at most when the KV pool, not a fixed reservation, is the limit [sequences]."""
+        return max(self.engine_max_seqs, self.max_batch)
+
+    def step_table(self, upto: int | None = None) -> list[float]:
+        """Decode step time [s] at batch 0..``upto`` (default max_batch; index = batch); linear
+        extrapolation beyond the sampled batches (module doc)."""
+        n = self.max_batch if upto is None else upto
+        b = np.arange(n + 1, dtype=np.float64)
+        x = np.asarray(self.decode_batch)
+        y = np.asarray(self.decode_step_s)
+        out = np.interp(b, x, y)
+        if len(x) > 1 and x[-1] > x[-2]:
+            slope = max((y[-1] - y[-2]) / (x[-1] - x[-2]), 0.0)
+            over = b > x[-1]
+            out[over] = y[-1] + slope * (b[over] - x[-1])
+        out[0] = 0.0
+        return [float(v) for v in out]
 
 
 def constant_service(
@@ -85,6 +104,7 @@ def constant_service(
         decode_step_s=(step_s, step_s),
         kv_capacity_tokens=kv_capacity_tokens,
         max_batch=servers_batch,
+        engine_max_seqs=servers_batch,
     )
 
 
@@ -169,4 +189,5 @@ def service_from_estimator(
         kv_capacity_tokens=float(probe.max_concurrency_per_replica * (ctx_in + ctx_out)),
         max_batch=cap,
         weights_bytes=weights_gib * GIB,
+        engine_max_seqs=ENGINE_MAX_BATCH.get(software, ENGINE_MAX_BATCH["unknown"]),
     )
