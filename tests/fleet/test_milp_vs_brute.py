@@ -43,13 +43,19 @@ def test_milp_equals_brute_force(seed: int) -> None:
     assert solved.cost_usd_per_month is not None
     assert math.isclose(solved.cost_usd_per_month, brute.cost_usd_per_month, rel_tol=1e-6, abs_tol=1e-6)
     all_opts = {o.key: o for v in options.values() for o in v}
-    assert check_plan(fleet, all_opts, solved.lines, solved.cost_usd_per_month) == []
+    assert check_plan(fleet, all_opts, solved.lines, solved.cost_usd_per_month, pools=solved.pools) == []
     assert solved.violations == ()
 
 
 def test_the_sample_has_both_outcomes() -> None:
     outcomes = {brute_force(*random_fleet(s)).cost_usd_per_month is None for s in SEEDS[:60]}
     assert outcomes == {True, False}
+
+
+def test_mig_packing_is_in_the_sample() -> None:
+    shared = [s for s in SEEDS if (b := brute_force(*random_fleet(s))).pools and any(
+        len({w for w, _p, _n in pl.slices}) > 1 for pl in b.pools)]  # fmt: skip
+    assert len(shared) >= 10  # several workloads packed onto one pool's GPUs, checked against enumeration
 
 
 def test_identical_workloads_are_grouped_in_the_sample() -> None:
