@@ -58,6 +58,7 @@ class MigShape:
     memory_slices: int
     memory_slices_total: int
     starts: tuple[int, ...]  # allowed first memory slice
+    compute_share: float  # of the GPU's compute: SMs / the full profile's SMs (-lgip) where known, else c / 7
 
 
 def _rows(name: str) -> list[dict[str, str]]:
@@ -92,6 +93,7 @@ def mig_shapes() -> dict[str, tuple[MigShape, ...]]:
         if not full:
             continue
         full_gb = float(full[0]["memory_gb"])
+        full_sm = full[0]["sm_count_lgip"].strip()
         shapes = []
         ok = True
         for r in rows:
@@ -104,6 +106,10 @@ def mig_shapes() -> dict[str, tuple[MigShape, ...]]:
                 break
             lgip = r["memory_gib_lgip"].strip()
             mem = float(lgip.split("-")[0]) if lgip else float(r["memory_gb"]) * GB / GIB
+            sm = r["sm_count_lgip"].strip()
+            share = cs / total
+            if sm and full_sm:  # e.g. H100 SXM: 1g has 16 of 132 SMs (0.121 < 1/7)
+                share = min(share, float(sm) / float(full_sm))
             shapes.append(
                 MigShape(
                     gpu=gpu,
@@ -114,6 +120,7 @@ def mig_shapes() -> dict[str, tuple[MigShape, ...]]:
                     memory_slices=ms,
                     memory_slices_total=geo[1],
                     starts=geo[0],
+                    compute_share=share,
                 )
             )
         if ok:
@@ -201,8 +208,9 @@ def config_is_valid(gpu: str, counts: Mapping[str, int]) -> bool:
 
 def slice_spec(spec: Any, shape: MigShape) -> Any:
     """The accelerator spec of one MIG slice: the profile's memory, bandwidth by memory slices, compute by
-    compute slices (MIG User Guide, Terminology); no scale-up fabric (one slice, no tensor parallelism)."""
-    cf = shape.compute_slices / shape.compute_slices_total
+    compute slices (MIG User Guide, Terminology), or by the SM counts of ``nvidia-smi mig -lgip`` where the
+    table has them and they are smaller; no scale-up fabric (one slice, no tensor parallelism)."""
+    cf = shape.compute_share
     mf = shape.memory_slices / shape.memory_slices_total
 
     def sc(v: float | None) -> float | None:
