@@ -60,11 +60,17 @@ def check_plan(
     nodes_in_block: dict[tuple[str, int], int] = defaultdict(int)
     spot_nodes: dict[str, int] = defaultdict(int)
     cost_by_wl: dict[str, float] = defaultdict(float)
+    # team/workload budgets: MIG slices count at their on-demand chargeback (the pool's pay kind is a
+    # fleet-level choice); everything else at its cost
+    charge_by_wl: dict[str, float] = defaultdict(float)
     existing_use: dict[str, int] = defaultdict(int)
     total = 0.0
     for ln in lines:
         if ln.pool and ln.pay_kind != "data_transfer":  # MIG slice or idle-pool line (checked above)
             cost_by_wl[ln.workload] += ln.cost_usd_per_month
+            charge_by_wl[ln.workload] += (
+                ln.nodes * ln.list_unit_price_usd_per_hour * HOURS_PER_MONTH if ln.mig_profile else 0.0
+            )
             total += ln.cost_usd_per_month
             if ln.mig_profile:
                 by_wl[ln.workload].add(ln.option)
@@ -77,6 +83,7 @@ def check_plan(
             bad.append(f"option {o.key} belongs to {o.workload}, not {ln.workload}")
         by_wl[ln.workload].add(ln.option)
         cost_by_wl[ln.workload] += ln.cost_usd_per_month
+        charge_by_wl[ln.workload] += ln.cost_usd_per_month
         total += ln.cost_usd_per_month
         if ln.pay_kind == "data_transfer":
             if not _close(ln.cost_usd_per_month, o.transfer_usd_per_month):
@@ -200,12 +207,11 @@ def check_plan(
         if used > q.limit + 1e-6:
             bad.append(f"{q.name}: uses {used:g} {q.unit}, limit {q.limit:g}")
     for bud in c.budgets:
+        whole = not bud.teams and not bud.workloads
         spent = sum(
             v
-            for n, v in cost_by_wl.items()
-            if (not bud.teams and not bud.workloads)
-            or n in bud.workloads
-            or (n in workloads and workloads[n].team in bud.teams)
+            for n, v in (cost_by_wl if whole else charge_by_wl).items()
+            if whole or n in bud.workloads or (n in workloads and workloads[n].team in bud.teams)
         )
         if spent > bud.usd_per_month * (1 + 1e-9) + 1e-6:
             bad.append(f"{bud.name}: ${spent:,.2f}/month over ${bud.usd_per_month:,.2f}")

@@ -502,7 +502,8 @@ def add_pools(
     commitments: bool = True,
     lifetime_months: Mapping[str, float] | None = None,
 ) -> dict[str, PoolVars]:
-    """Pool variables and packing rows for the chosen-option variables of MIG options.
+    """Pool variables and packing rows for the chosen-option variables of MIG options (team and workload
+    budgets see a workload's slices at their on-demand chargeback, ``Option.mig_slice_usd_per_hour``).
 
     ``mig``: (option, its choice variable, how many identical workloads the variable counts). Pool nodes on a
     commitment need every workload placed on the pool to live for the term: a binary ``y`` per pool and term
