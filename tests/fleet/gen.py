@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from gpufleet.fleet.sharing import mig_shapes
+from gpufleet.fleet.mig import mig_shapes
 from gpufleet.fleet.types import (
     Block,
     Budget,

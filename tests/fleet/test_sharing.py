@@ -20,16 +20,10 @@ from gpufleet.errors import ConfigFileError
 from gpufleet.fleet.brute import brute_force
 from gpufleet.fleet.check import check_plan
 from gpufleet.fleet.export import k8s_manifests, skypilot_tasks
+from gpufleet.fleet.mig import config_is_valid, k8s_resource, mig_configs, mig_shapes, min_gpus
 from gpufleet.fleet.plan import plan_fleet, solve_fleet
-from gpufleet.fleet.sharing import (
-    IDLE_WORKLOAD,
-    config_is_valid,
-    k8s_resource,
-    mig_configs,
-    mig_shapes,
-    min_gpus,
-    slices_needed,
-)
+from gpufleet.fleet.pools import IDLE_WORKLOAD
+from gpufleet.fleet.sharing import slices_needed
 from gpufleet.fleet.spec import fleet_from_dict
 from gpufleet.fleet.types import FleetPlan
 
@@ -137,7 +131,7 @@ def test_slice_sizing_follows_memory_and_throughput() -> None:
 def test_slice_is_slower_than_the_gpu() -> None:
     from gpufleet.catalog.specs import get_spec
     from gpufleet.estimate.inference import estimate_inference
-    from gpufleet.fleet.sharing import slice_spec
+    from gpufleet.fleet.mig import slice_spec
 
     shape = next(s for s in mig_shapes()["H100-SXM"] if s.profile == "3g.40gb")
     kw: dict[str, Any] = {"model": "llama-3.1-8b", "precision": "bf16", "input_len": 512, "output_len": 256}

@@ -3,7 +3,7 @@
 Every workload: every set of ``ha_regions`` options in distinct regions, and for every block every split of
 its nodes over every pay kind the offer has (on-demand, 1y, 3y, spot, each matching existing commitment,
 on-prem); a MIG option's slices go to its pool, and each pool gets the fewest nodes whose GPUs' valid MIG
-configurations hold its slices (:func:`gpufleet.fleet.sharing.min_gpus`, a dynamic programme, not the MILP);
+configurations hold its slices (:func:`gpufleet.fleet.mig.min_gpus`, a dynamic programme, not the MILP);
 then every combination across workloads, cheapest first, until one passes
 :func:`gpufleet.fleet.check.check_plan`.
 Exponential: meant for a handful of workloads with a few options and nodes each.
@@ -17,7 +17,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from gpufleet.fleet.check import check_plan
-from gpufleet.fleet.sharing import build_pool, cheapest_pay, min_gpus, options_for_levers, slice_line
+from gpufleet.fleet.mig import min_gpus
+from gpufleet.fleet.pools import build_pool, cheapest_pay, slice_line
+from gpufleet.fleet.sharing import options_for_levers
 from gpufleet.fleet.types import Fleet, FleetWorkload, Option, PlanLine, SharedPool
 from gpufleet.units import HOURS_PER_MONTH
 

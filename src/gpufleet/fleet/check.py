@@ -12,8 +12,8 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 
+from gpufleet.fleet.pools import IDLE_WORKLOAD, check_pools
 from gpufleet.fleet.refdata import region_info
-from gpufleet.fleet.sharing import IDLE_WORKLOAD, check_pools
 from gpufleet.fleet.types import Fleet, Option, PlanLine, SharedPool
 from gpufleet.units import HOURS_PER_MONTH
 
@@ -53,7 +53,7 @@ def check_plan(
     pools: Sequence[SharedPool] = (),
 ) -> list[str]:
     """Every constraint the plan breaks, as sentences (empty = feasible). MIG lines and ``pools`` (GPUs
-    shared through MIG slices) are re-checked by :func:`gpufleet.fleet.sharing.check_pools`."""
+    shared through MIG slices) are re-checked by :func:`gpufleet.fleet.pools.check_pools`."""
     bad: list[str] = check_pools(fleet, options, lines, pools)
     c = fleet.constraints
     by_wl: dict[str, set[str]] = defaultdict(set)

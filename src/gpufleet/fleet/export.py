@@ -21,7 +21,7 @@ from datetime import UTC, date, datetime
 
 import yaml
 
-from gpufleet.fleet.sharing import k8s_resource
+from gpufleet.fleet.mig import k8s_resource
 from gpufleet.fleet.types import FleetPlan, PlanLine
 from gpufleet.units import HOURS_PER_MONTH
 

@@ -22,8 +22,8 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 
+from gpufleet.fleet.pools import PoolVars, add_pools
 from gpufleet.fleet.problem import Problem
-from gpufleet.fleet.sharing import PoolVars, add_pools
 from gpufleet.fleet.types import Block, ExistingCommitment, Fleet, FleetWorkload, Option, Quota
 from gpufleet.units import HOURS_PER_MONTH
 

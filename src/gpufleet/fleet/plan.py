@@ -15,8 +15,9 @@ from gpufleet.errors import UnknownNameError
 from gpufleet.fleet.check import check_plan
 from gpufleet.fleet.model import Levers, Model, build_model
 from gpufleet.fleet.options import build_options
+from gpufleet.fleet.pools import decode_pools, slice_line
 from gpufleet.fleet.prune import prune_options
-from gpufleet.fleet.sharing import decode_pools, options_for_levers, slice_line
+from gpufleet.fleet.sharing import options_for_levers
 from gpufleet.fleet.solve import binding_rows, solve
 from gpufleet.fleet.spec import read_fleet_file
 from gpufleet.fleet.types import Fleet, FleetPlan, NewCommitment, Option, PlanLine, SharedPool, SolveStats

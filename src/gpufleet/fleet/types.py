@@ -261,7 +261,7 @@ class Option:
     on_prem_energy_usd_per_node_hour: float = 0.0
     note: str = ""
     # MIG slice options (``mig_profile`` set): ``mig_slices`` slices of the profile on a shared pool of the
-    # offer's nodes (``blocks`` empty; the pool's nodes are priced in the pool, see gpufleet.fleet.sharing)
+    # offer's nodes (``blocks`` empty; the pool's nodes are priced in the pool, see gpufleet.fleet.pools)
     mig_profile: str = ""
     mig_slices: int = 0  # [count]
     mig_compute_slices: int = 0  # compute slices of one slice of the profile [count]

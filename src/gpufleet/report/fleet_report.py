@@ -94,7 +94,7 @@ def line_rows(plan: FleetPlan) -> list[list[str]]:
 
 
 def pool_rows(plan: FleetPlan) -> list[list[str]]:
-    from gpufleet.fleet.sharing import k8s_resource
+    from gpufleet.fleet.mig import k8s_resource
 
     return [
         [
