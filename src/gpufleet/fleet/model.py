@@ -304,7 +304,7 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
     )
     for key, pv in model.pools.items():  # pool nodes: quotas (not spot), whole-fleet budgets, providers
         t = pv.template
-        ub = max(p.ub[v] for v in pv.n.values())  # the pool's nodes, whichever way they are paid
+        ub = sum(p.ub[v] for v in pv.n.values())  # most nodes the pool's variables allow, all pay kinds
         for qi, q in enumerate(c.quotas):
             u = quota_units_per_node(q, t)
             if not q.spot and u > 0 and match(qi, t):
@@ -313,7 +313,9 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
         for bi_, bud in enumerate(c.budgets if levers.budgets else ()):
             if not bud.teams and not bud.workloads:
                 budget_terms[bi_] += [(v, pv.price[k] * HOURS_PER_MONTH) for k, v in pv.n.items()]
-                budget_max[(bi_, "pool:" + key)] = max(pv.price.values()) * HOURS_PER_MONTH * ub
+                budget_max[(bi_, "pool:" + key)] = sum(
+                    pv.price[k] * HOURS_PER_MONTH * p.ub[v] for k, v in pv.n.items()
+                )
         provider_opts[t.provider]["pool:" + key] += list(pv.n.values())
 
     def worst_case(table: dict[tuple[int, str], float], i: int) -> float:
