@@ -23,7 +23,7 @@ EXPECTED = {
     "AutoscaleResult", "BatchResult", "SpotResult", "SweepResult", "run_sweep", "simulate_autoscale",
     "simulate_batch", "simulate_spot",
     # fleet planning (issue 11)
-    "Fleet", "FleetPlan", "RegionAnalysis", "analyze_regions", "plan_fleet", "read_fleet_file",
+    "Fleet", "FleetPlan", "SharedPool", "RegionAnalysis", "analyze_regions", "plan_fleet", "read_fleet_file",
 }  # fmt: skip
 
 

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from gpufleet.fleet.plan import plan_fleet
     from gpufleet.fleet.regions import RegionAnalysis, analyze_regions
     from gpufleet.fleet.spec import read_fleet_file
-    from gpufleet.fleet.types import Fleet, FleetPlan
+    from gpufleet.fleet.types import Fleet, FleetPlan, SharedPool
     from gpufleet.models import ModelArch, ParamCount, count_params, resolve_model
     from gpufleet.recommend.api import migrate, recommend, run_scenario, run_scenario_set
     from gpufleet.recommend.deploy import HostRules
@@ -103,6 +103,7 @@ _LAZY: dict[str, str] = {
     "read_fleet_file": "gpufleet.fleet.spec",
     "Fleet": "gpufleet.fleet.types",
     "FleetPlan": "gpufleet.fleet.types",
+    "SharedPool": "gpufleet.fleet.types",
     "ModelArch": "gpufleet.models",
     "ParamCount": "gpufleet.models",
     "count_params": "gpufleet.models",
@@ -183,6 +184,7 @@ __all__ = [
     "RegionAnalysis",
     "ScenarioResult",
     "ScenarioSetResult",
+    "SharedPool",
     "SpotResult",
     "SweepResult",
     "TelemetryStore",

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from gpufleet.fleet.mig import mig_shapes
 from gpufleet.fleet.types import (
     Block,
     Budget,
@@ -21,6 +22,8 @@ from gpufleet.fleet.types import (
 )
 
 PROVIDERS = ("aws", "gcp", "azure")
+#: MIG pools: instance -> (GPU, GPUs per node)
+MIG_INSTANCES = {"mig1": ("H100-SXM", 1), "mig2": ("A100-SXM-40GB", 2), "mig4": ("A30", 4)}
 REGIONS = ("r1", "r2", "r3")
 INSTANCES = ("small", "large")
 
@@ -44,6 +47,19 @@ def random_fleet(seed: int) -> tuple[Fleet, dict[str, list[Option]]]:
         ops_usd_per_node_per_month=500,
     )
     use_site = rng.random() < 0.3
+    pool_price = {
+        (p, r, i): float(rng.uniform(1.0, 4.0)) * g
+        for p in PROVIDERS[:2]
+        for r in REGIONS[:2]
+        for i, (_gpu, g) in MIG_INSTANCES.items()
+    }
+    pool_commit = {
+        k: (
+            v * float(rng.uniform(0.5, 0.9)) if rng.random() < 0.6 else math.nan,
+            v * float(rng.uniform(0.3, 0.7)) if rng.random() < 0.5 else math.nan,
+        )
+        for k, v in pool_price.items()
+    }
     for w in range(n_w):
         name = f"w{w}"
         ha = 2 if rng.random() < 0.2 else 1
@@ -124,6 +140,42 @@ def random_fleet(seed: int) -> tuple[Fleet, dict[str, list[Option]]]:
                     on_prem_energy_usd_per_node_hour=site.energy_usd_per_node_hour,
                 )
             )
+        sharing = "none"
+        if rng.random() < 0.5:
+            sharing = str(rng.choice(["auto", "mig"]))
+            for j in range(int(rng.integers(1, 3))):
+                key = list(pool_price)[int(rng.integers(0, len(pool_price)))]
+                prov, reg, inst = key
+                gpu, gpn = MIG_INSTANCES[inst]
+                shapes = [x for x in mig_shapes()[gpu] if x.compute_slices < x.compute_slices_total]
+                shp = shapes[int(rng.integers(0, len(shapes)))]
+                n = int(rng.integers(1, 4))
+                opts.append(
+                    Option(
+                        key=f"{name}#mig{j}",
+                        workload=name,
+                        provider=prov,
+                        region=reg,
+                        instance_type=inst,
+                        gpu=gpu,
+                        gpus_per_node=float(gpn),
+                        vcpus_per_node=16.0 * gpn,
+                        arch="x86_64",
+                        nodes_per_replica=0,
+                        replicas_peak=n,
+                        blocks=(),
+                        price_on_demand_usd_per_hour=pool_price[key],
+                        price_spot_usd_per_hour=math.nan,
+                        price_commit_1y_usd_per_hour=pool_commit[key][0],
+                        price_commit_3y_usd_per_hour=pool_commit[key][1],
+                        transfer_usd_per_month=float(rng.choice([0.0, rng.uniform(1, 20)])),
+                        mig_profile=shp.profile,
+                        mig_slices=n,
+                        mig_compute_slices=shp.compute_slices,
+                        mig_compute_slices_total=shp.compute_slices_total,
+                    )
+                )
+            workloads[-1] = replace(workloads[-1], sharing=sharing)
         options[name] = opts
     if (
         rng.random() < 0.35 and workloads and workloads[0].ha_regions == 1

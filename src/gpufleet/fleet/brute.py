@@ -2,7 +2,9 @@
 
 Every workload: every set of ``ha_regions`` options in distinct regions, and for every block every split of
 its nodes over every pay kind the offer has (on-demand, 1y, 3y, spot, each matching existing commitment,
-on-prem); then every combination across workloads, cheapest first, until one passes
+on-prem); a MIG option's slices go to its pool, and each pool gets the fewest nodes whose GPUs' valid MIG
+configurations hold its slices (:func:`gpufleet.fleet.mig.min_gpus`, a dynamic programme, not the MILP);
+then every combination across workloads, cheapest first, until one passes
 :func:`gpufleet.fleet.check.check_plan`.
 Exponential: meant for a handful of workloads with a few options and nodes each.
 """
@@ -15,7 +17,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from gpufleet.fleet.check import check_plan
-from gpufleet.fleet.types import Fleet, FleetWorkload, Option, PlanLine
+from gpufleet.fleet.mig import min_gpus
+from gpufleet.fleet.pools import build_pool, cheapest_pay, slice_line
+from gpufleet.fleet.sharing import options_for_levers
+from gpufleet.fleet.types import Fleet, FleetWorkload, Option, PlanLine, SharedPool
 from gpufleet.units import HOURS_PER_MONTH
 
 
@@ -24,6 +29,7 @@ class BruteResult:
     cost_usd_per_month: float | None  # None = infeasible
     lines: tuple[PlanLine, ...]
     plans_enumerated: int
+    pools: tuple[SharedPool, ...] = ()
 
 
 def _kinds(fleet: Fleet, fw: FleetWorkload, o: Option) -> list[tuple[str, float, float, str | None]]:
@@ -68,7 +74,7 @@ def _splits(n: int, k: int) -> Iterator[tuple[int, ...]]:
 
 def _option_configs(fleet: Fleet, fw: FleetWorkload, o: Option) -> list[list[PlanLine]]:
     kinds = _kinds(fleet, fw, o)
-    per_block: list[list[list[PlanLine]]] = []
+    per_block: list[list[list[PlanLine]]] = [[[slice_line(o, fw.name, fw.team)]]] if o.is_mig else []
     for bi, b in enumerate(o.blocks):
         choices = []
         for split in _splits(b.nodes, len(kinds)):
@@ -136,8 +142,38 @@ def _option_configs(fleet: Fleet, fw: FleetWorkload, o: Option) -> list[list[Pla
     return out
 
 
+def _pools(
+    fleet: Fleet, lines: Sequence[PlanLine], options: Mapping[str, Option]
+) -> tuple[float, list[SharedPool], list[PlanLine]]:
+    """(cost of the MIG pools the slice lines need, the pools, the MIG lines re-priced plus idle lines).
+
+    Each pool: the fewest GPUs that hold its slices (dynamic programme), whole nodes, paid the cheapest way
+    its tenants' lifetimes allow."""
+    by_pool: dict[str, list[PlanLine]] = {}
+    for ln in lines:
+        if ln.mig_profile:
+            by_pool.setdefault(ln.pool, []).append(ln)
+    life = {w.name: w.lifetime_months for w in fleet.workloads}
+    cost, pools, out = 0.0, [], []
+    for key in sorted(by_pool):
+        mine = by_pool[key]
+        t = options[mine[0].option]
+        demand: dict[str, int] = {}
+        for ln in mine:
+            demand[ln.mig_profile] = demand.get(ln.mig_profile, 0) + ln.nodes
+        gpus, layouts = min_gpus(t.gpu, demand)
+        nodes = math.ceil(gpus / int(t.gpus_per_node))
+        kind, price = cheapest_pay(t, fleet.constraints.commitment_terms, [life[ln.workload] for ln in mine])
+        pool, priced = build_pool(t, {kind: nodes}, {kind: price}, layouts, mine)
+        cost += pool.cost_usd_per_month
+        pools.append(pool)
+        out += priced
+    return cost, pools, out
+
+
 def brute_force(fleet: Fleet, options: Mapping[str, Sequence[Option]]) -> BruteResult:
     """The cheapest feasible plan by exhaustive enumeration (``cost_usd_per_month`` None if none)."""
+    options = options_for_levers(fleet, options, True)
     per_workload: list[list[list[PlanLine]]] = []
     for fw in fleet.workloads:
         configs: list[list[PlanLine]] = []
@@ -148,21 +184,33 @@ def brute_force(fleet: Fleet, options: Mapping[str, Sequence[Option]]) -> BruteR
                 configs.append([ln for p in parts for ln in p])
         per_workload.append(configs)
     all_opts = {o.key: o for v in options.values() for o in v}
-    costs = [[sum(ln.cost_usd_per_month for ln in cfg) for cfg in configs] for configs in per_workload]
-    combos = sorted(
-        itertools.product(*(range(len(c)) for c in per_workload)),
-        key=lambda idx: sum(costs[w][i] for w, i in enumerate(idx)),
-    )
+    costs = [
+        [sum(ln.cost_usd_per_month for ln in cfg if not ln.mig_profile) for cfg in configs]
+        for configs in per_workload
+    ]
+
+    def total(idx: tuple[int, ...]) -> float:
+        lines = [ln for w, i in enumerate(idx) for ln in per_workload[w][i] if ln.mig_profile]
+        return sum(costs[w][i] for w, i in enumerate(idx)) + (
+            _pools(fleet, lines, all_opts)[0] if lines else 0.0
+        )
+
+    combos = sorted(itertools.product(*(range(len(c)) for c in per_workload)), key=total)
     for idx in combos:
         lines = [ln for w, i in enumerate(idx) for ln in per_workload[w][i]]
-        if not check_plan(fleet, all_opts, lines):
+        _c, pools, priced = _pools(fleet, lines, all_opts)
+        lines = [ln for ln in lines if not ln.mig_profile] + priced
+        if not check_plan(fleet, all_opts, lines, pools=pools):
             cost = sum(ln.cost_usd_per_month for ln in lines)
-            return BruteResult(cost_usd_per_month=cost, lines=tuple(lines), plans_enumerated=len(combos))
+            return BruteResult(
+                cost_usd_per_month=cost, lines=tuple(lines), plans_enumerated=len(combos), pools=tuple(pools)
+            )
     return BruteResult(cost_usd_per_month=None, lines=(), plans_enumerated=len(combos))
 
 
 def plan_count(fleet: Fleet, options: Mapping[str, Sequence[Option]]) -> int:
     """How many plans :func:`brute_force` would enumerate (to keep tests small)."""
+    options = options_for_levers(fleet, options, True)
     total = 1
     for fw in fleet.workloads:
         n = 0

@@ -12,8 +12,9 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 
+from gpufleet.fleet.pools import IDLE_WORKLOAD, check_pools
 from gpufleet.fleet.refdata import region_info
-from gpufleet.fleet.types import Fleet, Option, PlanLine
+from gpufleet.fleet.types import Fleet, Option, PlanLine, SharedPool
 from gpufleet.units import HOURS_PER_MONTH
 
 _TOL = 1e-6
@@ -48,17 +49,32 @@ def check_plan(
     options: Mapping[str, Option],
     lines: Sequence[PlanLine],
     total_usd_per_month: float | None = None,
+    *,
+    pools: Sequence[SharedPool] = (),
 ) -> list[str]:
-    """Every constraint the plan breaks, as sentences (empty = feasible)."""
-    bad: list[str] = []
+    """Every constraint the plan breaks, as sentences (empty = feasible). MIG lines and ``pools`` (GPUs
+    shared through MIG slices) are re-checked by :func:`gpufleet.fleet.pools.check_pools`."""
+    bad: list[str] = check_pools(fleet, options, lines, pools)
     c = fleet.constraints
     by_wl: dict[str, set[str]] = defaultdict(set)
     nodes_in_block: dict[tuple[str, int], int] = defaultdict(int)
     spot_nodes: dict[str, int] = defaultdict(int)
     cost_by_wl: dict[str, float] = defaultdict(float)
+    # team/workload budgets: MIG slices count at their on-demand chargeback (the pool's pay kind is a
+    # fleet-level choice); everything else at its cost
+    charge_by_wl: dict[str, float] = defaultdict(float)
     existing_use: dict[str, int] = defaultdict(int)
     total = 0.0
     for ln in lines:
+        if ln.pool and ln.pay_kind != "data_transfer":  # MIG slice or idle-pool line (checked above)
+            cost_by_wl[ln.workload] += ln.cost_usd_per_month
+            charge_by_wl[ln.workload] += (
+                ln.nodes * ln.list_unit_price_usd_per_hour * HOURS_PER_MONTH if ln.mig_profile else 0.0
+            )
+            total += ln.cost_usd_per_month
+            if ln.mig_profile:
+                by_wl[ln.workload].add(ln.option)
+            continue
         o = options.get(ln.option)
         if o is None:
             bad.append(f"line for {ln.workload} names unknown option {ln.option}")
@@ -67,6 +83,7 @@ def check_plan(
             bad.append(f"option {o.key} belongs to {o.workload}, not {ln.workload}")
         by_wl[ln.workload].add(ln.option)
         cost_by_wl[ln.workload] += ln.cost_usd_per_month
+        charge_by_wl[ln.workload] += ln.cost_usd_per_month
         total += ln.cost_usd_per_month
         if ln.pay_kind == "data_transfer":
             if not _close(ln.cost_usd_per_month, o.transfer_usd_per_month):
@@ -117,7 +134,7 @@ def check_plan(
                 existing_use[ex.name] += ln.nodes
     workloads = {w.name: w for w in fleet.workloads}
     for name in by_wl:
-        if name not in workloads:
+        if name not in workloads and name != IDLE_WORKLOAD:
             bad.append(f"plan places unknown workload {name}")
     chosen: dict[str, list[Option]] = {
         n: [options[k] for k in keys if k in options] for n, keys in by_wl.items()
@@ -176,15 +193,25 @@ def check_plan(
                 per = {"gpus": o.gpus_per_node, "vcpus": o.vcpus_per_node, "instances": 1.0}[q.unit]
                 nodes = spot_nodes[o.key] if q.spot else o.nodes_peak - spot_nodes[o.key]
                 used += per * nodes
+        for pl in pools:  # MIG pools run on demand
+            if not q.spot and (
+                q.provider == pl.provider
+                and fnmatchcase(pl.region, q.region)
+                and fnmatchcase(pl.gpu.lower(), q.gpu.lower())
+                and fnmatchcase(pl.instance_type.lower(), q.instance_family.lower())
+            ):
+                t = next((o for o in options.values() if o.is_mig and o.pool == pl.key), None)
+                vcpus = t.vcpus_per_node if t is not None else 0.0
+                per = {"gpus": float(pl.gpus_per_node), "vcpus": vcpus, "instances": 1.0}[q.unit]
+                used += per * pl.nodes
         if used > q.limit + 1e-6:
             bad.append(f"{q.name}: uses {used:g} {q.unit}, limit {q.limit:g}")
     for bud in c.budgets:
+        whole = not bud.teams and not bud.workloads
         spent = sum(
             v
-            for n, v in cost_by_wl.items()
-            if (not bud.teams and not bud.workloads)
-            or n in bud.workloads
-            or (n in workloads and workloads[n].team in bud.teams)
+            for n, v in (cost_by_wl if whole else charge_by_wl).items()
+            if whole or n in bud.workloads or (n in workloads and workloads[n].team in bud.teams)
         )
         if spent > bud.usd_per_month * (1 + 1e-9) + 1e-6:
             bad.append(f"{bud.name}: ${spent:,.2f}/month over ${bud.usd_per_month:,.2f}")
@@ -198,7 +225,9 @@ def check_plan(
         if used_nodes > site.nodes:
             bad.append(f"on-prem {site.name}: {used_nodes} nodes planned, {site.nodes} owned")
     if c.max_providers is not None:
-        provs = {o.provider for opts in chosen.values() for o in opts}
+        provs = {o.provider for opts in chosen.values() for o in opts} | {
+            pl.provider for pl in pools if pl.nodes > 0
+        }
         if len(provs) > c.max_providers:
             bad.append(f"{len(provs)} providers used ({', '.join(sorted(provs))}), at most {c.max_providers}")
     if total_usd_per_month is not None and not _close(total, total_usd_per_month):

@@ -21,6 +21,7 @@ from datetime import UTC, date, datetime
 
 import yaml
 
+from gpufleet.fleet.mig import k8s_resource
 from gpufleet.fleet.types import FleetPlan, PlanLine
 from gpufleet.units import HOURS_PER_MONTH
 
@@ -83,6 +84,8 @@ X_COLUMNS: tuple[str, ...] = (
     "x_GpuCount",
     "x_Nodes",
     "x_HoursRunningPerMonth",
+    "x_MigProfile",
+    "x_SharedPool",
 )
 
 _SERVICE = {
@@ -120,6 +123,19 @@ def _num(v: float) -> str:
     return repr(float(v))
 
 
+def _describe(ln: PlanLine) -> str:
+    if ln.pay_kind == "data_transfer":
+        return f"{ln.workload}: data transfer"
+    if ln.mig_profile:  # quantities are slice-hours; the pool's nodes are billed through these lines
+        return (f"{ln.workload}: {ln.nodes} x MIG {ln.mig_profile} slices of shared {ln.instance_type} "
+                f"({ln.pay_kind}) in {ln.region}")  # fmt: skip
+    if ln.pool:
+        return (
+            f"{ln.nodes} idle MIG compute slices of shared {ln.instance_type} ({ln.pay_kind}) in {ln.region}"
+        )
+    return f"{ln.workload}: {ln.nodes} x {ln.instance_type} ({ln.pay_kind}) in {ln.region}"
+
+
 def focus_rows(plan: FleetPlan, *, period_start: date, version: str) -> list[dict[str, str]]:
     start, end = _month(period_start)
     rows: list[dict[str, str]] = []
@@ -155,11 +171,7 @@ def focus_rows(plan: FleetPlan, *, period_start: date, version: str) -> list[dic
                     "BillingPeriodStart": start,
                     "ChargeCategory": "Usage",
                     "ChargeClass": "",
-                    "ChargeDescription": (
-                        f"{ln.workload}: data transfer"
-                        if transfer
-                        else f"{ln.workload}: {ln.nodes} x {ln.instance_type} ({ln.pay_kind}) in {ln.region}"
-                    ),
+                    "ChargeDescription": _describe(ln),
                     "ChargePeriodEnd": end,
                     "ChargePeriodStart": start,
                     "ContractedCost": _num(cost),
@@ -207,6 +219,8 @@ def focus_rows(plan: FleetPlan, *, period_start: date, version: str) -> list[dic
                     "x_GpuCount": _num(ln.nodes * ln.gpus_per_node),
                     "x_Nodes": str(ln.nodes),
                     "x_HoursRunningPerMonth": _num(ln.hours_per_month),
+                    "x_MigProfile": ln.mig_profile,
+                    "x_SharedPool": ln.pool,
                 }
             )
     return rows
@@ -260,13 +274,15 @@ class Placement:
     nodes: int
     spot: bool
     on_prem: bool
+    mig_profile: str = ""  # MIG slices: ``nodes`` counts slices of this profile on a shared pool
 
 
 def placements(plan: FleetPlan) -> list[Placement]:
-    """Plan lines grouped by (option, spot or not); nodes summed over blocks (the peak)."""
+    """Plan lines grouped by (option, spot or not); nodes summed over blocks (the peak). A MIG placement is
+    one workload's slices on a shared pool (the pool's idle capacity is no placement)."""
     agg: dict[tuple[str, bool], list[PlanLine]] = {}
     for ln in plan.lines:
-        if ln.pay_kind == "data_transfer":
+        if ln.pay_kind == "data_transfer" or (ln.pool and not ln.mig_profile):
             continue
         agg.setdefault((ln.option, ln.pay_kind == "spot"), []).append(ln)
     out = []
@@ -284,6 +300,7 @@ def placements(plan: FleetPlan) -> list[Placement]:
                 nodes=sum(x.nodes for x in lines),
                 spot=spot,
                 on_prem=ln.pay_kind == "on_prem",
+                mig_profile=ln.mig_profile,
             )
         )
     return out
@@ -314,8 +331,35 @@ _SKY_CLOUD = {
 def skypilot_tasks(plan: FleetPlan) -> dict[str, str]:
     """file name -> SkyPilot task YAML (sky launch / sky jobs launch), one per cloud placement."""
     out: dict[str, str] = {}
+    for pool in plan.pools:  # one task launches the shared nodes; MIG is configured on them (mig-parted)
+        if pool.provider not in _SKY_CLOUD or pool.nodes <= 0:
+            continue
+        task = {
+            "name": k8s_name("mig-pool", pool.instance_type),
+            "num_nodes": pool.nodes,
+            "resources": {
+                "cloud": _SKY_CLOUD[pool.provider],
+                "region": pool.region,
+                "instance_type": pool.instance_type,
+                "use_spot": False,
+            },
+        }
+        layout = "; ".join(
+            " + ".join(f"{k} x {prof}" for prof, k in cfg) + f" on {n} GPU(s)" for cfg, n in pool.layouts
+        )
+        slices = "; ".join(f"{w} {n} x {prof}" for w, prof, n in pool.slices)
+        header = (
+            f"# gpufleet plan {plan.fleet}: shared MIG pool {pool.key}, {pool.nodes} node(s) of "
+            f"{pool.instance_type} ({pool.gpus_per_node} x {pool.gpu}), {pool.pay_kind}.\n"
+            f"# MIG layout: {layout}.\n# Slices: {slices}.\n"
+            "# SkyPilot requests whole instances: configure MIG on the nodes (nvidia-smi mig / mig-parted) "
+            "and run each workload on its slices (CUDA_VISIBLE_DEVICES=MIG-<uuid>).\n"
+        )
+        out[f"{task['name']}-{k8s_name(pool.provider, pool.region)}.sky.yaml"] = header + yaml.safe_dump(
+            task, sort_keys=False
+        )
     for p in placements(plan):
-        if p.on_prem or p.provider not in _SKY_CLOUD:
+        if p.on_prem or p.provider not in _SKY_CLOUD or p.mig_profile:
             continue
         task = {
             "name": k8s_name(p.workload, "spot" if p.spot else "od"),
@@ -340,7 +384,10 @@ def skypilot_tasks(plan: FleetPlan) -> dict[str, str]:
 
 def k8s_manifests(plan: FleetPlan, *, image: str = "") -> list[dict[str, object]]:
     """A Deployment per placement: one pod per node, GPUs as limits, nodeSelector and the GPU toleration
-    (as in the assessment seed's kubernetes_gpu_scheduling block)."""
+    (as in the assessment seed's kubernetes_gpu_scheduling block). MIG placements: one pod per slice
+    requesting ``nvidia.com/mig-<profile>: 1``, the resource name the NVIDIA GPU Operator / k8s-device-plugin
+    advertise with the *mixed* MIG strategy (NVIDIA GPU Operator docs, "GPU Operator with MIG"; NVIDIA
+    k8s-device-plugin README, MIG support)."""
     docs: list[dict[str, object]] = []
     for p in placements(plan):
         name = k8s_name(p.workload, p.region, "spot" if p.spot else "od")
@@ -356,12 +403,18 @@ def k8s_manifests(plan: FleetPlan, *, image: str = "") -> list[dict[str, object]
         if image:
             container["image"] = image
         gpus = int(p.gpus_per_node)
-        if gpus > 0:
+        if p.mig_profile:  # one slice per pod, as the GPU Operator's mixed MIG strategy exposes it
+            gpus = 1
+            res = k8s_resource(p.mig_profile)
+            container["resources"] = {"limits": {res: 1}, "requests": {res: 1}}
+        elif gpus > 0:
             container["resources"] = {
                 "limits": {"nvidia.com/gpu": gpus},
                 "requests": {"nvidia.com/gpu": gpus},
             }
         pod: dict[str, object] = {"nodeSelector": selector, "containers": [container]}
+        if p.mig_profile:
+            labels = {**labels, "gpufleet.io/mig-profile": p.mig_profile}
         if gpus > 0:
             pod["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
         docs.append(

@@ -23,6 +23,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from gpufleet.fleet.pools import PoolVars, add_pools
 from gpufleet.fleet.problem import Problem
 from gpufleet.fleet.types import Block, ExistingCommitment, Fleet, FleetWorkload, Option, Quota
 from gpufleet.units import HOURS_PER_MONTH
@@ -39,6 +40,7 @@ class Levers:
     commitments: bool = True
     existing: bool = True
     budgets: bool = True
+    sharing: bool = True  # MIG slices on shared GPUs (gpufleet.fleet.sharing)
 
 
 #: the lever sets the plan and its savings waterfall solve with (pruning at option generation keeps the
@@ -128,6 +130,7 @@ class Model:
         default_factory=dict
     )  # representative -> member workloads (in order)
     fixed_usd_per_month: float = 0.0
+    pools: dict[str, PoolVars] = field(default_factory=dict)  # MIG pools by key
 
 
 def group_identical(fleet: Fleet, options: dict[str, list[Option]]) -> dict[str, list[str]]:
@@ -177,6 +180,7 @@ def _live_quotas(
     the others can never bind, so they leave the model and do not couple spot use."""
     c = fleet.constraints
     worst = [0.0] * len(c.quotas)
+    pooled = [False] * len(c.quotas)
     by_name = {w.name: w for w in fleet.workloads}
     for rep, members in groups.items():
         fw = by_name[rep]
@@ -185,6 +189,10 @@ def _live_quotas(
         for o in options.get(rep, []):
             matching = matching_quotas(o)
             if not matching:
+                continue
+            if o.is_mig:  # a shared pool's nodes count in its quotas (add_pools): never fold spot past them
+                for qi in matching:
+                    pooled[qi] = True
                 continue
             peak = o.nodes_peak
             limit = math.floor(fw.preemptible_fraction * peak + 1e-9)
@@ -199,7 +207,7 @@ def _live_quotas(
                 most[qi] = max(most[qi], u * m * (spot_ub if q.spot else peak))
         for qi in range(len(c.quotas)):
             worst[qi] += most[qi] * fw.ha_regions
-    return [w > q.limit + 1e-9 for w, q in zip(worst, c.quotas, strict=True)]
+    return [pl or w > q.limit + 1e-9 for w, pl, q in zip(worst, pooled, c.quotas, strict=True)]
 
 
 def _spot_fixed(
@@ -253,6 +261,7 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
             memo[key] = [qi for qi, q in enumerate(c.quotas) if quota_matches(q, o)]
         return memo[key]
 
+    mig_vars: list[tuple[Option, int, int]] = []  # MIG options: (option, choice variable, multiplicity)
     model.groups = group_identical(fleet, options)
     live = _live_quotas(fleet, options, model.groups, levers, matching_quotas)
     by_name = {w.name: w for w in fleet.workloads}
@@ -268,7 +277,7 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
             fixed = (
                 sum(b.nodes * r[1] for b, r in zip(o.blocks, regs, strict=True)) + o.transfer_usd_per_month
             )
-            matching = matching_quotas(o)
+            matching = [] if o.is_mig else matching_quotas(o)
             # no live quota and no existing commitment couples this option's spot use: its best spot use is
             # fixed per chosen unit and folded into the choice's cost (no spot variables, no share row)
             fold = not any(live[qi] for qi in matching) and not matching_existing(o, existing)
@@ -281,6 +290,10 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
                 assert sc_ is not None
                 ov.spot_cost[bi] = sc_
             spot_vars = []
+            # a MIG option's GPUs are its pool's nodes: quotas count those (add_pools below)
+            if o.is_mig:
+                mig_vars.append((o, s, m))
+            charge = o.mig_slices * o.mig_slice_usd_per_hour * HOURS_PER_MONTH  # MIG chargeback (0 otherwise)
             # dearer spot only helps by freeing an on-demand quota: without one it is never used
             od_quota = any(not c.quotas[qi].spot for qi in matching)
             limit = math.floor(fw.preemptible_fraction * o.nodes_peak + 1e-9)
@@ -336,12 +349,14 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
                 max(0.0, ov.spot_cost[bi] - regs[bi][1]) * p.ub[v] for bi, v in ov.spot.items()
             )
             for bi_ in budgets:
-                budget_terms[bi_].append((s, fixed))
+                scoped = bool(c.budgets[bi_].teams or c.budgets[bi_].workloads)  # MIG: charged back by team
+                budget_terms[bi_].append((s, fixed + (charge if scoped else 0.0)))
                 for bi, v in ov.spot.items():
                     budget_terms[bi_].append((v, ov.spot_cost[bi] - regs[bi][1]))
                 for (bi, _k), v in ov.existing.items():
                     budget_terms[bi_].append((v, -regs[bi][1]))
-                budget_max[(bi_, fw.name)] = max(budget_max.get((bi_, fw.name), 0.0), worst)
+                w_max = worst + (m * charge if scoped else 0.0)
+                budget_max[(bi_, fw.name)] = max(budget_max.get((bi_, fw.name), 0.0), w_max)
             if o.on_prem_site is not None:
                 site_terms[o.on_prem_site].append((s, float(o.nodes_peak)))
             provider_opts[o.provider][fw.name].append(s)
@@ -373,9 +388,31 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
     # a row that no choice can violate (the sum of each workload's worst option fits) is left out: exact,
     # and it spares HiGHS's presolve dense rows
     ha_of = {w.name: w.ha_regions for w in fleet.workloads}
+    model.pools = add_pools(
+        p,
+        mig_vars,
+        terms=terms,
+        commitments=levers.commitments,
+        lifetime_months={w.name: w.lifetime_months for w in fleet.workloads},
+    )
+    for key, pv in model.pools.items():  # pool nodes: quotas (not spot), whole-fleet budgets, providers
+        t = pv.template
+        ub = sum(p.ub[v] for v in pv.n.values())  # most nodes the pool's variables allow, all pay kinds
+        for qi, q in enumerate(c.quotas):
+            u = quota_units_per_node(q, t)
+            if not q.spot and u > 0 and qi in matching_quotas(t):
+                quota_terms[qi] += [(v, u) for v in pv.n.values()]
+                quota_max[(qi, "pool:" + key)] = u * ub
+        for bi_, bud in enumerate(c.budgets if levers.budgets else ()):
+            if not bud.teams and not bud.workloads:
+                budget_terms[bi_] += [(v, pv.price[k] * HOURS_PER_MONTH) for k, v in pv.n.items()]
+                budget_max[(bi_, "pool:" + key)] = sum(
+                    pv.price[k] * HOURS_PER_MONTH * p.ub[v] for k, v in pv.n.items()
+                )
+        provider_opts[t.provider]["pool:" + key] += list(pv.n.values())
 
     def worst_case(table: dict[tuple[int, str], float], i: int) -> float:
-        return sum(v * ha_of[w] for (j, w), v in table.items() if j == i)
+        return sum(v * ha_of.get(w, 1) for (j, w), v in table.items() if j == i)
 
     for qi, q in enumerate(c.quotas):
         if quota_terms[qi] and worst_case(quota_max, qi) > q.limit + 1e-9:
@@ -410,7 +447,7 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
         for prov in sorted(provider_opts):
             uvars[prov] = p.add_var(f"use_provider[{prov}]", ub=1.0)
             for wname, ss in provider_opts[prov].items():
-                fw_ha = ha_of[wname] * mult[wname]
+                fw_ha = ha_of[wname] * mult[wname] if wname in ha_of else sum(p.ub[v] for v in ss)
                 p.add_row(
                     f"link {wname}/{prov}",
                     "providers",

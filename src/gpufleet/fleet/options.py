@@ -502,6 +502,24 @@ def _model_options(
     return out, ""
 
 
+def _mig_options(
+    fw: FleetWorkload, p: _Prices, sites: dict[str, OnPremSite], notes: set[str]
+) -> list[Option]:
+    """MIG slice options of an inference workload that may share GPUs (:mod:`gpufleet.fleet.sharing`)."""
+    from gpufleet.fleet.sharing import mig_options
+
+    opts, mig_notes = mig_options(
+        fw,
+        p.table,
+        p.by_kind["on_demand"],
+        commit_prices=(p.by_kind["commit_1y"], p.by_kind["commit_3y"]),
+        allowed=lambda prov, reg: _allowed_place(fw, prov, reg, sites),
+        transfer=lambda prov, reg: _transfer(fw, prov, reg, notes),
+    )
+    notes.update(mig_notes)
+    return opts
+
+
 def _no_option_reason(fw: FleetWorkload) -> str:
     parts = []
     if fw.providers:
@@ -586,6 +604,9 @@ def build_options(
             generated = max(generated, len(opts))
             if sized is None:  # GPU capacity options were pruned exactly (vectorised) by the sizer
                 opts = _prune_all(fleet, fw, opts)
+            if fw.workload is not None and fw.sharing != "none":  # MIG slices on shared GPUs (sharing.py)
+                opts += _mig_options(fw, prices, sites, notes)
+                reason = "" if opts else reason
             if key is not None:
                 cache[key] = (opts, reason, tuple(notes), generated)
         out.append(

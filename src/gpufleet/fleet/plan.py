@@ -15,10 +15,12 @@ from gpufleet.errors import UnknownNameError
 from gpufleet.fleet.check import check_plan
 from gpufleet.fleet.model import Levers, Model, build_model
 from gpufleet.fleet.options import build_options
+from gpufleet.fleet.pools import decode_pools, slice_line
 from gpufleet.fleet.prune import prune_options
+from gpufleet.fleet.sharing import options_for_levers
 from gpufleet.fleet.solve import binding_rows, solve
 from gpufleet.fleet.spec import read_fleet_file
-from gpufleet.fleet.types import Fleet, FleetPlan, NewCommitment, Option, PlanLine, SolveStats
+from gpufleet.fleet.types import Fleet, FleetPlan, NewCommitment, Option, PlanLine, SharedPool, SolveStats
 from gpufleet.recommend.perf import DefaultEstimator, Estimator
 from gpufleet.units import HOURS_PER_MONTH
 
@@ -36,6 +38,7 @@ class Solved:
     stats: SolveStats
     violations: tuple[str, ...]
     options: Mapping[str, Option]
+    pools: tuple[SharedPool, ...] = ()
 
 
 def _spread(total: int, members: int, caps: Sequence[int], start: int) -> tuple[list[int], int]:
@@ -111,6 +114,16 @@ def _decode(
                 nxt += count
             rep_o = ov.option
             per_member = [options[w][oi] if w != rep else rep_o for w in who]
+            if rep_o.is_mig:  # slices on a shared pool: one chargeback line each (the pool is decoded apart)
+                for wname, o in zip(who, per_member, strict=True):
+                    lines.append(slice_line(o, wname, team[wname]))
+                    if o.transfer_usd_per_month > 0:
+                        lines.append(
+                            line(
+                                o, wname, "data_transfer", -1, 0, 0.0, 0.0, 0.0, cost=o.transfer_usd_per_month
+                            )
+                        )
+                continue
             share = math.floor(pre[rep] * rep_o.nodes_peak + 1e-9)
             spot_left = [share] * count
             start = 0
@@ -204,9 +217,13 @@ def solve_fleet(
     t0 = time.perf_counter()
     n_before = sum(len(v) for v in options.values())
     kept: dict[str, list[Option]] = {}
+    usable = options_for_levers(fleet, options, levers.sharing)
     for fw in fleet.workloads:
-        opts = list(options.get(fw.name, ()))
-        kept[fw.name] = prune_options(fleet, fw, opts, levers) if prune else opts
+        opts = usable.get(fw.name, [])
+        whole = [o for o in opts if not o.is_mig]  # MIG options share pools: never pruned one by one
+        kept[fw.name] = (prune_options(fleet, fw, whole, levers) if prune else whole) + [
+            o for o in opts if o.is_mig
+        ]
     all_opts = {o.key: o for v in options.values() for o in v}
     missing = [fw for fw in fleet.workloads if not kept[fw.name]]
     model = build_model(fleet, kept, levers)
@@ -242,8 +259,9 @@ def solve_fleet(
     sol = solve(p, time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap)
     if sol.status in ("optimal", "feasible"):
         lines = _decode(fleet, model, sol.x, kept)
+        pools, lines = decode_pools(model.pools, sol.x, lines)
         total = sum(ln.cost_usd_per_month for ln in lines)
-        viol = check_plan(fleet, all_opts, lines, total)
+        viol = check_plan(fleet, all_opts, lines, total, pools=pools)
         if sol.objective is not None and not math.isclose(total, sol.objective, rel_tol=1e-7, abs_tol=1e-6):
             viol.append(
                 f"decoded plan costs ${total:,.2f}/month but the MILP objective is ${sol.objective:,.2f}"
@@ -262,6 +280,7 @@ def solve_fleet(
             stats=stats(sol.solve_time_s, sol.mip_gap, sol.mip_nodes),
             violations=tuple(viol),
             options=all_opts,
+            pools=tuple(pools),
         )
     if sol.status == "infeasible":
         binding = (
@@ -294,10 +313,18 @@ def solve_fleet(
     )
 
 
-def new_commitments(lines: Sequence[PlanLine]) -> tuple[NewCommitment, ...]:
+def new_commitments(lines: Sequence[PlanLine], pools: Sequence[SharedPool] = ()) -> tuple[NewCommitment, ...]:
     agg: dict[tuple[str, str, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for pl in pools:  # shared MIG pools: their nodes (their lines count slices)
+        for kind, n in pl.nodes_by_pay_kind:
+            if kind in ("commit_1y", "commit_3y"):
+                a = agg[(pl.provider, pl.region, pl.instance_type, kind.removeprefix("commit_"))]
+                a[0] += n
+                a[1] += sum(
+                    ln.cost_usd_per_month for ln in lines if ln.pool == pl.key and ln.pay_kind == kind
+                )
     for ln in lines:
-        if ln.pay_kind in ("commit_1y", "commit_3y"):
+        if ln.pay_kind in ("commit_1y", "commit_3y") and not ln.pool:
             a = agg[(ln.provider, ln.region, ln.instance_type, ln.pay_kind.removeprefix("commit_"))]
             a[0] += ln.nodes
             a[1] += ln.cost_usd_per_month
@@ -376,13 +403,14 @@ def plan_fleet(
         message=msg,
         cost_usd_per_month=solved.cost_usd_per_month,
         lines=solved.lines,
-        new_commitments=new_commitments(solved.lines),
+        new_commitments=new_commitments(solved.lines, solved.pools),
         binding=solved.binding,
         levers=tuple(levers),
         stats=replace(solved.stats, options_before_pruning=sum(w.generated for w in wopts)),
         check_violations=solved.violations,
         notes=tuple(notes) + _model_notes(f),
         cost_by_team_usd_per_month=tuple(sorted(teams.items())),
+        pools=solved.pools,
     )
 
 
@@ -397,6 +425,12 @@ def _model_notes(f: Fleet) -> tuple[str, ...]:
     if any(w.ha_regions > 1 for w in f.workloads):
         out.append(
             "HA over N regions sizes every region for the peak / (N - 1) replicas (survives one region)."
+        )
+    if any(w.sharing != "none" for w in f.workloads):
+        out.append(
+            "MIG: a workload's slices are reserved all month on a shared pool (730 h, on demand or a 1y/3y "
+            "commitment all its tenants outlive; no spot); the pool's cost is charged back by compute slices "
+            "and its idle slices are a line of their own."
         )
     if any(w.data for w in f.workloads):
         out.append(

@@ -5,6 +5,8 @@
 3. *region moves*: any allowed provider and region, still on-demand;
 4. *spot*: the preemptible share on spot (expected cost);
 5. *commitments*: new 1y/3y commitments for the base load and existing ones at zero marginal cost;
+5b. *GPU sharing*: small inference workloads with ``sharing: auto|mig`` on MIG slices of shared GPUs
+   (:mod:`gpufleet.fleet.sharing`); steps 2-5 use whole GPUs only;
 6. *autoscaling*: only from measured numbers (``autoscaling_savings_pct`` from the simulators or telemetry);
    "not evaluated" otherwise;
 7. *constraints*: what the plan's budgets cost compared with step 5 (usually 0).
@@ -28,6 +30,7 @@ from gpufleet.fleet.model import Levers
 from gpufleet.fleet.types import Fleet, FleetWorkload, Lever, Option
 
 GOALS = {
+    "GPU sharing": "",
     "right-size": "25 % (assessment seed: right-sizing)",
     "spot": "60-80 % on training (assessment seed)",
     "autoscaling": "40 % (assessment seed)",
@@ -88,7 +91,7 @@ def savings_by_lever(
 
     assert isinstance(final, Solved)
     # no HA or budgets in the baseline steps would change what "today" means; quotas stay (physical limits)
-    base_levers = Levers(spot=False, commitments=False, existing=False, budgets=False)
+    base_levers = Levers(spot=False, commitments=False, existing=False, budgets=False, sharing=False)
 
     def run(opts: Mapping[str, Sequence[Option]], lv: Levers) -> tuple[float | None, dict[str, float], str]:
         s = solve_fleet(fleet, opts, levers=lv, time_limit_s=time_limit_s, explain=False, prune=False)
@@ -101,6 +104,12 @@ def savings_by_lever(
     rm, rm_by_wl, rm_err = run(free, base_levers)
     sp, sp_by_wl, sp_err = run(free, replace(base_levers, spot=True))
     cm, by_wl, cm_err = run(free, replace(base_levers, spot=True, commitments=True, existing=True))
+    shares = any(fw.sharing != "none" for fw in fleet.workloads)
+    if shares:
+        gs, gs_by_wl, gs_err = run(
+            free, replace(base_levers, spot=True, commitments=True, existing=True, sharing=True)
+        )
+        by_wl = gs_by_wl or by_wl
     # today and scheduled-today per workload; a workload without `current` enters at its first optimum
     today = 0.0
     scheduled = 0.0
@@ -139,6 +148,10 @@ def savings_by_lever(
         ("spot", sp, sp_err),
         ("commitments", cm, cm_err),
     ]
+    if shares:
+        steps.append(
+            ("GPU sharing", gs, gs_err or "small inference on MIG slices of shared GPUs (sharing: auto|mig)")
+        )
     auto_pct = [
         (fw, fw.autoscaling_savings_pct) for fw in fleet.workloads if fw.autoscaling_savings_pct is not None
     ]

@@ -156,12 +156,18 @@ class WorkloadEntry(_Strict):
     data: DataSpec | None = None
     current: CurrentSpec | None = None
     autoscaling_savings_pct: float | None = Field(None, ge=0, lt=100)
-    shareable: bool = False
+    sharing: Literal["none", "mig", "auto"] = "none"
 
     @model_validator(mode="after")
     def _what(self) -> WorkloadEntry:
         if (self.workload is None) == (self.resources is None):
             raise ValueError("give exactly one of `workload` (a model workload) or `resources` (capacity)")
+        if self.sharing != "none" and self.resources is not None:
+            raise ValueError(
+                f"sharing: {self.sharing} needs a model `workload` (inference): MIG slices are sized by the "
+                "estimator (weights + KV cache, throughput of the slice), while `resources` asks for whole "
+                "GPUs; use sharing: none or describe the model"
+            )
         return self
 
 
@@ -301,6 +307,11 @@ def fleet_from_dict(data: Any, *, source: str = "<fleet>") -> Fleet:
         wl = None
         if e.workload is not None:
             wl = workload_from_dict(e.workload, source=source, entry=f"{name}.workload")
+            if e.sharing != "none" and wl.is_training:
+                raise ConfigFileError(
+                    f"Fleet file {source}: workloads.{name}.sharing is {e.sharing!r} but the workload is "
+                    f"{wl.task}: MIG slices are for inference serving. Use sharing: none for training."
+                )
         r = e.resources
         workloads.append(
             FleetWorkload(
@@ -331,7 +342,7 @@ def fleet_from_dict(data: Any, *, source: str = "<fleet>") -> Fleet:
                 data=DataLocation(**e.data.model_dump()) if e.data else None,
                 current=CurrentUse(**e.current.model_dump()) if e.current else None,
                 autoscaling_savings_pct=e.autoscaling_savings_pct,
-                shareable=e.shareable,
+                sharing=e.sharing,
             )
         )
     c = spec.constraints

@@ -26,6 +26,9 @@ PAY_KINDS: tuple[str, ...] = (
 )
 #: what a quota counts
 QuotaUnit = Literal["gpus", "vcpus", "instances"]
+#: how a workload may share GPUs: whole GPUs only, MIG slices only (when sharing is allowed), or the cheaper
+SharingMode = Literal["none", "mig", "auto"]
+SHARING_MODES: tuple[str, ...] = ("none", "mig", "auto")
 #: plan status: optimal (gap within tolerance), feasible (time limit hit with an incumbent), infeasible
 PlanStatus = Literal["optimal", "feasible", "infeasible", "error"]
 
@@ -124,7 +127,7 @@ class FleetWorkload:
     data: DataLocation | None = None
     current: CurrentUse | None = None
     autoscaling_savings_pct: float | None = None  # from the simulators/telemetry, when given [%]
-    shareable: bool = False  # small inference: may share a GPU via MIG slices
+    sharing: str = "none"  # SharingMode: small inference may run on MIG slices of shared GPUs
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -257,10 +260,33 @@ class Option:
     on_prem_fixed_usd_per_node_month: float = 0.0
     on_prem_energy_usd_per_node_hour: float = 0.0
     note: str = ""
+    # MIG slice options (``mig_profile`` set): ``mig_slices`` slices of the profile on a shared pool of the
+    # offer's nodes (``blocks`` empty; the pool's nodes are priced in the pool, see gpufleet.fleet.pools)
+    mig_profile: str = ""
+    mig_slices: int = 0  # [count]
+    mig_compute_slices: int = 0  # compute slices of one slice of the profile [count]
+    mig_compute_slices_total: int = 0  # compute slices of the whole GPU [count]
 
     @property
     def nodes_peak(self) -> int:
         return sum(b.nodes for b in self.blocks)
+
+    @property
+    def is_mig(self) -> bool:
+        return bool(self.mig_profile)
+
+    @property
+    def pool(self) -> str:
+        """The shared pool a MIG option draws from: one offer (provider, region, instance type)."""
+        return f"{self.provider}/{self.region}/{self.instance_type}" if self.mig_profile else ""
+
+    @property
+    def mig_slice_usd_per_hour(self) -> float:
+        """Chargeback of one slice: the node price x its share of the node's compute slices [USD/h]."""
+        if not self.mig_profile:
+            return 0.0
+        share = self.mig_compute_slices / (self.mig_compute_slices_total * self.gpus_per_node)
+        return self.price_on_demand_usd_per_hour * share
 
 
 # ---------------------------------------------------------------------------------------------- the plan
@@ -287,6 +313,34 @@ class PlanLine:
     list_unit_price_usd_per_hour: float  # on-demand price of one node-hour
     cost_usd_per_month: float
     commitment: str | None = None  # existing commitment name
+    # MIG: ``pool`` names the shared pool; slice lines carry ``mig_profile`` and count slices in ``nodes``
+    # (``gpus_per_node`` = the GPU share of one slice); the pool's idle line has no profile and counts idle
+    # compute slices
+    pool: str = ""
+    mig_profile: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SharedPool:
+    """Nodes of one offer whose GPUs are cut into MIG slices shared by several workloads (all month, 730 h).
+
+    ``layouts``: (MIG configuration of one GPU as (profile, count) pairs, GPUs so configured);
+    ``slices``: (workload, profile, count) placed on the pool.
+    """
+
+    key: str
+    provider: str
+    region: str
+    instance_type: str
+    gpu: str
+    gpus_per_node: int
+    nodes: int
+    pay_kind: str  # how most of its nodes are paid (on_demand, commit_1y, commit_3y)
+    nodes_by_pay_kind: tuple[tuple[str, int], ...]
+    price_on_demand_usd_per_hour: float  # per node
+    cost_usd_per_month: float
+    layouts: tuple[tuple[tuple[tuple[str, int], ...], int], ...]
+    slices: tuple[tuple[str, str, int], ...]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -342,3 +396,4 @@ class FleetPlan:
     check_violations: tuple[str, ...]  # what the independent checker found (empty = feasible)
     notes: tuple[str, ...] = ()
     cost_by_team_usd_per_month: tuple[tuple[str, float], ...] = ()
+    pools: tuple[SharedPool, ...] = ()  # GPUs shared through MIG slices

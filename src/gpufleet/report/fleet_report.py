@@ -31,6 +31,14 @@ LINE_COLUMNS = (
     "h/month",
     "$/month",
 )
+POOL_COLUMNS = (
+    "Pool (provider/region/instance)",
+    "GPU",
+    "Nodes",
+    "MIG layout per GPU x GPUs",
+    "Slices: workload count x resource",
+    "$/month",
+)
 LEVER_COLUMNS = (
     "Lever",
     "Before $/month",
@@ -58,6 +66,15 @@ REGION_COLUMNS = (
 )
 
 
+def _nodes(ln: Any) -> str:
+    """Nodes, or MIG slices (``3 x 1g.10gb``) and a pool's idle compute slices."""
+    if ln.mig_profile:
+        return f"{ln.nodes} x {ln.mig_profile}"
+    if ln.pool:
+        return f"{ln.nodes} idle compute slices"
+    return str(ln.nodes)
+
+
 def line_rows(plan: FleetPlan) -> list[list[str]]:
     return [
         [
@@ -66,13 +83,31 @@ def line_rows(plan: FleetPlan) -> list[list[str]]:
             ln.provider,
             ln.region,
             ln.instance_type,
-            ln.gpu or "cpu",
+            (ln.gpu or "cpu") + (" (MIG)" if ln.pool else ""),
             ln.pay_kind,
-            str(ln.nodes),
+            _nodes(ln),
             num(ln.hours_per_month),
             usd(ln.cost_usd_per_month),
         ]
         for ln in plan.lines
+    ]
+
+
+def pool_rows(plan: FleetPlan) -> list[list[str]]:
+    from gpufleet.fleet.mig import k8s_resource
+
+    return [
+        [
+            p.key,
+            p.gpu,
+            f"{p.nodes} x {p.gpus_per_node} GPUs",
+            "; ".join(
+                " + ".join(f"{k} x {prof}" for prof, k in layout) + f" (x{n})" for layout, n in p.layouts
+            ),
+            "; ".join(f"{w}: {n} x {k8s_resource(prof)}" for w, prof, n in p.slices),
+            usd(p.cost_usd_per_month),
+        ]
+        for p in plan.pools
     ]
 
 
@@ -127,6 +162,8 @@ def render_plan_markdown(plan: FleetPlan) -> str:
     parts = [f"# Fleet plan: {plan.fleet}", "", *[f"- {s}" for s in summary_lines(plan)], ""]
     if plan.lines:
         parts += ["## Placements", "", _md_table(LINE_COLUMNS, line_rows(plan)), ""]
+    if plan.pools:
+        parts += ["## GPUs shared through MIG", "", _md_table(POOL_COLUMNS, pool_rows(plan)), ""]
     if plan.levers:
         parts += ["## Savings by lever", "", _md_table(LEVER_COLUMNS, lever_rows(plan)), ""]
     if plan.notes:
@@ -180,6 +217,10 @@ def render_plan_html(plan: FleetPlan) -> str:
             f"<section><h2>Placements</h2><div class='charts'><div>{cost_chart(plan)}</div>"
             f"<div>{waterfall_chart(plan)}</div></div>{_html_table(LINE_COLUMNS, line_rows(plan))}</section>"
         )
+    if plan.pools:
+        body.append(
+            f"<section><h2>GPUs shared through MIG</h2>{_html_table(POOL_COLUMNS, pool_rows(plan))}</section>"
+        )
     if plan.levers:
         body.append(
             f"<section><h2>Savings by lever</h2>{_html_table(LEVER_COLUMNS, lever_rows(plan))}</section>"
@@ -204,6 +245,13 @@ def render_plan_terminal(plan: FleetPlan) -> RenderableType:
         for h in LINE_COLUMNS:
             t.add_column(h, justify="right" if h in ("Nodes", "h/month", "$/month") else "left")
         for r in line_rows(plan):
+            t.add_row(*r)
+        parts.append(t)
+    if plan.pools:
+        t = Table(title="GPUs shared through MIG")
+        for h in POOL_COLUMNS:
+            t.add_column(h, justify="right" if h == "$/month" else "left")
+        for r in pool_rows(plan):
             t.add_row(*r)
         parts.append(t)
     if plan.levers:
