@@ -155,7 +155,9 @@ def group_identical(fleet: Fleet, options: dict[str, list[Option]]) -> dict[str,
             continue
         groups: dict[object, list[str]] = {}
         for name in names:
-            full = tuple(replace(o, key="", workload="") for o in options[name])
+            # repr, not the dataclasses: an absent price is NaN, and NaN is unequal to itself (its hash is
+            # per object since Python 3.10), so equal options built in different processes would not group
+            full = tuple(repr(replace(o, key="", workload="")) for o in options[name])
             groups.setdefault(full, []).append(name)
         out.update({g[0]: g for g in groups.values()})
     return {name: out[name] for name in (w.name for w in fleet.workloads) if name in out}

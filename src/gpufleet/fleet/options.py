@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -546,78 +547,177 @@ def _prune_all(fleet: Fleet, fw: FleetWorkload, opts: list[Option]) -> list[Opti
     return [o for o in opts if o.key in keep]
 
 
+#: below this many distinct workloads to size, worker processes cost more than they save
+PARALLEL_MIN_WORKLOADS = 400
+
+_Sized = tuple[list[Option], str, tuple[str, ...], int]  # options, reason, notes, generated
+
+
+@dataclass(slots=True)
+class _Context:
+    """What sizing one workload needs; shared by forked workers through a module global (never pickled)."""
+
+    fleet: Fleet
+    prices: _Prices
+    est: Estimator
+    spot: dict[str, SpotAssumption]
+    sites: dict[str, OnPremSite]
+    sizer: _Sizer | None = None
+
+
+_CTX: _Context | None = None  # set only around a forked pool (see _size_parallel)
+
+
+def _cache_key(fw: FleetWorkload) -> object:
+    """Workloads with equal keys size alike (capacity workloads only; a model workload is sized by name)."""
+    if fw.resources is None:
+        return None
+    return (
+        fw.resources,
+        fw.demand,
+        fw.providers,
+        fw.regions,
+        fw.geos,
+        fw.countries,
+        fw.ha_regions,
+        fw.data,
+        fw.preemptible_fraction,
+        fw.lifetime_months,
+        fw.current,
+    )
+
+
+def _size_one(ctx: _Context, fw: FleetWorkload) -> _Sized:
+    notes: set[str] = set()
+    reason = ""
+    generated = 0
+    sized = False
+    if fw.workload is not None:
+        opts, reason = _model_options(fw, ctx.prices, ctx.est, ctx.spot, ctx.sites, notes)
+    else:
+        assert fw.resources is not None
+        if fw.resources.cpu_only:
+            opts = _cpu_options(fw, ctx.spot, notes)
+        else:
+            if ctx.sizer is None:
+                ctx.sizer = _Sizer(ctx.fleet, ctx.prices, ctx.spot, ctx.sites)
+            opts, generated = ctx.sizer.options(fw, notes)
+            sized = True
+    if not opts and not reason:
+        reason = _no_option_reason(fw)
+    generated = max(generated, len(opts))
+    if not sized:  # GPU capacity options were pruned exactly (vectorised) by the sizer
+        opts = _prune_all(ctx.fleet, fw, opts)
+    if fw.workload is not None and fw.sharing != "none":  # MIG slices on shared GPUs (sharing.py)
+        opts += _mig_options(fw, ctx.prices, ctx.sites, notes)
+        reason = "" if opts else reason
+    return opts, reason, tuple(sorted(notes)), generated
+
+
+def _size_chunk(indices: list[int]) -> list[_Sized | None]:
+    """Sized workloads of one chunk; None where sizing raised (the parent re-sizes it in-process, so the
+    user sees the original error: our exceptions need not survive pickling)."""
+    assert _CTX is not None
+    out: list[_Sized | None] = []
+    for i in indices:
+        try:
+            out.append(_size_one(_CTX, _CTX.fleet.workloads[i]))
+        except Exception:  # re-raised by the parent's serial re-run
+            out.append(None)
+    return out
+
+
+def _workers() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not Linux
+        return os.cpu_count() or 1
+
+
+def _size_parallel(
+    ctx: _Context, todo: list[int], workers: int, done: Callable[[int], None]
+) -> dict[int, _Sized]:
+    """Size the workloads ``todo`` in ``workers`` forked processes (each inherits ``ctx``: the offer index
+    and price arrays are built once, before the fork). Results do not depend on the split."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    global _CTX
+    if any(ctx.fleet.workloads[i].resources is not None for i in todo) and ctx.sizer is None:
+        ctx.sizer = _Sizer(ctx.fleet, ctx.prices, ctx.spot, ctx.sites)
+    chunk = max(1, min(200, len(todo) // (workers * 8) or 1))
+    parts = [todo[k : k + chunk] for k in range(0, len(todo), chunk)]
+    out: dict[int, _Sized] = {}
+    _CTX = ctx
+    try:
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+            futures = {pool.submit(_size_chunk, part): part for part in parts}
+            for fut in as_completed(futures):
+                part = futures[fut]
+                for i, res in zip(part, fut.result(), strict=True):
+                    out[i] = _size_one(ctx, ctx.fleet.workloads[i]) if res is None else res
+                done(len(part))
+    finally:
+        _CTX = None
+    return out
+
+
 def build_options(
     fleet: Fleet,
     table: OfferTable,
     est: Estimator,
     spot: dict[str, SpotAssumption],
     progress: Callable[[int, int, str], None] | None = None,
+    workers: int | None = None,
 ) -> list[WorkloadOptions]:
-    """Options for every workload of ``fleet`` (on-prem sites are added to ``table`` here)."""
+    """Options for every workload of ``fleet`` (on-prem sites are added to ``table`` here).
+
+    Workloads that size alike are sized once. With ``workers`` > 1 (default: the CPUs this process may use)
+    and at least :data:`PARALLEL_MIN_WORKLOADS` distinct workloads, sizing runs in forked worker processes
+    (Linux/macOS ``fork``); the options are the same either way.
+    """
     sites = {s.name: s for s in fleet.on_prem}
     if sites:
         table = OfferTable.concat([table, OfferTable.from_offers(on_prem_offers(fleet.on_prem))])
-    prices = _Prices(table)
+    ctx = _Context(fleet=fleet, prices=_Prices(table), est=est, spot=spot, sites=sites)
+    n = len(fleet.workloads)
+    first: dict[object, int] = {}  # cache key -> the first workload with it
+    rep = list(range(n))
+    for i, fw in enumerate(fleet.workloads):
+        key = _cache_key(fw)
+        if key is not None:
+            rep[i] = first.setdefault(key, i)
+    todo = [i for i in range(n) if rep[i] == i]
+    workers = _workers() if workers is None else workers
+    count = 0
+
+    def done(k: int) -> None:
+        nonlocal count
+        count += k
+        if progress is not None:
+            progress(count, len(todo), "")
+
+    sized: dict[int, _Sized] = {}
+    if workers > 1 and len(todo) >= PARALLEL_MIN_WORKLOADS and "fork" in _start_methods():
+        sized = _size_parallel(ctx, todo, workers, done)
+    else:
+        for i in todo:
+            sized[i] = _size_one(ctx, fleet.workloads[i])
+            done(1)
     out: list[WorkloadOptions] = []
-    cache: dict[object, tuple[list[Option], str, tuple[str, ...], int]] = {}
-    sizer: _Sizer | None = None
-    for i, fw in enumerate(fleet.workloads, start=1):
-        notes: set[str] = set()
-        reason = ""
-        key = (
-            (
-                fw.resources,
-                fw.demand,
-                fw.providers,
-                fw.regions,
-                fw.geos,
-                fw.countries,
-                fw.ha_regions,
-                fw.data,
-                fw.preemptible_fraction,
-                fw.lifetime_months,
-                fw.current,
-            )
-            if fw.resources is not None
-            else None
-        )
-        if key is not None and key in cache:
-            base, reason, cached_notes, generated = cache[key]
-            opts = [replace(o, key=f"{fw.name}#{j}", workload=fw.name) for j, o in enumerate(base)]
-            notes.update(cached_notes)
-        else:
-            generated = 0
-            sized = None
-            if fw.workload is not None:
-                opts, reason = _model_options(fw, prices, est, spot, sites, notes)
-            else:
-                assert fw.resources is not None
-                if fw.resources.cpu_only:
-                    opts = _cpu_options(fw, spot, notes)
-                else:
-                    if sizer is None:
-                        sizer = _Sizer(fleet, prices, spot, sites)
-                    opts, generated = sizer.options(fw, notes)
-                    sized = sizer
-            if not opts and not reason:
-                reason = _no_option_reason(fw)
-            generated = max(generated, len(opts))
-            if sized is None:  # GPU capacity options were pruned exactly (vectorised) by the sizer
-                opts = _prune_all(fleet, fw, opts)
-            if fw.workload is not None and fw.sharing != "none":  # MIG slices on shared GPUs (sharing.py)
-                opts += _mig_options(fw, prices, sites, notes)
-                reason = "" if opts else reason
-            if key is not None:
-                cache[key] = (opts, reason, tuple(notes), generated)
+    for i, fw in enumerate(fleet.workloads):
+        opts, reason, notes, generated = sized[rep[i]]
+        if rep[i] != i:
+            opts = [replace(o, key=f"{fw.name}#{j}", workload=fw.name) for j, o in enumerate(opts)]
         out.append(
             WorkloadOptions(
-                workload=fw.name,
-                options=tuple(opts),
-                reason=reason,
-                notes=tuple(sorted(notes)),
-                generated=generated,
+                workload=fw.name, options=tuple(opts), reason=reason, notes=notes, generated=generated
             )
         )
-        if progress is not None:
-            progress(i, len(fleet.workloads), fw.name)
     return out
+
+
+def _start_methods() -> list[str]:
+    import multiprocessing
+
+    return multiprocessing.get_all_start_methods()
