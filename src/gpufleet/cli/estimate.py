@@ -180,15 +180,13 @@ def infer(
     """Inference: TTFT, TPOT, tokens/s and requests/s with p10–p90 intervals."""
     from gpufleet.estimate.performance import estimate_inference
 
-    require_positive(
-        gpus=gpus, input_len=input_len, output_len=output_len, batch=batch, tp=tp, pp=pp, ep=ep
-    )
+    require_positive(gpus=gpus, input_len=input_len, output_len=output_len, batch=batch, tp=tp, pp=pp, ep=ep)
     prec, kv = _precisions(precision, kv_precision)
     arch, spec = model_arg(model), gpu_arg(gpu)
     est = estimate_inference(
         model=arch, gpu=spec, precision=prec, input_len=input_len, output_len=output_len, gpu_count=gpus,
-        batch=batch, tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, kv_precision=kv, software=engine, profile=load_profile_option(profile),
-        allow_fallback=allow_fallback,
+        batch=batch, tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, kv_precision=kv, software=engine,
+        profile=load_profile_option(profile), allow_fallback=allow_fallback,
     )  # fmt: skip
     if output_format is OutFormat.json:
         _emit_json(est, "estimate_inference")
