@@ -351,7 +351,7 @@ def estimate_inference(
     auto_ep = ep is None and tp is None and attention_dp is not False
     if arch.is_moe and ((ep is not None and ep > 1) or auto_ep):
         attn_tp = 1 if attention_dp else tp
-        layouts += ep_inference_layouts(ep=ep, tp=attn_tp, engine_max=_engine_max(sw), **lay_kw)
+        layouts += ep_inference_layouts(ep=ep, tp=attn_tp, **lay_kw)
     notes = list(rates.notes)
     if kv_prec != kv_precision:
         notes.append(f"KV cache assumed {kv_prec} (the engine recipe for {prec} weights).")

@@ -348,7 +348,6 @@ def ep_inference_layouts(
     ep: int | None,
     tp: int | None,
     pp: int,
-    engine_max: int,
     allow_fallback: bool = False,
 ) -> list[InferenceLayout]:
     """Expert-parallel layouts of a MoE model (:mod:`gpufleet.estimate.moe_serving`).
