@@ -155,3 +155,19 @@ def test_a_zero_moe_layer_step_is_refused() -> None:
     }  # fmt: skip
     with pytest.raises(ConfigFileError, match="interleave_moe_layer_step"):
         arch_from_config(cfg, model_id="x", name="x", source="test")
+
+
+def test_dense_layer_count_closed_form_matches_a_layer_by_layer_count() -> None:
+    import itertools
+
+    from gpufleet.models.registry import resolve_model
+
+    base = resolve_model("llama-4-maverick")
+    for layers, first_dense, step in itertools.product([1, 5, 48, 61], [0, 1, 3], [1, 2, 3, 4]):
+        m = dataclasses.replace(
+            base, num_layers=layers, first_k_dense_layers=min(first_dense, layers), moe_layer_step=step
+        )
+        for start in range(layers + 1):
+            for end in range(start, layers + 2):
+                brute = sum(1 for i in range(start, min(end, layers)) if not m.is_moe_layer(i))
+                assert m.dense_layers_between(start, end) == brute

@@ -82,8 +82,16 @@ class ModelArch:
         return self.is_moe and index >= self.first_k_dense_layers and (index + 1) % self.moe_layer_step == 0
 
     def dense_layers_between(self, start: int, end: int) -> int:
-        """Dense (non-MoE) layers among layers ``start`` .. ``end - 1`` [count]."""
-        return sum(1 for i in range(max(start, 0), min(end, self.num_layers)) if not self.is_moe_layer(i))
+        """Dense (non-MoE) layers among layers ``start`` .. ``end - 1`` [count] (closed form, O(1))."""
+        a, b = max(start, 0), min(end, self.num_layers)
+        if b <= a:
+            return 0
+        if not self.is_moe:
+            return b - a
+        lo = max(a, self.first_k_dense_layers)  # MoE layers: i in [lo, b) with (i + 1) % step == 0
+        step = self.moe_layer_step
+        moe = max(0, b // step - lo // step) if b > lo else 0
+        return (b - a) - moe
 
     @property
     def num_moe_layers(self) -> int:
