@@ -183,13 +183,13 @@ def test_expert_parallel_serving_never_beats_its_roofline(
 @given(
     experts=st.integers(1, 512),
     k=st.integers(1, 16),
-    tokens=st.floats(0.0, 1e6, allow_nan=False),
+    tokens=st.floats(1.0, 1e6, allow_nan=False),
 )
 def test_touched_experts_are_at_most_all_experts_and_at_most_k_per_token(
     experts: int, k: int, tokens: float
 ) -> None:
     """Active-expert weight reads at decode: min(all experts, k x tokens) bounds the expected distinct
-    experts a step touches."""
+    experts a step touches (a step carries at least one token)."""
     assume(k <= experts)
     touched = cx.moe_expected_experts(experts, k, tokens)
     assert touched <= min(experts, k * tokens) + 1e-9
