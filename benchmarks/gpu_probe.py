@@ -45,6 +45,7 @@ ARCH_MODEL_TYPES: dict[str, str] = {
     "Gemma3ForCausalLM": "gemma3_text",
     "Qwen3ForCausalLM": "qwen3",
     "Qwen3MoeForCausalLM": "qwen3_moe",
+    "Llama4ForCausalLM": "llama4_text",
     "GptOssForCausalLM": "gpt_oss",
     "Phi3ForCausalLM": "phi3",
     "DeepseekV3ForCausalLM": "deepseek_v3",

@@ -84,6 +84,33 @@ def test_infer_multi_gpu_replicas() -> None:
     assert doc["tp"] == 4 and doc["replicas"] == 2
 
 
+def test_infer_expert_parallel_with_attention_dp() -> None:
+    args = ("infer", "-m", "deepseek-r1", "-g", "H200-SXM", "--gpus", "8", "--precision", "fp8", "--ep", "8")
+    table = ok(*args, "--attention-dp", "--engine", "trtllm").stdout
+    assert "EP 8 (attention TP 1 × DP 8)" in table
+    doc = json.loads(ok(*args, "--attention-dp", "-f", "json").stdout)
+    assert doc["ep"] == 8 and doc["tp"] == 1 and doc["attention_dp"] == 8 and doc["gpus_per_replica"] == 8
+
+
+@pytest.mark.parametrize(
+    ("extra", "fragment"),
+    [
+        (("--ep", "3"), "ep must divide"),
+        (("--ep", "0"), "--ep must be greater than 0"),
+        (("--ep", "16"), "needs more than the 8 GPUs"),
+        (("--attention-dp",), "needs expert parallelism"),
+        (("--ep", "8", "--tp", "3"), "not a multiple of tp"),
+    ],
+)
+def test_infer_bad_expert_parallel_options(extra: tuple[str, ...], fragment: str) -> None:
+    user_error("infer", "-m", "deepseek-r1", "-g", "H200-SXM", "--gpus", "8", "--precision", "fp8", *extra,
+               fragments=(fragment,))  # fmt: skip
+
+
+def test_infer_ep_on_a_dense_model_is_a_user_error() -> None:
+    user_error("infer", "-m", "llama-3.1-8b", "-g", "H100", "--gpus", "8", "--ep", "8", fragments=("dense",))
+
+
 def test_train_table_and_json() -> None:
     table = ok("train", "-m", "llama-3.1-8b", "-g", "H100", "--gpus", "8", "--tokens", "1e9").stdout
     assert "tokens/s per GPU" in table and "MFU" in table and "time to train" in table

@@ -69,7 +69,8 @@ def test_inference_never_beats_its_roofline(
         batch=batch, software=software,
     )  # fmt: skip
     assume(est.fits and est.tpot_s is not None and est.ttft_s is not None)
-    gpus = est.tp * est.pp
+    gpus = est.gpus_per_replica
+    assert gpus == max(est.tp, est.ep) * est.pp
     b = est.batch_per_replica
     shape = cx.model_shape(arch)
     # every decode step reads the active weights (k experts at least) at no more than the peak bandwidth

@@ -55,7 +55,7 @@ def test_max_concurrency_always_fits(
     assume(sat.fits)
     asked = estimate_inference(batch=sat.max_concurrency_per_replica, **kw)
     assert asked.fits, asked.notes
-    assert (asked.tp, asked.pp) == (sat.tp, sat.pp)
+    assert (asked.tp, asked.pp, asked.ep) == (sat.tp, sat.pp, sat.ep)
     # the saturated memory breakdown describes the chosen concurrency, not one sequence
     assert sat.memory.fits
     again = estimate_inference(batch=sat.batch_per_replica, **kw)

@@ -107,3 +107,67 @@ def test_lora_params_llama2_7b_rank16_matches_peft() -> None:
 def test_lora_params_scale_with_rank() -> None:
     arch = resolve_model("mixtral-8x7b")
     assert lora_params(arch, 64) == 4 * lora_params(arch, 16)
+
+
+def test_llama4_maverick_interleaves_moe_and_dense_layers() -> None:
+    """Maverick: MoE on layers 1, 3, 5, ... (interleave_moe_layer_step 2) with a shared expert; dense FFN of
+    intermediate_size_mlp on the others (HF config.json text_config; transformers Llama4TextModel)."""
+    from gpufleet.models.registry import resolve_model
+
+    mav = resolve_model("llama-4-maverick")
+    assert mav.num_moe_layers == 24 and mav.moe_layer_step == 2 and mav.num_shared_experts == 1
+    assert not mav.is_moe_layer(0) and mav.is_moe_layer(1)
+    assert mav.intermediate_size == 16384 and mav.moe_intermediate_size == 8192
+    assert mav.dense_layers_between(0, 4) == 2
+    scout = resolve_model("llama-4-scout")
+    assert scout.num_moe_layers == 48 and scout.num_experts == 16
+    assert scout.sliding_window == 8192 and scout.sliding_window_layer_fraction == 0.75
+
+
+def test_a_multimodal_config_is_read_from_its_text_config() -> None:
+    from gpufleet.models.hf_config import arch_from_config
+    from gpufleet.models.registry import load_model_entries
+
+    entry = load_model_entries()["llama-4-scout"]
+    cfg = {
+        "model_type": "llama4",
+        "text_config": {
+            "model_type": "llama4_text", "hidden_size": 5120, "num_hidden_layers": 48,
+            "num_attention_heads": 40, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 8192,
+            "intermediate_size_mlp": 16384, "num_local_experts": 16, "num_experts_per_tok": 1,
+            "interleave_moe_layer_step": 1, "vocab_size": 202048, "max_position_embeddings": 10485760,
+            "attention_chunk_size": 8192, "tie_word_embeddings": False,
+        },
+        "vision_config": {"hidden_size": 1408},
+    }  # fmt: skip
+    arch = arch_from_config(cfg, model_id="scout", name="scout", source="test")
+    assert count_params(arch).total == count_params(entry.arch).total
+
+
+def test_a_zero_moe_layer_step_is_refused() -> None:
+    from gpufleet.errors import ConfigFileError
+    from gpufleet.models.hf_config import arch_from_config
+
+    cfg = {
+        "model_type": "llama4_text", "hidden_size": 512, "num_hidden_layers": 4, "num_attention_heads": 8,
+        "intermediate_size": 1024, "num_local_experts": 4, "num_experts_per_tok": 1, "vocab_size": 1000,
+        "max_position_embeddings": 2048, "interleave_moe_layer_step": 0,
+    }  # fmt: skip
+    with pytest.raises(ConfigFileError, match="interleave_moe_layer_step"):
+        arch_from_config(cfg, model_id="x", name="x", source="test")
+
+
+def test_dense_layer_count_closed_form_matches_a_layer_by_layer_count() -> None:
+    import itertools
+
+    from gpufleet.models.registry import resolve_model
+
+    base = resolve_model("llama-4-maverick")
+    for layers, first_dense, step in itertools.product([1, 5, 48, 61], [0, 1, 3], [1, 2, 3, 4]):
+        m = dataclasses.replace(
+            base, num_layers=layers, first_k_dense_layers=min(first_dense, layers), moe_layer_step=step
+        )
+        for start in range(layers + 1):
+            for end in range(start, layers + 2):
+                brute = sum(1 for i in range(start, min(end, layers)) if not m.is_moe_layer(i))
+                assert m.dense_layers_between(start, end) == brute

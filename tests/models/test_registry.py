@@ -291,5 +291,5 @@ def test_parse_stated_params_rejects_text() -> None:
 
 def test_every_shipped_entry_loads() -> None:
     entries = load_model_entries()
-    assert len(entries) == 45
+    assert len(entries) == 47
     assert all(e.arch.stated_params for e in entries.values())

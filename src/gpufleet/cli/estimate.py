@@ -159,6 +159,17 @@ def infer(
     ] = None,
     tp: Annotated[int | None, typer.Option(help="Tensor-parallel degree (default: chosen).")] = None,
     pp: Annotated[int, typer.Option(help="Pipeline-parallel degree.")] = 1,
+    ep: Annotated[
+        int | None,
+        typer.Option(help="MoE expert-parallel degree per replica (default: TP, or EP if faster)."),
+    ] = None,
+    attention_dp: Annotated[
+        bool | None,
+        typer.Option(
+            "--attention-dp/--no-attention-dp",
+            help="With --ep: attention data parallel inside the EP group (TRT-LLM enable_attention_dp).",
+        ),
+    ] = None,
     engine: Annotated[
         str | None, typer.Option("--engine", "--software", help="vllm, trtllm, tgi, ...")
     ] = None,
@@ -169,13 +180,13 @@ def infer(
     """Inference: TTFT, TPOT, tokens/s and requests/s with p10–p90 intervals."""
     from gpufleet.estimate.performance import estimate_inference
 
-    require_positive(gpus=gpus, input_len=input_len, output_len=output_len, batch=batch, tp=tp, pp=pp)
+    require_positive(gpus=gpus, input_len=input_len, output_len=output_len, batch=batch, tp=tp, pp=pp, ep=ep)
     prec, kv = _precisions(precision, kv_precision)
     arch, spec = model_arg(model), gpu_arg(gpu)
     est = estimate_inference(
         model=arch, gpu=spec, precision=prec, input_len=input_len, output_len=output_len, gpu_count=gpus,
-        batch=batch, tp=tp, pp=pp, kv_precision=kv, software=engine, profile=load_profile_option(profile),
-        allow_fallback=allow_fallback,
+        batch=batch, tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, kv_precision=kv, software=engine,
+        profile=load_profile_option(profile), allow_fallback=allow_fallback,
     )  # fmt: skip
     if output_format is OutFormat.json:
         _emit_json(est, "estimate_inference")

@@ -70,7 +70,11 @@ def _estimate_table(title: str) -> Table:
 
 def inference_table(est: InferenceEstimate, title: str) -> Table:
     t = _estimate_table(title)
-    t.add_row("parallelism", f"TP {est.tp} × PP {est.pp}, {est.replicas} replica(s)")
+    if est.ep > 1:
+        par = f"EP {est.ep} (attention TP {est.tp} × DP {est.attention_dp}) × PP {est.pp}"
+    else:
+        par = f"TP {est.tp} × PP {est.pp}"
+    t.add_row("parallelism", f"{par}, {est.replicas} replica(s) of {est.gpus_per_replica} GPU(s)")
     t.add_row(
         "batch per replica", f"{est.batch_per_replica} (max by KV cache {est.max_concurrency_per_replica})"
     )

@@ -103,6 +103,24 @@ def attention_flops_per_token(model: ModelArch, context: float) -> float:
     return 2.0 * _attended(model, context) * (s.attn_qk_dim + s.attn_v_dim) * model.num_layers
 
 
+def decode_attention_flops_per_token(model: ModelArch, context: float) -> float:
+    """Forward attention-core FLOPs of one *decode* token against ``context`` cached keys, all layers [FLOP].
+
+    Standard attention: as :func:`attention_flops_per_token`. MLA (DeepSeek-V2/V3) decodes with the
+    up-projections absorbed into the query and output (DeepSeek-V2 paper, sec. 2.1.3; FlashMLA, vLLM's and
+    TRT-LLM's MLA decode kernels): every head scores the cached latent directly, ``2 c heads (kv_lora_rank +
+    rope)`` for ``QK^T`` and ``2 c heads kv_lora_rank`` for the weighted sum, against only
+    ``kv_lora_rank + rope`` cached elements per token, so MLA decode is compute-heavy (~2 x 128 x 1088
+    FLOPs per cached element of DeepSeek-V3, far above a GPU's FLOP/byte ratio). The absorbed projection
+    matrices have the same size as ``kv_b``, so the matmul FLOPs do not change. Prefill keeps the
+    non-absorbed form (:func:`attention_flops_per_token`), as the engines do.
+    """
+    if not model.is_mla:
+        return attention_flops_per_token(model, context)
+    per_key = model.num_attention_heads * (2 * model.kv_lora_rank + model.qk_rope_head_dim)
+    return 2.0 * _attended(model, context) * per_key * model.num_layers
+
+
 def prefill_flops(model: ModelArch, input_len: float) -> float:
     """Forward FLOPs to process a causal prompt of ``input_len`` tokens [FLOP].
 
@@ -172,6 +190,7 @@ __all__ = [
     "ModelShape",
     "TrainingFlops",
     "attention_flops_per_token",
+    "decode_attention_flops_per_token",
     "decode_flops_per_token",
     "decode_weight_params",
     "model_shape",

@@ -14,14 +14,21 @@ Inference (one replica of ``tp x pp`` GPUs):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from gpufleet.catalog.specs import AcceleratorSpec
-from gpufleet.errors import UnsupportedError
+from gpufleet.errors import InputError, UnsupportedError
 from gpufleet.estimate import compute as cx
-from gpufleet.estimate.comms import Link, all_reduce_s
+from gpufleet.estimate import moe_serving as moe
+from gpufleet.estimate.comms import Link, all_reduce_s, inter_node_link, intra_node_link
 from gpufleet.estimate.kv_cache import kv_cache_bytes_per_token
 from gpufleet.estimate.memory import MemoryEstimate, estimate_memory
-from gpufleet.estimate.parallelism import USEFUL_CONCURRENCY, choose_inference_layout
+from gpufleet.estimate.parallelism import (
+    USEFUL_CONCURRENCY,
+    InferenceLayout,
+    choose_inference_layout,
+    ep_inference_layouts,
+)
 from gpufleet.estimate.priors import PRIORS, stack_param
 from gpufleet.estimate.profile import CalibrationProfile, make_interval
 from gpufleet.estimate.rates import (
@@ -84,9 +91,12 @@ class InferenceEstimate:
 
     fits: bool
     memory: MemoryEstimate
-    tp: int
+    tp: int  # tensor-parallel degree of attention and the dense layers
     pp: int
     replicas: int
+    ep: int = 1  # expert-parallel degree of the MoE layers (1 = experts split by TP)
+    attention_dp: int = 1  # attention data-parallel groups per replica (ep / tp with EP, else 1)
+    gpus_per_replica: int  # GPUs of one replica: max(tp, ep) x pp [GPUs]
     batch_per_replica: int  # concurrent sequences per replica [sequences]
     ttft_s: Interval | None  # time to first token of one request at this batch [s]
     tpot_s: Interval | None  # time per output token at this batch [s]
@@ -113,6 +123,15 @@ class _Infer:
     head_bytes: float  # bytes per LM-head weight
     wq_bw: float = 1.0  # weight-only quantised GEMV: share of eta_bw its dequantising kernels reach
     wq_gemm: float = 1.0  # weight-only quantised GEMM: share of the 16-bit GEMM speed (dequantisation)
+    ep: int = 1  # expert-parallel degree (1: routed experts split by TP like dense layers)
+    ep_per_node: int = 1  # EP ranks within one scale-up domain
+    ep_intra: Link | None = None  # scale-up link of the all-to-all
+    ep_inter: Link | None = None  # scale-out link of the all-to-all
+
+    @property
+    def attn_dp(self) -> int:
+        """Attention data-parallel groups of ``tp`` GPUs in the replica's EP group."""
+        return max(self.ep // self.tp, 1) if self.ep > 1 else 1
 
 
 def _weight_bytes_read(c: _Infer, tokens: float) -> float:
@@ -128,14 +147,78 @@ def _tp_comm_s(c: _Infer, tokens: float, layers: float) -> float:
     return 2.0 * layers * all_reduce_s(tokens * c.model.hidden_size * ACT_BYTES, c.tp, c.link)
 
 
+def _kv_split(c: _Infer) -> int:
+    """GPUs one replica stage's KV cache is split over: TP ranks share the KV heads, but an MLA latent is
+    replicated on every TP rank (vLLM, SGLang and TRT-LLM keep the whole latent per rank) [GPUs]."""
+    return c.pp if c.model.is_mla else c.tp * c.pp
+
+
+def _ep_stage_s(
+    c: _Infer, decode_seqs: float, context: float, prompt_tokens: float, prompt_len: float
+) -> float:
+    """One pipeline stage's step with expert parallelism and attention data parallelism [s].
+
+    ``decode_seqs`` and ``prompt_tokens``: this stage's work across the whole EP group. Attention, dense
+    layers, shared experts and the LM head run TP over groups of ``tp`` GPUs, ``ep / tp`` groups data
+    parallel, the busiest group setting the step (:func:`moe_serving.busiest_group_prompt_tokens`); the
+    routed experts are split over the ``ep`` GPUs, ``E / ep`` each, the busiest rank setting the step
+    (:func:`moe_serving.busiest_rank_load`); each MoE layer adds a dispatch and a combine all-to-all
+    (:func:`moe_serving.moe_all_to_all_s`). Weights read per GPU: its share of the non-routed weights and
+    the distinct experts of its own that the step's tokens touch. Phases run in turn (no overlap assumed).
+    """
+    m, r = c.model, c.rates
+    shape = cx.model_shape(m)
+    groups = c.attn_dp
+    layers = m.num_layers / c.pp
+    moe_layers = m.num_moe_layers / c.pp
+    bw = r.mem_bw_bytes_per_s * c.eta_bw
+    gemm_rate = r.peak_flops * r.eta * c.width * c.stack * c.wq_gemm
+    # attention group (tp GPUs): its share of the decode sequences plus the busiest group's prompt tokens
+    dec = decode_seqs / groups
+    prompt = moe.busiest_group_prompt_tokens(prompt_tokens, prompt_len, groups)
+    rows = dec + prompt
+    routed_active = m.num_moe_layers * m.experts_per_token * shape.expert_params
+    nonrouted_params = cx.decode_weight_params(m, 0.0)  # attention, dense FFNs, shared experts, router, head
+    nonrouted_bytes = (nonrouted_params - shape.lm_head_params) * r.weight_bytes + shape.lm_head_params * (
+        c.head_bytes
+    )
+    t_dense = max(
+        nonrouted_bytes / (c.tp * c.pp) / (bw * c.wq_bw),
+        rows * 2.0 * (shape.matmul_active_params - routed_active) / (c.tp * c.pp) / gemm_rate,
+    )
+    attn = dec * cx.decode_attention_flops_per_token(m, context)
+    if prompt > 0:
+        attn += prompt * cx.attention_flops_per_token(m, (prompt_len + 1.0) / 2.0)
+    kv_bytes = dec * context * c.kv_bytes_per_token / _kv_split(c)
+    t_attn = max(kv_bytes / bw, attn / (c.tp * c.pp) / (r.peak16_flops * r.eta16 * c.stack))
+    # routed experts over the ep GPUs: the busiest rank's tokens, each GPU's touched experts
+    tokens = decode_seqs + prompt_tokens
+    mean_routed = tokens * m.experts_per_token / c.ep
+    busiest = moe.busiest_rank_load(mean_routed, c.ep)
+    touched = cx.moe_expected_experts(m.num_experts, m.experts_per_token, tokens) / c.ep
+    t_routed = max(
+        moe_layers * touched * shape.expert_params * r.weight_bytes / (bw * c.wq_bw),
+        busiest * 2.0 * shape.expert_params * moe_layers / gemm_rate,
+    )
+    # dispatch + combine per MoE layer; TP ranks of a group send disjoint shares of its tokens
+    assert c.ep_intra is not None and c.ep_inter is not None
+    t_a2a = moe_layers * moe.moe_all_to_all_s(
+        m, tokens_per_gpu=rows / c.tp, ep=c.ep, ep_per_node=c.ep_per_node, intra=c.ep_intra, inter=c.ep_inter
+    )
+    return t_dense + t_attn + t_routed + t_a2a + _tp_comm_s(c, rows, layers)
+
+
 def prefill_s(c: _Infer, requests: float, input_len: float, *, latency: bool) -> float:
     """Time to prefill ``requests`` prompts of ``input_len`` tokens on one replica [s].
 
     ``latency``: the prompt passes the ``pp`` stages in turn (TTFT); otherwise stages work in parallel on
     different requests (throughput).
     """
-    shape = cx.model_shape(c.model)
     tokens = requests * input_len
+    if c.ep > 1:  # the layers pass the pp stages in turn (latency) or all stages work at once (throughput)
+        stage = _ep_stage_s(c, 0.0, 0.0, tokens / (1.0 if latency else c.pp), input_len)
+        return stage * (c.pp if latency else 1) + c.overhead_s
+    shape = cx.model_shape(c.model)
     gpus = c.tp * (1 if latency else c.pp)
     mm = tokens * 2.0 * shape.matmul_active_params / gpus
     attn = (
@@ -165,15 +248,17 @@ def decode_step_s(
     r = c.rates
     micro = max(batch / c.pp, 1.0)
     pf = prefill_tokens / c.pp
+    if c.ep > 1:
+        return c.pp * _ep_stage_s(c, micro, context, pf, prefill_len) + c.overhead_s
     rows = micro + pf
     bw = r.mem_bw_bytes_per_s * c.eta_bw
     shape = cx.model_shape(c.model)
     gpus = c.tp * c.pp
     mm = rows * 2.0 * shape.matmul_active_params / gpus
-    attn = micro * cx.attention_flops_per_token(c.model, context)
+    attn = micro * cx.decode_attention_flops_per_token(c.model, context)
     if pf > 0:
         attn += pf * cx.attention_flops_per_token(c.model, (prefill_len + 1.0) / 2.0)
-    kv_bytes = micro * context * c.kv_bytes_per_token / gpus
+    kv_bytes = micro * context * c.kv_bytes_per_token / _kv_split(c)
     # GEMMs (weight-streaming or compute bound) and attention (KV-streaming bound) run one after the other
     t_gemm = max(
         _weight_bytes_read(c, rows) / (bw * c.wq_bw),
@@ -204,6 +289,8 @@ def estimate_inference(
     batch: int | None = None,
     tp: int | None = None,
     pp: int = 1,
+    ep: int | None = None,
+    attention_dp: bool | None = None,
     kv_precision: str | None = None,
     software: str | None = None,
     profile: CalibrationProfile | None = None,
@@ -214,11 +301,18 @@ def estimate_inference(
 ) -> InferenceEstimate:
     """Estimate TTFT, TPOT and throughput for serving ``model`` on ``gpu_count`` x ``gpu`` (see module doc).
 
-    ``batch`` None = saturated: as many concurrent sequences as the KV cache and the engine allow.
-    ``static_batching``: the batch prefills together and then decodes (None: by stack, static for HF
-    transformers, in-flight batching otherwise). ``ignore_memory``: estimate speed even where the memory
+    ``batch`` None = saturated: as many concurrent sequences as the KV cache and the engine allow (per
+    replica). ``static_batching``: the batch prefills together and then decodes (None: by stack, static for
+    HF transformers, in-flight batching otherwise). ``ignore_memory``: estimate speed even where the memory
     model says the configuration does not fit (``fits`` stays False, a note says so); for measured cases,
     which evidently ran.
+
+    Mixture-of-experts models (:mod:`gpufleet.estimate.moe_serving`): ``ep`` > 1 splits the routed experts
+    over ``ep`` GPUs per replica (expert parallelism) with attention TP ``tp`` inside it (``ep`` a multiple
+    of ``tp``); ``attention_dp=True`` means attention data parallel (``tp`` = 1 within the EP group, TRT-LLM
+    ``enable_attention_dp``, SGLang ``--enable-dp-attention``). With neither ``tp`` nor ``ep`` given, a MoE
+    model's expert-parallel layouts within the scale-up domain are timed beside the TP layout and the fastest
+    (output tokens/s) is kept, as a tuned deployment would.
     """
     arch, spec, prof = resolve_inputs(model, gpu, profile)
     prec = check_precision(precision)
@@ -231,12 +325,14 @@ def estimate_inference(
         positive_int(name, v)
     positive_int("batch", batch, allow_none=True)
     positive_int("tp", tp, allow_none=True)
+    positive_int("ep", ep, allow_none=True)
     if not arch.is_decoder:
         raise UnsupportedError(
             f"{arch.id} is an encoder-only model: it generates no tokens, so TTFT/TPOT/throughput do not "
             "apply. Estimate its memory with task 'load', or choose a decoder model."
         )
     check_context(arch.id, arch.max_position_embeddings, input_len, output_len)
+    _check_ep(arch, ep, tp, attention_dp, gpu_count, pp)
     sw = software_key(software)
     rates = resolve_rates(spec, prec, prof, allow_fallback=allow_fallback)
     if sw in FP16_ACCUMULATE_STACKS and "consumer" in spec.form_factor.lower():
@@ -245,38 +341,20 @@ def estimate_inference(
     engine = MEMORY_ENGINE.get(sw, "vllm")
     gpn = gpus_per_node or scaleup_domain_gpus(spec, gpu_count)
     context = input_len + output_len
-    layout = choose_inference_layout(
+    lay_kw: dict[str, Any] = dict(
         model=arch, spec=spec, precision=prec, gpu_count=gpu_count, context_len=context, batch=batch,
-        kv_precision=kv_prec, engine=engine, gpus_per_node=gpn, tp=tp, pp=pp, allow_fallback=allow_fallback,
+        kv_precision=kv_prec, engine=engine, gpus_per_node=gpn, pp=pp, allow_fallback=allow_fallback,
     )  # fmt: skip
+    layouts: list[InferenceLayout] = []
+    if ep is None or ep == 1:
+        layouts.append(choose_inference_layout(tp=tp, **lay_kw))
+    auto_ep = ep is None and tp is None and attention_dp is not False
+    if arch.is_moe and ((ep is not None and ep > 1) or auto_ep):
+        attn_tp = 1 if attention_dp else tp
+        layouts += ep_inference_layouts(ep=ep, tp=attn_tp, **lay_kw)
     notes = list(rates.notes)
     if kv_prec != kv_precision:
         notes.append(f"KV cache assumed {kv_prec} (the engine recipe for {prec} weights).")
-    replicas = gpu_count // (layout.tp * layout.pp)
-    cap = min(layout.max_concurrency, ENGINE_MAX_BATCH.get(sw, ENGINE_MAX_BATCH["unknown"]))
-    b = batch if batch is not None else cap
-    fits = layout.memory.fits and layout.max_concurrency >= 1 and replicas >= 1
-    if batch is not None and batch > layout.max_concurrency:
-        fits = False
-        notes.append(f"{batch} sequences of {context} tokens exceed the KV cache ({layout.max_concurrency}).")
-    if not fits and ignore_memory and replicas >= 1:
-        b = batch if batch is not None else max(cap, USEFUL_CONCURRENCY)
-        notes.append(
-            f"the memory model says this does not fit ({layout.memory.per_gpu_gib:.1f} GiB per GPU, KV room "
-            f"for {layout.max_concurrency} sequences); speed estimated anyway at {b} sequences."
-        )
-    elif not fits:
-        return InferenceEstimate(
-            fits=False, memory=layout.memory, tp=layout.tp, pp=layout.pp, replicas=replicas,
-            batch_per_replica=b, ttft_s=None, tpot_s=None, output_tokens_per_s=None, requests_per_s=None,
-            max_concurrency_per_replica=layout.max_concurrency, notes=tuple(notes),
-        )  # fmt: skip
-    memory = layout.memory
-    if batch is None:  # saturated: the breakdown describes the b sequences chosen, not the batch-1 probe
-        memory = estimate_memory(
-            model=arch, task="inference", precision=prec, gpu=spec, tp=layout.tp, pp=layout.pp, batch=b,
-            seq_len=context, kv_precision=kv_prec, engine=engine, allow_fallback=allow_fallback,
-        )  # fmt: skip
     stack_name = stack_param("infer", sw)
     # weight-only quantisation: weights stored below 16 bit, matmuls in 16 bit (int4/nf4, or a fallback)
     weight_only = (
@@ -288,9 +366,9 @@ def estimate_inference(
             f"{prof.param('wq_bw_eff'):.2f} of the 16-bit kernels' bandwidth, compute-bound GEMMs at "
             f"{prof.param('wq_gemm_eff'):.2f} of their speed."
         )
-    c = _Infer(
-        model=arch, rates=rates, tp=layout.tp, pp=layout.pp,
-        link=tp_link(spec, layout.tp, gpn, prof), width=width_factor(arch, prof),
+    link_eff = prof.param("link_eff")
+    base = _Infer(
+        model=arch, rates=rates, tp=1, pp=1, link=tp_link(spec, 1, gpn, prof), width=width_factor(arch, prof),
         stack=prof.param(stack_name) if stack_name else 1.0,
         overhead_s=prof.param("step_overhead_s") * (prof.param(f"overhead_mult_{sw}")
                                                      if f"overhead_mult_{sw}" in PRIORS else 1.0),
@@ -299,9 +377,166 @@ def estimate_inference(
         head_bytes=HEAD_BYTES_QUANTISED if prec in _QUANTISED else rates.weight_bytes,
         wq_bw=prof.param("wq_bw_eff") if weight_only else 1.0,
         wq_gemm=prof.param("wq_gemm_eff") if weight_only else 1.0,
+        ep_intra=intra_node_link(spec, link_eff), ep_inter=inter_node_link(spec, link_eff, gpn),
     )  # fmt: skip
-    tpot = decode_step_s(c, float(b), input_len + output_len / 2.0)
     static = static_batching if static_batching is not None else sw in STATIC_BATCHING_STACKS
+    run_kw: dict[str, Any] = dict(
+        gpu_count=gpu_count, gpn=gpn, input_len=input_len, output_len=output_len, engine_max=_engine_max(sw),
+        static=static, ignore_memory=ignore_memory, spec=spec, prof=prof,
+    )  # fmt: skip
+    runs = [_run_layout(base, lay, batch=batch, **run_kw) for lay in layouts]
+    # layouts rank by their saturated throughput, whatever batch is asked, so asking for the concurrency a
+    # saturated estimate reported gives the same layout; a layout that fits the batch comes first
+    ranks = (
+        runs
+        if batch is None or len(runs) == 1
+        else [_run_layout(base, x, batch=None, **run_kw) for x in layouts]
+    )
+    best = runs[
+        max(
+            range(len(runs)),
+            key=lambda i: (runs[i].fits, runs[i].tok_s is not None, ranks[i].tok_s or 0.0, -i),
+        )
+    ]
+    if best.tok_s is None or best.ttft is None or best.tpot is None:
+        return InferenceEstimate(
+            fits=False, memory=best.layout.memory, tp=best.layout.tp, pp=best.layout.pp,
+            replicas=best.replicas, ep=best.layout.ep, attention_dp=best.layout.attention_dp,
+            gpus_per_replica=best.layout.gpus, batch_per_replica=best.batch, ttft_s=None, tpot_s=None,
+            output_tokens_per_s=None, requests_per_s=None,
+            max_concurrency_per_replica=best.layout.max_concurrency, notes=(*notes, *best.notes),
+        )  # fmt: skip
+    lay = best.layout
+    memory = lay.memory
+    if batch is None:  # saturated: the breakdown describes the b sequences chosen, not the batch-1 probe
+        memory = estimate_memory(
+            model=arch, task="inference", precision=prec, gpu=spec, tp=lay.tp, pp=lay.pp,
+            batch=-(-best.batch // lay.attention_dp), seq_len=context, kv_precision=kv_prec, engine=engine,
+            allow_fallback=allow_fallback, ep=lay.memory_ep,
+        )  # fmt: skip
+    widen = _widen(rates, spec, stack_name, prof, arch)
+    notes += best.notes
+    layout_text = f"tp={lay.tp} pp={lay.pp}"
+    if lay.ep > 1:
+        layout_text = (
+            f"ep={lay.ep} (routed experts {arch.num_experts // lay.ep} per GPU) with attention tp={lay.tp} x "
+            f"dp={lay.attention_dp}, pp={lay.pp}"
+        )
+    if len(runs) > 1:
+        notes.append(
+            "MoE layouts timed: "
+            + ", ".join(f"{r.layout.label} {r.tok_s or 0:,.0f} tok/s" for r in runs)
+            + "; the fastest kept."
+        )
+    notes.append(
+        f"{best.replicas} replica(s) of {layout_text}, {best.batch} concurrent sequences each "
+        f"({'given' if batch else 'saturated: KV cache / engine limit'}); software {sw}."
+    )
+    return InferenceEstimate(
+        fits=best.fits, memory=memory, tp=lay.tp, pp=lay.pp, replicas=best.replicas, ep=lay.ep,
+        attention_dp=lay.attention_dp, gpus_per_replica=lay.gpus, batch_per_replica=best.batch,
+        ttft_s=make_interval(best.ttft, "latency", prof, widen),
+        tpot_s=make_interval(best.tpot, "latency", prof, widen),
+        output_tokens_per_s=make_interval(best.tok_s, "throughput", prof, widen),
+        requests_per_s=make_interval(best.tok_s / output_len, "throughput", prof, widen),
+        max_concurrency_per_replica=lay.max_concurrency, notes=tuple(notes),
+    )  # fmt: skip
+
+
+def _engine_max(sw: str) -> int:
+    return ENGINE_MAX_BATCH.get(sw, ENGINE_MAX_BATCH["unknown"])
+
+
+def _check_ep(
+    arch: ModelArch, ep: int | None, tp: int | None, attention_dp: bool | None, gpu_count: int, pp: int
+) -> None:
+    """Reject expert-parallel requests that cannot be laid out, saying what is allowed."""
+    if ep is None or ep == 1:
+        if attention_dp:
+            raise InputError(
+                "attention_dp needs expert parallelism: give ep > 1 (the GPUs the routed experts are split "
+                "over), or leave attention_dp unset."
+            )
+        return
+    if not arch.is_moe or arch.num_experts % ep:
+        allowed = [d for d in range(2, arch.num_experts + 1) if arch.num_experts % d == 0]
+        raise InputError(
+            f"ep={ep} does not fit {arch.id}: expert parallelism splits the routed experts, so ep must "
+            f"divide them ({arch.num_experts}). Allowed: {allowed or 'none (a dense model)'}; leave ep unset "
+            "for TP."
+        )
+    attn_tp = 1 if attention_dp else tp
+    if attn_tp is not None and ep % attn_tp:
+        raise InputError(
+            f"ep={ep} is not a multiple of tp={attn_tp}: attention runs TP inside the EP group, so the group "
+            "of ep GPUs must hold whole TP groups. Give tp dividing ep (tp=1 is attention data parallel)."
+        )
+    if attention_dp is False and tp is not None and tp != ep:
+        raise InputError(
+            f"attention_dp=False with ep={ep} means attention TP over the whole EP group: tp must be {ep}, "
+            f"not {tp}. Leave tp unset or set attention_dp."
+        )
+    if ep * pp > gpu_count:
+        raise InputError(
+            f"ep={ep} x pp={pp} needs more than the {gpu_count} GPUs given. Use ep x pp <= gpu_count."
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Run:
+    """One layout timed: throughput and latencies at its batch (None when it does not fit)."""
+
+    layout: InferenceLayout
+    fits: bool
+    replicas: int
+    batch: int
+    tok_s: float | None
+    ttft: float | None
+    tpot: float | None
+    notes: tuple[str, ...]
+
+
+def _run_layout(
+    base: _Infer,
+    lay: InferenceLayout,
+    *,
+    batch: int | None,
+    gpu_count: int,
+    gpn: int,
+    input_len: int,
+    output_len: int,
+    engine_max: int,
+    static: bool,
+    ignore_memory: bool,
+    spec: AcceleratorSpec,
+    prof: CalibrationProfile,
+) -> _Run:
+    """Time ``lay``: TTFT, TPOT and output tokens/s at ``batch`` (None: saturated) sequences per replica."""
+    from dataclasses import replace
+
+    notes: list[str] = []
+    context = input_len + output_len
+    replicas = gpu_count // lay.gpus
+    cap = min(lay.max_concurrency, engine_max * lay.attention_dp)
+    b = batch if batch is not None else cap
+    fits = lay.memory.fits and lay.max_concurrency >= 1 and replicas >= 1
+    if batch is not None and batch > lay.max_concurrency:
+        fits = False
+        notes.append(f"{batch} sequences of {context} tokens exceed the KV cache ({lay.max_concurrency}).")
+    if not fits and ignore_memory and replicas >= 1:
+        b = batch if batch is not None else max(cap, USEFUL_CONCURRENCY * lay.attention_dp)
+        notes.append(
+            f"the memory model says {lay.label} does not fit ({lay.memory.per_gpu_gib:.1f} GiB per GPU, KV "
+            f"room for {lay.max_concurrency} sequences); speed estimated anyway at {b} sequences."
+        )
+    elif not fits:
+        return _Run(layout=lay, fits=False, replicas=replicas, batch=b, tok_s=None, ttft=None, tpot=None,
+                    notes=tuple(notes))  # fmt: skip
+    ep_per_node = max(1, min(lay.ep, gpn))
+    c = replace(
+        base, tp=lay.tp, pp=lay.pp, link=tp_link(spec, lay.tp, gpn, prof), ep=lay.ep, ep_per_node=ep_per_node
+    )
+    tpot = decode_step_s(c, float(b), input_len + output_len / 2.0)
     # TTFT at concurrency b (queueing excluded): with static batching the whole batch prefills before the
     # first token; with in-flight batching a new prompt is prefilled alongside the other b-1 sequences'
     # decode step, so it waits for its own prefill plus one shared step. Same rule given or saturated.
@@ -317,19 +552,8 @@ def estimate_inference(
         step = decode_step_s(c, float(b), input_len + output_len / 2.0, b * input_len / output_len, input_len)
         cycle = output_len * step
     tok_s = replicas * b * output_len / cycle
-    widen = _widen(rates, spec, stack_name, prof, arch)
-    notes.append(
-        f"{replicas} replica(s) of tp={layout.tp} pp={layout.pp}, {b} concurrent sequences each "
-        f"({'given' if batch else 'saturated: KV cache / engine limit'}); software {sw}."
-    )
-    return InferenceEstimate(
-        fits=fits, memory=memory, tp=layout.tp, pp=layout.pp, replicas=replicas, batch_per_replica=b,
-        ttft_s=make_interval(ttft, "latency", prof, widen),
-        tpot_s=make_interval(tpot, "latency", prof, widen),
-        output_tokens_per_s=make_interval(tok_s, "throughput", prof, widen),
-        requests_per_s=make_interval(tok_s / output_len, "throughput", prof, widen),
-        max_concurrency_per_replica=layout.max_concurrency, notes=tuple(notes),
-    )  # fmt: skip
+    return _Run(layout=lay, fits=fits, replicas=replicas, batch=b, tok_s=tok_s, ttft=ttft, tpot=tpot,
+                notes=tuple(notes))  # fmt: skip
 
 
 __all__ = [

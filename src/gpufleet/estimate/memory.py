@@ -228,13 +228,12 @@ def _stages(m: ModelArch, tp: int, pp: int, ep: int = 1) -> tuple[_Stage, ...]:
     routed = m.num_experts * ffn_params(m, m.moe_intermediate_size) if m.is_moe else 0
     rep = pc.tp_replicated_per_layer
     moe_per_gpu = (pc.moe_layer - rep - routed) / tp + routed / (tp * ep) + rep
-    n_dense = pc.num_dense_layers
     base, extra = divmod(m.num_layers, pp)
     stages = []
     start = 0
     for i in range(pp):
         n = base + (1 if i < extra else 0)
-        d = max(0, min(n, n_dense - start))
+        d = m.dense_layers_between(start, start + n) if m.is_moe else n
         params = d * ((dense - rep) / tp + rep) + (n - d) * moe_per_gpu
         emb = pc.embedding / tp if i == 0 else 0.0
         if i == pp - 1:
@@ -546,7 +545,7 @@ def _candidate_stages(stages: tuple[_Stage, ...]) -> tuple[_Stage, ...]:
 def _overheads(q: _Query) -> dict[str, float]:
     """Memory outside torch's allocator: CUDA context, NCCL buffers, vLLM CUDA graphs [bytes]."""
     out = {"cuda_context": CUDA_CONTEXT_GIB * GIB}
-    if q.tp * q.pp * (q.dp if q.task != "inference" else 1) > 1:
+    if q.tp * q.pp * (q.dp if q.task != "inference" else q.ep) > 1:
         out["nccl_buffers"] = NCCL_BUFFERS_GIB * GIB
     if q.task == "inference" and q.engine == "vllm":
         out["cuda_graphs"] = VLLM_CUDA_GRAPHS_GIB * GIB
@@ -578,13 +577,15 @@ def max_concurrent_sequences(
     kv_precision: str | None = None,
     engine: str = "vllm",
     allow_fallback: bool = False,
+    ep: int = 1,
 ) -> int:
     """Sequences of ``context_len`` tokens that fit one replica's KV cache [count].
 
     The largest ``b`` for which :func:`estimate_memory` at ``batch=b`` fits (engine reserve, block rounding,
     heaviest pipeline stage, and the per-sequence terms that grow with the batch besides the KV cache:
     sampling logits beyond vLLM's profiled ``max_num_seqs``, TRT-LLM's pool sized after them, whole-batch
-    prefill activations without chunking); 0 when even one does not fit.
+    prefill activations without chunking); 0 when even one does not fit. ``ep`` > 1: the routed experts are
+    split over ``tp x ep`` GPUs (expert parallelism) and the count is per attention group of ``tp`` GPUs.
     """
     m = resolve_model(model)
     if not m.is_decoder:
@@ -597,11 +598,11 @@ def max_concurrent_sequences(
     # validates every other input exactly as estimate_memory does
     estimate_memory(
         model=m, task="inference", precision=precision, gpu=spec, tp=tp, pp=pp, seq_len=context_len,
-        kv_precision=kv_precision, engine=engine, allow_fallback=allow_fallback,
+        kv_precision=kv_precision, engine=engine, allow_fallback=allow_fallback, ep=ep,
     )  # fmt: skip
     q = _Query(
         m=m, task="inference", precision=check_precision(precision), engine=engine, tp=tp, pp=pp, dp=1,
-        ep=1, batch=1, seq_len=context_len, kv_precision=kv_precision, zero_stage=0, recompute="selective",
+        ep=ep, batch=1, seq_len=context_len, kv_precision=kv_precision, zero_stage=0, recompute="selective",
         optimizer="adamw", lora_rank=1, fp32_grads=False, sequence_parallel=True, flash_attention=True,
     )  # fmt: skip
     cap = spec.memory_gib * GIB
@@ -609,7 +610,7 @@ def max_concurrent_sequences(
     extra = sum(v for k, v in over.items() if k != "cuda_context")
     # upper bound: the pool left beside the batch-1 tensors, divided by one sequence's KV cache
     hi = math.inf
-    for st in _stages(m, tp, pp):
+    for st in _stages(m, tp, pp, ep):
         parts = _inference_parts(q, st)
         per_seq = parts.pop("kv_cache")
         static = sum(parts.values())

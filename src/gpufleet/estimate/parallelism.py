@@ -64,12 +64,41 @@ class LayoutKey:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class InferenceLayout:
-    """Chosen inference parallelism per replica with its memory and KV-bound concurrency."""
+    """Chosen inference parallelism per replica with its memory and KV-bound concurrency.
+
+    ``ep`` > 1: the replica's MoE layers span ``ep`` GPUs (per pipeline stage), attention runs TP ``tp``
+    in ``ep / tp`` data-parallel groups (:mod:`gpufleet.estimate.moe_serving`); ``memory`` is one GPU's
+    and ``max_concurrency`` counts the whole replica's sequences.
+    """
 
     tp: int
     pp: int
     memory: MemoryEstimate
     max_concurrency: int
+    ep: int = 1
+
+    @property
+    def attention_dp(self) -> int:
+        """Attention data-parallel groups per replica (1 without expert parallelism)."""
+        return self.ep // self.tp if self.ep > 1 else 1
+
+    @property
+    def gpus(self) -> int:
+        """GPUs of one replica [GPUs]."""
+        return max(self.tp, self.ep) * self.pp
+
+    @property
+    def memory_ep(self) -> int:
+        """The memory model's ``ep``: routed experts split over ``tp x memory_ep`` GPUs."""
+        return self.ep // self.tp if self.ep > 1 else 1
+
+    @property
+    def label(self) -> str:
+        """Short text of the layout, e.g. ``TP8`` or ``EP8/attention TP1 x DP8``."""
+        pp = f" PP{self.pp}" if self.pp > 1 else ""
+        if self.ep > 1:
+            return f"EP{self.ep}/attention TP{self.tp} x DP{self.attention_dp}{pp}"
+        return f"TP{self.tp}{pp}"
 
 
 @lru_cache(maxsize=4096)
@@ -305,6 +334,62 @@ def choose_inference_layout(
     return last
 
 
+def ep_inference_layouts(
+    *,
+    model: ModelArch,
+    spec: AcceleratorSpec,
+    precision: str,
+    gpu_count: int,
+    context_len: int,
+    batch: int | None,
+    kv_precision: str | None,
+    engine: str,
+    gpus_per_node: int,
+    ep: int | None,
+    tp: int | None,
+    pp: int,
+    allow_fallback: bool = False,
+) -> list[InferenceLayout]:
+    """Expert-parallel layouts of a MoE model (:mod:`gpufleet.estimate.moe_serving`).
+
+    ``ep`` None: every power-of-two EP degree dividing the routed experts within the scale-up domain
+    (``gpus_per_node``: an NVL72 rack, an 8-GPU board) and the GPUs, with every attention TP degree
+    (powers of two dividing the heads and ``ep``, at most :data:`MAX_AUTO_TP`; ``tp`` = 1 is attention
+    data parallel). Those that fit the weights and at least one sequence per attention group are returned;
+    a given ``ep``/``tp`` is returned even when it does not fit (``fits`` False). ``batch``: sequences per
+    replica, spread over its attention groups. Concurrency: the KV-bound sequences per attention group
+    (:func:`max_concurrent_sequences` with the routed experts split over the group) times the groups.
+    """
+    from gpufleet.estimate.moe_serving import ep_degrees
+
+    eps = [ep] if ep is not None else ep_degrees(model, gpu_count // pp, gpus_per_node)
+    out: list[InferenceLayout] = []
+    for e in eps:
+        if e * pp > gpu_count or model.num_experts % e:
+            continue
+        tps = [tp] if tp is not None else [t for t in tp_candidates(model, min(e, MAX_AUTO_TP)) if e % t == 0]
+        for t in tps:
+            groups = e // t
+            per_group = -(-(batch or 1) // groups)
+            mem = _memory(
+                model=model, task="inference", precision=precision, gpu=spec, tp=t, pp=pp, ep=groups,
+                batch=per_group, seq_len=context_len, kv_precision=kv_precision, engine=engine,
+                allow_fallback=allow_fallback,
+            )  # fmt: skip
+            conc = 0
+            if mem.fits:
+                conc = groups * _concurrency(
+                    model=model, gpu=spec, precision=precision, tp=t, pp=pp, context_len=context_len,
+                    kv_precision=kv_precision, engine=engine, allow_fallback=allow_fallback, ep=groups,
+                )  # fmt: skip
+            lay = InferenceLayout(tp=t, pp=pp, memory=mem, max_concurrency=conc, ep=e)
+            if (mem.fits and conc >= groups) or (ep is not None and tp is not None):
+                out.append(lay)
+            elif ep is not None and not out and t == tps[-1]:
+                out.append(lay)  # the caller asked for this EP degree: report it even when it does not fit
+    return out
+
+
 __all__ = [
     "NO_TP_STACKS",
     "USEFUL_CONCURRENCY",
@@ -312,6 +397,7 @@ __all__ = [
     "LayoutKey",
     "TrainingLayout",
     "choose_inference_layout",
+    "ep_inference_layouts",
     "layout_memory",
     "tp_candidates",
     "training_layout_keys",

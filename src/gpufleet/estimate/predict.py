@@ -50,7 +50,8 @@ class CasePrediction:
 
 def note_hints(note: str) -> dict[str, Any]:
     """Standard settings named in a case note: ZeRO stage (``ZeRO-2``, ``FSDP`` = 3) and recompute mode
-    (``no recompute``, ``selective recompute``, ``full recompute``), the optimizer offloaded to the host
+    (``no recompute``, ``selective recompute``, ``full recompute``), ``static batching``, ``attention DP``
+    (attention data parallel inside an expert-parallel group) and the optimizer offloaded to the host
     (``CPU offload``, ``ZeRO-Offload``); a bare "activation checkpointing" is left to the default choice
     (selective where it fits), since papers use it for both."""
     low = note.lower()
@@ -66,6 +67,8 @@ def note_hints(note: str) -> dict[str, Any]:
         w in low for w in ("cpu offload", "zero-offload", "zero offload", "offload_optimizer", "cpuoffload")
     ):
         hints["cpu_offload"] = True
+    if any(k in low for k in ("attention dp", "attention data parallel", "dp attention", "attention_dp")):
+        hints["attention_dp"] = True
     if "no recompute" in low or "no activation checkpointing" in low:
         hints["recompute"] = "none"
     elif "selective recompute" in low:
@@ -225,12 +228,14 @@ def _predict_inference(case: CalibrationCase, prof: CalibrationProfile, perf: An
         notes.append(
             f"{' and '.join(missing)} length not given: assumed {inp:.0f} prompt and {out:.0f} output tokens"
         )
+    hints = note_hints(case.note)
+    ep = case.ep if case.ep and case.ep > 1 else None
     est = perf.estimate_inference(
         model=case.model, gpu=case.gpu, precision=case.precision, input_len=max(round(inp), 1),
         output_len=max(round(out), 1), gpu_count=case.gpu_count, batch=batch, tp=case.tp,
-        pp=case.pp or 1,
+        pp=case.pp or 1, ep=ep, attention_dp=hints.get("attention_dp") if ep else None,
         software=case.software, profile=prof, allow_fallback=True, ignore_memory=True,
-        static_batching=note_hints(case.note).get("static_batching"),
+        static_batching=hints.get("static_batching"),
     )  # fmt: skip
     iv = {"infer_output_tokens_per_s": est.output_tokens_per_s, "ttft_ms": est.ttft_s, "tpot_ms": est.tpot_s}
     factor = 1.0 if case.metric == "infer_output_tokens_per_s" else MS_PER_S

@@ -55,6 +55,9 @@ class ModelArch:
     moe_intermediate_size: int = 0  # per-expert FFN width (== intermediate_size for Mixtral)
     num_shared_experts: int = 0
     first_k_dense_layers: int = 0  # DeepSeek-V3: first 3 layers are dense
+    # every ``moe_layer_step``-th layer is MoE, the others dense (Llama 4 Maverick: 2, HF
+    # ``interleave_moe_layer_step``; layer i is MoE when (i + 1) % step == 0, transformers Llama4TextModel)
+    moe_layer_step: int = 1
     # multi-head latent attention (DeepSeek-V2/V3); 0 = standard attention
     q_lora_rank: int = 0
     kv_lora_rank: int = 0
@@ -74,6 +77,24 @@ class ModelArch:
     def is_mla(self) -> bool:
         return self.kv_lora_rank > 0
 
+    def is_moe_layer(self, index: int) -> bool:
+        """Whether layer ``index`` (0-based) has routed experts."""
+        return self.is_moe and index >= self.first_k_dense_layers and (index + 1) % self.moe_layer_step == 0
+
+    def dense_layers_between(self, start: int, end: int) -> int:
+        """Dense (non-MoE) layers among layers ``start`` .. ``end - 1`` [count] (closed form, O(1))."""
+        a, b = max(start, 0), min(end, self.num_layers)
+        if b <= a:
+            return 0
+        if not self.is_moe:
+            return b - a
+        lo = max(a, self.first_k_dense_layers)  # MoE layers: i in [lo, b) with (i + 1) % step == 0
+        step = self.moe_layer_step
+        moe = max(0, b // step - lo // step) if b > lo else 0
+        return (b - a) - moe
+
     @property
     def num_moe_layers(self) -> int:
-        return self.num_layers - self.first_k_dense_layers if self.is_moe else 0
+        if not self.is_moe:
+            return 0
+        return self.num_layers - self.dense_layers_between(0, self.num_layers)

@@ -43,11 +43,19 @@ _LLAMA_LIKE = ("deepseek", "mixtral", "qwen2", "phi3", "mistral", "gemma", "llam
 #: few thousand parameters, not counted), every other layer on a 128-token window)
 SUPPORTED_MODEL_TYPES = (
     "bert", "deepseek_v2", "deepseek_v3", "falcon", "gemma", "gemma2", "gemma3", "gemma3_text", "gpt2",
-    "gpt_bigcode", "gptj", "gpt_oss", "llama", "mistral", "mixtral", "phi3", "qwen2", "qwen3", "qwen3_moe",
+    "gpt_bigcode", "gptj", "gpt_oss", "llama", "llama4", "llama4_text", "mistral", "mixtral", "phi3", "qwen2",
+    "qwen3", "qwen3_moe",
     "RefinedWeb", "RefinedWebModel",
 )  # fmt: skip
-#: share of layers on the sliding window by model_type where it is not all of them (config ``layer_types``)
-SLIDING_LAYER_FRACTION = {"gemma2": 0.5, "gemma3": 5 / 6, "gemma3_text": 5 / 6, "gpt_oss": 0.5}
+#: share of layers on the sliding window by model_type where it is not all of them (config ``layer_types``);
+#: Llama 4: chunked local attention (``attention_chunk_size``) on 3 of 4 layers, every 4th layer global
+#: without RoPE (``no_rope_layers``; transformers ``Llama4TextAttention``), counted like a window
+SLIDING_LAYER_FRACTION = {
+    "gemma2": 0.5, "gemma3": 5 / 6, "gemma3_text": 5 / 6, "gpt_oss": 0.5, "llama4": 0.75, "llama4_text": 0.75,
+}  # fmt: skip
+#: model types whose MoE layers carry one always-on shared expert without a config field for it
+#: (transformers ``Llama4TextMoe.shared_expert``)
+ONE_SHARED_EXPERT_TYPES = frozenset({"llama4", "llama4_text"})
 
 
 def detect_family(cfg: Mapping[str, Any], hint: str = "") -> str:
@@ -155,6 +163,10 @@ _MAXIMA: dict[str, int] = {
     "num_experts_per_tok": MAX_EXPERTS,
     "n_shared_experts": MAX_EXPERTS,
     "first_k_dense_replace": MAX_LAYERS,
+    "interleave_moe_layer_step": MAX_LAYERS,
+    "decoder_sparse_step": MAX_LAYERS,
+    "intermediate_size_mlp": 100 * MAX_HIDDEN_SIZE,
+    "attention_chunk_size": 10 * MAX_SEQUENCE_TOKENS,
     "max_position_embeddings": 10 * MAX_SEQUENCE_TOKENS,
     "n_positions": 10 * MAX_SEQUENCE_TOKENS,
     "sliding_window": 10 * MAX_SEQUENCE_TOKENS,
@@ -174,6 +186,9 @@ def arch_from_config(
     """Normalise one config mapping; ``source`` names the file (or entry) in error messages."""
     if not isinstance(cfg, Mapping):
         raise ConfigFileError(f"{source}: expected a JSON object of config fields, got {document_kind(cfg)}.")
+    text_cfg = cfg.get("text_config")
+    if isinstance(text_cfg, Mapping) and "hidden_size" not in cfg:  # multimodal wrapper (Llama 4, Gemma 3)
+        cfg = {**text_cfg, "model_type": text_cfg.get("model_type", cfg.get("model_type"))}
     model_type = cfg.get("model_type")
     if model_type is not None and model_type not in SUPPORTED_MODEL_TYPES:
         raise ConfigFileError(
@@ -284,6 +299,7 @@ def arch_from_config(
 
 
 def _llama_like(r: _Reader, family: str) -> dict[str, Any]:
+    mtype = str(r.cfg.get("model_type", "gemma2" if family == "gemma2" else ""))
     h = r.int("hidden_size")
     heads = r.int("num_attention_heads")
     kw: dict[str, Any] = {
@@ -292,7 +308,8 @@ def _llama_like(r: _Reader, family: str) -> dict[str, Any]:
         "num_attention_heads": heads,
         "num_kv_heads": r.int("num_key_value_heads", default=heads),
         "head_dim": r.int("head_dim", default=h // heads),
-        "intermediate_size": r.int("intermediate_size"),
+        # Llama 4: ``intermediate_size`` is the experts' width, ``intermediate_size_mlp`` the dense layers'
+        "intermediate_size": r.int("intermediate_size_mlp", "intermediate_size"),
         "vocab_size": r.int("vocab_size"),
         "max_position_embeddings": r.int("max_position_embeddings"),
         "ffn_kind": "gated",
@@ -300,21 +317,26 @@ def _llama_like(r: _Reader, family: str) -> dict[str, Any]:
         "tie_word_embeddings": r.bool("tie_word_embeddings", family in ("gemma", "gemma2")),
         "norms_per_layer": 4 if family == "gemma2" else 2,
     }
-    window = r.int("sliding_window", required=False)
+    window = r.int("sliding_window", "attention_chunk_size", required=False)
     if family == "qwen2" and not r.bool("use_sliding_window", False):
         window = 0
     if window:
         kw["sliding_window"] = window
-        mtype = str(r.cfg.get("model_type", "gemma2" if family == "gemma2" else ""))
         kw["sliding_window_layer_fraction"] = SLIDING_LAYER_FRACTION.get(mtype, 1.0)
     experts = r.int("num_local_experts", "n_routed_experts", "num_experts", required=False)
     if experts:
         kw |= {
             "num_experts": experts,
             "experts_per_token": r.int("num_experts_per_tok"),
-            "moe_intermediate_size": r.int("moe_intermediate_size", default=kw["intermediate_size"]),
-            "num_shared_experts": r.int("n_shared_experts", required=False),
+            "moe_intermediate_size": r.int(
+                "moe_intermediate_size", "intermediate_size", default=kw["intermediate_size"]
+            ),
+            "num_shared_experts": 1
+            if mtype in ONE_SHARED_EXPERT_TYPES
+            else r.int("n_shared_experts", required=False),
             "first_k_dense_layers": r.int("first_k_dense_replace", required=False),
+            # Llama 4 ``interleave_moe_layer_step``, Qwen MoE ``decoder_sparse_step``: every n-th layer is MoE
+            "moe_layer_step": r.int("interleave_moe_layer_step", "decoder_sparse_step", default=1),
         }
     kv_lora = r.int("kv_lora_rank", required=False)
     if kv_lora:

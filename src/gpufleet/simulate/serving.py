@@ -156,7 +156,7 @@ def service_from_estimator(
             f"{arch.id} at {precision} does not fit on {counts[-1]} x {gpu} with a {ctx_in + ctx_out}-token "
             "context. Choose a larger GPU, more GPUs per replica (--gpus-per-replica), or a lower precision."
         )
-    gpus = probe.tp * probe.pp
+    gpus = probe.gpus_per_replica
     cap = min(probe.max_concurrency_per_replica, ENGINE_MAX_BATCH.get(software, ENGINE_MAX_BATCH["unknown"]))
     batches = _pow2_upto(cap)
     steps = []

@@ -1,0 +1,119 @@
+"""Mixture-of-experts serving: expert parallelism with attention data parallelism ("wide EP").
+
+How the field deploys large MoE models (DeepSeek-V3 report sec. 3.4; SGLang ``--enable-dp-attention`` with
+``--ep-size``; TensorRT-LLM ``enable_attention_dp`` with ``moe_expert_parallel_size``): one replica of ``ep``
+GPUs (times ``pp`` stages) holds every routed expert once, ``E / ep`` experts per GPU, while attention, the
+dense layers, the shared experts and the LM head run tensor parallel over groups of ``tp`` GPUs, and the
+``ep / tp`` groups are data parallel for attention (each holds its own sequences and their KV cache). For
+MLA models this is the point: the compressed latent cannot be split across TP ranks, so attention TP only
+replicates it, while attention DP gives every GPU its own sequences.
+
+Per MoE layer a token's hidden state is *dispatched* to the ranks holding its ``k`` routed experts and the
+expert outputs are *combined* back (an all-to-all each way); the busiest rank sets the step because every
+rank waits at the combine. This module holds the sourced pieces of that model; the step time that uses
+them is :func:`gpufleet.estimate.inference.decode_step_s`.
+"""
+
+from __future__ import annotations
+
+import math
+
+from gpufleet.estimate.comms import Link, all_to_all_nodes_s
+from gpufleet.models.arch import ModelArch
+
+#: bytes per hidden element of the dispatch all-to-all: fp8 with one fp32 scale per 128 elements (DeepEP
+#: low-latency/normal dispatch in FP8, DeepSeek-V3 report sec. 3.3.2 "activations before the MoE up-projection
+#: quantised into FP8 before MoE dispatch", sec. 3.3.3 "Low-precision storage and communication";
+#: TRT-LLM wide-EP fp8/nvfp4 dispatch)
+DISPATCH_BYTES_PER_ELEMENT = 1.0 + 4.0 / 128.0
+#: bytes per hidden element of the combine all-to-all: bf16 (DeepSeek-V3 report sec. 3.3.3: the combine stays
+#: in BF16; DeepEP's combine kernels are bf16)
+COMBINE_BYTES_PER_ELEMENT = 2.0
+#: busiest EP rank's routed tokens over the mean caused by skewed expert popularity on real traffic, after
+#: the redundant-expert placement engines apply (DeepSeek EPLB, github.com/deepseek-ai/EPLB; SGLang
+#: ``--enable-eplb``; TRT-LLM wide-EP online EPLB). A named assumption of ~15 %: DeepSeek-V3's
+#: auxiliary-loss-free balancing keeps per-expert load within tens of percent of the mean (DeepSeek-V3
+#: report sec. 2.1.2 and the expert-load figures of its sec. 4.5 ablation), and EPLB's replicas of hot
+#: experts are placed to flatten what remains. The statistical imbalance of finite batches comes on top
+#: (:func:`busiest_rank_load`). Not fitted: no shipped case isolates it.
+EXPERT_HOTSPOT_FACTOR = 1.15
+
+
+def expected_ranks_per_token(experts_per_token: int, ep: int) -> float:
+    """Distinct EP ranks a token's ``k`` routed experts sit on, experts spread uniformly [ranks].
+
+    ``ep (1 - (1 - 1/ep)^k)``: a token is sent once per destination rank (DeepEP and TRT-LLM de-duplicate
+    per rank); DeepSeek's node-limited routing (at most 4 nodes) is a training constraint and not assumed.
+    """
+    if ep <= 1:
+        return 1.0
+    return ep * (1.0 - (1.0 - 1.0 / ep) ** experts_per_token)
+
+
+def busiest_rank_load(mean_load: float, ranks: int) -> float:
+    """Expected load of the busiest of ``ranks`` ranks at ``mean_load`` routed tokens each [tokens].
+
+    Uniform random routing: the maximum of ``n`` bins at mean ``m`` is ``m + sqrt(2 m ln n)`` for
+    ``m >> ln n`` (Raab & Steger 1998, "Balls into bins: a simple and tight analysis", Thm. 1), at least
+    one token when any is routed; times the sourced :data:`EXPERT_HOTSPOT_FACTOR` for skewed popularity;
+    never above every token on one rank.
+    """
+    if ranks <= 1 or mean_load <= 0.0:
+        return max(mean_load, 0.0)
+    statistical = mean_load + math.sqrt(2.0 * mean_load * math.log(ranks))
+    return min(max(statistical * EXPERT_HOTSPOT_FACTOR, 1.0), mean_load * ranks)
+
+
+def busiest_group_prompt_tokens(prompt_tokens: float, prompt_len: float, groups: int) -> float:
+    """Prompt tokens the busiest attention-data-parallel group prefills in one step [tokens].
+
+    A prompt is prefilled by the one group that owns its sequence; the ``prompt_tokens`` a step carries
+    spread over the groups only when there are prompts for every group. With fewer, one group works through
+    a whole prompt (chunk) while the others wait at the MoE all-to-all, so the step carries
+    ``max(P / groups, min(P, prompt_len))``.
+    """
+    if groups <= 1 or prompt_tokens <= 0.0:
+        return max(prompt_tokens, 0.0)
+    return max(prompt_tokens / groups, min(prompt_tokens, prompt_len))
+
+
+def moe_all_to_all_s(
+    model: ModelArch, *, tokens_per_gpu: float, ep: int, ep_per_node: int, intra: Link, inter: Link
+) -> float:
+    """Dispatch + combine all-to-all time of one MoE layer for ``tokens_per_gpu`` tokens per GPU [s].
+
+    Each token's hidden state goes to :func:`expected_ranks_per_token` ranks in fp8 and comes back in bf16;
+    the share ``(g - 1)/ep`` to peers in the scale-up domain (NVLink: a whole NVL72 rack, or an 8-GPU HGX
+    board) and ``(ep - g)/ep`` over the scale-out network at once (:func:`comms.all_to_all_nodes_s`).
+    """
+    if ep <= 1 or tokens_per_gpu <= 0.0:
+        return 0.0
+    per_token = expected_ranks_per_token(model.experts_per_token, ep) * model.hidden_size
+    return sum(
+        all_to_all_nodes_s(tokens_per_gpu * per_token * b, ep, ep_per_node, intra, inter)
+        for b in (DISPATCH_BYTES_PER_ELEMENT, COMBINE_BYTES_PER_ELEMENT)
+    )
+
+
+def ep_degrees(model: ModelArch, gpu_count: int, limit: int) -> list[int]:
+    """Expert-parallel degrees worth trying: powers of two > 1 dividing the routed experts, up to ``limit``
+    GPUs (the scale-up domain) and ``gpu_count``."""
+    if not model.is_moe:
+        return []
+    out, ep = [], 2
+    while ep <= min(gpu_count, limit) and model.num_experts % ep == 0:
+        out.append(ep)
+        ep *= 2
+    return out
+
+
+__all__ = [
+    "COMBINE_BYTES_PER_ELEMENT",
+    "DISPATCH_BYTES_PER_ELEMENT",
+    "EXPERT_HOTSPOT_FACTOR",
+    "busiest_group_prompt_tokens",
+    "busiest_rank_load",
+    "ep_degrees",
+    "expected_ranks_per_token",
+    "moe_all_to_all_s",
+]
