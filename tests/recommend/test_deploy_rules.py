@@ -75,6 +75,19 @@ def test_risk_levels_and_filter() -> None:
 
 
 @pytest.mark.parametrize(
+    ("gpu", "gpus", "flagged"), [("L40S", 4, True), ("L40S", 1, False), ("H100-SXM", 4, False)]
+)
+def test_pcie_only_model_parallel_serving_is_a_risk(gpu: str, gpus: int, flagged: bool) -> None:
+    w = workload_from_dict({"model": "llama-3.1-70b", "tpot_p95_ms": 60})
+    f = fabric_for("aws", "g6e.12xlarge", gpu)
+    level, reasons = assess(w, provider_class="hyperscaler", fabric=f, nodes=1, gpu=gpu,
+                            precision_fallback=False, price_kind="on_demand", price_age_days=10.0,
+                            host_known=True, interval=None, gpus_per_replica=gpus)  # fmt: skip
+    assert any("over PCIe" in r for r in reasons) is flagged
+    assert level == ("medium" if flagged else "low")
+
+
+@pytest.mark.parametrize(
     ("field", "value"), [("tier", "prod"), ("confidence", "p99"), ("max_risk", "none"), ("runs_per_month", 0)]
 )
 def test_bad_workload_values(field: str, value: object) -> None:

@@ -156,6 +156,7 @@ def _row_risk(cs: CandidateSet, w: Workload, row: int) -> tuple[str, tuple[str, 
         host_known=not (math.isnan(float(info.vcpus[o])) or math.isnan(float(info.ram_gib[o]))),
         interval=cfg.time_to_train_s if w.is_training else cfg.tpot_s,
         local_zone=bool(info.local_zone[o]),
+        gpus_per_replica=cfg.tp * cfg.pp,
     )
 
 
@@ -417,6 +418,7 @@ def brute_force_best(
                 host_known=rec.vcpus is not None and rec.ram_gib is not None,
                 interval=cfg.time_to_train_s if w.is_training else cfg.tpot_s,
                 local_zone=bool(offer_info(table).local_zone[i]),
+                gpus_per_replica=cfg.tp * cfg.pp,
             )[0]
             if not within(level, w.max_risk):
                 continue

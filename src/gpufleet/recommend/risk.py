@@ -7,9 +7,9 @@ What raises risk (docs/recommend.md "Risk"):
   stack).
 - medium: a marketplace/community or aggregator host; an unknown provider class; several nodes per replica or
   job (more failure points, cluster set-up); a fabric bandwidth that is assumed, not documented; spot
-  capacity; a commitment lock-in; a wide estimate (p90/p10 above :data:`WIDE_INTERVAL_RATIO`) or an
-  accelerator whose specs are flagged uncertain; a stale or undated price; host RAM/vCPUs not listed; an AWS
-  Local Zone.
+  capacity; a commitment lock-in; serving split over several GPUs that only PCIe connects; a wide estimate
+  (p90/p10 above :data:`WIDE_INTERVAL_RATIO`) or an accelerator whose specs are flagged uncertain; a stale or
+  undated price; host RAM/vCPUs not listed; an AWS Local Zone.
 
 Three or more medium reasons make the level high. Cross-provider egress is added by migration analysis.
 """
@@ -49,6 +49,7 @@ def assess(
     host_known: bool,
     interval: Interval | None,
     local_zone: bool = False,
+    gpus_per_replica: int = 1,
 ) -> tuple[str, tuple[str, ...]]:
     """(level, reasons) of one candidate (module doc)."""
     high: list[str] = []
@@ -88,6 +89,11 @@ def assess(
             high.append(f"{vendor} software stack (kernels, engines and tooling differ from CUDA)")
         if get_spec(gpu).uncertain:
             med.append(f"{gpu} specs uncertain (estimate not calibrated on it)")
+        if not w.is_training and gpus_per_replica > 1 and not get_spec(gpu).has_scaleup_fabric:
+            med.append(
+                f"{gpus_per_replica} GPUs per replica over PCIe (no NVLink or Infinity Fabric): such "
+                "serving is estimated up to ~2x too fast (docs/performance.md, Known limits)"
+            )
     except Exception:
         med.append(f"{gpu} not in the accelerator table")
     return risk_level(high, med), tuple(high + med)
