@@ -219,6 +219,19 @@ def test_cli_autoscale_markdown_and_html(tmp_path: Path) -> None:
     assert res.exit_code == 0 and html.read_text().count("<svg") == 2
 
 
+def test_cli_autoscale_kv_mode(tmp_path: Path) -> None:
+    trace = tmp_path / "t.csv"
+    lines = (AZURE / "AzureLLMInferenceTrace_conv.csv").read_text().splitlines()[:400]
+    trace.write_text("\n".join(lines) + "\n")
+    modes = {}
+    for mode in ("paged", "reserve"):
+        args = ["simulate", "autoscale", str(trace), "--gpu", "l4", "--no-static-peak", "-f", "json"]
+        res = runner.invoke(app, [*args, "--kv-mode", mode])
+        assert res.exit_code == 0, res.output
+        modes[mode] = json.loads(res.stdout)["result"]["kv_mode"]
+    assert modes == {"paged": "paged", "reserve": "reserve"}
+
+
 def test_cli_spot_and_sweep() -> None:
     res = runner.invoke(
         app, ["simulate", "spot", "--model", "llama-3.1-8b", "--tokens", "1e9", "--runs", "10", "-f", "json"]
@@ -235,6 +248,7 @@ def test_cli_spot_and_sweep() -> None:
     [
         ["simulate", "autoscale", "missing.csv"],
         ["simulate", "autoscale", str(AZURE / "AzureLLMInferenceTrace_conv.csv"), "--policy", "magic"],
+        ["simulate", "autoscale", str(AZURE / "AzureLLMInferenceTrace_conv.csv"), "--kv-mode", "swap"],
         ["simulate", "batch", str(DATA / "jobs.csv"), "--policy", "magic"],
         ["simulate", "spot", "--model", "llama-3.1-8b", "--tokens", "-5"],
     ],

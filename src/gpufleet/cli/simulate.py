@@ -112,6 +112,14 @@ def autoscale_cmd(
     no_static: Annotated[
         bool, typer.Option("--no-static-peak", help="Skip the static-peak comparison.")
     ] = False,
+    kv_mode: Annotated[
+        str,
+        typer.Option(
+            "--kv-mode",
+            help="paged (vLLM: KV grows per token, newest request preempted when full) or reserve "
+            "(input + output tokens reserved at admission).",
+        ),
+    ] = "paged",
     seed: SeedOpt = 0,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
@@ -151,6 +159,7 @@ def autoscale_cmd(
         seed=seed,
         rate_factor=rate,
         compare_static_peak=not no_static,
+        kv_mode=kv_mode,
     )
     _emit(result, fmt, output)
 
