@@ -89,23 +89,16 @@ def _option_configs(fleet: Fleet, fw: FleetWorkload, o: Option) -> list[list[Pla
                     ) / HOURS_PER_MONTH
                 bh = hours if billed < 0 else billed
                 lines.append(
-                    PlanLine(
+                    PlanLine.for_option(
+                        o,
                         workload=fw.name,
                         team=fw.team,
-                        option=o.key,
                         block=bi,
-                        provider=o.provider,
-                        region=o.region,
-                        instance_type=o.instance_type,
-                        gpu=o.gpu,
-                        gpus_per_node=o.gpus_per_node,
                         pay_kind=kind,
                         nodes=n,
-                        hours_per_month=hours,
-                        billed_hours_per_month=bh,
-                        unit_price_usd_per_hour=unit,
-                        list_unit_price_usd_per_hour=o.price_on_demand_usd_per_hour,
-                        cost_usd_per_month=n * unit * bh,
+                        unit_usd_per_hour=unit,
+                        billed_hours=bh,
+                        hours=hours,
                         commitment=commitment,
                     )
                 )
@@ -114,22 +107,16 @@ def _option_configs(fleet: Fleet, fw: FleetWorkload, o: Option) -> list[list[Pla
     transfer = []
     if o.transfer_usd_per_month > 0:
         transfer = [
-            PlanLine(
+            PlanLine.for_option(
+                o,
                 workload=fw.name,
                 team=fw.team,
-                option=o.key,
                 block=-1,
-                provider=o.provider,
-                region=o.region,
-                instance_type=o.instance_type,
-                gpu=o.gpu,
-                gpus_per_node=o.gpus_per_node,
                 pay_kind="data_transfer",
                 nodes=0,
-                hours_per_month=0.0,
-                billed_hours_per_month=0.0,
-                unit_price_usd_per_hour=0.0,
-                list_unit_price_usd_per_hour=o.price_on_demand_usd_per_hour,
+                unit_usd_per_hour=0.0,
+                billed_hours=0.0,
+                hours=0.0,
                 cost_usd_per_month=o.transfer_usd_per_month,
             )
         ]

@@ -80,25 +80,11 @@ def _decode(
         commitment: str | None = None,
         cost: float | None = None,
     ) -> PlanLine:
-        return PlanLine(
-            workload=wname,
-            team=team[wname],
-            option=o.key,
-            block=block,
-            provider=o.provider,
-            region=o.region,
-            instance_type=o.instance_type,
-            gpu=o.gpu,
-            gpus_per_node=o.gpus_per_node,
-            pay_kind=kind,
-            nodes=nodes,
-            hours_per_month=hours,
-            billed_hours_per_month=billed,
-            unit_price_usd_per_hour=unit,
-            list_unit_price_usd_per_hour=o.price_on_demand_usd_per_hour,
-            cost_usd_per_month=cost if cost is not None else nodes * unit * billed,
-            commitment=commitment,
-        )
+        return PlanLine.for_option(
+            o, workload=wname, team=team[wname], block=block, pay_kind=kind, nodes=nodes,
+            unit_usd_per_hour=unit, billed_hours=billed, hours=hours, commitment=commitment,
+            cost_usd_per_month=cost,
+        )  # fmt: skip
 
     for rep, ovs in model.vars.items():
         members = model.groups.get(rep, [rep])

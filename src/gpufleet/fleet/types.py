@@ -319,6 +319,46 @@ class PlanLine:
     pool: str = ""
     mig_profile: str = ""
 
+    @classmethod
+    def for_option(
+        cls,
+        o: Option,
+        *,
+        workload: str,
+        team: str,
+        block: int,
+        pay_kind: str,
+        nodes: int,
+        unit_usd_per_hour: float,
+        billed_hours: float,
+        hours: float,
+        commitment: str | None = None,
+        cost_usd_per_month: float | None = None,
+    ) -> PlanLine:
+        """``nodes`` of option ``o``'s block ``block`` paid as ``pay_kind``; cost = nodes x unit x billed
+        hours unless given (data transfer)."""
+        return cls(
+            workload=workload,
+            team=team,
+            option=o.key,
+            block=block,
+            provider=o.provider,
+            region=o.region,
+            instance_type=o.instance_type,
+            gpu=o.gpu,
+            gpus_per_node=o.gpus_per_node,
+            pay_kind=pay_kind,
+            nodes=nodes,
+            hours_per_month=hours,
+            billed_hours_per_month=billed_hours,
+            unit_price_usd_per_hour=unit_usd_per_hour,
+            list_unit_price_usd_per_hour=o.price_on_demand_usd_per_hour,
+            cost_usd_per_month=(
+                nodes * unit_usd_per_hour * billed_hours if cost_usd_per_month is None else cost_usd_per_month
+            ),
+            commitment=commitment,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SharedPool:
