@@ -17,8 +17,9 @@ The library returns typed data and never prints; the ``gpufleet`` CLI renders it
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from gpufleet._lazy import lazy_getattr
 from gpufleet.errors import (
     ConfigFileError,
     DataError,
@@ -143,13 +144,7 @@ importlib.import_module("gpufleet.recommend")
 del globals()["recommend"]
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gpufleet' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value  # later look-ups skip __getattr__
-    return value
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 def __dir__() -> list[str]:

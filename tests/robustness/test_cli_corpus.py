@@ -368,7 +368,11 @@ def _materialise(tmp_path: Path, suffix: str, content: bytes | str) -> Path:
     return path
 
 
-def _check(argv: list[str], words: list[str]) -> None:
+def _check(argv: list[str], words: list[str], subs: dict[str, str] | None = None) -> None:
+    """``argv`` (with ``{key}`` placeholders replaced from ``subs``) exits 2, no traceback, no hang, and the
+    message names every one of ``words``."""
+    for key, value in (subs or {}).items():
+        argv = [a.replace("{" + key + "}", value) for a in argv]
     res = runner.invoke(app, argv)
     out = res.output
     assert not isinstance(res.exception, TimeoutError), f"hang: {argv}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_cli_corpus import BINARY, DIR, FIFO, LATIN1, MISSING, UTF16_NO_BOM, _materialise
+from test_cli_corpus import BINARY, DIR, FIFO, LATIN1, MISSING, UTF16_NO_BOM, _check, _materialise
 from typer.testing import CliRunner
 
 from gpufleet.cli.app import app
@@ -313,19 +313,6 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
 
 
 # isolation (own data dir, wide terminal) and the 10 s alarm: conftest.py `cli_case_guard`
-
-
-def _check(argv: list[str], words: list[str], subs: dict[str, str]) -> None:
-    for key, value in subs.items():
-        argv = [a.replace("{" + key + "}", value) for a in argv]
-    res = runner.invoke(app, argv)
-    out = res.output
-    assert not isinstance(res.exception, TimeoutError), f"hang: {argv}"
-    assert "Traceback" not in out, out
-    assert res.exit_code == 2, f"exit {res.exit_code} (exception {res.exception!r}): {out[-800:]}"
-    flat = " ".join(out.split())
-    for w in words:
-        assert w.lower() in flat.lower(), f"{w!r} not in: {flat[-800:]}"
 
 
 def _subs(inputs: dict[str, str], tmp_path: Path, f: Path | None = None) -> dict[str, str]:
