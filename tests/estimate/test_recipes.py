@@ -108,3 +108,48 @@ def test_cpu_offload_moves_the_optimizer_states_to_the_host() -> None:
     assert on.breakdown_gib["optimizer_states"] == 0.0
     assert off.allocated_gib - on.allocated_gib == pytest.approx(off.breakdown_gib["optimizer_states"])
     assert any("host memory" in a for a in on.assumptions)
+
+
+def test_lora_on_a_4bit_base_is_qlora_in_memory_speed_and_cases() -> None:
+    """A LoRA whose frozen base is int4/nf4 is QLoRA (Dettmers et al. 2023): the same estimate either way."""
+    from gpufleet.estimate.training import estimate_training
+
+    kw: dict[str, Any] = {"model": "llama-3.1-8b", "gpu": "RTX-4090", "precision": "nf4", "seq_len": 2048}
+    assert estimate_memory(task="lora", batch=1, **kw).per_gpu_gib == pytest.approx(
+        estimate_memory(task="qlora", batch=1, **kw).per_gpu_gib
+    )
+    lora = estimate_training(task="lora", gpu_count=1, global_batch=4, **kw)
+    qlora = estimate_training(task="qlora", gpu_count=1, global_batch=4, **kw)
+    assert lora.tokens_per_s_per_gpu is not None and qlora.tokens_per_s_per_gpu is not None
+    assert lora.tokens_per_s_per_gpu.central == pytest.approx(qlora.tokens_per_s_per_gpu.central)
+
+
+def test_lora_on_an_8bit_base_runs_on_gpus_and_full_int8_training_stays_refused() -> None:
+    """bitsandbytes 8-bit bases (LLM.int8, PEFT load_in_8bit) are frozen: 16-bit compute after dequantising,
+    so the job runs on any GPU; only training the weights in int8 matmuls is TPU-only."""
+    from gpufleet.errors import UnsupportedError
+    from gpufleet.estimate.training import estimate_training
+
+    kw: dict[str, Any] = {"model": "llama-3.1-8b", "gpu": "H100-SXM", "seq_len": 2048}
+    int8 = estimate_memory(task="lora", precision="int8", batch=1, **kw)
+    nf4 = estimate_memory(task="lora", precision="nf4", batch=1, **kw)
+    bf16 = estimate_memory(task="lora", precision="bf16", batch=1, recompute="full", **kw)
+    assert nf4.breakdown_gib["weights"] < int8.breakdown_gib["weights"] < bf16.breakdown_gib["weights"]
+    est = estimate_training(task="lora", precision="int8", gpu_count=1, global_batch=4, **kw)
+    ref = estimate_training(task="lora", precision="bf16", gpu_count=1, global_batch=4, **kw)
+    assert est.tokens_per_s_per_gpu is not None and ref.tokens_per_s_per_gpu is not None
+    assert est.tokens_per_s_per_gpu.central < ref.tokens_per_s_per_gpu.central  # dequantised per matmul
+    with pytest.raises(UnsupportedError, match="int8 training"):
+        estimate_training(task="full_finetune", precision="int8", gpu_count=1, global_batch=4, **kw)
+
+
+def test_lora_cases_on_quantised_bases_are_predicted() -> None:
+    from gpufleet.estimate.predict import predict_case
+
+    text = (
+        "case_id,metric,model,task,gpu,gpu_count,precision,batch,seq_len,measured,unit,source\n"
+        "Q1,train_tokens_per_s_per_gpu,llama-3.1-8b,lora,A100-SXM-80GB,1,int8,4,2048,1000,tok/s/gpu,x\n"
+        "Q2,peak_memory_gib,llama-3.1-8b,lora,RTX-4090,1,nf4,1,2048,10,GiB,x\n"
+    )
+    for case in parse_cases_csv(text, "q.csv"):
+        assert predict_case(case).predicted > 0

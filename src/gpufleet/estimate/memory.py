@@ -31,7 +31,7 @@ from gpufleet.estimate.kv_cache import kv_cache_bytes as kv_cache_bytes
 from gpufleet.estimate.kv_cache import kv_cache_bytes_per_token as kv_cache_bytes_per_token
 from gpufleet.estimate.kv_cache import mla_kv_cache_bytes as mla_kv_cache_bytes
 from gpufleet.estimate.support import precision_support
-from gpufleet.estimate.types import TASKS
+from gpufleet.estimate.types import TASKS, adapter_task
 from gpufleet.models.arch import ModelArch
 from gpufleet.models.params import LORA_TARGETS, count_params, ffn_params, lora_params
 from gpufleet.models.registry import resolve_model
@@ -329,7 +329,7 @@ def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
 
     parts: dict[str, float] = {}
     if q.task in ("lora", "qlora"):
-        base = q.precision if q.task == "lora" or q.precision in ("nf4", "int4", "fp4") else "nf4"
+        base = q.precision if q.task == "lora" or q.precision in ("nf4", "int4", "fp4", "int8") else "nf4"
         parts["weights"] = _weight_bytes(st, base) / (q.dp if q.zero_stage >= 3 else 1)
         trainable = lora_params(m, q.lora_rank) * st.layers / m.num_layers / q.tp
         experts = 0.0
@@ -435,7 +435,10 @@ def estimate_memory(
     if task not in TASKS:
         raise InputError(f"Unknown task {task!r}. Allowed: {', '.join(TASKS)}. Pick the one you will run.")
     prec = check_precision(precision)
-    support = precision_support(spec, prec, allow_fallback=allow_fallback)
+    task = adapter_task(task, prec, spec.architecture)
+    support = precision_support(
+        spec, "nf4" if task == "qlora" and prec == "int8" else prec, allow_fallback=allow_fallback
+    )  # an 8-bit frozen adapter base computes in 16-bit, like any weight-only format
     _check_engine(engine)
     for name, v in (("batch", batch), ("seq_len", seq_len), ("lora_rank", lora_rank)):
         _positive(name, v)
@@ -682,7 +685,8 @@ def _training_assumptions(q: _Query) -> list[str]:
             f"LoRA rank {q.lora_rank} on {LORA_TARGETS}; adapters, grads and {q.optimizer} state in fp32."
         )
         if q.task == "qlora":
-            a.append("QLoRA base in NF4 with double quantisation; bf16 compute.")
+            base = "8-bit (LLM.int8)" if q.precision == "int8" else "NF4 with double quantisation"
+            a.append(f"QLoRA-style frozen base in {base}; bf16 compute.")
     else:
         bpp = optimizer_bytes_per_param(
             q.optimizer, q.precision, fp32_grads=q.fp32_grads, master_weights=q.master_weights

@@ -6,12 +6,13 @@ prediction's ``notes``.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from gpufleet.errors import GpufleetError, InputError, UnsupportedError
 from gpufleet.estimate.profile import METRIC_FAMILY, CalibrationProfile, load_profile, make_interval
-from gpufleet.estimate.types import TRAINING_TASKS, Interval
+from gpufleet.estimate.types import TRAINING_TASKS, Interval, adapter_task
 from gpufleet.models.registry import resolve_model
 from gpufleet.units import MS_PER_S, SECONDS_PER_MINUTE
 
@@ -116,6 +117,10 @@ def predict_case(case: CalibrationCase, profile: CalibrationProfile | None = Non
             f"Allowed: {', '.join(METRIC_FAMILY)}."
         )
     try:
+        from gpufleet.catalog.specs import get_spec
+
+        task = adapter_task(case.task, case.precision, get_spec(case.gpu).architecture)
+        case = dataclasses.replace(case, task=task)  # lora on a quantised base is a QLoRA-style job
         if case.metric == "peak_memory_gib":
             return _predict_memory(case, prof, estimate_memory)
         if case.metric in ("infer_output_tokens_per_s", "ttft_ms", "tpot_ms"):

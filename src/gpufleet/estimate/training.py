@@ -40,11 +40,11 @@ from gpufleet.estimate.rates import (
     tp_link,
     width_factor,
 )
-from gpufleet.estimate.types import TRAINING_TASKS, Interval
+from gpufleet.estimate.types import INT8_TRAINING_ARCHS, TRAINING_TASKS, Interval, adapter_task
 from gpufleet.models import count_params, lora_params
 from gpufleet.models.arch import ModelArch
 from gpufleet.models.params import ffn_params
-from gpufleet.precision import check_precision
+from gpufleet.precision import bytes_per_element, check_precision
 from gpufleet.units import GB, GIGA, SECONDS_PER_HOUR
 from gpufleet.validation import checked_output
 
@@ -84,9 +84,6 @@ INTERLEAVED_STACKS = frozenset({"nemo", "megatron", "unknown"})
 #: (EP A2A overlap), NeMo recipes on it, and tuned published runs (DeepSeek-V3 DualPipe); others
 #: (DeepSpeed-MoE, plain PyTorch) run it in line and hide only what async launches give, like TP traffic
 EP_OVERLAP_STACKS = frozenset({"nemo", "megatron", "unknown"})
-#: architectures whose training stacks train with int8 matmuls: TPUs through AQT in MaxText (Google Cloud
-#: "Accurate Quantized Training" docs; MLPerf Training v4.0/v4.1 Google gpt3 submissions)
-INT8_TRAINING_ARCHS: tuple[str, ...] = ("TPU",)
 #: QLoRA dequantises NF4 weights before every matmul (bitsandbytes): ~0.6-0.7x LoRA speed (QLoRA paper,
 #: Dettmers et al. 2023, and HF PEFT benchmarks); a named prior applied to qlora compute
 QLORA_DEQUANT_EFF = 0.65
@@ -329,14 +326,23 @@ def estimate_training(
     if recompute is not None and recompute not in ("none", "selective", "full"):
         raise InputError(f"recompute must be none, selective or full, got {recompute!r}.")
     sw = software_key(software)
-    if prec == "int8" and not spec.architecture.startswith(INT8_TRAINING_ARCHS):
+    task = adapter_task(task, prec, spec.architecture)
+    frozen_int8 = task == "qlora" and prec == "int8"
+    if prec == "int8" and not frozen_int8 and not spec.architecture.startswith(INT8_TRAINING_ARCHS):
         raise UnsupportedError(
             f"int8 training is not supported on {spec.id} ({spec.architecture}): quantised int8 training "
             "(AQT) exists in JAX/MaxText on TPUs only; GPU training stacks (Transformer Engine, Megatron, "
             "DeepSpeed, PyTorch) train in bf16, fp8 or fp4. Use fp8 (Hopper, Blackwell, CDNA 3+, Gaudi) or "
-            "bf16 on this GPU."
+            "bf16 on this GPU. A LoRA on an 8-bit frozen base (bitsandbytes) is task 'qlora' or 'lora' with "
+            "precision int8."
         )
-    rates = resolve_rates(spec, prec, prof, allow_fallback=allow_fallback)
+    if frozen_int8:  # an 8-bit frozen base is dequantised per matmul: 16-bit compute, like nf4 (support)
+        rates = dataclasses.replace(
+            resolve_rates(spec, "nf4", prof, allow_fallback=allow_fallback),
+            weight_bytes=bytes_per_element(prec),
+        )
+    else:
+        rates = resolve_rates(spec, prec, prof, allow_fallback=allow_fallback)
     gpn = gpus_per_node or scaleup_domain_gpus(spec, gpu_count)
     cp_deg = cp or 1
     if gpu_count % cp_deg or seq_len < cp_deg:

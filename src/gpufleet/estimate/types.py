@@ -8,6 +8,23 @@ from typing import Literal, get_args
 Task = Literal["inference", "pretrain", "full_finetune", "lora", "qlora", "load"]
 TASKS: tuple[str, ...] = get_args(Task)
 TRAINING_TASKS: tuple[str, ...] = ("pretrain", "full_finetune", "lora", "qlora")
+#: architectures whose training stacks train with int8 matmuls: TPUs through AQT in MaxText (Google Cloud
+#: "Accurate Quantized Training" docs; MLPerf Training v4.0/v4.1 Google gpt3 submissions)
+INT8_TRAINING_ARCHS: tuple[str, ...] = ("TPU",)
+#: frozen-base formats of an adapter fine-tune loaded through bitsandbytes: 4-bit (QLoRA, Dettmers et al.
+#: 2023) and 8-bit (LLM.int8(), Dettmers et al. 2022; PEFT's ``prepare_model_for_kbit_training`` for
+#: ``load_in_8bit``/``load_in_4bit`` bases, which turns gradient checkpointing on by default)
+QUANTISED_ADAPTER_BASES: frozenset[str] = frozenset({"int4", "nf4", "int8"})
+
+
+def adapter_task(task: str, precision: str, architecture: str) -> str:
+    """The task a job really runs: a LoRA on a quantised frozen base (4-bit, or 8-bit on a GPU, where no
+    stack trains int8 matmuls) is a QLoRA-style job (dequantise per matmul, bitsandbytes recipe)."""
+    if task != "lora" or precision not in QUANTISED_ADAPTER_BASES:
+        return task
+    if precision == "int8" and architecture.startswith(INT8_TRAINING_ARCHS):
+        return task  # TPU: LoRA with int8 (AQT) matmuls, like int8 training
+    return "qlora"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
