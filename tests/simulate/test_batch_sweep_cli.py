@@ -257,3 +257,18 @@ def test_cli_user_errors_exit_2(args: list[str]) -> None:
     res = runner.invoke(app, args)
     assert res.exit_code == 2, res.output
     assert "Traceback" not in res.output
+
+
+@pytest.mark.parametrize(
+    ("duration_h", "checkpoint_h", "restart_h"),
+    [(500.0, 1.0, 1e5), (2.8e8, 1.0, 0.1), (1e4, 1e5, 0.0)],
+)
+def test_a_spot_job_that_can_never_finish_is_an_error_not_a_hang(
+    duration_h: float, checkpoint_h: float, restart_h: float
+) -> None:
+    """A restart longer than the MTBI, a job of centuries or no checkpoint inside the MTBI used to loop for
+    ever on a spot pool; the run now stops after MAX_INTERRUPTIONS_PER_JOB and says how to fix it."""
+    job = Job(job_id="j", submit_h=0.0, gpus=1, duration_h=duration_h, priority=0, deadline_h=None,
+              preemptible=True, team="t")  # fmt: skip
+    with pytest.raises(InputError, match="never completes"):
+        simulate_batch([job], policy="spot", checkpoint_h=checkpoint_h, restart_h=restart_h, seed=0)

@@ -10,8 +10,10 @@ names the file, the row (case_id and line), the field, the bad value and what is
 from __future__ import annotations
 
 import csv
+import difflib
 import io
 import math
+import re
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -60,6 +62,49 @@ SOFTWARES: tuple[str, ...] = (
     "unsloth",
     "axolotl",
 )
+
+#: other spellings of the schema's stacks -> its key (names as the projects write them; a wrapper maps to
+#: the engine it runs: Ollama runs llama.cpp, optimum-habana is Hugging Face transformers on Gaudi, MaxText
+#: is JAX, torchtitan and FSDP are PyTorch)
+SOFTWARE_ALIASES: dict[str, str] = {
+    "tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "trt-llm": "trtllm", "trt_llm": "trtllm",
+    "tensorrt": "trtllm", "llama.cpp": "llamacpp", "llama-cpp": "llamacpp", "llama_cpp": "llamacpp",
+    "ggml": "llamacpp", "ollama": "llamacpp", "hf": "transformers", "huggingface": "transformers",
+    "hf-transformers": "transformers", "peft": "transformers", "trl": "transformers",
+    "hf trainer": "transformers", "optimum-habana": "transformers", "optimum_habana": "transformers",
+    "text-generation-inference": "tgi", "tgi-gaudi": "tgi", "sgl": "sglang", "maxtext": "jax", "paxml": "jax",
+    "pax": "jax", "flax": "jax", "megatron-lm": "megatron", "megatron_lm": "megatron",
+    "megatron-core": "megatron", "mcore": "megatron", "nemo-megatron": "nemo", "nemo framework": "nemo",
+    "megatron-deepspeed": "megatron_deepspeed", "torch": "pytorch", "fsdp": "pytorch",
+    "torchtitan": "pytorch",
+    "pytorch-fsdp": "pytorch", "pytorch fsdp": "pytorch", "ddp": "pytorch", "paddlepaddle": "paddle",
+    "paddlenlp": "paddle",
+}  # fmt: skip
+
+#: a version written after a stack's name ("vLLM 0.6.3", "PyTorch v2.4", "trtllm==0.12", "fsdp2")
+_VERSION_SUFFIX = re.compile(r"[\s=@_/-]*v?\d+(?:\.\d+)*[a-z0-9.+-]*$")
+
+
+def canonical_software(value: str) -> tuple[str | None, str | None]:
+    """(schema key, None) for a stack the estimator models (its key, an alias, either with a version), or
+    (None, the name) for a stack it does not model (a prediction then treats it as unknown and says so).
+    ValueError when the name is a near-miss of a known one (a typo), naming the close matches."""
+    low = " ".join(value.strip().lower().split())
+    for cand in (low, _VERSION_SUFFIX.sub("", low)):
+        if cand in SOFTWARES:
+            return cand, None
+        if cand in SOFTWARE_ALIASES:
+            return SOFTWARE_ALIASES[cand], None
+    names = [*SOFTWARES, *SOFTWARE_ALIASES]
+    close = difflib.get_close_matches(_VERSION_SUFFIX.sub("", low) or low, names, n=3, cutoff=0.8)
+    if close:
+        raise ValueError(
+            f"field 'software' has {value.strip()!r}: unknown software; did you mean "
+            f"{' or '.join(repr(c) for c in close)}? Allowed: "
+            f"{', '.join(SOFTWARES)}, their common spellings, or blank (unknown)"
+        )
+    return None, value.strip()
+
 
 #: optimizers the schema names (training only; blank = unstated, read as mixed-precision AdamW)
 OPTIMIZERS: tuple[str, ...] = ("adamw", "adamw8bit", "paged_adamw8bit", "sgd", "adafactor")
@@ -135,6 +180,7 @@ class CalibrationCase:
     note: str
     source: str
     optimizer: str | None = None  # one of OPTIMIZERS; None = unstated (mixed-precision AdamW)
+    software_unmodelled: str | None = None  # a stated stack the estimator does not model (software is None)
 
 
 def _lower_choice(v: str, kind: str, allowed: Collection[str]) -> str:
@@ -197,6 +243,7 @@ class _CaseRow(BaseModel):
     ep: int | None = None
     cp: int | None = None
     software: str | None = None
+    software_unmodelled: str | None = None  # set by the validator, not a column
     optimizer: str | None = None
     measured: float
     unit: str
@@ -230,10 +277,7 @@ class _CaseRow(BaseModel):
     def _software(cls, v: Any) -> str | None:
         if _blank(v):
             return None
-        s = str(v).strip().lower()
-        if s not in SOFTWARES:
-            raise ValueError(f"unknown software; allowed: {', '.join(SOFTWARES)} or blank (unknown)")
-        return s
+        return str(v).strip()  # canonicalised in _unit_matches (one place for both fields)
 
     @field_validator("optimizer", mode="before")
     @classmethod
@@ -288,6 +332,8 @@ class _CaseRow(BaseModel):
 
     @model_validator(mode="after")
     def _unit_matches(self) -> _CaseRow:
+        if self.software is not None:
+            self.software, self.software_unmodelled = canonical_software(self.software)
         expected = METRIC_UNITS[self.metric]
         if self.unit.lower() != expected.lower():
             raise ValueError(
@@ -390,6 +436,8 @@ def case_to_row(case: CalibrationCase) -> dict[str, str]:
     out: dict[str, str] = {}
     for col in CASE_COLUMNS:
         v = getattr(case, col)
+        if col == "software" and v is None:
+            v = case.software_unmodelled  # the stack as stated, when the estimator does not model it
         if v is None:
             out[col] = ""
         elif isinstance(v, float) and v.is_integer() and col != "measured":

@@ -122,14 +122,21 @@ def predict_case(case: CalibrationCase, profile: CalibrationProfile | None = Non
         task = adapter_task(case.task, case.precision, get_spec(case.gpu).architecture)
         case = dataclasses.replace(case, task=task)  # lora on a quantised base is a QLoRA-style job
         if case.metric == "peak_memory_gib":
-            return _predict_memory(case, prof, estimate_memory)
-        if case.metric in ("infer_output_tokens_per_s", "ttft_ms", "tpot_ms"):
-            return _predict_inference(case, prof, perf)
-        return _predict_training(case, prof, perf)
+            pred = _predict_memory(case, prof, estimate_memory)
+        elif case.metric in ("infer_output_tokens_per_s", "ttft_ms", "tpot_ms"):
+            pred = _predict_inference(case, prof, perf)
+        else:
+            pred = _predict_training(case, prof, perf)
     except CaseNotSupportedError:
         raise
     except GpufleetError as exc:
         raise CaseNotSupportedError(f"Case {case.case_id} cannot be estimated: {exc}") from exc
+    if case.software_unmodelled:
+        note = (
+            f"software {case.software_unmodelled!r} is not a stack the estimator models: predicted as unknown"
+        )
+        pred = dataclasses.replace(pred, notes=(*pred.notes, note))
+    return pred
 
 
 def _predict_memory(case: CalibrationCase, prof: CalibrationProfile, estimate_memory: Any) -> CasePrediction:

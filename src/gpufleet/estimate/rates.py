@@ -167,9 +167,10 @@ def scaleup_domain_gpus(spec: AcceleratorSpec, gpu_count: int) -> int:
 
 def software_key(software: str | None) -> str:
     """Normalised software name (``unknown`` when None/blank); an unknown name is an UnknownNameError."""
-    from gpufleet.estimate.cases import SOFTWARES  # the schema's list of stacks
+    from gpufleet.estimate.cases import SOFTWARE_ALIASES, SOFTWARES  # the schema's list of stacks
 
     key = (software or "").strip().lower() or "unknown"
+    key = SOFTWARE_ALIASES.get(key, key)
     if key != "unknown" and key not in SOFTWARES:
         raise UnknownNameError(
             "software stack",

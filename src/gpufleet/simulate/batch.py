@@ -243,8 +243,14 @@ class _State:
     pool: int | None = None
     run_start: float = 0.0
     token: int = 0  # invalidates a stale completion after an interruption
+    interruptions: int = 0
     cost: float = 0.0
     gpu_h: float = 0.0
+
+
+#: interruptions one job may take before the run is declared unable to finish (restart or checkpoint
+#: interval at or beyond the spot pool's mean time between interruptions makes the work grow without end)
+MAX_INTERRUPTIONS_PER_JOB = 1_000
 
 
 def simulate_batch(
@@ -375,6 +381,16 @@ def simulate_batch(
         kept = math.floor(ran / checkpoint_h) * checkpoint_h if checkpoint_h > 0 else 0.0
         s.remaining_h = s.remaining_h - min(kept, s.remaining_h) + restart_h
         counters["preempt"] += 1
+        s.interruptions += 1
+        if s.interruptions > MAX_INTERRUPTIONS_PER_JOB:
+            mtbi = fl.pools[s.pool].mtbi_h if s.pool is not None else math.nan
+            raise InputError(
+                f"job {jobs[i].job_id} was interrupted {MAX_INTERRUPTIONS_PER_JOB:,} times on spot without "
+                f"finishing ({s.remaining_h:.3g} h of work left): with restart_h={restart_h:g} h and "
+                f"checkpoint_h={checkpoint_h:g} h against a mean time between interruptions of {mtbi:.3g} h, "
+                "it never completes. Checkpoint more often (lower checkpoint_h), shorten restart_h below the "
+                "MTBI, split the job, or mark it preemptible=false so it runs on-demand."
+            )
         queue.append(i)
         schedule()
 
