@@ -148,3 +148,35 @@ def test_any_valid_row_round_trips(
     (back,) = parse_cases_csv(write_cases_csv([case]), "h.csv")
     assert back == case
     assert tuple(write_cases_csv([case]).splitlines()[0].split(",")) == CASE_COLUMNS
+
+
+_SW_HEAD = "case_id,metric,model,task,gpu,gpu_count,precision,software,measured,unit\n"
+
+
+@pytest.mark.parametrize(
+    ("written", "key"),
+    [("TensorRT-LLM", "trtllm"), ("llama.cpp", "llamacpp"), ("vLLM 0.10.0", "vllm"), ("MaxText", "jax"),
+     ("PyTorch v2.4", "pytorch"), ("fsdp2", "pytorch"), ("optimum-habana", "transformers"), ("SGLang", "sglang")],
+)  # fmt: skip
+def test_software_spellings_and_versions_map_to_the_schema_key(written: str, key: str) -> None:
+    row = f"c1,infer_output_tokens_per_s,llama-3.1-8b,inference,H100-SXM,1,bf16,{written},1000,tok/s\n"
+    (case,) = parse_cases_csv(_SW_HEAD + row, "s.csv")
+    assert case.software == key and case.software_unmodelled is None
+
+
+def test_an_unmodelled_stack_is_predicted_as_unknown_and_says_so() -> None:
+    from gpufleet.estimate.predict import predict_case
+
+    row = "c1,infer_output_tokens_per_s,llama-3.1-8b,inference,H100-SXM,1,bf16,lmdeploy,1000,tok/s\n"
+    (case,) = parse_cases_csv(_SW_HEAD + row, "s.csv")
+    assert case.software is None and case.software_unmodelled == "lmdeploy"
+    pred = predict_case(case)
+    assert pred.predicted > 0 and any("lmdeploy" in n for n in pred.notes)
+    assert "lmdeploy" in write_cases_csv([case])  # written back as stated
+
+
+@pytest.mark.parametrize("typo", ["vlm", "trtlm", "megatrn"])
+def test_a_software_typo_is_an_error_with_close_matches(typo: str) -> None:
+    row = f"c1,infer_output_tokens_per_s,llama-3.1-8b,inference,H100-SXM,1,bf16,{typo},1000,tok/s\n"
+    with pytest.raises(ConfigFileError, match="did you mean"):
+        parse_cases_csv(_SW_HEAD + row, "s.csv")
