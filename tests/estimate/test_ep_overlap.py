@@ -6,9 +6,8 @@ from typing import Any
 
 import pytest
 
-from gpufleet.errors import InputError
-
 from gpufleet.catalog.specs import get_spec
+from gpufleet.errors import InputError
 from gpufleet.estimate.calibration import load_profile
 from gpufleet.estimate.comms import all_to_all_nodes_s, all_to_all_s, inter_node_link, intra_node_link
 from gpufleet.estimate.performance import estimate_training, resolve_rates, training_step
