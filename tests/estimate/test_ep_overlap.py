@@ -75,3 +75,21 @@ def test_virtual_stages_capped_by_layers_per_stage_and_validated() -> None:
             model="llama-2-7b", task="pretrain", gpu="H100-SXM", precision="bf16", gpu_count=8,
             global_batch=64, seq_len=4096, virtual_stages=0,
         )  # fmt: skip
+
+
+def test_pipeline_runs_at_the_busiest_stage_pace() -> None:
+    from gpufleet.estimate.training import stage_imbalance
+
+    assert stage_imbalance(96, 8) == 1.0  # GPT-3: 12 layers per stage
+    assert stage_imbalance(61, 16) == pytest.approx(4 / (61 / 16))  # DeepSeek-V3: some stage holds 4
+    assert stage_imbalance(61, 1) == 1.0
+    # whole-layer stages never beat the balanced split, and a divisor of the layers is never slower
+    for layers in range(1, 130):
+        for pp in (2, 3, 4, 8, 16):
+            assert stage_imbalance(layers, pp) >= 1.0
+            if layers % pp == 0:
+                assert stage_imbalance(layers, pp) == 1.0
+    # an uneven split makes the step longer than the same layout on a divisible layer count would suggest
+    even, uneven = _step("megatron", pp=8, dp=256), _step("megatron", pp=16)
+    want = stage_imbalance(61, 16) / stage_imbalance(61, 8)
+    assert uneven.compute_s / even.compute_s == pytest.approx(want)

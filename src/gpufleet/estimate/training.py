@@ -8,6 +8,7 @@ reduce (or ZeRO-3 gathers) beyond what overlaps the backward.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 from gpufleet.catalog.specs import AcceleratorSpec
@@ -168,14 +169,16 @@ def training_step(
     # memory: ``train_elementwise_elems`` x h 16-bit elements per token and layer, forward + backward
     elem_bytes = profile.param("train_elementwise_elems") * model.hidden_size * ACT_BYTES * model.num_layers
     t_elem = tokens * elem_bytes / n / (rates.mem_bw_bytes_per_s * profile.param("eta_bw"))
-    compute = t_mm + t_attn + t_elem
+    # the pipeline runs at its busiest stage's pace: whole layers per stage, so one holds ceil(L / pp)
+    stages = stage_imbalance(model.num_layers, pp)
+    compute = (t_mm + t_attn + t_elem) * stages
     micro = max(global_batch // dp, 1)  # micro-batches of one sequence per data-parallel replica
     link_eff = profile.param("link_eff")
     tp_l = tp_link(spec, tp, gpus_per_node, profile)
     n_ar = 4 + (2 if recompute == "full" else 0)  # fwd 2 + bwd 2 per layer (Korthikanti 2022 sec. 4.2.2)
     local_seq = seq_len / cp
     per_ar = all_reduce_s(local_seq * model.hidden_size * ACT_BYTES, tp, tp_l)
-    t_tp = n_ar * (model.num_layers / pp) * micro * per_ar
+    t_tp = n_ar * (model.num_layers / pp) * stages * micro * per_ar
     # pipeline point-to-point: every micro-batch sends its activations forward and their gradients backward
     # across each stage boundary, s x h per boundary split over the TP ranks (Narayanan et al. 2021 sec. 4.1,
     # scatter/gather optimisation); negligible over NVLink, not over the TCP network of small cloud VMs
@@ -191,7 +194,13 @@ def training_step(
     cp_l = group_link(
         spec, group=cp, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff, network=network
     )
-    t_cp = 3.0 * (model.num_layers / pp) * micro * all_gather_s(seq_len * kv_dim * ACT_BYTES / tp, cp, cp_l)
+    t_cp = (
+        3.0
+        * (model.num_layers / pp)
+        * stages
+        * micro
+        * all_gather_s(seq_len * kv_dim * ACT_BYTES / tp, cp, cp_l)
+    )
     t_ep = 0.0
     if model.is_moe and ep > 1:
         # each TP rank routes its 1/tp of the tokens (sequence parallel) to k experts: dispatch + combine,
@@ -203,7 +212,7 @@ def training_step(
                 spec, group=ep, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff, network=network
             ),
         )  # fmt: skip
-        t_ep = 4.0 * (model.num_moe_layers / pp) * micro * a2a
+        t_ep = 4.0 * (model.num_moe_layers / pp) * stages * micro * a2a
     tp_ov = "tp_overlap_nemo" if software == "nemo" else "tp_overlap"
     exposed = 1.0 - min(profile.param(tp_ov), 1.0)
     v = pipeline_chunks(model, pp, software, profile, virtual_stages)
@@ -271,6 +280,19 @@ def training_step(
         compute_s=compute, tp_comm_exposed_s=exposed * t_tp, ep_comm_s=ep_exposed + exposed * t_cp,  # TP + PP
         bubble_fraction=bubble, dp_comm_exposed_s=dp_exposed, offload_s=t_offload,
     )  # fmt: skip
+
+
+def stage_imbalance(layers: int, pp: int) -> float:
+    """Busiest pipeline stage's layers over the mean, ``ceil(L / pp) / (L / pp)`` [ratio].
+
+    Layers are whole, so with ``L`` not divisible by ``pp`` some stage holds ``ceil(L / pp)`` of them
+    (pigeonhole; uneven first/last stages and custom layouts in Megatron-Core move layers, not this bound)
+    and the 1F1B pipeline advances at that stage's pace (Narayanan et al. 2021 sec. 2.2: every micro-batch
+    passes every stage in turn). 1 without pipelining.
+    """
+    if pp <= 1 or layers <= 0:
+        return 1.0
+    return math.ceil(layers / pp) / (layers / pp)
 
 
 def pipeline_chunks(
@@ -485,5 +507,6 @@ __all__ = [
     "estimate_training",
     "offload_step_s",
     "pipeline_chunks",
+    "stage_imbalance",
     "training_step",
 ]
