@@ -234,6 +234,8 @@ def test_note_hints() -> None:
     assert note_hints("FSDP") == {"zero_stage": 3}
     assert note_hints("selective recompute + sequence parallel") == {"recompute": "selective"}
     assert note_hints("activation checkpointing") == {}
+    assert note_hints("DGX-B200, MXFP8, MBS1, VP1, GA128") == {"virtual_stages": 1}
+    assert note_hints("VPP=4") == {"virtual_stages": 4}
 
 
 # ---- intervals ---------------------------------------------------------------------------------------------

@@ -156,7 +156,8 @@ _SW_HEAD = "case_id,metric,model,task,gpu,gpu_count,precision,software,measured,
 @pytest.mark.parametrize(
     ("written", "key"),
     [("TensorRT-LLM", "trtllm"), ("llama.cpp", "llamacpp"), ("vLLM 0.10.0", "vllm"), ("MaxText", "jax"),
-     ("PyTorch v2.4", "pytorch"), ("fsdp2", "pytorch"), ("optimum-habana", "transformers"), ("SGLang", "sglang")],
+     ("PyTorch v2.4", "pytorch"), ("fsdp2", "pytorch"), ("optimum-habana", "transformers"),
+     ("SGLang", "sglang")],
 )  # fmt: skip
 def test_software_spellings_and_versions_map_to_the_schema_key(written: str, key: str) -> None:
     row = f"c1,infer_output_tokens_per_s,llama-3.1-8b,inference,H100-SXM,1,bf16,{written},1000,tok/s\n"

@@ -63,6 +63,34 @@ def test_all_to_all_grows_with_tokens_and_prefers_the_scale_up_fabric() -> None:
     assert one_domain == pytest.approx(want + 2 * 5e-6)
 
 
+#: DeepEP README, low-latency kernels on H800 (NVLink 400 GB/s, one 400 Gb/s CX7 per GPU): 128 tokens per
+#: rank, hidden 7168, top-8, fp8 dispatch + bf16 combine; EP -> (dispatch us, combine us)
+DEEPEP_LOW_LATENCY_US = {16: (118, 195), 32: (155, 273), 64: (173, 314), 128: (192, 369), 256: (194, 360)}
+
+
+@pytest.mark.parametrize("ep", sorted(DEEPEP_LOW_LATENCY_US))
+def test_decode_all_to_all_reproduces_deepep_low_latency_timings(ep: int) -> None:
+    from gpufleet.catalog.specs import get_spec
+    from gpufleet.estimate.comms import inter_node_link, intra_node_link
+
+    spec = get_spec("H800")
+    t = moe.moe_all_to_all_s(
+        DSV3, tokens_per_gpu=0.0, decode_tokens_per_gpu=128.0, ep=ep, ep_per_node=8,
+        intra=intra_node_link(spec, 0.8), inter=inter_node_link(spec, 0.8),
+    )  # fmt: skip
+    assert t * 1e6 == pytest.approx(sum(DEEPEP_LOW_LATENCY_US[ep]), rel=0.15)
+
+
+def test_decode_tokens_go_once_per_expert_prompt_tokens_once_per_rank() -> None:
+    link = Link(bw_gb_per_s=360.0, hop_latency_s=0.0, kind="nvlink")
+    kw: dict[str, Any] = {"ep": 8, "ep_per_node": 8, "intra": link, "inter": link}
+    decode = moe.moe_all_to_all_s(DSV3, tokens_per_gpu=0.0, decode_tokens_per_gpu=100.0, **kw)
+    prompt = moe.moe_all_to_all_s(DSV3, tokens_per_gpu=100.0, **kw)
+    assert decode / prompt == pytest.approx(8 / moe.expected_ranks_per_token(8, 8))
+    both = moe.moe_all_to_all_s(DSV3, tokens_per_gpu=100.0, decode_tokens_per_gpu=100.0, **kw)
+    assert both == pytest.approx(decode + prompt)
+
+
 def test_mla_decode_uses_absorbed_attention() -> None:
     ctx = 4096.0
     absorbed = cx.decode_attention_flops_per_token(DSV3, ctx)

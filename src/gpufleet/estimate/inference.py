@@ -203,8 +203,9 @@ def _ep_stage_s(
     # dispatch + combine per MoE layer; TP ranks of a group send disjoint shares of its tokens
     assert c.ep_intra is not None and c.ep_inter is not None
     t_a2a = moe_layers * moe.moe_all_to_all_s(
-        m, tokens_per_gpu=rows / c.tp, ep=c.ep, ep_per_node=c.ep_per_node, intra=c.ep_intra, inter=c.ep_inter
-    )
+        m, tokens_per_gpu=prompt / c.tp, decode_tokens_per_gpu=dec / c.tp, ep=c.ep,
+        ep_per_node=c.ep_per_node, intra=c.ep_intra, inter=c.ep_inter,
+    )  # fmt: skip
     return t_dense + t_attn + t_routed + t_a2a + _tp_comm_s(c, rows, layers)
 
 

@@ -78,21 +78,50 @@ def busiest_group_prompt_tokens(prompt_tokens: float, prompt_len: float, groups:
 
 
 def moe_all_to_all_s(
-    model: ModelArch, *, tokens_per_gpu: float, ep: int, ep_per_node: int, intra: Link, inter: Link
+    model: ModelArch,
+    *,
+    tokens_per_gpu: float,
+    ep: int,
+    ep_per_node: int,
+    intra: Link,
+    inter: Link,
+    decode_tokens_per_gpu: float = 0.0,
 ) -> float:
-    """Dispatch + combine all-to-all time of one MoE layer for ``tokens_per_gpu`` tokens per GPU [s].
+    """Dispatch + combine all-to-all time of one MoE layer [s].
 
-    Each token's hidden state goes to :func:`expected_ranks_per_token` ranks in fp8 and comes back in bf16;
-    the share ``(g - 1)/ep`` to peers in the scale-up domain (NVLink: a whole NVL72 rack, or an 8-GPU HGX
-    board) and ``(ep - g)/ep`` over the scale-out network at once (:func:`comms.all_to_all_nodes_s`).
+    ``tokens_per_gpu``: prompt (prefill) tokens each GPU sends; their hidden states go once to each of
+    :func:`expected_ranks_per_token` ranks, as DeepEP's normal (throughput) kernels and NCCL-based
+    dispatchers deduplicate per rank. ``decode_tokens_per_gpu``: decode tokens, sent once per routed expert
+    (``k`` copies), as the low-latency kernels that serve decode steps do (:func:`decode_copies_per_token`).
+    Dispatch in fp8, combine in bf16; the share ``(g - 1)/ep`` to peers in the scale-up domain (NVLink: a
+    whole NVL72 rack, or an 8-GPU HGX board) and ``(ep - g)/ep`` over the scale-out network at once
+    (:func:`comms.all_to_all_nodes_s`).
     """
-    if ep <= 1 or tokens_per_gpu <= 0.0:
+    if ep <= 1 or tokens_per_gpu + decode_tokens_per_gpu <= 0.0:
         return 0.0
-    per_token = expected_ranks_per_token(model.experts_per_token, ep) * model.hidden_size
+    copies = max(tokens_per_gpu, 0.0) * expected_ranks_per_token(model.experts_per_token, ep) + max(
+        decode_tokens_per_gpu, 0.0
+    ) * decode_copies_per_token(model.experts_per_token)
+    per_gpu = copies * model.hidden_size
     return sum(
-        all_to_all_nodes_s(tokens_per_gpu * per_token * b, ep, ep_per_node, intra, inter)
+        all_to_all_nodes_s(per_gpu * b, ep, ep_per_node, intra, inter)
         for b in (DISPATCH_BYTES_PER_ELEMENT, COMBINE_BYTES_PER_ELEMENT)
     )
+
+
+def decode_copies_per_token(experts_per_token: int) -> float:
+    """Hidden-state copies a decode token sends per MoE layer: one per routed expert [copies].
+
+    The low-latency kernels that serve decode steps (DeepEP ``low_latency_dispatch``/``low_latency_combine``,
+    used for decode by DeepSeek's inference system, SGLang ``--deepep-mode auto`` and vLLM's DeepEP
+    low-latency backend) write each token into the receive buffer of every routed expert, so a token goes
+    ``k`` times even when two of its experts share a rank. DeepEP's README times them at 128 tokens per rank,
+    hidden 7168, top-8, fp8 dispatch / bf16 combine on H800 with 400 Gb/s RDMA: dispatch 118/155/173/192/194
+    us and combine 195/273/314/369/360 us at EP 16/32/64/128/256, i.e. ``k`` copies at ~40-46 GB/s per GPU;
+    :func:`moe_all_to_all_s` reproduces them within ~15 % (``tests/estimate/test_moe_serving.py``). Prefill
+    tokens use the deduplicating normal kernels (:func:`expected_ranks_per_token`).
+    """
+    return float(experts_per_token)
 
 
 def ep_degrees(model: ModelArch, gpu_count: int, limit: int) -> list[int]:
@@ -113,6 +142,7 @@ __all__ = [
     "EXPERT_HOTSPOT_FACTOR",
     "busiest_group_prompt_tokens",
     "busiest_rank_load",
+    "decode_copies_per_token",
     "ep_degrees",
     "expected_ranks_per_token",
     "moe_all_to_all_s",

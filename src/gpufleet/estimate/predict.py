@@ -7,6 +7,7 @@ prediction's ``notes``.
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -53,8 +54,9 @@ def note_hints(note: str) -> dict[str, Any]:
     """Standard settings named in a case note: ZeRO stage (``ZeRO-2``, ``FSDP`` = 3) and recompute mode
     (``no recompute``, ``selective recompute``, ``full recompute``), ``static batching``, ``attention DP``
     (attention data parallel inside an expert-parallel group) and the optimizer offloaded to the host
-    (``CPU offload``, ``ZeRO-Offload``); a bare "activation checkpointing" is left to the default choice
-    (selective where it fits), since papers use it for both."""
+    (``CPU offload``, ``ZeRO-Offload``), the virtual pipeline stages per rank (``VP4``, ``VPP=2``); a bare
+    "activation checkpointing" is left to the default choice (selective where it fits), since papers use it
+    for both."""
     low = note.lower()
     hints: dict[str, Any] = {}
     for stage in (0, 1, 2, 3):
@@ -70,6 +72,9 @@ def note_hints(note: str) -> dict[str, Any]:
         hints["cpu_offload"] = True
     if any(k in low for k in ("attention dp", "attention data parallel", "dp attention", "attention_dp")):
         hints["attention_dp"] = True
+    vp = re.search(r"\b(?:vp|vpp)\s*=?\s*(\d+)\b", low)
+    if vp and int(vp.group(1)) >= 1:
+        hints["virtual_stages"] = int(vp.group(1))
     if "no recompute" in low or "no activation checkpointing" in low:
         hints["recompute"] = "none"
     elif "selective recompute" in low:
@@ -312,7 +317,7 @@ def _predict_training(case: CalibrationCase, prof: CalibrationProfile, perf: Any
                 gpu_count=case.gpu_count, global_batch=batch, seq_len=seq, train_tokens=tokens, tp=tp, pp=pp,
                 dp=dp, ep=ep, zero_stage=hints.get("zero_stage"), recompute=recompute,
                 software=software, profile=prof, allow_fallback=True, cp=case.cp, ignore_memory=True,
-                cpu_offload=hints.get("cpu_offload", False),
+                cpu_offload=hints.get("cpu_offload", False), virtual_stages=hints.get("virtual_stages"),
             )  # fmt: skip
             break
         except UnsupportedError:

@@ -8,6 +8,7 @@ reduce (or ZeRO-3 gathers) beyond what overlaps the backward.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 
 from gpufleet.catalog.specs import AcceleratorSpec
@@ -84,6 +85,12 @@ INTERLEAVED_STACKS = frozenset({"nemo", "megatron", "unknown"})
 #: (EP A2A overlap), NeMo recipes on it, and tuned published runs (DeepSeek-V3 DualPipe); others
 #: (DeepSpeed-MoE, plain PyTorch) run it in line and hide only what async launches give, like TP traffic
 EP_OVERLAP_STACKS = frozenset({"nemo", "megatron", "unknown"})
+#: stacks whose EP all-to-all overlap is Megatron-Core's combined-1F1B schedule, which pairs the forward of
+#: one model chunk with the backward of another: it exists without pipelining or with the interleaved
+#: (virtual-stage) schedule only; under plain 1F1B (pp > 1, one virtual stage) the dispatch and combine run
+#: in line (Megatron-Core MoE README, "EP A2A overlap": ``--overlap-moe-expert-parallel-comm`` requires
+#: VPP when PP > 1). DeepSeek's DualPipe (unknown: tuned published runs) pairs chunks without interleaving.
+COMBINED_1F1B_STACKS = frozenset({"nemo", "megatron"})
 #: QLoRA dequantises NF4 weights before every matmul (bitsandbytes): ~0.6-0.7x LoRA speed (QLoRA paper,
 #: Dettmers et al. 2023, and HF PEFT benchmarks); a named prior applied to qlora compute
 QLORA_DEQUANT_EFF = 0.65
@@ -134,9 +141,11 @@ def training_step(
     *, model: ModelArch, spec: AcceleratorSpec, rates: Rates, task: str, tp: int, pp: int, dp: int, ep: int,
     global_batch: int, seq_len: int, zero_stage: int, recompute: str, software: str, gpus_per_node: int,
     profile: CalibrationProfile, cp: int = 1, network: NodeNetwork | None = None, cpu_offload: bool = False,
+    virtual_stages: int | None = None,
 ) -> StepBreakdown:  # fmt: skip
     """Time of one optimizer step, split into its parts (module doc); ``cpu_offload`` adds the host work of
-    an optimizer offloaded to CPU memory (:func:`offload_step_s`)."""
+    an optimizer offloaded to CPU memory (:func:`offload_step_s`); ``virtual_stages``: model chunks per
+    pipeline rank (None: the stack's default, :func:`pipeline_chunks`)."""
     n = tp * pp * dp * cp
     fl = cx.training_flops_per_token(model, task=task, seq_len=seq_len, recompute=recompute)
     tokens = float(global_batch * seq_len)
@@ -157,14 +166,16 @@ def training_step(
     # memory: ``train_elementwise_elems`` x h 16-bit elements per token and layer, forward + backward
     elem_bytes = profile.param("train_elementwise_elems") * model.hidden_size * ACT_BYTES * model.num_layers
     t_elem = tokens * elem_bytes / n / (rates.mem_bw_bytes_per_s * profile.param("eta_bw"))
-    compute = t_mm + t_attn + t_elem
+    # the pipeline runs at its busiest stage's pace: whole layers per stage, so one holds ceil(L / pp)
+    stages = stage_imbalance(model.num_layers, pp)
+    compute = (t_mm + t_attn + t_elem) * stages
     micro = max(global_batch // dp, 1)  # micro-batches of one sequence per data-parallel replica
     link_eff = profile.param("link_eff")
     tp_l = tp_link(spec, tp, gpus_per_node, profile)
     n_ar = 4 + (2 if recompute == "full" else 0)  # fwd 2 + bwd 2 per layer (Korthikanti 2022 sec. 4.2.2)
     local_seq = seq_len / cp
     per_ar = all_reduce_s(local_seq * model.hidden_size * ACT_BYTES, tp, tp_l)
-    t_tp = n_ar * (model.num_layers / pp) * micro * per_ar
+    t_tp = n_ar * (model.num_layers / pp) * stages * micro * per_ar
     # pipeline point-to-point: every micro-batch sends its activations forward and their gradients backward
     # across each stage boundary, s x h per boundary split over the TP ranks (Narayanan et al. 2021 sec. 4.1,
     # scatter/gather optimisation); negligible over NVLink, not over the TCP network of small cloud VMs
@@ -180,7 +191,13 @@ def training_step(
     cp_l = group_link(
         spec, group=cp, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff, network=network
     )
-    t_cp = 3.0 * (model.num_layers / pp) * micro * all_gather_s(seq_len * kv_dim * ACT_BYTES / tp, cp, cp_l)
+    t_cp = (
+        3.0
+        * (model.num_layers / pp)
+        * stages
+        * micro
+        * all_gather_s(seq_len * kv_dim * ACT_BYTES / tp, cp, cp_l)
+    )
     t_ep = 0.0
     if model.is_moe and ep > 1:
         # each TP rank routes its 1/tp of the tokens (sequence parallel) to k experts: dispatch + combine,
@@ -192,10 +209,11 @@ def training_step(
                 spec, group=ep, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff, network=network
             ),
         )  # fmt: skip
-        t_ep = 4.0 * (model.num_moe_layers / pp) * micro * a2a
+        t_ep = 4.0 * (model.num_moe_layers / pp) * stages * micro * a2a
     tp_ov = "tp_overlap_nemo" if software == "nemo" else "tp_overlap"
     exposed = 1.0 - min(profile.param(tp_ov), 1.0)
-    if software in EP_OVERLAP_STACKS:
+    v = pipeline_chunks(model, pp, software, profile, virtual_stages)
+    if ep_overlapped(software, pp, v):
         # DualPipe / Megatron-Core EP A2A overlap: the all-to-all of one micro-batch runs under another's
         # compute, so only what exceeds ``ep_overlap`` x the compute stays exposed
         ep_exposed = max(0.0, t_ep - min(profile.param("ep_overlap"), 1.0) * compute)
@@ -209,7 +227,6 @@ def training_step(
             trainable_per_gpu=trainable, shard=dp * cp if zero_stage >= 1 else 1,
             gpus_in_node=min(gpus_per_node, n), spec=spec, backward_s=compute * (2.0 / 3.0), profile=profile,
         )  # fmt: skip
-    v = min(profile.param("pp_interleave"), model.num_layers / pp) if software in INTERLEAVED_STACKS else 1.0
     bubble = (pp - 1) / (max(v, 1.0) * micro)
     dp = dp * cp  # the gradient reduce runs over dp x cp ranks (Megatron CP)
     pc = count_params(model)
@@ -262,6 +279,43 @@ def training_step(
     )  # fmt: skip
 
 
+def stage_imbalance(layers: int, pp: int) -> float:
+    """Busiest pipeline stage's layers over the mean, ``ceil(L / pp) / (L / pp)`` [ratio].
+
+    Layers are whole, so with ``L`` not divisible by ``pp`` some stage holds ``ceil(L / pp)`` of them
+    (pigeonhole; uneven first/last stages and custom layouts in Megatron-Core move layers, not this bound)
+    and the 1F1B pipeline advances at that stage's pace (Narayanan et al. 2021 sec. 2.2: every micro-batch
+    passes every stage in turn). 1 without pipelining.
+    """
+    if pp <= 1 or layers <= 0:
+        return 1.0
+    return math.ceil(layers / pp) / (layers / pp)
+
+
+def pipeline_chunks(
+    model: ModelArch, pp: int, software: str, profile: CalibrationProfile, virtual_stages: int | None = None
+) -> float:
+    """Model chunks (virtual pipeline stages) per pipeline rank: as given, else ``pp_interleave`` for stacks
+    running Megatron's interleaved 1F1B (:data:`INTERLEAVED_STACKS`) and 1 otherwise, never more than the
+    layers per stage (Narayanan et al. 2021 sec. 2.2.2)."""
+    if pp <= 1:
+        return 1.0
+    if virtual_stages is not None:
+        return float(min(virtual_stages, max(model.num_layers // pp, 1)))
+    if software in INTERLEAVED_STACKS:
+        return min(profile.param("pp_interleave"), model.num_layers / pp)
+    return 1.0
+
+
+def ep_overlapped(software: str, pp: int, chunks: float) -> bool:
+    """Whether ``software`` hides the EP all-to-all behind another micro-batch's compute at this pipeline
+    (:data:`EP_OVERLAP_STACKS`; Megatron-Core's combined 1F1B needs pp = 1 or interleaving,
+    :data:`COMBINED_1F1B_STACKS`)."""
+    if software not in EP_OVERLAP_STACKS:
+        return False
+    return software not in COMBINED_1F1B_STACKS or pp <= 1 or chunks > 1.0
+
+
 def effective_time_fraction(gpu_count: int, profile: CalibrationProfile) -> float:
     """Share of wall time spent training, given failures ~ GPUs (Llama 3 sec. 3.3.4 rate and cost)."""
     lost = profile.param("failure_rate_per_gpu_hour") * gpu_count * profile.param("failure_cost_h")
@@ -293,6 +347,7 @@ def estimate_training(
     ignore_memory: bool = False,
     node_network: NodeNetwork | None = None,
     cpu_offload: bool = False,
+    virtual_stages: int | None = None,
 ) -> TrainingEstimate:
     """Estimate step time, throughput, MFU and time to train (module doc).
 
@@ -302,6 +357,9 @@ def estimate_training(
     fabric); ``None`` uses the comms module's per-architecture assumption. ``cpu_offload``: the fp32 master
     weights and optimizer states live and step on the host (DeepSpeed ZeRO-Offload, FSDP ``CPUOffload``):
     less GPU memory, and each step pays the PCIe copies and the CPU Adam step (:func:`offload_step_s`).
+    ``virtual_stages``: model chunks per pipeline rank of the interleaved 1F1B schedule (Megatron
+    ``--num-virtual-stages-per-pipeline-rank``; 1 = plain 1F1B); None = the stack's default
+    (:func:`pipeline_chunks`).
     """
     arch, spec, prof = resolve_inputs(model, gpu, profile)
     prec = check_precision(precision)
@@ -319,6 +377,7 @@ def estimate_training(
         ("ep", ep),
         ("cp", cp),
         ("gpus_per_node", gpus_per_node),
+        ("virtual_stages", virtual_stages),
     ):
         positive_int(name, opt, allow_none=True)
     if train_tokens is not None:
@@ -364,7 +423,7 @@ def estimate_training(
             model=arch, spec=spec, rates=rates, task=task, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=ep_deg,
             global_batch=global_batch, seq_len=seq_len, zero_stage=lay.zero_stage, recompute=lay.recompute,
             software=sw, gpus_per_node=gpn, profile=prof, cp=cp_deg, network=node_network,
-            cpu_offload=cpu_offload,
+            cpu_offload=cpu_offload, virtual_stages=virtual_stages,
         )  # fmt: skip
         if best is None or br.step_s < best[0]:
             best = (br.step_s, lay, br)
@@ -439,6 +498,7 @@ def estimate_training(
 
 
 __all__ = [
+    "COMBINED_1F1B_STACKS",
     "EP_OVERLAP_STACKS",
     "GRAD_BYTES",
     "INT8_TRAINING_ARCHS",
@@ -449,7 +509,10 @@ __all__ = [
     "StepBreakdown",
     "TrainingEstimate",
     "effective_time_fraction",
+    "ep_overlapped",
     "estimate_training",
     "offload_step_s",
+    "pipeline_chunks",
+    "stage_imbalance",
     "training_step",
 ]
