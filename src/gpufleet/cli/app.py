@@ -19,7 +19,6 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from gpufleet.cli.console import err_console
 from gpufleet.cli.finite import finite_floats
 from gpufleet.errors import GpufleetError
 
@@ -137,6 +136,8 @@ def build_command(entry: CommandEntry) -> Command:
 
 def _show_warning(message: Warning | str, *_args: Any, **_kwargs: Any) -> None:
     """Library warnings (UserWarning) as one 'Warning:' paragraph on stderr, without a source line."""
+    from gpufleet.cli.console import err_console  # rich only when there is something to print
+
     err_console.print(f"[bold yellow]Warning:[/] {message}", highlight=False, soft_wrap=True)
 
 
@@ -150,6 +151,8 @@ class _ErrorHandlingGroup(TyperGroup):
                 warnings.showwarning = _show_warning  # e.g. refreshed prices rejected, shipped ones used
                 return super().invoke(ctx)
         except GpufleetError as exc:
+            from gpufleet.cli.console import err_console
+
             err_console.print(f"[bold red]Error:[/] {exc}", highlight=False, soft_wrap=True)
             ctx.exit(USER_ERROR_EXIT_CODE)
 

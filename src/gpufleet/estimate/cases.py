@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from gpufleet.errors import ConfigFileError
-from gpufleet.estimate.types import TASKS
+from gpufleet.estimate.types import SOFTWARES, TASKS
 from gpufleet.fileio import iter_csv_text, read_user_text
 from gpufleet.precision import PRECISIONS
 from gpufleet.validation import MAX_BATCH, MAX_GPUS
@@ -39,26 +39,6 @@ METRIC_UNITS: Mapping[str, str] = MappingProxyType(
         "tpot_ms": "ms",
         "peak_memory_gib": "GiB",
     }
-)
-
-#: software stacks the schema names (blank = unknown)
-SOFTWARES: tuple[str, ...] = (
-    "nemo",
-    "megatron",
-    "deepspeed",
-    "megatron_deepspeed",
-    "pytorch",
-    "trtllm",
-    "vllm",
-    "tgi",
-    "llamacpp",
-    "transformers",
-    "paddle",
-    "sglang",
-    "jax",
-    "torchtune",
-    "unsloth",
-    "axolotl",
 )
 
 #: optimizers the schema names (training only; blank = unstated, read as mixed-precision AdamW)

@@ -8,6 +8,25 @@ from typing import Literal, get_args
 Task = Literal["inference", "pretrain", "full_finetune", "lora", "qlora", "load"]
 TASKS: tuple[str, ...] = get_args(Task)
 TRAINING_TASKS: tuple[str, ...] = ("pretrain", "full_finetune", "lora", "qlora")
+#: software stacks the calibration-case schema names (blank = unknown); also what --engine/--software accept
+SOFTWARES: tuple[str, ...] = (
+    "nemo",
+    "megatron",
+    "deepspeed",
+    "megatron_deepspeed",
+    "pytorch",
+    "trtllm",
+    "vllm",
+    "tgi",
+    "llamacpp",
+    "transformers",
+    "paddle",
+    "sglang",
+    "jax",
+    "torchtune",
+    "unsloth",
+    "axolotl",
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
