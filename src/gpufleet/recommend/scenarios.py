@@ -12,8 +12,6 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from gpufleet.errors import DataError, GpufleetError, UnknownNameError
 from gpufleet.recommend.types import Workload
 from gpufleet.recommend.workload import workload_from_dict
@@ -48,6 +46,8 @@ def parse_scenarios(data: Any, source: str) -> ScenarioCatalog:
 @cache
 def load_scenarios() -> ScenarioCatalog:
     """The shipped scenarios and sets (cached)."""
+    import yaml  # only where scenarios are read, not at every recommend start-up
+
     try:
         text = resources.files("gpufleet.recommend").joinpath("data", _FILE).read_text(encoding="utf-8")
         data = yaml.safe_load(text)
