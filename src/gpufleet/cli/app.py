@@ -19,6 +19,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
+import gpufleet.cli.console  # noqa: F401  (the consoles' environment is the one at start-up; no rich yet)
 from gpufleet.cli.finite import finite_floats
 from gpufleet.errors import GpufleetError
 

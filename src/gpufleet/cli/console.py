@@ -8,6 +8,7 @@ JSON or CSV (through ``typer.echo``) never needs. Attribute reads and writes go 
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, cast
 
 if TYPE_CHECKING:
@@ -15,12 +16,16 @@ if TYPE_CHECKING:
 
 
 class _LazyConsole:
-    """A :class:`rich.console.Console` built with ``kwargs`` on first attribute access."""
+    """A :class:`rich.console.Console` built with ``kwargs`` on first attribute access, as if it had been
+    built here: what rich reads from the environment when a Console is made (COLUMNS and LINES fix its size,
+    NO_COLOR, FORCE_COLOR, TERM ...) comes from a copy of the environment taken now, and later reads (the
+    size of a console without a fixed one) see the live environment, as a Console made here would."""
 
-    __slots__ = ("_kwargs", "_real")
+    __slots__ = ("_environ", "_kwargs", "_real")
 
     def __init__(self, **kwargs: Any) -> None:
         object.__setattr__(self, "_kwargs", kwargs)
+        object.__setattr__(self, "_environ", dict(os.environ))
         object.__setattr__(self, "_real", None)
 
     def _console(self) -> Console:
@@ -28,7 +33,9 @@ class _LazyConsole:
         if real is None:
             from rich.console import Console
 
-            real = Console(**object.__getattribute__(self, "_kwargs"))
+            kwargs = object.__getattribute__(self, "_kwargs")
+            real = Console(**kwargs, _environ=object.__getattribute__(self, "_environ"))
+            real._environ = os.environ  # as Console() with no _environ keeps it
             object.__setattr__(self, "_real", real)
         return real
 
