@@ -48,9 +48,11 @@ def load_scenarios() -> ScenarioCatalog:
     """The shipped scenarios and sets (cached)."""
     import yaml  # only where scenarios are read, not at every recommend start-up
 
+    # libyaml's safe loader where PyYAML has it (~0.05 s faster; tests check it reads the shipped file alike)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
         text = resources.files("gpufleet.recommend").joinpath("data", _FILE).read_text(encoding="utf-8")
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=loader)
     except (OSError, yaml.YAMLError) as exc:
         raise DataError(f"The shipped {_FILE} is missing or unreadable ({exc}). Reinstall gpufleet.") from exc
     try:
