@@ -1,11 +1,15 @@
 """End-to-end CLI latency: a fresh `gpufleet` process per run, interpreter start included.
 
 The project's target for a command that lists, estimates or recommends is about 0.2 s end to end on an idle
-machine (a recommend with latency SLOs <= 1.5 s). Each command runs once to warm the disk cache, then `--runs`
-times; the table shows the median and the spread, and the 1-minute load average before and after (other jobs
-on a shared machine slow every row).
+machine (a recommend with latency SLOs <= 1.5 s). Each command runs once to warm the disk cache, the
+bytecode cache and gpufleet's user cache (offer table, profile validation mark), then ``--runs`` times. The
+table shows, per command, the median CPU time of the process (user + sys, from ``wait4``: the steadier
+figure on a shared machine) and the median wall time, and the 1-minute load average before and after.
 
-    .venv/bin/python benchmarks/bench_cli.py [--runs 7] [--only estimate]
+``--baseline EXE`` times a second executable (e.g. a console script of an older checkout) in the same
+conditions: runs alternate between the two, so a load change hits both alike.
+
+    .venv/bin/python benchmarks/bench_cli.py [--runs 7] [--only estimate] [--baseline /path/to/gpufleet]
 """
 
 from __future__ import annotations
@@ -24,8 +28,14 @@ COMMANDS: list[tuple[str, list[str]]] = [
     ("usage error (unknown option)", ["estimate", "infer", "--bogus"]),
     ("estimate --help", ["estimate", "--help"]),
     ("estimate infer 8B on H100", ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "H100-SXM"]),
+    (
+        "estimate infer 8B on H100, json",
+        ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--format", "json"],
+    ),
     ("estimate memory 70B tp4", ["estimate", "memory", "-m", "llama-3.1-70b", "-g", "H100-SXM", "--tp", "4"]),
+    ("estimate train 8B on 8x H100", ["estimate", "train", "-m", "llama-3.1-8b", "-g", "H100-SXM"]),
     ("catalog gpus", ["catalog", "gpus"]),
+    ("catalog gpus json", ["catalog", "gpus", "--format", "json"]),
     ("catalog offers --gpu H100-SXM json", ["catalog", "offers", "--gpu", "H100-SXM", "--format", "json"]),
     ("scenarios list", ["scenarios", "list"]),
     (
@@ -62,37 +72,73 @@ COMMANDS: list[tuple[str, list[str]]] = [
     ),
 ]
 
+#: what every run sees: plain output at a fixed width, and bytecode written on the warm-up run (as an
+#: installed package has it; PYTHONDONTWRITEBYTECODE would re-compile gpufleet's modules on every run)
+ENV = {"NO_COLOR": "1", "COLUMNS": "120", "PYTHONDONTWRITEBYTECODE": ""}
 
-def time_command(exe: list[str], args: list[str], runs: int) -> tuple[list[float], int]:
-    env = os.environ | {"NO_COLOR": "1", "COLUMNS": "120"}
-    proc = subprocess.run([*exe, *args], capture_output=True, env=env, check=False)  # warm the disk cache
-    times = []
+
+def run_once(exe: list[str], args: list[str]) -> tuple[float, float, int]:
+    """(CPU s = user + sys, wall s, exit code) of one fresh process."""
+    env = os.environ | ENV
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([*exe, *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - t0
+    return usage.ru_utime + usage.ru_stime, wall, os.waitstatus_to_exitcode(status)
+
+
+Timings = tuple[list[float], list[float], int]  # CPU times, wall times, last exit code
+
+
+def time_commands(exes: list[list[str]], args: list[str], runs: int) -> list[Timings]:
+    """Per executable: (CPU times, wall times, last exit code); runs alternate between the executables."""
+    for exe in exes:
+        run_once(exe, args)  # warm-up: disk cache, bytecode, gpufleet's user cache
+    out: list[Timings] = [([], [], 0) for _ in exes]
     for _ in range(runs):
-        t0 = time.perf_counter()
-        proc = subprocess.run([*exe, *args], capture_output=True, env=env, check=False)
-        times.append(time.perf_counter() - t0)
-    return times, proc.returncode
+        for i, exe in enumerate(exes):
+            cpu, wall, rc = run_once(exe, args)
+            out[i][0].append(cpu)
+            out[i][1].append(wall)
+            out[i] = (out[i][0], out[i][1], rc)
+    return out
 
 
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--only", default="", help="run only the rows whose label contains this text")
+    ap.add_argument("--baseline", default="", help="a second gpufleet executable to time alongside")
     args = ap.parse_args()
     script = Path(sys.executable).with_name("gpufleet")
     exe = [str(script)] if script.exists() else [sys.executable, "-m", "gpufleet.cli.app"]
+    exes = [exe, [args.baseline]] if args.baseline else [exe]
     load_before = os.getloadavg()[0]
-    print("| command | median | min-max | exit |")
-    print("|---|---|---|---|")
+    if args.baseline:
+        print("| command | baseline CPU (wall) | this CPU (wall) | exit |")
+        print("|---|---|---|---|")
+    else:
+        print("| command | CPU median | wall median (min-max) | exit |")
+        print("|---|---|---|---|")
     for label, cmd in COMMANDS:
         if args.only and args.only not in label:
             continue
-        times, rc = time_command(exe, cmd, args.runs)
-        print(
-            f"| `gpufleet {' '.join(cmd)}` ({label}) | {statistics.median(times):.3f} s "
-            f"| {min(times):.3f}-{max(times):.3f} s | {rc} |",
-            flush=True,
-        )
+        results = time_commands(exes, cmd, args.runs)
+        cpu, wall, rc = results[0]
+        med = statistics.median
+        if args.baseline:
+            bcpu, bwall, brc = results[1]
+            print(
+                f"| `gpufleet {' '.join(cmd)}` ({label}) | {med(bcpu):.3f} s ({med(bwall):.3f} s) "
+                f"| {med(cpu):.3f} s ({med(wall):.3f} s) | {brc} / {rc} |",
+                flush=True,
+            )
+        else:
+            print(
+                f"| `gpufleet {' '.join(cmd)}` ({label}) | {med(cpu):.3f} s "
+                f"| {med(wall):.3f} s ({min(wall):.3f}-{max(wall):.3f}) | {rc} |",
+                flush=True,
+            )
     print(f"\n1-minute load average: {load_before:.2f} before, {os.getloadavg()[0]:.2f} after "
           f"({os.cpu_count()} CPUs); median of {args.runs} runs per command.")  # fmt: skip
 

@@ -28,8 +28,6 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gpufleet.errors import ConfigFileError
 
 #: Largest user file read by default [bytes]: 20 MiB; big enough for any workload, catalog or fleet file.
@@ -151,61 +149,17 @@ def read_user_text(path: str | Path, *, what: str = "file", max_bytes: int = DEF
 # --------------------------------------------------------------------------------------------- YAML / JSON
 
 
-class _SafeLoader(yaml.SafeLoader):
-    """SafeLoader without aliases/anchors, duplicate keys or deep nesting."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()  # type: ignore[no-untyped-call]
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                "YAML aliases (*name) are not accepted in gpufleet files (they allow 'alias bombs'); "
-                "write the values out",
-                event.start_mark,
-            )
-        depth = getattr(self, "_gf_depth", 0) + 1
-        if depth > MAX_NESTING_DEPTH:
-            raise yaml.constructor.ConstructorError(
-                None,
-                None,
-                f"nesting deeper than {MAX_NESTING_DEPTH} levels",
-                self.peek_event().start_mark,  # type: ignore[no-untyped-call]
-            )
-        self._gf_depth = depth
-        try:
-            return super().compose_node(parent, index)
-        finally:
-            self._gf_depth = depth - 1
-
-    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
-        if isinstance(node, yaml.MappingNode):
-            seen: set[Any] = set()
-            for key_node, _ in node.value:
-                key = self.construct_object(key_node, deep=True)
-                try:
-                    hash(key)
-                except TypeError:
-                    continue
-                if key in seen:
-                    raise yaml.constructor.ConstructorError(
-                        None,
-                        None,
-                        f"duplicate key {key!r} (the last one would silently win); keep one",
-                        key_node.start_mark,
-                    )
-                seen.add(key)
-        return super().construct_mapping(node, deep=deep)
-
-
-_SafeLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    lambda loader, node: loader.construct_mapping(node, deep=True),  # type: ignore[arg-type]
-)
-
-
 class _DuplicateKeyError(ValueError):
     pass
+
+
+class YamlSyntaxError(ValueError):
+    """A YAML syntax, alias, duplicate-key or nesting error from :mod:`gpufleet._yaml_loader`; ``error`` is
+    PyYAML's exception (kept here so that catching it does not import PyYAML)."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -261,9 +215,13 @@ def parse_yaml_or_json(path: Path, text: str, describe: Callable[[str, str], str
             if _json_depth(text) > MAX_NESTING_DEPTH:
                 raise ConfigFileError(describe(kind, f"nesting deeper than {MAX_NESTING_DEPTH} levels"))
             return json.loads(text, object_pairs_hook=_no_duplicates)
-        return yaml.load(text, Loader=_SafeLoader)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        from gpufleet._yaml_loader import load_yaml  # PyYAML only where a YAML file is read
+
+        return load_yaml(text)
+    except json.JSONDecodeError as exc:
         raise ConfigFileError(describe(kind, syntax_error_text(exc))) from exc
+    except YamlSyntaxError as exc:
+        raise ConfigFileError(describe(kind, syntax_error_text(exc.error))) from exc.error
     except _DuplicateKeyError as exc:
         raise ConfigFileError(describe(kind, str(exc))) from exc
     except RecursionError:

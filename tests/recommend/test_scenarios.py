@@ -67,3 +67,16 @@ def test_bad_scenarios_document() -> None:
         parse_scenarios({"scenarios": {"a": {"model": "x"}}, "sets": {"s": ["b"]}}, "x.yaml")
     with pytest.raises(DataError):
         parse_scenarios([], "x.yaml")
+
+
+def test_shipped_file_reads_the_same_with_libyaml_and_pure_python() -> None:
+    from importlib import resources
+
+    import yaml
+
+    path = resources.files("gpufleet.recommend").joinpath("data", "scenarios.yaml")
+    text = path.read_text(encoding="utf-8")
+    pure = yaml.load(text, Loader=yaml.SafeLoader)
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    assert yaml.load(text, Loader=loader) == pure
+    assert repr(yaml.load(text, Loader=loader)) == repr(pure)  # same types too (1 vs 1.0, dict order)

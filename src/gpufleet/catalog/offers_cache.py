@@ -3,18 +3,18 @@
 Parsing ``data/offers.csv`` (1.7 MB) costs a few hundred milliseconds, most of a `gpufleet recommend` or
 `gpufleet catalog offers` start-up. The first load writes the parsed columns as an ``.npz`` (numpy's own
 format, read with ``allow_pickle=False``: no code can run from it) into the user cache directory
-``$GPUFLEET_CACHE_DIR``, else ``$XDG_CACHE_HOME/gpufleet``, else ``~/.cache/gpufleet``. The file name and
-its content carry a key: the SHA-256 of the CSV text, the GPU spec ids it was validated against, and this
-format's version, so an edited or reinstalled catalog never reads a stale cache. A cache that is missing,
-foreign, truncated or fails the table's validation is ignored (and rewritten); one that cannot be written
-(read-only home) is skipped. Writes are atomic (:func:`gpufleet.fileio.atomic_write_bytes`).
+(:func:`gpufleet.cache.cache_dir`: ``$GPUFLEET_CACHE_DIR``, else ``$XDG_CACHE_HOME/gpufleet``, else
+``~/.cache/gpufleet``). The file name and its content carry a key: the SHA-256 of the CSV text, the GPU
+spec ids it was validated against, and this format's version, so an edited or reinstalled catalog never
+reads a stale cache. A cache that is missing, foreign, truncated or fails the table's validation is ignored
+(and rewritten); one that cannot be written (read-only home) is skipped. Writes are atomic
+(:func:`gpufleet.fileio.atomic_write_bytes`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
-import os
 import zipfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -23,19 +23,11 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gpufleet.cache import cache_dir
 from gpufleet.catalog.offer_table import _FLOAT_COLUMNS, _STR_COLUMNS, OFFER_COLUMNS, OfferTable
 
 #: Bump when the stored layout changes (old files then simply stop matching).
 CACHE_FORMAT = 1
-
-
-def cache_dir() -> Path:
-    """The user cache directory (not created here)."""
-    if os.environ.get("GPUFLEET_CACHE_DIR"):
-        return Path(os.environ["GPUFLEET_CACHE_DIR"]).expanduser()
-    if os.environ.get("XDG_CACHE_HOME"):
-        return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "gpufleet"
-    return Path.home() / ".cache" / "gpufleet"
 
 
 def cache_key(text: str, spec_ids: Iterable[str]) -> str:

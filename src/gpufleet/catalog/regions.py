@@ -20,11 +20,13 @@ import re
 from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from gpufleet.errors import DataError, UnknownNameError
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 _FILE = "regions.csv"
 
@@ -141,6 +143,8 @@ def location_columns(
 
     Evaluated once per distinct (provider, region) pair.
     """
+    import numpy as np  # here, not at import: workload parsing and region look-ups need no numpy
+
     keys = np.array([f"{p}\x00{r}" for p, r in zip(provider.tolist(), region.tolist(), strict=True)])
     uniq, inverse = np.unique(keys, return_inverse=True) if keys.size else (keys, np.zeros(0, dtype=int))
     locs = [region_location(*str(k).split("\x00", 1)) for k in uniq]

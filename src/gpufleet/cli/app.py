@@ -5,7 +5,8 @@ with no traceback; this is done once, in :class:`_ErrorHandlingGroup`, for every
 
 Start-up is lazy: :data:`COMMANDS` names each top-level command, the module that defines it and its one-line
 help. ``gpufleet --help`` lists that table; ``gpufleet NAME ...`` imports and builds only NAME's module
-(building every typer command costs ~0.25 s; tests/cli/test_lazy_app.py keeps the table in sync).
+(building every typer command costs ~0.25 s; tests/cli/test_lazy_app.py keeps the table in sync). Every
+command built gets finite-only float options (:mod:`gpufleet.cli.finite`: nan/inf exit 2).
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperCommand, TyperGroup
 
-from gpufleet.cli.console import err_console
+import gpufleet.cli.console  # noqa: F401  (the consoles' environment is the one at start-up; no rich yet)
+from gpufleet.cli.finite import finite_floats
 from gpufleet.errors import GpufleetError
 
 USER_ERROR_EXIT_CODE = 2
@@ -127,14 +129,16 @@ def build_command(entry: CommandEntry) -> Command:
     if entry.group:
         group = typer.main.get_group(module.app)
         group.name = entry.name
-        return group
+        return finite_floats(group)
     holder = typer.Typer()
     module.register(holder)
-    return typer.main.get_group(holder).commands[entry.name]
+    return finite_floats(typer.main.get_group(holder).commands[entry.name])
 
 
 def _show_warning(message: Warning | str, *_args: Any, **_kwargs: Any) -> None:
     """Library warnings (UserWarning) as one 'Warning:' paragraph on stderr, without a source line."""
+    from gpufleet.cli.console import err_console  # rich only when there is something to print
+
     err_console.print(f"[bold yellow]Warning:[/] {message}", highlight=False, soft_wrap=True)
 
 
@@ -148,6 +152,8 @@ class _ErrorHandlingGroup(TyperGroup):
                 warnings.showwarning = _show_warning  # e.g. refreshed prices rejected, shipped ones used
                 return super().invoke(ctx)
         except GpufleetError as exc:
+            from gpufleet.cli.console import err_console
+
             err_console.print(f"[bold red]Error:[/] {exc}", highlight=False, soft_wrap=True)
             ctx.exit(USER_ERROR_EXIT_CODE)
 

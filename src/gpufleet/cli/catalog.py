@@ -57,8 +57,6 @@ def gpus(
     fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
 ) -> None:
     """List every accelerator spec (device-reported memory, dense peaks, interconnect, `uncertain` flag)."""
-    from rich.table import Table
-
     from gpufleet.catalog.specs import load_specs
 
     rows = _spec_rows()
@@ -74,6 +72,8 @@ def gpus(
         w.writerows(rows)
         typer.echo(buf.getvalue(), nl=False)
         return
+    from rich.table import Table
+
     narrow = console.width < 120  # drop the long marketing name; the id is what every flag takes
     table = Table(
         title=f"{len(rows)} accelerators (dense peaks; memory as the device reports it)",

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.text import Text
 
 from gpufleet.cli.console import console, err_console
 from gpufleet.errors import UnknownNameError
@@ -137,6 +136,8 @@ def commitments(
     from gpufleet.catalog.pricing import describe_assumptions, load_commitment_assumptions
 
     rows = describe_assumptions(load_commitment_assumptions(override))
+    from rich.text import Text
+
     narrow = console.width < 140  # source and note go below the table, by reference number
     t = Table(title="Commitment assumptions (discount = 1 - committed / on-demand)", title_justify="left")
     cols = ("provider", "program", "term", "discount", "basis", "verified")

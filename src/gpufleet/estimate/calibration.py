@@ -68,7 +68,6 @@ from gpufleet.estimate.profile import (
 from gpufleet.estimate.profile import WIDEN_ADD as WIDEN_ADD
 from gpufleet.estimate.profile import WIDEN_FACTOR as WIDEN_FACTOR
 from gpufleet.estimate.profile import _profile_from_text as _profile_from_text
-from gpufleet.estimate.profile import _ProfileFile as _ProfileFile
 from gpufleet.estimate.profile import _shipped_profile as _shipped_profile
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from gpufleet.errors import ConfigFileError
-from gpufleet.estimate.types import TASKS
+from gpufleet.estimate.types import SOFTWARE_ALIASES, SOFTWARES, TASKS
 from gpufleet.fileio import iter_csv_text, read_user_text
 from gpufleet.precision import PRECISIONS
 from gpufleet.validation import MAX_BATCH, MAX_GPUS
@@ -42,44 +42,6 @@ METRIC_UNITS: Mapping[str, str] = MappingProxyType(
         "peak_memory_gib": "GiB",
     }
 )
-
-#: software stacks the schema names (blank = unknown)
-SOFTWARES: tuple[str, ...] = (
-    "nemo",
-    "megatron",
-    "deepspeed",
-    "megatron_deepspeed",
-    "pytorch",
-    "trtllm",
-    "vllm",
-    "tgi",
-    "llamacpp",
-    "transformers",
-    "paddle",
-    "sglang",
-    "jax",
-    "torchtune",
-    "unsloth",
-    "axolotl",
-)
-
-#: other spellings of the schema's stacks -> its key (names as the projects write them; a wrapper maps to
-#: the engine it runs: Ollama runs llama.cpp, optimum-habana is Hugging Face transformers on Gaudi, MaxText
-#: is JAX, torchtitan and FSDP are PyTorch)
-SOFTWARE_ALIASES: dict[str, str] = {
-    "tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "trt-llm": "trtllm", "trt_llm": "trtllm",
-    "tensorrt": "trtllm", "llama.cpp": "llamacpp", "llama-cpp": "llamacpp", "llama_cpp": "llamacpp",
-    "ggml": "llamacpp", "ollama": "llamacpp", "hf": "transformers", "huggingface": "transformers",
-    "hf-transformers": "transformers", "peft": "transformers", "trl": "transformers",
-    "hf trainer": "transformers", "optimum-habana": "transformers", "optimum_habana": "transformers",
-    "text-generation-inference": "tgi", "tgi-gaudi": "tgi", "sgl": "sglang", "maxtext": "jax", "paxml": "jax",
-    "pax": "jax", "flax": "jax", "megatron-lm": "megatron", "megatron_lm": "megatron",
-    "megatron-core": "megatron", "mcore": "megatron", "nemo-megatron": "nemo", "nemo framework": "nemo",
-    "megatron-deepspeed": "megatron_deepspeed", "torch": "pytorch", "fsdp": "pytorch",
-    "torchtitan": "pytorch",
-    "pytorch-fsdp": "pytorch", "pytorch fsdp": "pytorch", "ddp": "pytorch", "paddlepaddle": "paddle",
-    "paddlenlp": "paddle",
-}  # fmt: skip
 
 #: a version written after a stack's name ("vLLM 0.6.3", "PyTorch v2.4", "trtllm==0.12", "fsdp2")
 _VERSION_SUFFIX = re.compile(r"[\s=@_/-]*v?\d+(?:\.\d+)*[a-z0-9.+-]*$")

@@ -16,8 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
-
+from gpufleet.cache import is_marked_valid, mark_valid
 from gpufleet.errors import ConfigFileError, DataError
 from gpufleet.estimate.priors import PRIORS, prior_params
 from gpufleet.estimate.types import Interval
@@ -124,10 +123,11 @@ def with_params(profile: CalibrationProfile, params: Mapping[str, float]) -> Cal
     )
 
 
-class _ProfileFile(BaseModel):
-    """The JSON file format of a profile (validated where a user passes a file)."""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _ProfileFields:
+    """A profile file's fields with their file-format types, before the range checks (the schema is
+    :class:`gpufleet.estimate.profile_file.ProfileFile`)."""
 
-    model_config = ConfigDict(extra="ignore")
     version: int
     fitted_at: str
     case_count: int
@@ -135,30 +135,21 @@ class _ProfileFile(BaseModel):
     params: dict[str, float]
     log_residual_quantiles: dict[str, tuple[float, float]]
     residuals: dict[str, float]
-    loo_residuals: dict[str, float] = {}
-    calibrated: list[str] = []
-    fitted: list[str] = []
-    logo_residuals: dict[str, dict[str, float]] = {}
-    heldout_quantiles: dict[str, tuple[float, float]] = {}
+    loo_residuals: dict[str, float]
+    calibrated: list[str]
+    fitted: list[str]
+    logo_residuals: dict[str, dict[str, float]]
+    heldout_quantiles: dict[str, tuple[float, float]]
 
 
-#: Largest accepted profile parameter (efficiencies, overheads; all O(1) in the shipped profile) and the
-#: largest |log error| quantile (e^10 ~ 22,000x): beyond them intervals overflow or mean nothing.
-_MAX_PARAM = 1e6
-_MAX_LOG_Q = 10.0
+def _validated_fields(doc: Any, name: str) -> _ProfileFields:
+    """``doc`` validated against the file format (pydantic; imported here, not at start-up)."""
+    from pydantic import ValidationError
 
+    from gpufleet.estimate.profile_file import ProfileFile
 
-def _profile_from_text(text: str, name: str) -> CalibrationProfile:
-    doc = parse_yaml_or_json(  # the input layer's JSON rules: no duplicate keys, bounded nesting
-        Path("profile.json"),
-        text,
-        lambda kind, error: (
-            f"Calibration profile {name} is not valid {kind}: {error}. Re-create it with "
-            "`gpufleet calibrate CASES.csv -o PROFILE.json`."
-        ),
-    )
     try:
-        raw = _ProfileFile.model_validate(doc)
+        raw = ProfileFile.model_validate(doc)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
@@ -167,6 +158,74 @@ def _profile_from_text(text: str, name: str) -> CalibrationProfile:
             "written by `tools/calibrate.py` (keys version, fitted_at, case_count, source, params, "
             "log_residual_quantiles, residuals). Re-create it with `python tools/calibrate.py --out FILE`."
         ) from exc
+    return _ProfileFields(**{f: getattr(raw, f) for f in _ProfileFields.__dataclass_fields__})
+
+
+def _known_valid_fields(doc: Any) -> _ProfileFields:
+    """The fields of a ``doc`` that already passed :func:`_validated_fields` (same text, see
+    :func:`_shipped_profile`), converted to the same types without pydantic. Raises KeyError, TypeError or
+    ValueError on anything else (the caller then validates)."""
+
+    def floats(m: Mapping[str, Any]) -> dict[str, float]:
+        return {str(k): float(v) for k, v in m.items()}
+
+    def pairs(m: Mapping[str, Any]) -> dict[str, tuple[float, float]]:
+        return {str(k): (float(lo), float(hi)) for k, (lo, hi) in m.items()}
+
+    def strs(items: list[Any]) -> list[str]:
+        if not all(isinstance(x, str) for x in items):
+            raise TypeError("not a list of strings")
+        return list(items)
+
+    if not isinstance(doc, dict):
+        raise TypeError("not a JSON object")
+    for key in ("version", "case_count"):
+        if type(doc[key]) is not int:
+            raise TypeError(f"{key} is not an integer")
+    for key in ("fitted_at", "source"):
+        if not isinstance(doc[key], str):
+            raise TypeError(f"{key} is not a string")
+    return _ProfileFields(
+        version=doc["version"],
+        fitted_at=doc["fitted_at"],
+        case_count=doc["case_count"],
+        source=doc["source"],
+        params=floats(doc["params"]),
+        log_residual_quantiles=pairs(doc["log_residual_quantiles"]),
+        residuals=floats(doc["residuals"]),
+        loo_residuals=floats(doc.get("loo_residuals", {})),
+        calibrated=strs(doc.get("calibrated", [])),
+        fitted=strs(doc.get("fitted", [])),
+        logo_residuals={str(k): floats(v) for k, v in doc.get("logo_residuals", {}).items()},
+        heldout_quantiles=pairs(doc.get("heldout_quantiles", {})),
+    )
+
+
+#: Largest accepted profile parameter (efficiencies, overheads; all O(1) in the shipped profile) and the
+#: largest |log error| quantile (e^10 ~ 22,000x): beyond them intervals overflow or mean nothing.
+_MAX_PARAM = 1e6
+_MAX_LOG_Q = 10.0
+
+
+def _profile_from_text(text: str, name: str, *, known_valid: bool = False) -> CalibrationProfile:
+    """The profile in ``text`` (``name`` for messages), validated. ``known_valid``: this exact text passed
+    the file-format validation before, so its fields are read without pydantic (range checks still run)."""
+    doc = parse_yaml_or_json(  # the input layer's JSON rules: no duplicate keys, bounded nesting
+        Path("profile.json"),
+        text,
+        lambda kind, error: (
+            f"Calibration profile {name} is not valid {kind}: {error}. Re-create it with "
+            "`gpufleet calibrate CASES.csv -o PROFILE.json`."
+        ),
+    )
+    raw: _ProfileFields | None = None
+    if known_valid:
+        try:
+            raw = _known_valid_fields(doc)
+        except (KeyError, TypeError, ValueError, AttributeError):  # not what was validated: validate it
+            raw = None
+    if raw is None:
+        raw = _validated_fields(doc, name)
     if raw.version != PROFILE_VERSION:
         raise ConfigFileError(
             f"Calibration profile {name} has version {raw.version}; this gpufleet reads version "
@@ -210,8 +269,18 @@ def _profile_from_text(text: str, name: str) -> CalibrationProfile:
     )
 
 
+def _shipped_validation_namespace() -> str:
+    """What a validation mark of the shipped profile vouches for: this file format and gpufleet version."""
+    from gpufleet import __version__
+
+    return f"calibration profile format {PROFILE_VERSION}, gpufleet {__version__}"
+
+
 @cache
 def _shipped_profile() -> CalibrationProfile:
+    """The shipped profile. The first process of a gpufleet version validates it with pydantic and leaves a
+    validation mark keyed by the file's SHA-256 in the user cache (:mod:`gpufleet.cache`); later processes
+    find the mark and read the same text without importing pydantic (~0.1 s of CPU per command)."""
     try:
         text = (
             resources.files("gpufleet.estimate").joinpath("data", "profile.json").read_text(encoding="utf-8")
@@ -221,10 +290,15 @@ def _shipped_profile() -> CalibrationProfile:
             "The shipped calibration profile estimate/data/profile.json is missing. Reinstall gpufleet, or "
             "re-create it with `python tools/calibrate.py`."
         ) from exc
+    namespace = _shipped_validation_namespace()
+    known_valid = is_marked_valid("profile", namespace, text)
     try:
-        return _profile_from_text(text, "estimate/data/profile.json (shipped)")
+        profile = _profile_from_text(text, "estimate/data/profile.json (shipped)", known_valid=known_valid)
     except ConfigFileError as exc:
         raise DataError(f"{exc} Reinstall gpufleet to restore the shipped profile.") from exc
+    if not known_valid:
+        mark_valid("profile", namespace, text)
+    return profile
 
 
 def load_profile(path: Path | None = None) -> CalibrationProfile:

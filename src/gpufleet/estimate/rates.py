@@ -16,6 +16,7 @@ from gpufleet.errors import UnknownNameError, UnsupportedError
 from gpufleet.estimate.comms import DEFAULT_GPUS_PER_NODE, Link, group_link, intra_node_link
 from gpufleet.estimate.profile import CalibrationProfile, load_profile
 from gpufleet.estimate.support import precision_support
+from gpufleet.estimate.types import SOFTWARE_ALIASES, SOFTWARES
 from gpufleet.models.arch import ModelArch
 from gpufleet.models.registry import resolve_model
 from gpufleet.precision import COMPUTE_COLUMN, bytes_per_element, check_precision
@@ -167,8 +168,6 @@ def scaleup_domain_gpus(spec: AcceleratorSpec, gpu_count: int) -> int:
 
 def software_key(software: str | None) -> str:
     """Normalised software name (``unknown`` when None/blank); an unknown name is an UnknownNameError."""
-    from gpufleet.estimate.cases import SOFTWARE_ALIASES, SOFTWARES  # the schema's list of stacks
-
     key = (software or "").strip().lower() or "unknown"
     key = SOFTWARE_ALIASES.get(key, key)
     if key != "unknown" and key not in SOFTWARES:

@@ -8,6 +8,43 @@ from typing import Literal, get_args
 Task = Literal["inference", "pretrain", "full_finetune", "lora", "qlora", "load"]
 TASKS: tuple[str, ...] = get_args(Task)
 TRAINING_TASKS: tuple[str, ...] = ("pretrain", "full_finetune", "lora", "qlora")
+#: software stacks the calibration-case schema names (blank = unknown); also what --engine/--software accept
+SOFTWARES: tuple[str, ...] = (
+    "nemo",
+    "megatron",
+    "deepspeed",
+    "megatron_deepspeed",
+    "pytorch",
+    "trtllm",
+    "vllm",
+    "tgi",
+    "llamacpp",
+    "transformers",
+    "paddle",
+    "sglang",
+    "jax",
+    "torchtune",
+    "unsloth",
+    "axolotl",
+)
+
+#: other spellings of the schema's stacks -> its key (names as the projects write them; a wrapper maps to
+#: the engine it runs: Ollama runs llama.cpp, optimum-habana is Hugging Face transformers on Gaudi, MaxText
+#: is JAX, torchtitan and FSDP are PyTorch)
+SOFTWARE_ALIASES: dict[str, str] = {
+    "tensorrt-llm": "trtllm", "tensorrt_llm": "trtllm", "trt-llm": "trtllm", "trt_llm": "trtllm",
+    "tensorrt": "trtllm", "llama.cpp": "llamacpp", "llama-cpp": "llamacpp", "llama_cpp": "llamacpp",
+    "ggml": "llamacpp", "ollama": "llamacpp", "hf": "transformers", "huggingface": "transformers",
+    "hf-transformers": "transformers", "peft": "transformers", "trl": "transformers",
+    "hf trainer": "transformers", "optimum-habana": "transformers", "optimum_habana": "transformers",
+    "text-generation-inference": "tgi", "tgi-gaudi": "tgi", "sgl": "sglang", "maxtext": "jax", "paxml": "jax",
+    "pax": "jax", "flax": "jax", "megatron-lm": "megatron", "megatron_lm": "megatron",
+    "megatron-core": "megatron", "mcore": "megatron", "nemo-megatron": "nemo", "nemo framework": "nemo",
+    "megatron-deepspeed": "megatron_deepspeed", "torch": "pytorch", "fsdp": "pytorch",
+    "torchtitan": "pytorch",
+    "pytorch-fsdp": "pytorch", "pytorch fsdp": "pytorch", "ddp": "pytorch", "paddlepaddle": "paddle",
+    "paddlenlp": "paddle",
+}  # fmt: skip
 #: architectures whose training stacks train with int8 matmuls: TPUs through AQT in MaxText (Google Cloud
 #: "Accurate Quantized Training" docs; MLPerf Training v4.0/v4.1 Google gpt3 submissions)
 INT8_TRAINING_ARCHS: tuple[str, ...] = ("TPU",)

@@ -19,7 +19,7 @@ from gpufleet.cost.schedule import Schedule
 from gpufleet.errors import ConfigFileError, GpufleetError
 from gpufleet.fileio import document_kind, parse_yaml_or_json, read_user_text
 from gpufleet.precision import PRECISIONS, check_precision
-from gpufleet.recommend.filters import check_vendors, gpu_family, split_values
+from gpufleet.recommend.filter_values import check_vendors, gpu_family, split_values
 from gpufleet.recommend.types import (
     CONFIDENCES,
     OBJECTIVES,

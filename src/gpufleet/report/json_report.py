@@ -11,18 +11,12 @@ import dataclasses
 import json
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpufleet import __version__
-from gpufleet.recommend.types import Migration, Recommendation, ScenarioResult, ScenarioSetResult
-from gpufleet.report.common import Result
 
-_KINDS: tuple[tuple[type, str], ...] = (
-    (Recommendation, "recommendation"),
-    (Migration, "migration"),
-    (ScenarioResult, "scenario"),
-    (ScenarioSetResult, "scenario_set"),
-)
+if TYPE_CHECKING:
+    from gpufleet.report.common import Result
 
 
 def to_jsonable(value: Any) -> Any:
@@ -43,7 +37,15 @@ def to_jsonable(value: Any) -> Any:
 
 
 def result_kind(result: Result) -> str:
-    for cls, name in _KINDS:
+    from gpufleet.recommend.types import Migration, Recommendation, ScenarioResult, ScenarioSetResult
+
+    kinds: tuple[tuple[type, str], ...] = (
+        (Recommendation, "recommendation"),
+        (Migration, "migration"),
+        (ScenarioResult, "scenario"),
+        (ScenarioSetResult, "scenario_set"),
+    )
+    for cls, name in kinds:
         if isinstance(result, cls):
             return name
     raise TypeError(f"not a gpufleet result: {type(result).__name__}")

@@ -1,0 +1,75 @@
+"""The input layer's YAML loader (:func:`gpufleet.fileio.parse_yaml_or_json`): PyYAML's SafeLoader without
+aliases/anchors (no alias bombs), duplicate keys or nesting deeper than ``MAX_NESTING_DEPTH``.
+
+Its own module so that PyYAML is imported only where a YAML file is read, not at every start-up. Syntax errors
+come out as :class:`gpufleet.fileio.YamlSyntaxError` (carrying PyYAML's error), which the input layer words.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from gpufleet.fileio import MAX_NESTING_DEPTH, YamlSyntaxError
+
+
+class _SafeLoader(yaml.SafeLoader):
+    """SafeLoader without aliases/anchors, duplicate keys or deep nesting."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()  # type: ignore[no-untyped-call]
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                "YAML aliases (*name) are not accepted in gpufleet files (they allow 'alias bombs'); "
+                "write the values out",
+                event.start_mark,
+            )
+        depth = getattr(self, "_gf_depth", 0) + 1
+        if depth > MAX_NESTING_DEPTH:
+            raise yaml.constructor.ConstructorError(
+                None,
+                None,
+                f"nesting deeper than {MAX_NESTING_DEPTH} levels",
+                self.peek_event().start_mark,  # type: ignore[no-untyped-call]
+            )
+        self._gf_depth = depth
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._gf_depth = depth - 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            seen: set[Any] = set()
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                try:
+                    hash(key)
+                except TypeError:
+                    continue
+                if key in seen:
+                    raise yaml.constructor.ConstructorError(
+                        None,
+                        None,
+                        f"duplicate key {key!r} (the last one would silently win); keep one",
+                        key_node.start_mark,
+                    )
+                seen.add(key)
+        return super().construct_mapping(node, deep=deep)
+
+
+_SafeLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+    lambda loader, node: loader.construct_mapping(node, deep=True),  # type: ignore[arg-type]
+)
+
+
+def load_yaml(text: str) -> Any:
+    """``text`` parsed with :class:`_SafeLoader`; any PyYAML error is a :class:`YamlSyntaxError`."""
+    try:
+        return yaml.load(text, Loader=_SafeLoader)
+    except yaml.YAMLError as exc:
+        raise YamlSyntaxError(exc) from exc

@@ -1,0 +1,99 @@
+"""The listing, estimating and recommending commands import only what they use (README "Speed"): never the
+heavy optional libraries, and not pydantic, PyYAML, numpy or rich where a command has no need of them. Each
+command runs in a fresh interpreter, as the console script does, and reports ``sys.modules``. Timings are
+measured by benchmarks/bench_cli.py, not asserted here."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+#: never imported by these commands (solvers, simulators, data frames, Ray)
+HEAVY = ("scipy", "duckdb", "highspy", "simpy", "ray", "pyarrow", "pandas")
+
+_CHILD = """
+import io, json, sys, contextlib
+from gpufleet.cli.entry import main
+sys.argv = ["gpufleet", *json.loads(sys.argv[1])]
+code = 0
+try:
+    with contextlib.redirect_stdout(io.StringIO()):
+        main()
+except SystemExit as exc:
+    code = exc.code or 0
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
+"""
+
+
+def _run(argv: list[str], cache_dir: Path) -> tuple[int, set[str]]:
+    env = os.environ | {"GPUFLEET_CACHE_DIR": str(cache_dir), "COLUMNS": "120", "NO_COLOR": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, json.dumps(argv)], capture_output=True, text=True, env=env, check=False
+    )
+    doc = json.loads(out.stderr.strip().splitlines()[-1])
+    return int(doc["code"]), set(doc["modules"])
+
+
+INFER = ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "H100-SXM"]
+#: (argv, modules it must not import besides HEAVY; a name covers its submodules). JSON output needs no rich
+#: console or table (typer itself may import bits of rich).
+CASES: list[tuple[list[str], tuple[str, ...]]] = [
+    (["--version"], ("typer", "rich", "pydantic", "numpy", "yaml")),
+    (INFER, ("pydantic", "numpy", "yaml")),
+    ([*INFER, "--format", "json"], ("pydantic", "numpy", "yaml", "rich.console", "rich.table")),
+    (
+        ["estimate", "memory", "-m", "llama-3.1-70b", "-g", "H100-SXM", "--tp", "4"],
+        ("pydantic", "numpy", "yaml"),
+    ),
+    (["estimate", "train", "-m", "llama-3.1-8b", "-g", "H100-SXM"], ("pydantic", "numpy", "yaml")),
+    (["catalog", "gpus"], ("pydantic", "numpy", "yaml")),
+    (["catalog", "gpus", "--format", "json"], ("pydantic", "numpy", "yaml", "rich.console", "rich.table")),
+    (["catalog", "offers", "--gpu", "H100-SXM", "--format", "json"], ("pydantic", "yaml", "rich.console")),
+    (["scenarios", "list"], ("numpy",)),
+    (
+        ["recommend", "--model", "llama-3.1-8b", "--target-rps", "2", "--ttft-ms", "500", "--tpot-ms", "50"],
+        (),
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A user cache directory after one run: the offer table cached, the shipped profile validated once."""
+    cache_dir = tmp_path_factory.mktemp("cache")
+    code, first = _run(INFER, cache_dir)
+    assert code == 0
+    assert "pydantic" in first  # the first run validates the shipped profile (and leaves a mark)
+    return cache_dir
+
+
+@pytest.mark.parametrize(("argv", "absent"), CASES, ids=[" ".join(a[:3]) for a, _ in CASES])
+def test_command_imports_only_what_it_uses(
+    argv: list[str], absent: tuple[str, ...], warm_cache: Path
+) -> None:
+    code, modules = _run(argv, warm_cache)
+    assert code == 0
+    loaded = sorted(n for n in (*HEAVY, *absent) if any(m == n or m.startswith(n + ".") for m in modules))
+    assert not loaded, f"`gpufleet {' '.join(argv)}` imported {loaded}"
+    assert "gpufleet" in modules  # the child really ran the command
+
+
+def test_version_fast_path_prints_what_the_typer_option_prints() -> None:
+    from typer.testing import CliRunner
+
+    from gpufleet.cli.app import app
+
+    typer_out = CliRunner().invoke(app, ["--version"]).output
+    for flag in ("--version", "-V"):
+        out = subprocess.run(
+            [sys.executable, "-c", "from gpufleet.cli.entry import main; main()", flag],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert out.stdout == typer_out
