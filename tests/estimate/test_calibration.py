@@ -32,7 +32,7 @@ from gpufleet.estimate.calibration import (
     save_profile,
     with_params,
 )
-from gpufleet.estimate.cases import CalibrationCase, read_cases
+from gpufleet.estimate.cases import CalibrationCase, parse_cases_csv, read_cases
 
 CASES_CSV = Path(__file__).resolve().parents[2] / "src" / "gpufleet" / "estimate" / "data" / "cases.csv"
 
@@ -351,3 +351,28 @@ def test_sparse_jacobian_refits_match_dense_ones() -> None:
     for ids in sets:
         for cid, r in dense[ids].items():
             assert sparse[ids][cid] == pytest.approx(r, abs=1e-4)
+
+
+@pytest.mark.parametrize(
+    ("note", "hints"),
+    [("zero3 offload", {"zero_stage": 3, "cpu_offload": True}), ("ZeRO stage 2", {"zero_stage": 2}),
+     ("zero_stage=1", {"zero_stage": 1}), ("no zero", {}),
+     ("DeepSpeed ZeRO-3 + CPU offload", {"zero_stage": 3, "cpu_offload": True})],
+)  # fmt: skip
+def test_note_hints_read_the_usual_zero_spellings(note: str, hints: dict[str, object]) -> None:
+    assert note_hints(note) == hints
+
+
+def test_a_measured_training_memory_case_uses_the_options_that_fit_when_unstated() -> None:
+    """A 13B full fine-tune on 8 H100 with ZeRO-3 at micro-batch 8 x 4k was measured, so it fit: with
+    recompute unstated the case is predicted under the first relaxation `estimate train` makes (full
+    recompute, ~48 GiB), not with selective recompute (~230 GiB)."""
+    text = (
+        "case_id,metric,model,task,gpu,gpu_count,precision,batch,seq_len,software,measured,unit,note,source\n"
+        "m1,peak_memory_gib,llama-2-13b,full_finetune,H100-SXM,8,bf16,64,4096,deepspeed,50,GiB,ZeRO-3,x\n"
+        "m2,peak_memory_gib,llama-2-13b,full_finetune,H100-SXM,8,bf16,64,4096,deepspeed,50,GiB,"
+        "ZeRO-3 selective recompute,x\n"
+    )
+    relaxed, stated = (predict_case(c) for c in parse_cases_csv(text, "m.csv"))
+    assert relaxed.predicted < 80.0 and any("recompute not stated" in n for n in relaxed.notes)
+    assert stated.predicted > relaxed.predicted  # stated options are kept even where they do not fit

@@ -59,16 +59,16 @@ def note_hints(note: str) -> dict[str, Any]:
     for both."""
     low = note.lower()
     hints: dict[str, Any] = {}
-    for stage in (0, 1, 2, 3):
-        if f"zero-{stage}" in low or f"zero stage {stage}" in low:
-            hints["zero_stage"] = stage
+    zero = re.search(r"\bzero[\s_-]*(?:stage[\s_=-]*)?([0-3])\b", low)  # ZeRO-3, zero3, ZeRO stage 2
+    if zero:
+        hints["zero_stage"] = int(zero.group(1))
     if "fsdp" in low and not any(f"{neg} fsdp" in low for neg in ("no", "without", "w/o")):
         hints["zero_stage"] = 3
     if "static batching" in low:
         hints["static_batching"] = True
     if any(
         w in low for w in ("cpu offload", "zero-offload", "zero offload", "offload_optimizer", "cpuoffload")
-    ):
+    ) or re.search(r"\bzero[\s_-]*(?:stage[\s_=-]*)?[0-3]?[\s_+-]*(?:cpu[\s_-]*)?offload", low):
         hints["cpu_offload"] = True
     if any(k in low for k in ("attention dp", "attention data parallel", "dp attention", "attention_dp")):
         hints["attention_dp"] = True
@@ -161,12 +161,29 @@ def _predict_memory(case: CalibrationCase, prof: CalibrationProfile, estimate_me
         micro = max(1, -(-batch // dp))
         notes.append(f"global batch {batch} over dp={dp}: micro-batch {micro} per GPU")
         batch = micro
-    mem = estimate_memory(
-        model=case.model, task=case.task, precision=case.precision, gpu=case.gpu, tp=tp, pp=pp, dp=dp,
-        batch=batch, seq_len=max(seq, 1), zero_stage=hints.get("zero_stage", 0),
-        recompute=hints.get("recompute", recipe_kw.pop("recompute", "selective")), engine=engine,
-        allow_fallback=True, cpu_offload=hints.get("cpu_offload", False), **recipe_kw,
+    recompute = hints.get("recompute", recipe_kw.pop("recompute", "selective"))
+    kw: dict[str, Any] = dict(
+        model=case.model, precision=case.precision, gpu=case.gpu, tp=tp, pp=pp, batch=batch,
+        seq_len=max(seq, 1), engine=engine, allow_fallback=True, cpu_offload=hints.get("cpu_offload", False),
+        **recipe_kw,
     )  # fmt: skip
+    mem = estimate_memory(
+        task=case.task, dp=dp, zero_stage=hints.get("zero_stage", 0), recompute=recompute, **kw
+    )
+    stated = {k for k in ("zero_stage", "recompute") if k in hints}
+    if case.task in TRAINING_TASKS and not mem.fits and len(stated) < 2:
+        # the job was measured, so it fit: unstated options are the first relaxation `estimate train` makes
+        from gpufleet.estimate.memory_options import fitting_option
+
+        zero = hints.get("zero_stage", 0)
+        opt = fitting_option(task=case.task, recompute=recompute, zero_stage=zero, dp=dp, **kw)
+        if opt is not None and all(
+            getattr(opt, k) == v for k, v in (("zero_stage", zero), ("recompute", recompute)) if k in stated
+        ):
+            mem = opt.memory
+            notes.append(
+                f"{' and '.join(sorted({'zero_stage', 'recompute'} - stated))} not stated: {opt.description}"
+            )
     torch_view = (case.software or "").lower() in TORCH_ALLOCATED_STACKS
     if torch_view:
         value, what = mem.allocated_gib, "torch allocated"
