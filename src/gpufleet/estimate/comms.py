@@ -6,6 +6,11 @@ and takes ``2 (n-1)`` latency hops; all-gather and reduce-scatter move ``(n-1)/n
 all-to-all moves ``(n-1)/n B``. Link rates are per direction, times an achieved-bandwidth efficiency
 (``link_eff`` in the calibration profile, prior 0.8: nccl-tests on DGX A100 reach ~230 of 300 GB/s per
 direction, DGX H100 ~360 of 450 GB/s).
+
+Which path a group of ranks gets inside a node (:func:`intra_node_link`): NVSwitch NVLink at the full
+per-GPU rate; a full-mesh fabric (AMD Infinity Fabric, Gaudi RoCE) at the share of the peer links the group
+drives; an NVLink bridge only for the pair it joins; otherwise PCIe, with NCCL's P2P transport where the GPUs
+have peer access within one socket, else its SHM transport through host memory (:func:`pcie_link`).
 """
 
 from __future__ import annotations

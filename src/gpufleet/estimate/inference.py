@@ -7,6 +7,9 @@ Inference (one replica of ``tp x pp`` GPUs):
 * decode step at batch ``b``, context ``c`` = max(weight bytes / (BW x eta_bw), GEMM FLOPs / (peak x eta x
   w(h) x stack)) + max(KV bytes / (BW x eta_bw), attention FLOPs / ...) + TP all-reduces + per-step
   overhead; weights read = all (MoE: the expected distinct experts); GEMMs and attention run in turn;
+* with ``pp`` stages, ``min(pp, b)`` micro-batches circulate, each one engine iteration per token, the LM
+  head on the last stage (:func:`pipeline_step_s`); Gaudi stacks pad batch and context to static shapes
+  (:mod:`gpufleet.estimate.static_shapes`);
 * throughput at concurrency ``b``: in-flight batching = b x out / (out x step(b decode + b x in / out prompt
   tokens per step)); static batching = b x out / (prefill of b prompts + out x TPOT(b, in + out/2)).
 """
