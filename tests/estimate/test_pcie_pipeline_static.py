@@ -148,3 +148,12 @@ def test_pcie_tp_on_a_vm_is_slower_than_on_bare_metal_p2p() -> None:
     slow = estimate_inference(gpu=no_p2p, **kw)  # type: ignore[arg-type]
     assert fast.output_tokens_per_s is not None and slow.output_tokens_per_s is not None
     assert slow.output_tokens_per_s.central < fast.output_tokens_per_s.central
+
+
+def test_lm_head_runs_in_16_bit_for_sampled_rows_only() -> None:
+    """A quantised checkpoint's 16-bit LM head runs at the 16-bit rate; only sampled rows reach it."""
+    c16 = _infer(1)  # fp8 weights, head_bytes 2: 16-bit head
+    c8 = replace(c16, head_bytes=c16.rates.weight_bytes)  # a head quantised like the body
+    assert inf._gemm_s(c16, 100.0, 1e9, 100.0, 1e9) > inf._gemm_s(c8, 100.0, 1e9, 100.0, 1e9)
+    # fewer head rows (prompt tokens that sample nothing) cost less
+    assert inf._gemm_s(c16, 100.0, 1e9, 1.0, 1e9) < inf._gemm_s(c16, 100.0, 1e9, 100.0, 1e9)

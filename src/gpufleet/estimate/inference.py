@@ -215,6 +215,20 @@ def _ep_stage_s(
     return t_dense + t_attn + t_routed + t_a2a + _tp_comm_s(c, rows, layers)
 
 
+def _gemm_s(c: _Infer, rows: float, body_params: float, head_rows: float, head_params: float) -> float:
+    """Compute-bound GEMM time of ``rows`` tokens through ``body_params`` weights and ``head_rows`` through
+    the LM head's ``head_params``, on one GPU's worth of FLOPs [s].
+
+    Engines compute logits only for the positions they sample (one per decoding sequence and one per
+    finished prompt: vLLM's logits processor on the sample indices, TRT-LLM ``gather_context_logits`` off by
+    default). A quantised checkpoint keeps its LM head in 16 bit (AWQ/GPTQ, TRT-LLM/vLLM fp8 and fp4
+    recipes exclude ``lm_head``), so it runs at the 16-bit rate without dequantisation."""
+    r = c.rates
+    rate = r.peak_flops * r.eta * c.width * c.stack * c.wq_gemm
+    head_rate = r.peak16_flops * r.eta16 * c.width * c.stack if c.head_bytes > r.weight_bytes else rate
+    return 2.0 * (rows * body_params / rate + head_rows * head_params / head_rate)
+
+
 def prefill_s(c: _Infer, requests: float, input_len: float, *, latency: bool) -> float:
     """Time to prefill ``requests`` prompts of ``input_len`` tokens on one replica [s].
 
@@ -227,14 +241,16 @@ def prefill_s(c: _Infer, requests: float, input_len: float, *, latency: bool) ->
         return stage * (c.pp if latency else 1) + c.overhead_s
     shape = cx.model_shape(c.model)
     gpus = c.tp * (1 if latency else c.pp)
-    mm = tokens * 2.0 * shape.matmul_active_params / gpus
     attn = (
         requests
         * (cx.prefill_flops(c.model, input_len) - input_len * 2.0 * shape.matmul_active_params)
         / gpus
     )
     r = c.rates
-    t_mm = mm / (r.peak_flops * r.eta * c.width * c.stack * c.wq_gemm)
+    t_mm = _gemm_s(
+        c, tokens, shape.matmul_active_params - shape.lm_head_params, requests, shape.lm_head_params
+    )
+    t_mm /= gpus
     t_attn = attn / (r.peak16_flops * r.eta16 * c.stack)
     t_weights = (
         _weight_bytes_read(c, tokens) * c.pp / gpus * c.tp / (r.mem_bw_bytes_per_s * c.eta_bw * c.wq_bw)
@@ -276,12 +292,13 @@ def _dense_stage_s(
     head_params = shape.lm_head_params if head else 0.0
     body = cx.decode_weight_params(m, rows) - shape.lm_head_params
     w_bytes = (body * share * r.weight_bytes + head_params * c.head_bytes) / c.tp
-    mm = rows * 2.0 * ((shape.matmul_active_params - shape.lm_head_params) * share + head_params) / c.tp
     attn = micro * cx.decode_attention_flops_per_token(m, context)
     if prompt > 0:
         attn += prompt * cx.attention_flops_per_token(m, (prefill_len + 1.0) / 2.0)
     kv_bytes = micro * context * c.kv_bytes_per_token * share / (1 if m.is_mla else c.tp)
-    t_gemm = max(w_bytes / (bw * c.wq_bw), mm / (r.peak_flops * r.eta * c.width * c.stack * c.wq_gemm))
+    body_params = (shape.matmul_active_params - shape.lm_head_params) * share
+    mm_s = _gemm_s(c, rows, body_params, micro + prompt / max(prefill_len, 1.0), head_params) / c.tp
+    t_gemm = max(w_bytes / (bw * c.wq_bw), mm_s)
     t_attn = max(kv_bytes / bw, attn * share / c.tp / (r.peak16_flops * r.eta16 * c.stack))
     return t_gemm + t_attn + _tp_comm_s(c, rows, layers)
 
