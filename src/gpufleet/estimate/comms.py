@@ -6,6 +6,11 @@ and takes ``2 (n-1)`` latency hops; all-gather and reduce-scatter move ``(n-1)/n
 all-to-all moves ``(n-1)/n B``. Link rates are per direction, times an achieved-bandwidth efficiency
 (``link_eff`` in the calibration profile, prior 0.8: nccl-tests on DGX A100 reach ~230 of 300 GB/s per
 direction, DGX H100 ~360 of 450 GB/s).
+
+Which path a group of ranks gets inside a node (:func:`intra_node_link`): NVSwitch NVLink at the full
+per-GPU rate; a full-mesh fabric (AMD Infinity Fabric, Gaudi RoCE) at the share of the peer links the group
+drives; an NVLink bridge only for the pair it joins; otherwise PCIe, with NCCL's P2P transport where the GPUs
+have peer access within one socket, else its SHM transport through host memory (:func:`pcie_link`).
 """
 
 from __future__ import annotations
@@ -49,6 +54,27 @@ NVLINK_HOP_LATENCY_S = 5e-6
 PCIE_HOP_LATENCY_S = 15e-6
 NETWORK_HOP_LATENCY_S = 10e-6
 
+#: PCIe without a scale-up fabric (NCCL transports, NCCL docs "Environment variables": NCCL_P2P_LEVEL,
+#: NCCL_P2P_DISABLE, NCCL_SHM_DISABLE). NCCL moves data between two GPUs of a node with its P2P transport
+#: (direct PCIe writes through a switch or the CPU root complex) where the GPUs allow peer access, else with
+#: its SHM transport (through a pinned host-memory buffer: the sender's copy into host memory and the
+#: receiver's copy out of it are two PCIe transfers per chunk). P2P between CPU sockets (NCCL path "SYS",
+#: across UPI) is off by default on Intel hosts (NCCL_P2P_LEVEL defaults to PHB there), so a group wider than
+#: one socket's GPUs falls back to SHM. Named defaults:
+#: GPUs per CPU socket / PCIe switch in 8-GPU dual-socket PCIe servers (4 per socket: Dell R760xa /
+#: Supermicro SYS-421GE 8-GPU PCIe layouts); a TP group of more ranks crosses the socket interconnect
+PCIE_P2P_DOMAIN_GPUS = 4
+#: SHM share of the P2P bandwidth: CUDA samples ``p2pBandwidthLatencyTest`` reports GPU-to-GPU copies with
+#: P2P disabled (staged through host memory) at ~0.4-0.6 of the P2P-enabled rate on PCIe Gen3/Gen4 hosts
+SHM_BW_FACTOR = 0.5
+#: form-factor words of parts without PCIe peer access (:func:`pcie_p2p_capable`)
+PCIE_NO_P2P_FORM_FACTORS = ("consumer", "aws", "gcp", "azure")
+#: full-mesh scale-up fabrics -> GPUs in the mesh: AMD Instinct MI300X/MI325X/MI355X platforms link every
+#: OAM to each of its 7 peers with one Infinity Fabric link (AMD CDNA 3 white paper, "8-GPU platform:
+#: fully connected"); HLS-Gaudi2/Gaudi3 boards link every chip to each of its 7 peers with 3 of its on-chip
+#: RoCE ports (21 of 24; Intel Gaudi 2 and Gaudi 3 white papers). Collectives of n ranks use n-1 links.
+MESH_FABRICS: tuple[tuple[str, int], ...] = (("infinity fabric (7 links", 8), ("roce on-chip", 8))
+
 #: GPUs in one scale-up domain when the caller gives none (HGX/DGX baseboards: 8; PCIe hosts: 8 slots at most)
 DEFAULT_GPUS_PER_NODE = 8
 
@@ -59,7 +85,7 @@ class Link:
 
     bw_gb_per_s: float
     hop_latency_s: float
-    kind: str  # "nvlink" | "pcie" | "network"
+    kind: str  # "nvlink" | "pcie" (P2P) | "pcie_shm" (through host memory) | "network"
 
 
 def pcie_gb_per_s(spec: AcceleratorSpec) -> float:
@@ -71,15 +97,64 @@ def pcie_gb_per_s(spec: AcceleratorSpec) -> float:
     return bw
 
 
-def intra_node_link(spec: AcceleratorSpec, link_eff: float) -> Link:
-    """Link between GPUs of one node: NVLink/IF (half the bidirectional per-GPU figure) or PCIe."""
-    if spec.has_scaleup_fabric:
-        return Link(
-            bw_gb_per_s=spec.scaleup_bw_gb_per_s / 2.0 * link_eff,
-            hop_latency_s=NVLINK_HOP_LATENCY_S,
-            kind="nvlink",
-        )
-    return Link(bw_gb_per_s=pcie_gb_per_s(spec) * link_eff, hop_latency_s=PCIE_HOP_LATENCY_S, kind="pcie")
+def pcie_p2p_capable(spec: AcceleratorSpec) -> bool:
+    """Whether NCCL can use its P2P transport between two of these GPUs over PCIe (see the module doc).
+
+    Not on GeForce (consumer) parts, whose driver reports no PCIe peer access (NVIDIA forums on RTX 4090
+    P2P; the tinygrad open-gpu-kernel-modules P2P patch README), nor on SKUs sold only inside cloud VMs (the
+    form factor names the cloud, e.g. A10G "PCIe (AWS G5)"), whose hypervisors expose no peer access (vLLM's
+    "custom allreduce is disabled because your platform lacks GPU P2P capability" on AWS g5 / g6 hosts).
+    """
+    ff = spec.form_factor.lower()
+    return not any(k in ff for k in PCIE_NO_P2P_FORM_FACTORS)
+
+
+def pcie_link(spec: AcceleratorSpec, link_eff: float, ranks: int | None = None) -> Link:
+    """PCIe path of a group of ``ranks`` GPUs (None: a pair in one PCIe domain) [GB/s, s].
+
+    P2P (GPU writes straight into the peer over the PCIe switch / root complex) at the link rate x
+    ``link_eff``; where P2P is unavailable (:func:`pcie_p2p_capable`) or the group is wider than one CPU
+    socket's PCIe domain (:data:`PCIE_P2P_DOMAIN_GPUS`), NCCL's SHM transport stages every chunk through host
+    memory at :data:`SHM_BW_FACTOR` of that rate. The per-hop latency is the same PCIe-through-host figure.
+    """
+    bw = pcie_gb_per_s(spec) * link_eff
+    if not pcie_p2p_capable(spec) or (ranks is not None and ranks > PCIE_P2P_DOMAIN_GPUS):
+        return Link(bw_gb_per_s=bw * SHM_BW_FACTOR, hop_latency_s=PCIE_HOP_LATENCY_S, kind="pcie_shm")
+    return Link(bw_gb_per_s=bw, hop_latency_s=PCIE_HOP_LATENCY_S, kind="pcie")
+
+
+def scaleup_group_gpus(spec: AcceleratorSpec) -> int | None:
+    """GPUs one scale-up link reaches: an NVLink bridge joins 2 (``(N-way)``: N), a switched or mesh fabric
+    the whole node (None); GPUs beyond a bridge talk over PCIe."""
+    text = spec.scaleup_interconnect.lower()
+    if "bridge" not in text:
+        return None
+    m = re.search(r"(\d+)-way", text) or re.search(r"(\d+) gpus", text)
+    return int(m.group(1)) if m else 2
+
+
+def mesh_gpus(spec: AcceleratorSpec) -> int | None:
+    """GPUs of a full-mesh scale-up fabric (point-to-point links to every peer, no switch), else None."""
+    text = spec.scaleup_interconnect.lower()
+    return next((n for k, n in MESH_FABRICS if k in text), None)
+
+
+def intra_node_link(spec: AcceleratorSpec, link_eff: float, ranks: int | None = None) -> Link:
+    """Link of a group of ``ranks`` GPUs of one node (None: the whole fabric): NVLink/IF (half the
+    bidirectional per-GPU figure) or PCIe (:func:`pcie_link`).
+
+    On a full-mesh fabric (:func:`mesh_gpus`) a group of ``ranks`` drives only its ``ranks - 1`` peer links,
+    ``(ranks - 1) / (mesh - 1)`` of the per-GPU figure; a group wider than an NVLink bridge
+    (:func:`scaleup_group_gpus`) runs over PCIe.
+    """
+    bridge = scaleup_group_gpus(spec)
+    if spec.has_scaleup_fabric and (ranks is None or bridge is None or ranks <= bridge):
+        bw = spec.scaleup_bw_gb_per_s / 2.0
+        mesh = mesh_gpus(spec)
+        if mesh is not None and ranks is not None and 2 <= ranks < mesh:
+            bw *= (ranks - 1) / (mesh - 1)
+        return Link(bw_gb_per_s=bw * link_eff, hop_latency_s=NVLINK_HOP_LATENCY_S, kind="nvlink")
+    return pcie_link(spec, link_eff, ranks)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,6 +204,15 @@ def group_link(
     return inter_node_link(spec, link_eff, gpus_per_node, network)
 
 
+def pipeline_link(spec: AcceleratorSpec, tp: int, pp: int, gpus_per_node: int, link_eff: float) -> Link:
+    """Point-to-point link between consecutive pipeline stages (TP innermost, stages ``tp`` ranks apart):
+    one peer link of the scale-up fabric (on a mesh one of its links; over PCIe P2P or SHM) while the
+    ``tp x pp`` GPUs fit a node, else the network."""
+    if tp * pp <= gpus_per_node:
+        return intra_node_link(spec, link_eff, 2)
+    return inter_node_link(spec, link_eff, gpus_per_node)
+
+
 def all_reduce_s(n_bytes: float, ranks: int, link: Link) -> float:
     """Ring all-reduce of ``n_bytes`` over ``ranks`` [s]; 0 for one rank."""
     if ranks <= 1 or n_bytes <= 0:
@@ -173,6 +257,10 @@ __all__ = [
     "DEFAULT_GPUS_PER_NODE",
     "INTERNODE_DEFAULT_GB_PER_S",
     "INTERNODE_GB_PER_S_BY_ARCH",
+    "MESH_FABRICS",
+    "PCIE_NO_P2P_FORM_FACTORS",
+    "PCIE_P2P_DOMAIN_GPUS",
+    "SHM_BW_FACTOR",
     "SMALL_NODE_HOP_LATENCY_S",
     "SMALL_NODE_NETWORK_GB_PER_S",
     "Link",
@@ -184,5 +272,10 @@ __all__ = [
     "group_link",
     "inter_node_link",
     "intra_node_link",
+    "mesh_gpus",
     "pcie_gb_per_s",
+    "pcie_link",
+    "pcie_p2p_capable",
+    "pipeline_link",
+    "scaleup_group_gpus",
 ]

@@ -7,12 +7,16 @@ Inference (one replica of ``tp x pp`` GPUs):
 * decode step at batch ``b``, context ``c`` = max(weight bytes / (BW x eta_bw), GEMM FLOPs / (peak x eta x
   w(h) x stack)) + max(KV bytes / (BW x eta_bw), attention FLOPs / ...) + TP all-reduces + per-step
   overhead; weights read = all (MoE: the expected distinct experts); GEMMs and attention run in turn;
+* with ``pp`` stages, ``min(pp, b)`` micro-batches circulate, each one engine iteration per token, the LM
+  head on the last stage (:func:`pipeline_step_s`); Gaudi stacks pad batch and context to static shapes
+  (:mod:`gpufleet.estimate.static_shapes`);
 * throughput at concurrency ``b``: in-flight batching = b x out / (out x step(b decode + b x in / out prompt
   tokens per step)); static batching = b x out / (prefill of b prompts + out x TPOT(b, in + out/2)).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +24,7 @@ from gpufleet.catalog.specs import AcceleratorSpec
 from gpufleet.errors import InputError, UnsupportedError
 from gpufleet.estimate import compute as cx
 from gpufleet.estimate import moe_serving as moe
-from gpufleet.estimate.comms import Link, all_reduce_s, inter_node_link, intra_node_link
+from gpufleet.estimate.comms import Link, all_reduce_s, inter_node_link, intra_node_link, pipeline_link
 from gpufleet.estimate.kv_cache import kv_cache_bytes_per_token
 from gpufleet.estimate.memory import MemoryEstimate, estimate_memory
 from gpufleet.estimate.parallelism import (
@@ -43,10 +47,12 @@ from gpufleet.estimate.rates import (
     tp_link,
     width_factor,
 )
+from gpufleet.estimate.static_shapes import StaticShapes, mean_decode_context, padded_batch, serving_shapes
 from gpufleet.estimate.types import Interval
 from gpufleet.models.arch import ModelArch
 from gpufleet.precision import QUANTISED_FORMATS as _QUANTISED
 from gpufleet.precision import UNQUANTISED_BYTES_PER_ELEMENT, check_precision
+from gpufleet.units import GB
 from gpufleet.validation import check_context, checked_output
 
 #: concurrent sequences an engine schedules at most, by default: vLLM ``max_num_seqs`` 256 (EngineArgs);
@@ -127,6 +133,7 @@ class _Infer:
     ep_per_node: int = 1  # EP ranks within one scale-up domain
     ep_intra: Link | None = None  # scale-up link of the all-to-all
     ep_inter: Link | None = None  # scale-out link of the all-to-all
+    pp_link: Link | None = None  # link between consecutive pipeline stages (None: ``link``)
 
     @property
     def attn_dp(self) -> int:
@@ -209,6 +216,20 @@ def _ep_stage_s(
     return t_dense + t_attn + t_routed + t_a2a + _tp_comm_s(c, rows, layers)
 
 
+def _gemm_s(c: _Infer, rows: float, body_params: float, head_rows: float, head_params: float) -> float:
+    """Compute-bound GEMM time of ``rows`` tokens through ``body_params`` weights and ``head_rows`` through
+    the LM head's ``head_params``, on one GPU's worth of FLOPs [s].
+
+    Engines compute logits only for the positions they sample (one per decoding sequence and one per
+    finished prompt: vLLM's logits processor on the sample indices, TRT-LLM ``gather_context_logits`` off by
+    default). A quantised checkpoint keeps its LM head in 16 bit (AWQ/GPTQ, TRT-LLM/vLLM fp8 and fp4
+    recipes exclude ``lm_head``), so it runs at the 16-bit rate without dequantisation."""
+    r = c.rates
+    rate = r.peak_flops * r.eta * c.width * c.stack * c.wq_gemm
+    head_rate = r.peak16_flops * r.eta16 * c.width * c.stack if c.head_bytes > r.weight_bytes else rate
+    return 2.0 * (rows * body_params / rate + head_rows * head_params / head_rate)
+
+
 def prefill_s(c: _Infer, requests: float, input_len: float, *, latency: bool) -> float:
     """Time to prefill ``requests`` prompts of ``input_len`` tokens on one replica [s].
 
@@ -221,14 +242,16 @@ def prefill_s(c: _Infer, requests: float, input_len: float, *, latency: bool) ->
         return stage * (c.pp if latency else 1) + c.overhead_s
     shape = cx.model_shape(c.model)
     gpus = c.tp * (1 if latency else c.pp)
-    mm = tokens * 2.0 * shape.matmul_active_params / gpus
     attn = (
         requests
         * (cx.prefill_flops(c.model, input_len) - input_len * 2.0 * shape.matmul_active_params)
         / gpus
     )
     r = c.rates
-    t_mm = mm / (r.peak_flops * r.eta * c.width * c.stack * c.wq_gemm)
+    t_mm = _gemm_s(
+        c, tokens, shape.matmul_active_params - shape.lm_head_params, requests, shape.lm_head_params
+    )
+    t_mm /= gpus
     t_attn = attn / (r.peak16_flops * r.eta16 * c.stack)
     t_weights = (
         _weight_bytes_read(c, tokens) * c.pp / gpus * c.tp / (r.mem_bw_bytes_per_s * c.eta_bw * c.wq_bw)
@@ -243,31 +266,73 @@ def decode_step_s(
     """One decode step at ``batch`` sequences with ``context`` cached tokens [s].
 
     ``prefill_tokens``: prompt tokens (of prompts of ``prefill_len``) processed in the same step, as in-flight
-    batching with chunked prefill does (TRT-LLM, vLLM): they share the step's weight read and GEMMs. Pipeline
-    stages take micro-batches of ``batch / pp`` in turn, so a token of a sequence passes all stages.
+    batching with chunked prefill does (TRT-LLM, vLLM): they share the step's weight read and GEMMs. With
+    pipeline stages the batch runs as micro-batches through the stages (:func:`pipeline_step_s`).
     """
-    r = c.rates
-    micro = max(batch / c.pp, 1.0)
-    pf = prefill_tokens / c.pp
     if c.ep > 1:
-        return c.pp * _ep_stage_s(c, micro, context, pf, prefill_len) + c.overhead_s
-    rows = micro + pf
+        micro = max(batch / c.pp, 1.0)
+        return c.pp * _ep_stage_s(c, micro, context, prefill_tokens / c.pp, prefill_len) + c.overhead_s
+    if c.pp == 1:
+        return _dense_stage_s(c, batch, prefill_tokens, context, prefill_len, c.model.num_layers, True) + (
+            c.overhead_s
+        )
+    return pipeline_step_s(c, batch, context, prefill_tokens, prefill_len)
+
+
+def _dense_stage_s(
+    c: _Infer, micro: float, prompt: float, context: float, prefill_len: float, layers: float, head: bool
+) -> float:
+    """One pipeline stage of ``layers`` layers (``head``: and the LM head) on its ``tp`` GPUs, for ``micro``
+    decode sequences and ``prompt`` prompt tokens [s]: GEMMs (weight-streaming or compute bound) and
+    attention (KV-streaming bound) one after the other, then the stage's TP all-reduces."""
+    r, m = c.rates, c.model
+    shape = cx.model_shape(m)
+    share = layers / m.num_layers
+    rows = micro + prompt
     bw = r.mem_bw_bytes_per_s * c.eta_bw
-    shape = cx.model_shape(c.model)
-    gpus = c.tp * c.pp
-    mm = rows * 2.0 * shape.matmul_active_params / gpus
-    attn = micro * cx.decode_attention_flops_per_token(c.model, context)
-    if pf > 0:
-        attn += pf * cx.attention_flops_per_token(c.model, (prefill_len + 1.0) / 2.0)
-    kv_bytes = micro * context * c.kv_bytes_per_token / _kv_split(c)
-    # GEMMs (weight-streaming or compute bound) and attention (KV-streaming bound) run one after the other
-    t_gemm = max(
-        _weight_bytes_read(c, rows) / (bw * c.wq_bw),
-        mm / (r.peak_flops * r.eta * c.width * c.stack * c.wq_gemm),
-    )
-    t_attn = max(kv_bytes / bw, attn / gpus / (r.peak16_flops * r.eta16 * c.stack))
-    stage = t_gemm + t_attn + _tp_comm_s(c, rows, c.model.num_layers / c.pp)
-    return c.pp * stage + c.overhead_s
+    head_params = shape.lm_head_params if head else 0.0
+    body = cx.decode_weight_params(m, rows) - shape.lm_head_params
+    w_bytes = (body * share * r.weight_bytes + head_params * c.head_bytes) / c.tp
+    attn = micro * cx.decode_attention_flops_per_token(m, context)
+    if prompt > 0:
+        attn += prompt * cx.attention_flops_per_token(m, (prefill_len + 1.0) / 2.0)
+    kv_bytes = micro * context * c.kv_bytes_per_token * share / (1 if m.is_mla else c.tp)
+    body_params = (shape.matmul_active_params - shape.lm_head_params) * share
+    mm_s = _gemm_s(c, rows, body_params, micro + prompt / max(prefill_len, 1.0), head_params) / c.tp
+    t_gemm = max(w_bytes / (bw * c.wq_bw), mm_s)
+    t_attn = max(kv_bytes / bw, attn * share / c.tp / (r.peak16_flops * r.eta16 * c.stack))
+    return t_gemm + t_attn + _tp_comm_s(c, rows, layers)
+
+
+def pipeline_step_s(
+    c: _Infer, batch: float, context: float, prefill_tokens: float = 0.0, prefill_len: float = 1.0
+) -> float:
+    """Time for every one of ``batch`` sequences to advance one token through ``pp`` stages [s].
+
+    How TRT-LLM (one micro-batch per pipeline rank in flight, ``num_micro_batches = pp``) and vLLM (``pp``
+    virtual engines, each scheduling its own micro-batch) serve with pipeline parallelism: ``M = min(pp, b)``
+    micro-batches of ``b / M`` sequences circulate; a micro-batch's next token needs its last one sampled on
+    the last stage, so each is one engine iteration (scheduling, sampling, launches: the per-step overhead)
+    per token. Layers split evenly, the remainder to the earlier stages, the LM head on the last stage
+    (TRT-LLM ``pp_layers``; vLLM ``get_pp_indices``), so the last stage is usually the slowest. The step is
+    the longer of (a) the slowest stage busy with all ``M`` micro-batches and (b) one micro-batch's loop:
+    every stage, ``pp - 1`` activation hand-offs of ``b/M x h`` over the stage link (split over the TP ranks,
+    as in training) and the sampled tokens' return. With equal stages and no overhead this is ``pp x
+    stage(b/pp)``, the pipeline kept full at saturation (no flush between steps, unlike 1F1B training's
+    bubble).
+    """
+    pp, m = c.pp, c.model
+    n_micro = min(float(pp), max(math.ceil(batch), 1.0))
+    micro, prompt = batch / n_micro, prefill_tokens / n_micro
+    base, extra = divmod(m.num_layers, pp)
+    wide = _dense_stage_s(c, micro, prompt, context, prefill_len, base + 1, False) if extra else 0.0
+    narrow = _dense_stage_s(c, micro, prompt, context, prefill_len, base, False) if pp - 1 > extra else 0.0
+    last = _dense_stage_s(c, micro, prompt, context, prefill_len, base, True)
+    slowest = max(wide, narrow, last)
+    link = c.pp_link if c.pp_link is not None else c.link
+    handoff = (micro + prompt) * m.hidden_size * ACT_BYTES / c.tp / (link.bw_gb_per_s * GB)
+    loop = extra * wide + (pp - 1 - extra) * narrow + last + (pp - 1) * handoff + pp * link.hop_latency_s
+    return max(n_micro * (slowest + c.overhead_s), loop + c.overhead_s)
 
 
 def default_kv_precision(precision: str, spec: AcceleratorSpec) -> str | None:
@@ -380,10 +445,20 @@ def estimate_inference(
         wq_gemm=prof.param("wq_gemm_eff") if weight_only else 1.0,
         ep_intra=intra_node_link(spec, link_eff), ep_inter=inter_node_link(spec, link_eff, gpn),
     )  # fmt: skip
-    static = static_batching if static_batching is not None else sw in STATIC_BATCHING_STACKS
+    shapes = serving_shapes(spec, sw)
+    if static_batching is not None:
+        static = static_batching
+    else:
+        static = sw in STATIC_BATCHING_STACKS or (shapes is not None and shapes.static_batching)
+    if shapes is not None:
+        notes.append(
+            f"{spec.id} serves with static shapes ({shapes.stack}): decode batches padded to multiples of "
+            f"{shapes.batch_bucket}, attention over the context padded to {shapes.context_bucket}-token "
+            f"buckets{', one static batch' if static else ''}."
+        )
     run_kw: dict[str, Any] = dict(
         gpu_count=gpu_count, gpn=gpn, input_len=input_len, output_len=output_len, engine_max=_engine_max(sw),
-        static=static, ignore_memory=ignore_memory, spec=spec, prof=prof,
+        static=static, ignore_memory=ignore_memory, spec=spec, prof=prof, shapes=shapes,
     )  # fmt: skip
     runs = [_run_layout(base, lay, batch=batch, **run_kw) for lay in layouts]
     # layouts rank by their saturated throughput, whatever batch is asked, so asking for the concurrency a
@@ -511,6 +586,7 @@ def _run_layout(
     ignore_memory: bool,
     spec: AcceleratorSpec,
     prof: CalibrationProfile,
+    shapes: StaticShapes | None = None,
 ) -> _Run:
     """Time ``lay``: TTFT, TPOT and output tokens/s at ``batch`` (None: saturated) sequences per replica."""
     from dataclasses import replace
@@ -535,9 +611,13 @@ def _run_layout(
                     notes=tuple(notes))  # fmt: skip
     ep_per_node = max(1, min(lay.ep, gpn))
     c = replace(
-        base, tp=lay.tp, pp=lay.pp, link=tp_link(spec, lay.tp, gpn, prof), ep=lay.ep, ep_per_node=ep_per_node
-    )
-    tpot = decode_step_s(c, float(b), input_len + output_len / 2.0)
+        base, tp=lay.tp, pp=lay.pp, link=tp_link(spec, lay.tp, gpn, prof), ep=lay.ep, ep_per_node=ep_per_node,
+        pp_link=pipeline_link(spec, lay.tp, lay.pp, gpn, prof.param("link_eff")),
+    )  # fmt: skip
+    # decode rows and mean attention context, padded where the stack runs static shapes (static_shapes)
+    rows = padded_batch(shapes, float(b))
+    ctx = mean_decode_context(shapes, float(input_len), float(output_len))
+    tpot = decode_step_s(c, rows, ctx)
     # TTFT at concurrency b (queueing excluded): with static batching the whole batch prefills before the
     # first token; with in-flight batching a new prompt is prefilled alongside the other b-1 sequences'
     # decode step, so it waits for its own prefill plus one shared step. Same rule given or saturated.
@@ -546,11 +626,11 @@ def _run_layout(
     else:
         ttft = prefill_s(c, 1.0, float(input_len), latency=True)
         if b > 1:
-            ttft += decode_step_s(c, float(b - 1), input_len + output_len / 2.0)
+            ttft += decode_step_s(c, padded_batch(shapes, float(b - 1)), ctx)
     if static:  # the whole batch prefills, then decodes together
         cycle = prefill_s(c, float(b), float(input_len), latency=False) + output_len * tpot
     else:  # in-flight batching: each step also carries its share of the newcomers' prompt tokens
-        step = decode_step_s(c, float(b), input_len + output_len / 2.0, b * input_len / output_len, input_len)
+        step = decode_step_s(c, rows, ctx, b * input_len / output_len, input_len)
         cycle = output_len * step
     tok_s = replicas * b * output_len / cycle
     return _Run(layout=lay, fits=fits, replicas=replicas, batch=b, tok_s=tok_s, ttft=ttft, tpot=tpot,

@@ -203,10 +203,11 @@ def positive_float(name: str, value: float | None) -> float:
 
 
 def tp_link(spec: AcceleratorSpec, tp: int, gpus_per_node: int, profile: CalibrationProfile) -> Link:
-    """Link used by a TP group (innermost ranks): NVLink/PCIe within a node, else the network."""
+    """Link used by a TP group (innermost ranks): NVLink/PCIe within a node (the group's share of a mesh
+    fabric, PCIe P2P or SHM: :func:`~gpufleet.estimate.comms.intra_node_link`), else the network."""
     link_eff = profile.param("link_eff")
     if tp <= gpus_per_node:
-        return intra_node_link(spec, link_eff)
+        return intra_node_link(spec, link_eff, tp)
     return group_link(spec, group=tp, stride=1, gpus_per_node=gpus_per_node, link_eff=link_eff)
 
 

@@ -91,8 +91,9 @@ def assess(
             med.append(f"{gpu} specs uncertain (estimate not calibrated on it)")
         if not w.is_training and gpus_per_replica > 1 and not get_spec(gpu).has_scaleup_fabric:
             med.append(
-                f"{gpus_per_replica} GPUs per replica over PCIe (no NVLink or Infinity Fabric): such "
-                "serving is estimated up to ~2x too fast (docs/performance.md, Known limits)"
+                f"{gpus_per_replica} GPUs per replica over PCIe (no NVLink or Infinity Fabric): the "
+                "PCIe collectives are priced in, yet such serving is still estimated up to ~2x too fast "
+                "(docs/performance.md, Known limits)"
             )
     except Exception:
         med.append(f"{gpu} not in the accelerator table")
