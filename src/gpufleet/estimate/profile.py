@@ -125,8 +125,8 @@ def with_params(profile: CalibrationProfile, params: Mapping[str, float]) -> Cal
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _ProfileFields:
-    """A profile file's fields with their file-format types, before the range checks (the schema is
-    :class:`gpufleet.estimate.profile_file.ProfileFile`)."""
+    """A profile file's fields with their file-format types, before the range checks: the file format
+    itself (pydantic validates a document against this dataclass; unknown keys are ignored)."""
 
     version: int
     fitted_at: str
@@ -135,21 +135,19 @@ class _ProfileFields:
     params: dict[str, float]
     log_residual_quantiles: dict[str, tuple[float, float]]
     residuals: dict[str, float]
-    loo_residuals: dict[str, float]
-    calibrated: list[str]
-    fitted: list[str]
-    logo_residuals: dict[str, dict[str, float]]
-    heldout_quantiles: dict[str, tuple[float, float]]
+    loo_residuals: dict[str, float] = field(default_factory=dict)
+    calibrated: list[str] = field(default_factory=list)
+    fitted: list[str] = field(default_factory=list)
+    logo_residuals: dict[str, dict[str, float]] = field(default_factory=dict)
+    heldout_quantiles: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def _validated_fields(doc: Any, name: str) -> _ProfileFields:
     """``doc`` validated against the file format (pydantic; imported here, not at start-up)."""
-    from pydantic import ValidationError
-
-    from gpufleet.estimate.profile_file import ProfileFile
+    from pydantic import TypeAdapter, ValidationError
 
     try:
-        raw = ProfileFile.model_validate(doc)
+        return TypeAdapter(_ProfileFields).validate_python(doc)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
@@ -158,7 +156,6 @@ def _validated_fields(doc: Any, name: str) -> _ProfileFields:
             "written by `tools/calibrate.py` (keys version, fitted_at, case_count, source, params, "
             "log_residual_quantiles, residuals). Re-create it with `python tools/calibrate.py --out FILE`."
         ) from exc
-    return _ProfileFields(**{f: getattr(raw, f) for f in _ProfileFields.__dataclass_fields__})
 
 
 def _known_valid_fields(doc: Any) -> _ProfileFields:
