@@ -7,8 +7,9 @@ directory, never over a file we did not write). Importing this package touches n
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from gpufleet._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from gpufleet.catalog.fetch.normalise import RefreshResult
@@ -27,13 +28,7 @@ _LAZY: dict[str, str] = {
     "refreshed_offer_files": "gpufleet.catalog.fetch.store",
     "write_result": "gpufleet.catalog.fetch.pipeline",
 }
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'gpufleet.catalog.fetch' has no attribute {name!r}")
-    return getattr(importlib.import_module(module), name)
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 
 __all__ = [
