@@ -189,6 +189,21 @@ for extra in [
 ]:
     CASES.append((f"fleet+{extra[:30].decode()}", P, ".yaml", FLEETFILE + extra, []))
 
+# the example fleets with one number made infinite / boolean (infinite costs were accepted)
+MULTI = (Path(__file__).parents[2] / "examples" / "fleets" / "multicloud.yaml").read_bytes()
+for key, num in [
+    (b"lifetime_months", b"6"),
+    (b"capex_usd_per_node", b"180000"),
+    (b"depreciation_months", b"48"),
+    (b"power_kw_per_node", b"6.5"),
+    (b"usd_per_kwh", b"0.18"),
+    (b"ops_usd_per_node_per_month", b"1500"),
+]:
+    for v in [b"1e400", b".inf", b".nan", b"true"]:
+        content = MULTI.replace(key + b": " + num + b"\n", key + b": " + v + b"\n", 1)
+        assert content != MULTI
+        CASES.append((f"fleet-example-{key.decode()}={v.decode()}", P, ".yaml", content, [key.decode()]))
+
 # flags with empty / absurd values and unknown names (no file)
 FLAGS: list[tuple[list[str], list[str]]] = [
     (["scenarios", "run", "nope"], ["nope"]),

@@ -66,6 +66,11 @@ def _positive_price(v: float | None, *, optional: bool) -> float | None:
     return v
 
 
+def _numeric(annotation: Any) -> bool:
+    """``annotation`` is int/float, optional or not (a boolean there would be read as 1/0)."""
+    return annotation in (int, float) or any(a in (int, float) for a in getattr(annotation, "__args__", ()))
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
@@ -76,7 +81,7 @@ class _Strict(BaseModel):
         if isinstance(data, dict):
             for key, value in data.items():
                 field = cls.model_fields.get(str(key))
-                if isinstance(value, bool) and field is not None and "bool" not in str(field.annotation):
+                if isinstance(value, bool) and field is not None and _numeric(field.annotation):
                     raise ValueError(
                         f"{key}: got the boolean {str(value).lower()}, expected a number or text"
                     )
