@@ -66,8 +66,26 @@ def _positive_price(v: float | None, *, optional: bool) -> float | None:
     return v
 
 
+def _numeric(annotation: Any) -> bool:
+    """``annotation`` is int/float, optional or not (a boolean there would be read as 1/0)."""
+    return annotation in (int, float) or any(a in (int, float) for a in getattr(annotation, "__args__", ()))
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, data: Any) -> Any:
+        """``true`` is not a number (pydantic would read it as 1: a silent answer)."""
+        if isinstance(data, dict):
+            for key, value in data.items():
+                field = cls.model_fields.get(str(key))
+                if isinstance(value, bool) and field is not None and _numeric(field.annotation):
+                    raise ValueError(
+                        f"{key}: got the boolean {str(value).lower()}, expected a number or text"
+                    )
+        return data
 
 
 class OfferIn(_Strict):
@@ -148,21 +166,42 @@ class CatalogIn(_Strict):
     price_overrides: list[OverrideIn] = Field(default_factory=list)
 
 
+#: upper bound of a GFO instance price: far above any real instance (a typo guard, not a market fact)
+MAX_GFO_PRICE_USD_PER_HOUR = 1e5
+
+
 class GfoInstanceIn(BaseModel):
     """One entry of the GPU Fleet Optimizer's gpu_instances.json (fields it has that we do not use are "
     "kept)."""
 
-    model_config = ConfigDict(extra="allow", frozen=True)
+    model_config = ConfigDict(extra="allow", frozen=True, allow_inf_nan=False)
 
     name: str = Field(min_length=1)
     family: str = Field(min_length=1)
     gpu_type: str = Field(min_length=1)
-    vcpus: float = Field(gt=0)
-    gpu_memory_gb: float = Field(gt=0)
-    gpus_per_instance: float = Field(gt=0)
-    on_demand_cost_per_hour: float
-    spot_cost_per_hour: float | None = None
+    vcpus: float = Field(gt=0, le=100_000)
+    gpu_memory_gb: float = Field(gt=0, le=100_000)
+    gpus_per_instance: int = Field(gt=0, le=1024)
+    on_demand_cost_per_hour: float = Field(le=MAX_GFO_PRICE_USD_PER_HOUR)
+    spot_cost_per_hour: float | None = Field(None, le=MAX_GFO_PRICE_USD_PER_HOUR)
     description: str = ""
+    # the guide's performance fields: gpufleet does not use them, but a bad value is still a mistake
+    compute_tflops: float | None = Field(None, gt=0, le=1e9)
+    interconnect_bandwidth_gbps: float | None = Field(None, gt=0, le=1e9)
+    memory_bandwidth_factor: float | None = Field(None, gt=0, le=100)
+    interconnect_multiplier: float | None = Field(None, gt=0, le=100)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bools(cls, data: Any) -> Any:
+        """``true`` is not a number (pydantic would read it as 1)."""
+        if isinstance(data, dict):
+            for key, value in data.items():
+                if isinstance(value, bool):
+                    raise ValueError(
+                        f"{key}: got the boolean {str(value).lower()}, expected a number or text"
+                    )
+        return data
 
     @field_validator("on_demand_cost_per_hour")
     @classmethod
@@ -180,7 +219,7 @@ class GfoInstanceIn(BaseModel):
 class GfoCatalogIn(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    gpu_instances: dict[str, GfoInstanceIn]
+    gpu_instances: dict[str, GfoInstanceIn] = Field(min_length=1)
 
 
 # --- domain values ------------------------------------------------------------------------------------------

@@ -149,9 +149,15 @@ def _check_workload(path: Path) -> list[str]:
 
 
 def _check_gfo_workloads(path: Path) -> list[str]:
+    from gpufleet.models.registry import resolve_model
     from gpufleet.recommend.gfo import file_workload_ids, read_gfo_files
 
     workloads, sets = read_gfo_files(path)
+    for wid, workload in workloads.items():
+        try:
+            resolve_model(workload.model)
+        except GpufleetError as exc:
+            raise ConfigFileError(f"{path}, workload {wid!r}: {exc}") from exc
     own = set(file_workload_ids(_read_document(path)))
     shipped = [w for w in workloads if w not in own]
     return [

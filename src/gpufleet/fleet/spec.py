@@ -50,8 +50,26 @@ HOURS_PER_WEEK = 7 * HOURS_PER_DAY
 WEEKS_PER_MONTH = HOURS_PER_MONTH / HOURS_PER_WEEK
 
 
+def _numeric(annotation: Any) -> bool:
+    """``annotation`` is int/float, optional or not (a boolean there would be read as 1/0)."""
+    return annotation in (int, float) or any(a in (int, float) for a in getattr(annotation, "__args__", ()))
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", protected_namespaces=())
+    model_config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, data: Any) -> Any:
+        """``true`` is not a number (pydantic would read it as 1: a silent answer)."""
+        if isinstance(data, dict):
+            for key, value in data.items():
+                field = cls.model_fields.get(str(key))
+                if isinstance(value, bool) and field is not None and _numeric(field.annotation):
+                    raise ValueError(
+                        f"{key}: got the boolean {str(value).lower()}, expected a number or text"
+                    )
+        return data
 
 
 class DemandSpec(_Strict):

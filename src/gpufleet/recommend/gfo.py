@@ -178,6 +178,19 @@ def gfo_entry_to_dict(
             f"(one of {', '.join(SYNONYMS['model'])}). Add model_size: SMALL|MEDIUM|LARGE|MASSIVE "
             "or a model id."
         )
+    for field in SYNONYMS:
+        hit = _pick(entry, field)
+        if hit is not None and isinstance(hit[1], bool):
+            raise _bad(source, name, hit[0], hit[1], "a number or text (true/false is neither)")
+    for field in ("model", "instance_type", "task", "precision", "pricing", "provider", "region"):
+        hit = _pick(entry, field)
+        if hit is not None and (not isinstance(hit[1], str) or not hit[1].strip()):
+            raise _bad(source, name, hit[0], hit[1], "a non-empty string")
+    for key in [k for k in entry if str(k).lower() == "use_spot"]:
+        if not isinstance(entry[key], bool):
+            raise _bad(source, name, key, entry[key], "true or false")
+        if entry[key] and _pick(entry, "pricing") is None:
+            entry["pricing"] = "spot"  # the guide's use_spot: true = spot pricing
     mval = str(model[1]).strip()
     out["model"] = (models or {}).get(mval.upper(), mval)
     task = _mapped(entry, "task", _TASKS, source, name) or "inference"

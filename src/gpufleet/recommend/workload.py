@@ -80,11 +80,17 @@ def _names(check: Any, values: list[str]) -> list[str]:
         raise ValueError(str(exc)) from None
 
 
+def _is_numeric(annotation: Any) -> bool:
+    """``annotation`` is int/float, optional or not (bool is not numeric here)."""
+    args = getattr(annotation, "__args__", ())
+    return annotation in (int, float) or any(a in (int, float) for a in args)
+
+
 class WorkloadSpec(BaseModel):
     """One workload as written in a user file (YAML or JSON) or passed as keyword arguments."""
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
-    name: str = Field("workload", max_length=200)
+    name: str = Field("workload", min_length=1, max_length=200)
     description: str = Field("", max_length=10_000)
     model: str = Field(min_length=1, max_length=4096)
     task: Literal["inference", "pretrain", "full_finetune", "lora", "qlora"] = "inference"
@@ -131,6 +137,20 @@ class WorkloadSpec(BaseModel):
     budget_usd_per_month: float | None = Field(None, le=MAX_USD)
     objective: Literal["cheapest", "fastest", "throughput_per_dollar"] = "cheapest"
     current: _Current | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_bool_numbers(cls, data: Any) -> Any:
+        """YAML ``true``/``false`` is not a number: pydantic would read it as 1/0 (a silent answer)."""
+        if isinstance(data, Mapping):
+            for key, value in data.items():
+                field = cls.model_fields.get(str(key))
+                if isinstance(value, bool) and field is not None and _is_numeric(field.annotation):
+                    raise ValueError(
+                        f"{key}: got the boolean {str(value).lower()}, expected a number. "
+                        f"Write a number for {key} (or leave it out for the default)."
+                    )
+        return data
 
     @field_validator("precision")
     @classmethod
