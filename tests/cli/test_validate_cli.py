@@ -164,3 +164,13 @@ def test_cases_the_estimator_cannot_handle_are_listed_with_reasons() -> None:
     assert k3["predicted"] is None and "train_tokens" in k3["reason"]
     md = runner.invoke(app, ["validate", str(DATA / "unsupported.csv"), "-f", "markdown"]).stdout
     assert "| K2 | ttft_ms | 150 ms | not predicted |" in md
+
+
+def test_a_file_where_no_case_can_be_estimated_exits_2_with_the_reasons(tmp_path: Path) -> None:
+    f = tmp_path / "c.csv"
+    f.write_text(
+        "case_id,metric,model,task,gpu,gpu_count,precision,measured,unit\n"
+        "c1,infer_output_tokens_per_s,llama-3.1-8b,inference,Z9,1,bf16,100,tok/s\n"
+    )
+    r = CliRunner().invoke(app, ["validate", str(f)])
+    assert r.exit_code == 2 and "nothing to compare" in r.output and "Z9" in r.output

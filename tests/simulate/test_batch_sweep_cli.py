@@ -95,6 +95,15 @@ def test_quota_with_borrowing_limits_a_team() -> None:
             "job_id,submit_s,gpus,duration_s,priority,deadline_s,preemptible,team\na,0,0,60,0,,false,x\n",
             "gpus",
         ),
+        (
+            "job_id,submit_s,gpus,duration_s,priority,deadline_s,preemptible,team\na,0,1,0,0,,false,x\n",
+            "duration_s = 0",
+        ),
+        (
+            "job_id,submit_s,gpus,duration_s,priority,deadline_s,preemptible,team\na,0,1,60,0,,false,x\n"
+            "a,5,1,60,0,,false,x\n",
+            "repeats line",
+        ),
     ],
 )
 def test_bad_job_files(tmp_path: Path, text: str, message: str) -> None:

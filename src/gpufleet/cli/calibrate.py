@@ -39,6 +39,13 @@ def validate(
 
     cases = read_cases(cases_file)
     report = validate_cases(cases, load_profile_option(profile))
+    if not any(r.predicted is not None for r in report.rows):
+        reasons = sorted({(r.reason or "").split(": ", 1)[-1][:300] for r in report.rows})
+        raise InputError(
+            f"None of the {len(report.rows)} case(s) in {cases_file} can be estimated, so there is nothing "
+            f"to compare: {'; '.join(reasons[:3])}{' ...' if len(reasons) > 3 else ''}. Fix the rows (the "
+            "allowed values are in docs/calibration-schema.md) and run again."
+        )
     if output_format is ValidateFormat.json:
         typer.echo(render_json(report), nl=False)
     elif output_format is ValidateFormat.markdown:

@@ -123,6 +123,7 @@ def read_jobs(path: str | Path, fmt: str = "auto") -> tuple[Job, ...]:
             f"The {fmt} layout has {','.join(allowed)}."
         )
     jobs: list[Job] = []
+    first_line: dict[str, int] = {}
     for line, cells in rows:
         if len(cells) != len(header):
             raise ConfigFileError(
@@ -131,6 +132,12 @@ def read_jobs(path: str | Path, fmt: str = "auto") -> tuple[Job, ...]:
         row = dict(zip(header, (c.strip() for c in cells), strict=True))
         job = {"generic": _generic, "pai": _pai, "openb": _openb, "helios": _helios}[fmt](p, line, row)
         if job is not None:
+            if job.job_id in first_line:
+                raise ConfigFileError(
+                    f"The job file {p}, line {line}: job_id {job.job_id!r} repeats line "
+                    f"{first_line[job.job_id]}. Each job needs its own id; rename one of them."
+                )
+            first_line[job.job_id] = line
             jobs.append(job)
     return _finish(p, jobs)
 
@@ -163,6 +170,11 @@ def _generic(p: Path, line: int, row: dict[str, str]) -> Job:
     if gpus < 1 or gpus != int(gpus):
         raise ConfigFileError(f"The job file {p}, line {line}: gpus = {row['gpus']}; a whole number >= 1.")
     dur = _num(p, line, "duration_s", row["duration_s"], allow_empty=True)
+    if dur == 0:
+        raise ConfigFileError(
+            f"The job file {p}, line {line}: duration_s = 0; a job runs for a positive number of seconds "
+            "(leave it empty and give model and tokens to let the estimator size it)."
+        )
     model = row.get("model") or None
     tokens = _num(p, line, "tokens", row.get("tokens", ""), allow_empty=True)
     if dur is None and (model is None or tokens is None):
