@@ -290,3 +290,21 @@ def test_offers_in_embargoed_countries_are_not_recommended_unless_allowed() -> N
     allowed = workload_from_dict({"model": "llama-3.1-8b", "task": "full_finetune", "train_tokens": 5e9,
                                   "allow_embargoed_countries": True})  # fmt: skip
     assert (filter_mask(TABLE, allowed) & in_embargo).any()
+
+
+@pytest.mark.parametrize("argv", [["catalog", "offers", "--gpu", ""], ["catalog", "offers", "--provider", " , "]])
+def test_an_explicitly_empty_filter_exits_2_instead_of_keeping_everything(argv: list[str]) -> None:
+    from typer.testing import CliRunner
+
+    from gpufleet.cli.app import app
+
+    r = CliRunner().invoke(app, argv)
+    assert r.exit_code == 2 and "empty value" in r.output
+
+
+def test_an_empty_list_is_no_filter_but_an_empty_string_is_an_error() -> None:
+    from gpufleet.errors import InputError
+
+    assert split_values([]) == ()
+    with pytest.raises(InputError, match="empty value"):
+        split_values("")
