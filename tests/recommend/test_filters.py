@@ -292,7 +292,9 @@ def test_offers_in_embargoed_countries_are_not_recommended_unless_allowed() -> N
     assert (filter_mask(TABLE, allowed) & in_embargo).any()
 
 
-@pytest.mark.parametrize("argv", [["catalog", "offers", "--gpu", ""], ["catalog", "offers", "--provider", " , "]])
+@pytest.mark.parametrize(
+    "argv", [["catalog", "offers", "--gpu", ""], ["catalog", "offers", "--provider", " , "]]
+)
 def test_an_explicitly_empty_filter_exits_2_instead_of_keeping_everything(argv: list[str]) -> None:
     from typer.testing import CliRunner
 

@@ -14,7 +14,8 @@ from gpufleet.errors import InputError, UnknownNameError
 
 def split_values(values: str | Iterable[str] | None) -> tuple[str, ...]:
     """``["aws,gcp", "azure"]`` or ``"aws, gcp"`` -> ``("aws", "gcp", "azure")``: stripped, empty items and
-    repeats dropped, order kept; :class:`InputError` when values were given but all are empty (``--gpu ""``)."""
+    repeats dropped, order kept; :class:`InputError` when values were given but all are empty
+    (``--gpu ""``)."""
     if values is None:
         return ()
     items = [values] if isinstance(values, str) else list(values)
@@ -26,8 +27,9 @@ def split_values(values: str | Iterable[str] | None) -> tuple[str, ...]:
                 out.append(part)
     if items and not out:
         raise InputError(
-            f"A filter was given an empty value ({', '.join(repr(str(i)) for i in items)}): name at least one "
-            "value (for example --gpu H100 or --provider aws,gcp), or leave the filter out to keep everything."
+            f"A filter was given an empty value ({', '.join(repr(str(i)) for i in items)}): name at least "
+            "one value (for example --gpu H100 or --provider aws,gcp), or leave the filter out to keep "
+            "everything."
         )
     return tuple(out)
 
