@@ -28,6 +28,7 @@ from gpufleet.catalog.offers import OFFER_COLUMNS, Offer, OfferTable
 from gpufleet.catalog.specs import get_spec, strip_vendor_prefix
 from gpufleet.errors import ConfigFileError, UnknownNameError
 from gpufleet.fileio import document_kind, parse_yaml_or_json, read_user_text
+from gpufleet.strict_model import NoBoolNumbers
 
 USER_CAPTURED_AT = "user"
 #: Most GPUs in one machine of a user catalog (a GB200 NVL72 rack is 72; a DGX SuperPOD row far less than
@@ -66,26 +67,8 @@ def _positive_price(v: float | None, *, optional: bool) -> float | None:
     return v
 
 
-def _numeric(annotation: Any) -> bool:
-    """``annotation`` is int/float, optional or not (a boolean there would be read as 1/0)."""
-    return annotation in (int, float) or any(a in (int, float) for a in getattr(annotation, "__args__", ()))
-
-
-class _Strict(BaseModel):
+class _Strict(NoBoolNumbers):
     model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_bool_numbers(cls, data: Any) -> Any:
-        """``true`` is not a number (pydantic would read it as 1: a silent answer)."""
-        if isinstance(data, dict):
-            for key, value in data.items():
-                field = cls.model_fields.get(str(key))
-                if isinstance(value, bool) and field is not None and _numeric(field.annotation):
-                    raise ValueError(
-                        f"{key}: got the boolean {str(value).lower()}, expected a number or text"
-                    )
-        return data
 
 
 class OfferIn(_Strict):

@@ -25,7 +25,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpufleet.errors import ConfigFileError
 from gpufleet.fileio import document_kind, load_structured_file
@@ -43,6 +43,7 @@ from gpufleet.fleet.types import (
     Resources,
 )
 from gpufleet.recommend.workload import workload_from_dict
+from gpufleet.strict_model import NoBoolNumbers
 from gpufleet.units import HOURS_PER_DAY, HOURS_PER_MONTH
 
 #: hours in a week; a weekly profile is scaled to the 730-hour month
@@ -50,26 +51,8 @@ HOURS_PER_WEEK = 7 * HOURS_PER_DAY
 WEEKS_PER_MONTH = HOURS_PER_MONTH / HOURS_PER_WEEK
 
 
-def _numeric(annotation: Any) -> bool:
-    """``annotation`` is int/float, optional or not (a boolean there would be read as 1/0)."""
-    return annotation in (int, float) or any(a in (int, float) for a in getattr(annotation, "__args__", ()))
-
-
-class _Strict(BaseModel):
+class _Strict(NoBoolNumbers):
     model_config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_bool_numbers(cls, data: Any) -> Any:
-        """``true`` is not a number (pydantic would read it as 1: a silent answer)."""
-        if isinstance(data, dict):
-            for key, value in data.items():
-                field = cls.model_fields.get(str(key))
-                if isinstance(value, bool) and field is not None and _numeric(field.annotation):
-                    raise ValueError(
-                        f"{key}: got the boolean {str(value).lower()}, expected a number or text"
-                    )
-        return data
 
 
 class DemandSpec(_Strict):

@@ -29,6 +29,7 @@ from gpufleet.recommend.types import (
     CurrentDeployment,
     Workload,
 )
+from gpufleet.strict_model import NoBoolNumbers
 from gpufleet.units import HOURS_PER_MONTH, MS_PER_S, SECONDS_PER_HOUR
 from gpufleet.validation import (
     MAX_BATCH,
@@ -80,13 +81,7 @@ def _names(check: Any, values: list[str]) -> list[str]:
         raise ValueError(str(exc)) from None
 
 
-def _is_numeric(annotation: Any) -> bool:
-    """``annotation`` is int/float, optional or not (bool is not numeric here)."""
-    args = getattr(annotation, "__args__", ())
-    return annotation in (int, float) or any(a in (int, float) for a in args)
-
-
-class WorkloadSpec(BaseModel):
+class WorkloadSpec(NoBoolNumbers):
     """One workload as written in a user file (YAML or JSON) or passed as keyword arguments."""
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
@@ -137,20 +132,6 @@ class WorkloadSpec(BaseModel):
     budget_usd_per_month: float | None = Field(None, le=MAX_USD)
     objective: Literal["cheapest", "fastest", "throughput_per_dollar"] = "cheapest"
     current: _Current | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_bool_numbers(cls, data: Any) -> Any:
-        """YAML ``true``/``false`` is not a number: pydantic would read it as 1/0 (a silent answer)."""
-        if isinstance(data, Mapping):
-            for key, value in data.items():
-                field = cls.model_fields.get(str(key))
-                if isinstance(value, bool) and field is not None and _is_numeric(field.annotation):
-                    raise ValueError(
-                        f"{key}: got the boolean {str(value).lower()}, expected a number. "
-                        f"Write a number for {key} (or leave it out for the default)."
-                    )
-        return data
 
     @field_validator("precision")
     @classmethod
