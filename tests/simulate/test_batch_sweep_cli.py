@@ -281,3 +281,12 @@ def test_a_spot_job_that_can_never_finish_is_an_error_not_a_hang(
               preemptible=True, team="t")  # fmt: skip
     with pytest.raises(InputError, match="never completes"):
         simulate_batch([job], policy="spot", checkpoint_h=checkpoint_h, restart_h=restart_h, seed=0)
+
+
+def test_a_long_spot_job_that_progresses_finishes_after_thousands_of_interruptions() -> None:
+    """4,000 h of checkpointed work on a pool interrupted every few hours takes well over 1,000 interruptions
+    and still completes (only a job that stops progressing, or needs over 100,000 of them, is an error)."""
+    job = Job(job_id="j", submit_h=0.0, gpus=1, duration_h=4000.0, priority=0, deadline_h=None,
+              preemptible=True, team="t")  # fmt: skip
+    r = simulate_batch([job], policy="spot", checkpoint_h=0.25, restart_h=0.1, seed=0)
+    assert r.jobs == 1 and r.makespan_h > 4000.0

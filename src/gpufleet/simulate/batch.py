@@ -244,13 +244,19 @@ class _State:
     run_start: float = 0.0
     token: int = 0  # invalidates a stale completion after an interruption
     interruptions: int = 0
+    stalled: int = 0  # consecutive interruptions that left at least as much work as the best so far
+    least_remaining_h: float = math.inf
     cost: float = 0.0
     gpu_h: float = 0.0
 
 
-#: interruptions one job may take before the run is declared unable to finish (restart or checkpoint
-#: interval at or beyond the spot pool's mean time between interruptions makes the work grow without end)
-MAX_INTERRUPTIONS_PER_JOB = 1_000
+#: consecutive interruptions of one job that leave no less work than before: the restart costs at least what
+#: each run keeps (restart_h or checkpoint_h at or beyond the spot pool's MTBI), so the job never completes
+MAX_STALLED_INTERRUPTIONS = 100
+#: interruptions one job may take in total: a job that does progress but needs more (centuries of work on a
+#: pool interrupted every few hours; 20,000 x a 2-3 h MTBI is years of work) would keep the simulation running
+#: for hours; it stops with an error
+MAX_INTERRUPTIONS_PER_JOB = 20_000
 
 
 def simulate_batch(
@@ -382,14 +388,22 @@ def simulate_batch(
         s.remaining_h = s.remaining_h - min(kept, s.remaining_h) + restart_h
         counters["preempt"] += 1
         s.interruptions += 1
-        if s.interruptions > MAX_INTERRUPTIONS_PER_JOB:
+        s.stalled = 0 if s.remaining_h < s.least_remaining_h else s.stalled + 1
+        s.least_remaining_h = min(s.least_remaining_h, s.remaining_h)
+        if s.stalled >= MAX_STALLED_INTERRUPTIONS or s.interruptions > MAX_INTERRUPTIONS_PER_JOB:
             mtbi = fl.pools[s.pool].mtbi_h if s.pool is not None else math.nan
+            why = (
+                f"{MAX_STALLED_INTERRUPTIONS} interruptions in a row left no less work: with restart_h="
+                f"{restart_h:g} h and checkpoint_h={checkpoint_h:g} h against a mean time between "
+                f"interruptions of {mtbi:.3g} h it never completes"
+                if s.stalled >= MAX_STALLED_INTERRUPTIONS
+                else f"it was interrupted {MAX_INTERRUPTIONS_PER_JOB:,} times (mean time between "
+                f"interruptions {mtbi:.3g} h) and at this rate never completes within that limit"
+            )
             raise InputError(
-                f"job {jobs[i].job_id} was interrupted {MAX_INTERRUPTIONS_PER_JOB:,} times on spot without "
-                f"finishing ({s.remaining_h:.3g} h of work left): with restart_h={restart_h:g} h and "
-                f"checkpoint_h={checkpoint_h:g} h against a mean time between interruptions of {mtbi:.3g} h, "
-                "it never completes. Checkpoint more often (lower checkpoint_h), shorten restart_h below the "
-                "MTBI, split the job, or mark it preemptible=false so it runs on-demand."
+                f"job {jobs[i].job_id} cannot be simulated on spot ({s.remaining_h:.3g} h of work left): "
+                f"{why}. Checkpoint more often (lower checkpoint_h), shorten restart_h below the MTBI, split "
+                "the job, or mark it preemptible=false so it runs on-demand."
             )
         queue.append(i)
         schedule()
