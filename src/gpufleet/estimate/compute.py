@@ -168,6 +168,10 @@ def training_flops_per_token(
     else:
         mm = 3.0 * fwd_mm
     attn = 3.0 * fwd_attn  # the attention core always back-propagates (activation gradients)
+    # hardware attention FLOPs at the full sequence and GEMM speed: causal kernels compute only half the
+    # score matrix (FlashAttention-2, Dao 2023 sec. 3.1.1) but at ~half the GEMM efficiency on Hopper
+    # (FlashAttention-2 fwd+bwd ~335 of 989 TFLOP/s vs ~700 for GEMMs; FA-2 paper fig. 7), which is the
+    # same time; a causal halving alone made the leave-one-out fit worse (lead's refit, 2026-11-26)
     hw_mm, hw_attn = mm, attn
     if recompute == "full":
         hw_mm += fwd_mm
