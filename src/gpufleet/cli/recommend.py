@@ -314,7 +314,8 @@ NearTieOpt = Annotated[
     typer.Option(
         "--near-tie-pct",
         help="Near-tie band (%, 0-50; default 3): candidates within it of the best rank the simpler first "
-        "(fewer nodes, no cross-node TP, lower risk, no marketplace host, fewer GPUs); 0 = strict order.",
+        "(fewer nodes, no cross-node TP, lower risk, no EP, no marketplace host, fewer GPUs); 0 = strict "
+        "order.",
     ),
 ]
 TopOpt = Annotated[int, typer.Option("--top", min=1, help="Number of ranked candidates to show.")]

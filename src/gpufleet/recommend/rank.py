@@ -162,7 +162,8 @@ def _row_risk(cs: CandidateSet, w: Workload, row: int) -> tuple[str, tuple[str, 
         host_known=not (math.isnan(float(info.vcpus[o])) or math.isnan(float(info.ram_gib[o]))),
         interval=cfg.time_to_train_s if w.is_training else cfg.tpot_s,
         local_zone=bool(info.local_zone[o]),
-        gpus_per_replica=cfg.tp * cfg.pp,
+        gpus_per_replica=cfg.gpus_per_replica,
+        ep=cfg.ep,
     )
 
 
@@ -215,16 +216,18 @@ def simplicity_keys(
 ) -> tuple[npt.NDArray[np.int64], ...]:
     """How much operating each row takes, most important first (lower is simpler): nodes one replica or the
     job spans (one node, one TPU slice, before several joined over the network); tensor parallelism across
-    nodes; the risk level (:mod:`gpufleet.recommend.risk`); a marketplace/community host; GPUs in all
-    (fewer replicas, a smaller capacity request)."""
+    nodes; the risk level (:mod:`gpufleet.recommend.risk`); expert parallelism (an all-to-all per MoE layer,
+    and the estimator's most optimistic layouts); a marketplace/community host; GPUs in all (fewer replicas,
+    a smaller capacity request)."""
     cfgs = cs.configs
     c = cs.cfg[rows]
     nodes = np.array([x.nodes_per_unit for x in cfgs], dtype=np.int64)[c]
     cross_tp = np.array([x.tp > x.gpus_per_node for x in cfgs], dtype=np.int64)[c]
+    ep = np.array([x.ep > 1 for x in cfgs], dtype=np.int64)[c]
     gpn = np.array([x.gpus_per_node for x in cfgs], dtype=np.int64)[c]
     info = offer_info(cs.table)
     market = (info.provider_class[cs.offer[rows]] == "marketplace").astype(np.int64)
-    return nodes, cross_tp, risk_index(cs, w, rows), market, cs.total_nodes[rows] * gpn
+    return nodes, cross_tp, risk_index(cs, w, rows), ep, market, cs.total_nodes[rows] * gpn
 
 
 #: relative slack on the near-tie bound so rounding in the costs never decides membership
@@ -344,6 +347,7 @@ def materialise(
         within_budget=bool(cs.within_budget[row]),
         spot=spot,
         generation_year=spec.release_year,
+        ep=cfg.ep,
         notes=cfg.notes,
     )
 
@@ -373,7 +377,7 @@ def brute_force_best(
     row over ``table.records()``.
     Returns ``(key, row)`` of the pick: ``key`` is the value minimised (cost, -speed or -tokens/s per
     USD/h); among the rows within ``w.near_tie_fraction`` of the best, the simplest is picked (the near-tie
-    rule, re-done here with tuples: nodes per unit, cross-node TP, risk, marketplace host, GPUs).
+    rule, re-done here with tuples: nodes per unit, cross-node TP, risk, EP, marketplace host, GPUs).
     """
     from gpufleet.catalog.capabilities import fabric_for, offer_class
     from gpufleet.recommend.candidates import NO_REGION
@@ -496,7 +500,8 @@ def brute_force_best(
             host_known=rec.vcpus is not None and rec.ram_gib is not None,
             interval=cfg.time_to_train_s if w.is_training else cfg.tpot_s,
             local_zone=bool(offer_info(table).local_zone[i]),
-            gpus_per_replica=cfg.tp * cfg.pp,
+            gpus_per_replica=cfg.gpus_per_replica,
+            ep=cfg.ep,
         )[0]
         if not within(level, w.max_risk):
             continue
@@ -510,6 +515,7 @@ def brute_force_best(
             cfg.nodes_per_unit,
             int(cfg.tp > cfg.gpus_per_node),
             RISK_LEVELS.index(level),
+            int(cfg.ep > 1),
             int(pclass == "marketplace"),
             paid * cfg.nodes_per_unit * cfg.gpus_per_node,
         )
