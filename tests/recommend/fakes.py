@@ -81,6 +81,7 @@ class FakeEstimator:
         pp: int,
         batch: int | None,
         workload: Workload,
+        ep: int = 1,
     ) -> Inf:
         self.calls += 1
         spec = get_spec(gpu)

@@ -210,6 +210,15 @@ def train(
     dp: Annotated[int | None, typer.Option(help="Data-parallel degree (default: chosen).")] = None,
     zero: Annotated[int | None, typer.Option(help="ZeRO stage 0-3 (default: chosen).")] = None,
     recompute: Annotated[str | None, typer.Option(help="none, selective or full (default: chosen).")] = None,
+    virtual_stages: Annotated[
+        int | None,
+        typer.Option(
+            "--virtual-stages",
+            help="Model chunks per pipeline rank, interleaved 1F1B (Megatron "
+            "--num-virtual-stages-per-pipeline-rank; 1 = plain 1F1B; default: the stack's). "
+            "Used with PP > 1.",
+        ),
+    ] = None,
     software: Annotated[
         str | None, typer.Option("--software", "--engine", help="megatron, nemo, ...")
     ] = None,
@@ -220,13 +229,14 @@ def train(
     """Training: step time, tokens/s, MFU, time and GPU-hours with p10–p90 intervals."""
     from gpufleet.estimate.performance import estimate_training
 
-    require_positive(gpus=gpus, batch=batch, seq_len=seq_len, tokens=tokens, tp=tp, pp=pp, dp=dp)
+    require_positive(gpus=gpus, batch=batch, seq_len=seq_len, tokens=tokens, tp=tp, pp=pp, dp=dp,
+                     virtual_stages=virtual_stages)  # fmt: skip
     prec, _ = _precisions(precision, None)
     arch, spec = model_arg(model), gpu_arg(gpu)
     est = estimate_training(
         model=arch, task=task, gpu=spec, precision=prec, gpu_count=gpus, global_batch=batch, seq_len=seq_len,
         train_tokens=tokens, tp=tp, pp=pp, dp=dp, zero_stage=zero, recompute=recompute, software=software,
-        profile=load_profile_option(profile), allow_fallback=allow_fallback,
+        profile=load_profile_option(profile), allow_fallback=allow_fallback, virtual_stages=virtual_stages,
     )  # fmt: skip
     if output_format is OutFormat.json:
         _emit_json(est, "estimate_training")

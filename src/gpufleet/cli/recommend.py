@@ -123,7 +123,7 @@ WORKLOAD_FLAGS: tuple[str, ...] = (
     "ttft_ms", "tpot_ms", "tokens", "deadline_hours", "hours_per_month", "schedule", "pricing", "provider",
     "region", "vendor", "budget", "objective", "tier", "confidence", "max_risk", "allow_fallback", "geo",
     "gpu", "min_gpu_memory", "gpus_per_node", "max_nodes", "max_price_per_gpu_hour", "exclude_provider",
-    "provider_class",
+    "provider_class", "near_tie_pct",
 )  # fmt: skip
 
 #: command-line flag (as a Python name) -> workload field, where they differ (shared with the Python API)
@@ -309,6 +309,15 @@ CommitmentsOpt = Annotated[
         "for --pricing 1y/3y.",
     ),
 ]
+NearTieOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--near-tie-pct",
+        help="Near-tie band (%, 0-50; default 3): candidates within it of the best rank the simpler first "
+        "(fewer nodes, no cross-node TP, lower risk, no EP, no marketplace host, fewer GPUs); 0 = strict "
+        "order.",
+    ),
+]
 TopOpt = Annotated[int, typer.Option("--top", min=1, help="Number of ranked candidates to show.")]
 CatalogOpt = Annotated[
     list[Path] | None,
@@ -363,6 +372,7 @@ def register(app: typer.Typer) -> None:
         exclude_provider: ExcludeProviderOpt = None,
         provider_class: ProviderClassOpt = None,
         commitments: CommitmentsOpt = None,
+        near_tie_pct: NearTieOpt = None,
         top: TopOpt = 5,
         catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,
@@ -425,6 +435,7 @@ def register(app: typer.Typer) -> None:
         exclude_provider: ExcludeProviderOpt = None,
         provider_class: ProviderClassOpt = None,
         commitments: CommitmentsOpt = None,
+        near_tie_pct: NearTieOpt = None,
         top: TopOpt = 5,
         catalog: CatalogOpt = None,
         fmt: FormatOpt = Format.table,

@@ -32,7 +32,16 @@ class _SliceEstimator:
         self.spec = spec
 
     def inference(
-        self, *, gpu: str, precision: str, gpu_count: int, tp: int, pp: int, batch: int | None, workload: Any
+        self,
+        *,
+        gpu: str,
+        precision: str,
+        gpu_count: int,
+        tp: int,
+        pp: int,
+        batch: int | None,
+        workload: Any,
+        ep: int = 1,
     ) -> Any:
         from gpufleet.estimate.inference import estimate_inference
         from gpufleet.models import resolve_model
@@ -47,6 +56,7 @@ class _SliceEstimator:
             batch=batch,
             tp=tp,
             pp=pp,
+            ep=ep,
             allow_fallback=workload.allow_fallback,
         )
 

@@ -289,7 +289,7 @@ def recommend_on(
             **base,
         )  # fmt: skip
     if feasible.size:
-        ranked_rows = order(cs, w, obj, feasible)
+        ranked_rows = order(cs, w, obj, feasible, w.near_tie_fraction)
         ranked = mat(_dedupe(cs, ranked_rows, limit))
         pareto = mat([int(r) for r in pareto_rows(cs, w, feasible)[:MAX_PARETO]])
         pareto_lat = mat([int(r) for r in pareto_rows(cs, w, feasible, "latency")[:MAX_PARETO]])

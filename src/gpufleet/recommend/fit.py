@@ -63,8 +63,12 @@ def analyse_cannot_fit(
 ) -> CannotFit:
     """Explain a workload no eligible offer holds; ``full_table`` is the unfiltered catalog."""
     configs = _tried_configs(table, w, est)
-    single = [c.mem_per_gpu_gib for c in configs if c.tp * c.pp == 1 and c.nodes_per_unit == 1]
-    need_1 = max(single) if single else (max((c.mem_per_gpu_gib * c.tp * c.pp for c in configs), default=0.0))
+    single = [c.mem_per_gpu_gib for c in configs if c.gpus_per_replica == 1 and c.nodes_per_unit == 1]
+    need_1 = (
+        max(single)
+        if single
+        else (max((c.mem_per_gpu_gib * c.gpus_per_replica for c in configs), default=0.0))
+    )
     m = eligible_mask(table, w)
     mem = table.column("gpu_memory_gib")[m]
     cnt = table.column("gpu_count")[m]

@@ -37,6 +37,7 @@ class Estimator(Protocol):
         pp: int,
         batch: int | None,
         workload: Workload,
+        ep: int = 1,
     ) -> Any: ...
 
     def training(
@@ -75,6 +76,7 @@ class DefaultEstimator:
         pp: int,
         batch: int | None,
         workload: Workload,
+        ep: int = 1,
     ) -> Any:
         model = self._model(workload.model)
         from gpufleet.estimate.performance import estimate_inference
@@ -89,7 +91,33 @@ class DefaultEstimator:
             batch=batch,
             tp=tp,
             pp=pp,
+            ep=ep,
             allow_fallback=workload.allow_fallback,
+        )
+
+    def expert_parallel_layouts(
+        self, *, gpu: str, gpu_count: int, workload: Workload
+    ) -> tuple[tuple[int, int], ...]:
+        """(ep, attention tp) layouts a serving engine offers for a mixture-of-experts model on one node of
+        ``gpu_count`` x ``gpu`` (vLLM/SGLang ``--enable-expert-parallel``: the routed experts split over the
+        replica's ``ep`` GPUs, attention TP ``tp`` x data parallel ``ep / tp`` inside it); () for a dense
+        model. The same degrees the estimator times for a MoE model when no layout is given
+        (:func:`gpufleet.estimate.parallelism.ep_inference_layouts`): EP powers of two dividing the routed
+        experts within the scale-up domain, attention TP powers of two dividing the heads and ``ep``."""
+        model = self._model(workload.model)
+        if not model.is_moe:
+            return ()
+        from gpufleet.catalog.specs import get_spec
+        from gpufleet.estimate.moe_serving import ep_degrees
+        from gpufleet.estimate.parallelism import tp_candidates
+        from gpufleet.estimate.rates import MAX_AUTO_TP, scaleup_domain_gpus
+
+        domain = scaleup_domain_gpus(get_spec(gpu), gpu_count)
+        return tuple(
+            (e, t)
+            for e in ep_degrees(model, gpu_count, domain)
+            for t in tp_candidates(model, min(e, MAX_AUTO_TP))
+            if e % t == 0
         )
 
     def training(
@@ -162,27 +190,32 @@ def cached_training(
 
 
 class _Placement:
-    """Estimates of one placement (model, precision, lengths, GPU, GPU count, TP, PP) by batch, memoised so
-    workloads differing only in targets, SLOs, schedule, price or filters reuse them."""
+    """Estimates of one placement (model, precision, lengths, GPU, GPU count, TP, PP, EP) by batch, memoised
+    so workloads differing only in targets, SLOs, schedule, price or filters reuse them. ``ep`` > 1: the
+    routed experts of a MoE model split over ``ep`` GPUs per replica, attention TP ``tp`` inside them."""
 
-    __slots__ = ("est_fn", "evals", "gpu", "gpus", "pp", "sat", "tp", "w")
+    __slots__ = ("ep", "est_fn", "evals", "gpu", "gpus", "pp", "sat", "tp", "w")
 
-    def __init__(self, est_fn: Estimator, w: Workload, gpu: str, gpus: int, tp: int, pp: int) -> None:
-        self.est_fn, self.w, self.gpu, self.gpus, self.tp, self.pp = est_fn, w, gpu, gpus, tp, pp
+    def __init__(
+        self, est_fn: Estimator, w: Workload, gpu: str, gpus: int, tp: int, pp: int, ep: int = 1
+    ) -> None:
+        self.est_fn, self.w, self.gpu, self.gpus, self.tp, self.pp, self.ep = est_fn, w, gpu, gpus, tp, pp, ep
         self.evals: dict[int, Any] = {}
-        self.sat = est_fn.inference(
-            gpu=gpu, precision=w.precision, gpu_count=gpus, tp=tp, pp=pp, batch=None, workload=w
-        )
+        self.sat = self._estimate(None)
         b = getattr(self.sat, "batch_per_replica", None)
         if b is not None and int(b) == int(getattr(self.sat, "max_concurrency_per_replica", -1)):
             self.evals[int(b)] = self.sat
 
+    def _estimate(self, batch: int | None) -> Any:
+        w = self.w
+        kw: dict[str, Any] = {"ep": self.ep} if self.ep > 1 else {}  # estimators without EP keep working
+        return self.est_fn.inference(gpu=self.gpu, precision=w.precision, gpu_count=self.gpus, tp=self.tp,
+                                     pp=self.pp, batch=batch, workload=w, **kw)  # fmt: skip
+
     def at(self, batch: int) -> Any:
         hit = self.evals.get(batch)
         if hit is None:
-            w = self.w
-            hit = self.est_fn.inference(gpu=self.gpu, precision=w.precision, gpu_count=self.gpus, tp=self.tp,
-                                        pp=self.pp, batch=batch, workload=w)  # fmt: skip
+            hit = self._estimate(batch)
             self.evals[batch] = hit
         return hit
 
@@ -198,7 +231,7 @@ class Config:
     gpu: str
     gpus_per_node: int
     nodes_per_unit: int
-    tp: int
+    tp: int  # tensor parallel (with ep > 1: attention TP inside the expert-parallel group)
     pp: int
     dp: int
     replicas_per_unit: int
@@ -218,6 +251,12 @@ class Config:
     weights_per_gpu_gib: float = 0.0  # model weights held per GPU (host RAM rule) [GiB]
     saturated_unit_output_tokens_per_s: float | None = None  # inference, one unit at the saturated batch
     notes: tuple[str, ...] = ()
+    ep: int = 1  # inference: expert-parallel degree of a MoE model's routed experts (1 = split by TP)
+
+    @property
+    def gpus_per_replica(self) -> int:
+        """GPUs one model replica (or the training job's TP x PP group) spans: max(TP, EP) x PP."""
+        return max(self.tp, self.ep) * self.pp
 
 
 def _pow2_upto(n: int) -> list[int]:
@@ -287,6 +326,7 @@ def _meets(est: Any, w: Workload) -> bool:
 def _inference_config(w: Workload, gpu: str, g: int, nodes: int, tp: int, pp: int, pl: _Placement) -> Config:
     sat = pl.sat
     common: dict[str, Any] = {
+        "ep": pl.ep,
         "weights_per_gpu_gib": _weights_gib(sat),
         "gpu": gpu,
         "gpus_per_node": g,
@@ -374,6 +414,10 @@ def _shape_placements(
                 pl = _try_placement(est_fn, w, gpu, g, tp, 1)
                 if pl is not None:
                     out.append((1, tp, 1, pl))
+            for ep, tp in expert_layouts(est_fn, w, gpu, g):
+                pl = _try_placement(est_fn, w, gpu, g, tp, 1, ep)
+                if pl is not None:
+                    out.append((1, tp, 1, pl))
         if any(pl.sat.fits for *_, pl in out) or not multi_node:
             return tuple(out)
         for nodes in range(2, w.max_nodes + 1):
@@ -389,13 +433,27 @@ def _shape_placements(
     return _memo(key, build)  # type: ignore[no-any-return]
 
 
+def expert_layouts(est_fn: Estimator, w: Workload, gpu: str, g: int) -> tuple[tuple[int, int], ...]:
+    """(ep, attention tp) layouts of a MoE model on one node, from the estimator's optional
+    ``expert_parallel_layouts`` (:meth:`DefaultEstimator.expert_parallel_layouts`); () when it has none."""
+    fn = getattr(est_fn, "expert_parallel_layouts", None)
+    if fn is None:
+        return ()
+    try:
+        return tuple(fn(gpu=gpu, gpu_count=g, workload=w))
+    except UnknownNameError:
+        raise
+    except InputError:
+        return ()
+
+
 def _try_placement(
-    est_fn: Estimator, w: Workload, gpu: str, gpus: int, tp: int, pp: int
+    est_fn: Estimator, w: Workload, gpu: str, gpus: int, tp: int, pp: int, ep: int = 1
 ) -> _Placement | None:
     """A placement, or None when the estimator rejects it (TP not dividing the heads, a precision the GPU
     cannot run). Unknown names (model, GPU) are workload errors and propagate."""
     try:
-        return _Placement(est_fn, w, gpu, gpus, tp, pp)
+        return _Placement(est_fn, w, gpu, gpus, tp, pp, ep)
     except UnknownNameError:
         raise
     except InputError:

@@ -38,7 +38,7 @@ from gpufleet.recommend.candidates import CandidateSet
 from gpufleet.recommend.deploy import STALE_PRICE_DAYS, offer_info
 from gpufleet.recommend.perf import Estimator, configs_for, slo_gap, target_output_tokens_per_s
 from gpufleet.recommend.risk import assess, within
-from gpufleet.recommend.types import OBJECTIVES, Candidate, SpotCost, Workload
+from gpufleet.recommend.types import OBJECTIVES, RISK_LEVELS, Candidate, SpotCost, Workload
 from gpufleet.units import SECONDS_PER_HOUR
 
 
@@ -66,10 +66,16 @@ def _class_rank(cs: CandidateSet, rows: npt.NDArray[np.int64]) -> npt.NDArray[np
 
 
 def order(
-    cs: CandidateSet, w: Workload, objective: str, rows: npt.NDArray[np.int64]
+    cs: CandidateSet,
+    w: Workload,
+    objective: str,
+    rows: npt.NDArray[np.int64],
+    near_tie_fraction: float = 0.0,
 ) -> npt.NDArray[np.int64]:
     """``rows`` sorted best-first by ``objective``; ties break on speed or cost, then the provider class
-    (hyperscaler, GPU cloud, aggregator, marketplace: established regions first), then table order."""
+    (hyperscaler, GPU cloud, aggregator, marketplace: established regions first), then table order. With
+    ``near_tie_fraction`` > 0 the rows within that fraction of the best rank simplest first
+    (:func:`near_tie_first`)."""
     check_objective(objective)
     cost = primary_cost(cs, w)[rows]
     speed = cs.speed[rows]
@@ -82,7 +88,7 @@ def order(
     else:
         tpd = cs.output_tokens_per_s[rows] / cs.cost_usd_per_hour[rows]
         keys = (cfg, offer, cls, cost, -tpd)
-    return rows[np.lexsort(keys)]
+    return near_tie_first(cs, w, objective, rows[np.lexsort(keys)], near_tie_fraction)
 
 
 #: the two fronts shown: cost against throughput (the cost/throughput chart) and cost against latency
@@ -156,15 +162,17 @@ def _row_risk(cs: CandidateSet, w: Workload, row: int) -> tuple[str, tuple[str, 
         host_known=not (math.isnan(float(info.vcpus[o])) or math.isnan(float(info.ram_gib[o]))),
         interval=cfg.time_to_train_s if w.is_training else cfg.tpot_s,
         local_zone=bool(info.local_zone[o]),
-        gpus_per_replica=cfg.tp * cfg.pp,
+        gpus_per_replica=cfg.gpus_per_replica,
+        ep=cfg.ep,
     )
 
 
-def within_risk(cs: CandidateSet, w: Workload, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
-    """``rows`` whose risk is at most ``w.max_risk`` (all when None). Risk depends only on the offer's
-    class, fabric, price age and host listing and on the placement: computed once per distinct combination."""
-    if w.max_risk is None or rows.size == 0:
-        return rows
+def risk_index(cs: CandidateSet, w: Workload, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """Risk level of each row as an index into ``RISK_LEVELS`` (0 low, 1 medium, 2 high). Risk depends only
+    on the offer's class, fabric, price age and host listing and on the placement: computed once per
+    distinct combination."""
+    if rows.size == 0:
+        return np.zeros(0, dtype=np.int64)
     info = offer_info(cs.table)
     o = cs.offer[rows]
     age = info.price_age_days[o]
@@ -175,9 +183,80 @@ def within_risk(cs: CandidateSet, w: Workload, rows: npt.NDArray[np.int64]) -> n
     key = np.stack([cs.cfg[rows], info.fabric_index[o], cls, age_state, host.astype(np.int64),
                     info.local_zone[o].astype(np.int64)], axis=1)  # fmt: skip
     _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
-    ok = np.array([within(row_risk(cs, w, int(rows[i]))[0], w.max_risk) for i in first], dtype=bool)
-    kept: npt.NDArray[np.int64] = rows[ok[inverse.reshape(-1)]]
+    levels = np.array([RISK_LEVELS.index(row_risk(cs, w, int(rows[i]))[0]) for i in first], dtype=np.int64)
+    out: npt.NDArray[np.int64] = levels[inverse.reshape(-1)]
+    return out
+
+
+def within_risk(cs: CandidateSet, w: Workload, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
+    """``rows`` whose risk is at most ``w.max_risk`` (all when None)."""
+    if w.max_risk is None or rows.size == 0:
+        return rows
+    kept: npt.NDArray[np.int64] = rows[risk_index(cs, w, rows) <= RISK_LEVELS.index(w.max_risk)]
     return kept
+
+
+def objective_shortfall(
+    cs: CandidateSet, w: Workload, objective: str, rows: npt.NDArray[np.int64]
+) -> npt.NDArray[np.float64]:
+    """What ``objective`` minimises as a positive quantity, the scale of the near-tie band: cost
+    (:func:`primary_cost`) for ``cheapest``, time (TPOT; training time to train: 1 / speed) for ``fastest``,
+    cost per token (USD/h per token/s) for ``throughput_per_dollar``."""
+    if objective == "cheapest":
+        return primary_cost(cs, w)[rows]
+    if objective == "fastest":
+        with np.errstate(divide="ignore"):
+            return 1.0 / cs.speed[rows]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return cs.cost_usd_per_hour[rows] / cs.output_tokens_per_s[rows]
+
+
+def simplicity_keys(
+    cs: CandidateSet, w: Workload, rows: npt.NDArray[np.int64]
+) -> tuple[npt.NDArray[np.int64], ...]:
+    """How much operating each row takes, most important first (lower is simpler): nodes one replica or the
+    job spans (one node, one TPU slice, before several joined over the network); tensor parallelism across
+    nodes; the risk level (:mod:`gpufleet.recommend.risk`); expert parallelism (an all-to-all per MoE layer,
+    and the estimator's most optimistic layouts); a marketplace/community host; GPUs in all (fewer replicas,
+    a smaller capacity request)."""
+    cfgs = cs.configs
+    c = cs.cfg[rows]
+    nodes = np.array([x.nodes_per_unit for x in cfgs], dtype=np.int64)[c]
+    cross_tp = np.array([x.tp > x.gpus_per_node for x in cfgs], dtype=np.int64)[c]
+    ep = np.array([x.ep > 1 for x in cfgs], dtype=np.int64)[c]
+    gpn = np.array([x.gpus_per_node for x in cfgs], dtype=np.int64)[c]
+    info = offer_info(cs.table)
+    market = (info.provider_class[cs.offer[rows]] == "marketplace").astype(np.int64)
+    return nodes, cross_tp, risk_index(cs, w, rows), ep, market, cs.total_nodes[rows] * gpn
+
+
+#: relative slack on the near-tie bound so rounding in the costs never decides membership
+_BAND_EPS = 1e-12
+
+
+def near_tie_first(
+    cs: CandidateSet, w: Workload, objective: str, ranked: npt.NDArray[np.int64], fraction: float
+) -> npt.NDArray[np.int64]:
+    """``ranked`` (best-first by ``objective``) with the rows within ``fraction`` of the best one on the
+    objective (:func:`objective_shortfall`) reordered simplest first (:func:`simplicity_keys`), their order
+    by the objective kept among equally simple ones; the rows outside the band follow unchanged.
+
+    The band is measured from the best row, never chained from row to row, so a candidate more than
+    ``fraction`` worse than the best never moves ahead of it (docs/recommend.md "Near ties")."""
+    if fraction <= 0 or ranked.size < 2:
+        return ranked
+    value = objective_shortfall(cs, w, objective, ranked)
+    best = float(value[0])
+    if not math.isfinite(best):
+        return ranked
+    band = value <= best * (1.0 + fraction) * (1.0 + _BAND_EPS)
+    n = int(np.argmin(band)) if not band.all() else ranked.size  # the band is a prefix: ranked by value
+    if n < 2:
+        return ranked
+    head = ranked[:n]
+    keys = simplicity_keys(cs, w, head)
+    srt = np.lexsort((np.arange(n), *reversed(keys)))
+    return np.concatenate((head[srt], ranked[n:]))
 
 
 def _iv(x: Interval | None, factor: float) -> Interval | None:
@@ -268,6 +347,7 @@ def materialise(
         within_budget=bool(cs.within_budget[row]),
         spot=spot,
         generation_year=spec.release_year,
+        ep=cfg.ep,
         notes=cfg.notes,
     )
 
@@ -295,7 +375,9 @@ def brute_force_best(
     capability lookups (class, fabric, price age), the host rules and the spot/schedule/risk formulas with
     the engine; filtering, pricing, replica counts, costing, feasibility and selection are re-done row by
     row over ``table.records()``.
-    Returns ``(key, row)`` where ``key`` is the value minimised (cost, -speed or -tokens/s per USD/h).
+    Returns ``(key, row)`` of the pick: ``key`` is the value minimised (cost, -speed or -tokens/s per
+    USD/h); among the rows within ``w.near_tie_fraction`` of the best, the simplest is picked (the near-tie
+    rule, re-done here with tuples: nodes per unit, cross-node TP, risk, EP, marketplace host, GPUs).
     """
     from gpufleet.catalog.capabilities import fabric_for, offer_class
     from gpufleet.recommend.candidates import NO_REGION
@@ -356,7 +438,7 @@ def brute_force_best(
             placements.append((i, rec, cfg, price, fabric))
     if not w.is_training and any(p[2].nodes_per_unit == 1 for p in placements):
         placements = [p for p in placements if p[2].nodes_per_unit == 1]
-    best: tuple[tuple[float, float], dict[str, Any]] | None = None
+    feasible: list[tuple[float, tuple[int, ...], tuple[float, float], dict[str, Any]]] = []
     for i, rec, cfg, price, fabric in placements:
         need = cfg.units
         target = target_output_tokens_per_s(w)
@@ -404,30 +486,39 @@ def brute_force_best(
             assert cfg.unit_output_tokens_per_s is not None and cfg.tpot_s is not None
             cost, speed = month, 1.0 / cfg.tpot_s.central
             tput = cfg.unit_output_tokens_per_s.central * need
-        if w.max_risk is not None:
-            age = float(ages[i])
-            level = assess(
-                w,
-                provider_class=offer_class(rec.provider, rec.instance_type),
-                fabric=fabric,
-                nodes=cfg.nodes_per_unit,
-                gpu=cfg.gpu,
-                precision_fallback=_needs_fallback(get_spec(cfg.gpu), w.precision),
-                price_kind=kind,
-                price_age_days=None if math.isnan(age) else age,
-                host_known=rec.vcpus is not None and rec.ram_gib is not None,
-                interval=cfg.time_to_train_s if w.is_training else cfg.tpot_s,
-                local_zone=bool(offer_info(table).local_zone[i]),
-                gpus_per_replica=cfg.tp * cfg.pp,
-            )[0]
-            if not within(level, w.max_risk):
-                continue
+        age = float(ages[i])
+        pclass = offer_class(rec.provider, rec.instance_type)
+        level = assess(
+            w,
+            provider_class=pclass,
+            fabric=fabric,
+            nodes=cfg.nodes_per_unit,
+            gpu=cfg.gpu,
+            precision_fallback=_needs_fallback(get_spec(cfg.gpu), w.precision),
+            price_kind=kind,
+            price_age_days=None if math.isnan(age) else age,
+            host_known=rec.vcpus is not None and rec.ram_gib is not None,
+            interval=cfg.time_to_train_s if w.is_training else cfg.tpot_s,
+            local_zone=bool(offer_info(table).local_zone[i]),
+            gpus_per_replica=cfg.gpus_per_replica,
+            ep=cfg.ep,
+        )[0]
+        if not within(level, w.max_risk):
+            continue
         if objective == "cheapest":
-            key = (cost, -speed)
+            key, shortfall = (cost, -speed), cost
         elif objective == "fastest":
-            key = (-speed, cost)
+            key, shortfall = (-speed, cost), 1.0 / speed
         else:
-            key = (-tput / cost_h, cost)
+            key, shortfall = (-tput / cost_h, cost), cost_h / tput
+        simplicity = (
+            cfg.nodes_per_unit,
+            int(cfg.tp > cfg.gpus_per_node),
+            RISK_LEVELS.index(level),
+            int(cfg.ep > 1),
+            int(pclass == "marketplace"),
+            paid * cfg.nodes_per_unit * cfg.gpus_per_node,
+        )
         row = {
             "offer": i,
             "provider": rec.provider,
@@ -438,9 +529,15 @@ def brute_force_best(
             "tp": cfg.tp,
             "replicas": paid,
         }
-        if best is None or key < best[0]:
-            best = (key, row)
-    return None if best is None else (best[0][0], best[1])
+        feasible.append((shortfall, simplicity, key, row))
+    if not feasible:
+        return None
+    # near ties (docs/recommend.md): within the band of the best shortfall, the simplest, then the best key
+    best_short = min(f[0] for f in feasible)
+    bound = best_short * (1.0 + w.near_tie_fraction) * (1.0 + 1e-12)
+    band = [f for f in feasible if f[0] <= bound] or feasible
+    _, _, key, row = min(band, key=lambda f: (f[1], f[2]))
+    return key[0], row
 
 
 def objective_value(cs: CandidateSet, w: Workload, objective: str, row: int) -> float:

@@ -9,7 +9,8 @@ What raises risk (docs/recommend.md "Risk"):
   job (more failure points, cluster set-up); a fabric bandwidth that is assumed, not documented; spot
   capacity; a commitment lock-in; serving split over several GPUs that only PCIe connects; a wide estimate
   (p90/p10 above :data:`WIDE_INTERVAL_RATIO`) or an accelerator whose specs are flagged uncertain; a stale or
-  undated price; host RAM/vCPUs not listed; an AWS Local Zone.
+  undated price; host RAM/vCPUs not listed; an AWS Local Zone; expert-parallel MoE serving (the estimator
+  runs 1.4-2.8x faster than the measured DeepSeek-R1 EP deployments, docs/performance.md Known limits).
 
 Three or more medium reasons make the level high. Cross-provider egress is added by migration analysis.
 """
@@ -50,6 +51,7 @@ def assess(
     interval: Interval | None,
     local_zone: bool = False,
     gpus_per_replica: int = 1,
+    ep: int = 1,
 ) -> tuple[str, tuple[str, ...]]:
     """(level, reasons) of one candidate (module doc)."""
     high: list[str] = []
@@ -81,6 +83,11 @@ def assess(
         med.append("host RAM/vCPUs not listed")
     if interval is not None and interval.p10 > 0 and interval.p90 / interval.p10 > WIDE_INTERVAL_RATIO:
         med.append(f"wide estimate, hardware not calibrated (p90/p10 = {interval.p90 / interval.p10:.1f})")
+    if not w.is_training and ep > 1:
+        med.append(
+            f"expert-parallel MoE serving (EP{ep}): estimated 1.4-2.8x faster than measured EP deployments "
+            "(docs/performance.md, Known limits)"
+        )
     if price_kind.startswith(("commit", "reserved", "savings_plan", "cud")):
         med.append(f"commitment lock-in ({price_kind})")
     try:

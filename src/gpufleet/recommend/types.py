@@ -37,6 +37,18 @@ Confidence = Literal["p50", "p90"]
 CONFIDENCES: tuple[str, ...] = get_args(Confidence)
 Complexity = Literal["low", "medium", "high"]
 
+#: near-tie band of the ranking (docs/recommend.md "Near ties"): candidates within this fraction of the best
+#: value of the objective (cost; time for ``fastest``; cost per token for ``throughput_per_dollar``) rank
+#: the operationally simpler first (fewer nodes per replica/job, no cross-node TP, lower risk, no expert
+#: parallelism, no marketplace host, fewer GPUs). 3 %: well inside the estimator's own error (median
+#: |error| 10 % leave-one-out over the 72 calibration cases, README "Accuracy"), so a 3 % cheaper pick is
+#: not reliably cheaper; and small against what a multi-node job or a community host costs to run (a node
+#: failure restarts every node of the job; cluster set-up and debugging time); yet small enough that a real
+#: saving (a cheaper GPU, a spot or regional discount, typically 10 % and more) still wins.
+NEAR_TIE_FRACTION = 0.03
+#: largest near-tie band accepted (a wider band would let the ranking ignore real savings)
+MAX_NEAR_TIE_FRACTION = 0.5
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CurrentDeployment:
@@ -100,6 +112,7 @@ class Workload:
     max_price_per_gpu_usd_per_hour: float | None = None  # node price / GPUs, for the workload's pricing
     budget_usd_per_month: float | None = None
     objective: str = "cheapest"  # one of OBJECTIVES
+    near_tie_fraction: float = NEAR_TIE_FRACTION  # near-tie band of the ranking (0 = strict order) [fraction]
     current: CurrentDeployment | None = None
     description: str = ""
 
@@ -146,7 +159,7 @@ class Candidate:
     gpu_vendor: str
     gpus_per_node: int
     nodes_per_replica: int  # nodes one model replica (or the training job) spans [count]
-    tp: int
+    tp: int  # tensor parallel (inference with ep > 1: attention TP inside the expert-parallel group)
     pp: int
     dp: int  # training data-parallel degree (1 for inference)
     replicas: int  # model copies paid for (inference; spot includes over-provisioning) [count]
@@ -174,6 +187,8 @@ class Candidate:
     within_budget: bool = True
     spot: SpotCost | None = None
     generation_year: int | None = None  # GPU release year
+    ep: int = 1  # inference: GPUs a MoE model's routed experts are split over per replica (1 = split by TP);
+    # attention runs TP ``tp`` x data parallel ``ep / tp`` inside them (vLLM/SGLang --enable-expert-parallel)
     precision_fallback: bool = False  # the GPU cannot compute at the workload's precision: fallback used
     # deployability (catalog/capabilities.py) and price provenance
     provider_class: str = "unknown"  # hyperscaler, gpu_cloud, marketplace, aggregator, unknown

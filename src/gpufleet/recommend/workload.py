@@ -22,6 +22,8 @@ from gpufleet.precision import PRECISIONS, check_precision
 from gpufleet.recommend.filter_values import check_vendors, gpu_family, split_values
 from gpufleet.recommend.types import (
     CONFIDENCES,
+    MAX_NEAR_TIE_FRACTION,
+    NEAR_TIE_FRACTION,
     OBJECTIVES,
     PRICINGS,
     RISK_LEVELS,
@@ -131,6 +133,7 @@ class WorkloadSpec(NoBoolNumbers):
     allow_embargoed_countries: bool = False
     budget_usd_per_month: float | None = Field(None, le=MAX_USD)
     objective: Literal["cheapest", "fastest", "throughput_per_dollar"] = "cheapest"
+    near_tie_pct: float = Field(NEAR_TIE_FRACTION * 100, ge=0, le=MAX_NEAR_TIE_FRACTION * 100)
     current: _Current | None = None
 
     @field_validator("precision")
@@ -325,6 +328,7 @@ class WorkloadSpec(NoBoolNumbers):
             allow_embargoed_countries=self.allow_embargoed_countries,
             budget_usd_per_month=self.budget_usd_per_month,
             objective=self.objective,
+            near_tie_fraction=self.near_tie_pct / 100,
             current=CurrentDeployment(
                 provider=cur.provider.lower(),
                 instance_type=cur.instance_type,

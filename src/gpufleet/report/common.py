@@ -149,6 +149,8 @@ def price_date_text(c: Candidate) -> str:
 
 def parallelism_text(c: Candidate) -> str:
     parts = [f"TP{c.tp}", f"PP{c.pp}"]
+    if c.ep > 1:  # MoE expert parallel: routed experts over ep GPUs, attention TP x DP inside them
+        parts = [f"EP{c.ep} (attention TP{c.tp}xDP{c.ep // c.tp})", f"PP{c.pp}"]
     if c.dp > 1:
         parts.append(f"DP{c.dp}")
     text = "x".join(parts)
