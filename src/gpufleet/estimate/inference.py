@@ -223,9 +223,12 @@ def _ep_stage_s(
     nonrouted_bytes = (nonrouted_params - shape.lm_head_params) * nr.weight_bytes + shape.lm_head_params * (
         c.head_bytes
     )
+    # logits only for the sampled positions, the LM head at its own rate, as on the TP path (_gemm_s)
+    body = shape.matmul_active_params - routed_active - shape.lm_head_params
+    head_rows = dec + prompt / max(prompt_len, 1.0)
     t_dense = max(
         nonrouted_bytes / (c.tp * c.pp) / (bw * nr_wq_bw),
-        rows * 2.0 * (shape.matmul_active_params - routed_active) / (c.tp * c.pp) / _nr_gemm_rate(c),
+        _gemm_s(c, rows, body, head_rows, shape.lm_head_params) / (c.tp * c.pp),
     )
     attn = dec * cx.decode_attention_flops_per_token(m, context)
     if prompt > 0:
