@@ -56,6 +56,7 @@ def test_fp4_moe_weights_hand_computed() -> None:
     )  # fmt: skip
     assert est.breakdown_gib["weights"] * GIB == pytest.approx(want, rel=1e-9)
     assert est.breakdown_gib["weights"] == pytest.approx(360.34, abs=0.01)
+    assert any("only the routed experts are fp4" in a for a in est.assumptions)
 
 
 def test_dense_fp4_weights_stay_all_fp4() -> None:

@@ -647,6 +647,13 @@ def _assumptions(q: _Query) -> tuple[str, ...]:
         a.append("Heaviest pipeline stage shown: the first holds the embedding, the last lm_head and logits.")
     if q.precision in _QUANTISED and q.task in ("inference", "load", "lora", "qlora"):
         a.append(f"Linear layers in {q.precision} incl. scales; embeddings, lm_head and norms stay 16-bit.")
+        if q.precision == "fp4" and q.m.is_moe:
+            from gpufleet.estimate.moe_serving import FP4_MOE_NONROUTED_PRECISION
+
+            a.append(
+                f"fp4 MoE checkpoint: only the routed experts are fp4; attention, dense layers and shared "
+                f"experts stay {FP4_MOE_NONROUTED_PRECISION}."
+            )
     if q.task == "load":
         a.append("Weights only: no KV cache, activations or optimizer.")
     elif q.task == "inference":
