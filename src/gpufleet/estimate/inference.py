@@ -134,6 +134,11 @@ class _Infer:
     ep_intra: Link | None = None  # scale-up link of the all-to-all
     ep_inter: Link | None = None  # scale-out link of the all-to-all
     pp_link: Link | None = None  # link between consecutive pipeline stages (None: ``link``)
+    # non-routed weights of a fp4 MoE checkpoint (attention, dense layers, shared experts) at their own
+    # format (moe_serving.nonrouted_precision); None: every weight at ``rates``
+    nr_rates: Rates | None = None
+    nr_wq_bw: float = 1.0  # as wq_bw, for the non-routed weights
+    nr_wq_gemm: float = 1.0  # as wq_gemm, for the non-routed weights
 
     @property
     def attn_dp(self) -> int:
@@ -144,9 +149,36 @@ class _Infer:
 def _weight_bytes_read(c: _Infer, tokens: float) -> float:
     """Weight bytes one forward of ``tokens`` sequences reads on one GPU [bytes]."""
     shape = cx.model_shape(c.model)
-    params = cx.decode_weight_params(c.model, tokens)
-    body = (params - shape.lm_head_params) * c.rates.weight_bytes
-    return (body + shape.lm_head_params * c.head_bytes) / (c.tp * c.pp)
+    return (_body_bytes(c, tokens) + shape.lm_head_params * c.head_bytes) / (c.tp * c.pp)
+
+
+def _body_bytes(c: _Infer, tokens: float) -> float:
+    """Weight bytes (all layers, LM head excluded) one forward of ``tokens`` sequences reads, the non-routed
+    weights of a fp4 MoE checkpoint at their own format, scaled to the routed kernels' bandwidth share
+    (``wq_bw``) so callers divide by one bandwidth [bytes]."""
+    shape = cx.model_shape(c.model)
+    body = cx.decode_weight_params(c.model, tokens) - shape.lm_head_params
+    if c.nr_rates is None:
+        return body * c.rates.weight_bytes
+    routed = (
+        c.model.num_moe_layers
+        * cx.moe_expected_experts(c.model.num_experts, c.model.experts_per_token, tokens)
+        * shape.expert_params
+    )
+    nonrouted = (body - routed) * c.nr_rates.weight_bytes * c.wq_bw / c.nr_wq_bw
+    return routed * c.rates.weight_bytes + nonrouted
+
+
+def _nr_gemm_rate(c: _Infer) -> float:
+    """GEMM rate of the non-routed weights (fp4 MoE: at their own format) [FLOP/s]."""
+    r = c.nr_rates or c.rates
+    wq = c.nr_wq_gemm if c.nr_rates is not None else c.wq_gemm
+    return r.peak_flops * r.eta * c.width * c.stack * wq
+
+
+def _routed_active_params(m: ModelArch) -> float:
+    """Routed-expert weights one token passes through, all MoE layers [weights]."""
+    return m.num_moe_layers * m.experts_per_token * cx.model_shape(m).expert_params if m.is_moe else 0.0
 
 
 def _tp_comm_s(c: _Infer, tokens: float, layers: float) -> float:
@@ -184,14 +216,19 @@ def _ep_stage_s(
     dec = decode_seqs / groups
     prompt = moe.busiest_group_prompt_tokens(prompt_tokens, prompt_len, groups)
     rows = dec + prompt
-    routed_active = m.num_moe_layers * m.experts_per_token * shape.expert_params
+    routed_active = _routed_active_params(m)
     nonrouted_params = cx.decode_weight_params(m, 0.0)  # attention, dense FFNs, shared experts, router, head
-    nonrouted_bytes = (nonrouted_params - shape.lm_head_params) * r.weight_bytes + shape.lm_head_params * (
+    nr = c.nr_rates or r
+    nr_wq_bw = c.nr_wq_bw if c.nr_rates is not None else c.wq_bw
+    nonrouted_bytes = (nonrouted_params - shape.lm_head_params) * nr.weight_bytes + shape.lm_head_params * (
         c.head_bytes
     )
+    # logits only for the sampled positions, the LM head at its own rate, as on the TP path (_gemm_s)
+    body = shape.matmul_active_params - routed_active - shape.lm_head_params
+    head_rows = dec + prompt / max(prompt_len, 1.0)
     t_dense = max(
-        nonrouted_bytes / (c.tp * c.pp) / (bw * c.wq_bw),
-        rows * 2.0 * (shape.matmul_active_params - routed_active) / (c.tp * c.pp) / gemm_rate,
+        nonrouted_bytes / (c.tp * c.pp) / (bw * nr_wq_bw),
+        _gemm_s(c, rows, body, head_rows, shape.lm_head_params) / (c.tp * c.pp),
     )
     attn = dec * cx.decode_attention_flops_per_token(m, context)
     if prompt > 0:
@@ -216,18 +253,25 @@ def _ep_stage_s(
     return t_dense + t_attn + t_routed + t_a2a + _tp_comm_s(c, rows, layers)
 
 
-def _gemm_s(c: _Infer, rows: float, body_params: float, head_rows: float, head_params: float) -> float:
+def _gemm_s(
+    c: _Infer, rows: float, body_params: float, head_rows: float, head_params: float, routed: float = 0.0
+) -> float:
     """Compute-bound GEMM time of ``rows`` tokens through ``body_params`` weights and ``head_rows`` through
     the LM head's ``head_params``, on one GPU's worth of FLOPs [s].
 
     Engines compute logits only for the positions they sample (one per decoding sequence and one per
     finished prompt: vLLM's logits processor on the sample indices, TRT-LLM ``gather_context_logits`` off by
     default). A quantised checkpoint keeps its LM head in 16 bit (AWQ/GPTQ, TRT-LLM/vLLM fp8 and fp4
-    recipes exclude ``lm_head``), so it runs at the 16-bit rate without dequantisation."""
+    recipes exclude ``lm_head``), so it runs at the 16-bit rate without dequantisation. ``routed``: the
+    routed-expert share of ``body_params``; with a fp4 MoE checkpoint only it runs at the fp4 rate, the rest
+    at the non-routed weights' rate (:func:`moe_serving.nonrouted_precision`)."""
     r = c.rates
     rate = r.peak_flops * r.eta * c.width * c.stack * c.wq_gemm
     head_rate = r.peak16_flops * r.eta16 * c.width * c.stack if c.head_bytes > r.weight_bytes else rate
-    return 2.0 * (rows * body_params / rate + head_rows * head_params / head_rate)
+    body_s = body_params / rate
+    if c.nr_rates is not None:
+        body_s = routed / rate + (body_params - routed) / _nr_gemm_rate(c)
+    return 2.0 * (rows * body_s + head_rows * head_params / head_rate)
 
 
 def prefill_s(c: _Infer, requests: float, input_len: float, *, latency: bool) -> float:
@@ -249,7 +293,12 @@ def prefill_s(c: _Infer, requests: float, input_len: float, *, latency: bool) ->
     )
     r = c.rates
     t_mm = _gemm_s(
-        c, tokens, shape.matmul_active_params - shape.lm_head_params, requests, shape.lm_head_params
+        c,
+        tokens,
+        shape.matmul_active_params - shape.lm_head_params,
+        requests,
+        shape.lm_head_params,
+        _routed_active_params(c.model),
     )
     t_mm /= gpus
     t_attn = attn / (r.peak16_flops * r.eta16 * c.stack)
@@ -291,14 +340,14 @@ def _dense_stage_s(
     rows = micro + prompt
     bw = r.mem_bw_bytes_per_s * c.eta_bw
     head_params = shape.lm_head_params if head else 0.0
-    body = cx.decode_weight_params(m, rows) - shape.lm_head_params
-    w_bytes = (body * share * r.weight_bytes + head_params * c.head_bytes) / c.tp
+    w_bytes = (_body_bytes(c, rows) * share + head_params * c.head_bytes) / c.tp
     attn = micro * cx.decode_attention_flops_per_token(m, context)
     if prompt > 0:
         attn += prompt * cx.attention_flops_per_token(m, (prefill_len + 1.0) / 2.0)
     kv_bytes = micro * context * c.kv_bytes_per_token * share / (1 if m.is_mla else c.tp)
     body_params = (shape.matmul_active_params - shape.lm_head_params) * share
-    mm_s = _gemm_s(c, rows, body_params, micro + prompt / max(prefill_len, 1.0), head_params) / c.tp
+    head_rows = micro + prompt / max(prefill_len, 1.0)
+    mm_s = _gemm_s(c, rows, body_params, head_rows, head_params, _routed_active_params(m) * share) / c.tp
     t_gemm = max(w_bytes / (bw * c.wq_bw), mm_s)
     t_attn = max(kv_bytes / bw, attn * share / c.tp / (r.peak16_flops * r.eta16 * c.stack))
     return t_gemm + t_attn + _tp_comm_s(c, rows, layers)
@@ -432,6 +481,18 @@ def estimate_inference(
             f"{prof.param('wq_bw_eff'):.2f} of the 16-bit kernels' bandwidth, compute-bound GEMMs at "
             f"{prof.param('wq_gemm_eff'):.2f} of their speed."
         )
+    nr_rates, nr_weight_only = None, False
+    nr_prec = moe.nonrouted_precision(arch, prec)
+    if nr_prec != prec:  # a fp4 MoE checkpoint: routed experts fp4, the rest at nr_prec
+        nr_rates = resolve_rates(spec, nr_prec, prof, allow_fallback=True)
+        nr_weight_only = (
+            nr_rates.weight_bytes < UNQUANTISED_BYTES_PER_ELEMENT
+            and nr_rates.peak_flops <= nr_rates.peak16_flops
+        )
+        notes.append(
+            f"{prec} MoE checkpoint: routed experts in {prec}, attention, dense layers and shared experts in "
+            f"{nr_prec} (as the published fp4 MoE checkpoints)."
+        )
     link_eff = prof.param("link_eff")
     base = _Infer(
         model=arch, rates=rates, tp=1, pp=1, link=tp_link(spec, 1, gpn, prof), width=width_factor(arch, prof),
@@ -444,6 +505,8 @@ def estimate_inference(
         wq_bw=prof.param("wq_bw_eff") if weight_only else 1.0,
         wq_gemm=prof.param("wq_gemm_eff") if weight_only else 1.0,
         ep_intra=intra_node_link(spec, link_eff), ep_inter=inter_node_link(spec, link_eff, gpn),
+        nr_rates=nr_rates, nr_wq_bw=prof.param("wq_bw_eff") if nr_weight_only else 1.0,
+        nr_wq_gemm=prof.param("wq_gemm_eff") if nr_weight_only else 1.0,
     )  # fmt: skip
     shapes = serving_shapes(spec, sw)
     if static_batching is not None:

@@ -246,9 +246,17 @@ def _stages(m: ModelArch, tp: int, pp: int, ep: int = 1) -> tuple[_Stage, ...]:
 
 
 def _weight_bytes(stage: _Stage, precision: str) -> float:
-    """Stage weights: layers at ``precision``; embeddings/lm_head 16-bit when the checkpoint is quantised."""
+    """Stage weights: layers at ``precision``; embeddings/lm_head 16-bit when the checkpoint is quantised;
+    a fp4 MoE checkpoint keeps its non-routed layer weights at
+    :data:`gpufleet.estimate.moe_serving.FP4_MOE_NONROUTED_PRECISION` (only the routed experts are fp4)."""
+    from gpufleet.estimate.moe_serving import FP4_MOE_NONROUTED_PRECISION
+
     emb_bpe = UNQUANTISED_BYTES_PER_ELEMENT if precision in _QUANTISED else BYTES_PER_ELEMENT[precision]
-    return stage.layer_params * BYTES_PER_ELEMENT[precision] + stage.embed_params * emb_bpe
+    bpe = BYTES_PER_ELEMENT[precision]
+    experts = max(stage.expert_params, 0.0)
+    moe_fp4 = precision == "fp4" and experts > 0
+    nr_bpe = BYTES_PER_ELEMENT[FP4_MOE_NONROUTED_PRECISION] if moe_fp4 else bpe
+    return experts * bpe + (stage.layer_params - experts) * nr_bpe + stage.embed_params * emb_bpe
 
 
 # ---- assembly --------------------------------------------------------------------------------------
@@ -639,6 +647,13 @@ def _assumptions(q: _Query) -> tuple[str, ...]:
         a.append("Heaviest pipeline stage shown: the first holds the embedding, the last lm_head and logits.")
     if q.precision in _QUANTISED and q.task in ("inference", "load", "lora", "qlora"):
         a.append(f"Linear layers in {q.precision} incl. scales; embeddings, lm_head and norms stay 16-bit.")
+        if q.precision == "fp4" and q.m.is_moe:
+            from gpufleet.estimate.moe_serving import FP4_MOE_NONROUTED_PRECISION
+
+            a.append(
+                f"fp4 MoE checkpoint: only the routed experts are fp4; attention, dense layers and shared "
+                f"experts stay {FP4_MOE_NONROUTED_PRECISION}."
+            )
     if q.task == "load":
         a.append("Weights only: no KV cache, activations or optimizer.")
     elif q.task == "inference":

@@ -37,6 +37,21 @@ COMBINE_BYTES_PER_ELEMENT = 2.0
 #: experts are placed to flatten what remains. The statistical imbalance of finite batches comes on top
 #: (:func:`busiest_rank_load`). Not fitted: no shipped case isolates it.
 EXPERT_HOTSPOT_FACTOR = 1.15
+#: format of the non-routed weights (attention, dense FFN layers, shared experts, router) of a MoE
+#: checkpoint published in fp4: the fp4 MoE checkpoints quantise only the routed experts. NVIDIA's ModelOpt
+#: NVFP4 checkpoints of DeepSeek-R1/V3 (huggingface.co/nvidia/DeepSeek-R1-FP4 model card: "Only the weights
+#: and activations of the linear operators within transformer blocks in MoE are quantized"; the MLA
+#: projections keep DeepSeek's FP8 block-scaled weights) and OpenAI's gpt-oss (model card sec. 2: MXFP4 for
+#: the MoE weights, "90+% of the total parameter count", the rest in BF16; taken as fp8 here, the
+#: recipe's format where the GPU has fp8). Dense fp4 checkpoints (nvidia/Llama-3.1-405B-Instruct-FP4)
+#: quantise every linear layer of the blocks and are not affected.
+FP4_MOE_NONROUTED_PRECISION = "fp8"
+
+
+def nonrouted_precision(model: ModelArch, precision: str) -> str:
+    """Format of ``model``'s non-routed weights (attention, dense layers, shared experts) at ``precision``:
+    :data:`FP4_MOE_NONROUTED_PRECISION` for a MoE model in fp4, else ``precision`` itself."""
+    return FP4_MOE_NONROUTED_PRECISION if model.is_moe and precision == "fp4" else precision
 
 
 def expected_ranks_per_token(experts_per_token: int, ep: int) -> float:
@@ -140,10 +155,12 @@ __all__ = [
     "COMBINE_BYTES_PER_ELEMENT",
     "DISPATCH_BYTES_PER_ELEMENT",
     "EXPERT_HOTSPOT_FACTOR",
+    "FP4_MOE_NONROUTED_PRECISION",
     "busiest_group_prompt_tokens",
     "busiest_rank_load",
     "decode_copies_per_token",
     "ep_degrees",
     "expected_ranks_per_token",
     "moe_all_to_all_s",
+    "nonrouted_precision",
 ]
