@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from gpufleet.estimate import estimate_inference
+from gpufleet.estimate import estimate_inference, estimate_training
 from gpufleet.estimate import inference as inf
+from gpufleet.estimate.calibration import load_profile
 
 
 def test_tgi_prefills_each_prompt_in_a_pass_of_its_own() -> None:
@@ -35,3 +36,34 @@ def test_separate_prefill_is_never_faster_than_chunked(monkeypatch: pytest.Monke
             mixed = estimate_inference(**kw)  # type: ignore[arg-type]
         assert mixed.output_tokens_per_s is not None
         assert sep.output_tokens_per_s.central <= mixed.output_tokens_per_s.central * (1 + 1e-9)
+
+
+def test_optimizer_step_traffic_per_parameter() -> None:
+    """2 W + G + 2 S bytes per trainable parameter: mixed-precision AdamW 2x2 + 2 + 2x(4 + 8) = 30,
+    pure-bf16 8-bit Adam 2x2 + 2 + 2x2 = 10, fp32 SGD 2x4 + 4 = 12."""
+    from gpufleet.estimate.training import optimizer_step_bytes_per_param
+
+    assert optimizer_step_bytes_per_param("adamw", "bf16", True) == pytest.approx(30.0)
+    assert optimizer_step_bytes_per_param("paged_adamw8bit", "bf16", False) == pytest.approx(10.0)
+    assert optimizer_step_bytes_per_param("sgd", "fp32", True) == pytest.approx(12.0)
+
+
+def test_optimizer_step_streams_the_states_through_memory() -> None:
+    """A single-GPU full fine-tune's step grows by params x (30 - 10) bytes / (BW x eta_bw) from 8-bit pure
+    bf16 Adam to mixed-precision AdamW; LoRA's adapter states barely move the step."""
+    from gpufleet.catalog.specs import get_spec
+    from gpufleet.models import count_params, resolve_model
+
+    prof = load_profile()
+    kw = dict(model="llama-3.1-8b", gpu="A100-SXM-80GB", precision="bf16", gpu_count=1, global_batch=2,
+              seq_len=2048, recompute="none", ignore_memory=True, profile=prof)  # fmt: skip
+    mixed = estimate_training(task="full_finetune", optimizer="adamw", master_weights=True, **kw)  # type: ignore[arg-type]
+    small = estimate_training(task="full_finetune", optimizer="paged_adamw8bit", master_weights=False, **kw)  # type: ignore[arg-type]
+    assert mixed.step_time_s is not None and small.step_time_s is not None
+    bw = get_spec("A100-SXM-80GB").mem_bw_gb_per_s * 1e9 * prof.param("eta_bw")
+    expect = count_params(resolve_model("llama-3.1-8b")).total * 20.0 / bw
+    assert mixed.step_time_s.central - small.step_time_s.central == pytest.approx(expect, rel=1e-6)
+    lora_a = estimate_training(task="lora", optimizer="adamw", master_weights=True, **kw)  # type: ignore[arg-type]
+    lora_b = estimate_training(task="lora", optimizer="paged_adamw8bit", master_weights=False, **kw)  # type: ignore[arg-type]
+    assert lora_a.step_time_s is not None and lora_b.step_time_s is not None
+    assert lora_a.step_time_s.central / lora_b.step_time_s.central < 1.01
