@@ -67,3 +67,20 @@ def test_optimizer_step_streams_the_states_through_memory() -> None:
     lora_b = estimate_training(task="lora", optimizer="paged_adamw8bit", master_weights=False, **kw)  # type: ignore[arg-type]
     assert lora_a.step_time_s is not None and lora_b.step_time_s is not None
     assert lora_a.step_time_s.central / lora_b.step_time_s.central < 1.01
+
+
+def test_gtx_16xx_has_no_tensor_core_speedups() -> None:
+    """TU116 (GTX 1660 SUPER) lists packed-FP16 CUDA-core throughput: no GeForce tensor multiplier and no
+    fp16-accumulate doubling for llama.cpp; GeForce parts with tensor cores keep both."""
+    from gpufleet.catalog.specs import get_spec
+    from gpufleet.estimate.rates import geforce_tensor_peak
+
+    assert not geforce_tensor_peak(get_spec("GTX-1660S"))
+    assert geforce_tensor_peak(get_spec("RTX-4090")) and geforce_tensor_peak(get_spec("RTX-3090"))
+    assert not geforce_tensor_peak(get_spec("A10G")) and not geforce_tensor_peak(get_spec("L40S"))
+    est = estimate_inference(model="llama-3.2-1b", gpu="GTX-1660S", precision="fp16", input_len=512,
+                             output_len=1, batch=1, software="llamacpp", allow_fallback=True)  # fmt: skip
+    assert not any("fp16-accumulate" in n for n in est.notes)
+    rtx = estimate_inference(model="llama-3.2-1b", gpu="RTX-4090", precision="fp16", input_len=512,
+                             output_len=1, batch=1, software="llamacpp", allow_fallback=True)  # fmt: skip
+    assert any("fp16-accumulate" in n for n in rtx.notes)

@@ -41,6 +41,7 @@ from gpufleet.estimate.rates import (
     ACT_BYTES,
     Rates,
     _widen,
+    geforce_tensor_peak,
     positive_int,
     resolve_inputs,
     resolve_rates,
@@ -408,7 +409,7 @@ def estimate_inference(
     _check_ep(arch, ep, tp, attention_dp, gpu_count, pp)
     sw = software_key(software)
     rates = resolve_rates(spec, prec, prof, allow_fallback=allow_fallback)
-    if sw in FP16_ACCUMULATE_STACKS and "consumer" in spec.form_factor.lower():
+    if sw in FP16_ACCUMULATE_STACKS and geforce_tensor_peak(spec):
         rates = _fp16_accumulate(rates, spec)
     kv_prec = kv_precision if kv_precision is not None else default_kv_precision(prec, spec)
     engine = MEMORY_ENGINE.get(sw, "vllm")
