@@ -84,3 +84,26 @@ def test_gtx_16xx_has_no_tensor_core_speedups() -> None:
     rtx = estimate_inference(model="llama-3.2-1b", gpu="RTX-4090", precision="fp16", input_len=512,
                              output_len=1, batch=1, software="llamacpp", allow_fallback=True)  # fmt: skip
     assert any("fp16-accumulate" in n for n in rtx.notes)
+
+
+def test_group_link_follows_the_gpus_a_group_spans() -> None:
+    """PCIe: a data-parallel ring over 8 L40S crosses the CPU sockets (SHM at half rate), 4 stay on P2P, a
+    pair spaced 4 apart spans 5 GPUs (SHM); NVLink bridges join adjacent pairs only; a mesh pipeline hop
+    uses one of the 7 peer links; NVSwitch gives any group the full rate."""
+    from gpufleet.catalog.specs import get_spec
+    from gpufleet.estimate import comms
+
+    def link(gpu: str, group: int, stride: int, pairwise: bool = False) -> comms.Link:
+        return comms.group_link(get_spec(gpu), group=group, stride=stride, gpus_per_node=8, link_eff=1.0,
+                                pairwise=pairwise)  # fmt: skip
+
+    assert link("L40S", 8, 1).kind == "pcie_shm" and link("L40S", 8, 1).bw_gb_per_s == pytest.approx(15.75)
+    assert link("L40S", 4, 1).kind == "pcie" and link("L40S", 4, 1).bw_gb_per_s == pytest.approx(31.5)
+    assert link("L40S", 2, 4).kind == "pcie_shm"
+    assert link("L40S", 8, 1, pairwise=True).kind == "pcie"  # neighbouring stages stay on P2P
+    assert link("RTX-A6000", 2, 1).kind == "nvlink" and link("RTX-A6000", 2, 2).kind == "pcie"
+    mi = get_spec("MI300X")
+    assert link("MI300X", 8, 1, pairwise=True).bw_gb_per_s == pytest.approx(mi.scaleup_bw_gb_per_s / 2 / 7)
+    assert link("MI300X", 8, 1).bw_gb_per_s == pytest.approx(mi.scaleup_bw_gb_per_s / 2)
+    h100 = get_spec("H100-SXM")
+    assert link("H100-SXM", 2, 4).bw_gb_per_s == pytest.approx(h100.scaleup_bw_gb_per_s / 2)

@@ -197,10 +197,18 @@ def group_link(
     gpus_per_node: int,
     link_eff: float,
     network: NodeNetwork | None = None,
+    pairwise: bool = False,
 ) -> Link:
-    """Slowest link of a group of ``group`` ranks spaced ``stride`` apart (TP innermost: stride 1)."""
+    """Slowest link of a group of ``group`` ranks spaced ``stride`` apart (TP innermost: stride 1).
+
+    Inside a node the link depends on which GPUs the group spans (:func:`intra_node_link`): on PCIe the
+    span decides whether it stays within one socket's P2P domain, and an NVLink bridge joins only adjacent
+    pairs; on a full mesh the group drives its own ``group - 1`` peer links. ``pairwise``: point-to-point
+    hops between neighbours (pipeline stages), which span ``stride + 1`` GPUs and use one peer link."""
     if group * stride <= gpus_per_node:
-        return intra_node_link(spec, link_eff)
+        members = 2 if pairwise else group
+        span = (members - 1) * stride + 1
+        return intra_node_link(spec, link_eff, members if mesh_gpus(spec) is not None else span)
     return inter_node_link(spec, link_eff, gpus_per_node, network)
 
 

@@ -193,8 +193,9 @@ def training_step(
     # scatter/gather optimisation); negligible over NVLink, not over the TCP network of small cloud VMs
     if pp > 1:
         pp_l = group_link(
-            spec, group=pp, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff, network=network
-        )
+            spec, group=pp, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff, network=network,
+            pairwise=True,
+        )  # fmt: skip
         p2p = local_seq * model.hidden_size * ACT_BYTES / tp / (pp_l.bw_gb_per_s * GB) + pp_l.hop_latency_s
         t_tp += 2.0 * micro * p2p
     # context parallel (Megatron CP / ring attention): each rank gathers the sequence's K and V forward, and
