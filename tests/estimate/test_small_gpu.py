@@ -107,3 +107,8 @@ def test_group_link_follows_the_gpus_a_group_spans() -> None:
     assert link("MI300X", 8, 1).bw_gb_per_s == pytest.approx(mi.scaleup_bw_gb_per_s / 2)
     h100 = get_spec("H100-SXM")
     assert link("H100-SXM", 2, 4).bw_gb_per_s == pytest.approx(h100.scaleup_bw_gb_per_s / 2)
+    # serving pipelines: a stage hop spans tp + 1 GPUs
+    l40s = get_spec("L40S")
+    assert comms.pipeline_link(l40s, 4, 2, 8, 1.0).kind == "pcie_shm"
+    assert comms.pipeline_link(l40s, 2, 2, 8, 1.0).kind == "pcie"
+    assert comms.pipeline_link(get_spec("RTX-A6000"), 1, 2, 8, 1.0).kind == "nvlink"

@@ -214,10 +214,12 @@ def group_link(
 
 def pipeline_link(spec: AcceleratorSpec, tp: int, pp: int, gpus_per_node: int, link_eff: float) -> Link:
     """Point-to-point link between consecutive pipeline stages (TP innermost, stages ``tp`` ranks apart):
-    one peer link of the scale-up fabric (on a mesh one of its links; over PCIe P2P or SHM) while the
-    ``tp x pp`` GPUs fit a node, else the network."""
+    one peer link of the scale-up fabric (on a mesh one of its links; over PCIe P2P or SHM by the ``tp + 1``
+    GPUs a hop spans, :func:`group_link`) while the ``tp x pp`` GPUs fit a node, else the network."""
     if tp * pp <= gpus_per_node:
-        return intra_node_link(spec, link_eff, 2)
+        return group_link(
+            spec, group=pp, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff, pairwise=True
+        )
     return inter_node_link(spec, link_eff, gpus_per_node)
 
 
