@@ -197,19 +197,29 @@ def group_link(
     gpus_per_node: int,
     link_eff: float,
     network: NodeNetwork | None = None,
+    pairwise: bool = False,
 ) -> Link:
-    """Slowest link of a group of ``group`` ranks spaced ``stride`` apart (TP innermost: stride 1)."""
+    """Slowest link of a group of ``group`` ranks spaced ``stride`` apart (TP innermost: stride 1).
+
+    Inside a node the link depends on which GPUs the group spans (:func:`intra_node_link`): on PCIe the
+    span decides whether it stays within one socket's P2P domain, and an NVLink bridge joins only adjacent
+    pairs; on a full mesh the group drives its own ``group - 1`` peer links. ``pairwise``: point-to-point
+    hops between neighbours (pipeline stages), which span ``stride + 1`` GPUs and use one peer link."""
     if group * stride <= gpus_per_node:
-        return intra_node_link(spec, link_eff)
+        members = 2 if pairwise else group
+        span = (members - 1) * stride + 1
+        return intra_node_link(spec, link_eff, members if mesh_gpus(spec) is not None else span)
     return inter_node_link(spec, link_eff, gpus_per_node, network)
 
 
 def pipeline_link(spec: AcceleratorSpec, tp: int, pp: int, gpus_per_node: int, link_eff: float) -> Link:
     """Point-to-point link between consecutive pipeline stages (TP innermost, stages ``tp`` ranks apart):
-    one peer link of the scale-up fabric (on a mesh one of its links; over PCIe P2P or SHM) while the
-    ``tp x pp`` GPUs fit a node, else the network."""
+    one peer link of the scale-up fabric (on a mesh one of its links; over PCIe P2P or SHM by the ``tp + 1``
+    GPUs a hop spans, :func:`group_link`) while the ``tp x pp`` GPUs fit a node, else the network."""
     if tp * pp <= gpus_per_node:
-        return intra_node_link(spec, link_eff, 2)
+        return group_link(
+            spec, group=pp, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff, pairwise=True
+        )
     return inter_node_link(spec, link_eff, gpus_per_node)
 
 

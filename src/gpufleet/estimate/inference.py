@@ -11,7 +11,9 @@ Inference (one replica of ``tp x pp`` GPUs):
   head on the last stage (:func:`pipeline_step_s`); Gaudi stacks pad batch and context to static shapes
   (:mod:`gpufleet.estimate.static_shapes`);
 * throughput at concurrency ``b``: in-flight batching = b x out / (out x step(b decode + b x in / out prompt
-  tokens per step)); static batching = b x out / (prefill of b prompts + out x TPOT(b, in + out/2)).
+  tokens per step)); static batching = b x out / (prefill of b prompts + out x TPOT(b, in + out/2)); TGI
+  v1-v2 prefill each prompt in a pass of its own (:data:`SEPARATE_PREFILL_STACKS`): b x out / (out x
+  TPOT(b) + b x prefill of one prompt).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from gpufleet.estimate.rates import (
     ACT_BYTES,
     Rates,
     _widen,
+    geforce_tensor_peak,
     positive_int,
     resolve_inputs,
     resolve_rates,
@@ -63,6 +66,11 @@ ENGINE_MAX_BATCH: dict[str, int] = {
 }  # fmt: skip
 #: stacks without in-flight (continuous) batching: HF transformers ``generate`` runs static batches
 STATIC_BATCHING_STACKS = frozenset({"transformers"})
+#: in-flight batching stacks that prefill new requests in forward passes of their own while the running
+#: batch waits, instead of carrying prompt chunks inside the decode steps: TGI v1-v2 (router
+#: ``batching_task``: a ``prefill`` call on the new entries, then the running batch resumes ``decode``;
+#: text-generation-inference router/src/infer.rs; chunked prefill arrived with TGI v3.0, Dec 2024)
+SEPARATE_PREFILL_STACKS = frozenset({"tgi"})
 #: memory-module engine used for each software stack's memory accounting
 MEMORY_ENGINE: dict[str, str] = {"trtllm": "trtllm", "transformers": "transformers", "llamacpp": "pytorch"}
 #: quantised checkpoints keep the LM head in 16 bit (AWQ/GPTQ, vLLM/TRT-LLM fp8): bytes per element
@@ -450,7 +458,7 @@ def estimate_inference(
     _check_ep(arch, ep, tp, attention_dp, gpu_count, pp)
     sw = software_key(software)
     rates = resolve_rates(spec, prec, prof, allow_fallback=allow_fallback)
-    if sw in FP16_ACCUMULATE_STACKS and "consumer" in spec.form_factor.lower():
+    if sw in FP16_ACCUMULATE_STACKS and geforce_tensor_peak(spec):
         rates = _fp16_accumulate(rates, spec)
     kv_prec = kv_precision if kv_precision is not None else default_kv_precision(prec, spec)
     engine = MEMORY_ENGINE.get(sw, "vllm")
@@ -522,6 +530,7 @@ def estimate_inference(
     run_kw: dict[str, Any] = dict(
         gpu_count=gpu_count, gpn=gpn, input_len=input_len, output_len=output_len, engine_max=_engine_max(sw),
         static=static, ignore_memory=ignore_memory, spec=spec, prof=prof, shapes=shapes,
+        separate_prefill=sw in SEPARATE_PREFILL_STACKS,
     )  # fmt: skip
     runs = [_run_layout(base, lay, batch=batch, **run_kw) for lay in layouts]
     # layouts rank by their saturated throughput, whatever batch is asked, so asking for the concurrency a
@@ -650,6 +659,7 @@ def _run_layout(
     spec: AcceleratorSpec,
     prof: CalibrationProfile,
     shapes: StaticShapes | None = None,
+    separate_prefill: bool = False,
 ) -> _Run:
     """Time ``lay``: TTFT, TPOT and output tokens/s at ``batch`` (None: saturated) sequences per replica."""
     from dataclasses import replace
@@ -692,6 +702,8 @@ def _run_layout(
             ttft += decode_step_s(c, padded_batch(shapes, float(b - 1)), ctx)
     if static:  # the whole batch prefills, then decodes together
         cycle = prefill_s(c, float(b), float(input_len), latency=False) + output_len * tpot
+    elif separate_prefill:  # each newcomer's prompt is a forward pass of its own; the running batch waits
+        cycle = output_len * tpot + b * prefill_s(c, 1.0, float(input_len), latency=False)
     else:  # in-flight batching: each step also carries its share of the newcomers' prompt tokens
         step = decode_step_s(c, rows, ctx, b * input_len / output_len, input_len)
         cycle = output_len * step
@@ -706,6 +718,7 @@ __all__ = [
     "GEFORCE_FP16_ACCUMULATE_SPEEDUP",
     "HEAD_BYTES_QUANTISED",
     "MEMORY_ENGINE",
+    "SEPARATE_PREFILL_STACKS",
     "STATIC_BATCHING_STACKS",
     "InferenceEstimate",
     "decode_step_s",

@@ -317,7 +317,8 @@ def _predict_training(case: CalibrationCase, prof: CalibrationProfile, perf: Any
         tokens = _need(case, "train_tokens", tokens)
     hints = note_hints(case.note)
     software = case_software(case)
-    recipe_rc = _recipe_kwargs(case, hints).get("speed_recompute") if case.gpu_count == 1 else None
+    recipe_kw = _recipe_kwargs(case, hints)
+    recipe_rc = recipe_kw.get("speed_recompute") if case.gpu_count == 1 else None
     recompute = hints.get("recompute", recipe_rc)
     if case.dp and batch < case.dp:
         assumed.append(
@@ -335,6 +336,7 @@ def _predict_training(case: CalibrationCase, prof: CalibrationProfile, perf: Any
                 dp=dp, ep=ep, zero_stage=hints.get("zero_stage"), recompute=recompute,
                 software=software, profile=prof, allow_fallback=True, cp=case.cp, ignore_memory=True,
                 cpu_offload=hints.get("cpu_offload", False), virtual_stages=hints.get("virtual_stages"),
+                optimizer=recipe_kw.get("optimizer"), master_weights=recipe_kw.get("master_weights"),
             )  # fmt: skip
             break
         except UnsupportedError:

@@ -68,12 +68,29 @@ class Rates:
     notes: tuple[str, ...]
 
 
+#: architecture words of NVIDIA GPUs without tensor cores: Kepler, Maxwell and Pascal predate them (Volta
+#: introduced them, NVIDIA Tesla V100 whitepaper 2017); Turing TU116/TU117 (GTX 16xx) carry packed-FP16
+#: CUDA-core units instead of tensor cores (NVIDIA Turing TU116 / GTX 1660 Ti launch material), so their
+#: listed 16-bit peak is the CUDA-core rate, not a halved fp32-accumulate tensor rate
+NO_TENSOR_CORE_ARCH_WORDS: tuple[str, ...] = ("Kepler", "Maxwell", "Pascal", "TU116", "TU117")
+
+
+def geforce_tensor_peak(spec: AcceleratorSpec) -> bool:
+    """Whether ``spec`` is a GeForce (consumer NVIDIA) part whose listed 16-bit peak is the tensor cores'
+    fp32-accumulate rate, half their fp16-accumulate rate (Ampere GA102 and Ada AD102 whitepapers): true for
+    consumer NVIDIA GPUs with tensor cores, false for those without (:data:`NO_TENSOR_CORE_ARCH_WORDS`),
+    whose packed-FP16 CUDA cores have no such halving and no fp16-accumulate speed-up."""
+    if spec.vendor != "NVIDIA" or "consumer" not in spec.form_factor.lower():
+        return False
+    return not any(w in spec.architecture for w in NO_TENSOR_CORE_ARCH_WORDS)
+
+
 def _arch_eta(spec: AcceleratorSpec, profile: CalibrationProfile) -> float:
     names, mult = arch_efficiency_param(spec)
     eta = mult
     for name in names.split("*"):
         eta *= profile.param(name)
-    if "consumer" in spec.form_factor.lower():
+    if geforce_tensor_peak(spec):
         eta *= profile.param("eta_geforce_mult")
     return min(eta, 1.0)
 
@@ -229,8 +246,10 @@ __all__ = [
     "ARCH_EFFICIENCY_DEFAULT",
     "ARCH_PREFIX_EFFICIENCY",
     "MAX_AUTO_TP",
+    "NO_TENSOR_CORE_ARCH_WORDS",
     "Rates",
     "arch_efficiency_param",
+    "geforce_tensor_peak",
     "low_precision_discount",
     "positive_float",
     "positive_int",

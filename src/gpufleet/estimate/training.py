@@ -24,7 +24,7 @@ from gpufleet.estimate.comms import (
     intra_node_link,
     pcie_gb_per_s,
 )
-from gpufleet.estimate.memory import MemoryEstimate, estimate_memory
+from gpufleet.estimate.memory import MemoryEstimate, estimate_memory, optimizer_bytes_per_param
 from gpufleet.estimate.parallelism import LayoutKey, default_ep, layout_memory, training_layout_keys
 from gpufleet.estimate.priors import stack_param
 from gpufleet.estimate.profile import CalibrationProfile, make_interval
@@ -106,6 +106,7 @@ class StepBreakdown:
     bubble_fraction: float
     dp_comm_exposed_s: float
     offload_s: float = 0.0  # exposed host work of an offloaded optimizer: CPU Adam + PCIe copies
+    optimizer_s: float = 0.0  # the optimizer step streaming weights, gradients and states through memory
 
     @property
     def step_s(self) -> float:
@@ -113,7 +114,18 @@ class StepBreakdown:
             (self.compute_s + self.tp_comm_exposed_s + self.ep_comm_s) * (1.0 + self.bubble_fraction)
             + self.dp_comm_exposed_s
             + self.offload_s
+            + self.optimizer_s
         )
+
+
+def optimizer_step_bytes_per_param(optimizer: str, precision: str, master_weights: bool) -> float:
+    """Memory traffic of one optimizer step per trainable parameter [bytes]: it reads the 16-bit weights,
+    the gradients and the states (fp32 master copy and moments) and writes the weights and the states back,
+    ``2 W + G + 2 S`` (element-wise update, bandwidth bound: PyTorch ``_foreach``/fused AdamW and
+    bitsandbytes 8-bit optimizers run one pass over these tensors; Dettmers et al. 2022 sec. 2).
+    Mixed-precision AdamW: 2x2 + 2 + 2x12 = 30 B; pure-bf16 8-bit Adam: 2x2 + 2 + 2x2 = 10 B."""
+    b = optimizer_bytes_per_param(optimizer, precision, master_weights=master_weights)
+    return 2.0 * b.weights + b.gradients + 2.0 * b.optimizer_states
 
 
 def offload_step_s(
@@ -141,7 +153,7 @@ def training_step(
     *, model: ModelArch, spec: AcceleratorSpec, rates: Rates, task: str, tp: int, pp: int, dp: int, ep: int,
     global_batch: int, seq_len: int, zero_stage: int, recompute: str, software: str, gpus_per_node: int,
     profile: CalibrationProfile, cp: int = 1, network: NodeNetwork | None = None, cpu_offload: bool = False,
-    virtual_stages: int | None = None,
+    virtual_stages: int | None = None, optimizer: str = "adamw", master_weights: bool = True,
 ) -> StepBreakdown:  # fmt: skip
     """Time of one optimizer step, split into its parts (module doc); ``cpu_offload`` adds the host work of
     an optimizer offloaded to CPU memory (:func:`offload_step_s`); ``virtual_stages``: model chunks per
@@ -181,8 +193,9 @@ def training_step(
     # scatter/gather optimisation); negligible over NVLink, not over the TCP network of small cloud VMs
     if pp > 1:
         pp_l = group_link(
-            spec, group=pp, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff, network=network
-        )
+            spec, group=pp, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff, network=network,
+            pairwise=True,
+        )  # fmt: skip
         p2p = local_seq * model.hidden_size * ACT_BYTES / tp / (pp_l.bw_gb_per_s * GB) + pp_l.hop_latency_s
         t_tp += 2.0 * micro * p2p
     # context parallel (Megatron CP / ring attention): each rank gathers the sequence's K and V forward, and
@@ -244,6 +257,18 @@ def training_step(
     else:
         groups = [((pc.total - routed) / (tp * pp), dp), (routed / (tp * pp * ep_eff), dp // ep_eff)]
     overlap = profile.param("dp_overlap")
+    t_opt = 0.0
+    if not cpu_offload:  # an offloaded optimizer steps on the host (offload_step_s)
+        # each GPU steps its parameters (routed experts split over EP), ZeRO: only its shard of them
+        stepped = sum(p / (r if zero_stage >= 1 else 1) for p, r in groups if p > 0)
+        # fp32 training keeps fp32 weights and gradients; every lower precision trains bf16 weights (fp8/fp4/
+        # int8 GEMMs on bf16 weights; LoRA adapters on a quantised base are bf16)
+        prec = "fp32" if rates.weight_bytes >= 4.0 and task not in ("lora", "qlora") else "bf16"
+        t_opt = (
+            stepped
+            * optimizer_step_bytes_per_param(optimizer, prec, master_weights)
+            / (rates.mem_bw_bytes_per_s * profile.param("eta_bw"))
+        )
 
     def _links(ranks: int) -> Link:
         return group_link(
@@ -275,7 +300,7 @@ def training_step(
         dp_exposed = max(0.0, t_dp - overlap * t_window)
     return StepBreakdown(
         compute_s=compute, tp_comm_exposed_s=exposed * t_tp, ep_comm_s=ep_exposed + exposed * t_cp,  # TP + PP
-        bubble_fraction=bubble, dp_comm_exposed_s=dp_exposed, offload_s=t_offload,
+        bubble_fraction=bubble, dp_comm_exposed_s=dp_exposed, offload_s=t_offload, optimizer_s=t_opt,
     )  # fmt: skip
 
 
@@ -348,6 +373,8 @@ def estimate_training(
     node_network: NodeNetwork | None = None,
     cpu_offload: bool = False,
     virtual_stages: int | None = None,
+    optimizer: str | None = None,
+    master_weights: bool | None = None,
 ) -> TrainingEstimate:
     """Estimate step time, throughput, MFU and time to train (module doc).
 
@@ -359,9 +386,12 @@ def estimate_training(
     less GPU memory, and each step pays the PCIe copies and the CPU Adam step (:func:`offload_step_s`).
     ``virtual_stages``: model chunks per pipeline rank of the interleaved 1F1B schedule (Megatron
     ``--num-virtual-stages-per-pipeline-rank``; 1 = plain 1F1B); None = the stack's default
-    (:func:`pipeline_chunks`).
+    (:func:`pipeline_chunks`). ``optimizer`` (None: ``adamw``) and ``master_weights`` (None: True, mixed
+    precision with an fp32 master copy) set the optimizer step's memory traffic
+    (:func:`optimizer_step_bytes_per_param`).
     """
     arch, spec, prof = resolve_inputs(model, gpu, profile)
+    optimizer_step_bytes_per_param(optimizer or "adamw", "bf16", True)  # unknown optimizer: InputError
     prec = check_precision(precision)
     if task not in TRAINING_TASKS:
         raise InputError(
@@ -423,7 +453,8 @@ def estimate_training(
             model=arch, spec=spec, rates=rates, task=task, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=ep_deg,
             global_batch=global_batch, seq_len=seq_len, zero_stage=lay.zero_stage, recompute=lay.recompute,
             software=sw, gpus_per_node=gpn, profile=prof, cp=cp_deg, network=node_network,
-            cpu_offload=cpu_offload, virtual_stages=virtual_stages,
+            cpu_offload=cpu_offload, virtual_stages=virtual_stages, optimizer=optimizer or "adamw",
+            master_weights=True if master_weights is None else master_weights,
         )  # fmt: skip
         if best is None or br.step_s < best[0]:
             best = (br.step_s, lay, br)
@@ -512,6 +543,7 @@ __all__ = [
     "ep_overlapped",
     "estimate_training",
     "offload_step_s",
+    "optimizer_step_bytes_per_param",
     "pipeline_chunks",
     "stage_imbalance",
     "training_step",
