@@ -109,3 +109,23 @@ def test_band_is_measured_from_the_best_not_chained() -> None:
 def test_band_out_of_range_is_an_input_error(pct: float) -> None:
     with pytest.raises(ConfigFileError, match="near_tie_pct"):
         recommend(offers=OfferTable.from_offers(_serve_offers(1.0)), estimator=EST, **SERVE, near_tie_pct=pct)
+
+
+@pytest.mark.parametrize(("pct", "faster_wins"), [(3, True), (0, False)])
+def test_training_near_tie_prefers_the_job_that_finishes_sooner(pct: float, faster_wins: bool) -> None:
+    """Two one-node jobs within the band: the one on more GPUs finishes sooner for about the same price per
+    run, so it ranks first (the last simplicity key for training is the time to train, not the GPU count)."""
+    work: dict[str, Any] = {"model": "fake-13b", "task": "lora", "train_tokens": 1e9, "max_nodes": 1}
+    big, small = (
+        offer("aws", "p6-b200.48xlarge", "B200", 8, 100.0),
+        offer("aws", "p6-b200.24xlarge", "B200", 4, 50.0),
+    )
+    probe = _rec([big, small], **work, near_tie_pct=0)
+    per_run = {c.gpus_per_node: _cost(c) for c in probe.ranked}
+    # price the 4-GPU node so its run costs 1 % less than the 8-GPU one
+    price = 50.0 * 0.99 * per_run[8] / per_run[4]
+    r = _rec([big, offer("aws", "p6-b200.24xlarge", "B200", 4, price)], **work, near_tie_pct=pct)
+    assert r.best is not None
+    fast, slow = sorted(r.ranked[:2], key=lambda c: float(c.time_to_train_s.central))  # type: ignore[union-attr]
+    assert _cost(slow) == pytest.approx(0.99 * _cost(fast), rel=1e-6)
+    assert (r.best.gpus_per_node == 8) is faster_wins
