@@ -192,6 +192,24 @@ def _json_depth(text: str) -> int:
     return best
 
 
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number (write a finite number or null)")
+
+
+def loads_json_strict(text: str) -> Any:
+    """``text`` parsed as one JSON value with the input layer's rules: no duplicate keys, nesting at most
+    :data:`MAX_NESTING_DEPTH`, no ``NaN``/``Infinity`` literals. Any problem is a ``ValueError`` whose text
+    says what and where (for JSON Lines readers, which add the file and line)."""
+    if _json_depth(text) > MAX_NESTING_DEPTH:
+        raise ValueError(f"nesting deeper than {MAX_NESTING_DEPTH} levels")
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+    except json.JSONDecodeError as exc:
+        raise ValueError(syntax_error_text(exc)) from None
+    except RecursionError:
+        raise ValueError(f"nesting deeper than {MAX_NESTING_DEPTH} levels") from None
+
+
 def syntax_error_text(exc: Exception) -> str:
     """A JSON/YAML parser error on one line: what is wrong and where (line, column; 1-based)."""
     if isinstance(exc, json.JSONDecodeError):
@@ -366,6 +384,7 @@ __all__ = [
     "document_kind",
     "iter_csv_text",
     "load_structured_file",
+    "loads_json_strict",
     "parse_yaml_or_json",
     "read_csv_file",
     "read_user_bytes",

@@ -15,7 +15,6 @@ from rich import box
 
 from gpufleet.cli import catalog_update
 from gpufleet.cli.console import console, err_console
-from gpufleet.errors import InputError
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -170,14 +169,6 @@ def _extra_filters(
     return table.take(m)
 
 
-def _check_flag(flag: str, value: float | None, allowed: str, *, zero_ok: bool = False) -> None:
-    """A numeric filter flag must be finite and > 0 (>= 0 with ``zero_ok``); else a one-paragraph error."""
-    if value is None:
-        return
-    if math.isnan(value) or math.isinf(value) or value < 0 or (value == 0 and not zero_ok):
-        raise InputError(f"{flag} = {value:g} is not allowed: pass {allowed}, or omit {flag}.")
-
-
 def _offers_table(table: OfferTable, shown: OfferTable, spot: bool, *, narrow: bool = False) -> Table:
     """Offers as a terminal table; ``narrow`` (under 140 columns) drops interconnect, capture date and the
     price the sort does not use (spot without --spot, on-demand with it)."""
@@ -308,12 +299,18 @@ def offers(
     ] = 50,
 ) -> None:
     """List GPU offers across providers, filtered and sorted (prices in USD per hour)."""
-    if limit < 1:
-        raise InputError(f"--limit must be a positive integer; got {limit}. Use e.g. --limit 20.")
-    _check_flag("--gpus", gpu_count, "a positive GPU count per machine, e.g. --gpus 8")
-    _check_flag("--max-price", max_price, "a positive machine price in USD per hour, e.g. --max-price 10")
-    _check_flag(
-        "--min-gpu-memory", min_gpu_memory, "zero or more GiB per GPU, e.g. --min-gpu-memory 80", zero_ok=True
+    from gpufleet.validation import MAX_GPU_MEMORY_GIB, MAX_PRICE_USD_PER_HOUR, check_count, check_number
+
+    check_count("limit", limit, flag="--limit")
+    check_number("gpus_per_node", gpu_count, maximum=1024, flag="--gpus", allow_none=True)
+    check_number("max_price", max_price, maximum=MAX_PRICE_USD_PER_HOUR, flag="--max-price", allow_none=True)
+    check_number(
+        "min_gpu_memory",
+        min_gpu_memory,
+        allow_zero=True,
+        maximum=MAX_GPU_MEMORY_GIB,
+        flag="--min-gpu-memory",
+        allow_none=True,
     )
     from gpufleet.catalog.offers import load_offers, write_offers_csv
     from gpufleet.recommend.filters import check_against_table, split_values

@@ -309,7 +309,7 @@ CommitmentsOpt = Annotated[
         "for --pricing 1y/3y.",
     ),
 ]
-TopOpt = Annotated[int, typer.Option("--top", min=1, help="Number of ranked candidates to show.")]
+TopOpt = Annotated[int, typer.Option("--top", min=1, help="Number of ranked candidates to show (1 to 1000).")]
 CatalogOpt = Annotated[
     list[Path] | None,
     typer.Option("--catalog", help="User catalog (YAML/JSON or gpu_instances.json; repeatable)."),

@@ -106,7 +106,8 @@ def autoscale_cmd(
     slo_ttft: Annotated[float, typer.Option("--slo-ttft", help="p95 TTFT SLO (s).")] = 2.0,
     slo_tpot: Annotated[float, typer.Option("--slo-tpot", help="TPOT SLO (s).")] = 0.2,
     cold_start: Annotated[
-        float | None, typer.Option("--cold-start", help="Override the cold start (s).")
+        float | None,
+        typer.Option("--cold-start", help="Override the cold start (s; at most 86400 = one day)."),
     ] = None,
     trace_format: Annotated[str, typer.Option("--trace-format")] = "auto",
     no_static: Annotated[
