@@ -89,8 +89,8 @@ def _parse(text: str, source_name: str) -> dict[str, SpotAssumption]:
     unknown = [c for c in header if c not in _COLUMNS]
     if missing or unknown or len(set(header)) != len(header):
         raise ConfigFileError(
-            f"Spot assumptions file {source_name} has the columns {header[:12]}: missing {missing}, unknown "
-            f"{unknown}. The columns are exactly {', '.join(_COLUMNS)}, each once. Copy "
+            f"Spot assumptions file {source_name} lacks columns {missing} or has unknown columns {unknown} "
+            f"(its header: {header[:12]}). The columns are exactly {', '.join(_COLUMNS)}, each once. Copy "
             f"gpufleet/cost/data/{_FILE} and edit its values."
         )
     out: dict[str, SpotAssumption] = {}

@@ -9,6 +9,7 @@ workload description, bad values of known fields raise :class:`ConfigFileError` 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -366,13 +367,15 @@ _GFO_MODEL_NUMBERS = ("parameter_count_billion", "memory_overhead_multiplier")
 
 
 def _check_model_numbers(entry: Mapping[str, Any], source: str, cls: str) -> None:
-    """Every number of a model_config.json entry is finite and > 0; its known numeric fields are numbers."""
+    """Every number of a model_config.json entry is finite; its known numeric fields are positive numbers
+    below 100,000."""
     for key, value in entry.items():
         numeric = isinstance(value, int | float) and not isinstance(value, bool)
-        if (key in _GFO_MODEL_NUMBERS and not _number(value)) or (numeric and not 0 < float(value) < 1e5):
+        if (key in _GFO_MODEL_NUMBERS and not _number(value)) or (numeric and not math.isfinite(value)):
             raise ConfigFileError(
                 f"GPU Fleet Optimizer model config {source}, entry {cls!r}: {key} = {value!r} is not a "
-                "positive finite number below 100,000. Fix the value."
+                "finite number (parameter_count_billion and memory_overhead_multiplier: > 0 and below "
+                "100,000). Fix the value."
             )
 
 

@@ -264,6 +264,10 @@ def run_sweep(
     progress: Callable[[int, int], None] | None = None,
 ) -> SweepResult:
     """Run every configuration of ``spec`` (module doc); ``progress(done, total)`` after each run."""
+    if parquet:
+        from gpufleet.fileio import check_output_path
+
+        check_output_path(parquet, what="Parquet file (--parquet)")  # before the runs, not after them
     if engine not in ENGINES:
         raise InputError(f"engine {engine!r} is unknown. Allowed: {', '.join(ENGINES)}.")
     check_sweep_spec(spec)
@@ -350,4 +354,4 @@ def write_parquet(path: Path, columns: Sequence[str], rows: Sequence[Sequence[An
     table = pa.table({c: [r[k] for r in rows] for k, c in enumerate(columns)})
     buf = io.BytesIO()
     pq.write_table(table, buf)
-    atomic_write_bytes(Path(path), buf.getvalue())
+    atomic_write_bytes(Path(path), buf.getvalue(), what="Parquet file (--parquet)")

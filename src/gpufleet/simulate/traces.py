@@ -193,7 +193,9 @@ def _tokens(p: Path, line: int, column: str, raw: object) -> float:
             "whole numbers >= 0."
         )
     v = _number(p, line, column, raw) if isinstance(raw, str) else float(raw)
-    if not math.isfinite(v) or v < 0 or not v.is_integer() or v > MAX_SEQUENCE_TOKENS:
+    if not math.isfinite(v) or v < 0:
+        return v  # non-finite and negative counts: make_trace names the request
+    if not v.is_integer() or v > MAX_SEQUENCE_TOKENS:
         raise ConfigFileError(
             f"The request trace {p}, line {line}: {column} = {raw!r}; token counts must be finite whole "
             f"numbers from 0 to {MAX_SEQUENCE_TOKENS:,} (the longest context any model has). Fix the row."

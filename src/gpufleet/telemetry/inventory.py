@@ -129,7 +129,12 @@ def load_inventory(path: Path | str) -> tuple[InventoryEntry, ...]:
     p = Path(path)
     rows: list[dict[str, Any]]
     if p.suffix.lower() == ".csv":
-        _, records = read_csv_file(p, what="inventory file", required_columns=("provider", "instance_type"))
+        _, records = read_csv_file(
+            p,
+            what="inventory file",
+            required_columns=("provider", "instance_type"),
+            allowed_columns=tuple(_Entry.model_fields),
+        )
         rows = [{k: v for k, v in r.items() if v.strip()} for _, r in records]
     else:
         doc = load_structured_file(p, what="inventory file")
