@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from pathlib import Path
 
 import pytest
@@ -454,7 +455,7 @@ FLAGS: list[tuple[list[str], list[str]]] = [
     (["telemetry", "alerts", "--store", "{store}", "-o", "{tmp}/x.txt"], ["--format table"]),
 ]
 
-# output paths: a folder, a device (an atomic write renamed over /dev/full), a missing folder, a blank path
+# output paths: a folder, a special file, a missing folder, a path under a file, a blank path
 OUTPUTS: list[list[str]] = [
     ["recommend", "--model", "llama-3-8b", "-f", "markdown", "-o", "{out}"],
     ["calibrate", str(DATA / "cases" / "small.csv"), "-o", "{out}"],
@@ -462,14 +463,15 @@ OUTPUTS: list[list[str]] = [
     ["plan", "examples/fleets/multicloud.yaml", "--no-savings", "-f", "csv", "-o", "{out}"],
     ["simulate", "sweep", str(DATA / "simulate" / "sweep.yaml"), "--workers", "1", "--parquet", "{out}"],
 ]
+# a FIFO stands for every special file: before the fix an atomic write renamed over it (as root, over
+# /dev/full too); a FIFO of the test's own keeps a regression from touching the machine's devices
 OUT_TARGETS = {
     "folder": "{tmp}",
     "missing-folder": "{tmp}/no/such/dir/x.out",
     "blank": "",
     "in-file": "{jobs}/x",
+    "fifo": "{tmp}/fifo",
 }
-if os.path.exists("/dev/full"):
-    OUT_TARGETS["device"] = "/dev/full"
 
 FILE_PARAMS = [pytest.param(argv, sfx, content, words, id=cid) for cid, argv, sfx, content, words in FILES]
 FLAG_PARAMS = [pytest.param(argv, words, id=" ".join(argv)[:70]) for argv, words in FLAGS]
@@ -521,12 +523,13 @@ def test_bad2_output_path(inputs: dict[str, str], tmp_path: Path, argv: list[str
     out = target
     for key, value in subs.items():
         out = out.replace("{" + key + "}", value)
-    before = os.stat(out).st_mode if out.startswith("/dev/") else None
+    if target.endswith("/fifo"):
+        os.mkfifo(out)
     # click's own check answers first for a folder given to calibrate (its -o is dir_okay=False)
     words = ["directory"] if argv[0] == "calibrate" and target == "{tmp}" else ["Cannot write"]
     _check([a.replace("{out}", out) for a in argv], words, subs)
-    if before is not None:  # the device node is still a device node
-        assert os.stat(out).st_mode == before
+    if target.endswith("/fifo"):  # still the FIFO, not replaced by a regular file
+        assert stat.S_ISFIFO(os.stat(out).st_mode)
 
 
 # --- inputs that must still succeed -------------------------------------------------------------------------
