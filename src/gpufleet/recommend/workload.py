@@ -35,6 +35,7 @@ from gpufleet.validation import (
     MAX_BATCH,
     MAX_CONCURRENCY,
     MAX_GPU_MEMORY_GIB,
+    MAX_GPUS,
     MAX_HOURS,
     MAX_PRICE_USD_PER_HOUR,
     MAX_REQUESTS_PER_S,
@@ -45,13 +46,13 @@ from gpufleet.validation import (
 )
 
 
-class _Current(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Current(NoBoolNumbers):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     provider: str = "aws"
     instance_type: str
     count: int = Field(1, ge=1, le=4096)
     region: str | None = None
-    gpu_count: int | None = Field(None, ge=1)
+    gpu_count: int | None = Field(None, ge=1, le=MAX_GPUS)
 
 
 class _GpuPreference(BaseModel):
