@@ -419,6 +419,78 @@ FILES: list[tuple[str, list[str], str, bytes, list[str]]] = [
     ),
 ]
 
+PROMJSON = {
+    "status": "success",
+    "data": {
+        "resultType": "matrix",
+        "result": [
+            {
+                "metric": {"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "0", "Hostname": "n1", "UUID": "GPU-1"},
+                "values": [[1780000200, "50"]],
+            }
+        ],
+    },
+}
+
+
+def _promjson(ts: object) -> bytes:
+    doc = json.loads(json.dumps(PROMJSON))
+    doc["data"]["result"][0]["values"][0][0] = ts
+    return json.dumps(doc).encode()
+
+
+def _profile(path: tuple[str, ...], value: object) -> bytes:
+    doc = json.loads((ROOT / "src" / "gpufleet" / "estimate" / "data" / "profile.json").read_bytes())
+    cur = doc
+    for key in path[:-1]:
+        cur = cur[key]
+    cur[path[-1]] = value
+    return json.dumps(doc).encode()
+
+
+COMMIT = {"provider": "aws", "program": "reserved", "term_years": 1, "discount_fraction": 0.3, "source": "me"}
+EI = ["estimate", "infer", "-m", "llama-3-8b", "-g", "h100", "--profile", "{f}"]
+FILES += [
+    # prom-json timestamps: inf and 1e300 were an OverflowError traceback, true was read as 1 s after 1970
+    ("promjson-ts-inf", TI, ".json", _promjson(float("inf")), ["no sample could be stored"]),
+    ("promjson-ts-huge", TI, ".json", _promjson(1e300), ["no sample could be stored"]),
+    ("promjson-ts-bool", TI, ".json", _promjson(True), ["no sample could be stored"]),
+    # calibration profiles: booleans read as 1, negative counts, non-finite diagnostics
+    ("profile-param-bool", EI, ".json", _profile(("params", "eta_hopper"), True), ["params.eta_hopper"]),
+    ("profile-version-bool", EI, ".json", _profile(("version",), True), ["version"]),
+    ("profile-case-count", EI, ".json", _profile(("case_count",), -1), ["case_count"]),
+    ("profile-loo-nan", EI, ".json", _profile(("loo_residuals",), {"x": float("nan")}), ["residuals"]),
+    # commitment overrides and a workload's current deployment
+    (
+        "commit-term-bool",
+        ["catalog", "commitments", "--override", "{f}"],
+        ".json",
+        json.dumps({"commitments": [{**COMMIT, "term_years": True}]}).encode(),
+        ["term_years"],
+    ),
+    (
+        "commit-discount-bool",
+        ["catalog", "commitments", "--override", "{f}"],
+        ".json",
+        json.dumps({"commitments": [{**COMMIT, "discount_fraction": False}]}).encode(),
+        ["boolean"],
+    ),
+    (
+        "wl-current-blank",
+        ["migrate", "{f}"],
+        ".yaml",
+        WORKLOAD + b"current: {provider: aws, instance_type: ''}\n",
+        ["instance_type"],
+    ),
+    (
+        "wl-current-count-bool",
+        ["migrate", "{f}"],
+        ".yaml",
+        WORKLOAD + b"current: {provider: aws, instance_type: p5.48xlarge, count: true}\n",
+        ["count"],
+    ),
+]
+
 # argv-only cases: absurd or blank options (5.) and options that were silently ignored
 R = ["recommend", "--model", "llama-3-8b"]
 M = ["migrate", "--model", "llama-3-8b", "--current-instance", "p5.48xlarge"]
@@ -452,6 +524,49 @@ FLAGS: list[tuple[list[str], list[str]]] = [
     ),
     (["simulate", "spot", "--model", "llama-3-8b", "--tokens", "1e9", "--provider", ""], ["provider"]),
     (["telemetry", "findings", "--store", "{store}", "-o", "{tmp}/x.txt"], ["--format table"]),
+    (
+        [
+            "telemetry",
+            "ingest",
+            "--prometheus",
+            "http://127.0.0.1:9",
+            "--start",
+            "2026-01-01T00:00:00Z",
+            "--timeout",
+            "1e300",
+            "--store",
+            "{tmp}/s",
+        ],
+        ["--timeout", "3,600"],
+    ),
+    (
+        [
+            "telemetry",
+            "ingest",
+            "--prometheus",
+            "http://127.0.0.1:9",
+            "--start",
+            "2026-01-01T00:00:00Z",
+            "--timeout",
+            "0",
+            "--store",
+            "{tmp}/s",
+        ],
+        ["--timeout"],
+    ),
+    (
+        [
+            "telemetry",
+            "ingest",
+            "--prometheus",
+            "http://127.0.0.1:9",
+            "--start",
+            "1900-01-01T00:00:00Z",
+            "--store",
+            "{tmp}/s",
+        ],
+        ["points per series"],
+    ),
     (["telemetry", "alerts", "--store", "{store}", "-o", "{tmp}/x.txt"], ["--format table"]),
 ]
 

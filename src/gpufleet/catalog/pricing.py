@@ -220,6 +220,12 @@ def _describe_validation(path: Path, data: Any, exc: ValidationError) -> str:
             what = f"field {field!r} has the bad value {value!r} ({err['msg']})"
         hint = allowed.get(field, "fields " + ", ".join(_Entry.model_fields))
         return f"The commitment override file {path}, {entry}: {what}. Allowed: {hint}. Fix that entry."
+    if len(loc) == 2 and loc[0] == "commitments" and isinstance(value, dict):  # a check across fields
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        return (
+            f"The commitment override file {path}, entry {int(loc[1]) + 1} (commitments[{loc[1]}]): {msg} "
+            f"Allowed: {allowed['commitments']}. Fix that entry."
+        )
     if len(loc) == 2 and loc[0] == "commitments":
         return (
             f"The commitment override file {path}, entry {int(loc[1]) + 1} (commitments[{loc[1]}]) is "
