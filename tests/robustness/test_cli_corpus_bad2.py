@@ -525,6 +525,52 @@ FLAGS: list[tuple[list[str], list[str]]] = [
     (["simulate", "spot", "--model", "llama-3-8b", "--tokens", "1e9", "--provider", ""], ["provider"]),
     (["telemetry", "findings", "--store", "{store}", "-o", "{tmp}/x.txt"], ["--format table"]),
     (
+        ["simulate", "autoscale", "{trace}", "--gpu", "l4", "--policy", "hpa", "--param", "target=1e300"],
+        ["target"],
+    ),
+    (
+        [
+            "simulate",
+            "autoscale",
+            "{trace}",
+            "--gpu",
+            "l4",
+            "--policy",
+            "scheduled",
+            "--param",
+            "schedule=0:99999999999",
+        ],
+        ["schedule", "replicas"],
+    ),
+    (
+        [
+            "simulate",
+            "autoscale",
+            "{trace}",
+            "--gpu",
+            "l4",
+            "--policy",
+            "scheduled",
+            "--param",
+            "schedule=0:2,0:3",
+        ],
+        ["hour twice"],
+    ),
+    (
+        [
+            "simulate",
+            "autoscale",
+            "{trace}",
+            "--gpu",
+            "l4",
+            "--param",
+            "target_concurrency=3",
+            "--param",
+            "target_concurrency=4",
+        ],
+        ["twice"],
+    ),
+    (
         [
             "telemetry",
             "ingest",

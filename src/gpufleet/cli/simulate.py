@@ -59,6 +59,8 @@ def _policy_params(pairs: list[str]) -> dict[str, Any]:
             raise InputError(f"--param {raw!r}: use NAME=VALUE, e.g. --param target_concurrency=12.")
         k, v = raw.split("=", 1)
         k = k.strip()
+        if k in out:
+            raise InputError(f"--param {k} is given twice; give each policy parameter once.")
         if k == "schedule":  # 0:2,9:6,18:3  (hour:replicas)
             try:
                 out[k] = tuple((float(h), int(n)) for h, n in (x.split(":") for x in v.split(",")))
