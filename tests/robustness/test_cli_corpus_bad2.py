@@ -491,6 +491,39 @@ FILES += [
     ),
 ]
 
+PAI = (
+    b"job_name,task_name,inst_num,status,start_time,end_time,plan_cpu,plan_mem,plan_gpu,gpu_type\n"
+    b"j1,t,1,Terminated,0,3600,600,30,100,V100\nj2,t,2,Terminated,60,7200,600,30,50,V100\n"
+)
+HELIOS = (
+    b"job_id,user,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration\n"
+    b"j1,u1,8,32,1,COMPLETED,2020-04-01 00:00:00,2020-04-01 00:00:10,2020-04-01 01:00:10,3600\n"
+)
+FILES += [
+    # public job-trace layouts: a 1e300 s job ran as a finite simulation
+    (
+        "jobs-pai-end-huge",
+        ["simulate", "batch", "{f}"],
+        ".csv",
+        PAI.replace(b",3600,600", b",1e300,600"),
+        ["job j1", "1,000,000"],
+    ),
+    (
+        "jobs-helios-duration-huge",
+        ["simulate", "batch", "{f}"],
+        ".csv",
+        HELIOS.replace(b",3600\n", b",1e300\n"),
+        ["job j1"],
+    ),
+    (
+        "jobs-generic-huge-duration",
+        ["simulate", "batch", "{f}"],
+        ".csv",
+        JOBS.replace(b"7200", b"1e300"),
+        ["job j1"],
+    ),
+]
+
 # argv-only cases: absurd or blank options (5.) and options that were silently ignored
 R = ["recommend", "--model", "llama-3-8b"]
 M = ["migrate", "--model", "llama-3-8b", "--current-instance", "p5.48xlarge"]
