@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from gpufleet.errors import ConfigFileError
+from gpufleet.errors import ConfigFileError, InputError
 
 #: Largest user file read by default [bytes]: 20 MiB; big enough for any workload, catalog or fleet file.
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
@@ -192,6 +192,24 @@ def _json_depth(text: str) -> int:
     return best
 
 
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number (write a finite number or null)")
+
+
+def loads_json_strict(text: str) -> Any:
+    """``text`` parsed as one JSON value with the input layer's rules: no duplicate keys, nesting at most
+    :data:`MAX_NESTING_DEPTH`, no ``NaN``/``Infinity`` literals. Any problem is a ``ValueError`` whose text
+    says what and where (for JSON Lines readers, which add the file and line)."""
+    if _json_depth(text) > MAX_NESTING_DEPTH:
+        raise ValueError(f"nesting deeper than {MAX_NESTING_DEPTH} levels")
+    try:
+        return json.loads(text, object_pairs_hook=_no_duplicates, parse_constant=_no_constants)
+    except json.JSONDecodeError as exc:
+        raise ValueError(syntax_error_text(exc)) from None
+    except RecursionError:
+        raise ValueError(f"nesting deeper than {MAX_NESTING_DEPTH} levels") from None
+
+
 def syntax_error_text(exc: Exception) -> str:
     """A JSON/YAML parser error on one line: what is wrong and where (line, column; 1-based)."""
     if isinstance(exc, json.JSONDecodeError):
@@ -285,13 +303,16 @@ def read_csv_file(
     *,
     what: str = "CSV file",
     required_columns: Sequence[str] = (),
+    allowed_columns: Sequence[str] | None = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
     max_field_chars: int = MAX_CSV_FIELD_CHARS,
 ) -> tuple[list[str], list[tuple[int, dict[str, str]]]]:
     """The header and ``(line_number, row)`` records of the CSV user file ``path``.
 
-    The header is stripped of surrounding spaces; a duplicate or missing required column, a row with more
-    cells than the header, or an empty file raises :class:`ConfigFileError` naming the file and line.
+    The header is stripped of surrounding spaces; a duplicate or missing required column, a column outside
+    ``allowed_columns`` (when given: a misspelt column is reported, with the closest names, rather than
+    ignored), a row with more cells than the header, or an empty file raises :class:`ConfigFileError` naming
+    the file and line.
     """
     p = Path(path)
     source = f"The {what} {p}"
@@ -310,6 +331,17 @@ def read_csv_file(
         raise ConfigFileError(
             f"{source} lacks the required columns {missing}; it has {header}. Add them to the header line."
         )
+    if allowed_columns is not None:
+        unknown = [h for h in header if h not in allowed_columns]
+        if unknown:
+            from gpufleet.errors import close_matches
+
+            near = {u: close_matches(u, allowed_columns, n=1) for u in unknown}
+            hints = [f"{u!r} (did you mean {m[0]!r}?)" if m else repr(u) for u, m in near.items()]
+            raise ConfigFileError(
+                f"{source} has unknown columns {', '.join(hints)}. Allowed columns: "
+                f"{', '.join(allowed_columns)}. Rename or remove them."
+            )
     out: list[tuple[int, dict[str, str]]] = []
     for line, cells in rows:
         if len(cells) > len(header):
@@ -325,9 +357,53 @@ def read_csv_file(
 # ------------------------------------------------------------------------------------------------ writes
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: a temporary file in the same folder, fsynced, then renamed."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+def check_output_path(path: str | Path, *, what: str = "output file") -> Path:
+    """``path`` as a Path if a file may be written there: a non-empty path in an existing folder that is not
+    a folder, device, FIFO or other special file (an atomic write renames over the target, which would
+    replace a device node such as /dev/full); else :class:`InputError` saying what to pass instead."""
+    text = str(path)
+    if not text.strip() or "\x00" in text or text.endswith(("/", os.sep)):
+        raise InputError(f"Cannot write the {what} to {text[:80]!r}: it names no file. Give a file path.")
+    p = Path(text)
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        raise InputError(
+            f"Cannot write the {what} to {p}: {exc.strerror or exc}. Give another path."
+        ) from None
+    if st is not None and stat.S_ISDIR(st.st_mode):
+        raise InputError(
+            f"Cannot write the {what} to {p}: it is a folder. Give a file path, e.g. {p / 'report.json'}."
+        )
+    if st is not None and not stat.S_ISREG(st.st_mode):
+        raise InputError(
+            f"Cannot write the {what} to {p}: it is a device, FIFO or other special file; gpufleet writes "
+            "regular files only (it replaces the target atomically). Give a file path, or print to stdout "
+            "and redirect it."
+        )
+    if not p.parent.is_dir():
+        raise InputError(
+            f"Cannot write the {what} to {p}: the folder {p.parent} does not exist. Create it first "
+            f"(mkdir -p {p.parent}) or give a path in an existing folder."
+        )
+    return p
+
+
+def atomic_write_bytes(path: Path, data: bytes, *, what: str = "output file") -> None:
+    """Write ``data`` to ``path`` atomically: a temporary file in the same folder, fsynced, then renamed.
+
+    ``path`` is checked first (:func:`check_output_path`); a failed write is an :class:`InputError` naming the
+    path and the reason (permissions, disk full), never a traceback.
+    """
+    path = check_output_path(path, what=what)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise InputError(
+            f"Cannot write the {what} to {path}: {exc.strerror or exc}. Give a path in a writable folder."
+        ) from None
     try:
         os.fchmod(fd, _new_file_mode(path))  # mkstemp makes 0600; a report or data file gets the usual mode
         with os.fdopen(fd, "wb") as fh:
@@ -335,6 +411,11 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError(
+            f"Cannot write the {what} to {path}: {exc.strerror or exc}. Free some space or give another path."
+        ) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -350,9 +431,9 @@ def _new_file_mode(path: Path) -> int:
         return 0o666 & ~umask
 
 
-def atomic_write_text(path: Path, text: str) -> None:
+def atomic_write_text(path: Path, text: str, *, what: str = "output file") -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_write_bytes`)."""
-    atomic_write_bytes(path, text.encode("utf-8"))
+    atomic_write_bytes(path, text.encode("utf-8"), what=what)
 
 
 __all__ = [
@@ -361,11 +442,13 @@ __all__ = [
     "MAX_NESTING_DEPTH",
     "atomic_write_bytes",
     "atomic_write_text",
+    "check_output_path",
     "check_user_path",
     "decode_user_bytes",
     "document_kind",
     "iter_csv_text",
     "load_structured_file",
+    "loads_json_strict",
     "parse_yaml_or_json",
     "read_csv_file",
     "read_user_bytes",

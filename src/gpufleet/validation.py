@@ -47,6 +47,18 @@ MAX_HEADS = 100_000
 MAX_EXPERTS = 100_000
 MAX_VOCAB = 100_000_000
 
+#: Most memory per GPU [GiB]: 4,096; the largest today is 288 GB (B300, 2025): a typo guard (bytes for GiB).
+MAX_GPU_MEMORY_GIB = 4096
+#: Largest price of one machine or one GPU [USD/h]: 10^5; the dearest cloud instances cost ~10^2 USD/h.
+MAX_PRICE_USD_PER_HOUR = 1e5
+#: Most ranked rows a ranking command returns (``--top``, ``limit``): 1,000; the whole catalog is ~10^4 rows
+#: and a ranking is read by a person (use --format csv/json of `gpufleet catalog offers` for everything).
+MAX_RANKED = 1000
+#: Longest solver time limit [s]: one day (86,400 s); the fleet plans of docs/fleet.md solve in seconds.
+MAX_TIME_LIMIT_S = 86_400.0
+#: Longest simulated cold start [s]: one day; real ones take seconds to ~15 minutes (docs/simulate.md).
+MAX_COLD_START_S = 86_400.0
+
 #: Maximum per argument/field name (CLI flags map ``--input-len`` -> ``input_len``).
 MAXIMA: dict[str, float] = {
     "gpu_count": MAX_GPUS,
@@ -76,6 +88,15 @@ MAXIMA: dict[str, float] = {
     "deadline_h": MAX_HOURS,
     "hours": MAX_HOURS,
     "limit": 100_000,
+    "top": MAX_RANKED,
+    "time_limit": MAX_TIME_LIMIT_S,
+    "time_limit_s": MAX_TIME_LIMIT_S,
+    "cold_start": MAX_COLD_START_S,
+    "cold_start_s": MAX_COLD_START_S,
+    "min_gpu_memory": MAX_GPU_MEMORY_GIB,
+    "min_gpu_memory_gib": MAX_GPU_MEMORY_GIB,
+    "max_price": MAX_PRICE_USD_PER_HOUR,
+    "max_price_per_gpu_usd_per_hour": MAX_PRICE_USD_PER_HOUR,
     "lora_rank": 100_000,
 }
 
@@ -92,6 +113,13 @@ _UNITS: dict[str, str] = {
     "budget": "USD",
     "deadline_hours": "hours",
     "deadline_h": "hours",
+    "time_limit": "s",
+    "time_limit_s": "s",
+    "cold_start": "s",
+    "min_gpu_memory": "GiB",
+    "min_gpu_memory_gib": "GiB",
+    "max_price": "USD/h",
+    "max_price_per_gpu_usd_per_hour": "USD/h",
 }
 
 
@@ -402,11 +430,16 @@ def checked_output(what: str) -> Callable[[F], F]:
 __all__ = [
     "MAXIMA",
     "MAX_BATCH",
+    "MAX_COLD_START_S",
     "MAX_CONCURRENCY",
     "MAX_GPUS",
+    "MAX_GPU_MEMORY_GIB",
     "MAX_HOURS",
+    "MAX_PRICE_USD_PER_HOUR",
+    "MAX_RANKED",
     "MAX_REQUESTS_PER_S",
     "MAX_SEQUENCE_TOKENS",
+    "MAX_TIME_LIMIT_S",
     "MAX_TRAIN_TOKENS",
     "MAX_USD",
     "check_context",

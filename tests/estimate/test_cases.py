@@ -119,6 +119,8 @@ def test_empty_and_missing_files() -> None:
 
 _pos_int = st.one_of(st.none(), st.integers(1, 10**6))
 _pos_float = st.one_of(st.none(), st.floats(1.0, 1e13, allow_nan=False, allow_infinity=False))
+#: prompt lengths up to the 10M-token maximum the cases reader accepts (MAX_SEQUENCE_TOKENS)
+_prompt_len = st.one_of(st.none(), st.floats(1.0, 1e7, allow_nan=False, allow_infinity=False))
 
 
 @given(
@@ -126,7 +128,7 @@ _pos_float = st.one_of(st.none(), st.floats(1.0, 1e13, allow_nan=False, allow_in
     measured=st.floats(1e-6, 1.0, allow_nan=False),
     batch=_pos_int,
     tp=_pos_int,
-    input_len=_pos_float,
+    input_len=_prompt_len,
     train_tokens=_pos_float,
     note=st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), max_size=30),
 )

@@ -27,12 +27,13 @@ from typing import Any, Literal, get_args
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from gpufleet.catalog.fetch.rates import PROGRAMS, CommitmentRate, rate_key
 from gpufleet.catalog.offers import OfferTable
 from gpufleet.errors import ConfigFileError, DataError, UnknownNameError, close_matches
 from gpufleet.fileio import document_kind, parse_yaml_or_json, read_user_text
+from gpufleet.strict_model import NoBoolNumbers
 from gpufleet.validation import checked_output
 
 PriceKind = Literal[
@@ -129,8 +130,8 @@ def _shipped_rows() -> tuple[CommitmentAssumption, ...]:
     return tuple(rows)
 
 
-class _Entry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class _Entry(NoBoolNumbers):
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
     provider: str = Field(min_length=1, pattern=r"^[a-z0-9_-]+$")
     program: Literal["reserved", "savings_plan", "cud", "flexible_cud"]
     term_years: Literal[1, 3]
@@ -138,6 +139,13 @@ class _Entry(BaseModel):
     source: str = Field(min_length=1)
     verified: bool = False
     note: str = ""
+
+    @field_validator("term_years", mode="before")
+    @classmethod
+    def _whole_years(cls, v: Any) -> Any:
+        if isinstance(v, bool):  # true == 1 would pass Literal[1, 3]
+            raise ValueError(f"got the boolean {str(v).lower()}; write 1 or 3 (years)")
+        return v
 
 
 class _OverrideFile(BaseModel):
@@ -212,6 +220,12 @@ def _describe_validation(path: Path, data: Any, exc: ValidationError) -> str:
             what = f"field {field!r} has the bad value {value!r} ({err['msg']})"
         hint = allowed.get(field, "fields " + ", ".join(_Entry.model_fields))
         return f"The commitment override file {path}, {entry}: {what}. Allowed: {hint}. Fix that entry."
+    if len(loc) == 2 and loc[0] == "commitments" and isinstance(value, dict):  # a check across fields
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        return (
+            f"The commitment override file {path}, entry {int(loc[1]) + 1} (commitments[{loc[1]}]): {msg} "
+            f"Allowed: {allowed['commitments']}. Fix that entry."
+        )
     if len(loc) == 2 and loc[0] == "commitments":
         return (
             f"The commitment override file {path}, entry {int(loc[1]) + 1} (commitments[{loc[1]}]) is "

@@ -29,12 +29,12 @@ from gpufleet.catalog.specs import get_spec, strip_vendor_prefix
 from gpufleet.errors import ConfigFileError, UnknownNameError
 from gpufleet.fileio import document_kind, parse_yaml_or_json, read_user_text
 from gpufleet.strict_model import NoBoolNumbers
+from gpufleet.validation import MAX_GPU_MEMORY_GIB, MAX_PRICE_USD_PER_HOUR
 
 USER_CAPTURED_AT = "user"
 #: Most GPUs in one machine of a user catalog (a GB200 NVL72 rack is 72; a DGX SuperPOD row far less than
-#: this) and the most memory per GPU [GiB] (B300: 288 GB); bounds against typos such as 1e12.
+#: this); a bound against typos such as 1e12 (memory per GPU and prices: gpufleet.validation maxima).
 MAX_GPUS_PER_MACHINE = 1024
-MAX_GPU_MEMORY_GIB = 4096
 GFO_REGION = "unspecified"
 
 #: GPU Fleet Optimizer ``gpu_type`` -> spec id. Its instances are AWS G4dn (T4), G5 (A10G), G6 (L4), G6e
@@ -59,9 +59,9 @@ def _positive_price(v: float | None, *, optional: bool) -> float | None:
         if optional:
             return None
         raise ValueError("a price is required")
-    if math.isnan(v) or math.isinf(v) or v <= 0:
+    if math.isnan(v) or math.isinf(v) or v <= 0 or v > MAX_PRICE_USD_PER_HOUR:
         raise ValueError(
-            "must be a finite price > 0 [USD/h]"
+            f"must be a finite price > 0 and at most {MAX_PRICE_USD_PER_HOUR:,.0f} [USD/h]"
             + (" (leave it out or null when unknown)" if optional else "")
         )
     return v
@@ -104,6 +104,13 @@ class OfferIn(_Strict):
 
     @model_validator(mode="after")
     def _count(self) -> OfferIn:
+        spot, od = self.price_spot_usd_per_hour, self.price_on_demand_usd_per_hour
+        if spot is not None and spot > od:
+            raise ValueError(
+                f"price_spot_usd_per_hour {spot:g} is above price_on_demand_usd_per_hour {od:g}; spot "
+                "capacity is never dearer than on-demand (the two are likely swapped). Fix the prices, or "
+                "leave the spot price out when unknown"
+            )
         if self.gpu and self.gpu_count <= 0:
             raise ValueError("gpu_count must be > 0 when gpu is set (fractions allowed for GPU slices)")
         if not self.gpu and self.gpu_count != 0:
@@ -128,6 +135,12 @@ class OverrideIn(_Strict):
 
     @model_validator(mode="after")
     def _one_change(self) -> OverrideIn:
+        spot, od = self.price_spot_usd_per_hour, self.price_on_demand_usd_per_hour
+        if spot is not None and od is not None and spot > od:
+            raise ValueError(
+                f"price_spot_usd_per_hour {spot:g} is above price_on_demand_usd_per_hour {od:g}; spot "
+                "capacity is never dearer than on-demand (the two are likely swapped). Fix the prices"
+            )
         if self.price_on_demand_usd_per_hour is not None and self.discount_fraction is not None:
             raise ValueError("give either price_on_demand_usd_per_hour or discount_fraction, not both")
         if (
@@ -148,9 +161,18 @@ class CatalogIn(_Strict):
     offers: list[OfferIn] = Field(default_factory=list)
     price_overrides: list[OverrideIn] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _not_empty(self) -> CatalogIn:
+        if not self.offers and not self.price_overrides:
+            raise ValueError(
+                "the catalog has no offers and no price_overrides, so it would change nothing. Add at least "
+                "one entry under 'offers:' or 'price_overrides:' (docs/catalog.md), or leave --catalog out"
+            )
+        return self
+
 
 #: upper bound of a GFO instance price: far above any real instance (a typo guard, not a market fact)
-MAX_GFO_PRICE_USD_PER_HOUR = 1e5
+MAX_GFO_PRICE_USD_PER_HOUR = MAX_PRICE_USD_PER_HOUR
 
 
 class GfoInstanceIn(BaseModel):
@@ -197,6 +219,16 @@ class GfoInstanceIn(BaseModel):
     @classmethod
     def _spot(cls, v: float | None) -> float | None:
         return _positive_price(v, optional=True)
+
+    @model_validator(mode="after")
+    def _spot_not_above_on_demand(self) -> GfoInstanceIn:
+        spot, od = self.spot_cost_per_hour, self.on_demand_cost_per_hour
+        if spot is not None and spot > od:
+            raise ValueError(
+                f"spot_cost_per_hour {spot:g} is above on_demand_cost_per_hour {od:g}; spot capacity is "
+                "never dearer than on-demand (the two are likely swapped). Fix the prices"
+            )
+        return self
 
 
 class GfoCatalogIn(BaseModel):
@@ -253,6 +285,10 @@ def _describe(path: Path, exc: ValidationError, data: Any) -> ConfigFileError:
         value = err.get("input")
         shown = "missing" if err["type"] == "missing" else f"{value!r}"
         msg = err["msg"].removeprefix("Value error, ")
+        if isinstance(value, Mapping) and err["type"] == "value_error":  # a check across fields of one entry
+            where = " / ".join(loc) if loc else "(top level)"
+            parts.append(f"entry {where}: {msg}")
+            continue
         parts.append(f"entry {entry}, field {fld!r} = {shown}: {msg}")
     more = f" (and {len(exc.errors()) - 3} more problems)" if len(exc.errors()) > 3 else ""
     return _fail(

@@ -67,12 +67,9 @@ def calibrate(
     from gpufleet.estimate.calibration import PRIORS, fit_profile, save_profile
     from gpufleet.estimate.cases import read_cases
     from gpufleet.estimate.validate import validate_cases
+    from gpufleet.fileio import check_output_path
 
-    if not output.parent.is_dir():
-        raise InputError(
-            f"Cannot write the profile to {str(output)!r}: the folder {str(output.parent)!r} does not exist. "
-            "Create it first or pass -o with a path in an existing folder."
-        )
+    check_output_path(output, what="profile file (-o/--output)")  # before the fit, not after it
     cases = read_cases(cases_file)
     before = validate_cases(cases).summary
     fitted = fit_profile(cases)

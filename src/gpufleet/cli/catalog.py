@@ -170,12 +170,20 @@ def _extra_filters(
     return table.take(m)
 
 
-def _check_flag(flag: str, value: float | None, allowed: str, *, zero_ok: bool = False) -> None:
-    """A numeric filter flag must be finite and > 0 (>= 0 with ``zero_ok``); else a one-paragraph error."""
+def _check_flag(
+    flag: str, value: float | None, allowed: str, *, maximum: float, zero_ok: bool = False
+) -> None:
+    """A numeric filter flag must be finite, > 0 (>= 0 with ``zero_ok``) and at most ``maximum`` (the
+    documented bound of :mod:`gpufleet.validation`); else a one-paragraph error."""
     if value is None:
         return
     if math.isnan(value) or math.isinf(value) or value < 0 or (value == 0 and not zero_ok):
         raise InputError(f"{flag} = {value:g} is not allowed: pass {allowed}, or omit {flag}.")
+    if value > maximum:
+        raise InputError(
+            f"{flag} = {value:g} is not allowed: the maximum is {maximum:,.0f}; pass {allowed}, or omit "
+            f"{flag}."
+        )
 
 
 def _offers_table(table: OfferTable, shown: OfferTable, spot: bool, *, narrow: bool = False) -> Table:
@@ -308,12 +316,24 @@ def offers(
     ] = 50,
 ) -> None:
     """List GPU offers across providers, filtered and sorted (prices in USD per hour)."""
+    from gpufleet.validation import MAX_GPU_MEMORY_GIB, MAX_PRICE_USD_PER_HOUR, MAXIMA
+
     if limit < 1:
         raise InputError(f"--limit must be a positive integer; got {limit}. Use e.g. --limit 20.")
-    _check_flag("--gpus", gpu_count, "a positive GPU count per machine, e.g. --gpus 8")
-    _check_flag("--max-price", max_price, "a positive machine price in USD per hour, e.g. --max-price 10")
+    _check_flag("--limit", limit, "a positive number of rows, e.g. --limit 20", maximum=MAXIMA["limit"])
+    _check_flag("--gpus", gpu_count, "a positive GPU count per machine, e.g. --gpus 8", maximum=1024)
     _check_flag(
-        "--min-gpu-memory", min_gpu_memory, "zero or more GiB per GPU, e.g. --min-gpu-memory 80", zero_ok=True
+        "--max-price",
+        max_price,
+        "a positive machine price in USD per hour, e.g. --max-price 10",
+        maximum=MAX_PRICE_USD_PER_HOUR,
+    )
+    _check_flag(
+        "--min-gpu-memory",
+        min_gpu_memory,
+        "zero or more GiB per GPU, e.g. --min-gpu-memory 80",
+        zero_ok=True,
+        maximum=MAX_GPU_MEMORY_GIB,
     )
     from gpufleet.catalog.offers import load_offers, write_offers_csv
     from gpufleet.recommend.filters import check_against_table, split_values

@@ -24,7 +24,7 @@ from gpufleet.cli.estimate_args import gpu_arg, model_arg, require_positive
 from gpufleet.cli.estimate_render import DOES_NOT_FIT, UNSUPPORTED, grid_table
 from gpufleet.cli.profile_option import ProfileOption, load_profile_option
 from gpufleet.cli.validate_render import fmt_num
-from gpufleet.errors import InfeasibleError, InputError, UnsupportedError
+from gpufleet.errors import InfeasibleError, InputError, UnknownNameError, UnsupportedError
 from gpufleet.precision import check_precision
 from gpufleet.units import MS_PER_S, SECONDS_PER_HOUR
 
@@ -205,6 +205,10 @@ def matrix(
         gpu_count=gpu_count, global_batch=global_batch, seq_len=seq_len, batch=batch, input_len=input_len,
         output_len=output_len,
     )  # fmt: skip
+    from gpufleet.estimate.types import TRAINING_TASKS
+
+    if task not in TRAINING_TASKS:
+        raise UnknownNameError("training task", task, TRAINING_TASKS, hint="(--task of the training grid)")
     names, gpu_names = _split(",".join(models), "--models"), _split(",".join(gpus), "--gpus")
     archs = [model_arg(n) for n in names]
     specs = [gpu_arg(g) for g in gpu_names]

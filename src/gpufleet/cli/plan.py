@@ -67,7 +67,8 @@ def register(app: typer.Typer) -> None:
             typer.Option("--output", "-o", help="File to write (skypilot: a folder for the task files)."),
         ] = None,
         time_limit: Annotated[
-            float, typer.Option("--time-limit", min=0.1, help="Solver time limit (s).")
+            float,
+            typer.Option("--time-limit", min=0.1, help="Solver time limit (s; 0.1 to 86400 = one day)."),
         ] = 60.0,
         gap: Annotated[
             float, typer.Option("--gap", min=0.0, max=0.5, help="Relative optimality gap to stop at.")

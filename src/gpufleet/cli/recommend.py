@@ -83,23 +83,9 @@ def emit(result: Result, fmt: Format, output: Path | None, assumptions: Sequence
         if output is None:
             typer.echo(text, nl=False)
             return
-    if not output.parent.is_dir():
-        raise InputError(
-            f"Cannot write the report to {output}: the folder {output.parent} does not exist. Create it "
-            f"first (mkdir -p {output.parent}) or pass a path in an existing folder with -o/--output."
-        )
-    if output.is_dir():
-        raise InputError(
-            f"Cannot write the report to {output}: it is a folder. Pass a file path with -o/--output, "
-            f"e.g. {output / 'gpufleet-report.html'}."
-        )
-    try:
-        output.write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(
-            f"Cannot write the report to {output}: {exc.strerror or exc}. "
-            "Pass a writable path with -o/--output."
-        ) from exc
+    from gpufleet.fileio import atomic_write_text
+
+    atomic_write_text(output, text, what="report file (-o/--output)")
     err_console.print(f"Report written to {output}", highlight=False)
 
 
@@ -162,6 +148,11 @@ def resolve_workload(
 
             raise UnknownNameError("workload", name, workloads, hint=f"Workloads in {workload_file}.")
         return workloads[name]
+    if name is not None:
+        raise InputError(
+            f"--name {name!r} picks a workload out of a workload file, but no file was given. Pass the "
+            "WORKLOAD file before the options, or drop --name."
+        )
     if "model" not in fields:
         raise InputError(
             "No workload given: pass a WORKLOAD.yaml file, or at least --model (with --task, --precision, "
@@ -314,11 +305,11 @@ NearTieOpt = Annotated[
     typer.Option(
         "--near-tie-pct",
         help="Near-tie band (%, 0-50; default 3): candidates within it of the best rank the simpler first "
-        "(fewer nodes, no cross-node TP, lower risk, no EP, no marketplace host, fewer GPUs); 0 = strict "
-        "order.",
+        "(fewer nodes, no cross-node TP, lower risk, no EP, no marketplace host, fewer GPUs; training: "
+        "sooner done); 0 = strict order.",
     ),
 ]
-TopOpt = Annotated[int, typer.Option("--top", min=1, help="Number of ranked candidates to show.")]
+TopOpt = Annotated[int, typer.Option("--top", min=1, help="Number of ranked candidates to show (1 to 1000).")]
 CatalogOpt = Annotated[
     list[Path] | None,
     typer.Option("--catalog", help="User catalog (YAML/JSON or gpu_instances.json; repeatable)."),

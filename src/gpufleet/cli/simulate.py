@@ -59,6 +59,8 @@ def _policy_params(pairs: list[str]) -> dict[str, Any]:
             raise InputError(f"--param {raw!r}: use NAME=VALUE, e.g. --param target_concurrency=12.")
         k, v = raw.split("=", 1)
         k = k.strip()
+        if k in out:
+            raise InputError(f"--param {k} is given twice; give each policy parameter once.")
         if k == "schedule":  # 0:2,9:6,18:3  (hour:replicas)
             try:
                 out[k] = tuple((float(h), int(n)) for h, n in (x.split(":") for x in v.split(",")))
@@ -106,7 +108,8 @@ def autoscale_cmd(
     slo_ttft: Annotated[float, typer.Option("--slo-ttft", help="p95 TTFT SLO (s).")] = 2.0,
     slo_tpot: Annotated[float, typer.Option("--slo-tpot", help="TPOT SLO (s).")] = 0.2,
     cold_start: Annotated[
-        float | None, typer.Option("--cold-start", help="Override the cold start (s).")
+        float | None,
+        typer.Option("--cold-start", help="Override the cold start (s; at most 86400 = one day)."),
     ] = None,
     trace_format: Annotated[str, typer.Option("--trace-format")] = "auto",
     no_static: Annotated[

@@ -220,6 +220,11 @@ def report(
     st, window, ff, _ = _findings(store, lookback, percentile, headroom, inventory, end)
     s = summarize(ff)
     if fmt == Format.table:
+        if output is not None:
+            raise InputError(
+                f"-o/--output {output} writes a file, but --format table prints to the terminal. Pick "
+                "--format json, markdown, html or csv with -o, or drop -o."
+            )
         for part in rt.render_findings_terminal(ff, s):
             console.print(part)
         return
@@ -283,6 +288,11 @@ def alerts(
             price = sum(prices) / len(prices) if prices else None
         _emit(prometheus_rules(rs, price_usd_per_gpu_hour=price), output)
         return
+    if fmt == Format.table and output is not None:
+        raise InputError(
+            f"-o/--output {output} writes a file, but --format table prints to the terminal. Pick --format "
+            "json, markdown or csv with -o, or drop -o."
+        )
     st = _store(store)
     window = resolve_window(st, lookback, _time(end, "--end"), 0.95)
     events = evaluate(st, window, rs, step_s=_duration_s(step, "--step"), inventory=inv)

@@ -21,7 +21,6 @@ for the smallest m >= k with P[Binomial(m, A) >= k] >= availability_target.
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from functools import cache
@@ -29,7 +28,7 @@ from importlib import resources
 from pathlib import Path
 
 from gpufleet.errors import ConfigFileError, DataError, InputError
-from gpufleet.fileio import read_user_text
+from gpufleet.fileio import iter_csv_text, read_user_text
 from gpufleet.units import SECONDS_PER_HOUR
 
 _FILE = "spot_assumptions.csv"
@@ -78,24 +77,46 @@ class SpotTraining:
     loss_fraction: float  # lambda (tau/2 + R)
 
 
+#: Longest time in a spot assumptions row: 10^6 h for the hours columns, 10^6 s for the seconds columns.
+_MAX_HOURS, _MAX_SECONDS = 1e6, 1e6
+
+
 def _parse(text: str, source_name: str) -> dict[str, SpotAssumption]:
-    reader = csv.DictReader(text.splitlines())
-    missing = [c for c in _COLUMNS if c not in (reader.fieldnames or [])]
-    if missing:
+    rows = iter_csv_text(text.removeprefix("\ufeff"), source=f"Spot assumptions file {source_name}")
+    _, raw_header = next(rows, (1, []))
+    header = [h.strip() for h in raw_header]
+    missing = [c for c in _COLUMNS if c not in header]
+    unknown = [c for c in header if c not in _COLUMNS]
+    if missing or unknown or len(set(header)) != len(header):
         raise ConfigFileError(
-            f"Spot assumptions file {source_name} lacks columns {missing}. Required columns: "
-            f"{', '.join(_COLUMNS)}. Copy gpufleet/cost/data/{_FILE} and edit its values."
+            f"Spot assumptions file {source_name} lacks columns {missing} or has unknown columns {unknown} "
+            f"(its header: {header[:12]}). The columns are exactly {', '.join(_COLUMNS)}, each once. Copy "
+            f"gpufleet/cost/data/{_FILE} and edit its values."
         )
     out: dict[str, SpotAssumption] = {}
-    for line, row in enumerate(reader, start=2):
-        provider = (row["provider"] or "").strip().lower()
+    for line, cells in rows:
+        if len(cells) != len(header):
+            raise ConfigFileError(
+                f"Spot assumptions file {source_name}, line {line}: {len(cells)} cells, the header has "
+                f"{len(header)}. Quote fields that contain commas."
+            )
+        row = dict(zip(header, cells, strict=True))
+        provider = row["provider"].strip().lower()
         try:
             mtbi = float(row["mean_time_between_interruptions_h"])
             values = {k: float(row[k]) for k in ("notice_s", "restart_overhead_s", "checkpoint_cost_s")}
-            raw_max = (row["max_runtime_h"] or "").strip()
+            raw_max = row["max_runtime_h"].strip()
             max_rt = float(raw_max) if raw_max else None
-            if mtbi <= 0 or any(v < 0 for v in values.values()) or (max_rt is not None and max_rt <= 0):
-                raise ValueError("times must be positive (mean time between interruptions > 0, others >= 0)")
+            hours = [mtbi] + ([max_rt] if max_rt is not None else [])
+            if not all(0 < h <= _MAX_HOURS for h in hours) or not all(
+                0 <= v <= _MAX_SECONDS for v in values.values()
+            ):
+                raise ValueError(
+                    "times must be finite: mean time between interruptions and max_runtime_h in (0, "
+                    f"{_MAX_HOURS:g}] h, the seconds columns in [0, {_MAX_SECONDS:g}] s"
+                )
+            if provider in out:
+                raise ValueError("a second row for this provider (the last one would silently win)")
         except ValueError as exc:
             raise ConfigFileError(
                 f"Spot assumptions file {source_name}, line {line} (provider {provider!r}): {exc}. "
@@ -109,8 +130,8 @@ def _parse(text: str, source_name: str) -> dict[str, SpotAssumption]:
             provider=provider,
             mean_time_between_interruptions_h=mtbi,
             max_runtime_h=max_rt,
-            verified=(row["verified"] or "").strip(),
-            source=(row["source"] or "").strip(),
+            verified=row["verified"].strip(),
+            source=row["source"].strip(),
             **values,
         )
     if "*" not in out:

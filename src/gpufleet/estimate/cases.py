@@ -20,13 +20,14 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator, model_validator
 
 from gpufleet.errors import ConfigFileError
 from gpufleet.estimate.types import SOFTWARE_ALIASES, SOFTWARES, TASKS
 from gpufleet.fileio import iter_csv_text, read_user_text
 from gpufleet.precision import PRECISIONS
-from gpufleet.validation import MAX_BATCH, MAX_GPUS
+from gpufleet.strict_model import MAX_FILE_NUMBER
+from gpufleet.validation import MAX_BATCH, MAX_GPUS, MAX_SEQUENCE_TOKENS, MAX_TRAIN_TOKENS
 
 #: metric -> unit of ``measured``, exactly the schema's table
 METRIC_UNITS: Mapping[str, str] = MappingProxyType(
@@ -273,10 +274,13 @@ class _CaseRow(BaseModel):
 
     @field_validator(*_OPTIONAL_FLOAT, mode="before")
     @classmethod
-    def _opt_float(cls, v: Any) -> float | None:
+    def _opt_float(cls, v: Any, info: ValidationInfo) -> float | None:
         x = _to_float(v)
         if x is not None and x <= 0:
             raise ValueError("must be a number of tokens > 0, or blank")
+        limit = MAX_TRAIN_TOKENS if info.field_name == "train_tokens" else MAX_SEQUENCE_TOKENS
+        if x is not None and x > limit:
+            raise ValueError(f"must be at most {limit:,.0f} tokens")
         return x
 
     @field_validator("measured", mode="before")
@@ -285,6 +289,8 @@ class _CaseRow(BaseModel):
         x = _to_float(v)
         if x is None or x <= 0:
             raise ValueError("must be a measured value > 0")
+        if x > MAX_FILE_NUMBER:
+            raise ValueError(f"must be at most {MAX_FILE_NUMBER:g} (check the unit column)")
         return x
 
     @field_validator("note", "source", mode="before")

@@ -46,7 +46,7 @@ from gpufleet.estimate.rates import (
     resolve_inputs,
     resolve_rates,
     scaleup_domain_gpus,
-    software_key,
+    software_arg,
     tp_link,
     width_factor,
 )
@@ -456,7 +456,7 @@ def estimate_inference(
         )
     check_context(arch.id, arch.max_position_embeddings, input_len, output_len)
     _check_ep(arch, ep, tp, attention_dp, gpu_count, pp)
-    sw = software_key(software)
+    sw = software_arg(software)
     rates = resolve_rates(spec, prec, prof, allow_fallback=allow_fallback)
     if sw in FP16_ACCUMULATE_STACKS and geforce_tensor_peak(spec):
         rates = _fp16_accumulate(rates, spec)

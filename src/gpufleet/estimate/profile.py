@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -146,8 +146,19 @@ def _validated_fields(doc: Any, name: str) -> _ProfileFields:
     """``doc`` validated against the file format (pydantic; imported here, not at start-up)."""
     from pydantic import TypeAdapter, ValidationError
 
+    known = {f.name for f in fields(_ProfileFields)}
+    where = (  # the format's own fields hold no true/false; pydantic would read one as 1 or 0
+        next((w for k, v in doc.items() if k in known and (w := _first_boolean(v, str(k)))), None)
+        if isinstance(doc, dict)
+        else None
+    )
+    if where is not None:
+        raise ConfigFileError(
+            f"Calibration profile {name} is not valid: field {where} is true/false, where a number or text "
+            "is expected. Re-create it with `gpufleet calibrate CASES.csv -o PROFILE.json`."
+        )
     try:
-        return TypeAdapter(_ProfileFields).validate_python(doc)
+        out = TypeAdapter(_ProfileFields).validate_python(doc)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"]) or "(top level)"
@@ -156,6 +167,24 @@ def _validated_fields(doc: Any, name: str) -> _ProfileFields:
             "written by `tools/calibrate.py` (keys version, fitted_at, case_count, source, params, "
             "log_residual_quantiles, residuals). Re-create it with `python tools/calibrate.py --out FILE`."
         ) from exc
+    if out.case_count < 0:
+        raise ConfigFileError(
+            f"Calibration profile {name} is not valid: case_count = {out.case_count}; it counts the cases "
+            "fitted (>= 0). Re-create it with `gpufleet calibrate CASES.csv -o PROFILE.json`."
+        )
+    return out
+
+
+def _first_boolean(doc: Any, path: str = "") -> str | None:
+    """The path of the first true/false value in ``doc`` (a parsed JSON document), or None."""
+    if isinstance(doc, bool):
+        return path or "(top level)"
+    items = doc.items() if isinstance(doc, dict) else enumerate(doc) if isinstance(doc, list) else ()
+    for key, value in items:
+        found = _first_boolean(value, f"{path}.{key}" if path else str(key))
+        if found is not None:
+            return found
+    return None
 
 
 def _known_valid_fields(doc: Any) -> _ProfileFields:
@@ -234,7 +263,12 @@ def _profile_from_text(text: str, name: str, *, known_valid: bool = False) -> Ca
         for k, (lo, hi) in raw.log_residual_quantiles.items()
         if not (math.isfinite(lo) and math.isfinite(hi) and -_MAX_LOG_Q <= lo <= hi <= _MAX_LOG_Q)
     ]
+    bad_q += [
+        k for k, (lo, hi) in raw.heldout_quantiles.items() if not (math.isfinite(lo) and math.isfinite(hi))
+    ]
     bad_q += [k for k, v in raw.residuals.items() if not math.isfinite(v)]
+    bad_q += [k for k, v in raw.loo_residuals.items() if not math.isfinite(v)]
+    bad_q += [f"{g}.{k}" for g, d in raw.logo_residuals.items() for k, v in d.items() if not math.isfinite(v)]
     if bad_q:
         raise ConfigFileError(
             f"Calibration profile {name} has invalid residual quantiles or residuals for "

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass
 
 from gpufleet.catalog.specs import AcceleratorSpec, get_spec
-from gpufleet.errors import UnknownNameError, UnsupportedError
+from gpufleet.errors import InputError, UnknownNameError, UnsupportedError
 from gpufleet.estimate.comms import DEFAULT_GPUS_PER_NODE, Link, group_link, intra_node_link
 from gpufleet.estimate.profile import CalibrationProfile, load_profile
 from gpufleet.estimate.support import precision_support
@@ -181,6 +181,17 @@ def scaleup_domain_gpus(spec: AcceleratorSpec, gpu_count: int) -> int:
     if m and spec.has_scaleup_fabric:
         return max(int(m.group(1)), 1)
     return DEFAULT_GPUS_PER_NODE
+
+
+def software_arg(software: str | None) -> str:
+    """:func:`software_key` of a caller's ``software`` argument: None means unstated, but a blank string is
+    an :class:`InputError` (``--engine ''`` names no stack; it would silently read as unknown)."""
+    if software is not None and (not isinstance(software, str) or not software.strip()):
+        raise InputError(
+            f"software/engine is {software!r}: give a stack name ({', '.join(SOFTWARES)}) or leave the "
+            "option out for an unknown stack (wider interval)."
+        )
+    return software_key(software)
 
 
 def software_key(software: str | None) -> str:

@@ -37,7 +37,7 @@ from gpufleet.estimate.rates import (
     resolve_inputs,
     resolve_rates,
     scaleup_domain_gpus,
-    software_key,
+    software_arg,
     tp_link,
     width_factor,
 )
@@ -414,7 +414,7 @@ def estimate_training(
         positive_float("train_tokens", train_tokens)
     if recompute is not None and recompute not in ("none", "selective", "full"):
         raise InputError(f"recompute must be none, selective or full, got {recompute!r}.")
-    sw = software_key(software)
+    sw = software_arg(software)
     task = adapter_task(task, prec, spec.architecture)
     frozen_int8 = task == "qlora" and prec == "int8"
     if prec == "int8" and not frozen_int8 and not spec.architecture.startswith(INT8_TRAINING_ARCHS):

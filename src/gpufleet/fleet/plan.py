@@ -23,6 +23,7 @@ from gpufleet.fleet.spec import read_fleet_file
 from gpufleet.fleet.types import Fleet, FleetPlan, NewCommitment, Option, PlanLine, SharedPool, SolveStats
 from gpufleet.recommend.perf import DefaultEstimator, Estimator
 from gpufleet.units import HOURS_PER_MONTH
+from gpufleet.validation import MAX_TIME_LIMIT_S, check_number
 
 #: progress callback: (stage, done, total)
 Progress = Callable[[str, int, int], None]
@@ -339,6 +340,8 @@ def plan_fleet(
     """
     from gpufleet.fleet.savings import savings_by_lever
 
+    check_number("time_limit_s", time_limit_s, maximum=MAX_TIME_LIMIT_S, flag="--time-limit (time_limit_s)")
+    check_number("mip_rel_gap", mip_rel_gap, allow_zero=True, maximum=0.5, flag="--gap (mip_rel_gap)")
     f = read_fleet_file(fleet) if isinstance(fleet, (str, Path)) else fleet
     table = offers if offers is not None else load_offers()
     known = table.providers()

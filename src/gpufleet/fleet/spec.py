@@ -45,6 +45,7 @@ from gpufleet.fleet.types import (
 from gpufleet.recommend.workload import workload_from_dict
 from gpufleet.strict_model import NoBoolNumbers
 from gpufleet.units import HOURS_PER_DAY, HOURS_PER_MONTH
+from gpufleet.validation import MAX_GPU_MEMORY_GIB
 
 #: hours in a week; a weekly profile is scaled to the 730-hour month
 HOURS_PER_WEEK = 7 * HOURS_PER_DAY
@@ -110,11 +111,11 @@ class DemandSpec(_Strict):
 
 class ResourcesSpec(_Strict):
     gpus: list[str] = Field(default_factory=list)
-    min_gpu_memory_gib: float = Field(0.0, ge=0)
+    min_gpu_memory_gib: float = Field(0.0, ge=0, le=MAX_GPU_MEMORY_GIB)
     gpus_per_replica: int = Field(1, ge=0, le=64)
     replicas: int = Field(1, ge=1, le=10_000)
-    vcpus: float = Field(0.0, ge=0)
-    ram_gib: float = Field(0.0, ge=0)
+    vcpus: float = Field(0.0, ge=0, le=100_000)  # the largest machines have ~10^3 vCPUs
+    ram_gib: float = Field(0.0, ge=0, le=1_000_000)  # and ~10^4 GiB of RAM: typo guards
     arch: list[Literal["arm64", "x86_64"]] = Field(default_factory=list)
     job: bool = False  # checkpointed batch/training job (spot: checkpoint/restart slowdown, not replicas)
 
@@ -128,9 +129,10 @@ class ResourcesSpec(_Strict):
 class DataSpec(_Strict):
     provider: str
     region: str
-    size_gib: float = Field(0.0, ge=0)
-    transfers_per_month: float = Field(1.0, ge=0)
-    serving_egress_gib_per_month: float = Field(0.0, ge=0)
+    # data sizes and transfers: at most 10^9 GiB (an exabyte) and 10^6 transfers a month (typo guards)
+    size_gib: float = Field(0.0, ge=0, le=1e9)
+    transfers_per_month: float = Field(1.0, ge=0, le=1e6)
+    serving_egress_gib_per_month: float = Field(0.0, ge=0, le=1e9)
 
 
 class CurrentSpec(_Strict):
@@ -153,7 +155,7 @@ class WorkloadEntry(_Strict):
     countries: list[str] = Field(default_factory=list)
     ha_regions: int = Field(1, ge=1, le=8)
     preemptible_fraction: float = Field(0.0, ge=0, le=1)
-    lifetime_months: float = Field(36.0, gt=0)
+    lifetime_months: float = Field(36.0, gt=0, le=1200)  # at most 100 years
     data: DataSpec | None = None
     current: CurrentSpec | None = None
     autoscaling_savings_pct: float | None = Field(None, ge=0, lt=100)

@@ -20,7 +20,7 @@ from gpufleet.recommend.perf import DefaultEstimator, Estimator
 from gpufleet.recommend.scenarios import get_scenario, get_scenario_set
 from gpufleet.recommend.types import Migration, Recommendation, ScenarioResult, ScenarioSetResult, Workload
 from gpufleet.recommend.workload import read_workload_file, workload_from_dict
-from gpufleet.validation import check_context, checked_output
+from gpufleet.validation import MAX_RANKED, check_context, check_count, checked_output
 
 R = TypeVar("R", Recommendation, Migration)
 
@@ -157,6 +157,13 @@ def _check_workload_context(w: Workload) -> None:
     check_context(arch.id, arch.max_position_embeddings, w.input_len_tokens, w.output_len_tokens)
 
 
+def _ranked_rows(top: int | None, limit: int) -> int:
+    """The number of ranked candidates to return: ``top`` (the CLI's name) or ``limit``, 1 to MAX_RANKED."""
+    value = check_count("top", top if top is not None else limit, maximum=MAX_RANKED, flag="--top (limit)")
+    assert value is not None
+    return value
+
+
 @checked_output("recommendation")
 def recommend(
     workload: Workload | Mapping[str, Any] | str | Path | None = None,
@@ -179,9 +186,7 @@ def recommend(
     (the format of `gpufleet catalog commitments`). ``top`` is the CLI's name for ``limit``.
     Never raises for an unmet SLO, budget or memory: those are statuses of the :class:`Recommendation`.
     """
-    limit = top if top is not None else limit
-    if limit < 1:
-        raise InputError(f"limit = {limit}; it must be >= 1 (the number of ranked candidates returned).")
+    limit = _ranked_rows(top, limit)
     w = as_workload(workload, **fields)
     _check_workload_context(w)
     table, est, spot = _engine_inputs(offers, estimator, spot_assumptions)
@@ -214,7 +219,7 @@ def migrate(
 
     Takes the same keywords as :func:`recommend`, plus ``current_instance``, ``current_provider``,
     ``current_count`` and ``current_region`` (the CLI's names) for the deployment of today."""
-    limit = top if top is not None else limit
+    limit = _ranked_rows(top, limit)
     w = as_workload(workload, **fields)
     _check_workload_context(w)
     table, est, spot = _engine_inputs(offers, estimator, spot_assumptions)
@@ -270,6 +275,7 @@ def run_scenario(
     limit: int = 10,
 ) -> ScenarioResult:
     """Run one shipped scenario (``UnknownNameError`` with close matches for an unknown name)."""
+    limit = _ranked_rows(None, limit)
     w = get_scenario(name)
     return evaluate_workload(
         w, offers=offers, estimator=estimator, spot_assumptions=spot_assumptions, limit=limit
@@ -287,6 +293,7 @@ def run_scenario_set(
     progress: Progress | None = None,
 ) -> ScenarioSetResult:
     """Run every scenario of a shipped set; ``progress(done, total, name)`` is called after each."""
+    limit = _ranked_rows(None, limit)
     names = get_scenario_set(name)
     table = offers if offers is not None else load_offers()
     results = []

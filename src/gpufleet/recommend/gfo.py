@@ -9,11 +9,12 @@ workload description, bad values of known fields raise :class:`ConfigFileError` 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from gpufleet.errors import ConfigFileError
+from gpufleet.errors import ConfigFileError, UnknownNameError
 from gpufleet.fileio import document_kind, parse_yaml_or_json, read_user_text
 from gpufleet.recommend.types import Workload
 from gpufleet.recommend.workload import workload_from_dict
@@ -219,10 +220,10 @@ def gfo_entry_to_dict(
         out["train_tokens"] = DEFAULT_GFO_TRAIN_TOKENS
     inst = _pick(entry, "instance_type")
     if inst is not None:
-        inst_type = GFO_INSTANCES.get(str(inst[1]).strip().upper(), str(inst[1]))
-        cur: dict[str, Any] = {"instance_type": inst_type, "provider": "aws"}
+        cur: dict[str, Any] = {"provider": "aws"}
         if (prov := _pick(entry, "provider")) is not None:
-            cur["provider"] = str(prov[1]).lower()
+            cur["provider"] = str(prov[1]).strip().lower()
+        cur["instance_type"] = _instance_type(inst[0], str(inst[1]).strip(), cur["provider"], source, name)
         if (reg := _pick(entry, "region")) is not None:
             cur["region"] = str(reg[1])
         if (gc := _pick(entry, "gpu_count")) is not None:
@@ -231,6 +232,39 @@ def gfo_entry_to_dict(
             cur["count"] = ic[1]
         out["current"] = cur
     return out
+
+
+#: How the guide spells its instance families (messages only; matching is case-insensitive).
+GFO_INSTANCE_NAMES: tuple[str, ...] = ("G4dn", "G5", "G6", "G6e", "P4d", "P4de", "P5", "P5e", "P6")
+
+
+def _instance_type(key: str, value: str, provider: str, source: str, name: str) -> str:
+    """The catalog instance type of a GFO ``current_instance``: a GFO family (``P5``) or an instance type of
+    the provider in the shipped catalog (``p5.48xlarge``); anything else is a :class:`ConfigFileError` with
+    the closest valid names. A provider the shipped catalog lacks (a user catalog's) is not checked here."""
+    family = GFO_INSTANCES.get(value.upper())
+    if family is not None:
+        return family
+    from gpufleet.catalog.offers_io import load_shipped_offers
+
+    table = load_shipped_offers()
+    prov = table.column("provider")
+    if provider not in set(prov.tolist()):
+        return value
+    known = sorted({str(i) for i in table.column("instance_type")[prov == provider]})
+    if value in known:
+        return value
+    error = UnknownNameError(
+        "instance",
+        value,
+        [*GFO_INSTANCE_NAMES, *known] if provider == "aws" else known,
+    )
+    raise ConfigFileError(
+        f"GPU Fleet Optimizer workloads file {source}, entry {name!r}: field {key!r}: {error} Allowed: a GPU "
+        f"Fleet Optimizer instance family ({', '.join(GFO_INSTANCE_NAMES)}) or an instance type of provider "
+        f"{provider} in the catalog (`gpufleet catalog offers --provider {provider}` lists them). Fix the "
+        "name."
+    )
 
 
 def parse_gfo_workloads(
@@ -308,6 +342,7 @@ def parse_gfo_model_config(data: Mapping[str, Any], *, source: str) -> dict[str,
         ref = str(cls).upper()
         if isinstance(entry, Mapping):
             lower = {str(k).lower(): v for k, v in entry.items()}
+            _check_model_numbers(lower, source, str(cls))
             for key in ("model_id", "hf_model_id", "hf_model", "model_name", "example_model"):
                 if isinstance(lower.get(key), str) and lower[key].strip():
                     ref = lower[key].strip()
@@ -324,6 +359,24 @@ def parse_gfo_model_config(data: Mapping[str, Any], *, source: str) -> dict[str,
                     ref = custom_size_ref(float(count))  # a custom size (extra_large: 200) or a changed one
         out[str(cls).upper()] = ref
     return out
+
+
+#: Numeric fields of the guide's model_config.json entries (gpufleet uses only parameter_count_billion; a
+#: bad value in the others is still a mistake in the file).
+_GFO_MODEL_NUMBERS = ("parameter_count_billion", "memory_overhead_multiplier")
+
+
+def _check_model_numbers(entry: Mapping[str, Any], source: str, cls: str) -> None:
+    """Every number of a model_config.json entry is finite; its known numeric fields are positive numbers
+    below 100,000."""
+    for key, value in entry.items():
+        numeric = isinstance(value, int | float) and not isinstance(value, bool)
+        if (key in _GFO_MODEL_NUMBERS and not _number(value)) or (numeric and not math.isfinite(value)):
+            raise ConfigFileError(
+                f"GPU Fleet Optimizer model config {source}, entry {cls!r}: {key} = {value!r} is not a "
+                "finite number (parameter_count_billion and memory_overhead_multiplier: > 0 and below "
+                "100,000). Fix the value."
+            )
 
 
 def _number(v: Any) -> bool:

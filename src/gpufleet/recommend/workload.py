@@ -36,21 +36,25 @@ from gpufleet.units import HOURS_PER_MONTH, MS_PER_S, SECONDS_PER_HOUR
 from gpufleet.validation import (
     MAX_BATCH,
     MAX_CONCURRENCY,
+    MAX_GPU_MEMORY_GIB,
+    MAX_GPUS,
     MAX_HOURS,
+    MAX_PRICE_USD_PER_HOUR,
     MAX_REQUESTS_PER_S,
     MAX_SEQUENCE_TOKENS,
     MAX_TRAIN_TOKENS,
     MAX_USD,
+    MAXIMA,
 )
 
 
-class _Current(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Current(NoBoolNumbers):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     provider: str = "aws"
     instance_type: str
     count: int = Field(1, ge=1, le=4096)
     region: str | None = None
-    gpu_count: int | None = Field(None, ge=1)
+    gpu_count: int | None = Field(None, ge=1, le=MAX_GPUS)
 
 
 class _GpuPreference(BaseModel):
@@ -115,15 +119,15 @@ class WorkloadSpec(NoBoolNumbers):
     providers: list[str] = Field(default_factory=list, max_length=1000)
     regions: list[str] = Field(default_factory=list, max_length=1000)
     gpu_vendors: list[str] = Field(default_factory=list, max_length=100)
-    geos: list[str] = Field(default_factory=list)
-    exclude_providers: list[str] = Field(default_factory=list)
-    provider_classes: list[str] = Field(default_factory=list)
+    geos: list[str] = Field(default_factory=list, max_length=1000)
+    exclude_providers: list[str] = Field(default_factory=list, max_length=1000)
+    provider_classes: list[str] = Field(default_factory=list, max_length=100)
     gpus: list[str] | _GpuPreference = Field(default_factory=list)
-    min_gpu_memory_gib: float | None = Field(None, gt=0)
-    gpus_per_node: list[int] = Field(default_factory=list)
-    max_price_per_gpu_usd_per_hour: float | None = Field(None, gt=0)
+    min_gpu_memory_gib: float | None = Field(None, gt=0, le=MAX_GPU_MEMORY_GIB)
+    gpus_per_node: list[int] = Field(default_factory=list, max_length=1000)
+    max_price_per_gpu_usd_per_hour: float | None = Field(None, gt=0, le=MAX_PRICE_USD_PER_HOUR)
     max_nodes: int = Field(8, ge=1, le=64)
-    runs_per_month: float | None = Field(None, gt=0)
+    runs_per_month: float | None = Field(None, gt=0, le=1e6)
     tier: Literal["dev", "batch", "production"] | None = None
     confidence: Literal["p50", "p90"] = "p90"
     max_risk: Literal["low", "medium", "high"] | None = None
@@ -169,9 +173,11 @@ class WorkloadSpec(NoBoolNumbers):
     @field_validator("gpus_per_node")
     @classmethod
     def _positive_counts(cls, v: list[int]) -> list[int]:
-        bad = [c for c in v if c < 1]
+        bad = [c for c in v if not 1 <= c <= MAXIMA["gpus_per_node"]]
         if bad:
-            raise ValueError(f"GPUs per node must be whole numbers >= 1; got {bad}")
+            raise ValueError(
+                f"GPUs per node must be whole numbers from 1 to {MAXIMA['gpus_per_node']:,.0f}; got {bad}"
+            )
         return v
 
     @field_validator("geos")

@@ -146,7 +146,10 @@ def _catalog_price(gpu: str, per_node: int, spot: bool) -> float:
 
 
 def _resolve_fleet(doc: Any, source: str) -> Fleet:
+    from pydantic import ValidationError
+
     from gpufleet.cost.spot import assumption_for, load_spot_assumptions
+    from gpufleet.simulate.batch_fleet_file import FleetFileIn, describe
 
     if not isinstance(doc, dict) or not isinstance(doc.get("pools"), list) or not doc["pools"]:
         raise ConfigFileError(f"The fleet file {source} needs a non-empty 'pools' list (docs/simulate.md).")
@@ -155,57 +158,45 @@ def _resolve_fleet(doc: Any, source: str) -> Fleet:
         raise ConfigFileError(
             f"The fleet file {source} has unknown keys {unknown}; allowed: pools, teams, off_peak."
         )
+    try:
+        spec = FleetFileIn.model_validate(doc)
+    except ValidationError as exc:
+        raise ConfigFileError(
+            f"The fleet file {source}: {describe(exc)}. Pools need gpu, nodes and kind "
+            f"({', '.join(POOL_KINDS)}); see docs/simulate.md for every key and its unit."
+        ) from None
     pools = []
-    keys = {"name", "gpu", "gpus_per_node", "nodes", "kind", "price_usd_per_node_hour", "provider"}
-    for k, raw in enumerate(doc["pools"]):
-        if not isinstance(raw, dict) or not {"gpu", "nodes", "kind"} <= set(raw) or set(raw) - keys:
-            raise ConfigFileError(
-                f"The fleet file {source}, pool {k}: needs gpu, nodes, kind; allowed keys {sorted(keys)}."
-            )
-        kind = raw["kind"]
-        if kind not in POOL_KINDS:
-            raise ConfigFileError(
-                f"The fleet file {source}, pool {k}: kind {kind!r}; allowed {', '.join(POOL_KINDS)}."
-            )
-        per_node = int(raw.get("gpus_per_node", 8))
-        nodes = int(raw["nodes"])
-        if per_node < 1 or nodes < 1:
-            raise ConfigFileError(f"The fleet file {source}, pool {k}: gpus_per_node and nodes must be >= 1.")
-        price = raw.get("price_usd_per_node_hour")
-        price = (
-            float(price) if price is not None else _catalog_price(str(raw["gpu"]), per_node, kind == "spot")
-        )
-        a = assumption_for(str(raw.get("provider", "*")), load_spot_assumptions())
+    for k, raw in enumerate(spec.pools):
+        price = raw.price_usd_per_node_hour
+        if price is None:
+            price = _catalog_price(raw.gpu, raw.gpus_per_node, raw.kind == "spot")
+        a = assumption_for(raw.provider, load_spot_assumptions())
         pools.append(
             Pool(
-                name=str(raw.get("name", f"pool{k}")),
-                gpu=str(raw["gpu"]),
-                gpus_per_node=per_node,
-                nodes=nodes,
-                kind=kind,
+                name=raw.name or f"pool{k}",
+                gpu=raw.gpu,
+                gpus_per_node=raw.gpus_per_node,
+                nodes=raw.nodes,
+                kind=raw.kind,
                 price_usd_per_node_hour=price,
-                mtbi_h=1.0 / a.interruptions_per_h if kind == "spot" else math.inf,
+                mtbi_h=1.0 / a.interruptions_per_h if raw.kind == "spot" else math.inf,
             )
         )
-    teams = {}
-    for name, q in (doc.get("teams") or {}).items():
-        if not isinstance(q, dict) or set(q) - {"nominal_gpus", "borrowing_limit_gpus"}:
-            raise ConfigFileError(
-                f"The fleet file {source}, team {name}: keys nominal_gpus, borrowing_limit_gpus."
-            )
-        teams[str(name)] = Quota(
-            nominal_gpus=float(q.get("nominal_gpus", math.inf)),
-            borrowing_limit_gpus=float(q.get("borrowing_limit_gpus", math.inf)),
+    names = [p.name for p in pools]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigFileError(
+            f"The fleet file {source}: pool names {dupes} repeat; give each pool its own name."
         )
-    op = doc.get("off_peak")
-    off = None
-    if op is not None:
-        try:
-            off = (float(op["start_hour"]), float(op["end_hour"]), float(op["price_factor"]))
-        except (KeyError, TypeError, ValueError):
-            raise ConfigFileError(
-                f"The fleet file {source}: off_peak needs start_hour, end_hour, price_factor."
-            ) from None
+    teams = {
+        str(name): Quota(
+            nominal_gpus=q.nominal_gpus if q.nominal_gpus is not None else math.inf,
+            borrowing_limit_gpus=q.borrowing_limit_gpus if q.borrowing_limit_gpus is not None else math.inf,
+        )
+        for name, q in (spec.teams or {}).items()
+    }
+    op = spec.off_peak
+    off = None if op is None else (op.start_hour, op.end_hour, op.price_factor)
     return Fleet(pools=tuple(pools), teams=teams, off_peak=off, name=source)
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from gpufleet.errors import InputError
 from gpufleet.units import GB
+from gpufleet.validation import MAX_COLD_START_S
 
 DEFAULT_PROVISIONING_S = 60.0
 DEFAULT_IMAGE_PULL_S = 30.0
@@ -37,6 +38,12 @@ class ColdStart:
             value = getattr(self, name)
             if not (isinstance(value, int | float) and math.isfinite(value) and value >= 0):
                 raise InputError(f"cold start {name} = {value}; it must be a finite number >= 0 s.")
+            if value > MAX_COLD_START_S:
+                raise InputError(
+                    f"cold start {name} = {value:g} s (--cold-start sets provisioning_s); at most "
+                    f"{MAX_COLD_START_S:,.0f} s (one day) is accepted: real cold starts take seconds to ~15 "
+                    "minutes. Pass a realistic value in seconds."
+                )
 
     @property
     def total_s(self) -> float:

@@ -36,6 +36,7 @@ from pathlib import Path
 from gpufleet.errors import ConfigFileError
 from gpufleet.fileio import iter_csv_text, load_structured_file, read_user_text
 from gpufleet.units import SECONDS_PER_HOUR
+from gpufleet.validation import MAX_GPUS, MAX_HOURS
 
 JOB_FORMATS = ("auto", "generic", "pai", "openb", "helios", "philly")
 _GENERIC = ("job_id", "submit_s", "gpus", "duration_s", "priority", "deadline_s", "preemptible", "team")
@@ -307,6 +308,14 @@ def _philly(p: Path) -> list[Job]:
 def _finish(p: Path, jobs: list[Job]) -> tuple[Job, ...]:
     if not jobs:
         raise ConfigFileError(f"The job file {p} has no usable jobs (GPU jobs with a positive duration).")
+    for j in jobs:  # every layout: durations and times within MAX_HOURS, GPU counts within MAX_GPUS
+        times = [t for t in (j.submit_h, j.duration_h, j.deadline_h) if t is not None]
+        if not all(math.isfinite(t) and abs(t) <= MAX_HOURS for t in times) or not 1 <= j.gpus <= MAX_GPUS:
+            raise ConfigFileError(
+                f"The job file {p}, job {j.job_id}: submit {j.submit_h:g} h, duration {j.duration_h} h, "
+                f"{j.gpus} GPUs; times must be finite and within {MAX_HOURS:,.0f} h and GPU counts from 1 "
+                f"to {MAX_GPUS:,}. Check the time unit (seconds) and the row."
+            )
     for a, b in itertools.pairwise(jobs):
         if b.submit_h < a.submit_h:
             raise ConfigFileError(

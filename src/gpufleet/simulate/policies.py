@@ -37,6 +37,7 @@ from typing import Protocol
 
 from gpufleet.errors import InputError
 from gpufleet.units import SECONDS_PER_HOUR
+from gpufleet.validation import MAX_GPUS
 
 #: Knative ``container-concurrency-target-percentage`` default 70 %
 KNATIVE_TARGET_UTILISATION = 0.7
@@ -171,8 +172,16 @@ class ScheduledPolicy:
     name: str = "scheduled"
 
     def __post_init__(self) -> None:
-        if not self.schedule or any(not 0 <= h < 24 or n < 0 for h, n in self.schedule):
-            raise InputError("a schedule is (hour 0-24, replicas >= 0) pairs, e.g. 0:2,9:6,18:3.")
+        if not self.schedule or any(not 0 <= h < 24 or not 0 <= n <= MAX_GPUS for h, n in self.schedule):
+            raise InputError(
+                f"a schedule is (hour 0-24, replicas 0 to {MAX_GPUS:,}) pairs, e.g. 0:2,9:6,18:3."
+            )
+        hours = [h for h, _ in self.schedule]
+        if len(set(hours)) != len(hours):
+            raise InputError(
+                f"the schedule names an hour twice ({sorted(h for h in set(hours) if hours.count(h) > 1)}); "
+                "give each starting hour once, e.g. 0:2,9:6,18:3."
+            )
 
     def count_at(self, clock_s: float) -> int:
         hour = (clock_s / SECONDS_PER_HOUR) % 24.0
@@ -367,6 +376,11 @@ class _Queue:
 Policy = StaticPolicy | ScheduledPolicy | HpaPolicy | KpaPolicy | RayServePolicy | QueuePolicy
 
 
+#: Largest value of a numeric policy parameter: 10^9 (seconds: ~30 years; requests per replica: far beyond any
+#: engine's batch cap); a bound against typos such as 1e300.
+MAX_POLICY_PARAM = 1e9
+
+
 def make_policy(name: str, **params: float | str | tuple[tuple[float, int], ...] | None) -> Policy:
     """A policy by name with keyword parameters (the dataclass fields)."""
     classes: dict[str, type] = {
@@ -385,7 +399,12 @@ def make_policy(name: str, **params: float | str | tuple[tuple[float, int], ...]
     if unknown:
         raise InputError(f"policy {name}: unknown parameters {unknown}. Allowed: {', '.join(allowed)}.")
     for k, v in params.items():
-        if isinstance(v, bool) or (isinstance(v, int | float) and not (math.isfinite(v) and v >= 0)):
-            raise InputError(f"policy {name}: parameter {k} = {v!r} must be a finite number >= 0.")
+        if isinstance(v, bool) or (
+            isinstance(v, int | float) and not (math.isfinite(v) and 0 <= v <= MAX_POLICY_PARAM)
+        ):
+            raise InputError(
+                f"policy {name}: parameter {k} = {v!r} must be a finite number from 0 to "
+                f"{MAX_POLICY_PARAM:g} (seconds, requests per replica or a fraction)."
+            )
     policy: Policy = cls(**params)
     return policy

@@ -439,8 +439,11 @@ def simulate_spot(
     for name, value in (("model", model), ("gpu", gpu), ("precision", precision), ("task", task)):
         if not isinstance(value, str):
             raise InputError(f"{name} must be a name (string), got {value!r}.")
-    if provider is not None and not isinstance(provider, str):
-        raise InputError(f"provider must be a name (string), got {provider!r}.")
+    if provider is not None and (not isinstance(provider, str) or not provider.strip()):
+        raise InputError(
+            f"provider must be a provider name such as aws (see `gpufleet catalog offers`), got "
+            f"{provider!r}; leave it out to search every provider."
+        )
     arch = resolve_model(model)
     est = estimate_training(
         model=arch,

@@ -14,6 +14,10 @@ from pathlib import Path
 from gpufleet.errors import ConfigFileError
 from gpufleet.fileio import load_structured_file
 
+#: Longest tick of a trace [s]: one day; and most instances per tick: 10^6 (the traces probe 1-16 nodes).
+MAX_GAP_S = 86_400.0
+MAX_INSTANCES = 1_000_000
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SpotTrace:
@@ -36,14 +40,25 @@ def read_spot_trace(path: str | Path) -> SpotTrace:
         raise ConfigFileError(f"{where} has unknown keys {unknown}; allowed: metadata, data, prices.")
     meta = doc["metadata"]
     gap = meta.get("gap_seconds") if isinstance(meta, dict) else None
-    if not isinstance(gap, int | float) or isinstance(gap, bool) or gap <= 0:
-        raise ConfigFileError(f"{where}: metadata.gap_seconds must be a number > 0 (seconds per tick).")
+    if not isinstance(gap, int | float) or isinstance(gap, bool) or not 0 < gap <= MAX_GAP_S:
+        raise ConfigFileError(
+            f"{where}: metadata.gap_seconds = {gap!r}; it must be a number of seconds per tick, > 0 and at "
+            f"most {MAX_GAP_S:,.0f} (one day; the SkyPilot traces tick every 600 s)."
+        )
     data = doc["data"]
     if not isinstance(data, list) or not data:
         raise ConfigFileError(f"{where}: 'data' must be a non-empty list of instance counts per tick.")
     out = []
     for k, v in enumerate(data):
-        if isinstance(v, bool) or not isinstance(v, int | float) or v < 0 or v != int(v):
-            raise ConfigFileError(f"{where}: data[{k}] = {v!r}; each tick holds a whole count >= 0.")
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, int | float)
+            or not 0 <= v <= MAX_INSTANCES
+            or v != int(v)
+        ):
+            raise ConfigFileError(
+                f"{where}: data[{k}] = {v!r}; each tick holds a whole count of instances from 0 to "
+                f"{MAX_INSTANCES:,}."
+            )
         out.append(int(v))
     return SpotTrace(name=p.name, gap_s=float(gap), capacity=tuple(out))

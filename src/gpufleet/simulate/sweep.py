@@ -89,12 +89,33 @@ def read_sweep_spec(path: str | Path) -> SweepSpec:
         or not all(isinstance(v, list) and v for v in grid.values())
     ):
         raise ConfigFileError(f"The sweep spec {p}: base is a mapping, grid maps names to non-empty lists.")
-    if not isinstance(seeds, list) or not all(isinstance(s, int) and s >= 0 for s in seeds):
+    if not isinstance(seeds, list) or not all(
+        isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds
+    ):
         raise ConfigFileError(f"The sweep spec {p}: seeds is a list of integers >= 0.")
-    for k in ("trace", "jobs", "fleet", "interruptions"):  # paths relative to the spec file
-        if isinstance(base.get(k), str) and not Path(base[k]).is_absolute():
-            base[k] = str((p.parent / base[k]).resolve())
+    if len(set(seeds)) != len(seeds):
+        raise ConfigFileError(
+            f"The sweep spec {p}: seeds {seeds} repeat a seed (the same runs twice); give each seed once."
+        )
+    for k in ("trace", "jobs", "fleet", "interruptions"):  # file paths, relative to the spec file
+        optional = k in ("fleet", "interruptions")
+        values = ([base[k]] if k in base else []) + list(grid.get(k, []))
+        bad = [v for v in values if not (isinstance(v, str) and v.strip()) and not (optional and v is None)]
+        if bad:
+            raise ConfigFileError(
+                f"The sweep spec {p}: {k} = {bad[0]!r}; {k} is the path of a file (text, relative to the "
+                "spec's folder or absolute). Write the path."
+            )
+        if isinstance(base.get(k), str):
+            base[k] = _relative_to(p, base[k])
+        if k in grid:
+            grid[k] = [_relative_to(p, v) if isinstance(v, str) else v for v in grid[k]]
     return SweepSpec(kind=doc["kind"], base=base, grid=grid, seeds=tuple(seeds))
+
+
+def _relative_to(spec: Path, path: str) -> str:
+    """``path`` as written in the sweep spec ``spec``: relative paths are relative to the spec's folder."""
+    return path if Path(path).is_absolute() else str((spec.parent / path).resolve())
 
 
 @cache
@@ -243,6 +264,10 @@ def run_sweep(
     progress: Callable[[int, int], None] | None = None,
 ) -> SweepResult:
     """Run every configuration of ``spec`` (module doc); ``progress(done, total)`` after each run."""
+    if parquet:
+        from gpufleet.fileio import check_output_path
+
+        check_output_path(parquet, what="Parquet file (--parquet)")  # before the runs, not after them
     if engine not in ENGINES:
         raise InputError(f"engine {engine!r} is unknown. Allowed: {', '.join(ENGINES)}.")
     check_sweep_spec(spec)
@@ -329,4 +354,4 @@ def write_parquet(path: Path, columns: Sequence[str], rows: Sequence[Sequence[An
     table = pa.table({c: [r[k] for r in rows] for k, c in enumerate(columns)})
     buf = io.BytesIO()
     pq.write_table(table, buf)
-    atomic_write_bytes(Path(path), buf.getvalue())
+    atomic_write_bytes(Path(path), buf.getvalue(), what="Parquet file (--parquet)")

@@ -14,13 +14,14 @@ Accepted layouts (``fmt="auto"`` picks one from the header or the file suffix):
   error, so that a misspelt column is never ignored).
 
 Every file goes through :mod:`gpufleet.fileio`. Timestamps must be non-decreasing (a trace is replayed in
-order; sort it first), token counts non-negative integers, and output tokens >= 1 (the estimator's TTFT is
+order; sort it first), token counts whole numbers from 0 to ``MAX_SEQUENCE_TOKENS`` (a fraction such as 12.5
+is an error, never rounded), and output tokens >= 1 (the estimator's TTFT is
 the first output token).
 """
 
 from __future__ import annotations
 
-import json
+import math
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -29,8 +30,9 @@ import numpy as np
 import numpy.typing as npt
 
 from gpufleet.errors import ConfigFileError, InputError
-from gpufleet.fileio import iter_csv_text, read_user_text
+from gpufleet.fileio import iter_csv_text, loads_json_strict, read_user_text
 from gpufleet.units import MS_PER_S, SECONDS_PER_HOUR
+from gpufleet.validation import MAX_SEQUENCE_TOKENS
 
 #: largest trace file read [bytes]: 1 GiB (a week of the Azure 2024 trace is ~0.7 GB)
 TRACE_MAX_BYTES = 1024 * 1024 * 1024
@@ -182,6 +184,25 @@ def _number(p: Path, line: int, column: str, raw: str) -> float:
     return v
 
 
+def _tokens(p: Path, line: int, column: str, raw: object) -> float:
+    """A token count: a whole number in [0, :data:`MAX_SEQUENCE_TOKENS`] (``12.5`` tokens is a data error,
+    not something to round silently)."""
+    if isinstance(raw, bool) or not isinstance(raw, str | int | float):
+        raise ConfigFileError(
+            f"The request trace {p}, line {line}: {column} = {raw!r} is not a number; token counts are "
+            "whole numbers >= 0."
+        )
+    v = _number(p, line, column, raw) if isinstance(raw, str) else float(raw)
+    if not math.isfinite(v) or v < 0:
+        return v  # non-finite and negative counts: make_trace names the request
+    if not v.is_integer() or v > MAX_SEQUENCE_TOKENS:
+        raise ConfigFileError(
+            f"The request trace {p}, line {line}: {column} = {raw!r}; token counts must be finite whole "
+            f"numbers from 0 to {MAX_SEQUENCE_TOKENS:,} (the longest context any model has). Fix the row."
+        )
+    return v
+
+
 def _read_csv(p: Path, text: str, fmt: str) -> RequestTrace:
     layout = {"azure": _AZURE, "burstgpt": _BURST, "generic": _GENERIC}[fmt]
     rows = iter_csv_text(text, source=f"The request trace {p}")
@@ -219,20 +240,20 @@ def _read_csv(p: Path, text: str, fmt: str) -> RequestTrace:
             if first_dt is None:
                 first_dt = dt
             t.append((dt - first_dt).total_seconds())
-            i.append(_number(p, line, "ContextTokens", cells[1]))
-            o.append(_number(p, line, "GeneratedTokens", cells[2]))
+            i.append(_tokens(p, line, "ContextTokens", cells[1]))
+            o.append(_tokens(p, line, "GeneratedTokens", cells[2]))
         elif fmt == "burstgpt":
-            out = _number(p, line, "Response tokens", cells[3])
+            out = _tokens(p, line, "Response tokens", cells[3])
             if out == 0:
                 dropped += 1
                 continue
             t.append(_number(p, line, "Timestamp", cells[0]))
-            i.append(_number(p, line, "Request tokens", cells[2]))
+            i.append(_tokens(p, line, "Request tokens", cells[2]))
             o.append(out)
         else:
             t.append(_number(p, line, "timestamp_s", cells[0]))
-            i.append(_number(p, line, "input_tokens", cells[1]))
-            o.append(_number(p, line, "output_tokens", cells[2]))
+            i.append(_tokens(p, line, "input_tokens", cells[1]))
+            o.append(_tokens(p, line, "output_tokens", cells[2]))
     tod = 0.0
     if first_dt is not None:
         tod = first_dt.hour * SECONDS_PER_HOUR + first_dt.minute * 60.0 + first_dt.second
@@ -255,9 +276,9 @@ def _read_mooncake(p: Path, text: str) -> RequestTrace:
         if not raw.strip():
             continue
         try:
-            rec = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ConfigFileError(f"The request trace {p}, line {line}: not JSON ({exc.msg}).") from None
+            rec = loads_json_strict(raw)
+        except ValueError as exc:
+            raise ConfigFileError(f"The request trace {p}, line {line}: not valid JSON ({exc}).") from None
         if not isinstance(rec, dict):
             raise ConfigFileError(f"The request trace {p}, line {line}: expected a JSON object per line.")
         missing = [k for k in _MOONCAKE_KEYS if k not in rec]
@@ -271,6 +292,6 @@ def _read_mooncake(p: Path, text: str) -> RequestTrace:
         if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in vals):
             raise ConfigFileError(f"The request trace {p}, line {line}: {_MOONCAKE_KEYS} must be numbers.")
         t.append(float(vals[0]) / MS_PER_S)
-        i.append(float(vals[1]))
-        o.append(float(vals[2]))
+        i.append(_tokens(p, line, "input_length", vals[1]))
+        o.append(_tokens(p, line, "output_length", vals[2]))
     return make_trace(name=p.name, layout="mooncake", arrival_s=t, input_tokens=i, output_tokens=o)

@@ -19,10 +19,11 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator
 
 from gpufleet.errors import ConfigFileError, InputError
 from gpufleet.fileio import load_structured_file, parse_yaml_or_json
+from gpufleet.strict_model import NoBoolNumbers
 from gpufleet.telemetry.analyze import Window
 from gpufleet.telemetry.inventory import InventoryEntry, resolve_cost
 from gpufleet.telemetry.schema import METRICS
@@ -50,8 +51,8 @@ def parse_duration_s(text: str) -> float:
     return float(m.group(1)) * _UNIT_S[m.group(2)]
 
 
-class _RuleIn(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+class _RuleIn(NoBoolNumbers):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, allow_inf_nan=False)
     name: str = Field(pattern=r"^[a-zA-Z_][a-zA-Z0-9_]*$")
     metric: str
     op: Op = ">"

@@ -16,6 +16,7 @@ from gpufleet.telemetry.readers import (
     read_nvidia_smi_csv,
     read_query_range_json,
 )
+from gpufleet.telemetry.readers.common import DCGM_METRICS
 from gpufleet.telemetry.schema import IngestReport, ProblemCounter, SampleBatch
 from gpufleet.telemetry.store import TelemetryStore
 from gpufleet.units import US_PER_S
@@ -60,6 +61,35 @@ def read_file(
         raise InputError(f"Unknown input format {input_format!r}; use one of {', '.join(INPUT_FORMATS)}.")
     text = read_user_text(p, what="telemetry file", max_bytes=MAX_TELEMETRY_FILE_BYTES)
     fmt = detect_format(p, text) if input_format == "auto" else input_format
+    n = _read_text(
+        p, text, fmt, batch=batch, problems=problems, host=host, timezone=timezone, scrape_ts_us=scrape_ts_us
+    )
+    if n == 0:
+        raise ConfigFileError(
+            f"The telemetry file {p} ({fmt}) holds no samples: it is empty or has only comments, headers or "
+            f"HELP/TYPE lines. Expected samples of the metrics {', '.join(EXPECTED_METRICS)} (dcgm-exporter "
+            "names; nvidia-smi CSV rows, Prometheus query_range JSON and CloudWatch CSV carry the same "
+            "metrics). Point gpufleet at a scrape or export that holds data, or leave this file out."
+        )
+    return n
+
+
+#: The metric names the readers map (dcgm-exporter's; listed in the "no samples" message).
+EXPECTED_METRICS: Final[tuple[str, ...]] = tuple(DCGM_METRICS)
+
+
+def _read_text(
+    p: Path,
+    text: str,
+    fmt: str,
+    *,
+    batch: SampleBatch,
+    problems: ProblemCounter,
+    host: str | None,
+    timezone: str | None,
+    scrape_ts_us: int | None,
+) -> int:
+    """Records read from ``text`` in the format ``fmt`` (see :func:`read_file`)."""
     src = str(p)
     if fmt == "nvidia-smi":
         if not timezone:

@@ -28,12 +28,13 @@ from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import ConfigDict, ValidationError
 
 from gpufleet.catalog.pricing import PRICE_KINDS, prices_usd_per_hour
 from gpufleet.catalog.specs import AcceleratorSpec, get_spec
 from gpufleet.errors import ConfigFileError, GpufleetError
 from gpufleet.fileio import load_structured_file, read_csv_file
+from gpufleet.strict_model import NoBoolNumbers
 
 # nvidia-smi / DCGM model names -> spec ids (gpufleet.catalog gpu_specs.csv). Order matters (specific first).
 _MODEL_RULES: Final[tuple[tuple[str, str], ...]] = (
@@ -82,8 +83,8 @@ def spec_for_model(model: str | None) -> AcceleratorSpec | None:
         return None
 
 
-class _Entry(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class _Entry(NoBoolNumbers):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     host: str | None = None
     gpu_uuid: str | None = None
     provider: str
@@ -128,7 +129,12 @@ def load_inventory(path: Path | str) -> tuple[InventoryEntry, ...]:
     p = Path(path)
     rows: list[dict[str, Any]]
     if p.suffix.lower() == ".csv":
-        _, records = read_csv_file(p, what="inventory file", required_columns=("provider", "instance_type"))
+        _, records = read_csv_file(
+            p,
+            what="inventory file",
+            required_columns=("provider", "instance_type"),
+            allowed_columns=tuple(_Entry.model_fields),
+        )
         rows = [{k: v for k, v in r.items() if v.strip()} for _, r in records]
     else:
         doc = load_structured_file(p, what="inventory file")
@@ -136,19 +142,39 @@ def load_inventory(path: Path | str) -> tuple[InventoryEntry, ...]:
             raise ConfigFileError(
                 f"The inventory file {p} needs a list under 'hosts:' (see docs/telemetry.md)."
             )
+        unknown = [str(k) for k in doc if k != "hosts"]
+        if unknown:
+            raise ConfigFileError(
+                f"The inventory file {p} has unknown top-level keys {unknown}; the only one is 'hosts:' (a "
+                "list of entries, docs/telemetry.md). Move them under an entry or remove them."
+            )
         rows = doc["hosts"]
+    if not rows:
+        raise ConfigFileError(
+            f"The inventory file {p} has no entries; give at least one host (or gpu_uuid) with its provider "
+            "and instance_type, or leave --inventory out."
+        )
     out = []
+    seen: dict[tuple[str | None, str | None], int] = {}
     for i, row in enumerate(rows, start=1):
         try:
             e = _Entry.model_validate(row)
         except ValidationError as exc:
             err = exc.errors()[0]
             raise ConfigFileError(
-                f"The inventory file {p}, entry {i}: {'.'.join(str(x) for x in err['loc'])}: {err['msg']}. "
+                f"The inventory file {p}, entry {i}: {'.'.join(str(x) for x in err['loc']) or 'entry'}: "
+                f"{str(err['msg']).removeprefix('Value error, ')}. "
                 "Allowed keys: host, gpu_uuid, provider, instance_type, region, price_kind, team, model."
             ) from None
         if not e.host and not e.gpu_uuid:
             raise ConfigFileError(f"The inventory file {p}, entry {i}: give 'host' (a glob) or 'gpu_uuid'.")
+        key = (e.host, e.gpu_uuid)
+        if key in seen:
+            raise ConfigFileError(
+                f"The inventory file {p}, entry {i} repeats entry {seen[key]} (host {e.host!r}, gpu_uuid "
+                f"{e.gpu_uuid!r}): only the first would ever match. Keep one."
+            )
+        seen[key] = i
         if e.price_kind not in PRICE_KINDS:
             raise ConfigFileError(
                 f"The inventory file {p}, entry {i}: price_kind {e.price_kind!r} is not one of "

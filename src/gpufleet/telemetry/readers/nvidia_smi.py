@@ -17,6 +17,7 @@ from typing import Final
 from zoneinfo import ZoneInfo
 
 from gpufleet.errors import ConfigFileError
+from gpufleet.fileio import MAX_CSV_FIELD_CHARS
 from gpufleet.telemetry.readers.common import add_checked, parse_index
 from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
 from gpufleet.units import GIB, MIB, US_PER_S
@@ -109,6 +110,15 @@ def _timestamp_us(text: str, tz: ZoneInfo) -> int | None:
     return None
 
 
+def _cells(line: str) -> list[str] | None:
+    """The CSV cells of one line, or None when it is not valid CSV (e.g. a field over the size limit)."""
+    csv.field_size_limit(MAX_CSV_FIELD_CHARS)
+    try:
+        return next(csv.reader([line], skipinitialspace=True), [])
+    except csv.Error:
+        return None
+
+
 def read_nvidia_smi_csv(
     text: str, *, source: str, host: str, timezone: str, batch: SampleBatch, problems: ProblemCounter
 ) -> int:
@@ -126,7 +136,12 @@ def read_nvidia_smi_csv(
         raise ConfigFileError(
             f"{source} is empty; an nvidia-smi --query-gpu CSV with a header line is expected."
         )
-    raw_header = next(csv.reader([lines[0]], skipinitialspace=True))
+    raw_header = _cells(lines[0])
+    if raw_header is None:
+        raise ConfigFileError(
+            f"{source}: the header line is not valid CSV (a field over {MAX_CSV_FIELD_CHARS:,} characters or "
+            "a stray quote). Give the CSV that nvidia-smi --query-gpu=... --format=csv writes."
+        )
     keys = [_header_key(h) for h in raw_header]
     if "timestamp" not in keys or not ({"index", "uuid", "gpu_uuid"} & set(keys)):
         raise ConfigFileError(
@@ -141,7 +156,12 @@ def read_nvidia_smi_csv(
     for lineno, line in enumerate(lines[1:], start=2):
         if not line.strip():
             continue
-        cells = next(csv.reader([line], skipinitialspace=True))
+        parsed = _cells(line)
+        if parsed is None:
+            n_lines += 1
+            problems.add(source, "malformed_line", f"line {lineno}: {line[:120]} (not valid CSV)")
+            continue
+        cells = parsed
         if cells and cells[0].strip().lower() == "timestamp" and [_header_key(c) for c in cells] == keys:
             continue  # a repeated header (concatenated logs)
         n_lines += 1

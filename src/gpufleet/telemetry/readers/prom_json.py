@@ -17,6 +17,9 @@ from gpufleet.telemetry.readers.exposition import service_labels
 from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
 from gpufleet.units import US_PER_S
 
+#: Timestamps beyond year 9999 (253,402,300,800 s after 1970) are not a time (``1e300``, a bool, NaN).
+_MAX_UNIX_S = 253_402_300_800.0
+
 
 def read_query_range_json(
     doc: Any,
@@ -85,9 +88,11 @@ def read_query_range_json(
             n += 1
             try:
                 ts_s, value_text = p
+                if isinstance(ts_s, bool) or not -_MAX_UNIX_S < float(ts_s) < _MAX_UNIX_S:
+                    raise ValueError("timestamp out of range")  # also NaN and inf
                 ts_us = round(float(ts_s) * US_PER_S)
                 value = float(value_text)
-            except (TypeError, ValueError):
+            except (TypeError, ValueError, OverflowError):
                 problems.add(
                     where, "malformed_line", f'series {i}: point {p!r} is not [unix_seconds, "value"]'
                 )

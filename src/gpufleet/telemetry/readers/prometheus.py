@@ -8,6 +8,7 @@ saying which and what to do.
 
 from __future__ import annotations
 
+import math
 from typing import Final
 
 import httpx
@@ -16,9 +17,15 @@ from gpufleet.errors import FetchError, InputError
 from gpufleet.telemetry.readers.common import DCGM_METRICS
 from gpufleet.telemetry.readers.prom_json import read_query_range_json
 from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
+from gpufleet.validation import check_number
 
 #: Prometheus refuses a range query with more than 11,000 points per series (web/api/v1 ``maxPoints``).
 MAX_POINTS_PER_SERIES: Final = 11_000
+#: Most points per series over a whole --start..--end range: 10^7 (19 years at 60 s; each 11,000 points is
+#: one request, so this bounds a single ingest to ~900 requests).
+MAX_POINTS_PER_QUERY_RANGE: Final = 10_000_000
+#: Longest --timeout per request [s]: one hour.
+MAX_TIMEOUT_S: Final = 3600.0
 
 
 def metrics_promql(metrics: tuple[str, ...] | None = None) -> str:
@@ -41,6 +48,15 @@ def read_prometheus(
     """Query ``url`` for ``[start_s, end_s]`` at ``step_s`` and add the samples to ``batch``."""
     if not url.startswith(("http://", "https://")):
         raise InputError(f"--prometheus {url!r} is not an http(s) URL. Give e.g. http://prometheus:9090.")
+    check_number("timeout_s", timeout_s, maximum=MAX_TIMEOUT_S, flag="--timeout")
+    if not all(math.isfinite(x) for x in (start_s, end_s, step_s)):
+        raise InputError(f"--start, --end and --step must be finite (got {start_s}, {end_s}, {step_s}).")
+    if end_s > start_s and step_s > 0 and (end_s - start_s) / step_s > MAX_POINTS_PER_QUERY_RANGE:
+        raise InputError(
+            f"--start to --end at --step {step_s:g} s is {(end_s - start_s) / step_s:,.0f} points per "
+            f"series, above the {MAX_POINTS_PER_QUERY_RANGE:,} gpufleet asks a Prometheus for (one year at "
+            "60 s is 525,600). Give a later --start, an earlier --end or a larger --step."
+        )
     if not (end_s > start_s and step_s > 0):
         raise InputError(
             f"The time range is empty or the step is not positive (start {start_s}, end {end_s}, step "
@@ -74,7 +90,7 @@ def read_prometheus(
                 raise FetchError(
                     f"Prometheus at {base} cannot be reached ({type(exc).__name__}: {exc}). Check the URL "
                     "and "
-                    "that the server is up (curl {base}/-/ready)."
+                    f"that the server is up (curl {base}/-/ready)."
                 ) from None
             try:
                 doc = resp.json()
