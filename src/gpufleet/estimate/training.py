@@ -280,7 +280,14 @@ def training_step(
         # backward; the gradients are reduce-scattered during the backward (per layer, as they are ready:
         # PyTorch FSDP, Zhao et al. 2023 sec. 3.3-4; DeepSpeed ZeRO-3 overlap_comm). All of it streams on the
         # same links while the layers compute, so what exceeds ``dp_overlap`` of the step's compute is exposed
-        gather = sum(2.0 * all_gather_s(p * rates.weight_bytes, r, _links(r)) for p, r in groups if p > 0)
+        # LoRA/QLoRA: FSDP and ZeRO-3 shard every parameter, the frozen base included (PyTorch FSDP flat
+        # parameters mix frozen and trainable weights, use_orig_params; DeepSpeed ZeRO-3 partitions all
+        # module parameters; FSDP-QLoRA, Answer.AI 2024, shards the 4-bit base), so each micro-batch gathers
+        # the whole base; only the adapters' gradients are reduced
+        gathered = groups
+        if task in ("lora", "qlora"):
+            gathered = [((pc.total - routed) / (tp * pp), dp), (routed / (tp * pp * ep_eff), dp // ep_eff)]
+        gather = sum(2.0 * all_gather_s(p * rates.weight_bytes, r, _links(r)) for p, r in gathered if p > 0)
         reduce = sum(all_gather_s(p * GRAD_BYTES, r, _links(r)) for p, r in groups if p > 0)
         dp_exposed = max(0.0, micro * gather + reduce - overlap * compute)
     else:
