@@ -1,4 +1,4 @@
-"""ZeRO-3 / FSDP LoRA: the sharded frozen base is gathered every micro-batch, only adapter gradients reduce."""
+"""ZeRO-3 / FSDP LoRA: the sharded frozen base is gathered every micro-batch; adapter gradients reduce."""
 
 from __future__ import annotations
 

@@ -7,8 +7,9 @@ then ZeRO-3, then full recompute. Among the TP degrees that fit at the smallest 
 takes the fastest (engineers tune TP for speed, not only for memory: a larger TP can beat a slow data-parallel
 reduce). Stacks without tensor parallelism (DeepSpeed, plain PyTorch, HF transformers) shard with ZeRO-3/FSDP
 instead; JAX/MaxText (and an unstated stack on a TPU) shards with FSDP alone, no pipeline either, and
-rematerialises fully where selective recompute does not fit (:data:`FSDP_ONLY_STACKS`). Inference: the smallest TP that holds the weights plus a useful KV cache (:data:`USEFUL_CONCURRENCY`
-sequences), replicas beyond.
+rematerialises fully where selective recompute does not fit (:data:`FSDP_ONLY_STACKS`). Inference: the
+smallest TP that holds the weights plus a useful KV cache (:data:`USEFUL_CONCURRENCY` sequences), replicas
+beyond.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ def fsdp_only(spec: AcceleratorSpec, software: str) -> bool:
     """Whether ``software`` on ``spec`` shards with FSDP only (:data:`FSDP_ONLY_STACKS`); an unstated stack on
     a TPU is JAX/XLA, the TPU training stacks (MaxText, PyTorch/XLA FSDP via GSPMD; Cloud TPU docs)."""
     return software in FSDP_ONLY_STACKS or (software == "unknown" and spec.architecture.startswith("TPU"))
+
+
 #: an inference replica is worth running when its KV cache holds at least this many sequences of the
 #: requested context (a named assumption: below ~16 concurrent sequences decode is bandwidth-starved)
 USEFUL_CONCURRENCY = 16
@@ -253,7 +256,8 @@ def training_layout_keys(
         zs = [zero_stage] if zero_stage is not None else zeros
         found: list[LayoutKey] = []
         pp_min: int | None = None
-        pps = [pp] if pp is not None else [1] if fsdp else _pp_candidates(model, gpu_count, tps[0] if tps else 1)
+        auto_pps = [1] if fsdp else _pp_candidates(model, gpu_count, tps[0] if tps else 1)
+        pps = [pp] if pp is not None else auto_pps
         for pp_try in pps:
             if pp_min is not None and pp_try > 4 * pp_min:
                 break  # deeper pipelines than 4x the shallowest that fits only add bubble
