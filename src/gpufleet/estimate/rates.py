@@ -40,7 +40,7 @@ ARCH_EFFICIENCY: dict[str, tuple[str, float]] = {
     "Volta": ("eta_ampere", 0.9),
     "CDNA 2": ("eta_hopper*eta_cdna_rel", 0.9),
     "CDNA 3": ("eta_hopper*eta_cdna_rel", 1.0),
-    "CDNA 4": ("eta_hopper*eta_cdna_rel", 1.0),
+    "CDNA 4": ("eta_hopper*eta_cdna4_rel", 1.0),
 }
 #: architecture-name prefixes of non-GPU accelerators -> (parameter, multiplier)
 ARCH_PREFIX_EFFICIENCY: tuple[tuple[str, str, float], ...] = (
