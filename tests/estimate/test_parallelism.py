@@ -142,3 +142,13 @@ def test_maxtext_and_tpu_shard_with_fsdp_only() -> None:
         global_batch=2048, seq_len=2048, gpus_per_node=512, software="unknown", tp=8,
     )  # fmt: skip
     assert all(lay.tp == 8 and lay.pp == 1 for lay in stated)
+
+
+def test_fsdp_only_stack_uses_tp_when_the_batch_cannot_feed_every_chip() -> None:
+    """MaxText on 4096 chips with 1536 sequences per step: FSDP alone would leave chips without a sequence,
+    so the chooser may shard with TP again (per-device batch below 1 needs ici_tensor_parallelism > 1)."""
+    lays = _train(
+        model=resolve_model("gpt3-175b"), spec=get_spec("TPU-v5p"), precision="int8", gpu_count=4096,
+        global_batch=1536, seq_len=2048, gpus_per_node=4096, software="jax",
+    )  # fmt: skip
+    assert all(lay.dp <= 1536 for lay in lays)

@@ -229,7 +229,9 @@ def training_layout_keys(
     stacks without TP), every TP at the smallest PP that fits; (2) ZeRO-3/FSDP; (3) full recompute. Degrees,
     ZeRO stage or recompute given by the caller are kept fixed.
     """
-    fsdp = fsdp_only(spec, software)
+    # FSDP-only stacks still shard with TP where the batch leaves some chip without a whole sequence
+    # (MaxText sets ici_tensor_parallelism > 1 for per-device batches below 1)
+    fsdp = fsdp_only(spec, software) and global_batch >= gpu_count
     no_tp = software in NO_TP_STACKS or fsdp
     auto_tps = [1] if no_tp else tp_candidates(model, min(gpus_per_node, gpu_count, MAX_AUTO_TP))
     tps = [tp] if tp is not None else auto_tps
