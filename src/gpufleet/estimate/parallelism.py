@@ -231,8 +231,8 @@ def training_layout_keys(
     """
     # FSDP-only stacks still shard with TP where the batch leaves some chip without a whole sequence
     # (MaxText sets ici_tensor_parallelism > 1 for per-device batches below 1)
-    fsdp = fsdp_only(spec, software) and global_batch >= gpu_count
-    no_tp = software in NO_TP_STACKS or fsdp
+    fsdp = fsdp_only(spec, software)
+    no_tp = software in NO_TP_STACKS or (fsdp and global_batch >= gpu_count)
     auto_tps = [1] if no_tp else tp_candidates(model, min(gpus_per_node, gpu_count, MAX_AUTO_TP))
     tps = [tp] if tp is not None else auto_tps
     passes: list[tuple[str, list[int]]] = [

@@ -25,7 +25,13 @@ from gpufleet.estimate.comms import (
     pcie_gb_per_s,
 )
 from gpufleet.estimate.memory import MemoryEstimate, estimate_memory, optimizer_bytes_per_param
-from gpufleet.estimate.parallelism import LayoutKey, default_ep, layout_memory, training_layout_keys
+from gpufleet.estimate.parallelism import (
+    LayoutKey,
+    default_ep,
+    fsdp_only,
+    layout_memory,
+    training_layout_keys,
+)
 from gpufleet.estimate.priors import stack_param
 from gpufleet.estimate.profile import CalibrationProfile, make_interval
 from gpufleet.estimate.rates import (
@@ -287,8 +293,24 @@ def training_step(
         gathered = groups
         if task in ("lora", "qlora"):
             gathered = [((pc.total - routed) / (tp * pp), dp), (routed / (tp * pp * ep_eff), dp // ep_eff)]
-        gather = sum(2.0 * all_gather_s(p * rates.weight_bytes, r, _links(r)) for p, r in gathered if p > 0)
-        reduce = sum(all_gather_s(p * GRAD_BYTES, r, _links(r)) for p, r in groups if p > 0)
+        shard_max = _hybrid_shard_ranks(spec, software, tp * pp, gpus_per_node)
+
+        def _shard(ranks: int) -> int:
+            return ranks if shard_max is None else min(ranks, shard_max)
+
+        gather = sum(
+            2.0 * all_gather_s(p * rates.weight_bytes, _shard(r), _links(_shard(r)))
+            for p, r in gathered
+            if p > 0
+        )
+        reduce = sum(all_gather_s(p * GRAD_BYTES, _shard(r), _links(_shard(r))) for p, r in groups if p > 0)
+        for p, r in groups:  # hybrid sharding: each shard's gradients all-reduce across the replicas
+            if p > 0 and r > _shard(r):
+                dcn = group_link(
+                    spec, group=r // _shard(r), stride=tp * pp * _shard(r), gpus_per_node=gpus_per_node,
+                    link_eff=link_eff, network=network,
+                )  # fmt: skip
+                reduce += all_reduce_s(p / _shard(r) * GRAD_BYTES, r // _shard(r), dcn)
         dp_exposed = max(0.0, micro * gather + reduce - overlap * compute)
     else:
         # pp = 1: one micro-batch per step when memory allows, so the reduce overlaps the whole backward;
@@ -309,6 +331,18 @@ def training_step(
         compute_s=compute, tp_comm_exposed_s=exposed * t_tp, ep_comm_s=ep_exposed + exposed * t_cp,  # TP + PP
         bubble_fraction=bubble, dp_comm_exposed_s=dp_exposed, offload_s=t_offload, optimizer_s=t_opt,
     )  # fmt: skip
+
+
+def _hybrid_shard_ranks(
+    spec: AcceleratorSpec, software: str, model_ranks: int, gpus_per_node: int
+) -> int | None:
+    """Data-parallel ranks one ZeRO-3/FSDP shard group spans: FSDP-only stacks (MaxText) shard inside the
+    scale-up domain and replicate across domains (Multislice: ``ici_fsdp_parallelism`` within a slice,
+    ``dcn_data_parallelism`` across slices, MaxText ``configs/base.yml`` and "Multislice" docs); every other
+    stack shards over all its data-parallel ranks (PyTorch FSDP FULL_SHARD, DeepSpeed ZeRO-3): None."""
+    if not fsdp_only(spec, software):
+        return None
+    return max(gpus_per_node // max(model_ranks, 1), 1)
 
 
 def stage_imbalance(layers: int, pp: int) -> float:
