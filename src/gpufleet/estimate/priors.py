@@ -105,6 +105,12 @@ _PRIOR_TABLE: tuple[tuple[str, float, float, bool, str], ...] = (
      "NeMo enables Transformer Engine userbuffers TP-communication overlap (split GEMM + all-gather / "
      "reduce-scatter pipelining) in its GPT and Llama recipes (NeMo performance docs, 'Communication "
      "overlap')"),
+    ("tp_overlap_xla", 0.6, 0.5, True,
+     "XLA on TPU (JAX/MaxText, the stack of an unstated TPU run) decomposes tensor-parallel all-gathers and "
+     "reduce-scatters into per-shard collective-permutes pipelined with the dependent matmul chunks "
+     "('collective matmul': Wang et al. 2023, 'Overlap communication with dependent computation via "
+     "decomposition in large deep learning models', ASPLOS; MaxText ici_tensor_parallelism uses it via "
+     "GSPMD), the same split-GEMM overlap as Transformer Engine userbuffers (tp_overlap_nemo)"),
     ("ep_overlap", 0.8, 0.3, False,
      "share of the step's compute behind which stacks that overlap it hide the expert-parallel all-to-all: "
      "DeepSeek-V3 DualPipe pairs forward and backward chunks so the all-to-all is hidden at a ~1:1 "

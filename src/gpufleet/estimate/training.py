@@ -229,7 +229,13 @@ def training_step(
             ),
         )  # fmt: skip
         t_ep = 4.0 * (model.num_moe_layers / pp) * stages * micro * a2a
-    tp_ov = "tp_overlap_nemo" if software == "nemo" else "tp_overlap"
+    tp_ov = (
+        "tp_overlap_nemo"
+        if software == "nemo"
+        else "tp_overlap_xla"
+        if fsdp_only(spec, software)
+        else "tp_overlap"
+    )
     exposed = 1.0 - min(profile.param(tp_ov), 1.0)
     v = pipeline_chunks(model, pp, software, profile, virtual_stages)
     if ep_overlapped(software, pp, v):
