@@ -57,6 +57,10 @@ from gpufleet.validation import checked_output
 
 #: bytes per gradient element in the data-parallel reduce (Megatron default: fp32 main grads)
 GRAD_BYTES = 4.0
+#: element-wise traffic of a step with full recompute relative to without: the forward's ~25h elements per
+#: token and layer (2 RMSNorms, 2 residual adds, SwiGLU, rotary) of the ~75h forward + backward are replayed
+#: (Korthikanti et al. 2022 sec. 4-5; the inventory of ``train_elementwise_elems`` in the priors)
+FULL_RECOMPUTE_ELEMENTWISE = 1.0 + 25.0 / 75.0
 #: bytes per parameter all-gathered after the optimizer step (bf16 weights; fp8 training keeps bf16 ones)
 PARAM_BYTES = 2.0
 #: bytes per trainable parameter each way over PCIe per step with the optimizer offloaded to the host:
@@ -183,6 +187,8 @@ def training_step(
     # element-wise work (norms, residual adds, activation functions, rotary) streams activations through
     # memory: ``train_elementwise_elems`` x h 16-bit elements per token and layer, forward + backward
     elem_bytes = profile.param("train_elementwise_elems") * model.hidden_size * ACT_BYTES * model.num_layers
+    if recompute == "full":  # the replayed forward runs its element-wise kernels again: ~25h of the ~75h
+        elem_bytes *= FULL_RECOMPUTE_ELEMENTWISE  # (train_elementwise_elems inventory)
     t_elem = tokens * elem_bytes / n / (rates.mem_bw_bytes_per_s * profile.param("eta_bw"))
     # the pipeline runs at its busiest stage's pace: whole layers per stage, so one holds ceil(L / pp)
     stages = stage_imbalance(model.num_layers, pp)
