@@ -120,3 +120,35 @@ def test_layout_keys_match_the_layouts_with_memory() -> None:
     assert [(k.tp, k.pp, k.dp, k.zero_stage, k.recompute, k.fits) for k in keys] == [
         (x.tp, x.pp, x.dp, x.zero_stage, x.recompute, x.memory.fits) for x in lays
     ]
+
+
+def test_maxtext_and_tpu_shard_with_fsdp_only() -> None:
+    """JAX/MaxText (and an unstated stack on a TPU) keep TP = PP = 1 and FSDP (ZeRO-3); GPT-3 175B on 1024
+    TPU v6e (32 GB each) cannot hold selective recompute's activations at TP 1 (~34 s h bytes per layer,
+    Korthikanti 2022: 34 x 2048 x 12288 x 96 ~ 82 GB), so the chooser rematerialises fully, as MaxText's
+    Trillium GPT-3 run does; a stated TP is kept."""
+    tpu = _train(
+        model=resolve_model("gpt3-175b"), spec=get_spec("TPU-v6e"), precision="int8", gpu_count=1024,
+        global_batch=2048, seq_len=2048, gpus_per_node=1024, software="unknown",
+    )  # fmt: skip
+    assert [(lay.tp, lay.pp, lay.dp, lay.zero_stage, lay.recompute) for lay in tpu] == [
+        (1, 1, 1024, 3, "full")
+    ]
+    jax = _train(software="jax")
+    assert all(lay.tp == 1 and lay.pp == 1 and lay.zero_stage == 3 for lay in jax)
+    assert any(lay.tp > 1 for lay in _train(software="unknown"))  # an unstated stack on GPUs may use TP
+    stated = _train(
+        model=resolve_model("gpt3-175b"), spec=get_spec("TPU-v5p"), precision="int8", gpu_count=512,
+        global_batch=2048, seq_len=2048, gpus_per_node=512, software="unknown", tp=8,
+    )  # fmt: skip
+    assert all(lay.tp == 8 and lay.pp == 1 for lay in stated)
+
+
+def test_fsdp_only_stack_uses_tp_when_the_batch_cannot_feed_every_chip() -> None:
+    """MaxText on 4096 chips with 1536 sequences per step: FSDP alone would leave chips without a sequence,
+    so the chooser may shard with TP again (per-device batch below 1 needs ici_tensor_parallelism > 1)."""
+    lays = _train(
+        model=resolve_model("gpt3-175b"), spec=get_spec("TPU-v5p"), precision="int8", gpu_count=4096,
+        global_batch=1536, seq_len=2048, gpus_per_node=4096, software="jax",
+    )  # fmt: skip
+    assert all(lay.dp <= 1536 and lay.pp == 1 and lay.zero_stage == 3 for lay in lays)

@@ -35,10 +35,14 @@ PCIE_DEFAULT_GB_PER_S = 31.5
 #: platforms: one 400 Gb/s NIC per GPU (Azure ND MI300X v5: 8 x 400 Gb/s InfiniBand per VM; AMD Pensando
 #: Pollara 400 per GPU in MI350-series clusters) = 50 GB/s. Intel Gaudi: 3 of the on-chip RoCE ports per chip
 #: face the scale-out network (HLS-Gaudi2: 6 x 400 GbE per 8 chips = 300 Gb/s per chip; HLS-Gaudi3: 6 x 800
-#: GbE per 8 chips = 600 Gb/s per chip; Intel Gaudi 2 and Gaudi 3 white papers) = 37.5 / 75 GB/s.
+#: GbE per 8 chips = 600 Gb/s per chip; Intel Gaudi 2 and Gaudi 3 white papers) = 37.5 / 75 GB/s. TPU pods of
+#: a Multislice job meet over the data-centre network (DCN): v6e hosts carry 4 x 200 Gb/s NICs per 8 chips
+#: (25.6 Tb/s per 256-chip pod) = 12.5 GB/s per chip, v5e 2 x 100 Gb/s per 8 chips (6.4 Tb/s per pod) =
+#: 3.125 GB/s (Cloud TPU v6e docs, system architecture table); v5p 50 Gb/s per chip = 6.25 GB/s (Cloud TPU
+#: v5p docs, via the catalog's instance_network.csv).
 INTERNODE_GB_PER_S_BY_ARCH: dict[str, float] = {
     "Hopper": 50.0, "Blackwell": 50.0, "Blackwell Ultra": 100.0, "CDNA 3": 50.0, "CDNA 4": 50.0,
-    "Gaudi 2": 37.5, "Gaudi 3": 75.0,
+    "Gaudi 2": 37.5, "Gaudi 3": 75.0, "TPU v5e": 3.125, "TPU v5p": 6.25, "TPU v6e (Trillium)": 12.5,
 }  # fmt: skip
 INTERNODE_DEFAULT_GB_PER_S = 25.0
 #: nodes with fewer GPUs than an HGX baseboard are cloud VMs on plain TCP Ethernet without RDMA, shared by

@@ -6,8 +6,10 @@ node still does not fit; the rest data parallel with ZeRO-1 (distributed optimiz
 then ZeRO-3, then full recompute. Among the TP degrees that fit at the smallest such PP, the performance model
 takes the fastest (engineers tune TP for speed, not only for memory: a larger TP can beat a slow data-parallel
 reduce). Stacks without tensor parallelism (DeepSpeed, plain PyTorch, HF transformers) shard with ZeRO-3/FSDP
-instead. Inference: the smallest TP that holds the weights plus a useful KV cache (:data:`USEFUL_CONCURRENCY`
-sequences), replicas beyond.
+instead; JAX/MaxText (and an unstated stack on a TPU) shards with FSDP alone, no pipeline either, and
+rematerialises fully where selective recompute does not fit (:data:`FSDP_ONLY_STACKS`). Inference: the
+smallest TP that holds the weights plus a useful KV cache (:data:`USEFUL_CONCURRENCY` sequences), replicas
+beyond.
 """
 
 from __future__ import annotations
@@ -29,6 +31,21 @@ from gpufleet.models.arch import ModelArch
 
 #: stacks whose training recipes have no tensor/pipeline parallelism: they shard with ZeRO/FSDP instead
 NO_TP_STACKS = frozenset({"deepspeed", "pytorch", "transformers", "torchtune", "unsloth", "axolotl"})
+#: stacks that shard with FSDP alone, no automatic tensor or pipeline parallelism: MaxText (JAX/XLA GSPMD)
+#: defaults to ``ici_fsdp_parallelism: -1`` (every chip of the slice in the FSDP axis) with
+#: ``ici_tensor_parallelism: 1`` and ``ici_pipeline_parallelism: 1``, and fits memory with ``remat_policy``
+#: (full rematerialisation) rather than more parallelism (MaxText ``configs/base.yml`` and README "Getting
+#: started": scale by FSDP first); its MLPerf GPT-3 runs on Trillium are "FSDP only" (MLPerf Training v4.1
+#: Google cloud-tpu-trillium-1024-maxtext)
+FSDP_ONLY_STACKS = frozenset({"jax"})
+
+
+def fsdp_only(spec: AcceleratorSpec, software: str) -> bool:
+    """Whether ``software`` on ``spec`` shards with FSDP only (:data:`FSDP_ONLY_STACKS`); an unstated stack on
+    a TPU is JAX/XLA, the TPU training stacks (MaxText, PyTorch/XLA FSDP via GSPMD; Cloud TPU docs)."""
+    return software in FSDP_ONLY_STACKS or (software == "unknown" and spec.architecture.startswith("TPU"))
+
+
 #: an inference replica is worth running when its KV cache holds at least this many sequences of the
 #: requested context (a named assumption: below ~16 concurrent sequences decode is bandwidth-starved)
 USEFUL_CONCURRENCY = 16
@@ -212,13 +229,16 @@ def training_layout_keys(
     stacks without TP), every TP at the smallest PP that fits; (2) ZeRO-3/FSDP; (3) full recompute. Degrees,
     ZeRO stage or recompute given by the caller are kept fixed.
     """
-    no_tp = software in NO_TP_STACKS
+    # FSDP-only stacks still shard with TP where the batch leaves some chip without a whole sequence
+    # (MaxText sets ici_tensor_parallelism > 1 for per-device batches below 1)
+    fsdp = fsdp_only(spec, software)
+    no_tp = software in NO_TP_STACKS or (fsdp and global_batch >= gpu_count)
     auto_tps = [1] if no_tp else tp_candidates(model, min(gpus_per_node, gpu_count, MAX_AUTO_TP))
     tps = [tp] if tp is not None else auto_tps
     passes: list[tuple[str, list[int]]] = [
-        ("selective", [1, 3] if no_tp else [1]),
+        ("selective", [3] if fsdp else [1, 3] if no_tp else [1]),
         ("selective", [3]),
-        ("full", [1, 3]),
+        ("full", [3] if fsdp else [1, 3]),
     ]
 
     def fits(t: int, p: int, d: int, e: int, z: int, rc: str) -> bool:
@@ -238,7 +258,9 @@ def training_layout_keys(
         zs = [zero_stage] if zero_stage is not None else zeros
         found: list[LayoutKey] = []
         pp_min: int | None = None
-        for pp_try in [pp] if pp is not None else _pp_candidates(model, gpu_count, tps[0] if tps else 1):
+        auto_pps = [1] if fsdp else _pp_candidates(model, gpu_count, tps[0] if tps else 1)
+        pps = [pp] if pp is not None else auto_pps
+        for pp_try in pps:
             if pp_min is not None and pp_try > 4 * pp_min:
                 break  # deeper pipelines than 4x the shallowest that fits only add bubble
             for t in tps:

@@ -45,7 +45,13 @@ _PRIOR_TABLE: tuple[tuple[str, float, float, bool, str], ...] = (
     ("eta_cdna_rel", 0.7, 0.3, True,
      "AMD CDNA share of peak relative to Hopper's (at most 1): MI300X bf16 GEMMs with tuned hipBLASLt "
      "reach ~600-650 of 1307 TFLOP/s dense vs ~700 of 989 on H100 (SemiAnalysis 'MI300X vs H100 vs H200 "
-     "Training', Dec 2024); CDNA 4 assumed alike until published"),
+     "Training', Dec 2024)"),
+    ("eta_cdna4_rel", 0.7, 0.3, True,
+     "AMD CDNA 4 (MI350X/MI355X) share of peak relative to Hopper's (at most 1): CDNA 3's prior until CDNA 4 "
+     "GEMM sweeps are published, fitted on its own because CDNA 4 rebuilt the matrix path: 2x the 16/8-bit "
+     "matrix rate per CU with the LDS doubled to 160 KB and twice its read bandwidth to feed it, 256 CUs at "
+     "2.4 GHz instead of 304 at 2.1, in a 1400 W envelope (MI355X) vs 750 W for MI300X, whose GEMMs throttle "
+     "their clocks (AMD CDNA 4 architecture white paper, 2025; SemiAnalysis MI300X benchmarks, Dec 2024)"),
     ("eta_gaudi", 0.7, 0.35, True,
      "Gaudi 2/3 MME reaches ~70-80% of its bf16 matrix peak on large GEMMs through the graph compiler "
      "(Intel Gaudi 'Model Performance' pages; Emani et al. 2024 'Toward a holistic performance evaluation "
@@ -99,6 +105,12 @@ _PRIOR_TABLE: tuple[tuple[str, float, float, bool, str], ...] = (
      "NeMo enables Transformer Engine userbuffers TP-communication overlap (split GEMM + all-gather / "
      "reduce-scatter pipelining) in its GPT and Llama recipes (NeMo performance docs, 'Communication "
      "overlap')"),
+    ("tp_overlap_xla", 0.6, 0.5, True,
+     "XLA on TPU (JAX/MaxText, the stack of an unstated TPU run) decomposes tensor-parallel all-gathers and "
+     "reduce-scatters into per-shard collective-permutes pipelined with the dependent matmul chunks "
+     "('collective matmul': Wang et al. 2023, 'Overlap communication with dependent computation via "
+     "decomposition in large deep learning models', ASPLOS; MaxText ici_tensor_parallelism uses it via "
+     "GSPMD), the same split-GEMM overlap as Transformer Engine userbuffers (tp_overlap_nemo)"),
     ("ep_overlap", 0.8, 0.3, False,
      "share of the step's compute behind which stacks that overlap it hide the expert-parallel all-to-all: "
      "DeepSeek-V3 DualPipe pairs forward and backward chunks so the all-to-all is hidden at a ~1:1 "

@@ -40,7 +40,7 @@ ARCH_EFFICIENCY: dict[str, tuple[str, float]] = {
     "Volta": ("eta_ampere", 0.9),
     "CDNA 2": ("eta_hopper*eta_cdna_rel", 0.9),
     "CDNA 3": ("eta_hopper*eta_cdna_rel", 1.0),
-    "CDNA 4": ("eta_hopper*eta_cdna_rel", 1.0),
+    "CDNA 4": ("eta_hopper*eta_cdna4_rel", 1.0),
 }
 #: architecture-name prefixes of non-GPU accelerators -> (parameter, multiplier)
 ARCH_PREFIX_EFFICIENCY: tuple[tuple[str, str, float], ...] = (
@@ -167,16 +167,31 @@ def width_factor(model: ModelArch, profile: CalibrationProfile) -> float:
 MAX_AUTO_TP = 8
 
 
+#: chips of one TPU pod, the largest ICI domain of each generation: a slice never spans pods, so a job on more
+#: chips is a Multislice job whose slices talk over the data-centre network (DCN) (Cloud TPU docs: v2 pod 256
+#: chips, v3 1024, v4 4096, v5e 256, v5p 8960, v6e 256; "Cloud TPU Multislice overview")
+TPU_POD_CHIPS: tuple[tuple[str, int], ...] = (
+    ("TPU v2", 256), ("TPU v3", 1024), ("TPU v4", 4096), ("TPU v5e", 256), ("TPU v5p", 8960),
+    ("TPU v6e", 256),
+)  # fmt: skip
+
+
+def tpu_pod_chips(spec: AcceleratorSpec) -> int | None:
+    """Chips in one pod (ICI domain) of ``spec``'s TPU generation; None for other accelerators."""
+    return next((n for prefix, n in TPU_POD_CHIPS if spec.architecture.startswith(prefix)), None)
+
+
 def scaleup_domain_gpus(spec: AcceleratorSpec, gpu_count: int) -> int:
     """Accelerators that share the scale-up fabric when the caller names no node size.
 
     TPU slices connect every chip over ICI (Cloud TPU v5p/v6e docs: a slice is one ICI torus, no host
-    network between its chips), so the whole slice is one domain; rack-scale NVLink parts state their domain
+    network between its chips), so a slice is one domain, at most a pod (:data:`TPU_POD_CHIPS`; beyond, the
+    slices of a Multislice job meet over DCN); rack-scale NVLink parts state their domain
     (``NVLink 5 (72-GPU domain)`` for GB200 NVL72); everything else is an 8-GPU baseboard
     (:data:`~gpufleet.estimate.comms.DEFAULT_GPUS_PER_NODE`).
     """
     if spec.architecture.startswith("TPU") and spec.has_scaleup_fabric:
-        return max(gpu_count, 1)
+        return max(min(gpu_count, tpu_pod_chips(spec) or gpu_count), 1)
     m = re.search(r"(\d+)-GPU domain", spec.scaleup_interconnect)
     if m and spec.has_scaleup_fabric:
         return max(int(m.group(1)), 1)
@@ -258,6 +273,7 @@ __all__ = [
     "ARCH_PREFIX_EFFICIENCY",
     "MAX_AUTO_TP",
     "NO_TENSOR_CORE_ARCH_WORDS",
+    "TPU_POD_CHIPS",
     "Rates",
     "arch_efficiency_param",
     "geforce_tensor_peak",
@@ -270,5 +286,6 @@ __all__ = [
     "scaleup_domain_gpus",
     "software_key",
     "tp_link",
+    "tpu_pod_chips",
     "width_factor",
 ]

@@ -25,7 +25,13 @@ from gpufleet.estimate.comms import (
     pcie_gb_per_s,
 )
 from gpufleet.estimate.memory import MemoryEstimate, estimate_memory, optimizer_bytes_per_param
-from gpufleet.estimate.parallelism import LayoutKey, default_ep, layout_memory, training_layout_keys
+from gpufleet.estimate.parallelism import (
+    LayoutKey,
+    default_ep,
+    fsdp_only,
+    layout_memory,
+    training_layout_keys,
+)
 from gpufleet.estimate.priors import stack_param
 from gpufleet.estimate.profile import CalibrationProfile, make_interval
 from gpufleet.estimate.rates import (
@@ -51,6 +57,10 @@ from gpufleet.validation import checked_output
 
 #: bytes per gradient element in the data-parallel reduce (Megatron default: fp32 main grads)
 GRAD_BYTES = 4.0
+#: element-wise traffic of a step with full recompute relative to without: the forward's ~25h elements per
+#: token and layer (2 RMSNorms, 2 residual adds, SwiGLU, rotary) of the ~75h forward + backward are replayed
+#: (Korthikanti et al. 2022 sec. 4-5; the inventory of ``train_elementwise_elems`` in the priors)
+FULL_RECOMPUTE_ELEMENTWISE = 1.0 + 25.0 / 75.0
 #: bytes per parameter all-gathered after the optimizer step (bf16 weights; fp8 training keeps bf16 ones)
 PARAM_BYTES = 2.0
 #: bytes per trainable parameter each way over PCIe per step with the optimizer offloaded to the host:
@@ -177,6 +187,8 @@ def training_step(
     # element-wise work (norms, residual adds, activation functions, rotary) streams activations through
     # memory: ``train_elementwise_elems`` x h 16-bit elements per token and layer, forward + backward
     elem_bytes = profile.param("train_elementwise_elems") * model.hidden_size * ACT_BYTES * model.num_layers
+    if recompute == "full":  # the replayed forward runs its element-wise kernels again: ~25h of the ~75h
+        elem_bytes *= FULL_RECOMPUTE_ELEMENTWISE  # (train_elementwise_elems inventory)
     t_elem = tokens * elem_bytes / n / (rates.mem_bw_bytes_per_s * profile.param("eta_bw"))
     # the pipeline runs at its busiest stage's pace: whole layers per stage, so one holds ceil(L / pp)
     stages = stage_imbalance(model.num_layers, pp)
@@ -223,7 +235,13 @@ def training_step(
             ),
         )  # fmt: skip
         t_ep = 4.0 * (model.num_moe_layers / pp) * stages * micro * a2a
-    tp_ov = "tp_overlap_nemo" if software == "nemo" else "tp_overlap"
+    tp_ov = (
+        "tp_overlap_nemo"
+        if software == "nemo"
+        else "tp_overlap_xla"
+        if fsdp_only(spec, software)
+        else "tp_overlap"
+    )
     exposed = 1.0 - min(profile.param(tp_ov), 1.0)
     v = pipeline_chunks(model, pp, software, profile, virtual_stages)
     if ep_overlapped(software, pp, v):
@@ -280,8 +298,31 @@ def training_step(
         # backward; the gradients are reduce-scattered during the backward (per layer, as they are ready:
         # PyTorch FSDP, Zhao et al. 2023 sec. 3.3-4; DeepSpeed ZeRO-3 overlap_comm). All of it streams on the
         # same links while the layers compute, so what exceeds ``dp_overlap`` of the step's compute is exposed
-        gather = sum(2.0 * all_gather_s(p * rates.weight_bytes, r, _links(r)) for p, r in groups if p > 0)
-        reduce = sum(all_gather_s(p * GRAD_BYTES, r, _links(r)) for p, r in groups if p > 0)
+        # LoRA/QLoRA: FSDP and ZeRO-3 shard every parameter, the frozen base included (PyTorch FSDP flat
+        # parameters mix frozen and trainable weights, use_orig_params; DeepSpeed ZeRO-3 partitions all
+        # module parameters; FSDP-QLoRA, Answer.AI 2024, shards the 4-bit base), so each micro-batch gathers
+        # the whole base; only the adapters' gradients are reduced
+        gathered = groups
+        if task in ("lora", "qlora"):
+            gathered = [((pc.total - routed) / (tp * pp), dp), (routed / (tp * pp * ep_eff), dp // ep_eff)]
+        shard_max = _hybrid_shard_ranks(spec, software, tp * pp, gpus_per_node)
+
+        def _shard(ranks: int) -> int:
+            return ranks if shard_max is None else min(ranks, shard_max)
+
+        gather = sum(
+            2.0 * all_gather_s(p * rates.weight_bytes, _shard(r), _links(_shard(r)))
+            for p, r in gathered
+            if p > 0
+        )
+        reduce = sum(all_gather_s(p * GRAD_BYTES, _shard(r), _links(_shard(r))) for p, r in groups if p > 0)
+        for p, r in groups:  # hybrid sharding: each shard's gradients all-reduce across the replicas
+            if p > 0 and r > _shard(r):
+                dcn = group_link(
+                    spec, group=r // _shard(r), stride=tp * pp * _shard(r), gpus_per_node=gpus_per_node,
+                    link_eff=link_eff, network=network,
+                )  # fmt: skip
+                reduce += all_reduce_s(p / _shard(r) * GRAD_BYTES, r // _shard(r), dcn)
         dp_exposed = max(0.0, micro * gather + reduce - overlap * compute)
     else:
         # pp = 1: one micro-batch per step when memory allows, so the reduce overlaps the whole backward;
@@ -302,6 +343,18 @@ def training_step(
         compute_s=compute, tp_comm_exposed_s=exposed * t_tp, ep_comm_s=ep_exposed + exposed * t_cp,  # TP + PP
         bubble_fraction=bubble, dp_comm_exposed_s=dp_exposed, offload_s=t_offload, optimizer_s=t_opt,
     )  # fmt: skip
+
+
+def _hybrid_shard_ranks(
+    spec: AcceleratorSpec, software: str, model_ranks: int, gpus_per_node: int
+) -> int | None:
+    """Data-parallel ranks one ZeRO-3/FSDP shard group spans: FSDP-only stacks (MaxText) shard inside the
+    scale-up domain and replicate across domains (Multislice: ``ici_fsdp_parallelism`` within a slice,
+    ``dcn_data_parallelism`` across slices, MaxText ``configs/base.yml`` and "Multislice" docs); every other
+    stack shards over all its data-parallel ranks (PyTorch FSDP FULL_SHARD, DeepSpeed ZeRO-3): None."""
+    if not fsdp_only(spec, software):
+        return None
+    return max(gpus_per_node // max(model_ranks, 1), 1)
 
 
 def stage_imbalance(layers: int, pp: int) -> float:
