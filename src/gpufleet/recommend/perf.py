@@ -20,6 +20,10 @@ from gpufleet.estimate.types import Interval
 from gpufleet.recommend.types import Workload
 from gpufleet.units import MS_PER_S, SECONDS_PER_HOUR
 
+#: fine-tuning tasks run without pipeline parallelism whenever a layout without it fits (torchtune, HF
+#: Trainer/PEFT, Axolotl and Unsloth shard with FSDP/DeepSpeed ZeRO and offer no pipeline schedule;
+#: docs/recommend.md "Practitioners' rules we check")
+NO_PIPELINE_TASKS: frozenset[str] = frozenset({"lora", "qlora", "full_finetune"})
 #: operating batches (concurrent sequences per replica) tried when latency SLOs bound the batch
 BATCH_LADDER: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
@@ -130,22 +134,38 @@ class DefaultEstimator:
         workload: Workload,
         node_network: NodeNetwork | None = None,
     ) -> Any:
+        """The estimator's fastest fitting layout; for fine-tuning (:data:`NO_PIPELINE_TASKS`) the layout
+        without pipeline parallelism whenever one fits (PP only when needed: the fine-tuning stacks
+        practitioners use, torchtune, Hugging Face Trainer/PEFT, Axolotl, Unsloth, shard with FSDP/ZeRO and
+        have no pipeline schedule)."""
         model = self._model(workload.model)
         from gpufleet.estimate.performance import estimate_training
 
-        return estimate_training(
-            model=model,
-            task=workload.task,
-            gpu=gpu,
-            precision=precision,
-            gpu_count=gpu_count,
-            global_batch=workload.global_batch_sequences,
-            seq_len=workload.seq_len_tokens,
-            train_tokens=workload.train_tokens,
-            gpus_per_node=gpus_per_node,
-            allow_fallback=workload.allow_fallback,
-            node_network=node_network,
-        )
+        def run(pp: int | None) -> Any:
+            return estimate_training(
+                model=model,
+                task=workload.task,
+                gpu=gpu,
+                precision=precision,
+                gpu_count=gpu_count,
+                global_batch=workload.global_batch_sequences,
+                seq_len=workload.seq_len_tokens,
+                train_tokens=workload.train_tokens,
+                gpus_per_node=gpus_per_node,
+                allow_fallback=workload.allow_fallback,
+                node_network=node_network,
+                pp=pp,
+            )
+
+        best = run(None)
+        if workload.task in NO_PIPELINE_TASKS and int(best.pp) > 1:
+            try:
+                flat = run(1)
+            except InputError:
+                return best
+            if flat.fits and flat.time_to_train_s is not None:
+                return flat
+        return best
 
 
 _CALLS: dict[tuple[object, ...], Any] = {}
@@ -496,6 +516,8 @@ def training_configs(
         except InputError:
             continue
         fits = bool(est.fits) and est.time_to_train_s is not None
+        if fits and w.global_batch_sequences % max(int(est.dp), 1):
+            continue  # Megatron-LM/DeepSpeed: the global batch splits evenly over the data-parallel ranks
         if fits:
             t = float(est.time_to_train_s.central)
             stale = 0 if t < best_s * (1.0 - MIN_NODE_GAIN) else stale + 1
