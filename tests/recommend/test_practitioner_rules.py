@@ -2,7 +2,7 @@
 rules we check": each rule there names its source).
 
 An ML platform engineer reads the top picks of ``recommend`` and checks them against the rules of thumb the
-field uses; this module does the same, automatically, over 60 workloads (chat, RAG, long-context and batch
+field uses; this module does the same, automatically, over 63 workloads (chat, RAG, long-context and batch
 serving of 1B-671B dense and MoE models; LoRA, QLoRA and full fine-tuning; pre-training 1B-70B; tiers dev,
 batch and production; on-demand, spot and 1-year pricing; provider classes and geos). One offer table and
 one estimator are shared, so the sweep runs in about half a minute on two cores.
@@ -105,6 +105,10 @@ CASES: tuple[Case, ...] = (
     Case("llama-3.1-70b chat 1y", _serve("llama-3.1-70b", 5, 1000, 60, precision="fp8", pricing="1y")),
     Case("llama-3.1-405b chat fp8", _serve("llama-3.1-405b", 1, 2000, 100, precision="fp8")),
     Case("llama-3.1-405b chat bf16", _serve("llama-3.1-405b", 0.5, 3000, 120)),
+    Case("llama-3.1-405b chat bf16 on H100", _serve("llama-3.1-405b", 0.5, 3000, 150, gpu="H100-SXM")),
+    Case("llama-3.1-8b chat spot production", _serve("llama-3.1-8b", 5, 500, 50, pricing="spot")),
+    Case("qwen2.5-7b chat asia gpu clouds", _serve("qwen2.5-7b", 5, 500, 40, geo="asia",
+                                                   provider_class="gpu_cloud")),
     # --- MoE serving
     Case("mixtral-8x7b chat", _serve("mixtral-8x7b", 3, 1000, 60)),
     Case("mixtral-8x22b chat fp8", _serve("mixtral-8x22b", 2, 1500, 80, precision="fp8")),
