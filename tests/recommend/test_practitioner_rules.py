@@ -297,11 +297,15 @@ def _training_rules(a: _Audit, c: Candidate, w: Workload) -> None:
         flagged = c.risk == "high" and any("plain TCP" in r for r in c.risk_reasons)
         if not ok and not (w.tier == "dev" and flagged):
             a.bad("multi-node-rdma", f"{c.nodes_per_replica} nodes over {c.fabric}")
-    # 12. fine-tuning uses pipeline parallelism only when no layout without it fits (FSDP/ZeRO stacks)
-    if w.task != "pretrain" and c.pp > 1:
+    # 12. pipeline parallelism only when no layout without it fits: fine-tuning with any ZeRO/FSDP stage
+    # (FSDP stacks have no pipeline schedule), pre-training with Megatron's distributed optimizer (ZeRO-1)
+    # and selective recompute
+    if c.pp > 1:
+        flat_kw: dict[str, Any] = {"zero_stage": 1, "recompute": "selective"} if w.task == "pretrain" else {}
         flat = estimate_training(model=w.model, task=w.task, gpu=c.gpu, precision=w.precision,
                                  gpu_count=c.total_gpus, gpus_per_node=c.gpus_per_node, pp=1,
-                                 global_batch=w.global_batch_sequences, seq_len=w.seq_len_tokens)  # fmt: skip
+                                 global_batch=w.global_batch_sequences, seq_len=w.seq_len_tokens,
+                                 **flat_kw)  # fmt: skip
         if flat.fits:
             a.bad("pp-only-when-needed", f"PP{c.pp} although TP{flat.tp} DP{flat.dp} without PP fits")
     # 13. spot training checkpoints (Young's interval is set)

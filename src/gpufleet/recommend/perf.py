@@ -20,10 +20,14 @@ from gpufleet.estimate.types import Interval
 from gpufleet.recommend.types import Workload
 from gpufleet.units import MS_PER_S, SECONDS_PER_HOUR
 
-#: fine-tuning tasks run without pipeline parallelism whenever a layout without it fits (torchtune, HF
-#: Trainer/PEFT, Axolotl and Unsloth shard with FSDP/DeepSpeed ZeRO and offer no pipeline schedule;
-#: docs/recommend.md "Practitioners' rules we check")
+#: fine-tuning tasks run without pipeline parallelism whenever a layout without it fits, with any ZeRO/FSDP
+#: stage and recompute (torchtune, HF Trainer/PEFT, Axolotl and Unsloth shard with FSDP/DeepSpeed ZeRO and
+#: offer no pipeline schedule); pre-training whenever one fits with Megatron-LM's defaults, the distributed
+#: optimizer (ZeRO-1) and selective recompute (NeMo's Llama 3 8B recipes run TP1 PP1; PP enters at 70B+);
+#: docs/recommend.md "Practitioners' rules we check"
 NO_PIPELINE_TASKS: frozenset[str] = frozenset({"lora", "qlora", "full_finetune"})
+#: ZeRO stage and recompute of the pre-training layout without pipeline parallelism (Megatron-LM defaults)
+PRETRAIN_FLAT_LAYOUT: tuple[int, str] = (1, "selective")
 #: operating batches (concurrent sequences per replica) tried when latency SLOs bound the batch
 BATCH_LADDER: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
@@ -134,14 +138,13 @@ class DefaultEstimator:
         workload: Workload,
         node_network: NodeNetwork | None = None,
     ) -> Any:
-        """The estimator's fastest fitting layout; for fine-tuning (:data:`NO_PIPELINE_TASKS`) the layout
-        without pipeline parallelism whenever one fits (PP only when needed: the fine-tuning stacks
-        practitioners use, torchtune, Hugging Face Trainer/PEFT, Axolotl, Unsloth, shard with FSDP/ZeRO and
-        have no pipeline schedule)."""
+        """The estimator's fastest fitting layout, but without pipeline parallelism whenever a layout
+        without it fits (PP only when needed): fine-tuning (:data:`NO_PIPELINE_TASKS`) with any ZeRO/FSDP
+        stage, pre-training with :data:`PRETRAIN_FLAT_LAYOUT`."""
         model = self._model(workload.model)
         from gpufleet.estimate.performance import estimate_training
 
-        def run(pp: int | None) -> Any:
+        def run(pp: int | None, zero_stage: int | None = None, recompute: str | None = None) -> Any:
             return estimate_training(
                 model=model,
                 task=workload.task,
@@ -155,12 +158,14 @@ class DefaultEstimator:
                 allow_fallback=workload.allow_fallback,
                 node_network=node_network,
                 pp=pp,
+                zero_stage=zero_stage,
+                recompute=recompute,
             )
 
         best = run(None)
-        if workload.task in NO_PIPELINE_TASKS and int(best.pp) > 1:
+        if int(best.pp) > 1:
             try:
-                flat = run(1)
+                flat = run(1) if workload.task in NO_PIPELINE_TASKS else run(1, *PRETRAIN_FLAT_LAYOUT)
             except InputError:
                 return best
             if flat.fits and flat.time_to_train_s is not None:
