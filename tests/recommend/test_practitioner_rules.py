@@ -54,8 +54,8 @@ WEIGHTS_SHARE_OF_BUDGET = 0.9
 #: RDMA scale-out fabrics a multi-node training job needs, and their least bandwidth per node [Gb/s]
 #: (NCCL/EFA/IB guides; Megatron-LM and NeMo run multi-node on >= 100 Gb/s RDMA per node)
 MIN_TRAINING_FABRIC_GBPS = 100.0
-#: production serving keeps at least this many replicas (N+1: one can fail or be updated; Kubernetes
-#: PodDisruptionBudget guidance, vLLM production-stack Helm chart replicaCount 2)
+#: production serving keeps at least this many replicas on as many nodes (N+1: one can fail or be updated;
+#: Kubernetes "Disruptions" / PodDisruptionBudget and pod anti-affinity across nodes)
 MIN_PRODUCTION_REPLICAS = 2
 
 
