@@ -15,7 +15,14 @@ from gpufleet.errors import ConfigFileError, InputError
 from gpufleet.estimate.comms import NodeNetwork, inter_node_link
 from gpufleet.estimate.memory_options import fitting_option
 from gpufleet.recommend.api import recommend
-from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, HostRules, _dates, node_network, offer_info
+from gpufleet.recommend.deploy import (
+    DEFAULT_HOST_RULES,
+    HostRules,
+    _dates,
+    node_network,
+    offer_info,
+    trains_across_nodes,
+)
 from gpufleet.recommend.risk import assess, check_max_risk, within
 from gpufleet.recommend.workload import workload_from_dict
 
@@ -135,3 +142,57 @@ def test_commitments_file_prices_aws_1y_and_migrate_names_the_flag(tmp_path: pyt
                   tier="dev", commitments_file=str(f))  # fmt: skip
     assert r.status == "ok" and r.best is not None and r.best.provider == "aws"
     assert r.best.price_kind == "commit_1y"
+
+
+@pytest.mark.parametrize(
+    ("provider", "instance", "gpu", "ok"),
+    [
+        ("aws", "p5.48xlarge", "H100-SXM", True),  # EFA 3,200 Gb/s
+        ("aws", "g6e.12xlarge", "L40S", True),  # EFA 100 Gb/s
+        ("gcp", "a3-highgpu-8g", "H100-SXM", True),  # GPUDirect-TCPX
+        ("gcp", "tpu-v6e-32", "TPU-v6e", True),  # Multislice over DCN
+        ("gcp", "a2-highgpu-8g", "A100-SXM-40GB", False),  # TCP 100 Gb/s, no RDMA
+        ("lambda", "gpu_1x_gh200", "GH200", False),  # TCP 25 Gb/s (assumed)
+        ("vast", "1x-H100_SXM-32-65536", "H100-SXM", False),  # no clusters
+    ],
+)
+def test_multi_node_training_needs_an_rdma_fabric(provider: str, instance: str, gpu: str, ok: bool) -> None:
+    assert trains_across_nodes(fabric_for(provider, instance, gpu)) is ok
+
+
+def test_multi_node_training_over_tcp_only_in_dev() -> None:
+    kw = dict(model="llama-3.1-8b", task="full_finetune", train_tokens=2e9, providers=["lambda"],
+              gpus=["GH200"], limit=50)  # fmt: skip
+    batch = recommend(tier="batch", **kw)  # one GH200 cannot hold it; Lambda clusters are TCP (assumed)
+    assert batch.status == "cannot_fit" and any("RDMA fabric" in n for n in batch.notes)
+    dev = recommend(tier="dev", **kw)
+    multi = [c for c in dev.ranked if c.nodes_per_replica > 1]
+    assert multi and all(c.risk == "high" for c in multi)
+
+
+def test_training_node_counts_split_the_global_batch() -> None:
+    r = recommend(model="llama-3.1-8b", task="pretrain", train_tokens=1e11, gpu_vendors=["NVIDIA"],
+                  deadline_h=168, global_batch_sequences=256, limit=50)  # fmt: skip
+    assert r.ranked and all(256 % c.dp == 0 for c in r.ranked)
+
+
+def test_fine_tuning_runs_without_pipeline_when_it_fits() -> None:
+    r = recommend(model="llama-3.1-8b", task="qlora", train_tokens=2e8, gpus=["RTX-4090"], limit=20)
+    assert r.ranked and all(c.pp == 1 for c in r.ranked)
+
+
+def test_production_replicas_sit_on_separate_nodes() -> None:
+    r = recommend(model="llama-3.1-8b", target_requests_per_s=0.5, ttft_p95_ms=1000, tpot_p95_ms=60, limit=20)
+    assert r.workload.tier == "production" and r.ranked
+    assert all(c.total_nodes >= 2 and c.replicas >= 2 for c in r.ranked)
+
+
+def test_tight_weights_are_a_risk_reason() -> None:
+    w = workload_from_dict({"model": "llama-3.1-70b", "tpot_p95_ms": 60})
+    f = fabric_for("lambda", "gpu_8x_a100", "A100-SXM-40GB")
+    common = dict(provider_class="gpu_cloud", fabric=f, nodes=1, gpu="A100-SXM-40GB",
+                  precision_fallback=False, price_kind="on_demand", price_age_days=10.0, host_known=True,
+                  interval=None)  # fmt: skip
+    _, tight = assess(w, weights_share=0.82, **common)  # type: ignore[arg-type]
+    _, roomy = assess(w, weights_share=0.6, **common)  # type: ignore[arg-type]
+    assert any("weights fill 82%" in r for r in tight) and not any("weights fill" in r for r in roomy)

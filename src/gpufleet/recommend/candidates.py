@@ -30,6 +30,7 @@ from gpufleet.recommend.deploy import (
     STALE_PRICE_DAYS,
     HostRules,
     offer_info,
+    trains_across_nodes,
 )
 from gpufleet.recommend.filters import filter_mask
 from gpufleet.recommend.perf import (
@@ -217,6 +218,7 @@ def build_candidates(
     prices = node_prices_usd_per_hour(table, kind, w.commitments_file)
     with np.errstate(invalid="ignore"):
         elig &= np.isfinite(prices) & (prices > 0)
+    notes: list[str] = []
     prov_names, prov_codes = text_codes(table, "provider")
     rows_by_provider = [assumption_for(str(p), spot_assumptions) for p in prov_names]
     train_luts: dict[int, tuple[F64, B]] = {}
@@ -239,12 +241,24 @@ def build_candidates(
         return paid_luts[(units, nodes)]
 
     configs: list[Config] = []
-    notes: list[str] = []
     offer_parts: list[I64] = []
     sizes: list[int] = []
     info = offer_info(table)
-    # training estimates depend on the offer's network; inference ones only on whether it forms clusters
+    # training estimates depend on the offer's network; inference ones only on whether it forms clusters.
+    # A training job spans nodes only over an RDMA fabric at >= 100 Gb/s (or TPU Multislice); plain TCP
+    # clusters run it on one node, except in the dev tier (deploy.trains_across_nodes)
     group_of = info.network_index if w.is_training else info.multi_node.astype(np.int64)
+    if w.is_training and w.tier != "dev":
+        scale_out = np.array([trains_across_nodes(f) for f in info.fabrics] or [False], dtype=bool)
+        group_of = np.where(scale_out[info.fabric_index], group_of, -1)
+        tcp = elig & info.multi_node & ~scale_out[info.fabric_index]
+        if w.max_nodes > 1 and tcp.any():
+            notes.append(
+                f"{int(tcp.sum())} offers form clusters only over TCP or below 100 Gb/s per node (e.g. "
+                f"{_some_offer(table, tcp)}): training runs on one node of them; multi-node training needs "
+                "an RDMA fabric (InfiniBand, RoCE, EFA, GPUDirect) or TPU Multislice. tier: dev allows it "
+                "(high risk)."
+            )
     for (gpu, g), rows in shape_index(table).items():
         offers = rows[elig[rows]]
         if offers.size == 0:
@@ -253,7 +267,10 @@ def build_candidates(
         lo, hi = int(grp.min()), int(grp.max())
         for n_i in (lo,) if lo == hi else np.unique(grp):
             sub = offers if lo == hi else offers[grp == n_i]
-            net = info.networks[int(n_i)] if w.is_training else (ANY_NETWORK if n_i else None)
+            if w.is_training:
+                net = info.networks[int(n_i)] if n_i >= 0 else None
+            else:
+                net = ANY_NETWORK if n_i else None
             for cfg in cached_configs(est, w, gpu, g, net):
                 if cfg.fits:
                     configs.append(cfg)
@@ -284,9 +301,8 @@ def build_candidates(
             tuple(configs), cfg_i, lambda c: rate_at_confidence(c.unit_output_tokens_per_s, w)
         )
         need = np.maximum(need, np.ceil(target / unit_tput - 1e-9).astype(np.int64))
-    if not w.is_training and w.min_replicas > 1 and cfg_i.size:
-        per_unit = _cfg_array(tuple(configs), cfg_i, lambda c: max(c.replicas_per_unit, 1))
-        need = np.maximum(need, np.ceil(w.min_replicas / per_unit - 1e-9).astype(np.int64))
+    if not w.is_training and w.min_replicas > 1 and cfg_i.size:  # replicas on >= 2 separate nodes
+        need = np.maximum(need, w.min_replicas)
     paid = need.copy()
     factor = np.ones(offer.shape)
     valid = np.ones(offer.shape, dtype=bool)
@@ -311,6 +327,12 @@ def build_candidates(
         )
     offer, cfg_i, need, paid, factor = offer[valid], cfg_i[valid], need[valid], paid[valid], factor[valid]
     return _cost(table, w, tuple(configs), kind, billed_h, prices, offer, cfg_i, need, paid, factor, notes)
+
+
+def _some_offer(table: OfferTable, mask: B) -> str:
+    """'provider instance' of the first row of ``mask``."""
+    r = int(np.flatnonzero(mask)[0])
+    return f"{table.column('provider')[r]} {table.column('instance_type')[r]}"
 
 
 def _host_ok(

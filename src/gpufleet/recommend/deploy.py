@@ -64,6 +64,26 @@ class HostRules:
 
 DEFAULT_HOST_RULES = HostRules()
 
+#: least scale-out bandwidth per node [Gb/s] for a training job over several nodes: every multi-node
+#: recipe of the field runs data/pipeline parallel collectives over RDMA at >= 100 Gb/s per node (NCCL
+#: over InfiniBand/RoCE/EFA: NVIDIA DGX SuperPOD reference architecture 8 x 400 Gb/s IB per node; AWS
+#: "EFA for ML training" on p4d/p5; Azure ND-series InfiniBand; GCP GPUDirect-TCPX/RDMA on A3/A4); a plain
+#: TCP NIC (25-100 Gb/s) leaves the all-reduce of a large model's gradients exposed for minutes per step
+MIN_TRAINING_SCALE_OUT_GBPS = 100.0
+
+
+def trains_across_nodes(f: Fabric) -> bool:
+    """True where a training job may span several nodes of this offer: an RDMA fabric (InfiniBand, RoCE,
+    EFA, GPUDirect-TCPX/RDMA) at >= :data:`MIN_TRAINING_SCALE_OUT_GBPS` per node, or TPU slices joined over
+    Google's data-centre network (Multislice: data parallelism across slices over DCN, the documented
+    scale-out of TPU training, cloud.google.com/tpu/docs/multislice-introduction). Plain TCP clusters are
+    left to the ``dev`` tier (docs/recommend.md, "Practitioners' rules we check")."""
+    if not f.multi_node:
+        return False
+    if f.kind.startswith("TPU"):
+        return True
+    return f.rdma and f.gbps_per_node >= MIN_TRAINING_SCALE_OUT_GBPS - 1e-9
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OfferInfo:
@@ -222,9 +242,11 @@ def offer_info(table: OfferTable) -> OfferInfo:
 
 __all__ = [
     "DEFAULT_HOST_RULES",
+    "MIN_TRAINING_SCALE_OUT_GBPS",
     "STALE_PRICE_DAYS",
     "HostRules",
     "OfferInfo",
     "node_network",
     "offer_info",
+    "trains_across_nodes",
 ]

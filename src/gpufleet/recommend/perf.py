@@ -20,6 +20,14 @@ from gpufleet.estimate.types import Interval
 from gpufleet.recommend.types import Workload
 from gpufleet.units import MS_PER_S, SECONDS_PER_HOUR
 
+#: fine-tuning tasks run without pipeline parallelism whenever a layout without it fits, with any ZeRO/FSDP
+#: stage and recompute (torchtune, HF Trainer/PEFT, Axolotl and Unsloth shard with FSDP/DeepSpeed ZeRO and
+#: offer no pipeline schedule); pre-training whenever one fits with Megatron-LM's defaults, the distributed
+#: optimizer (ZeRO-1) and selective recompute (NeMo's Llama 3 8B recipes run TP1 PP1; PP enters at 70B+);
+#: docs/recommend.md "Practitioners' rules we check"
+NO_PIPELINE_TASKS: frozenset[str] = frozenset({"lora", "qlora", "full_finetune"})
+#: ZeRO stage and recompute of the pre-training layout without pipeline parallelism (Megatron-LM defaults)
+PRETRAIN_FLAT_LAYOUT: tuple[int, str] = (1, "selective")
 #: operating batches (concurrent sequences per replica) tried when latency SLOs bound the batch
 BATCH_LADDER: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
@@ -130,22 +138,39 @@ class DefaultEstimator:
         workload: Workload,
         node_network: NodeNetwork | None = None,
     ) -> Any:
+        """The estimator's fastest fitting layout, but without pipeline parallelism whenever a layout
+        without it fits (PP only when needed): fine-tuning (:data:`NO_PIPELINE_TASKS`) with any ZeRO/FSDP
+        stage, pre-training with :data:`PRETRAIN_FLAT_LAYOUT`."""
         model = self._model(workload.model)
         from gpufleet.estimate.performance import estimate_training
 
-        return estimate_training(
-            model=model,
-            task=workload.task,
-            gpu=gpu,
-            precision=precision,
-            gpu_count=gpu_count,
-            global_batch=workload.global_batch_sequences,
-            seq_len=workload.seq_len_tokens,
-            train_tokens=workload.train_tokens,
-            gpus_per_node=gpus_per_node,
-            allow_fallback=workload.allow_fallback,
-            node_network=node_network,
-        )
+        def run(pp: int | None, zero_stage: int | None = None, recompute: str | None = None) -> Any:
+            return estimate_training(
+                model=model,
+                task=workload.task,
+                gpu=gpu,
+                precision=precision,
+                gpu_count=gpu_count,
+                global_batch=workload.global_batch_sequences,
+                seq_len=workload.seq_len_tokens,
+                train_tokens=workload.train_tokens,
+                gpus_per_node=gpus_per_node,
+                allow_fallback=workload.allow_fallback,
+                node_network=node_network,
+                pp=pp,
+                zero_stage=zero_stage,
+                recompute=recompute,
+            )
+
+        best = run(None)
+        if int(best.pp) > 1:
+            try:
+                flat = run(1) if workload.task in NO_PIPELINE_TASKS else run(1, *PRETRAIN_FLAT_LAYOUT)
+            except InputError:
+                return best
+            if flat.fits and flat.time_to_train_s is not None:
+                return flat
+        return best
 
 
 _CALLS: dict[tuple[object, ...], Any] = {}
@@ -496,6 +521,8 @@ def training_configs(
         except InputError:
             continue
         fits = bool(est.fits) and est.time_to_train_s is not None
+        if fits and w.global_batch_sequences % max(int(est.dp), 1):
+            continue  # Megatron-LM/DeepSpeed: the global batch splits evenly over the data-parallel ranks
         if fits:
             t = float(est.time_to_train_s.central)
             stale = 0 if t < best_s * (1.0 - MIN_NODE_GAIN) else stale + 1

@@ -36,7 +36,7 @@ from gpufleet.errors import InputError, UnsupportedError
 from gpufleet.estimate.types import Interval
 from gpufleet.recommend.candidates import CandidateSet
 from gpufleet.recommend.deploy import STALE_PRICE_DAYS, offer_info
-from gpufleet.recommend.perf import Estimator, configs_for, slo_gap, target_output_tokens_per_s
+from gpufleet.recommend.perf import Config, Estimator, configs_for, slo_gap, target_output_tokens_per_s
 from gpufleet.recommend.risk import assess, within
 from gpufleet.recommend.types import OBJECTIVES, RISK_LEVELS, Candidate, SpotCost, Workload
 from gpufleet.units import SECONDS_PER_HOUR, SECONDS_PER_MINUTE
@@ -164,7 +164,13 @@ def _row_risk(cs: CandidateSet, w: Workload, row: int) -> tuple[str, tuple[str, 
         local_zone=bool(info.local_zone[o]),
         gpus_per_replica=cfg.gpus_per_replica,
         ep=cfg.ep,
+        weights_share=weights_share(cfg),
     )
+
+
+def weights_share(cfg: Config) -> float:
+    """Weights per GPU over the GPU's memory (risk: little KV-cache room when high)."""
+    return cfg.weights_per_gpu_gib / cfg.mem_capacity_gib if cfg.mem_capacity_gib > 0 else 0.0
 
 
 def risk_index(cs: CandidateSet, w: Workload, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -387,7 +393,7 @@ def brute_force_best(
     """
     from gpufleet.catalog.capabilities import fabric_for, offer_class
     from gpufleet.recommend.candidates import NO_REGION
-    from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, node_network
+    from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, node_network, trains_across_nodes
     from gpufleet.recommend.perf import at_confidence, rate_at_confidence
 
     kind = price_kind_for(w.pricing)
@@ -432,7 +438,8 @@ def brute_force_best(
             continue
         fabric = fabric_for(rec.provider, rec.instance_type, rec.gpu)
         g = int(rec.gpu_count)
-        for cfg in configs_for(est, w, rec.gpu, g, node_network(fabric)):
+        scale_out = not w.is_training or w.tier == "dev" or trains_across_nodes(fabric)
+        for cfg in configs_for(est, w, rec.gpu, g, node_network(fabric) if scale_out else None):
             if not cfg.fits:
                 continue
             ram_need = rules.ram_per_weight * cfg.weights_per_gpu_gib * g + rules.ram_base_gib
@@ -452,7 +459,7 @@ def brute_force_best(
             assert cfg.unit_output_tokens_per_s is not None
             need = max(need, math.ceil(target / rate_at_confidence(cfg.unit_output_tokens_per_s, w) - 1e-9))
         if not w.is_training:
-            need = max(need, math.ceil(w.min_replicas / max(cfg.replicas_per_unit, 1) - 1e-9))
+            need = max(need, w.min_replicas)
         paid, factor = need, 1.0
         if kind == "spot":
             a = assumption_for(rec.provider, spot_assumptions)
@@ -508,6 +515,7 @@ def brute_force_best(
             local_zone=bool(offer_info(table).local_zone[i]),
             gpus_per_replica=cfg.gpus_per_replica,
             ep=cfg.ep,
+            weights_share=weights_share(cfg),
         )[0]
         if not within(level, w.max_risk):
             continue

@@ -10,7 +10,8 @@ What raises risk (docs/recommend.md "Risk"):
   capacity; a commitment lock-in; serving split over several GPUs that only PCIe connects; a wide estimate
   (p90/p10 above :data:`WIDE_INTERVAL_RATIO`) or an accelerator whose specs are flagged uncertain; a stale or
   undated price; host RAM/vCPUs not listed; an AWS Local Zone; expert-parallel MoE serving (the estimator
-  runs 1.4-2.8x faster than the measured DeepSeek-R1 EP deployments, docs/performance.md Known limits).
+  runs 1.4-2.8x faster than the measured DeepSeek-R1 EP deployments, docs/performance.md Known limits);
+  serving whose weights fill more than :data:`TIGHT_WEIGHTS_SHARE` of each GPU (little KV-cache room).
 
 Three or more medium reasons make the level high. Cross-provider egress is added by migration analysis.
 """
@@ -29,6 +30,11 @@ from gpufleet.recommend.types import RISK_LEVELS, Workload
 WIDE_INTERVAL_RATIO = 4.0
 #: medium reasons that together make the risk high
 MEDIUM_TO_HIGH = 3
+#: serving: weights above this share of a GPU's memory leave the KV cache little room: vLLM budgets
+#: ``gpu_memory_utilization`` 0.9 of the device, and practice keeps the weights within ~90 % of that budget
+#: (0.9 x 0.9 = 0.81 of the device) so that the KV cache absorbs bursts and long prompts without preempting
+#: requests (vLLM "Optimization and Tuning": preemption when KV space runs out; raise TP or use a larger GPU)
+TIGHT_WEIGHTS_SHARE = 0.81
 
 
 def risk_level(high: list[str], medium: list[str]) -> str:
@@ -52,6 +58,7 @@ def assess(
     local_zone: bool = False,
     gpus_per_replica: int = 1,
     ep: int = 1,
+    weights_share: float = 0.0,
 ) -> tuple[str, tuple[str, ...]]:
     """(level, reasons) of one candidate (module doc)."""
     high: list[str] = []
@@ -83,6 +90,11 @@ def assess(
         med.append("host RAM/vCPUs not listed")
     if interval is not None and interval.p10 > 0 and interval.p90 / interval.p10 > WIDE_INTERVAL_RATIO:
         med.append(f"wide estimate, hardware not calibrated (p90/p10 = {interval.p90 / interval.p10:.1f})")
+    if not w.is_training and weights_share > TIGHT_WEIGHTS_SHARE:
+        med.append(
+            f"weights fill {weights_share:.0%} of each GPU's memory (> {TIGHT_WEIGHTS_SHARE:.0%}): little "
+            "KV-cache room, requests preempted under bursts (more TP or a larger GPU)"
+        )
     if not w.is_training and ep > 1:
         med.append(
             f"expert-parallel MoE serving (EP{ep}): estimated 1.4-2.8x faster than measured EP deployments "

@@ -122,7 +122,10 @@ class Workload:
 
     @property
     def min_replicas(self) -> int:
-        """Replicas a serving deployment keeps at least: 2 in production (one can fail or be updated)."""
+        """Replica units a serving deployment keeps at least: 2 in production (one can fail or be updated),
+        each on nodes of its own (a unit is the node(s) holding one or more replicas), so that a node
+        failure or a rolling update never takes every replica down (Kubernetes pod anti-affinity /
+        topology spread across nodes; docs/recommend.md "Practitioners' rules we check")."""
         return 2 if self.tier == "production" and not self.is_training else 1
 
     @property
