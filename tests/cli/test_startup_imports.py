@@ -52,6 +52,7 @@ CASES: list[tuple[list[str], tuple[str, ...]]] = [
     ),
     (["estimate", "train", "-m", "llama-3.1-8b", "-g", "H100-SXM"], ("pydantic", "numpy", "yaml")),
     (["catalog", "gpus"], ("pydantic", "numpy", "yaml")),
+    (["catalog", "models", "--format", "json"], ("pydantic", "numpy", "yaml", "rich.console", "rich.table")),
     (["catalog", "gpus", "--format", "json"], ("pydantic", "numpy", "yaml", "rich.console", "rich.table")),
     (["catalog", "offers", "--gpu", "H100-SXM", "--format", "json"], ("pydantic", "yaml", "rich.console")),
     (["scenarios", "list"], ("numpy",)),

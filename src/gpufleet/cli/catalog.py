@@ -1,4 +1,4 @@
-"""`gpufleet catalog gpus|offers` (and `update`, registered from :mod:`gpufleet.cli.catalog_update`)."""
+"""`gpufleet catalog gpus|models|offers` (and `update`, from :mod:`gpufleet.cli.catalog_update`)."""
 
 from __future__ import annotations
 
@@ -116,6 +116,73 @@ def _interconnect(s: AcceleratorSpec | None) -> str:
     if not s.has_scaleup_fabric:
         return s.host_link or "PCIe"
     return f"{s.scaleup_interconnect} ({s.scaleup_bw_gb_per_s:,.0f} GB/s)"
+
+
+# --- models -------------------------------------------------------------------------------------------------
+def _model_rows() -> list[dict[str, Any]]:
+    """One row per shipped model: size, shape, attention and MoE layout, aliases and provenance."""
+    from gpufleet.models import count_params
+    from gpufleet.models.registry import load_model_aliases, load_model_entries
+
+    aliases: dict[str, list[str]] = {}
+    for alias, target in load_model_aliases().items():
+        aliases.setdefault(target, []).append(alias)
+    rows = []
+    for mid, e in load_model_entries().items():
+        m, n = e.arch, count_params(e.arch)
+        if m.kv_lora_rank:
+            attention = "MLA"
+        elif m.num_kv_heads == m.num_attention_heads:
+            attention = "MHA"
+        else:
+            attention = "MQA" if m.num_kv_heads == 1 else "GQA"
+        rows.append({
+            "id": mid, "name": m.name, "params_b": n.total / 1e9, "active_params_b": n.active / 1e9,
+            "layers": m.num_layers, "hidden_size": m.hidden_size, "attention": attention,
+            "attention_heads": m.num_attention_heads, "kv_heads": m.num_kv_heads,
+            "experts": m.num_experts, "experts_per_token": m.experts_per_token,
+            "context_tokens": m.max_position_embeddings, "decoder": m.is_decoder,
+            "aliases": sorted(aliases.get(mid, [])), "hf_repo": e.hf_repo, "config_source": e.config_source,
+        })  # fmt: skip
+    return rows
+
+
+@app.command("models")
+def models(
+    fmt: Annotated[Format, typer.Option("--format", help="Output format.")] = Format.table,
+) -> None:
+    """List every shipped model architecture (parameters counted from its config, attention, MoE, context,
+    aliases); any Hugging Face config.json path works too wherever a model is asked for."""
+    rows = _model_rows()
+    if fmt is Format.json:
+        from gpufleet.report.json_report import dump_json, envelope
+
+        typer.echo(dump_json(envelope("models", models=rows)), nl=False)
+        return
+    if fmt is Format.csv:
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows({**r, "aliases": " ".join(r["aliases"])} for r in rows)
+        typer.echo(buf.getvalue(), nl=False)
+        return
+    from rich.table import Table
+
+    table = Table(
+        title=f"{len(rows)} models (parameters counted from each config.json; aliases resolve to the id)",
+        title_justify="left", box=box.SIMPLE_HEAD,
+    )  # fmt: skip
+    for col in ("id", "params B", "active B", "layers", "attention", "experts", "context", "aliases"):
+        table.add_column(col, justify="left" if col in ("id", "attention", "aliases") else "right")
+    for r in rows:
+        moe = f"{r['experts']} (top {r['experts_per_token']})" if r["experts"] else "-"
+        heads = f"{r['attention']} {r['attention_heads']}/{r['kv_heads']}"
+        table.add_row(r["id"], _num(r["params_b"]), _num(r["active_params_b"]), str(r["layers"]), heads, moe,
+                      f"{r['context_tokens']:,}", ", ".join(r["aliases"]) or "-")  # fmt: skip
+    console.print(table)
+    console.print(
+        "attention: kind query-heads/KV-heads; `--format csv` adds the Hugging Face repo and sources."
+    )
 
 
 # --- offers -------------------------------------------------------------------------------------------------
