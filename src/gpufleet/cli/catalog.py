@@ -45,6 +45,23 @@ def _num(v: float | None, digits: int = 2) -> str:
     return f"{v:,.{digits}f}"
 
 
+def _echo_rows(kind: str, rows: list[dict[str, Any]], fmt: Format) -> bool:
+    """Print ``rows`` as JSON (envelope ``kind``) or CSV (lists joined by spaces); False for a table."""
+    if fmt is Format.json:
+        from gpufleet.report.json_report import dump_json, envelope
+
+        typer.echo(dump_json(envelope(kind, **{kind: rows})), nl=False)
+        return True
+    if fmt is Format.csv:
+        buf = io.StringIO()
+        w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+        w.writeheader()
+        w.writerows({k: " ".join(v) if isinstance(v, list) else v for k, v in r.items()} for r in rows)
+        typer.echo(buf.getvalue(), nl=False)
+        return True
+    return False
+
+
 # --- gpus ---------------------------------------------------------------------------------------------------
 def _spec_rows() -> list[dict[str, Any]]:
     from gpufleet.catalog.specs import load_specs
@@ -60,17 +77,7 @@ def gpus(
     from gpufleet.catalog.specs import load_specs
 
     rows = _spec_rows()
-    if fmt is Format.json:
-        from gpufleet.report.json_report import dump_json, envelope
-
-        typer.echo(dump_json(envelope("gpus", gpus=rows)), nl=False)
-        return
-    if fmt is Format.csv:
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
-        w.writeheader()
-        w.writerows(rows)
-        typer.echo(buf.getvalue(), nl=False)
+    if _echo_rows("gpus", rows, fmt):
         return
     from rich.table import Table
 
@@ -154,17 +161,7 @@ def models(
     """List every shipped model architecture (parameters counted from its config, attention, MoE, context,
     aliases); any Hugging Face config.json path works too wherever a model is asked for."""
     rows = _model_rows()
-    if fmt is Format.json:
-        from gpufleet.report.json_report import dump_json, envelope
-
-        typer.echo(dump_json(envelope("models", models=rows)), nl=False)
-        return
-    if fmt is Format.csv:
-        buf = io.StringIO()
-        w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
-        w.writeheader()
-        w.writerows({**r, "aliases": " ".join(r["aliases"])} for r in rows)
-        typer.echo(buf.getvalue(), nl=False)
+    if _echo_rows("models", rows, fmt):
         return
     from rich.table import Table
 
