@@ -400,6 +400,122 @@ def default_kv_precision(precision: str, spec: AcceleratorSpec) -> str | None:
     return None
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Setup:
+    """The part of an inference estimate that does not depend on the batch, the lengths or the layout (rates,
+    links, software factors, notes), kept per (model, GPU, profile, precision, stack, ...) by
+    :func:`estimate_inference` so that estimates differing only in batch or lengths skip it."""
+
+    rates: Rates
+    kv_prec: str | None
+    gpn: int
+    notes: tuple[str, ...]
+    base: _Infer
+    shapes: StaticShapes | None
+    static: bool
+    widen: int
+    infers: dict[tuple[int, int, int], _Infer]  # (tp, pp, ep) -> ``base`` for that layout (_run_layout)
+
+
+_SETUPS: dict[tuple[object, ...], tuple[ModelArch, AcceleratorSpec, CalibrationProfile, _Setup]] = {}
+_SETUPS_MAX = 4096
+
+
+def _setup_key(
+    arch: ModelArch,
+    spec: AcceleratorSpec,
+    prof: CalibrationProfile,
+    prec: str,
+    sw: str,
+    kv_precision: object,
+    allow_fallback: object,
+    gpus_per_node: object,
+    gpu_count: object,
+    static_batching: object,
+) -> tuple[object, ...] | None:
+    """Cache key of :class:`_Setup`: the objects by identity (the cache entry holds them, so an id is not
+    reused while it lives), the other arguments by value and type; None when one is not hashable."""
+    loose = (kv_precision, allow_fallback, gpus_per_node, gpu_count, static_batching)
+    key = (id(arch), id(spec), id(prof), prec, sw, loose, tuple(type(x) for x in loose))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
+
+
+def _prepare(
+    arch: ModelArch,
+    spec: AcceleratorSpec,
+    prof: CalibrationProfile,
+    prec: str,
+    sw: str,
+    rates: Rates,
+    kv_prec: str | None,
+    kv_precision: str | None,
+    gpn: int,
+    static_batching: bool | None,
+) -> _Setup:
+    """The batch- and layout-independent part of :func:`estimate_inference` (see :class:`_Setup`)."""
+    notes = list(rates.notes)
+    if kv_prec != kv_precision:
+        notes.append(f"KV cache assumed {kv_prec} (the engine recipe for {prec} weights).")
+    stack_name = stack_param("infer", sw)
+    # weight-only quantisation: weights stored below 16 bit, matmuls in 16 bit (int4/nf4, or a fallback)
+    weight_only = (
+        rates.weight_bytes < UNQUANTISED_BYTES_PER_ELEMENT and rates.peak_flops <= rates.peak16_flops
+    )
+    if weight_only:
+        notes.append(
+            f"{prec} weights dequantised to 16 bit inside the GEMMs: weight reads at "
+            f"{prof.param('wq_bw_eff'):.2f} of the 16-bit kernels' bandwidth, compute-bound GEMMs at "
+            f"{prof.param('wq_gemm_eff'):.2f} of their speed."
+        )
+    nr_rates, nr_weight_only = None, False
+    nr_prec = moe.nonrouted_precision(arch, prec)
+    if nr_prec != prec:  # a fp4 MoE checkpoint: routed experts fp4, the rest at nr_prec
+        nr_rates = resolve_rates(spec, nr_prec, prof, allow_fallback=True)
+        nr_weight_only = (
+            nr_rates.weight_bytes < UNQUANTISED_BYTES_PER_ELEMENT
+            and nr_rates.peak_flops <= nr_rates.peak16_flops
+        )
+        notes.append(
+            f"{prec} MoE checkpoint: routed experts in {prec}, attention, dense layers and shared experts in "
+            f"{nr_prec} (as the published fp4 MoE checkpoints)."
+        )
+    link_eff = prof.param("link_eff")
+    base = _Infer(
+        model=arch, rates=rates, tp=1, pp=1, link=tp_link(spec, 1, gpn, prof), width=width_factor(arch, prof),
+        stack=prof.param(stack_name) if stack_name else 1.0,
+        overhead_s=prof.param("step_overhead_s") * (prof.param(f"overhead_mult_{sw}")
+                                                     if f"overhead_mult_{sw}" in PRIORS else 1.0),
+        eta_bw=prof.param("eta_bw"),
+        kv_bytes_per_token=kv_cache_bytes_per_token(arch, kv_prec),
+        head_bytes=HEAD_BYTES_QUANTISED if prec in _QUANTISED else rates.weight_bytes,
+        wq_bw=prof.param("wq_bw_eff") if weight_only else 1.0,
+        wq_gemm=prof.param("wq_gemm_eff") if weight_only else 1.0,
+        ep_intra=intra_node_link(spec, link_eff), ep_inter=inter_node_link(spec, link_eff, gpn),
+        nr_rates=nr_rates, nr_wq_bw=prof.param("wq_bw_eff") if nr_weight_only else 1.0,
+        nr_wq_gemm=prof.param("wq_gemm_eff") if nr_weight_only else 1.0,
+    )  # fmt: skip
+    shapes = serving_shapes(spec, sw)
+    if static_batching is not None:
+        static = static_batching
+    else:
+        static = sw in STATIC_BATCHING_STACKS or (shapes is not None and shapes.static_batching)
+    if shapes is not None:
+        notes.append(
+            f"{spec.id} serves with static shapes ({shapes.stack}): decode batches padded to multiples of "
+            f"{shapes.batch_bucket}, attention over the context padded to {shapes.context_bucket}-token "
+            f"buckets{', one static batch' if static else ''}."
+        )
+    widen = _widen(rates, spec, stack_name, prof, arch)
+    return _Setup(
+        rates=rates, kv_prec=kv_prec, gpn=gpn, notes=tuple(notes), base=base,
+        shapes=shapes, static=static, widen=widen, infers={},
+    )  # fmt: skip
+
+
 @checked_output("inference estimate")
 def estimate_inference(
     *,
@@ -457,12 +573,19 @@ def estimate_inference(
     check_context(arch.id, arch.max_position_embeddings, input_len, output_len)
     _check_ep(arch, ep, tp, attention_dp, gpu_count, pp)
     sw = software_key(software)
-    rates = resolve_rates(spec, prec, prof, allow_fallback=allow_fallback)
-    if sw in FP16_ACCUMULATE_STACKS and geforce_tensor_peak(spec):
-        rates = _fp16_accumulate(rates, spec)
-    kv_prec = kv_precision if kv_precision is not None else default_kv_precision(prec, spec)
+    key = _setup_key(arch, spec, prof, prec, sw, kv_precision, allow_fallback, gpus_per_node, gpu_count,
+                     static_batching)  # fmt: skip
+    hit = _SETUPS.get(key) if key is not None else None
+    st = hit[3] if hit is not None and hit[0] is arch and hit[1] is spec and hit[2] is prof else None
+    if st is not None:  # the per-(model, GPU, precision, stack) part of an earlier call with these inputs
+        rates, kv_prec, gpn = st.rates, st.kv_prec, st.gpn
+    else:
+        rates = resolve_rates(spec, prec, prof, allow_fallback=allow_fallback)
+        if sw in FP16_ACCUMULATE_STACKS and geforce_tensor_peak(spec):
+            rates = _fp16_accumulate(rates, spec)
+        kv_prec = kv_precision if kv_precision is not None else default_kv_precision(prec, spec)
+        gpn = gpus_per_node or scaleup_domain_gpus(spec, gpu_count)
     engine = MEMORY_ENGINE.get(sw, "vllm")
-    gpn = gpus_per_node or scaleup_domain_gpus(spec, gpu_count)
     context = input_len + output_len
     lay_kw: dict[str, Any] = dict(
         model=arch, spec=spec, precision=prec, gpu_count=gpu_count, context_len=context, batch=batch,
@@ -475,62 +598,18 @@ def estimate_inference(
     if arch.is_moe and ((ep is not None and ep > 1) or auto_ep):
         attn_tp = 1 if attention_dp else tp
         layouts += ep_inference_layouts(ep=ep, tp=attn_tp, **lay_kw)
-    notes = list(rates.notes)
-    if kv_prec != kv_precision:
-        notes.append(f"KV cache assumed {kv_prec} (the engine recipe for {prec} weights).")
-    stack_name = stack_param("infer", sw)
-    # weight-only quantisation: weights stored below 16 bit, matmuls in 16 bit (int4/nf4, or a fallback)
-    weight_only = (
-        rates.weight_bytes < UNQUANTISED_BYTES_PER_ELEMENT and rates.peak_flops <= rates.peak16_flops
-    )
-    if weight_only:
-        notes.append(
-            f"{prec} weights dequantised to 16 bit inside the GEMMs: weight reads at "
-            f"{prof.param('wq_bw_eff'):.2f} of the 16-bit kernels' bandwidth, compute-bound GEMMs at "
-            f"{prof.param('wq_gemm_eff'):.2f} of their speed."
-        )
-    nr_rates, nr_weight_only = None, False
-    nr_prec = moe.nonrouted_precision(arch, prec)
-    if nr_prec != prec:  # a fp4 MoE checkpoint: routed experts fp4, the rest at nr_prec
-        nr_rates = resolve_rates(spec, nr_prec, prof, allow_fallback=True)
-        nr_weight_only = (
-            nr_rates.weight_bytes < UNQUANTISED_BYTES_PER_ELEMENT
-            and nr_rates.peak_flops <= nr_rates.peak16_flops
-        )
-        notes.append(
-            f"{prec} MoE checkpoint: routed experts in {prec}, attention, dense layers and shared experts in "
-            f"{nr_prec} (as the published fp4 MoE checkpoints)."
-        )
-    link_eff = prof.param("link_eff")
-    base = _Infer(
-        model=arch, rates=rates, tp=1, pp=1, link=tp_link(spec, 1, gpn, prof), width=width_factor(arch, prof),
-        stack=prof.param(stack_name) if stack_name else 1.0,
-        overhead_s=prof.param("step_overhead_s") * (prof.param(f"overhead_mult_{sw}")
-                                                     if f"overhead_mult_{sw}" in PRIORS else 1.0),
-        eta_bw=prof.param("eta_bw"),
-        kv_bytes_per_token=kv_cache_bytes_per_token(arch, kv_prec),
-        head_bytes=HEAD_BYTES_QUANTISED if prec in _QUANTISED else rates.weight_bytes,
-        wq_bw=prof.param("wq_bw_eff") if weight_only else 1.0,
-        wq_gemm=prof.param("wq_gemm_eff") if weight_only else 1.0,
-        ep_intra=intra_node_link(spec, link_eff), ep_inter=inter_node_link(spec, link_eff, gpn),
-        nr_rates=nr_rates, nr_wq_bw=prof.param("wq_bw_eff") if nr_weight_only else 1.0,
-        nr_wq_gemm=prof.param("wq_gemm_eff") if nr_weight_only else 1.0,
-    )  # fmt: skip
-    shapes = serving_shapes(spec, sw)
-    if static_batching is not None:
-        static = static_batching
-    else:
-        static = sw in STATIC_BATCHING_STACKS or (shapes is not None and shapes.static_batching)
-    if shapes is not None:
-        notes.append(
-            f"{spec.id} serves with static shapes ({shapes.stack}): decode batches padded to multiples of "
-            f"{shapes.batch_bucket}, attention over the context padded to {shapes.context_bucket}-token "
-            f"buckets{', one static batch' if static else ''}."
-        )
+    if st is None:
+        st = _prepare(arch, spec, prof, prec, sw, rates, kv_prec, kv_precision, gpn, static_batching)
+        if key is not None:
+            if len(_SETUPS) >= _SETUPS_MAX:
+                _SETUPS.clear()
+            _SETUPS[key] = (arch, spec, prof, st)
+    notes = list(st.notes)
+    base, shapes, static = st.base, st.shapes, st.static
     run_kw: dict[str, Any] = dict(
         gpu_count=gpu_count, gpn=gpn, input_len=input_len, output_len=output_len, engine_max=_engine_max(sw),
         static=static, ignore_memory=ignore_memory, spec=spec, prof=prof, shapes=shapes,
-        separate_prefill=sw in SEPARATE_PREFILL_STACKS,
+        separate_prefill=sw in SEPARATE_PREFILL_STACKS, infers=st.infers,
     )  # fmt: skip
     runs = [_run_layout(base, lay, batch=batch, **run_kw) for lay in layouts]
     # layouts rank by their saturated throughput, whatever batch is asked, so asking for the concurrency a
@@ -562,7 +641,7 @@ def estimate_inference(
             batch=-(-best.batch // lay.attention_dp), seq_len=context, kv_precision=kv_prec, engine=engine,
             allow_fallback=allow_fallback, ep=lay.memory_ep,
         )  # fmt: skip
-    widen = _widen(rates, spec, stack_name, prof, arch)
+    widen = st.widen
     notes += best.notes
     layout_text = f"tp={lay.tp} pp={lay.pp}"
     if lay.ep > 1:
@@ -660,8 +739,10 @@ def _run_layout(
     prof: CalibrationProfile,
     shapes: StaticShapes | None = None,
     separate_prefill: bool = False,
+    infers: dict[tuple[int, int, int], _Infer] | None = None,
 ) -> _Run:
-    """Time ``lay``: TTFT, TPOT and output tokens/s at ``batch`` (None: saturated) sequences per replica."""
+    """Time ``lay``: TTFT, TPOT and output tokens/s at ``batch`` (None: saturated) sequences per replica.
+    ``infers``: ``base`` per (tp, pp, ep) already built for these ``base``, ``gpn``, ``spec`` and ``prof``."""
     from dataclasses import replace
 
     notes: list[str] = []
@@ -682,11 +763,16 @@ def _run_layout(
     elif not fits:
         return _Run(layout=lay, fits=False, replicas=replicas, batch=b, tok_s=None, ttft=None, tpot=None,
                     notes=tuple(notes))  # fmt: skip
-    ep_per_node = max(1, min(lay.ep, gpn))
-    c = replace(
-        base, tp=lay.tp, pp=lay.pp, link=tp_link(spec, lay.tp, gpn, prof), ep=lay.ep, ep_per_node=ep_per_node,
-        pp_link=pipeline_link(spec, lay.tp, lay.pp, gpn, prof.param("link_eff")),
-    )  # fmt: skip
+    whole = type(lay.tp) is int and type(lay.pp) is int and type(lay.ep) is int
+    c = infers.get((lay.tp, lay.pp, lay.ep)) if infers is not None and whole else None
+    if c is None:
+        ep_per_node = max(1, min(lay.ep, gpn))
+        c = replace(
+            base, tp=lay.tp, pp=lay.pp, link=tp_link(spec, lay.tp, gpn, prof), ep=lay.ep,
+            ep_per_node=ep_per_node, pp_link=pipeline_link(spec, lay.tp, lay.pp, gpn, prof.param("link_eff")),
+        )  # fmt: skip
+        if infers is not None and whole:
+            infers[(lay.tp, lay.pp, lay.ep)] = c
     # decode rows and mean attention context, padded where the stack runs static shapes (static_shapes)
     rows = padded_batch(shapes, float(b))
     ctx = mean_decode_context(shapes, float(input_len), float(output_len))

@@ -54,7 +54,7 @@ B = npt.NDArray[np.bool_]
 INFERENCE_ONLY: tuple[str, ...] = ("Inferentia1", "Inferentia2")
 
 _CONFIG_CACHE: dict[tuple[object, ...], tuple[Config, ...]] = {}
-_CACHE_MAX = 20_000
+_CACHE_MAX = 100_000
 
 
 def cached_configs(
