@@ -115,11 +115,26 @@ def text_codes(table: OfferTable, column: str) -> tuple[npt.NDArray[Any], I64]:
     return hit[1][column]
 
 
-def _match(table: OfferTable, column: str, keep: Any) -> B:
-    """Rows whose ``column`` value satisfies ``keep(value)``: evaluated once per distinct value."""
+_MATCHES: dict[tuple[object, ...], tuple[OfferTable, B]] = {}
+
+
+def _match(table: OfferTable, column: str, keep: Any, key: tuple[object, ...] | None = None) -> B:
+    """Rows whose ``column`` value satisfies ``keep(value)``: evaluated once per distinct value. ``key``: what
+    ``keep`` depends on (hashable); the mask is then kept per (table, column, key), read-only."""
+    ck = (id(table), column, key)
+    if key is not None:
+        hit = _MATCHES.get(ck)
+        if hit is not None and hit[0] is table:
+            return hit[1]
     names, inverse = text_codes(table, column)
     lut = np.array([bool(keep(str(n))) for n in names], dtype=bool)
-    return lut[inverse]
+    mask: B = lut[inverse]
+    if key is not None:
+        if len(_MATCHES) >= 256:
+            _MATCHES.clear()
+        mask.flags.writeable = False
+        _MATCHES[ck] = (table, mask)
+    return mask
 
 
 #: stands for "forms clusters" in inference config caches (inference estimates do not read the network)
@@ -135,8 +150,8 @@ def eligible_mask(table: OfferTable, w: Workload) -> B:
     no inference-only accelerator for training; the tier's exclusions (production: no marketplace or
     community hosts, no stale or undated prices, no host of unknown RAM/vCPUs, unless allowed)."""
     count = table.column("gpu_count")
-    m: B = (count >= 1) & (np.mod(count, 1.0) == 0) & _match(table, "gpu", lambda g: g != "")
-    m &= _match(table, "region", lambda r: r.strip().lower() not in NO_REGION)
+    m: B = (count >= 1) & (np.mod(count, 1.0) == 0) & _match(table, "gpu", lambda g: g != "", ("named",))
+    m &= _match(table, "region", lambda r: r.strip().lower() not in NO_REGION, ("named",))
     if w.tier == "production":
         info = offer_info(table)
         if not w.allow_marketplace:
@@ -147,12 +162,16 @@ def eligible_mask(table: OfferTable, w: Workload) -> B:
         m &= np.isfinite(info.vcpus) & np.isfinite(info.ram_gib)
     if w.providers:
         wanted = {p.lower() for p in w.providers}
-        m &= _match(table, "provider", lambda p: p in wanted)
+        m &= _match(table, "provider", lambda p: p in wanted, ("in", frozenset(wanted)))
     if w.regions:
         globs = [g.lower() for g in w.regions]
-        m &= _match(table, "region", lambda r: any(fnmatch.fnmatchcase(r.lower(), g) for g in globs))
+
+        def in_globs(r: str) -> bool:
+            return any(fnmatch.fnmatchcase(r.lower(), g) for g in globs)
+
+        m &= _match(table, "region", in_globs, ("globs", *globs))
     if w.is_training:  # Inferentia is an inference accelerator: AWS positions Trn1/Trn2 for training
-        m &= _match(table, "gpu", lambda g: g not in INFERENCE_ONLY)
+        m &= _match(table, "gpu", lambda g: g not in INFERENCE_ONLY, ("training",))
     if w.gpu_vendors:
         specs = load_specs()
         wanted_v = {v.lower() for v in w.gpu_vendors}
