@@ -408,7 +408,6 @@ class _Setup:
 
     rates: Rates
     kv_prec: str | None
-    gpn: int
     notes: tuple[str, ...]
     base: _Infer
     shapes: StaticShapes | None
@@ -429,13 +428,12 @@ def _setup_key(
     sw: str,
     kv_precision: object,
     allow_fallback: object,
-    gpus_per_node: object,
-    gpu_count: object,
+    gpn: object,
     static_batching: object,
 ) -> tuple[object, ...] | None:
     """Cache key of :class:`_Setup`: the objects by identity (the cache entry holds them, so an id is not
     reused while it lives), the other arguments by value and type; None when one is not hashable."""
-    loose = (kv_precision, allow_fallback, gpus_per_node, gpu_count, static_batching)
+    loose = (kv_precision, allow_fallback, gpn, static_batching)
     key = (id(arch), id(spec), id(prof), prec, sw, loose, tuple(type(x) for x in loose))
     try:
         hash(key)
@@ -511,7 +509,7 @@ def _prepare(
         )
     widen = _widen(rates, spec, stack_name, prof, arch)
     return _Setup(
-        rates=rates, kv_prec=kv_prec, gpn=gpn, notes=tuple(notes), base=base,
+        rates=rates, kv_prec=kv_prec, notes=tuple(notes), base=base,
         shapes=shapes, static=static, widen=widen, infers={},
     )  # fmt: skip
 
@@ -573,18 +571,17 @@ def estimate_inference(
     check_context(arch.id, arch.max_position_embeddings, input_len, output_len)
     _check_ep(arch, ep, tp, attention_dp, gpu_count, pp)
     sw = software_key(software)
-    key = _setup_key(arch, spec, prof, prec, sw, kv_precision, allow_fallback, gpus_per_node, gpu_count,
-                     static_batching)  # fmt: skip
+    gpn = gpus_per_node or scaleup_domain_gpus(spec, gpu_count)
+    key = _setup_key(arch, spec, prof, prec, sw, kv_precision, allow_fallback, gpn, static_batching)
     hit = _SETUPS.get(key) if key is not None else None
     st = hit[3] if hit is not None and hit[0] is arch and hit[1] is spec and hit[2] is prof else None
-    if st is not None:  # the per-(model, GPU, precision, stack) part of an earlier call with these inputs
-        rates, kv_prec, gpn = st.rates, st.kv_prec, st.gpn
+    if st is not None:  # the per-(model, GPU, precision, stack, node) part of an earlier call
+        rates, kv_prec = st.rates, st.kv_prec
     else:
         rates = resolve_rates(spec, prec, prof, allow_fallback=allow_fallback)
         if sw in FP16_ACCUMULATE_STACKS and geforce_tensor_peak(spec):
             rates = _fp16_accumulate(rates, spec)
         kv_prec = kv_precision if kv_precision is not None else default_kv_precision(prec, spec)
-        gpn = gpus_per_node or scaleup_domain_gpus(spec, gpu_count)
     engine = MEMORY_ENGINE.get(sw, "vllm")
     context = input_len + output_len
     lay_kw: dict[str, Any] = dict(
