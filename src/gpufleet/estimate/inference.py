@@ -414,6 +414,7 @@ class _Setup:
     static: bool
     widen: int
     infers: dict[tuple[int, int, int], _Infer]  # (tp, pp, ep) -> ``base`` for that layout (_run_layout)
+    timings: dict[tuple[int, ...], tuple[float, float, float]]  # _run_layout's _timing results
 
 
 _SETUPS: dict[tuple[object, ...], tuple[ModelArch, AcceleratorSpec, CalibrationProfile, _Setup]] = {}
@@ -510,7 +511,7 @@ def _prepare(
     widen = _widen(rates, spec, stack_name, prof, arch)
     return _Setup(
         rates=rates, kv_prec=kv_prec, notes=tuple(notes), base=base,
-        shapes=shapes, static=static, widen=widen, infers={},
+        shapes=shapes, static=static, widen=widen, infers={}, timings={},
     )  # fmt: skip
 
 
@@ -606,7 +607,7 @@ def estimate_inference(
     run_kw: dict[str, Any] = dict(
         gpu_count=gpu_count, gpn=gpn, input_len=input_len, output_len=output_len, engine_max=_engine_max(sw),
         static=static, ignore_memory=ignore_memory, spec=spec, prof=prof, shapes=shapes,
-        separate_prefill=sw in SEPARATE_PREFILL_STACKS, infers=st.infers,
+        separate_prefill=sw in SEPARATE_PREFILL_STACKS, infers=st.infers, timings=st.timings,
     )  # fmt: skip
     runs = [_run_layout(base, lay, batch=batch, **run_kw) for lay in layouts]
     # layouts rank by their saturated throughput, whatever batch is asked, so asking for the concurrency a
@@ -706,6 +707,45 @@ def _check_ep(
         )
 
 
+#: most (layout, batch, lengths) timings kept per :class:`_Setup`
+_TIMINGS_MAX = 4096
+
+
+def _timing(
+    c: _Infer,
+    b: int,
+    input_len: int,
+    output_len: int,
+    *,
+    static: bool,
+    shapes: StaticShapes | None,
+    separate_prefill: bool,
+) -> tuple[float, float, float]:
+    """(TPOT, TTFT, cycle) of one replica of ``c`` at ``b`` sequences [s]: the cycle is the time for each of
+    the ``b`` sequences to produce ``output_len`` tokens, new prompts included (see :func:`_run_layout`)."""
+    # decode rows and mean attention context, padded where the stack runs static shapes (static_shapes)
+    rows = padded_batch(shapes, float(b))
+    ctx = mean_decode_context(shapes, float(input_len), float(output_len))
+    tpot = decode_step_s(c, rows, ctx)
+    # TTFT at concurrency b (queueing excluded): with static batching the whole batch prefills before the
+    # first token; with in-flight batching a new prompt is prefilled alongside the other b-1 sequences'
+    # decode step, so it waits for its own prefill plus one shared step. Same rule given or saturated.
+    if static:
+        ttft = prefill_s(c, float(b), float(input_len), latency=True)
+    else:
+        ttft = prefill_s(c, 1.0, float(input_len), latency=True)
+        if b > 1:
+            ttft += decode_step_s(c, padded_batch(shapes, float(b - 1)), ctx)
+    if static:  # the whole batch prefills, then decodes together
+        cycle = prefill_s(c, float(b), float(input_len), latency=False) + output_len * tpot
+    elif separate_prefill:  # each newcomer's prompt is a forward pass of its own; the running batch waits
+        cycle = output_len * tpot + b * prefill_s(c, 1.0, float(input_len), latency=False)
+    else:  # in-flight batching: each step also carries its share of the newcomers' prompt tokens
+        step = decode_step_s(c, rows, ctx, b * input_len / output_len, input_len)
+        cycle = output_len * step
+    return tpot, ttft, cycle
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class _Run:
     """One layout timed: throughput and latencies at its batch (None when it does not fit)."""
@@ -737,9 +777,12 @@ def _run_layout(
     shapes: StaticShapes | None = None,
     separate_prefill: bool = False,
     infers: dict[tuple[int, int, int], _Infer] | None = None,
+    timings: dict[tuple[int, ...], tuple[float, float, float]] | None = None,
 ) -> _Run:
     """Time ``lay``: TTFT, TPOT and output tokens/s at ``batch`` (None: saturated) sequences per replica.
-    ``infers``: ``base`` per (tp, pp, ep) already built for these ``base``, ``gpn``, ``spec`` and ``prof``."""
+    ``infers``: ``base`` per (tp, pp, ep) already built for these ``base``, ``gpn``, ``spec`` and ``prof``;
+    ``timings``: :func:`_timing` per (tp, pp, ep, batch, input_len, output_len) for them and these ``static``,
+    ``shapes`` and ``separate_prefill`` (both from :class:`_Setup`)."""
     from dataclasses import replace
 
     notes: list[str] = []
@@ -770,26 +813,18 @@ def _run_layout(
         )  # fmt: skip
         if infers is not None and whole:
             infers[(lay.tp, lay.pp, lay.ep)] = c
-    # decode rows and mean attention context, padded where the stack runs static shapes (static_shapes)
-    rows = padded_batch(shapes, float(b))
-    ctx = mean_decode_context(shapes, float(input_len), float(output_len))
-    tpot = decode_step_s(c, rows, ctx)
-    # TTFT at concurrency b (queueing excluded): with static batching the whole batch prefills before the
-    # first token; with in-flight batching a new prompt is prefilled alongside the other b-1 sequences'
-    # decode step, so it waits for its own prefill plus one shared step. Same rule given or saturated.
-    if static:
-        ttft = prefill_s(c, float(b), float(input_len), latency=True)
-    else:
-        ttft = prefill_s(c, 1.0, float(input_len), latency=True)
-        if b > 1:
-            ttft += decode_step_s(c, padded_batch(shapes, float(b - 1)), ctx)
-    if static:  # the whole batch prefills, then decodes together
-        cycle = prefill_s(c, float(b), float(input_len), latency=False) + output_len * tpot
-    elif separate_prefill:  # each newcomer's prompt is a forward pass of its own; the running batch waits
-        cycle = output_len * tpot + b * prefill_s(c, 1.0, float(input_len), latency=False)
-    else:  # in-flight batching: each step also carries its share of the newcomers' prompt tokens
-        step = decode_step_s(c, rows, ctx, b * input_len / output_len, input_len)
-        cycle = output_len * step
+    tkey = (lay.tp, lay.pp, lay.ep, b, input_len, output_len)
+    keep = timings is not None and whole and all(type(x) is int for x in tkey[3:])
+    hit = timings.get(tkey) if timings is not None and keep else None
+    if hit is None:
+        hit = _timing(
+            c, b, input_len, output_len, static=static, shapes=shapes, separate_prefill=separate_prefill
+        )
+        if timings is not None and keep:
+            if len(timings) >= _TIMINGS_MAX:
+                timings.clear()
+            timings[tkey] = hit
+    tpot, ttft, cycle = hit
     tok_s = replicas * b * output_len / cycle
     return _Run(layout=lay, fits=fits, replicas=replicas, batch=b, tok_s=tok_s, ttft=ttft, tpot=tpot,
                 notes=tuple(notes))  # fmt: skip
