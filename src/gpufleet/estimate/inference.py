@@ -28,10 +28,11 @@ from gpufleet.estimate import compute as cx
 from gpufleet.estimate import moe_serving as moe
 from gpufleet.estimate.comms import Link, all_reduce_s, inter_node_link, intra_node_link, pipeline_link
 from gpufleet.estimate.kv_cache import kv_cache_bytes_per_token
-from gpufleet.estimate.memory import MemoryEstimate, estimate_memory
+from gpufleet.estimate.memory import MemoryEstimate
 from gpufleet.estimate.parallelism import (
     USEFUL_CONCURRENCY,
     InferenceLayout,
+    _memory,
     choose_inference_layout,
     ep_inference_layouts,
 )
@@ -634,7 +635,7 @@ def estimate_inference(
     lay = best.layout
     memory = lay.memory
     if batch is None:  # saturated: the breakdown describes the b sequences chosen, not the batch-1 probe
-        memory = estimate_memory(
+        memory = _memory(  # estimate_memory, cached (placements at other GPU counts ask the same)
             model=arch, task="inference", precision=prec, gpu=spec, tp=lay.tp, pp=lay.pp,
             batch=-(-best.batch // lay.attention_dp), seq_len=context, kv_precision=kv_prec, engine=engine,
             allow_fallback=allow_fallback, ep=lay.memory_ep,
