@@ -415,7 +415,6 @@ class _Setup:
     static: bool
     widen: int
     infers: dict[tuple[int, int, int], _Infer]  # (tp, pp, ep) -> ``base`` for that layout (_run_layout)
-    timings: dict[tuple[int, ...], tuple[float, float, float]]  # _run_layout's _timing results
 
 
 _SETUPS: dict[tuple[object, ...], tuple[ModelArch, AcceleratorSpec, CalibrationProfile, _Setup]] = {}
@@ -512,7 +511,7 @@ def _prepare(
     widen = _widen(rates, spec, stack_name, prof, arch)
     return _Setup(
         rates=rates, kv_prec=kv_prec, notes=tuple(notes), base=base,
-        shapes=shapes, static=static, widen=widen, infers={}, timings={},
+        shapes=shapes, static=static, widen=widen, infers={},
     )  # fmt: skip
 
 
@@ -608,7 +607,7 @@ def estimate_inference(
     run_kw: dict[str, Any] = dict(
         gpu_count=gpu_count, gpn=gpn, input_len=input_len, output_len=output_len, engine_max=_engine_max(sw),
         static=static, ignore_memory=ignore_memory, spec=spec, prof=prof, shapes=shapes,
-        separate_prefill=sw in SEPARATE_PREFILL_STACKS, infers=st.infers, timings=st.timings,
+        separate_prefill=sw in SEPARATE_PREFILL_STACKS, infers=st.infers,
     )  # fmt: skip
     runs = [_run_layout(base, lay, batch=batch, **run_kw) for lay in layouts]
     # layouts rank by their saturated throughput, whatever batch is asked, so asking for the concurrency a
@@ -708,8 +707,11 @@ def _check_ep(
         )
 
 
-#: most (layout, batch, lengths) timings kept per :class:`_Setup`
-_TIMINGS_MAX = 4096
+#: (id(_Infer), batch, input_len, output_len) -> (that _Infer, TPOT, TTFT, cycle) of :func:`_timing`, for the
+#: layouts of a :class:`_Setup` (which fixes static batching, shapes and separate prefill); the entry holds
+#: the _Infer, so its id is not reused while the entry lives
+_TIMINGS: dict[tuple[int, int, int, int], tuple[_Infer, float, float, float]] = {}
+_TIMINGS_MAX = 100_000
 
 
 def _timing(
@@ -778,12 +780,11 @@ def _run_layout(
     shapes: StaticShapes | None = None,
     separate_prefill: bool = False,
     infers: dict[tuple[int, int, int], _Infer] | None = None,
-    timings: dict[tuple[int, ...], tuple[float, float, float]] | None = None,
 ) -> _Run:
     """Time ``lay``: TTFT, TPOT and output tokens/s at ``batch`` (None: saturated) sequences per replica.
-    ``infers``: ``base`` per (tp, pp, ep) already built for these ``base``, ``gpn``, ``spec`` and ``prof``;
-    ``timings``: :func:`_timing` per (tp, pp, ep, batch, input_len, output_len) for them and these ``static``,
-    ``shapes`` and ``separate_prefill`` (both from :class:`_Setup`)."""
+    ``infers``: ``base`` per (tp, pp, ep) already built for these ``base``, ``gpn``, ``spec`` and ``prof``
+    (:class:`_Setup`, which also fixes ``static``, ``shapes`` and ``separate_prefill``); with it the timings
+    are kept (:data:`_TIMINGS`)."""
     from dataclasses import replace
 
     notes: list[str] = []
@@ -814,18 +815,20 @@ def _run_layout(
         )  # fmt: skip
         if infers is not None and whole:
             infers[(lay.tp, lay.pp, lay.ep)] = c
-    tkey = (lay.tp, lay.pp, lay.ep, b, input_len, output_len)
-    keep = timings is not None and whole and all(type(x) is int for x in tkey[3:])
-    hit = timings.get(tkey) if timings is not None and keep else None
-    if hit is None:
-        hit = _timing(
+    keep = infers is not None and whole and type(b) is int and type(input_len) is int
+    keep = keep and type(output_len) is int
+    tkey = (id(c), b, input_len, output_len)
+    hit = _TIMINGS.get(tkey) if keep else None
+    if hit is not None and hit[0] is c:
+        tpot, ttft, cycle = hit[1:]
+    else:
+        tpot, ttft, cycle = _timing(
             c, b, input_len, output_len, static=static, shapes=shapes, separate_prefill=separate_prefill
         )
-        if timings is not None and keep:
-            if len(timings) >= _TIMINGS_MAX:
-                timings.clear()
-            timings[tkey] = hit
-    tpot, ttft, cycle = hit
+        if keep:
+            if len(_TIMINGS) >= _TIMINGS_MAX:
+                _TIMINGS.clear()
+            _TIMINGS[tkey] = (c, tpot, ttft, cycle)
     tok_s = replicas * b * output_len / cycle
     return _Run(layout=lay, fits=fits, replicas=replicas, batch=b, tok_s=tok_s, ttft=ttft, tpot=tpot,
                 notes=tuple(notes))  # fmt: skip
