@@ -154,6 +154,10 @@ def check_count(
 
     ``maximum`` defaults to :data:`MAXIMA` [``name``]; the message names ``flag`` (or ``name``) and the limit.
     """
+    if type(value) is int and value >= minimum:  # fast path for a valid int (estimators call this per call)
+        limit = maximum if maximum is not None else (MAXIMA.get(name) or maximum_for(name))
+        if limit is None or value <= limit:
+            return value
     label = _label(name, flag)
     if value is None:
         if allow_none:
@@ -315,29 +319,75 @@ def _layout(tp: type) -> tuple[tuple[tuple[str, bool], ...], bool]:
     return out
 
 
+#: how :func:`_ok` treats each value type (by type alone, in the order of its checks), cached per type
+_SCALAR, _SEQUENCE, _MAPPING, _NUMBER, _DATACLASS, _OTHER = range(1, 7)
+_KINDS: dict[type, int] = {}
+
+
+def _kind(t: type) -> int:
+    """How :func:`_ok` checks a value of type ``t`` (cached): exact scalar types, exact tuple/list, a
+    mapping, another number (numpy scalars), a dataclass instance, or anything else (not checked)."""
+    k = _KINDS.get(t)
+    if k is None:
+        if t is int or t is bool or t is str or t is type(None):
+            k = _SCALAR
+        elif t is tuple or t is list:
+            k = _SEQUENCE
+        elif issubclass(t, Mapping):
+            k = _MAPPING
+        elif issubclass(t, int | float):
+            k = _NUMBER
+        elif dataclasses.is_dataclass(t) and not issubclass(t, type):
+            k = _DATACLASS
+        else:
+            k = _OTHER
+        _KINDS[t] = k
+    return k
+
+
 def _ok(obj: Any, signed: bool) -> bool:
     """Fast check (no messages): True when ``obj`` breaks no output invariant."""
     t = type(obj)
     if t is float:
         return signed or (obj >= 0 and obj != math.inf)  # NaN fails obj >= 0
-    if t is int or t is bool or t is str or obj is None:
+    k = _KINDS.get(t) or _kind(t)
+    if k == _SCALAR:
         return t is not int or signed or obj >= 0
-    if t is tuple or t is list:
-        return all(_ok(v, signed) for v in obj[:10_000])
-    if isinstance(obj, Mapping):
-        return all(_ok(v, signed) for v in obj.values())
-    if isinstance(obj, int | float):  # numpy scalars
-        x = float(obj)
-        return signed or (x >= 0 and x != math.inf)
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+    if k == _DATACLASS:
         fields, interval = _layout(t)
         if interval:
             lo, hi = _field(obj, "p10"), _field(obj, "p90")
             mid = getattr(obj, "central", None)
-            vals = [v for v in (lo, mid, hi) if isinstance(v, int | float)]
-            if all(math.isfinite(v) for v in vals) and vals != sorted(vals):
+            if type(lo) is float and type(mid) is float and type(hi) is float:  # the usual Interval
+                finite = math.isfinite(lo) and math.isfinite(mid) and math.isfinite(hi)
+                if finite and not lo <= mid <= hi:
+                    return False
+            else:
+                vals = [v for v in (lo, mid, hi) if isinstance(v, int | float)]
+                if all(math.isfinite(v) for v in vals) and vals != sorted(vals):
+                    return False
+        for n, s in fields:
+            v = getattr(obj, n)
+            if type(v) is float:  # inline of the float case above
+                if not (signed or s or (v >= 0 and v != math.inf)):
+                    return False
+            elif not _ok(v, signed or s):
                 return False
-        return all(_ok(getattr(obj, n), signed or s) for n, s in fields)
+        return True
+    if k in (_SEQUENCE, _MAPPING):
+        for v in obj[:10_000] if k == _SEQUENCE else obj.values():
+            tv = type(v)
+            if tv is str:
+                continue
+            if tv is float:
+                if not (signed or (v >= 0 and v != math.inf)):
+                    return False
+            elif not _ok(v, signed):
+                return False
+        return True
+    if k == _NUMBER:  # numpy scalars
+        x = float(obj)
+        return signed or (x >= 0 and x != math.inf)
     return True
 
 
@@ -419,7 +469,8 @@ def checked_output(what: str) -> Callable[[F], F]:
                 ) from exc
             finally:
                 _DEPTH.reset(token)
-            check_outputs(result, what=what, inputs=_inputs(args, kwargs))
+            if not _ok(result, False):  # the inputs are only named when the check fails
+                check_outputs(result, what=what, inputs=_inputs(args, kwargs))
             return result
 
         return cast(F, inner)

@@ -378,6 +378,9 @@ def make_interval(central: float, family: str, profile: CalibrationProfile, wide
     the fit makes on a generation it has not seen) where the profile has them; each further reason, and
     every reason of a profile without them, widens by ``WIDEN_FACTOR`` / ``WIDEN_ADD``.
     """
+    hit = _INTERVAL_FACTORS.get((id(profile), family, widen))
+    if hit is not None and hit[0] is profile:  # exp(lo), exp(hi) of an earlier call
+        return Interval(central=central, p10=central * hit[1], p90=central * hit[2])
     q10, q90 = profile.log_residual_quantiles.get(family, (-LOG_INTERVAL_DEFAULT, LOG_INTERVAL_DEFAULT))
     lo, hi = min(q10, -LOG_INTERVAL_FLOOR), max(q90, LOG_INTERVAL_FLOOR)
     held = profile.heldout_quantiles.get(family)
@@ -391,7 +394,17 @@ def make_interval(central: float, family: str, profile: CalibrationProfile, wide
             lo, hi = lo * HELDOUT_EXTRA_FACTOR, hi * HELDOUT_EXTRA_FACTOR
         for _ in range(widen - 1):
             lo, hi = lo * HELDOUT_EXTRA_FACTOR, hi * HELDOUT_EXTRA_FACTOR
-    return Interval(central=central, p10=central * math.exp(lo), p90=central * math.exp(hi))
+    f10, f90 = math.exp(lo), math.exp(hi)
+    if len(_INTERVAL_FACTORS) >= _INTERVAL_FACTORS_MAX:
+        _INTERVAL_FACTORS.clear()
+    _INTERVAL_FACTORS[(id(profile), family, widen)] = (profile, f10, f90)
+    return Interval(central=central, p10=central * f10, p90=central * f90)
+
+
+#: (id(profile), family, widen) -> (profile, exp(lo), exp(hi)) of :func:`make_interval`; the entry holds the
+#: profile, so its id is not reused while the entry lives (profiles are frozen)
+_INTERVAL_FACTORS: dict[tuple[int, str, int], tuple[CalibrationProfile, float, float]] = {}
+_INTERVAL_FACTORS_MAX = 4096
 
 
 __all__ = [

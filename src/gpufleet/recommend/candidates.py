@@ -55,7 +55,7 @@ B = npt.NDArray[np.bool_]
 INFERENCE_ONLY: tuple[str, ...] = ("Inferentia1", "Inferentia2")
 
 _CONFIG_CACHE: dict[tuple[object, ...], tuple[Config, ...]] = {}
-_CACHE_MAX = 20_000
+_CACHE_MAX = 100_000
 
 
 def cached_configs(
@@ -99,6 +99,38 @@ def shape_index(table: OfferTable) -> dict[tuple[str, int], I64]:
     return index
 
 
+_SUMMARY: dict[tuple[int, str], tuple[OfferTable, I64, I64, I64]] = {}
+
+
+def _shape_summary(
+    table: OfferTable, index: dict[tuple[str, int], I64], variant: str, elig: B, group_of: I64
+) -> tuple[B, I64]:
+    """Per shape of ``index`` (in its order): whether any of its rows is eligible, and the network group
+    (``group_of``) all its rows share, or -1 when they differ (or all are -1: callers then group the rows
+    themselves). The rows and groups are gathered once per (table, ``variant``): the table is immutable and
+    ``group_of`` a function of its cached offer info and the variant (serving, training, training over RDMA
+    only)."""
+    hit = _SUMMARY.get((id(table), variant))
+    if hit is None or hit[0] is not table:
+        parts = list(index.values())
+        rows = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        starts = np.cumsum([0] + [len(r) for r in parts[:-1]]).astype(np.int64)
+        grp = group_of[rows]
+        if rows.size:
+            same = np.minimum.reduceat(grp, starts) == np.maximum.reduceat(grp, starts)
+            const = np.where(same, grp[starts], -1).astype(np.int64)
+        else:
+            const = np.zeros(0, dtype=np.int64)
+        if len(_SUMMARY) > 8:
+            _SUMMARY.clear()
+        hit = (table, rows, starts, const)
+        _SUMMARY[(id(table), variant)] = hit
+    _, rows, starts, const = hit
+    if rows.size == 0:
+        return np.zeros(0, dtype=bool), const
+    return np.logical_or.reduceat(elig[rows], starts), const
+
+
 _CODES: dict[int, tuple[OfferTable, dict[str, tuple[npt.NDArray[Any], I64]]]] = {}
 
 
@@ -116,11 +148,26 @@ def text_codes(table: OfferTable, column: str) -> tuple[npt.NDArray[Any], I64]:
     return hit[1][column]
 
 
-def _match(table: OfferTable, column: str, keep: Any) -> B:
-    """Rows whose ``column`` value satisfies ``keep(value)``: evaluated once per distinct value."""
+_MATCHES: dict[tuple[object, ...], tuple[OfferTable, B]] = {}
+
+
+def _match(table: OfferTable, column: str, keep: Any, key: tuple[object, ...] | None = None) -> B:
+    """Rows whose ``column`` value satisfies ``keep(value)``: evaluated once per distinct value. ``key``: what
+    ``keep`` depends on (hashable); the mask is then kept per (table, column, key), read-only."""
+    ck = (id(table), column, key)
+    if key is not None:
+        hit = _MATCHES.get(ck)
+        if hit is not None and hit[0] is table:
+            return hit[1]
     names, inverse = text_codes(table, column)
     lut = np.array([bool(keep(str(n))) for n in names], dtype=bool)
-    return lut[inverse]
+    mask: B = lut[inverse]
+    if key is not None:
+        if len(_MATCHES) >= 256:
+            _MATCHES.clear()
+        mask.flags.writeable = False
+        _MATCHES[ck] = (table, mask)
+    return mask
 
 
 #: stands for "forms clusters" in inference config caches (inference estimates do not read the network)
@@ -136,8 +183,8 @@ def eligible_mask(table: OfferTable, w: Workload) -> B:
     no inference-only accelerator for training; the tier's exclusions (production: no marketplace or
     community hosts, no stale or undated prices, no host of unknown RAM/vCPUs, unless allowed)."""
     count = table.column("gpu_count")
-    m: B = (count >= 1) & (np.mod(count, 1.0) == 0) & _match(table, "gpu", lambda g: g != "")
-    m &= _match(table, "region", lambda r: r.strip().lower() not in NO_REGION)
+    m: B = (count >= 1) & (np.mod(count, 1.0) == 0) & _match(table, "gpu", lambda g: g != "", ("named",))
+    m &= _match(table, "region", lambda r: r.strip().lower() not in NO_REGION, ("named",))
     if w.tier == "production":
         info = offer_info(table)
         if not w.allow_marketplace:
@@ -148,12 +195,16 @@ def eligible_mask(table: OfferTable, w: Workload) -> B:
         m &= np.isfinite(info.vcpus) & np.isfinite(info.ram_gib)
     if w.providers:
         wanted = {p.lower() for p in w.providers}
-        m &= _match(table, "provider", lambda p: p in wanted)
+        m &= _match(table, "provider", lambda p: p in wanted, ("in", frozenset(wanted)))
     if w.regions:
         globs = [g.lower() for g in w.regions]
-        m &= _match(table, "region", lambda r: any(fnmatch.fnmatchcase(r.lower(), g) for g in globs))
+
+        def in_globs(r: str) -> bool:
+            return any(fnmatch.fnmatchcase(r.lower(), g) for g in globs)
+
+        m &= _match(table, "region", in_globs, ("globs", *globs))
     if w.is_training:  # Inferentia is an inference accelerator: AWS positions Trn1/Trn2 for training
-        m &= _match(table, "gpu", lambda g: g not in INFERENCE_ONLY)
+        m &= _match(table, "gpu", lambda g: g not in INFERENCE_ONLY, ("training",))
     if w.gpu_vendors:
         specs = load_specs()
         wanted_v = {v.lower() for v in w.gpu_vendors}
@@ -241,6 +292,7 @@ def build_candidates(
         return paid_luts[(units, nodes)]
 
     configs: list[Config] = []
+    blocks: list[F64] = []  # per-config values (_columns) of ``configs``, block by block
     offer_parts: list[I64] = []
     sizes: list[int] = []
     info = offer_info(table)
@@ -259,26 +311,37 @@ def build_candidates(
                 "an RDMA fabric (InfiniBand, RoCE, EFA, GPUDirect) or TPU Multislice. tier: dev allows it "
                 "(high risk)."
             )
-    for (gpu, g), rows in shape_index(table).items():
-        offers = rows[elig[rows]]
-        if offers.size == 0:
+    index = shape_index(table)
+    # the groups of a training workload outside the dev tier mask TCP clusters (-1): another summary
+    variant = "train-rdma" if w.is_training and w.tier != "dev" else ("train" if w.is_training else "serve")
+    shape_any, shape_group = _shape_summary(table, index, variant, elig, group_of)
+    for k, ((gpu, g), rows) in enumerate(index.items()):
+        if not shape_any[k]:  # no eligible offer of this shape
             continue
-        grp = group_of[offers]
-        lo, hi = int(grp.min()), int(grp.max())
+        offers = rows[elig[rows]]
+        if shape_group[k] >= 0:  # every offer of the shape has the same group
+            lo = hi = int(shape_group[k])
+        else:
+            grp = group_of[offers]
+            lo, hi = int(grp.min()), int(grp.max())
         for n_i in (lo,) if lo == hi else np.unique(grp):
             sub = offers if lo == hi else offers[grp == n_i]
             if w.is_training:
                 net = info.networks[int(n_i)] if n_i >= 0 else None
             else:
                 net = ANY_NETWORK if n_i else None
-            for cfg in cached_configs(est, w, gpu, g, net):
+            entry = cached_configs(est, w, gpu, g, net)
+            for cfg in entry:
                 if cfg.fits:
                     configs.append(cfg)
                     offer_parts.append(sub)
                     sizes.append(int(sub.size))
+            if any(cfg.fits for cfg in entry):
+                blocks.append(_columns(entry, w))
     offer = np.concatenate(offer_parts) if offer_parts else np.zeros(0, dtype=np.int64)
     cfg_i = np.repeat(np.arange(len(configs), dtype=np.int64), sizes)
-    ok = _host_ok(tuple(configs), cfg_i, w, host_rules, info.ram_gib[offer], info.vcpus[offer])
+    cols = np.concatenate(blocks) if blocks else np.zeros((0, _NCOLS))
+    ok = _host_ok(cols, cfg_i, w, host_rules, info.ram_gib[offer], info.vcpus[offer])
     host_dropped = int((~ok).sum())
     offer, cfg_i = offer[ok], cfg_i[ok]
     if host_dropped:
@@ -290,16 +353,14 @@ def build_candidates(
             + "; docs/recommend.md)."
         )  # fmt: skip
     if not w.is_training and cfg_i.size:  # a replica is not split over nodes when one node can hold it
-        nodes_of = _cfg_array(tuple(configs), cfg_i, lambda c: c.nodes_per_unit)
+        nodes_of = _col(cols, cfg_i, _NODES)
         if (nodes_of == 1).any() and (nodes_of > 1).any():
             keep = nodes_of == 1
             offer, cfg_i = offer[keep], cfg_i[keep]
-    need = _cfg_array(tuple(configs), cfg_i, lambda c: c.units).astype(np.int64)
+    need = _col(cols, cfg_i, _UNITS).astype(np.int64)
     target = target_output_tokens_per_s(w)
     if not w.is_training and target is not None and cfg_i.size:
-        unit_tput = _cfg_array(
-            tuple(configs), cfg_i, lambda c: rate_at_confidence(c.unit_output_tokens_per_s, w)
-        )
+        unit_tput = _col(cols, cfg_i, _TPUT_CONF)
         need = np.maximum(need, np.ceil(target / unit_tput - 1e-9).astype(np.int64))
     if not w.is_training and w.min_replicas > 1 and cfg_i.size:  # replicas on >= 2 separate nodes
         need = np.maximum(need, w.min_replicas)
@@ -308,7 +369,7 @@ def build_candidates(
     valid = np.ones(offer.shape, dtype=bool)
     if kind == "spot" and cfg_i.size:
         codes = prov_codes[offer]
-        nodes = _cfg_array(tuple(configs), cfg_i, lambda c: c.nodes_per_unit).astype(np.int64)
+        nodes = _col(cols, cfg_i, _NODES).astype(np.int64)
         if w.is_training:
             for n in np.unique(nodes):
                 sel = nodes == n
@@ -326,7 +387,9 @@ def build_candidates(
             "run (lambda (tau/2 + R) > 0.5), where the first-order spot model is not valid."
         )
     offer, cfg_i, need, paid, factor = offer[valid], cfg_i[valid], need[valid], paid[valid], factor[valid]
-    return _cost(table, w, tuple(configs), kind, billed_h, prices, offer, cfg_i, need, paid, factor, notes)
+    return _cost(
+        table, w, tuple(configs), cols, kind, billed_h, prices, offer, cfg_i, need, paid, factor, notes
+    )
 
 
 def _some_offer(table: OfferTable, mask: B) -> str:
@@ -335,12 +398,10 @@ def _some_offer(table: OfferTable, mask: B) -> str:
     return f"{table.column('provider')[r]} {table.column('instance_type')[r]}"
 
 
-def _host_ok(
-    configs: tuple[Config, ...], cfg_i: I64, w: Workload, rules: HostRules, ram_gib: F64, vcpus: F64
-) -> B:
+def _host_ok(cols: F64, cfg_i: I64, w: Workload, rules: HostRules, ram_gib: F64, vcpus: F64) -> B:
     """Rows (offer host RAM, vCPUs per node) meeting the host rules for their config; unknown sizes pass."""
-    weights_node = _cfg_array(configs, cfg_i, lambda c: c.weights_per_gpu_gib * c.gpus_per_node)
-    gpus = _cfg_array(configs, cfg_i, lambda c: c.gpus_per_node)
+    weights_node = _col(cols, cfg_i, _WEIGHTS_NODE)
+    gpus = _col(cols, cfg_i, _GPN)
     ram_need = rules.ram_per_weight * weights_node + rules.ram_base_gib
     if w.is_training:
         cpu_need = rules.vcpus_per_gpu_training * gpus
@@ -351,15 +412,58 @@ def _host_ok(
     return ok
 
 
-def _cfg_array(configs: tuple[Config, ...], cfg_i: I64, fn: Any) -> F64:
-    vals = np.array([fn(c) for c in configs] or [0.0], dtype=float)
-    return vals[cfg_i] if cfg_i.size else np.zeros(0)
+#: columns of :func:`_columns`, one per value the costing reads from a config
+(_NODES, _UNITS, _WEIGHTS_NODE, _GPN, _TPUT_CONF, _PER_UNIT, _TPS, _TTT, _TTT_CONF, _GAP, _TPUT, _SAT,
+ _SPEED) = range(13)  # fmt: skip
+_NCOLS = 13
+_COLUMNS: dict[int, tuple[tuple[Config, ...], F64]] = {}
+
+
+def _columns(entry: tuple[Config, ...], w: Workload) -> F64:
+    """Values the costing reads from each fitting config of ``entry`` (a :func:`cached_configs` result), one
+    row per config, one column per value (``_NODES`` ...; NaN where a value does not apply), kept per entry.
+    The values read only the workload fields of :func:`perf_cache_key` (confidence, SLOs, deadline), which
+    the entry was built for, so they are the same for every workload sharing it."""
+    hit = _COLUMNS.get(id(entry))
+    if hit is not None and hit[0] is entry:
+        return hit[1]
+    nan = np.nan
+    rows = [
+        (
+            c.nodes_per_unit,
+            c.units,
+            c.weights_per_gpu_gib * c.gpus_per_node,
+            c.gpus_per_node,
+            rate_at_confidence(c.unit_output_tokens_per_s, w) if c.unit_output_tokens_per_s else nan,
+            max(c.replicas_per_unit, 1),
+            c.tokens_per_s.central if c.tokens_per_s else nan,
+            c.time_to_train_s.central if c.time_to_train_s else nan,
+            at_confidence(c.time_to_train_s, w) if c.time_to_train_s else nan,
+            slo_gap(c, w),
+            c.unit_output_tokens_per_s.central if c.unit_output_tokens_per_s else nan,
+            c.saturated_unit_output_tokens_per_s or nan,
+            1.0 / c.tpot_s.central if c.tpot_s else 0.0,
+        )
+        for c in entry
+        if c.fits
+    ]
+    cols = np.array(rows, dtype=float).reshape(len(rows), _NCOLS)
+    if len(_COLUMNS) >= _CACHE_MAX:
+        _COLUMNS.clear()
+    _COLUMNS[id(entry)] = (entry, cols)
+    return cols
+
+
+def _col(cols: F64, cfg_i: I64, k: int) -> F64:
+    """Column ``k`` of :func:`_columns` for each row's config ``cfg_i``."""
+    return cols[cfg_i, k] if cfg_i.size else np.zeros(0)
 
 
 def _cost(
     table: OfferTable,
     w: Workload,
     configs: tuple[Config, ...],
+    cols: F64,
     kind: str,
     billed_h: float,
     prices: F64,
@@ -370,7 +474,7 @@ def _cost(
     factor: F64,
     notes: list[str],
 ) -> CandidateSet:
-    nodes_per_unit = _cfg_array(configs, cfg_i, lambda c: c.nodes_per_unit).astype(np.int64)
+    nodes_per_unit = _col(cols, cfg_i, _NODES).astype(np.int64)
     total_nodes = paid * nodes_per_unit
     node_price = prices[offer]
     cost_h = node_price * total_nodes
@@ -379,15 +483,10 @@ def _cost(
     per_mtok_sat = nan
     runs = nan
     if w.is_training:
-        tps = _cfg_array(configs, cfg_i, lambda c: c.tokens_per_s.central if c.tokens_per_s else np.nan)
-        ttt = _cfg_array(configs, cfg_i, lambda c: c.time_to_train_s.central if c.time_to_train_s else np.nan)
+        tps = _col(cols, cfg_i, _TPS)
+        ttt = _col(cols, cfg_i, _TTT)
         ttt = ttt * factor
-        ttt_conf = (
-            _cfg_array(
-                configs, cfg_i, lambda c: at_confidence(c.time_to_train_s, w) if c.time_to_train_s else np.nan
-            )
-            * factor
-        )
+        ttt_conf = _col(cols, cfg_i, _TTT_CONF) * factor
         tput = tps / factor
         ttt_h = ttt / SECONDS_PER_HOUR
         # one cost semantics: $/run, runs/month, $/month = runs x $/run (docs/recommend.md "Training cost")
@@ -403,21 +502,21 @@ def _cost(
         cost_month = cost_run * runs
         per_mtok = nan
         speed = 1.0 / ttt
-        gap = _cfg_array(configs, cfg_i, lambda c: slo_gap(c, w))
+        gap = _col(cols, cfg_i, _GAP)
         if w.deadline_h is not None:  # spot slowdown can break the deadline
             gap = np.maximum(gap, ttt_conf / (w.deadline_h * SECONDS_PER_HOUR))
         if w.runs_per_month is not None:  # the runs must fit the schedule's hours
             gap = np.maximum(gap, w.runs_per_month * ttt_h / w.hours_per_month)
     else:
-        unit_tput = _cfg_array(configs, cfg_i, lambda c: c.unit_output_tokens_per_s.central)
+        unit_tput = _col(cols, cfg_i, _TPUT)
         tput = unit_tput * need
         per_mtok = cost_h / (tput * SECONDS_PER_HOUR) * MILLION
-        sat = _cfg_array(configs, cfg_i, lambda c: c.saturated_unit_output_tokens_per_s or np.nan)
+        sat = _col(cols, cfg_i, _SAT)
         per_mtok_sat = cost_h / (sat * paid * SECONDS_PER_HOUR) * MILLION
         cost_run = nan
         ttt = nan
-        speed = _cfg_array(configs, cfg_i, lambda c: 1.0 / c.tpot_s.central if c.tpot_s else 0.0)
-        gap = _cfg_array(configs, cfg_i, lambda c: slo_gap(c, w))
+        speed = _col(cols, cfg_i, _SPEED)
+        gap = _col(cols, cfg_i, _GAP)
     meets = gap <= 1.0 + 1e-12
     budget = w.budget_usd_per_month
     within = cost_month <= budget if budget is not None else np.ones(offer.shape, dtype=bool)

@@ -12,7 +12,7 @@ from gpufleet.catalog.offers import OfferTable
 from gpufleet.catalog.specs import load_specs
 from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
 from gpufleet.cost.spot import SpotAssumption, assumption_for
-from gpufleet.recommend.candidates import CandidateSet, build_candidates, eligible_mask
+from gpufleet.recommend.candidates import CandidateSet, build_candidates, eligible_mask, text_codes
 from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, HostRules
 from gpufleet.recommend.fit import analyse_cannot_fit
 from gpufleet.recommend.perf import Estimator
@@ -62,7 +62,8 @@ def _dedupe(cs: CandidateSet, rows: npt.NDArray[np.int64], limit: int) -> list[i
 def _spot_note(w: Workload, cs: CandidateSet, spot: dict[str, SpotAssumption]) -> tuple[str, ...]:
     if cs.price_kind != "spot" or not len(cs):
         return ()
-    provs = sorted({str(p) for p in cs.table.column("provider")[cs.offer]}) if len(cs) else []
+    names, codes = text_codes(cs.table, "provider")  # distinct providers of the rows, by code
+    provs = sorted(str(p) for p in names[np.unique(codes[cs.offer])]) if len(cs) else []
     parts = [
         f"{p}: 1 interruption / {assumption_for(p, spot).mean_time_between_interruptions_h:g} h"
         for p in provs[:6]

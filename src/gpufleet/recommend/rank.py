@@ -35,7 +35,7 @@ from gpufleet.cost.spot import (
 from gpufleet.errors import InputError, UnsupportedError
 from gpufleet.estimate.types import Interval
 from gpufleet.recommend.candidates import CandidateSet
-from gpufleet.recommend.deploy import STALE_PRICE_DAYS, offer_info
+from gpufleet.recommend.deploy import STALE_PRICE_DAYS, OfferInfo, offer_info
 from gpufleet.recommend.perf import Config, Estimator, configs_for, slo_gap, target_output_tokens_per_s
 from gpufleet.recommend.risk import assess, within
 from gpufleet.recommend.types import OBJECTIVES, RISK_LEVELS, Candidate, SpotCost, Workload
@@ -173,6 +173,22 @@ def weights_share(cfg: Config) -> float:
     return cfg.weights_per_gpu_gib / cfg.mem_capacity_gib if cfg.mem_capacity_gib > 0 else 0.0
 
 
+_CLASS_CODES: dict[int, tuple[OfferInfo, npt.NDArray[np.int64]]] = {}
+
+
+def _class_codes(info: OfferInfo) -> npt.NDArray[np.int64]:
+    """Code of each offer's provider class (index into the sorted distinct classes), once per (cached)
+    :class:`OfferInfo`."""
+    hit = _CLASS_CODES.get(id(info))
+    if hit is None or hit[0] is not info:
+        if len(_CLASS_CODES) > 8:
+            _CLASS_CODES.clear()
+        codes: npt.NDArray[np.int64] = np.unique(info.provider_class.astype(str), return_inverse=True)[1]
+        hit = (info, codes)
+        _CLASS_CODES[id(info)] = hit
+    return hit[1]
+
+
 def risk_index(cs: CandidateSet, w: Workload, rows: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     """Risk level of each row as an index into ``RISK_LEVELS`` (0 low, 1 medium, 2 high). Risk depends only
     on the offer's class, fabric, price age and host listing and on the placement: computed once per
@@ -185,7 +201,7 @@ def risk_index(cs: CandidateSet, w: Workload, rows: npt.NDArray[np.int64]) -> np
     with np.errstate(invalid="ignore"):
         age_state = np.where(np.isnan(age), 2, np.where(age > STALE_PRICE_DAYS, 1, 0))
     host = np.isfinite(info.vcpus[o]) & np.isfinite(info.ram_gib[o])
-    cls = np.unique(info.provider_class.astype(str), return_inverse=True)[1][o]
+    cls = _class_codes(info)[o]
     key = np.stack([cs.cfg[rows], info.fabric_index[o], cls, age_state, host.astype(np.int64),
                     info.local_zone[o].astype(np.int64)], axis=1)  # fmt: skip
     _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
