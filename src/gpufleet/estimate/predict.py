@@ -7,6 +7,7 @@ prediction's ``notes``.
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -297,6 +298,41 @@ def _stated_layouts(case: CalibrationCase) -> list[tuple[int | None, int | None,
     return seen
 
 
+def mlperf_eval_factor(
+    *, model: str, task: str, seq_len: int, global_batch: int, train_tokens: float, recompute: str,
+    profile: CalibrationProfile,
+) -> tuple[float, str]:  # fmt: skip
+    """Time-to-train multiplier for an MLPerf benchmark's evaluations inside the timed region, and a note.
+
+    For a benchmark in :data:`~gpufleet.estimate.priors.MLPERF_EVAL_RULES` (matched on model and task):
+    ``1 + n_eval x eval_samples x f / train_samples`` with ``train_samples = train_tokens / seq_len``,
+    ``n_eval = floor(train_samples / every_samples) - skipped`` evaluations, and ``f`` the forward FLOPs of a
+    sequence over the training step's hardware FLOPs (evaluation is forward-only: ~1/3 of a pre-training
+    step, ~1/2 of a LoRA step whose frozen base computes no weight gradients; compute module). Other
+    benchmarks take the flat ``mlperf_eval_overhead`` prior."""
+    from gpufleet.estimate import compute as cx
+    from gpufleet.estimate.priors import MLPERF_EVAL_RULES
+
+    arch = resolve_model(model)
+    for name, rule in MLPERF_EVAL_RULES.items():
+        if rule.model != arch.id or rule.task != task:
+            continue
+        train_samples = train_tokens / seq_len
+        skipped = math.floor(rule.skip_per_gbs * global_batch + rule.skip_const)
+        n_eval = max(math.floor(train_samples / rule.every_samples) - skipped, 0)
+        fl = cx.training_flops_per_token(arch, task=task, seq_len=seq_len, recompute=recompute)
+        fwd = 2.0 * cx.model_shape(arch).matmul_active_params + cx.attention_flops_per_token(
+            arch, float(seq_len)
+        )
+        share = fwd / (fl.hw_matmul + fl.hw_attention)
+        factor = 1.0 + n_eval * rule.eval_samples * share / train_samples
+        return factor, (
+            f"MLPerf {name}: {n_eval} evaluations of {rule.eval_samples:.0f} sequences, forward-only at "
+            f"{share:.2f} of a training sequence"
+        )
+    return profile.param("mlperf_eval_overhead"), "MLPerf evaluation pauses, flat prior"
+
+
 def _predict_training(case: CalibrationCase, prof: CalibrationProfile, perf: Any) -> CasePrediction:
     assumed: list[str] = []
     if case.seq_len:
@@ -349,8 +385,11 @@ def _predict_training(case: CalibrationCase, prof: CalibrationProfile, perf: Any
     if fallback_note:
         notes.append(fallback_note)
     if case.metric == "train_minutes":
-        ovh = prof.param("mlperf_eval_overhead")
-        notes.append(f"time-to-train x {ovh:.2f} for the benchmark's evaluation pauses (MLPerf rules)")
+        ovh, what = mlperf_eval_factor(
+            model=case.model, task=case.task, seq_len=seq, global_batch=batch,
+            train_tokens=_need(case, "train_tokens", tokens), recompute=est.recompute, profile=prof,
+        )  # fmt: skip
+        notes.append(f"time-to-train x {ovh:.3f} for the benchmark's evaluations ({what})")
         pred = _interval_of(est.time_to_train_s, case, ovh / SECONDS_PER_MINUTE)
     elif case.metric == "train_gpu_hours":
         pred = _interval_of(est.gpu_hours, case)
@@ -376,6 +415,7 @@ __all__ = [
     "CaseNotSupportedError",
     "CasePrediction",
     "case_software",
+    "mlperf_eval_factor",
     "note_hints",
     "predict_case",
 ]

@@ -131,7 +131,8 @@ _PRIOR_TABLE: tuple[tuple[str, float, float, bool, str], ...] = (
     ("mlperf_eval_overhead", 1.15, 0.15, False,
      "MLPerf Training time-to-train includes the benchmark's forward-only evaluations at fixed intervals "
      "(llama2_70b_lora: 173 eval samples every 384 train samples ~20%; gpt3: ~10-15%) (MLPerf Training "
-     "rules and reference configs)"),
+     "rules and reference configs); used for benchmarks without a schedule in MLPERF_EVAL_RULES, which "
+     "derive theirs from the rules"),
     ("failure_rate_per_gpu_hour", 1.97e-05, 0.5, False,
      "419 unexpected interruptions in 54 days on 16,384 H100 (Llama 3 Herd of Models, sec 3.3.4)"),
     ("failure_cost_h", 0.3, 0.5, False,
@@ -209,6 +210,51 @@ PRIORS: Mapping[str, Prior] = MappingProxyType(
     {n: Prior(value=v, log_sd=sd, fit=f, source=src) for n, v, sd, f, src in _PRIOR_TABLE}
 )
 
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MlperfEvalRule:
+    """An MLPerf Training benchmark's evaluation schedule (the rules' "evaluation frequency" and
+    "evaluation thoroughness" columns): every ``every_samples`` training sequences the run evaluates
+    ``eval_samples`` sequences forward-only, skipping the first ``skip_per_gbs x GBS + skip_const``
+    evaluations (rounded down); the evaluations run inside the timed region."""
+
+    model: str  # the benchmark's model id (gpufleet registry)
+    task: str  # the benchmark's training task
+    every_samples: float  # training sequences between evaluations [sequences]
+    eval_samples: float  # sequences of one evaluation [sequences]
+    skip_per_gbs: float = 0.0  # evaluations skipped per sequence of global batch [evaluations]
+    skip_const: float = 0.0  # evaluations skipped in addition [evaluations]
+    source: str = ""
+
+
+#: evaluation schedules of the MLPerf Training LLM benchmarks (MLCommons "MLPerf Training Rules" v4.0-v5.1,
+#: benchmark table, columns "Evaluation frequency" / "Evaluation thoroughness"); time to train includes them.
+#: Benchmarks not listed here take the flat ``mlperf_eval_overhead`` prior.
+MLPERF_EVAL_RULES: Mapping[str, MlperfEvalRule] = MappingProxyType(
+    {
+        "llama31_405b": MlperfEvalRule(
+            model="llama-3.1-405b", task="pretrain", every_samples=46080.0, eval_samples=5760.0,
+            source="MLPerf Training rules v5.0, llama31_405b: evaluate every 46,080 sequences on 5,760 "
+            "sequences of 8,192 tokens (47,185,920 tokens) of the C4 validation split; mlcommons/training "
+            "large_language_model_pretraining/nemo README",
+        ),
+        "gpt3": MlperfEvalRule(
+            model="gpt3-175b", task="pretrain", every_samples=24576.0, eval_samples=11590004.0 / 2048.0,
+            source="MLPerf Training rules v3.0-v4.1, gpt3: evaluate every 24,576 sequences of 2,048 tokens "
+            "on the 11,590,004-token C4 validation subset; mlcommons/training large_language_model/"
+            "megatron-lm README",
+        ),
+        "llama2_70b_lora": MlperfEvalRule(
+            model="llama-2-70b", task="lora", every_samples=384.0, eval_samples=173.0, skip_per_gbs=0.125,
+            skip_const=2.0,
+            source="MLPerf Training rules v4.0-v5.1, llama2_70b_lora: evaluate every 384 sequences on the "
+            "full GovReport (SCROLLS) validation set of 173 sequences, skipping the first "
+            "FLOOR(0.125 x global_batch_size + 2) evaluations; mlcommons/training "
+            "llama2_70b_lora README",
+        ),
+    }
+)  # fmt: skip
+
 #: training stacks taken as the reference (multiplier 1): Megatron-LM and NeMo on Megatron-Core
 TRAIN_REFERENCE_STACKS = ("nemo", "megatron")
 #: inference stack taken as the reference (multiplier 1)
@@ -245,10 +291,12 @@ def stack_param(kind: str, software: str | None, vendor: str | None = None) -> s
 
 __all__ = [
     "INFER_REFERENCE_STACKS",
+    "MLPERF_EVAL_RULES",
     "PRIORS",
     "TRAIN_REFERENCE_STACKS",
     "VENDOR_BUILD_STACKS",
     "VENDOR_BUILD_VENDORS",
+    "MlperfEvalRule",
     "Prior",
     "prior_params",
     "stack_param",

@@ -101,6 +101,12 @@ EP_OVERLAP_STACKS = frozenset({"nemo", "megatron", "unknown"})
 #: in line (Megatron-Core MoE README, "EP A2A overlap": ``--overlap-moe-expert-parallel-comm`` requires
 #: VPP when PP > 1). DeepSeek's DualPipe (unknown: tuned published runs) pairs chunks without interleaving.
 COMBINED_1F1B_STACKS = frozenset({"nemo", "megatron"})
+#: stacks whose distributed optimizer all-gathers the updated parameters under the next step's forward
+#: (Megatron-Core ``--overlap-param-gather``: a forward pre-hook waits for each bucket's all-gather just
+#: before its first use, so the gather of later layers runs under the forward of earlier ones; Megatron-LM
+#: docs "Distributed Optimizer"; on in NeMo's pre-training recipes and MLPerf configs); elsewhere the gather
+#: follows the optimizer step and shares the backward's window with the gradient reduce
+PARAM_GATHER_OVERLAP_STACKS = frozenset({"nemo", "megatron"})
 #: QLoRA dequantises NF4 weights before every matmul (bitsandbytes): ~0.6-0.7x LoRA speed (QLoRA paper,
 #: Dettmers et al. 2023, and HF PEFT benchmarks); a named prior applied to qlora compute
 QLORA_DEQUANT_EFF = 0.65
@@ -327,18 +333,31 @@ def training_step(
     else:
         # pp = 1: one micro-batch per step when memory allows, so the reduce overlaps the whole backward;
         # with pipelining only the last micro-batch's backward remains to hide it
-        t_window = compute * (2.0 / 3.0) / (micro if pp > 1 else 1)
-        t_dp = 0.0
+        per_micro = compute / (micro if pp > 1 else 1)
+        t_window = per_micro * (2.0 / 3.0)
+        t_dp = t_gather = 0.0
         for p, r in groups:
             if p <= 0:
                 continue
             if zero_stage == 0:
                 t_dp += all_reduce_s(p * GRAD_BYTES, r, _links(r))
             else:  # reduce-scatter fp32 grads + all-gather updated 16-bit params (distributed optimizer)
-                t_dp += all_gather_s(p * GRAD_BYTES, r, _links(r)) + all_gather_s(
-                    p * PARAM_BYTES, r, _links(r)
-                )
-        dp_exposed = max(0.0, t_dp - overlap * t_window)
+                t_dp += all_gather_s(p * GRAD_BYTES, r, _links(r))
+                t_gather += all_gather_s(p * PARAM_BYTES, r, _links(r))
+        if software in PARAM_GATHER_OVERLAP_STACKS:
+            # the updated parameters are all-gathered bucket by bucket under the next step's first forward
+            # (Megatron --overlap-param-gather): their own window, a micro-batch's forward. Interleaved, each
+            # model chunk's gradients reduce once its last backward is done (--overlap-grad-reduce): chunk j
+            # of v (in backward order) finishes ~j x pp chunk-backwards before the end, so on one stream what
+            # stays exposed is the last chunk's share or what exceeds the cool-down
+            v_dp = max(v, 1.0) if pp > 1 else 1.0
+            unit = t_window / v_dp  # one micro-batch's backward through one model chunk
+            rs_exposed = max(
+                0.0, t_dp / v_dp - overlap * unit, t_dp - overlap * unit * (1.0 + (v_dp - 1.0) * pp)
+            )
+            dp_exposed = rs_exposed + max(0.0, t_gather - overlap * per_micro / 3.0)
+        else:
+            dp_exposed = max(0.0, t_dp + t_gather - overlap * t_window)
     return StepBreakdown(
         compute_s=compute, tp_comm_exposed_s=exposed * t_tp, ep_comm_s=ep_exposed + exposed * t_cp,  # TP + PP
         bubble_fraction=bubble, dp_comm_exposed_s=dp_exposed, offload_s=t_offload, optimizer_s=t_opt,
@@ -589,6 +608,7 @@ __all__ = [
     "INTERLEAVED_STACKS",
     "OFFLOAD_BYTES_PER_PARAM",
     "PARAM_BYTES",
+    "PARAM_GATHER_OVERLAP_STACKS",
     "QLORA_DEQUANT_EFF",
     "StepBreakdown",
     "TrainingEstimate",
