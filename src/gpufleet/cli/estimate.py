@@ -16,6 +16,7 @@ from gpufleet.cli.console import console
 from gpufleet.cli.estimate_args import gpu_arg, model_arg, require_positive
 from gpufleet.cli.estimate_matrix import matrix
 from gpufleet.cli.estimate_render import inference_table, memory_table, notes_table, training_table
+from gpufleet.cli.given import reject_ignored
 from gpufleet.cli.profile_option import ProfileOption, load_profile_option
 from gpufleet.precision import check_precision
 
@@ -121,6 +122,13 @@ def memory(
         model=arch, task=task, precision=prec, gpu=spec, tp=tp, pp=pp, dp=dp, batch=batch, seq_len=seq_len,
         kv_precision=kv, zero_stage=zero, recompute=recompute, engine=engine, allow_fallback=allow_fallback,
     )  # fmt: skip
+    if task in ("inference", "load"):  # after the estimate: bad values first
+        reject_ignored(
+            ["zero", "recompute"],
+            why=f"with --task {task} (ZeRO sharding and activation recompute are training settings)",
+            fix="Leave those options out, or pass a training --task (pretrain, full_finetune, lora or "
+            "qlora).",
+        )
     hint: tuple[str, ...] = ()
     if not mem.fits:
         from gpufleet.estimate.memory_options import fitting_option

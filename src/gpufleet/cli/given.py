@@ -1,0 +1,39 @@
+"""Options the user typed that the chosen mode would ignore are an error (exit 2), never silently dropped.
+
+:func:`reject_ignored` asks click which of the named parameters came from the command line (not defaults),
+so a default value never trips it; the message names the options, why they do not apply, and the fix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from typer._click.core import ParameterSource
+from typer._click.globals import get_current_context
+
+from gpufleet.errors import InputError
+
+
+def given_options(names: Sequence[str]) -> list[str]:
+    """The command-line spellings (``--zero``) of the parameters ``names`` the user gave explicitly."""
+    ctx = get_current_context(silent=True)
+    if ctx is None:  # called outside a CLI invocation (library use): nothing was typed
+        return []
+    by_name = {p.name: p for p in ctx.command.params}
+    flags = []
+    for name in names:
+        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE:
+            param = by_name[name]
+            flags.append(max(param.opts, key=len) if param.opts else name)
+    return flags
+
+
+def reject_ignored(names: Sequence[str], *, why: str, fix: str) -> None:
+    """Raise :class:`InputError` when any of ``names`` was given: ``why`` says the mode that ignores them
+    (e.g. "with --task inference"), ``fix`` how to proceed."""
+    flags = given_options(names)
+    if flags:
+        raise InputError(
+            f"{', '.join(flags)} {'has' if len(flags) == 1 else 'have'} no effect {why}, so "
+            f"{'it' if len(flags) == 1 else 'they'} would be silently ignored. {fix}"
+        )
