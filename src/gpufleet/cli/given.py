@@ -15,15 +15,17 @@ from gpufleet.errors import InputError
 
 
 def given_options(names: Sequence[str]) -> list[str]:
-    """The command-line spellings (``--zero``) of the parameters ``names`` the user gave explicitly."""
+    """The command-line spellings (``--zero``) of the parameters ``names`` the user gave explicitly, with a
+    value other than the default."""
     ctx = get_current_context(silent=True)
     if ctx is None:  # called outside a CLI invocation (library use): nothing was typed
         return []
     by_name = {p.name: p for p in ctx.command.params}
     flags = []
     for name in names:
-        if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE:
-            param = by_name[name]
+        param = by_name[name]
+        typed = ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE
+        if typed and ctx.params.get(name) != param.default:  # the default typed out changes nothing
             flags.append(max(param.opts, key=len) if param.opts else name)
     return flags
 
