@@ -3,12 +3,12 @@ a message naming the problem, no traceback, no hang (10 s alarm per case).
 
 Each case here exited 0 with a silent answer (or 1 with a traceback) before the fix it tests: Hugging Face
 config.json files with heads that do not divide hidden_size, malformed ``architectures``, inconsistent MoE
-keys and malformed ``quantization_config``/``torch_dtype``/``rope_scaling``; calibration profiles with
-parameters outside the fit's bounds; commitment overrides that are empty, repeat an entry or are ignored by the pricing;
-fleet files naming instance types, regions, providers, quota globs and geos that do not exist; options given
-in a mode that ignores them (``cli/given.py``); Prometheus URLs without a host; user text holding rich markup
-(``[/]`` raised MarkupError) or 100 kB tokens (echoed back whole). ``GOOD`` lists nearby valid inputs that
-must still exit 0.
+keys and malformed ``quantization_config``, ``torch_dtype`` or ``rope_scaling``; calibration profiles with
+parameters outside the fit's bounds; commitment overrides that are empty, repeat an entry or are ignored by
+the pricing; fleet files naming instance types, regions, providers, quota globs and geos that do not exist;
+options given in a mode that ignores them (``cli/given.py``); Prometheus URLs without a host; user text
+holding rich markup (``[/]`` raised MarkupError) or 100 kB tokens (echoed back whole). ``GOOD`` lists nearby
+valid inputs that must still exit 0.
 """
 
 from __future__ import annotations
