@@ -344,6 +344,7 @@ FILES: list[tuple[str, list[str], str, bytes, list[str]]] = [
 
 LONG = "x" * 100_000
 PROM = ["telemetry", "ingest", "--store", "{tmp}/st", "--start", "2026-01-01T00:00:00Z", "--prometheus"]
+SWEEP = str(ROOT / "tests" / "data" / "simulate" / "sweep.yaml")
 MX = ["estimate", "matrix", "--models", "llama-3-8b", "--gpus", "h100", "--mode"]
 # (id, argv, words)
 FLAGS: list[tuple[str, list[str], list[str]]] = [
@@ -405,6 +406,21 @@ FLAGS: list[tuple[str, list[str], list[str]]] = [
     ("prom-timezone", [*PROM, "http://127.0.0.1:9", "--timezone", "UTC"], ["--timezone", "--prometheus"]),
     ("prom-host", [*PROM, "http://127.0.0.1:9", "--host", "node-a"], ["--host"]),
     ("prom-input-format", [*PROM, "http://127.0.0.1:9", "--input-format", "nvidia-smi"], ["--input-format"]),
+    (
+        "memory-seq-len-and-input-len",
+        ["estimate", "memory", "-m", "llama-3-8b", "-g", "h100", "--seq-len", "100", "--input-len", "50"],
+        ["--seq-len", "--input-len"],
+    ),
+    (
+        "sweep-address-local",
+        ["simulate", "sweep", SWEEP, "--address", "ray://head:10001"],
+        ["--address", "local"],
+    ),
+    (
+        "sweep-workers-ray",
+        ["simulate", "sweep", SWEEP, "--engine", "ray", "--workers", "2"],
+        ["--workers", "ray"],
+    ),
     # 10. Prometheus URLs without a host (the request failed with a mangled URL, or a traceback)
     ("prom-no-host", [*PROM, "http://"], ["host", "http://prometheus:9090"]),
     ("prom-port-only", [*PROM, "https://:9090"], ["host"]),
@@ -563,6 +579,8 @@ GOOD_ARGV: list[list[str]] = [
     ],
     ["estimate", "train", "-m", "llama-3-8b", "-g", "h100", "--gpus", "8", "--virtual-stages", "4"],  # noted
     ["telemetry", "alerts", "--show-defaults"],
+    ["estimate", "memory", "-m", "llama-3-8b", "-g", "h100", "--input-len", "50", "--output-len", "10"],
+    ["simulate", "sweep", SWEEP, "--engine", "local", "--workers", "1"],
     [
         "regions",
         "--model",

@@ -18,6 +18,7 @@ from gpufleet.cli.estimate_matrix import matrix
 from gpufleet.cli.estimate_render import inference_table, memory_table, notes_table, training_table
 from gpufleet.cli.given import reject_ignored
 from gpufleet.cli.profile_option import ProfileOption, load_profile_option
+from gpufleet.errors import InputError
 from gpufleet.precision import check_precision
 
 if TYPE_CHECKING:
@@ -116,6 +117,12 @@ def memory(
     prec, kv = _precisions(precision, kv_precision)
     arch, spec = model_arg(model), gpu_arg(gpu)
     load_profile_option(profile)
+    if seq_len is not None and (input_len is not None or output_len is not None):
+        raise InputError(
+            f"--seq-len {seq_len} and --input-len/--output-len both set the tokens per sequence, and "
+            "--seq-len would silently win. Give --seq-len alone, or --input-len and --output-len (their "
+            "sum is used)."
+        )
     if seq_len is None:
         seq_len = (input_len or 0) + (output_len or 0) or 2048
     mem = estimate_memory(
