@@ -421,6 +421,27 @@ FLAGS: list[tuple[str, list[str], list[str]]] = [
         ["simulate", "sweep", SWEEP, "--engine", "ray", "--workers", "2"],
         ["--workers", "ray"],
     ),
+    (
+        "alerts-export-format",
+        ["telemetry", "alerts", "--export", "prometheus", "--format", "json"],
+        ["--format"],
+    ),
+    # 13. a window outside the stored samples gave an all-zero report (exit 0)
+    (
+        "findings-end-before-data",
+        ["telemetry", "findings", "--store", "{store}", "--end", "2000-01-01T00:00:00Z"],
+        ["holds no sample", "covers"],
+    ),
+    (
+        "report-end-after-data",
+        ["telemetry", "report", "--store", "{store}", "--end", "2099-01-01T00:00:00Z"],
+        ["holds no sample"],
+    ),
+    (
+        "alerts-end-before-data",
+        ["telemetry", "alerts", "--store", "{store}", "--end", "2000-01-01T00:00:00Z", "--lookback", "1"],
+        ["holds no sample", "--lookback"],
+    ),
     # 10. Prometheus URLs without a host (the request failed with a mangled URL, or a traceback)
     ("prom-no-host", [*PROM, "http://"], ["host", "http://prometheus:9090"]),
     ("prom-port-only", [*PROM, "https://:9090"], ["host"]),
@@ -447,7 +468,11 @@ FLAGS: list[tuple[str, list[str], list[str]]] = [
 def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     d = tmp_path_factory.mktemp("bad3")
     (d / "t.csv").write_bytes(TRACE)
-    return {"trace": str(d / "t.csv")}
+    (d / "s.prom").write_bytes(EXPO)
+    store = d / "store"
+    res = runner.invoke(app, ["telemetry", "ingest", str(d / "s.prom"), "--store", str(store)])
+    assert res.exit_code == 0, res.output
+    return {"trace": str(d / "t.csv"), "store": str(store)}
 
 
 def _subs(inputs: dict[str, str], tmp_path: Path, f: Path | None = None) -> dict[str, str]:
@@ -579,6 +604,8 @@ GOOD_ARGV: list[list[str]] = [
     ],
     ["estimate", "train", "-m", "llama-3-8b", "-g", "h100", "--gpus", "8", "--virtual-stages", "4"],  # noted
     ["telemetry", "alerts", "--show-defaults"],
+    ["telemetry", "findings", "--store", "{store}"],
+    ["telemetry", "alerts", "--store", "{store}", "--export", "prometheus"],
     ["estimate", "memory", "-m", "llama-3-8b", "-g", "h100", "--input-len", "50", "--output-len", "10"],
     ["simulate", "sweep", SWEEP, "--engine", "local", "--workers", "1"],
     [

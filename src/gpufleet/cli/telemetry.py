@@ -294,6 +294,11 @@ def alerts(
     if export is not None:
         if export != "prometheus":
             raise InputError(f"--export {export!r}: only 'prometheus' is supported.")
+        reject_ignored(
+            ["step", "fmt"],
+            why="with --export prometheus (it prints Prometheus alerting rules; nothing is evaluated)",
+            fix="Leave those options out, or drop --export to evaluate the rules over the store.",
+        )
         price = None
         st = _store(store)
         if not st.is_empty():
