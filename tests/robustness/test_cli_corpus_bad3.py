@@ -654,6 +654,16 @@ def test_ignored_virtual_stages_is_noted() -> None:
     assert res.exit_code == 0 and "virtual_stages=4" in " ".join(res.output.split()), res.output[-600:]
 
 
+def test_idle_gpus_are_noted() -> None:
+    """3 GPUs at tp=2 serve with one replica of 2: the idle GPU is said, not silently dropped."""
+    res = runner.invoke(
+        app, ["estimate", "infer", "-m", "llama-3-8b", "-g", "h100", "--gpus", "3", "--tp", "2"]
+    )
+    assert res.exit_code == 0 and "1 of the 3 GPUs stay idle" in " ".join(res.output.split()), res.output[
+        -600:
+    ]
+
+
 def test_bad3_size() -> None:
     assert len(FILES) + len(FLAGS) >= 70
 
