@@ -306,6 +306,13 @@ FILES: list[tuple[str, list[str], str, bytes, list[str]]] = [
         ["--model", "--workload"],
     ),
     (
+        "autoscale-workload-and-default-model",
+        ["simulate", "autoscale", "{trace}", "-g", "l4", "--workload", "{f}", "-m", "llama-3.1-8b"],
+        ".yaml",
+        WORKLOAD.replace(b"llama-3-8b", b"llama-3-70b"),
+        ["--model", "--workload"],
+    ),
+    (
         "autoscale-workload-and-precision",
         ["simulate", "autoscale", "{trace}", "-g", "l4", "--workload", "{f}", "--precision", "fp8"],
         ".yaml",

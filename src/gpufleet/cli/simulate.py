@@ -141,6 +141,7 @@ def autoscale_cmd(
             ["model", "precision"],
             why="with --workload (the workload file sets the model and the precision)",
             fix="Leave those options out, or drop --workload and give --model/--precision alone.",
+            default_ok=False,  # the file's model replaces even the default typed out
         )
         w = as_workload(workload)
         model, precision = w.model, w.precision
