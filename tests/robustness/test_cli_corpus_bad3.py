@@ -145,6 +145,13 @@ FILES: list[tuple[str, list[str], str, bytes, list[str]]] = [
         ["4544", "70"],
     ),
     ("hf-heads-uneven-wrapped", EM, ".json", _llama4(hidden_size=5100, head_dim=None), ["head_dim"]),
+    (
+        "hf-peft-adapter",
+        EI,
+        ".json",
+        b'{"peft_type": "LORA", "base_model_name_or_path": "meta-llama/Llama-3.1-8B", "r": 16}',
+        ["PEFT adapter", "meta-llama/Llama-3.1-8B"],
+    ),
     # 2. architectures that is not a list of names ("this is a gpufleet bug" message)
     ("hf-architectures-int", EI, ".json", _hf(architectures=5), ["architectures", "list"]),
     ("hf-architectures-ints", EI, ".json", _hf(architectures=[1, 2]), ["architectures", "LlamaForCausalLM"]),

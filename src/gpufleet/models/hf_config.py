@@ -186,6 +186,14 @@ def arch_from_config(
     """Normalise one config mapping; ``source`` names the file (or entry) in error messages."""
     if not isinstance(cfg, Mapping):
         raise ConfigFileError(f"{source}: expected a JSON object of config fields, got {document_kind(cfg)}.")
+    if "peft_type" in cfg and "hidden_size" not in cfg:  # adapter_config.json of a LoRA (PEFT)
+        base = cfg.get("base_model_name_or_path")
+        raise ConfigFileError(
+            f"{source} is a PEFT adapter config (peft_type {cfg['peft_type']!r}), not a model's config.json: "
+            f"it holds the adapter's rank, not the architecture. Pass the base model"
+            f"{f' ({base!r})' if isinstance(base, str) and base else ''} as --model (its id or config.json) "
+            "and size the adapter with the task (lora, qlora)."
+        )
     text_cfg = cfg.get("text_config")
     if isinstance(text_cfg, Mapping) and "hidden_size" not in cfg:  # multimodal wrapper (Llama 4, Gemma 3)
         cfg = {**text_cfg, "model_type": text_cfg.get("model_type") or cfg.get("model_type")}
