@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
@@ -275,6 +275,7 @@ def load_commitment_assumptions(
     if override is not None:
         doc = _read_override(Path(override))
         new = [_check_row(e, str(override)) for e in doc.commitments]
+        _check_override_rows(new, doc.mode, str(override))
         keys = {(r.provider, r.program, r.term_years) for r in new}
         if doc.mode == "replace":
             rows = []
@@ -282,6 +283,29 @@ def load_commitment_assumptions(
     rows = [r for r in rows if not math.isnan(r.discount_fraction)]
     fetched = _fetched_rates() if include_fetched else ()
     return CommitmentAssumptions(rows=tuple(rows), fetched=fetched)
+
+
+def _check_override_rows(rows: Sequence[CommitmentAssumption], mode: str, path: str) -> None:
+    """An override that changes nothing (no entries, merge mode) or names one row twice (the last would
+    silently win) is a mistake in the file, not an override."""
+    if not rows and mode != "replace":
+        raise ConfigFileError(
+            f"The commitment override file {path} lists no commitments, so it would change nothing. Add "
+            "entries (`commitments: [{provider: aws, program: reserved, term_years: 1, discount_fraction: "
+            "0.35, source: 'our quote'}]`), set `mode: replace` to remove every default, or drop "
+            "--commitments."
+        )
+    seen: dict[tuple[str, str, int], int] = {}
+    for index, row in enumerate(rows, 1):
+        key = (row.provider, row.program, row.term_years)
+        if key in seen:
+            raise ConfigFileError(
+                f"The commitment override file {path}: entries {seen[key]} and {index} both set "
+                f"{row.provider} "
+                f"{row.program} {row.term_years}y; the last would silently win. Keep one entry per provider, "
+                "program and term."
+            )
+        seen[key] = index
 
 
 def _fetched_rates() -> tuple[CommitmentRate, ...]:

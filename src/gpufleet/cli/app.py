@@ -20,6 +20,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 import gpufleet.cli.console  # noqa: F401  (the consoles' environment is the one at start-up; no rich yet)
+from gpufleet.cli.console import user_text
 from gpufleet.cli.finite import finite_floats
 from gpufleet.errors import GpufleetError
 
@@ -139,7 +140,7 @@ def _show_warning(message: Warning | str, *_args: Any, **_kwargs: Any) -> None:
     """Library warnings (UserWarning) as one 'Warning:' paragraph on stderr, without a source line."""
     from gpufleet.cli.console import err_console  # rich only when there is something to print
 
-    err_console.print(f"[bold yellow]Warning:[/] {message}", highlight=False, soft_wrap=True)
+    err_console.print(f"[bold yellow]Warning:[/] {user_text(str(message))}", highlight=False, soft_wrap=True)
 
 
 class _ErrorHandlingGroup(TyperGroup):
@@ -154,7 +155,7 @@ class _ErrorHandlingGroup(TyperGroup):
         except GpufleetError as exc:
             from gpufleet.cli.console import err_console
 
-            err_console.print(f"[bold red]Error:[/] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]Error:[/] {user_text(str(exc))}", highlight=False, soft_wrap=True)
             ctx.exit(USER_ERROR_EXIT_CODE)
 
 

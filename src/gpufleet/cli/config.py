@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from gpufleet.cli.console import console, err_console
+from gpufleet.cli.console import console, err_console, user_text
 from gpufleet.errors import ConfigFileError, GpufleetError
 
 if TYPE_CHECKING:
@@ -501,10 +501,10 @@ def check(
             title, lines = CHECKERS[kind][0], CHECKERS[kind][1](path)
         except GpufleetError as exc:
             failures += 1
-            err_console.print(f"[bold red]Invalid:[/] {exc}", highlight=False, soft_wrap=True)
+            err_console.print(f"[bold red]Invalid:[/] {user_text(str(exc))}", highlight=False, soft_wrap=True)
             continue
         by_kind.setdefault(kind, []).append(path)
-        console.print(f"[bold green]OK[/] {path} [dim]({title})[/]", highlight=False)
+        console.print(f"[bold green]OK[/] {user_text(str(path))} [dim]({title})[/]", highlight=False)
         for line in lines:
             console.print(f"   {line}", highlight=False, markup=False)
     if failures:

@@ -15,6 +15,41 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 
+def _safe_console_class() -> type[Console]:
+    """rich's Console whose text that is not valid markup prints as plain text: a user's name such as
+    ``[/]`` in a table cell or message would otherwise raise rich's MarkupError (a traceback)."""
+    from rich.console import Console
+    from rich.errors import MarkupError
+
+    class SafeConsole(Console):
+        def render_str(self, text: str, **kwargs: Any) -> Any:
+            try:
+                return super().render_str(text, **kwargs)
+            except MarkupError:
+                return super().render_str(text, **(kwargs | {"markup": False}))
+
+    return SafeConsole
+
+
+def user_text(message: str) -> str:
+    """``message`` safe to print with rich markup on: user input such as ``[/]`` is escaped (rich would
+    raise MarkupError, or eat ``[red]...[/red]``), and very long tokens are shortened (see _LONG_TOKEN)."""
+    import re
+
+    from rich.markup import escape
+
+    def shorten(m: re.Match[str]) -> str:
+        token = m.group()
+        return f"{token[:80]}... ({len(token):,} characters)"
+
+    return escape(re.sub(rf"\S{{{_LONG_TOKEN},}}", shorten, message))
+
+
+#: a run of this many characters without a space in a message is user input echoed back (a 100 kB option
+#: value, a minified file): it is shortened so the message stays one readable paragraph
+_LONG_TOKEN = 400
+
+
 class _LazyConsole:
     """A :class:`rich.console.Console` built with ``kwargs`` on first attribute access, as if it had been
     built here: what rich reads from the environment when a Console is made (COLUMNS and LINES fix its size,
@@ -31,10 +66,8 @@ class _LazyConsole:
     def _console(self) -> Console:
         real: Console | None = object.__getattribute__(self, "_real")
         if real is None:
-            from rich.console import Console
-
             kwargs = object.__getattribute__(self, "_kwargs")
-            real = Console(**kwargs, _environ=object.__getattribute__(self, "_environ"))
+            real = _safe_console_class()(**kwargs, _environ=object.__getattribute__(self, "_environ"))
             real._environ = os.environ  # as Console() with no _environ keeps it
             object.__setattr__(self, "_real", real)
         return real

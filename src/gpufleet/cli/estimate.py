@@ -16,7 +16,9 @@ from gpufleet.cli.console import console
 from gpufleet.cli.estimate_args import gpu_arg, model_arg, require_positive
 from gpufleet.cli.estimate_matrix import matrix
 from gpufleet.cli.estimate_render import inference_table, memory_table, notes_table, training_table
+from gpufleet.cli.given import reject_ignored
 from gpufleet.cli.profile_option import ProfileOption, load_profile_option
+from gpufleet.errors import InputError
 from gpufleet.precision import check_precision
 
 if TYPE_CHECKING:
@@ -115,12 +117,25 @@ def memory(
     prec, kv = _precisions(precision, kv_precision)
     arch, spec = model_arg(model), gpu_arg(gpu)
     load_profile_option(profile)
+    if seq_len is not None and (input_len is not None or output_len is not None):
+        raise InputError(
+            f"--seq-len {seq_len} and --input-len/--output-len both set the tokens per sequence, and "
+            "--seq-len would silently win. Give --seq-len alone, or --input-len and --output-len (their "
+            "sum is used)."
+        )
     if seq_len is None:
         seq_len = (input_len or 0) + (output_len or 0) or 2048
     mem = estimate_memory(
         model=arch, task=task, precision=prec, gpu=spec, tp=tp, pp=pp, dp=dp, batch=batch, seq_len=seq_len,
         kv_precision=kv, zero_stage=zero, recompute=recompute, engine=engine, allow_fallback=allow_fallback,
     )  # fmt: skip
+    if task in ("inference", "load"):  # after the estimate: bad values first
+        reject_ignored(
+            ["zero", "recompute"],
+            why=f"with --task {task} (ZeRO sharding and activation recompute are training settings)",
+            fix="Leave those options out, or pass a training --task (pretrain, full_finetune, lora or "
+            "qlora).",
+        )
     hint: tuple[str, ...] = ()
     if not mem.fits:
         from gpufleet.estimate.memory_options import fitting_option

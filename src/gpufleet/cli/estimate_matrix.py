@@ -22,6 +22,7 @@ import typer
 from gpufleet.cli.console import console
 from gpufleet.cli.estimate_args import gpu_arg, model_arg, require_positive
 from gpufleet.cli.estimate_render import DOES_NOT_FIT, UNSUPPORTED, grid_table
+from gpufleet.cli.given import reject_ignored
 from gpufleet.cli.profile_option import ProfileOption, load_profile_option
 from gpufleet.cli.validate_render import fmt_num
 from gpufleet.errors import InfeasibleError, InputError, UnknownNameError, UnsupportedError
@@ -176,6 +177,14 @@ def _markdown(grid: tuple[str, str, list[str], list[tuple[str, list[str]]]]) -> 
     return "\n".join(lines) + "\n"
 
 
+#: the options each grid reads (an option no chosen grid reads is an error, not silently dropped)
+_MODE_OPTIONS: dict[Mode, tuple[str, ...]] = {
+    Mode.train: ("task", "precision", "gpu_count", "global_batch", "seq_len"),
+    Mode.infer: ("precision", "gpu_count", "batch", "input_len", "output_len"),
+    Mode.memory: ("batch", "input_len", "output_len"),
+}
+
+
 def matrix(
     models: Annotated[
         list[str],
@@ -219,6 +228,14 @@ def matrix(
     }  # fmt: skip
     builders = {Mode.train: _train_grid, Mode.infer: _infer_grid, Mode.memory: _memory_grid}
     chosen = list(builders) if mode is Mode.all else [mode]
+    used = {name for m in chosen for name in _MODE_OPTIONS[m]}
+    reject_ignored(
+        sorted(set().union(*_MODE_OPTIONS.values()) - used),
+        why=f"with --mode {mode.value}",
+        fix="Leave those options out, or pick the --mode whose table they set (train: --task --precision "
+        "--gpu-count --global-batch --seq-len; infer: --precision --gpu-count --batch --input-len "
+        "--output-len; memory: --batch --input-len --output-len; all: every one).",
+    )
     grids = [builders[m](archs, specs, opts) for m in chosen]
     if output_format is MatrixFormat.json:
         from gpufleet.report.json_report import dump_json, envelope

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from gpufleet.cli.console import console, err_console
+from gpufleet.cli.given import reject_ignored
 from gpufleet.errors import InputError
 
 
@@ -97,6 +98,18 @@ def register(app: typer.Typer) -> None:
                 "--format skypilot writes one file per placement: give a folder with -o/--output."
             )
         start = _period(period)
+        if fmt is not PlanFormat.k8s:
+            reject_ignored(
+                ["image"],
+                why=f"with --format {fmt.value} (the image goes into the Kubernetes manifests only)",
+                fix="Leave --image out, or pass --format k8s.",
+            )
+        if fmt is not PlanFormat.focus:
+            reject_ignored(
+                ["period"],
+                why=f"with --format {fmt.value} (the billing month is a FOCUS export field only)",
+                fix="Leave --period out, or pass --format focus.",
+            )
         fleet = read_fleet_file(fleet_file)
         offers = load_offers(catalog) if catalog else None
         with Progress(

@@ -14,6 +14,7 @@ import typer
 from rich.console import Console
 
 from gpufleet.cli.console import console, err_console
+from gpufleet.cli.given import reject_ignored
 from gpufleet.cli.recommend import Format, FormatOpt, OutputOpt
 from gpufleet.errors import InputError
 
@@ -136,6 +137,12 @@ def autoscale_cmd(
     if workload is not None:
         from gpufleet.recommend.api import as_workload
 
+        reject_ignored(
+            ["model", "precision"],
+            why="with --workload (the workload file sets the model and the precision)",
+            fix="Leave those options out, or drop --workload and give --model/--precision alone.",
+            default_ok=False,  # the file's model replaces even the default typed out
+        )
         w = as_workload(workload)
         model, precision = w.model, w.precision
     tr = read_trace(trace, trace_format)

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gpufleet.cli.console import console, err_console
+from gpufleet.cli.given import reject_ignored
 from gpufleet.errors import InputError
 
 if TYPE_CHECKING:
@@ -125,6 +126,11 @@ def ingest(
     if bool(files) == bool(prometheus):
         raise InputError("Give telemetry files or --prometheus URL (one of the two).")
     if prometheus:
+        reject_ignored(
+            ["input_format", "host", "timezone"],
+            why="with --prometheus (they describe telemetry files; Prometheus labels name the hosts)",
+            fix="Leave those options out, or ingest files instead of --prometheus.",
+        )
         s = _time(start, "--start")
         if s is None:
             raise InputError("--prometheus needs --start (ISO 8601, e.g. 2026-07-01T00:00:00Z).")
@@ -138,6 +144,11 @@ def ingest(
             timeout_s=timeout,
         )
     else:
+        reject_ignored(
+            ["start", "end", "step", "timeout"],
+            why="when ingesting files (they set the range, resolution and timeout of a --prometheus query)",
+            fix="Leave those options out, or pass --prometheus URL instead of files.",
+        )
         report = ingest_files(
             files or [], store=_store(store), input_format=input_format, host=host, timezone=timezone
         )
@@ -271,6 +282,11 @@ def alerts(
     from gpufleet.telemetry.inventory import load_inventory
 
     if show_defaults:
+        reject_ignored(
+            ["rules", "store", "lookback", "end", "inventory", "step", "export", "fmt"],
+            why="with --show-defaults (it prints the default rule file and nothing else)",
+            fix="Leave those options out, or drop --show-defaults to evaluate or export the rules.",
+        )
         _emit(default_rules_text(), output)
         return
     rs = load_rules(rules)
@@ -278,6 +294,11 @@ def alerts(
     if export is not None:
         if export != "prometheus":
             raise InputError(f"--export {export!r}: only 'prometheus' is supported.")
+        reject_ignored(
+            ["step", "fmt"],
+            why="with --export prometheus (it prints Prometheus alerting rules; nothing is evaluated)",
+            fix="Leave those options out, or drop --export to evaluate the rules over the store.",
+        )
         price = None
         st = _store(store)
         if not st.is_empty():

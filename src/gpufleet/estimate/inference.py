@@ -790,6 +790,11 @@ def _run_layout(
     notes: list[str] = []
     context = input_len + output_len
     replicas = gpu_count // lay.gpus
+    if replicas >= 1 and gpu_count % lay.gpus:  # said, not silent: the spare GPUs serve nothing
+        notes.append(
+            f"{gpu_count % lay.gpus} of the {gpu_count} GPUs stay idle: each replica uses tp x pp = "
+            f"{lay.gpus}; give a multiple of {lay.gpus} GPUs to use them all."
+        )
     cap = min(lay.max_concurrency, engine_max * lay.attention_dp)
     b = batch if batch is not None else cap
     fits = lay.memory.fits and lay.max_concurrency >= 1 and replicas >= 1

@@ -165,7 +165,8 @@ def _validated_fields(doc: Any, name: str) -> _ProfileFields:
         raise ConfigFileError(
             f"Calibration profile {name} is not valid: field {where}: {first['msg']}. A profile is the JSON "
             "written by `tools/calibrate.py` (keys version, fitted_at, case_count, source, params, "
-            "log_residual_quantiles, residuals). Re-create it with `python tools/calibrate.py --out FILE`."
+            "log_residual_quantiles, residuals). Re-create it with "
+            "`gpufleet calibrate CASES.csv -o PROFILE.json`."
         ) from exc
     if out.case_count < 0:
         raise ConfigFileError(
@@ -233,6 +234,21 @@ _MAX_PARAM = 1e6
 _MAX_LOG_Q = 10.0
 
 
+#: a loaded parameter stays within this factor of its prior, the fit's own bounds
+#: (gpufleet.estimate.calibration: ln-space prior +- 4.6, e^4.6 ~ 99.5; rounded up to 100)
+_PARAM_FACTOR = 100.0
+
+
+def _param_range(name: str) -> tuple[float, float]:
+    """The values :func:`gpufleet.estimate.calibration.fit_profile` can give ``name``: within
+    :data:`_PARAM_FACTOR` of the prior, and at most 1 for a fitted fraction (prior <= 1, not an overhead)."""
+    prior = PRIORS[name]
+    hi = prior.value * _PARAM_FACTOR
+    if prior.fit and prior.value <= 1.0 and name != "step_overhead_s":
+        hi = 1.0
+    return prior.value / _PARAM_FACTOR, hi
+
+
 def _profile_from_text(text: str, name: str, *, known_valid: bool = False) -> CalibrationProfile:
     """The profile in ``text`` (``name`` for messages), validated. ``known_valid``: this exact text passed
     the file-format validation before, so its fields are read without pydantic (range checks still run)."""
@@ -255,7 +271,7 @@ def _profile_from_text(text: str, name: str, *, known_valid: bool = False) -> Ca
     if raw.version != PROFILE_VERSION:
         raise ConfigFileError(
             f"Calibration profile {name} has version {raw.version}; this gpufleet reads version "
-            f"{PROFILE_VERSION}. Re-create it with `python tools/calibrate.py --out FILE`."
+            f"{PROFILE_VERSION}. Re-create it with `gpufleet calibrate CASES.csv -o PROFILE.json`."
         )
     bad = [k for k, v in raw.params.items() if not (math.isfinite(v) and 0 < v <= _MAX_PARAM)]
     bad_q = [
@@ -277,10 +293,23 @@ def _profile_from_text(text: str, name: str, *, known_valid: bool = False) -> Ca
             f"factor of e^{_MAX_LOG_Q:g}); residuals must be finite. Re-create it with `gpufleet calibrate`."
         )
     unknown = [k for k in raw.params if k not in PRIORS]
+    out_of_range = [
+        f"{k}={v:g} (allowed {lo:g} to {hi:g})"
+        for k, v in raw.params.items()
+        if k in PRIORS and k not in bad and not (lo := _param_range(k)[0]) <= v <= (hi := _param_range(k)[1])
+    ]
+    if out_of_range:
+        raise ConfigFileError(
+            f"Calibration profile {name} has parameters outside the range the fit allows: "
+            f"{', '.join(out_of_range)}. Efficiencies are fractions of peak (at most 1) and every parameter "
+            f"stays within {_PARAM_FACTOR:g}x of its prior (gpufleet.estimate.priors). Fix the values or "
+            "re-create the profile with `gpufleet calibrate CASES.csv -o PROFILE.json`."
+        )
     if bad or unknown:
         raise ConfigFileError(
             f"Calibration profile {name} has invalid parameters: non-positive {bad}, unknown {unknown}. "
-            f"Allowed: positive values for {', '.join(sorted(PRIORS))}. Re-create it with tools/calibrate.py."
+            f"Allowed: positive values for {', '.join(sorted(PRIORS))}. Re-create it with "
+            "`gpufleet calibrate CASES.csv -o PROFILE.json`."
         )
     return CalibrationProfile(
         params=MappingProxyType({**prior_params(), **raw.params}),

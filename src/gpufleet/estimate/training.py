@@ -389,6 +389,19 @@ def stage_imbalance(layers: int, pp: int) -> float:
     return math.ceil(layers / pp) / (layers / pp)
 
 
+def _virtual_stage_notes(model: ModelArch, pp: int, virtual_stages: int | None) -> list[str]:
+    """Say when a given ``virtual_stages`` is not used as given (no pipeline, or more chunks than layers per
+    stage: :func:`pipeline_chunks` caps it), so the option is never silently ignored."""
+    if virtual_stages is None or virtual_stages <= 1:
+        return []
+    if pp <= 1:
+        return [f"virtual_stages={virtual_stages} ignored: the layout has no pipeline (pp=1)."]
+    cap = max(model.num_layers // pp, 1)
+    if virtual_stages > cap:
+        return [f"virtual_stages={virtual_stages} capped at {cap}, the layers per pipeline stage."]
+    return []
+
+
 def pipeline_chunks(
     model: ModelArch, pp: int, software: str, profile: CalibrationProfile, virtual_stages: int | None = None
 ) -> float:
@@ -482,6 +495,18 @@ def estimate_training(
         ("virtual_stages", virtual_stages),
     ):
         positive_int(name, opt, allow_none=True)
+    if virtual_stages is not None and virtual_stages > arch.num_layers:
+        raise InputError(
+            f"virtual_stages is {virtual_stages:,}, but {arch.id} has {arch.num_layers} layers and each "
+            "virtual pipeline stage holds at least one. Pass a number from 1 to the layers per pipeline "
+            "stage "
+            "(Megatron --num-virtual-stages-per-pipeline-rank), or leave it out for the stack's default."
+        )
+    if virtual_stages is not None and virtual_stages > 1 and pp == 1:
+        raise InputError(
+            f"virtual_stages={virtual_stages} needs a pipeline, but pp=1 was given: interleaved 1F1B splits "
+            "each pipeline rank's layers into chunks. Pass --pp 2 or more, or leave --virtual-stages out."
+        )
     if train_tokens is not None:
         positive_float("train_tokens", train_tokens)
     if recompute is not None and recompute not in ("none", "selective", "full"):
@@ -555,6 +580,7 @@ def estimate_training(
         f"{recompute} recompute, "
         f"software {sw}."
     )
+    notes.extend(_virtual_stage_notes(arch, layout.pp, virtual_stages))
     if global_batch < layout.dp:
         raise InputError(
             f"global_batch {global_batch} is smaller than the data-parallel degree {layout.dp}: every "

@@ -14,6 +14,7 @@ from gpufleet.cost.spot import load_spot_assumptions
 from gpufleet.errors import UnknownNameError
 from gpufleet.fleet.check import check_plan
 from gpufleet.fleet.model import Levers, Model, build_model
+from gpufleet.fleet.names import check_fleet_names
 from gpufleet.fleet.options import build_options
 from gpufleet.fleet.pools import decode_pools, slice_line
 from gpufleet.fleet.prune import prune_options
@@ -354,6 +355,7 @@ def plan_fleet(
                     known,
                     hint=f"workload {fw.name}: provider names are lower case; see `gpufleet catalog offers`.",
                 )
+    check_fleet_names(f, table)  # unknown instance types, regions and quota globs: errors, not no-ops
     spot = load_spot_assumptions(spot_assumptions)
     est = estimator or DefaultEstimator()
     step = (lambda d, t, _n: progress("options", d, t)) if progress else None

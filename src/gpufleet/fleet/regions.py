@@ -20,6 +20,7 @@ from gpufleet.catalog.offers import OfferTable, load_offers
 from gpufleet.cost.prices import node_prices_usd_per_hour
 from gpufleet.cost.spot import load_spot_assumptions
 from gpufleet.errors import InputError
+from gpufleet.fleet.names import check_data_location
 from gpufleet.fleet.refdata import (
     carbon,
     egress_tiers,
@@ -134,6 +135,8 @@ def analyze_regions(
 
     for w in workloads:
         check_against_table(table, w)  # an unknown provider or region is an error, not an empty answer
+    if data_provider is not None and data_region is not None:
+        check_data_location(table, data_provider, data_region)
     est = estimator or DefaultEstimator()
     spot = load_spot_assumptions()
     prices = {k: node_prices_usd_per_hour(table, k) for k in ("on_demand", "spot", "commit_1y", "commit_3y")}

@@ -199,7 +199,9 @@ class ExistingSpec(_Strict):
     instance_type: str
     count: int = Field(ge=1)
     kind: Literal["reserved", "savings_plan", "cud", "capacity_reservation"] = "reserved"
-    term_left_months: float = Field(12.0, gt=0)
+    # public commitment terms are 1 or 3 years (AWS RIs/Savings Plans, Azure reservations, GCP CUDs); 60
+    # months leaves room for a private deal and catches typos (600 for 6)
+    term_left_months: float = Field(12.0, gt=0, le=60)
 
 
 def _both_terms() -> list[Literal["1y", "3y"]]:
@@ -293,6 +295,36 @@ def _cross_checks(spec: FleetSpec, source: str) -> None:
         )
 
 
+def _geos(values: list[str], where: str) -> tuple[str, ...]:
+    """Geo buckets (and groups such as ``europe``) as regions.csv names them; an unknown geo is an error,
+    not a data-residency filter that no region passes."""
+    from gpufleet.catalog.regions import expand_geos
+    from gpufleet.errors import UnknownNameError
+
+    try:
+        return expand_geos(values)
+    except UnknownNameError as exc:
+        raise ConfigFileError(f"{where}: {exc}") from exc
+
+
+def _check_site_location(site: OnPremSpec, source: str) -> None:
+    """An on-prem site's ``geo`` is one regions.csv bucket and its ``country`` an ISO 3166-1 alpha-2 code, or
+    blank: anything else would silently fail every data-residency filter."""
+    from gpufleet.catalog.regions import GEOS
+
+    if site.geo and site.geo.strip().lower() not in GEOS:
+        raise ConfigFileError(
+            f"Fleet file {source}: on_prem site {site.name!r} has geo {site.geo!r}, not a geo bucket. "
+            f"Allowed: {', '.join(GEOS)} (or leave it out). Fix the site's geo."
+        )
+    if site.country and not (len(site.country) == 2 and site.country.isascii() and site.country.isalpha()):
+        raise ConfigFileError(
+            f"Fleet file {source}: on_prem site {site.name!r} has country {site.country!r}, not an ISO "
+            "3166-1 alpha-2 code. Allowed: two letters such as DE, US, JP (or leave it out). Fix the site's "
+            "country."
+        )
+
+
 def fleet_from_dict(data: Any, *, source: str = "<fleet>") -> Fleet:
     """Validate a fleet mapping into a :class:`Fleet` (ConfigFileError naming entry and field)."""
     if not isinstance(data, Mapping):
@@ -337,7 +369,7 @@ def fleet_from_dict(data: Any, *, source: str = "<fleet>") -> Fleet:
                 demand=e.demand.to_profile(),
                 providers=tuple(p.lower() for p in e.providers),
                 regions=tuple(e.regions),
-                geos=tuple(g.lower() for g in e.geos),
+                geos=_geos(e.geos, f"{source}: workload {name!r} geos"),
                 countries=tuple(c.upper() for c in e.countries),
                 ha_regions=e.ha_regions,
                 preemptible_fraction=e.preemptible_fraction,
@@ -391,6 +423,8 @@ def fleet_from_dict(data: Any, *, source: str = "<fleet>") -> Fleet:
         max_providers=c.max_providers,
         commitment_terms=tuple(c.commitment_terms),
     )
+    for site in spec.on_prem:
+        _check_site_location(site, source)
     on_prem = tuple(OnPremSite(**s.model_dump()) for s in spec.on_prem)
     return Fleet(
         name=spec.name, workloads=tuple(workloads), constraints=constraints, on_prem=on_prem, source=source

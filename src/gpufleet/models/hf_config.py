@@ -186,9 +186,24 @@ def arch_from_config(
     """Normalise one config mapping; ``source`` names the file (or entry) in error messages."""
     if not isinstance(cfg, Mapping):
         raise ConfigFileError(f"{source}: expected a JSON object of config fields, got {document_kind(cfg)}.")
+    if "peft_type" in cfg and "hidden_size" not in cfg:  # adapter_config.json of a LoRA (PEFT)
+        base = cfg.get("base_model_name_or_path")
+        raise ConfigFileError(
+            f"{source} is a PEFT adapter config (peft_type {cfg['peft_type']!r}), not a model's config.json: "
+            f"it holds the adapter's rank, not the architecture. Pass the base model"
+            f"{f' ({base!r})' if isinstance(base, str) and base else ''} as --model (its id or config.json) "
+            "and size the adapter with the task (lora, qlora)."
+        )
     text_cfg = cfg.get("text_config")
     if isinstance(text_cfg, Mapping) and "hidden_size" not in cfg:  # multimodal wrapper (Llama 4, Gemma 3)
-        cfg = {**text_cfg, "model_type": text_cfg.get("model_type", cfg.get("model_type"))}
+        cfg = {**text_cfg, "model_type": text_cfg.get("model_type") or cfg.get("model_type")}
+    archs = cfg.get("architectures")
+    if archs is not None and (not isinstance(archs, list) or not all(isinstance(a, str) for a in archs)):
+        raise ConfigFileError(
+            f"{source}: field 'architectures' is {archs!r}, but it must be a list of class names such as "
+            '["LlamaForCausalLM"]. Fix that field (copy it from the model\'s Hugging Face config.json) or '
+            "remove it."
+        )
     model_type = cfg.get("model_type")
     if model_type is not None and model_type not in SUPPORTED_MODEL_TYPES:
         raise ConfigFileError(
@@ -238,7 +253,7 @@ def arch_from_config(
                 "linear_bias": True,
                 "tie_word_embeddings": r.bool("tie_word_embeddings", True),
             }
-        kw["head_dim"] = h // heads
+        kw["head_dim"] = _even_head_dim(h, heads, source)
     elif family == "falcon":
         h = r.int("hidden_size", "n_embd")
         heads = r.int("num_attention_heads", "n_head")
@@ -250,7 +265,7 @@ def arch_from_config(
             "num_layers": r.int("num_hidden_layers", "n_layer"),
             "num_attention_heads": heads,
             "num_kv_heads": kv,
-            "head_dim": h // heads,
+            "head_dim": _even_head_dim(h, heads, source),
             "intermediate_size": r.int("ffn_hidden_size", default=4 * h),
             "vocab_size": r.int("vocab_size"),
             # Falcon-7B/40B configs carry no max_position_embeddings: trained at 2048 (TII model cards)
@@ -271,7 +286,7 @@ def arch_from_config(
             "num_layers": r.int("num_hidden_layers"),
             "num_attention_heads": heads,
             "num_kv_heads": r.int("num_key_value_heads", default=heads),
-            "head_dim": r.int("head_dim", default=h // heads),
+            "head_dim": r.int("head_dim", required=False) or _even_head_dim(h, heads, source),
             "intermediate_size": r.int("intermediate_size", default=4 * h),
             "vocab_size": r.int("vocab_size"),
             "max_position_embeddings": r.int("max_position_embeddings"),
@@ -307,7 +322,8 @@ def _llama_like(r: _Reader, family: str) -> dict[str, Any]:
         "num_layers": r.int("num_hidden_layers"),
         "num_attention_heads": heads,
         "num_kv_heads": r.int("num_key_value_heads", default=heads),
-        "head_dim": r.int("head_dim", default=h // heads),
+        "head_dim": r.int("head_dim", required=False)
+        or (h // heads if r.cfg.get("kv_lora_rank") else _even_head_dim(h, heads, r.source)),
         # Llama 4: ``intermediate_size`` is the experts' width, ``intermediate_size_mlp`` the dense layers'
         "intermediate_size": r.int("intermediate_size_mlp", "intermediate_size"),
         "vocab_size": r.int("vocab_size"),
@@ -324,6 +340,13 @@ def _llama_like(r: _Reader, family: str) -> dict[str, Any]:
         kw["sliding_window"] = window
         kw["sliding_window_layer_fraction"] = SLIDING_LAYER_FRACTION.get(mtype, 1.0)
     experts = r.int("num_local_experts", "n_routed_experts", "num_experts", required=False)
+    if not experts and r.cfg.get("num_experts_per_tok") is not None:
+        raise ConfigFileError(
+            f"{r.source}: field 'num_experts_per_tok' is {r.cfg['num_experts_per_tok']!r}, but the config "
+            "gives no number of experts ('num_local_experts', 'n_routed_experts' or 'num_experts'), so it "
+            "is not a mixture of experts. Add the experts field of a MoE config, or remove "
+            "'num_experts_per_tok' for a dense model."
+        )
     if experts:
         kw |= {
             "num_experts": experts,
@@ -370,7 +393,21 @@ def _check_heads(kw: Mapping[str, Any], source: str) -> None:
             f"{source}: num_experts_per_tok ({per_token}) is larger than the number of experts ({experts}). "
             "A token is routed to at most every expert; fix one of the two fields."
         )
-    dense, layers = kw.get("first_k_dense_layers", 0), kw["num_layers"]
+    shared = kw.get("num_shared_experts", 0)
+    if experts and shared > experts:
+        raise ConfigFileError(
+            f"{source}: n_shared_experts ({shared}) is larger than the number of routed experts ({experts}). "
+            "Published MoE models have a few shared experts (DeepSeek-V3: 1 of 256); fix one of the two "
+            "fields."
+        )
+    step, layers = kw.get("moe_layer_step", 1), kw["num_layers"]
+    if experts and step > layers:
+        raise ConfigFileError(
+            f"{source}: the MoE layer step ({step}, 'interleave_moe_layer_step' or 'decoder_sparse_step') is "
+            f"larger than num_hidden_layers ({layers}), so no layer would hold the experts. Use a step "
+            "between 1 and the number of layers, or remove the experts fields for a dense model."
+        )
+    dense = kw.get("first_k_dense_layers", 0)
     if dense > layers:
         raise ConfigFileError(
             f"{source}: first_k_dense_replace ({dense}) is larger than num_hidden_layers ({layers}). At most "
@@ -381,6 +418,79 @@ def _check_heads(kw: Mapping[str, Any], source: str) -> None:
             f"{source}: num_attention_heads ({heads}) is not a multiple of the number of key/value heads "
             f"({kv}). Grouped-query attention needs heads = k x kv_heads; fix one of the two fields."
         )
+
+
+def _even_head_dim(hidden: int, heads: int, source: str) -> int:
+    """``hidden // heads`` when ``head_dim`` is not given; an uneven split is an error, not a rounded
+    width."""
+    if heads <= hidden and hidden % heads:
+        raise ConfigFileError(
+            f"{source}: hidden_size ({hidden}) is not a multiple of num_attention_heads ({heads}), and the "
+            "config gives no head_dim, so a head's width is not a whole number. Fix one of the two fields "
+            "(hidden_size = heads x head width), or give head_dim when the heads are not hidden_size wide."
+        )
+    return hidden // heads
+
+
+#: ``torch_dtype``/``dtype`` values a transformers config carries (``str(torch.dtype)`` without ``torch.``)
+_TORCH_DTYPES = frozenset({
+    "auto", "float32", "float", "float16", "half", "bfloat16", "float64", "double", "float8_e4m3fn",
+    "float8_e5m2", "int8", "uint8",
+})  # fmt: skip
+#: bits per weight a ``quantization_config`` may give (GPTQ/AWQ/bitsandbytes/HQQ: 1-8; 16 = unquantised)
+_MAX_QUANT_BITS = 16
+
+
+def check_user_config(cfg: Mapping[str, Any], source: str) -> None:
+    """Fields of a user's config.json that gpufleet does not count but that must still be well formed: a
+    misspelt ``torch_dtype`` or a ``quantization_config`` that is not an object means the file is not the
+    model's config as downloaded."""
+    for key in ("torch_dtype", "dtype"):
+        value = cfg.get(key)
+        if value is not None and (
+            not isinstance(value, str) or value.removeprefix("torch.") not in _TORCH_DTYPES
+        ):
+            raise ConfigFileError(
+                f"{source}: field {key!r} is {value!r}, not a torch dtype. Allowed: "
+                f"{', '.join(sorted(_TORCH_DTYPES))}. Fix it (copy the config.json from the model's Hugging "
+                "Face page) or remove it."
+            )
+    rope = cfg.get("rope_scaling")
+    factor = rope.get("factor") if isinstance(rope, Mapping) else None
+    if (rope is not None and not isinstance(rope, Mapping)) or (
+        factor is not None
+        and (isinstance(factor, bool) or not isinstance(factor, int | float) or not 0 < factor < math.inf)
+    ):
+        raise ConfigFileError(
+            f"{source}: field 'rope_scaling' is {rope!r}, but it must be null or an object whose 'factor' "
+            'is a positive number, such as {"rope_type": "linear", "factor": 4.0}. Fix it (copy the '
+            "config.json from the model's Hugging Face page) or remove it."
+        )
+    quant = cfg.get("quantization_config")
+    if quant is None:
+        return
+    if not isinstance(quant, Mapping):
+        raise ConfigFileError(
+            f"{source}: field 'quantization_config' is {quant!r}, but it must be an object such as "
+            '{"quant_method": "gptq", "bits": 4}. Fix it (copy the config.json from the model\'s Hugging '
+            "Face page) or remove it; choose the weight precision with --precision."
+        )
+    method = quant.get("quant_method")
+    if method is not None and (not isinstance(method, str) or not method.strip()):
+        raise ConfigFileError(
+            f"{source}: quantization_config.quant_method is {method!r}, but it must be the method's name "
+            "(e.g. gptq, awq, bitsandbytes, fp8, mxfp4). Fix it or remove the quantization_config."
+        )
+    for key in ("bits", "w_bit", "weight_bits"):
+        bits = quant.get(key)
+        if bits is not None and (
+            isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= _MAX_QUANT_BITS
+        ):
+            raise ConfigFileError(
+                f"{source}: quantization_config.{key} is {bits!r}, but it must be a whole number of bits "
+                f"per weight from 1 to {_MAX_QUANT_BITS} (GPTQ/AWQ use 4 or 8). Fix it or remove the "
+                "quantization_config; choose the weight precision with --precision."
+            )
 
 
 def read_config_file(path: Path) -> dict[str, Any]:
@@ -395,4 +505,5 @@ def read_config_file(path: Path) -> dict[str, Any]:
     )
     if not isinstance(data, dict):
         raise ConfigFileError(f"{path}: expected a JSON object of config fields, got {document_kind(data)}.")
+    check_user_config(data, str(path))
     return data

@@ -144,6 +144,20 @@ def _commitments(path: str | Path | None) -> AbstractContextManager[object]:
     return commitments_in_force(load_commitment_assumptions(Path(path)))
 
 
+def _check_commitments_used(w: Workload, path: str | Path | None) -> None:
+    """A commitment override only moves 1y/3y prices: with any other pricing it would be silently ignored."""
+    given = path if path is not None else w.commitments_file
+    if given is not None and w.pricing not in ("1y", "3y"):
+        from gpufleet.catalog.pricing import load_commitment_assumptions
+
+        load_commitment_assumptions(Path(given))  # a malformed file is reported as such first
+        raise InputError(
+            f"The commitment override {given} has no effect with pricing {w.pricing!r}: it sets 1-year and "
+            "3-year commitment discounts only, so it would be silently ignored. Pass --pricing 1y or 3y "
+            "(workload field pricing), or drop --commitments (commitments_file)."
+        )
+
+
 def _check_workload_context(w: Workload) -> None:
     """An inference workload whose prompt + output exceed the model's context is an InputError."""
     if w.task != "inference":
@@ -189,6 +203,7 @@ def recommend(
     limit = _ranked_rows(top, limit)
     w = as_workload(workload, **fields)
     _check_workload_context(w)
+    _check_commitments_used(w, commitments)
     table, est, spot = _engine_inputs(offers, estimator, spot_assumptions)
     rules = host_rules or DEFAULT_HOST_RULES
     with _commitments(commitments):
@@ -222,6 +237,7 @@ def migrate(
     limit = _ranked_rows(top, limit)
     w = as_workload(workload, **fields)
     _check_workload_context(w)
+    _check_commitments_used(w, commitments)
     table, est, spot = _engine_inputs(offers, estimator, spot_assumptions)
     with _commitments(commitments):
         return run_filtered(

@@ -272,6 +272,18 @@ def run_sweep(
         raise InputError(f"engine {engine!r} is unknown. Allowed: {', '.join(ENGINES)}.")
     check_sweep_spec(spec)
     workers = check_count("workers", workers, maximum=1024, flag="--workers", allow_none=True)
+    if engine == "local" and address is not None:
+        raise InputError(
+            f"--address {address!r} names a Ray cluster, but the engine is local (processes on this "
+            "machine), so it would be silently ignored. Pass --engine ray with --address, or leave "
+            "--address out."
+        )
+    if engine == "ray" and workers is not None:
+        raise InputError(
+            f"--workers {workers} sets local processes, but the engine is ray (the cluster schedules the "
+            "runs), so it would be silently ignored. Leave --workers out with --engine ray, or use "
+            "--engine local."
+        )
     configs = spec.configs()
     t0 = time.perf_counter()
     results: list[dict[str, Any] | None] = [None] * len(configs)

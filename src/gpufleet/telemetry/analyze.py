@@ -91,15 +91,14 @@ def resolve_window(
     )
     if end is not None and not isinstance(end, datetime):
         raise InputError(f"--end must be a date and time (ISO 8601), got {end!r}.")
+    parts = store.parts()
+    if not parts:
+        raise InputError(
+            f"The telemetry store {store.root} is empty. Ingest data first: gpufleet telemetry ingest FILE..."
+        )
+    first_us, last_us = min(p.min_ts_us for p in parts), max(p.max_ts_us for p in parts)
     if end is None:
-        parts = store.parts()
-        if not parts:
-            raise InputError(
-                f"The telemetry store {store.root} is empty. Ingest data first: gpufleet telemetry ingest "
-                "FILE..."
-            )
-        end_us = max(p.max_ts_us for p in parts) + 1
-        end = datetime.fromtimestamp(end_us / US_PER_S, tz=UTC)
+        end = datetime.fromtimestamp((last_us + 1) / US_PER_S, tz=UTC)
     try:
         start = end - timedelta(days=lookback_days)
     except OverflowError:
@@ -107,7 +106,18 @@ def resolve_window(
             f"--lookback {lookback_days} days before {end.isoformat()} is before year 1; pass a later --end "
             "or a shorter --lookback."
         ) from None
+    if end.timestamp() * US_PER_S <= first_us or start.timestamp() * US_PER_S > last_us:
+        first, last = (_iso(datetime.fromtimestamp(us / US_PER_S, tz=UTC)) for us in (first_us, last_us))
+        raise InputError(
+            f"The window {_iso(start)} to {_iso(end)} holds no sample: the telemetry store {store.root} "
+            f"covers {first} to {last}. Pass an --end inside that range (or leave it out for the latest "
+            "sample), or a longer --lookback."
+        )
     return Window(start=start, end=end, percentile=percentile)
+
+
+def _iso(dt: datetime) -> str:
+    return dt.isoformat(timespec="seconds")
 
 
 def _naive(dt: datetime) -> datetime:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from typing import Final
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -26,6 +27,14 @@ MAX_POINTS_PER_SERIES: Final = 11_000
 MAX_POINTS_PER_QUERY_RANGE: Final = 10_000_000
 #: Longest --timeout per request [s]: one hour.
 MAX_TIMEOUT_S: Final = 3600.0
+
+
+def _hostname(url: str) -> str | None:
+    """The host of ``url``; None when it has none or cannot be parsed (``http://[::1``)."""
+    try:
+        return urlsplit(url).hostname
+    except ValueError:
+        return None
 
 
 def metrics_promql(metrics: tuple[str, ...] | None = None) -> str:
@@ -46,8 +55,10 @@ def read_prometheus(
     client: httpx.Client | None = None,
 ) -> int:
     """Query ``url`` for ``[start_s, end_s]`` at ``step_s`` and add the samples to ``batch``."""
-    if not url.startswith(("http://", "https://")):
-        raise InputError(f"--prometheus {url!r} is not an http(s) URL. Give e.g. http://prometheus:9090.")
+    if not url.startswith(("http://", "https://")) or not _hostname(url):
+        raise InputError(
+            f"--prometheus {url!r} is not an http(s) URL with a host. Give e.g. http://prometheus:9090."
+        )
     check_number("timeout_s", timeout_s, maximum=MAX_TIMEOUT_S, flag="--timeout")
     if not all(math.isfinite(x) for x in (start_s, end_s, step_s)):
         raise InputError(f"--start, --end and --step must be finite (got {start_s}, {end_s}, {step_s}).")
