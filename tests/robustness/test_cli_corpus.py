@@ -20,8 +20,8 @@ from gpufleet.cli.app import app
 FIFO, DIR, MISSING, BIG = "<fifo>", "<dir>", "<missing>", "<big>"
 
 
-def _hf(**fields: object) -> bytes:
-    """A Llama-like config.json with ``fields`` replaced."""
+def _hf(drop: tuple[str, ...] = (), **fields: object) -> bytes:
+    """A Llama-like config.json with ``fields`` replaced and ``drop`` removed."""
     cfg: dict[str, object] = {
         "model_type": "llama",
         "hidden_size": 4096,
@@ -33,6 +33,8 @@ def _hf(**fields: object) -> bytes:
         "max_position_embeddings": 4096,
     }
     cfg.update(fields)
+    for key in drop:
+        cfg.pop(key)
     return json.dumps(cfg).encode()
 
 

@@ -17,15 +17,14 @@ import json
 from pathlib import Path
 
 import pytest
-import yaml
-from test_cli_corpus import _check, runner
+from test_cli_corpus import _check, _hf, runner
+from test_cli_corpus_bad2 import _multi
 from test_cli_corpus_new import EXPO, TRACE
 
 from gpufleet.cli.app import app
 
 ROOT = Path(__file__).parents[2]
 FLEETS = ROOT / "examples" / "fleets"
-MULTI = yaml.safe_load((FLEETS / "multicloud.yaml").read_text(encoding="utf-8"))
 PROFILE = json.loads((ROOT / "src" / "gpufleet" / "estimate" / "data" / "profile.json").read_bytes())
 WORKLOAD = b"name: w\nmodel: llama-3-8b\ntask: inference\ninput_len_tokens: 512\noutput_len_tokens: 128\n"
 COMMIT = (
@@ -34,37 +33,10 @@ COMMIT = (
 )
 
 
-def _hf(drop: tuple[str, ...] = (), **fields: object) -> bytes:
-    """A Llama-like config.json with ``fields`` replaced and ``drop`` removed."""
-    cfg: dict[str, object] = {
-        "model_type": "llama",
-        "hidden_size": 4096,
-        "num_hidden_layers": 32,
-        "num_attention_heads": 32,
-        "num_key_value_heads": 8,
-        "intermediate_size": 11008,
-        "vocab_size": 32000,
-        "max_position_embeddings": 4096,
-    }
-    cfg.update(fields)
-    for key in drop:
-        cfg.pop(key)
-    return json.dumps(cfg).encode()
-
-
 def _profile(name: str, value: float) -> bytes:
     doc = json.loads(json.dumps(PROFILE))
     doc["params"][name] = value
     return json.dumps(doc).encode()
-
-
-def _multi(path: tuple[str | int, ...], value: object) -> bytes:
-    doc = json.loads(json.dumps(MULTI))
-    cur = doc
-    for key in path[:-1]:
-        cur = cur[key]
-    cur[path[-1]] = value
-    return yaml.safe_dump(doc).encode()
 
 
 EI = ["estimate", "infer", "-m", "{f}", "-g", "h100"]
