@@ -56,9 +56,30 @@ CASES: list[tuple[list[str], tuple[str, ...]]] = [
     (["catalog", "gpus", "--format", "json"], ("pydantic", "numpy", "yaml", "rich.console", "rich.table")),
     (["catalog", "offers", "--gpu", "H100-SXM", "--format", "json"], ("pydantic", "yaml", "rich.console")),
     (["scenarios", "list"], ("numpy",)),
+    # a workload from options is checked without pydantic (gpufleet/recommend/workload_fields.py)
     (
         ["recommend", "--model", "llama-3.1-8b", "--target-rps", "2", "--ttft-ms", "500", "--tpot-ms", "50"],
-        (),
+        ("pydantic", "yaml"),
+    ),
+    (
+        [
+            "recommend",
+            "--model",
+            "llama-3.1-70b",
+            "--target-rps",
+            "2",
+            "--geo",
+            "eu",
+            "--gpu",
+            "H100,A100",
+            "--provider-class",
+            "hyperscaler,gpu_cloud",
+            "--gpus-per-node",
+            "8",
+            "--format",
+            "json",
+        ],
+        ("pydantic", "yaml"),
     ),
 ]
 
