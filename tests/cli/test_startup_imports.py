@@ -55,7 +55,9 @@ CASES: list[tuple[list[str], tuple[str, ...]]] = [
     (["catalog", "models", "--format", "json"], ("pydantic", "numpy", "yaml", "rich.console", "rich.table")),
     (["catalog", "gpus", "--format", "json"], ("pydantic", "numpy", "yaml", "rich.console", "rich.table")),
     (["catalog", "offers", "--gpu", "H100-SXM", "--format", "json"], ("pydantic", "yaml", "rich.console")),
-    (["scenarios", "list"], ("numpy",)),
+    # the shipped scenarios are validated once (the warm-up run) and then read without pydantic
+    (["scenarios", "list"], ("numpy", "pydantic")),
+    (["scenarios", "list", "--format", "json"], ("numpy", "pydantic", "rich.console", "rich.table")),
     # a workload from options is checked without pydantic (gpufleet/recommend/workload_fields.py)
     (
         ["recommend", "--model", "llama-3.1-8b", "--target-rps", "2", "--ttft-ms", "500", "--tpot-ms", "50"],
@@ -79,18 +81,22 @@ CASES: list[tuple[list[str], tuple[str, ...]]] = [
             "--format",
             "json",
         ],
-        ("pydantic", "yaml"),
+        ("pydantic", "yaml", "rich.console", "rich.table"),
     ),
 ]
 
 
 @pytest.fixture(scope="module")
 def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A user cache directory after one run: the offer table cached, the shipped profile validated once."""
+    """A user cache directory after one run each: the offer table cached, the shipped profile and scenarios
+    validated once."""
     cache_dir = tmp_path_factory.mktemp("cache")
     code, first = _run(INFER, cache_dir)
     assert code == 0
     assert "pydantic" in first  # the first run validates the shipped profile (and leaves a mark)
+    code, first = _run(["scenarios", "list", "--format", "json"], cache_dir)
+    assert code == 0
+    assert "pydantic" in first  # the first listing validates the shipped scenarios (and leaves a mark)
     return cache_dir
 
 

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 
 from gpufleet.cli.console import console, err_console
 from gpufleet.errors import InputError
@@ -69,19 +68,23 @@ def assumption_notes(workloads: Sequence[Workload], commitments: Path | None = N
 
 def emit(result: Result, fmt: Format, output: Path | None, assumptions: Sequence[str] = ()) -> None:
     """Render ``result`` and print it (stdout) or write it to ``output``; HTML always goes to a file."""
-    from gpufleet.report import render_terminal, render_text
-
     if fmt is Format.html and output is None:
         output = DEFAULT_HTML_FILE
     if fmt is Format.table:
+        from gpufleet.report.terminal import render_terminal  # rich: only for the terminal table
+
         renderable = render_terminal(result, assumptions=assumptions)
         if output is None:
             console.print(renderable)
             return
+        from rich.console import Console
+
         buffer = io.StringIO()
         Console(file=buffer, width=200, color_system=None).print(renderable)
         text = buffer.getvalue()
     else:
+        from gpufleet.report import render_text
+
         text = render_text(result, fmt.value, assumptions=assumptions)
         if output is None:
             typer.echo(text, nl=False)
