@@ -129,3 +129,22 @@ def test_version_fast_path_prints_what_the_typer_option_prints() -> None:
             check=True,
         )
         assert out.stdout == typer_out
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("4", "4")])
+def test_console_script_asks_openblas_for_one_thread_unless_told(given: str | None, expected: str) -> None:
+    """numpy's OpenBLAS threads busy-wait (CPU time, and wall time on a busy machine); gpufleet does no BLAS
+    work, so the console script sets OPENBLAS_NUM_THREADS=1 before numpy loads, keeping a user's own value."""
+    code = (
+        "import os, sys\n"
+        "sys.argv = ['gpufleet', 'catalog', 'offers', '--gpu', 'H100-SXM', '--format', 'json']\n"
+        "from gpufleet.cli.entry import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "assert 'numpy' in sys.modules\n"
+        "print(os.environ['OPENBLAS_NUM_THREADS'], file=sys.stderr)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stderr.strip().splitlines()[-1] == expected
