@@ -55,21 +55,52 @@ CASES: list[tuple[list[str], tuple[str, ...]]] = [
     (["catalog", "models", "--format", "json"], ("pydantic", "numpy", "yaml", "rich.console", "rich.table")),
     (["catalog", "gpus", "--format", "json"], ("pydantic", "numpy", "yaml", "rich.console", "rich.table")),
     (["catalog", "offers", "--gpu", "H100-SXM", "--format", "json"], ("pydantic", "yaml", "rich.console")),
-    (["scenarios", "list"], ("numpy",)),
+    # the shipped scenarios are validated once (the warm-up run) and then read without pydantic
+    (["scenarios", "list"], ("numpy", "pydantic")),
+    (["scenarios", "list", "--format", "json"], ("numpy", "pydantic", "rich.console", "rich.table")),
+    # a workload from options is checked without pydantic (gpufleet/recommend/workload_fields.py)
     (
         ["recommend", "--model", "llama-3.1-8b", "--target-rps", "2", "--ttft-ms", "500", "--tpot-ms", "50"],
-        (),
+        ("pydantic", "yaml"),
+    ),
+    (
+        [
+            "recommend",
+            "--model",
+            "llama-3.1-70b",
+            "--target-rps",
+            "2",
+            "--geo",
+            "eu",
+            "--gpu",
+            "H100,A100",
+            "--provider-class",
+            "hyperscaler,gpu_cloud",
+            "--gpus-per-node",
+            "8",
+            "--format",
+            "json",
+        ],
+        ("pydantic", "yaml", "rich.console", "rich.table"),
+    ),
+    (
+        ["migrate", "--model", "llama-3.1-8b", "--current-instance", "p5.48xlarge", "--current-count", "2"],
+        ("pydantic",),
     ),
 ]
 
 
 @pytest.fixture(scope="module")
 def warm_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A user cache directory after one run: the offer table cached, the shipped profile validated once."""
+    """A user cache directory after one run each: the offer table cached, the shipped profile and scenarios
+    validated once."""
     cache_dir = tmp_path_factory.mktemp("cache")
     code, first = _run(INFER, cache_dir)
     assert code == 0
     assert "pydantic" in first  # the first run validates the shipped profile (and leaves a mark)
+    code, first = _run(["scenarios", "list", "--format", "json"], cache_dir)
+    assert code == 0
+    assert "pydantic" in first  # the first listing validates the shipped scenarios (and leaves a mark)
     return cache_dir
 
 
@@ -98,3 +129,22 @@ def test_version_fast_path_prints_what_the_typer_option_prints() -> None:
             check=True,
         )
         assert out.stdout == typer_out
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "1"), ("4", "4")])
+def test_console_script_asks_openblas_for_one_thread_unless_told(given: str | None, expected: str) -> None:
+    """numpy's OpenBLAS threads busy-wait (CPU time, and wall time on a busy machine); gpufleet does no BLAS
+    work, so the console script sets OPENBLAS_NUM_THREADS=1 before numpy loads, keeping a user's own value."""
+    code = (
+        "import os, sys\n"
+        "sys.argv = ['gpufleet', 'catalog', 'offers', '--gpu', 'H100-SXM', '--format', 'json']\n"
+        "from gpufleet.cli.entry import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "assert 'numpy' in sys.modules\n"
+        "print(os.environ['OPENBLAS_NUM_THREADS'], file=sys.stderr)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if given is not None:
+        env["OPENBLAS_NUM_THREADS"] = given
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stderr.strip().splitlines()[-1] == expected

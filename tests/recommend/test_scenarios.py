@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gpufleet.errors import DataError, UnknownNameError
@@ -80,3 +82,38 @@ def test_shipped_file_reads_the_same_with_libyaml_and_pure_python() -> None:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     assert yaml.load(text, Loader=loader) == pure
     assert repr(yaml.load(text, Loader=loader)) == repr(pure)  # same types too (1 vs 1.0, dict order)
+
+
+def test_summaries_read_without_pydantic_are_the_validated_workloads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`scenarios list` reads the shipped file's entries directly once it is marked valid: the same
+    summaries as from the validated workloads, entry for entry, and the same sets."""
+    from gpufleet.recommend import scenarios as mod
+
+    monkeypatch.setenv("GPUFLEET_CACHE_DIR", str(tmp_path))
+    mod.load_scenarios.cache_clear()
+    lib = load_scenarios()  # validates and leaves the mark
+    validated = tuple(mod._summary(sid, w) for sid, w in lib.scenarios.items())
+    _, data = mod._shipped_text()
+    raw = tuple(mod._raw_summary(str(k), v) for k, v in data["scenarios"].items())
+    assert raw == validated
+    assert mod.scenario_summaries() == (validated, dict(lib.sets))
+    assert list(tmp_path.glob("scenarios-*.validated"))
+    assert any(s.current is not None and s.current.region for s in raw)  # the file exercises every field
+    assert {s.task for s in raw} > {"inference"} and {s.pricing for s in raw} >= {"on_demand"}
+
+
+def test_summaries_without_a_mark_validate_first(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gpufleet.recommend import scenarios as mod
+
+    monkeypatch.setenv("GPUFLEET_CACHE_DIR", str(tmp_path))
+    mod.load_scenarios.cache_clear()
+    calls = []
+    real = mod.parse_scenarios
+    monkeypatch.setattr(mod, "parse_scenarios", lambda d, s: calls.append(s) or real(d, s))
+    first = mod.scenario_summaries()
+    assert calls == ["scenarios.yaml"]  # no mark: every entry validated (and the mark left)
+    mod.load_scenarios.cache_clear()
+    assert mod.scenario_summaries() == first
+    assert calls == ["scenarios.yaml"]  # marked: read directly

@@ -7,8 +7,6 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
-from rich import box
-from rich.text import Text
 
 from gpufleet.cli.console import console, err_console
 from gpufleet.cli.recommend import (
@@ -39,11 +37,9 @@ def list_cmd(
     ] = ListFormat.table,
 ) -> None:
     """List every scenario (id, model, task, pricing, description) and every set."""
-    from rich.table import Table
+    from gpufleet.recommend.scenarios import scenario_summaries
 
-    from gpufleet.recommend.scenarios import load_scenarios
-
-    lib = load_scenarios()
+    scenarios, sets_ = scenario_summaries()  # no pydantic once the shipped file is marked valid
     if fmt is ListFormat.json:
         from gpufleet.report.json_report import envelope
 
@@ -51,7 +47,7 @@ def list_cmd(
             "scenario_list",
             scenarios=[
                 {
-                    "id": sid,
+                    "id": w.id,
                     "model": w.model,
                     "task": w.task,
                     "pricing": w.pricing,
@@ -65,15 +61,19 @@ def list_cmd(
                     },
                     "description": w.description,
                 }
-                for sid, w in lib.scenarios.items()
+                for w in scenarios
             ],
-            sets=[{"name": name, "scenarios": list(members)} for name, members in lib.sets.items()],
+            sets=[{"name": name, "scenarios": list(members)} for name, members in sets_.items()],
         )
         typer.echo(json.dumps(doc, indent=2))
         return
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
     narrow = console.width < 120  # at 80 columns the description goes on its own line under each row
     table = Table(
-        title=f"Scenarios ({len(lib.scenarios)})",
+        title=f"Scenarios ({len(scenarios)})",
         title_justify="left",
         header_style="bold",
         box=box.SIMPLE_HEAD,
@@ -86,19 +86,19 @@ def list_cmd(
     table.add_column("Current", no_wrap=True)
     if not narrow:
         table.add_column("Description", overflow="fold", min_width=20)
-    for sid, w in lib.scenarios.items():
+    for w in scenarios:
         cur = f"{w.current.count}x {w.current.instance_type}" if w.current else "-"
-        table.add_row(sid, w.model, w.task, w.pricing, cur, *(() if narrow else (w.description,)))
-    sets = Table(title=f"Sets ({len(lib.sets)})", title_justify="left", header_style="bold")
+        table.add_row(w.id, w.model, w.task, w.pricing, cur, *(() if narrow else (w.description,)))
+    sets = Table(title=f"Sets ({len(sets_)})", title_justify="left", header_style="bold")
     sets.add_column("Set")
     sets.add_column("Scenarios", overflow="fold")
-    for name, members in lib.sets.items():
+    for name, members in sets_.items():
         sets.add_row(name, ", ".join(members))
     console.print(table)
     if narrow:
         console.print("[bold]Descriptions[/]")
-        for sid, w in lib.scenarios.items():
-            console.print(Text.assemble("  ", (sid, "bold"), ": ", w.description))
+        for w in scenarios:
+            console.print(Text.assemble("  ", (w.id, "bold"), ": ", w.description))
         console.print()
     console.print(sets)
 
