@@ -83,10 +83,6 @@ CASES: list[tuple[list[str], tuple[str, ...]]] = [
         ],
         ("pydantic", "yaml", "rich.console", "rich.table"),
     ),
-    (
-        ["migrate", "--model", "llama-3.1-8b", "--current-instance", "p5.48xlarge", "--current-count", "2"],
-        ("pydantic",),
-    ),
 ]
 
 

@@ -10,16 +10,8 @@ from typing import Any, Literal, get_args, get_origin
 import pytest
 
 from gpufleet.errors import ConfigFileError, GpufleetError
-from gpufleet.recommend.workload import WorkloadSpec, _Current, workload_from_dict
-from gpufleet.recommend.workload_fields import (
-    CHOICES,
-    CURRENT_DEFAULTS,
-    DEFAULTS,
-    LISTS,
-    MAX_CURRENT_COUNT,
-    NUMBERS,
-    fast_workload,
-)
+from gpufleet.recommend.workload import WorkloadSpec, workload_from_dict
+from gpufleet.recommend.workload_fields import CHOICES, DEFAULTS, LISTS, NUMBERS, fast_workload
 
 FIELDS = WorkloadSpec.model_fields
 
@@ -32,14 +24,6 @@ def test_defaults_are_the_specs() -> None:
     spec = {n: f.get_default(call_default_factory=True) for n, f in FIELDS.items() if not f.is_required()}
     assert spec == DEFAULTS
     assert [n for n, f in FIELDS.items() if f.is_required()] == ["model"]
-
-
-def test_current_deployment_is_the_specs() -> None:
-    fields = _Current.model_fields
-    assert {n: f.get_default() for n, f in fields.items() if not f.is_required()} == CURRENT_DEFAULTS
-    assert [n for n, f in fields.items() if f.is_required()] == ["instance_type"]
-    bounds = {type(m).__name__: m for m in fields["count"].metadata}
-    assert (bounds["Ge"].ge, bounds["Le"].le) == (1, MAX_CURRENT_COUNT)
 
 
 @pytest.mark.parametrize("field", sorted(NUMBERS))
@@ -90,9 +74,6 @@ VALID: list[dict[str, Any]] = [
      "output_len_tokens": 1, "concurrency": 4},
     {"model": "qwen", "target_output_tokens_per_s": 1e11, "near_tie_pct": 50.0, "objective": "fastest"},
     {"model": "llama-3.1-8b", "schedule": "24/7", "max_nodes": 1, "geos": ["europe"]},
-    {"model": "llama-3.1-8b", "current": {"instance_type": "p5.48xlarge"}},
-    {"model": "llama-3.1-8b", "target_requests_per_s": 2.0,
-     "current": {"provider": "GCP", "instance_type": "a3-highgpu-8g", "count": 4096, "region": "us-east4"}},
 ]  # fmt: skip
 
 INVALID: list[dict[str, Any]] = [
@@ -134,15 +115,7 @@ INVALID: list[dict[str, Any]] = [
     {"model": "m", "confidence": "p99"},
     {"model": "m", "input_len_tokens": True},
     {"model": "m", "input_len_tokens": 5.0},
-    {"model": "m", "current": {"instance_type": " "}},
-    {"model": "m", "current": {"provider": "", "instance_type": "p5.48xlarge"}},
-    {"model": "m", "current": {"instance_type": "p5.48xlarge", "region": ""}},
-    {"model": "m", "current": {"instance_type": "p5.48xlarge", "count": 0}},
-    {"model": "m", "current": {"instance_type": "p5.48xlarge", "count": 4097}},
-    {"model": "m", "current": {"instance_type": "p5.48xlarge", "count": True}},
-    {"model": "m", "current": {"provider": "aws"}},  # no instance type
-    {"model": "m", "current": {"instance_type": "p5.48xlarge", "gpu_count": 8}},  # not a CLI option
-    {"model": "m", "name": "mine"},  # not a CLI option
+    {"model": "m", "current": {"instance_type": "p5.48xlarge"}},  # the spec validates a current deployment
 ]
 
 

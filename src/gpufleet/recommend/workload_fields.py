@@ -122,11 +122,6 @@ LISTS: dict[str, int | None] = {
     "gpus": None,
 }
 
-#: the current deployment's fields the CLI sets (``migrate --current-*``) -> default; ``instance_type`` has
-#: none (required). ``count`` is a whole number from 1 to :data:`MAX_CURRENT_COUNT`.
-CURRENT_DEFAULTS: dict[str, Any] = {"provider": "aws", "count": 1, "region": None, "gpu_count": None}
-MAX_CURRENT_COUNT = 4096
-
 #: most entries of ``gpus_per_node``
 MAX_GPUS_PER_NODE_ITEMS = 1000
 #: longest model name (characters)
@@ -327,20 +322,6 @@ def _gpus_per_node(values: Any) -> list[int] | None:
     return counts
 
 
-def _current(value: Any) -> _Fields | None:
-    """The current deployment from ``--current-*`` values (provider, instance type, count, region), else
-    None."""
-    if not isinstance(value, Mapping) or not set(value) <= {"provider", "instance_type", "count", "region"}:
-        return None
-    texts = [value.get(k) for k in ("provider", "instance_type", "region") if k in value]
-    if "instance_type" not in value or not all(isinstance(t, str) and not _blank(t) for t in texts):
-        return None
-    count = value.get("count", 1)
-    if isinstance(count, bool) or not isinstance(count, int) or not 1 <= count <= MAX_CURRENT_COUNT:
-        return None
-    return _Fields(CURRENT_DEFAULTS | dict(value))
-
-
 def _check_gpus(names: list[str]) -> list[str]:
     from gpufleet.recommend.filter_values import gpu_family
 
@@ -401,12 +382,7 @@ def _validated(data: Mapping[str, Any]) -> dict[str, Any] | None:
             values[key] = counts
         elif key == "allow_fallback" and isinstance(value, bool):
             values[key] = value
-        elif key == "current":
-            current = _current(value)
-            if current is None:
-                return None
-            values[key] = current
-        else:  # a field the CLI does not set (name, description, ...): the spec validates it
+        else:  # a field the CLI does not set (name, description, current, ...): the spec validates it
             return None
     return values if "model" in values else None
 
@@ -430,13 +406,4 @@ def fast_workload(data: Mapping[str, Any]) -> Workload | None:
         return None
 
 
-__all__ = [
-    "CHOICES",
-    "CURRENT_DEFAULTS",
-    "DEFAULTS",
-    "LISTS",
-    "NUMBERS",
-    "build_workload",
-    "consistency_error",
-    "fast_workload",
-]
+__all__ = ["CHOICES", "DEFAULTS", "LISTS", "NUMBERS", "build_workload", "consistency_error", "fast_workload"]
