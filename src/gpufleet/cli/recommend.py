@@ -48,20 +48,17 @@ OutputOpt = Annotated[
 
 def assumption_notes(workloads: Sequence[Workload], commitments: Path | None = None) -> list[str]:
     """Pricing assumptions in force for these workloads: commitment discounts (1y/3y) and the spot model."""
-    pricings = {w.pricing for w in workloads} | {"on_demand" for w in workloads if w.current is not None}
-    terms = [term for pricing, term in (("1y", 1), ("3y", 3)) if pricing in pricings]
-    lines: list[str] = []
-    if commitments or terms:  # the pricing tables (and pydantic) only where commitments are in play
-        from gpufleet.catalog.pricing import describe_assumptions, load_commitment_assumptions
-        from gpufleet.report.assumptions import commitment_lines
+    from gpufleet.catalog.pricing import describe_assumptions, load_commitment_assumptions
+    from gpufleet.cost.spot import load_spot_assumptions
+    from gpufleet.report.assumptions import commitment_lines, spot_lines
 
-        assumptions = load_commitment_assumptions(commitments) if commitments else None
-        for term in terms:
+    assumptions = load_commitment_assumptions(commitments) if commitments else None
+    pricings = {w.pricing for w in workloads} | {"on_demand" for w in workloads if w.current is not None}
+    lines: list[str] = []
+    for pricing, term in (("1y", 1), ("3y", 3)):
+        if pricing in pricings:
             lines += commitment_lines(describe_assumptions(assumptions), term_years=term)
     if "spot" in pricings:
-        from gpufleet.cost.spot import load_spot_assumptions
-        from gpufleet.report.assumptions import spot_lines
-
         lines += spot_lines(load_spot_assumptions())
     return lines
 
@@ -129,9 +126,9 @@ def resolve_workload(
     current: dict[str, Any] | None = None,
 ) -> Workload:
     """The workload: from ``workload_file`` (entry ``name`` when it holds several) or from flags."""
-    if workload_file is not None:
-        from gpufleet.recommend.workload import read_workload_file
+    from gpufleet.recommend.workload import read_workload_file, workload_from_dict
 
+    if workload_file is not None:
         given = sorted(fields) + (sorted(current) if current else [])
         if given:
             raise InputError(
@@ -165,8 +162,6 @@ def resolve_workload(
             "targets "
             "and SLOs as needed). See `gpufleet recommend --help`."
         )
-    from gpufleet.recommend.workload_fields import fast_workload
-
     data = dict(fields)
     if current:
         data["current"] = current
@@ -174,11 +169,6 @@ def resolve_workload(
     labels |= {k: "--" + k.replace("_", "-") for k in data if k not in labels}
     labels |= {f"current.{k}": f"--current-{k}" for k in ("provider", "count", "region")}
     labels |= {"current.instance_type": "--current-instance"}
-    fast = fast_workload(data)  # checked without pydantic; None: the spec validates and words any error
-    if fast is not None:
-        return fast
-    from gpufleet.recommend.workload import workload_from_dict
-
     return workload_from_dict(
         data, source="Command-line options", entry=str(data.get("name", "workload")), labels=labels
     )

@@ -17,7 +17,9 @@ from gpufleet.recommend.filters import check_against_table, region_glob_note
 from gpufleet.recommend.migrate import migrate_on
 from gpufleet.recommend.names import CLI_NAMES, CURRENT_NAMES
 from gpufleet.recommend.perf import DefaultEstimator, Estimator
+from gpufleet.recommend.scenarios import get_scenario, get_scenario_set
 from gpufleet.recommend.types import Migration, Recommendation, ScenarioResult, ScenarioSetResult, Workload
+from gpufleet.recommend.workload import read_workload_file, workload_from_dict
 from gpufleet.validation import MAX_RANKED, check_context, check_count, checked_output
 
 R = TypeVar("R", Recommendation, Migration)
@@ -53,8 +55,6 @@ def as_workload(workload: Workload | Mapping[str, Any] | str | Path | None, **fi
                 "Pass either a Workload or keyword fields, not both; build a new Workload instead."
             )
         return workload
-    from gpufleet.recommend.workload import read_workload_file, workload_from_dict
-
     if isinstance(workload, (str, Path)):
         loaded = read_workload_file(workload)
         if len(loaded) != 1:
@@ -292,8 +292,6 @@ def run_scenario(
 ) -> ScenarioResult:
     """Run one shipped scenario (``UnknownNameError`` with close matches for an unknown name)."""
     limit = _ranked_rows(None, limit)
-    from gpufleet.recommend.scenarios import get_scenario
-
     w = get_scenario(name)
     return evaluate_workload(
         w, offers=offers, estimator=estimator, spot_assumptions=spot_assumptions, limit=limit
@@ -312,8 +310,6 @@ def run_scenario_set(
 ) -> ScenarioSetResult:
     """Run every scenario of a shipped set; ``progress(done, total, name)`` is called after each."""
     limit = _ranked_rows(None, limit)
-    from gpufleet.recommend.scenarios import get_scenario_set
-
     names = get_scenario_set(name)
     table = offers if offers is not None else load_offers()
     results = []

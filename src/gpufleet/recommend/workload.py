@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from gpufleet.catalog.provider_class import check_provider_classes
 from gpufleet.catalog.regions import expand_geos
+from gpufleet.cost.schedule import Schedule
 from gpufleet.errors import ConfigFileError, GpufleetError
 from gpufleet.fileio import document_kind, parse_yaml_or_json, read_user_text
 from gpufleet.precision import PRECISIONS, check_precision
@@ -27,9 +28,9 @@ from gpufleet.recommend.types import (
     PRICINGS,
     RISK_LEVELS,
     TIERS,
+    CurrentDeployment,
     Workload,
 )
-from gpufleet.recommend.workload_fields import build_workload, consistency_error, default_tier
 from gpufleet.strict_model import NoBoolNumbers
 from gpufleet.units import HOURS_PER_MONTH, MS_PER_S, SECONDS_PER_HOUR
 from gpufleet.validation import (
@@ -210,17 +211,140 @@ class WorkloadSpec(NoBoolNumbers):
 
     @model_validator(mode="after")
     def _consistent(self) -> WorkloadSpec:
-        error = consistency_error(self)
-        if error is not None:
-            raise ValueError(error)
+        targets = [
+            self.concurrency,
+            self.target_output_tokens_per_s,
+            self.target_requests_per_s,
+            self.target_requests_per_hour,
+        ]
+        if sum(t is not None for t in targets) > 1:
+            raise ValueError(
+                "give at most one of concurrency, target_output_tokens_per_s, target_requests_per_s, "
+                "target_requests_per_hour"
+            )
+        sched = [
+            self.schedule is not None,
+            self.hours_per_month is not None,
+            self.hours_per_day is not None or self.days_per_month is not None,
+        ]
+        if sum(sched) > 1:
+            raise ValueError(
+                "give one schedule: schedule: 24/7, hours_per_month, or hours_per_day with days_per_month"
+            )
+        if (self.hours_per_day is None) != (self.days_per_month is None):
+            raise ValueError("hours_per_day and days_per_month go together (e.g. 8 and 22)")
+        if self.task != "inference" and self.train_tokens is None and self.dataset_tokens is None:
+            raise ValueError(f"a {self.task} workload needs train_tokens (or dataset_tokens with epochs)")
+        if self.runs_per_month is not None and self.task == "inference":
+            raise ValueError("runs_per_month applies to training tasks only (inference runs on the schedule)")
+        if self.train_tokens is not None and self.dataset_tokens is not None:
+            raise ValueError("give train_tokens or dataset_tokens (x epochs), not both")
+        if self.epochs is not None and self.dataset_tokens is None:
+            raise ValueError(
+                "epochs multiply dataset_tokens: give dataset_tokens with epochs, or train_tokens"
+            )
+        training = [
+            n
+            for n in ("train_tokens", "dataset_tokens", "epochs", "deadline_h")
+            if getattr(self, n) is not None
+        ]
+        if self.task == "inference" and training:
+            raise ValueError(
+                f"an inference workload takes no {', '.join(training)} (training fields): remove them, "
+                "or set task to pretrain, full_finetune, lora or qlora"
+            )
+        serving = [
+            n
+            for n in (
+                "concurrency",
+                "target_output_tokens_per_s",
+                "target_requests_per_s",
+                "target_requests_per_hour",
+                "ttft_p95_ms",
+                "tpot_p95_ms",
+            )
+            if getattr(self, n) is not None
+        ]
+        if self.task != "inference" and serving:
+            raise ValueError(
+                f"a {self.task} workload takes no {', '.join(serving)} (serving targets): remove them, "
+                "or set task: inference"
+            )
         return self
 
     def default_tier(self) -> str:
         """``production`` for serving with a latency SLO (users wait on it), ``batch`` otherwise."""
-        return default_tier(self)
+        slo = self.ttft_p95_ms is not None or self.tpot_p95_ms is not None
+        return "production" if self.task == "inference" and slo else "batch"
 
     def to_workload(self) -> Workload:
-        return build_workload(self)
+        if self.hours_per_day is not None and self.days_per_month is not None:
+            hours = Schedule.daily(hours_per_day=self.hours_per_day, days_per_month=self.days_per_month)
+        else:
+            hours = Schedule(hours_per_month=self.hours_per_month or HOURS_PER_MONTH)
+        rps = self.target_requests_per_s
+        if self.target_requests_per_hour is not None:
+            rps = self.target_requests_per_hour / SECONDS_PER_HOUR
+        tokens = self.train_tokens
+        if self.dataset_tokens is not None:
+            tokens = self.dataset_tokens * (self.epochs or 1.0)
+        cur = self.current
+        g = self.gpus
+        gpu_names = g if isinstance(g, list) else (g.any_of or g.ordered or [])
+        return Workload(
+            name=self.name,
+            description=self.description,
+            model=self.model,
+            task=self.task,
+            precision=self.precision,
+            input_len_tokens=self.input_len_tokens,
+            output_len_tokens=self.output_len_tokens,
+            concurrency=self.concurrency,
+            target_output_tokens_per_s=self.target_output_tokens_per_s,
+            target_requests_per_s=rps,
+            ttft_p95_s=self.ttft_p95_ms / MS_PER_S if self.ttft_p95_ms else None,
+            tpot_p95_s=self.tpot_p95_ms / MS_PER_S if self.tpot_p95_ms else None,
+            train_tokens=tokens,
+            deadline_h=self.deadline_h,
+            global_batch_sequences=self.global_batch_sequences,
+            seq_len_tokens=self.seq_len_tokens,
+            hours_per_month=hours.hours_per_month,
+            pricing=self.pricing,
+            commitments_file=self.commitments_file,
+            providers=tuple(p.lower() for p in self.providers),
+            regions=tuple(self.regions),
+            gpu_vendors=tuple(self.gpu_vendors),
+            geos=tuple(self.geos),
+            exclude_providers=tuple(p.lower() for p in self.exclude_providers),
+            provider_classes=tuple(self.provider_classes),
+            gpu_choices=tuple(gpu_family(g) for g in gpu_names),
+            gpu_order="ordered" if isinstance(self.gpus, _GpuPreference) and self.gpus.ordered else "any_of",
+            min_gpu_memory_gib=self.min_gpu_memory_gib,
+            gpus_per_node=tuple(self.gpus_per_node),
+            max_price_per_gpu_usd_per_hour=self.max_price_per_gpu_usd_per_hour,
+            max_nodes=self.max_nodes,
+            runs_per_month=self.runs_per_month,
+            tier=self.tier or self.default_tier(),
+            confidence=self.confidence,
+            max_risk=self.max_risk
+            or ("medium" if (self.tier or self.default_tier()) == "production" else None),
+            allow_fallback=self.allow_fallback,
+            allow_marketplace=self.allow_marketplace,
+            allow_stale_prices=self.allow_stale_prices,
+            allow_embargoed_countries=self.allow_embargoed_countries,
+            budget_usd_per_month=self.budget_usd_per_month,
+            objective=self.objective,
+            near_tie_fraction=self.near_tie_pct / 100,
+            current=CurrentDeployment(
+                provider=cur.provider.lower(),
+                instance_type=cur.instance_type,
+                count=cur.count,
+                region=cur.region,
+                gpu_count=cur.gpu_count,
+            )
+            if cur
+            else None,
+        )
 
 
 _ALLOWED_HINT = {
