@@ -120,75 +120,34 @@ def test_train_table_and_json() -> None:
     assert 0 < doc["mfu"] < 1 and doc["time_to_train_s"]["central"] > 0
 
 
+#: a 70B pre-training job on 64 H100s with 4 pipeline stages (the --virtual-stages tests)
+TRAIN_70B_PP4 = ("train", "-m", "llama-3.1-70b", "-g", "H100", "--gpus", "64", "--pp", "4")
+
+
 def test_train_virtual_stages_reach_the_estimator() -> None:
     """Interleaved 1F1B with more chunks per rank shrinks the pipeline bubble: v = 4 steps faster than plain
     1F1B (v = 1), both equal to the library's figures."""
     from gpufleet.estimate.performance import estimate_training
 
-    base = (
-        "train",
-        "-m",
-        "llama-3.1-70b",
-        "-g",
-        "H100",
-        "--gpus",
-        "64",
-        "--tp",
-        "8",
-        "--pp",
-        "4",
-        "-f",
-        "json",
-    )
     step = {}
     for v in (1, 4):
-        doc = json.loads(ok(*base, "--virtual-stages", str(v)).stdout)
+        doc = json.loads(ok(*TRAIN_70B_PP4, "--tp", "8", "-f", "json", "--virtual-stages", str(v)).stdout)
         step[v] = doc["step_time_s"]["central"]
         lib = estimate_training(
-            model="llama-3.1-70b",
-            task="pretrain",
-            gpu="H100",
-            precision="bf16",
-            gpu_count=64,
-            global_batch=256,
-            seq_len=4096,
-            tp=8,
-            pp=4,
-            virtual_stages=v,
-        )
+            model="llama-3.1-70b", task="pretrain", gpu="H100", precision="bf16", gpu_count=64,
+            global_batch=256, seq_len=4096, tp=8, pp=4, virtual_stages=v,
+        )  # fmt: skip
         assert step[v] == pytest.approx(lib.step_time_s.central, rel=1e-12)
     assert step[4] < step[1]
 
 
 @pytest.mark.parametrize("value", ["0", "-2"])
 def test_train_virtual_stages_must_be_positive(value: str) -> None:
-    user_error(
-        "train",
-        "-m",
-        "llama-3.1-70b",
-        "-g",
-        "H100",
-        "--gpus",
-        "64",
-        "--pp",
-        "4",
-        "--virtual-stages",
-        value,
-        fragments=("--virtual-stages", "greater than 0"),
-    )
+    user_error(*TRAIN_70B_PP4, "--virtual-stages", value, fragments=("--virtual-stages", "greater than 0"))
 
 
 def test_train_virtual_stages_must_be_whole() -> None:
-    user_error(
-        "train",
-        "-m",
-        "llama-3.1-70b",
-        "-g",
-        "H100",
-        "--virtual-stages",
-        "1.5",
-        fragments=("--virtual-stages", "not a valid int"),
-    )
+    user_error(*TRAIN_70B_PP4, "--virtual-stages", "1.5", fragments=("--virtual-stages", "not a valid int"))
 
 
 # --- matrix ---------------------------------------------------------------------------------------------

@@ -413,9 +413,10 @@ def _host_ok(cols: F64, cfg_i: I64, w: Workload, rules: HostRules, ram_gib: F64,
 
 
 #: columns of :func:`_columns`, one per value the costing reads from a config
-(_NODES, _UNITS, _WEIGHTS_NODE, _GPN, _TPUT_CONF, _PER_UNIT, _TPS, _TTT, _TTT_CONF, _GAP, _TPUT, _SAT,
- _SPEED) = range(13)  # fmt: skip
-_NCOLS = 13
+(_NODES, _UNITS, _WEIGHTS_NODE, _GPN, _TPUT_CONF, _TPS, _TTT, _TTT_CONF, _GAP, _TPUT, _SAT, _SPEED) = range(
+    12
+)
+_NCOLS = 12
 _COLUMNS: dict[int, tuple[tuple[Config, ...], F64]] = {}
 
 
@@ -435,7 +436,6 @@ def _columns(entry: tuple[Config, ...], w: Workload) -> F64:
             c.weights_per_gpu_gib * c.gpus_per_node,
             c.gpus_per_node,
             rate_at_confidence(c.unit_output_tokens_per_s, w) if c.unit_output_tokens_per_s else nan,
-            max(c.replicas_per_unit, 1),
             c.tokens_per_s.central if c.tokens_per_s else nan,
             c.time_to_train_s.central if c.time_to_train_s else nan,
             at_confidence(c.time_to_train_s, w) if c.time_to_train_s else nan,
