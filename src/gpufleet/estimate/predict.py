@@ -298,13 +298,24 @@ def _stated_layouts(case: CalibrationCase) -> list[tuple[int | None, int | None,
     return seen
 
 
+_MLPERF_ROUND = re.compile(r"(?:MLPerf Training v|training_results_v)(\d+\.\d+)", re.IGNORECASE)
+
+
+def mlperf_round(text: str) -> float | None:
+    """The MLPerf Training round a case's source or note names ("MLPerf Training v5.0",
+    "mlcommons/training_results_v5.0"), or None."""
+    m = _MLPERF_ROUND.search(text)
+    return float(m.group(1)) if m else None
+
+
 def mlperf_eval_factor(
     *, model: str, task: str, seq_len: int, global_batch: int, train_tokens: float, recompute: str,
-    profile: CalibrationProfile,
+    profile: CalibrationProfile, round_: float | None = None,
 ) -> tuple[float, str]:  # fmt: skip
     """Time-to-train multiplier for an MLPerf benchmark's evaluations inside the timed region, and a note.
 
-    For a benchmark in :data:`~gpufleet.estimate.priors.MLPERF_EVAL_RULES` (matched on model and task):
+    For a benchmark in :data:`~gpufleet.estimate.priors.MLPERF_EVAL_RULES` (matched on model and task, and
+    on the MLPerf round ``round_`` when given, else the newest schedule):
     ``1 + n_eval x eval_samples x f / train_samples`` with ``train_samples = train_tokens / seq_len``,
     ``n_eval = floor(train_samples / every_samples) - skipped`` evaluations, and ``f`` the forward FLOPs of a
     sequence over the training step's hardware FLOPs (evaluation is forward-only: ~1/3 of a pre-training
@@ -314,9 +325,11 @@ def mlperf_eval_factor(
     from gpufleet.estimate.priors import MLPERF_EVAL_RULES
 
     arch = resolve_model(model)
-    for name, rule in MLPERF_EVAL_RULES.items():
-        if rule.model != arch.id or rule.task != task:
-            continue
+    rules = [r for r in MLPERF_EVAL_RULES if r.model == arch.id and r.task == task]
+    if round_ is not None:
+        rules = [r for r in rules if r.first_round <= round_ <= r.last_round] or rules
+    for rule in sorted(rules, key=lambda r: r.first_round, reverse=True)[:1]:
+        name = rule.benchmark
         train_samples = train_tokens / seq_len
         skipped = math.floor(rule.skip_per_gbs * global_batch + rule.skip_const)
         n_eval = max(math.floor(train_samples / rule.every_samples) - skipped, 0)
@@ -388,6 +401,7 @@ def _predict_training(case: CalibrationCase, prof: CalibrationProfile, perf: Any
         ovh, what = mlperf_eval_factor(
             model=case.model, task=case.task, seq_len=seq, global_batch=batch,
             train_tokens=_need(case, "train_tokens", tokens), recompute=est.recompute, profile=prof,
+            round_=mlperf_round(f"{case.source} {case.note}"),
         )  # fmt: skip
         notes.append(f"time-to-train x {ovh:.3f} for the benchmark's evaluations ({what})")
         pred = _interval_of(est.time_to_train_s, case, ovh / SECONDS_PER_MINUTE)
@@ -416,6 +430,7 @@ __all__ = [
     "CasePrediction",
     "case_software",
     "mlperf_eval_factor",
+    "mlperf_round",
     "note_hints",
     "predict_case",
 ]

@@ -6,6 +6,7 @@ Each parameter starts at a named literature prior (:data:`PRIORS`); the fit
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -213,46 +214,79 @@ PRIORS: Mapping[str, Prior] = MappingProxyType(
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MlperfEvalRule:
-    """An MLPerf Training benchmark's evaluation schedule (the rules' "evaluation frequency" and
-    "evaluation thoroughness" columns): every ``every_samples`` training sequences the run evaluates
-    ``eval_samples`` sequences forward-only, skipping the first ``skip_per_gbs x GBS + skip_const``
-    evaluations (rounded down); the evaluations run inside the timed region."""
+    """An MLPerf Training benchmark's evaluation schedule in the rounds ``first_round``..``last_round``
+    (the rules' "evaluation frequency" and "evaluation thoroughness" columns): every ``every_samples``
+    training sequences the run evaluates ``eval_samples`` sequences forward-only, skipping the first
+    ``skip_per_gbs x GBS + skip_const`` evaluations (rounded down); the evaluations run inside the timed
+    region."""
 
+    benchmark: str  # the MLPerf benchmark name (e.g. llama31_405b)
     model: str  # the benchmark's model id (gpufleet registry)
     task: str  # the benchmark's training task
     every_samples: float  # training sequences between evaluations [sequences]
     eval_samples: float  # sequences of one evaluation [sequences]
+    first_round: float  # first MLPerf Training round with this schedule (e.g. 5.0)
+    last_round: float = math.inf  # last round with it (inclusive)
     skip_per_gbs: float = 0.0  # evaluations skipped per sequence of global batch [evaluations]
     skip_const: float = 0.0  # evaluations skipped in addition [evaluations]
     source: str = ""
 
 
-#: evaluation schedules of the MLPerf Training LLM benchmarks (MLCommons "MLPerf Training Rules" v4.0-v5.1,
-#: benchmark table, columns "Evaluation frequency" / "Evaluation thoroughness"); time to train includes them.
-#: Benchmarks not listed here take the flat ``mlperf_eval_overhead`` prior.
-MLPERF_EVAL_RULES: Mapping[str, MlperfEvalRule] = MappingProxyType(
-    {
-        "llama31_405b": MlperfEvalRule(
-            model="llama-3.1-405b", task="pretrain", every_samples=46080.0, eval_samples=5760.0,
-            source="MLPerf Training rules v5.0, llama31_405b: evaluate every 46,080 sequences on 5,760 "
-            "sequences of 8,192 tokens (47,185,920 tokens) of the C4 validation split; mlcommons/training "
-            "large_language_model_pretraining/nemo README",
-        ),
-        "gpt3": MlperfEvalRule(
-            model="gpt3-175b", task="pretrain", every_samples=24576.0, eval_samples=11590004.0 / 2048.0,
-            source="MLPerf Training rules v3.0-v4.1, gpt3: evaluate every 24,576 sequences of 2,048 tokens "
-            "on the 11,590,004-token C4 validation subset; mlcommons/training large_language_model/"
-            "megatron-lm README",
-        ),
-        "llama2_70b_lora": MlperfEvalRule(
-            model="llama-2-70b", task="lora", every_samples=384.0, eval_samples=173.0, skip_per_gbs=0.125,
-            skip_const=2.0,
-            source="MLPerf Training rules v4.0-v5.1, llama2_70b_lora: evaluate every 384 sequences on the "
-            "full GovReport (SCROLLS) validation set of 173 sequences, skipping the first "
-            "FLOOR(0.125 x global_batch_size + 2) evaluations; mlcommons/training "
-            "llama2_70b_lora README",
-        ),
-    }
+#: Where the numbers below were checked: the MLCommons ``mlperf-logging`` package (PyPI, v4.1.68), whose
+#: compliance checker fixes ``eval_samples`` per benchmark and round (compliance_checker/training_X/
+#: closed_BENCH.yaml) and whose reference convergence points (rcp_checker/training_X/rcps_BENCH.json) are all
+#: multiples of the evaluation interval (a run can only converge at an evaluation).
+_MLPERF_LOGGING = "mlperf-logging 4.1.68 (PyPI)"
+
+#: evaluation schedules of the MLPerf Training LLM benchmarks (MLCommons "MLPerf Training Rules", benchmark
+#: table, columns "Evaluation frequency" / "Evaluation thoroughness"); time to train includes them. A case
+#: names its round in its source ("MLPerf Training v5.0", "training_results_v5.0"); without one, the newest
+#: schedule applies. Benchmarks not listed here take the flat ``mlperf_eval_overhead`` prior.
+MLPERF_EVAL_RULES: tuple[MlperfEvalRule, ...] = (
+    MlperfEvalRule(
+        benchmark="llama31_405b", model="llama-3.1-405b", task="pretrain", every_samples=46080.0,
+        eval_samples=5760.0, first_round=5.0, last_round=5.0,
+        source="MLPerf Training rules v5.0, llama31_405b: evaluate every 46,080 sequences on 5,760 "
+        "sequences of 8,192 tokens (47,185,920 tokens) of the C4 validation split; " + _MLPERF_LOGGING
+        + ": training_5.0.0 eval_samples == 5760, rcps_llama31_405b.json convergence points are multiples "
+        "of 46,080 (rcp_checker subtracts one 46,080 interval for this benchmark from v5.0)",
+    ),
+    MlperfEvalRule(
+        benchmark="llama31_405b", model="llama-3.1-405b", task="pretrain", every_samples=18432.0,
+        eval_samples=5760.0, first_round=5.1,
+        source=_MLPERF_LOGGING + ": training_5.1.0 and 6.0.0 eval_samples == 5760; rcps_llama31_405b.json "
+        "convergence points of v5.1/v6.0 are multiples of 18,432 sequences (the interval shrank from 46,080)",
+    ),
+    MlperfEvalRule(
+        benchmark="llama31_8b", model="llama-3.1-8b", task="pretrain", every_samples=12288.0,
+        eval_samples=1024.0, first_round=5.1,
+        source=_MLPERF_LOGGING + ": training_5.1.0/6.0.0 closed_llama31_8b.yaml eval_samples == 1024 "
+        "sequences of 8,192 tokens; rcps_llama31_8b.json convergence points are multiples of 12,288 "
+        "sequences",
+    ),
+    MlperfEvalRule(
+        benchmark="gpt_oss_20b", model="gpt-oss-20b", task="pretrain", every_samples=12288.0,
+        eval_samples=1024.0, first_round=6.0,
+        source=_MLPERF_LOGGING + ": training_6.0.0 closed_gpt_oss_20b.yaml eval_samples == 1024 sequences "
+        "of 8,192 tokens (pre-training from step 0, max_steps 1.2M); rcps_gpt_oss_20b.json convergence "
+        "points are multiples of 12,288 sequences",
+    ),
+    MlperfEvalRule(
+        benchmark="gpt3", model="gpt3-175b", task="pretrain", every_samples=24576.0,
+        eval_samples=11590004.0 / 2048.0, first_round=3.0,
+        source="MLPerf Training rules v3.0-v4.1, gpt3: evaluate every 24,576 sequences of 2,048 tokens "
+        "on the 11,590,004-token C4 validation subset; mlcommons/training large_language_model/"
+        "megatron-lm README; " + _MLPERF_LOGGING + ": rcps_gpt3.json convergence points (in tokens) are "
+        "multiples of 24,576 x 2,048",
+    ),
+    MlperfEvalRule(
+        benchmark="llama2_70b_lora", model="llama-2-70b", task="lora", every_samples=384.0,
+        eval_samples=173.0, first_round=4.0, skip_per_gbs=0.125, skip_const=2.0,
+        source="MLPerf Training rules v4.0-v6.0, llama2_70b_lora: evaluate every 384 sequences on the "
+        "full GovReport (SCROLLS) validation set of 173 sequences, skipping the first "
+        "FLOOR(0.125 x global_batch_size + 2) evaluations; mlcommons/training llama2_70b_lora README; "
+        + _MLPERF_LOGGING + ": rcps_llama2_70b_lora.json convergence points (v5.0-v6.0) are multiples of 384",
+    ),
 )  # fmt: skip
 
 #: training stacks taken as the reference (multiplier 1): Megatron-LM and NeMo on Megatron-Core
