@@ -289,6 +289,10 @@ def test_autoscaler_slo_counts_every_request(azure: Any, policy: str) -> None:
             if r.unfinished and not any("never got a first token" in n for n in r.notes):
                 bad.append(f"S1 {where}: {r.unfinished} unserved requests not stated in the notes")
             cold = r.cold_start.total_s > r.slo_ttft_s
+            if min_r == 0 and cold and not any("Scale to zero" in n for n in r.notes):
+                bad.append(
+                    f"S2 {where}: scale to zero with a {r.cold_start.total_s:.0f} s cold start unflagged"
+                )
             if min_r == 0 and cold and r.meets_slo and r.cold_start_hits > 0.05 * r.requests:
                 bad.append(f"S2 {where}: {r.cold_start_hits} requests waited for a cold start, SLO 'met'")
     assert not bad, "\n".join(bad)

@@ -456,6 +456,15 @@ def simulate_autoscale(
             f"{raw.rejected} requests need more KV than a replica holds "
             f"({deployment.service.kv_capacity_tokens:,.0f} tokens) and were never served."
         )
+    if min_replicas == 0 and deployment.cold_start.total_s > slo_ttft_s:
+        # scale to zero only where a cold start fits the latency SLO (Knative KPA scale-to-zero, KEDA
+        # activation; cold starts of 15 s-5 min, fleet-anchors F): after any quiet spell longer than the
+        # policy's scale-down window the next request waits the whole cold start
+        notes.append(
+            "Scale to zero (min replicas 0): a request after a quiet spell waits the "
+            f"{deployment.cold_start.total_s:.0f} s cold start, above the {slo_ttft_s:g} s TTFT SLO; keep "
+            "min replicas >= 1 for a latency SLO."
+        )
     never = int(np.sum(~np.isfinite(ttft)))
     if never:
         notes.append(
