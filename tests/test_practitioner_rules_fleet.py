@@ -498,11 +498,11 @@ def _plan_violations(
             term = {"commit_1y": ("1y", 12), "commit_3y": ("3y", 36)}.get(ln.pay_kind)
             if term and (w.lifetime_months < term[1] or term[0] not in fleet.constraints.commitment_terms):
                 bad.append(f"P5 {w.name}: {ln.pay_kind} for a {w.lifetime_months:g}-month workload")
-            # P6: spot capacity priced for its interruptions (serving over-provisions, jobs checkpoint)
+            # P4: spot capacity priced for its interruptions (serving over-provisions, jobs checkpoint)
             if ln.pay_kind == "spot":
                 raw = attrs.get((ln.provider, ln.region, ln.instance_type), (0.0, math.inf))[1]
                 if math.isfinite(raw) and ln.unit_price_usd_per_hour <= raw * (1 + 1e-9):
-                    bad.append(f"P6 {w.name}: spot at ${ln.unit_price_usd_per_hour:.2f}/h = the bare price")
+                    bad.append(f"P4 {w.name}: spot at ${ln.unit_price_usd_per_hour:.2f}/h = the bare price")
             r = w.resources
             if r is None or ln.pool or ln.provider == "onprem" or r.gpus_per_replica == 0:
                 continue
