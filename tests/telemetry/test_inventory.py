@@ -80,7 +80,7 @@ def test_inventory_yaml_csv_and_errors(tmp_path: Path) -> None:
 
 
 def test_labelled_model_must_fit_a_smaller_gpu(tmp_path: Path) -> None:
-    b, truth = synthetic_fleet(seed=5, counts={"over": 1}, days=1.0)
+    b, truth = synthetic_fleet(seed=5, counts={"over": 1}, days=2.0)
     s = TelemetryStore(tmp_path / "s")
     s.append(b, ProblemCounter(), sources=["t"], rows_read=len(b), now_us=1_900_000_000_000_000)
     w = resolve_window(s, 14, None, 0.95)

@@ -134,7 +134,7 @@ def test_options_are_priced_and_risk_bounded(fleet: tuple) -> None:  # type: ign
 
 
 def test_gpu_util_fallback_is_flagged_upper_bound(tmp_path: Path) -> None:
-    b, _ = synthetic_fleet(seed=3, counts={"healthy": 2}, days=1.0)
+    b, _ = synthetic_fleet(seed=3, counts={"healthy": 2}, days=2.0)
     keep = [i for i, m in enumerate(b.columns["metric"]) if m != "sm_active_ratio"]
     nb = b.select(keep)
     s = TelemetryStore(tmp_path)

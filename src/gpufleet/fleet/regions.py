@@ -59,7 +59,7 @@ class RegionRow:
     rtt_ms: float | None
     carbon_gco2e_per_kwh: float | None
     carbon_source: str
-    total_usd_per_month: float  # on-demand + egress (unpriced egress counted as 0)
+    total_usd_per_month: float  # on-demand + the priced egress parts (an unpriced part counted as 0)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -171,17 +171,21 @@ def analyze_regions(
                 for r in rs
                 if math.isfinite(float(prices["spot"][int(cs.offer[r])]))
             }
-            egress: float | None = 0.0
+            # Each part is priced on its own, as the plan does (fleet/options._transfer): the data leaving
+            # its source is billed by the source provider whatever the destination's own egress price, so
+            # an unpriced serving egress no longer drops the priced data move from the ranking total.
+            priced = 0.0
+            missing = False
             if data_provider is not None and data_region is not None and data_size_gib > 0:
                 t = transfer_usd(data_provider, data_region, prov, reg, data_size_gib)
-                egress = None if t is None else egress + t  # type: ignore[operator]
+                missing |= t is None
+                priced += t or 0.0
             if serving_egress_gib_per_month > 0:
                 tiers = egress_tiers(prov, "internet_out", reg)
-                if tiers and egress is not None:
-                    egress += priced_gib(tiers, serving_egress_gib_per_month)
-                elif not tiers:
-                    egress = None
-            if egress is None:
+                missing |= not tiers
+                priced += priced_gib(tiers, serving_egress_gib_per_month) if tiers else 0.0
+            egress: float | None = None if missing else priced
+            if missing:
                 unpriced.add(prov)
             info = region_info(prov, reg)
             dist = rtt = None
@@ -218,7 +222,7 @@ def analyze_regions(
                     rtt_ms=rtt,
                     carbon_gco2e_per_kwh=c[0] if c else None,
                     carbon_source=f"{c[2]} ({c[1]})" if c else "",
-                    total_usd_per_month=od + (egress or 0.0),
+                    total_usd_per_month=od + priced,
                 )
             )
     rows.sort(key=lambda row: (row.workload, row.total_usd_per_month))
@@ -240,8 +244,8 @@ def analyze_regions(
     ]
     if unpriced:
         notes.append(
-            f"No sourced egress price for {', '.join(sorted(unpriced))}: egress shown as '-' "
-            "and counted as $0."
+            f"No sourced egress price for {', '.join(sorted(unpriced))}: egress shown as '-'; "
+            "the unpriced part counted as $0, the priced part (data leaving its source) in the total."
         )
     if not kept:
         notes.append("No region can run these workloads under their filters (see `gpufleet recommend`).")

@@ -59,6 +59,23 @@ def _finite_pos(a: F64) -> F64:
     return out
 
 
+def _scale_out(table: OfferTable) -> B8:
+    """Per offer: may one replica span several of its nodes (:attr:`OfferIndex.scale_out`)."""
+    from gpufleet.catalog.capabilities import fabric_for
+    from gpufleet.recommend.deploy import trains_across_nodes
+
+    memo: dict[tuple[str, str, str], bool] = {}
+    out = np.zeros(len(table), dtype=bool)
+    cols = zip(table.column("provider"), table.column("instance_type"), table.column("gpu"), strict=True)
+    for r, key in enumerate(cols):
+        k = (str(key[0]), str(key[1]), str(key[2]))
+        v = memo.get(k)
+        if v is None:
+            v = memo[k] = trains_across_nodes(fabric_for(*k))
+        out[r] = v
+    return out
+
+
 def _same_place_dominated(live: B8, key_cols: list[npt.NDArray[Any]], prices: F64) -> B8:
     """Offers another offer of the same place and shape beats on every price (workload-independent, exact).
 
@@ -112,6 +129,9 @@ class OfferIndex:
     quota_spot: list[bool]
     existing: B8  # (commitments, offers): the commitment matches the offer (term left >= 1 month)
     onprem: B8
+    #: the offer may carry a replica that spans several nodes (an RDMA scale-out fabric >= 100 Gb/s per node
+    #: or TPU Multislice, :func:`gpufleet.recommend.deploy.trains_across_nodes`; on-prem sites: as declared)
+    scale_out: B8
     units: F64  # (offers, quotas): what one node counts against each quota (GPUs, vCPUs or 1)
     codes: dict[tuple[str, bool], I64]  # (rule, existing lever) -> coupled-row group code per offer
     _allowed: dict[tuple[object, ...], dict[int, bool]] = field(default_factory=dict)
@@ -176,6 +196,7 @@ class OfferIndex:
                     np.unique(key, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
                 )
         onprem = prov == (providers.index(ONPREM) if ONPREM in providers else -1)
+        scale_out = _scale_out(table) | onprem
         sp, c1, c3 = (
             _finite_pos(by_kind["spot"]),
             _finite_pos(by_kind["commit_1y"]),
@@ -183,7 +204,7 @@ class OfferIndex:
         )
         base &= ~_same_place_dominated(
             base & ~onprem,
-            [prov, pair, gpu, count, vc, ram, codes[("mirror", True)], codes[("bound", True)]],
+            [prov, pair, gpu, count, vc, ram, scale_out, codes[("mirror", True)], codes[("bound", True)]],
             np.stack([od, sp, c1, c3], axis=1),
         )
         return cls(
@@ -208,6 +229,7 @@ class OfferIndex:
             quota_spot=[qt.spot for qt in c.quotas],
             existing=ex,
             onprem=onprem,
+            scale_out=scale_out,
             units=units,
             codes=codes,
         )
@@ -264,7 +286,12 @@ def candidates(
     if r.ram_gib > 0:
         ram = ix.ram_gib[idx]
         per = np.where(whole & (ram > 0), np.minimum(per, np.floor(ram / r.ram_gib).astype(np.int64)), per)
-    ok = ~whole | (per >= 1)
+    # A replica larger than a node spans nodes only over an RDMA fabric (>= 100 Gb/s per node) or TPU
+    # Multislice: data/tensor/pipeline traffic of one replica over a plain TCP NIC leaves it network-bound
+    # (NVIDIA DGX SuperPOD reference architecture, NCCL GPUDirect RDMA docs, AWS "EFA for ML training"; vLLM
+    # "Distributed inference": multi-node needs a fast interconnect such as InfiniBand; docs/recommend.md
+    # rule 12). Before, an 8-GPU job was planned on 8 one-GPU VMs over ethernet.
+    ok = np.where(whole, per >= 1, ix.scale_out[idx])
     npu = np.where(whole, 1, -(-gpr // np.maximum(g, 1)))
     return Candidates(offer=idx[ok], units_per_node=per[ok], nodes_per_unit=npu[ok])
 

@@ -273,6 +273,34 @@ def current_at_load(est: Estimator, w: Workload, cur: Candidate, concurrency: in
     )
 
 
+def one_off_move_usd(w: Workload, cur: Candidate, new: Candidate) -> tuple[float, float | None]:
+    """(weights [GiB], one-off USD to move them from the current region to the new one; None = no sourced
+    egress price for that path). A move's one-off cost is stated next to its monthly savings (AWS Compute
+    Optimizer pairs savings with ``migrationEffort``; egress is billed per GB by the source:
+    egress_prices.csv, fleet-anchors E). Weights only: datasets, checkpoints and traffic depend on sizes the
+    workload does not give."""
+    from gpufleet.fleet.refdata import transfer_usd
+    from gpufleet.fleet.regions import _weights_gib
+
+    gib = _weights_gib(w)
+    if gib <= 0 or not cur.region or not new.region:
+        return gib, None
+    return gib, transfer_usd(cur.provider, cur.region, new.provider, new.region, gib)
+
+
+def _one_off_text(w: Workload, cur: Candidate, new: Candidate) -> str:
+    gib, usd = one_off_move_usd(w, cur, new)
+    if gib <= 0:
+        return "one-off transfer not priced (no parameter count for the model)"
+    if usd is None:
+        return f"one-off: the weights (~{gib:,.0f} GiB) leave {cur.provider} {cur.region}; no sourced price"
+    amount = f"{usd:,.0f}" if usd >= 10 else f"{usd:,.2f}"
+    return (
+        f"one-off: ~${amount} to move the weights (~{gib:,.0f} GiB) out of {cur.provider} {cur.region} "
+        "(egress_prices.csv; datasets, checkpoints and traffic extra, per GB)"
+    )
+
+
 def assess_risk(
     w: Workload, cur: Candidate, new: Candidate
 ) -> tuple[RiskLevel, tuple[str, ...], Complexity, tuple[str, ...]]:
@@ -298,12 +326,13 @@ def assess_risk(
         )
         med.append(
             f"cross-provider egress: weights, data and traffic leave {cur.provider} (billed per GB by "
-            f"{cur.provider}; not in the monthly cost)"
+            f"{cur.provider}; not in the monthly cost); {_one_off_text(w, cur, new)}"
         )
         cx.append("different provider")
     elif new.region != cur.region:
         low.append(
-            f"region change ({cur.region} -> {new.region}): cross-region transfer is billed (not modelled)"
+            f"region change ({cur.region} -> {new.region}): cross-region transfer is billed; "
+            f"{_one_off_text(w, cur, new)}"
         )
     if new.nodes_per_replica > 1 and cur.nodes_per_replica <= 1:
         med.append(f"multi-node: {new.nodes_per_replica} nodes per replica depend on the inter-node network")

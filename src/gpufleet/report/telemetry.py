@@ -392,9 +392,9 @@ def render_findings_csv(ff: FleetFindings) -> str:
                 "",
                 g.host,
                 g.cost.instance_type or "",
-                g.finding.upper().replace("PROVISIONED", "_PROVISIONED")
-                if g.finding != "Idle"
-                else "OVER_PROVISIONED",
+                {"Idle": "OVER_PROVISIONED", "InsufficientData": "INSUFFICIENT_DATA"}.get(
+                    g.finding, g.finding.upper().replace("PROVISIONED", "_PROVISIONED")
+                ),
                 ";".join(g.reason_codes),
                 str(g.idle).lower(),
                 f"{ff.window.days:.0f}",

@@ -8,7 +8,16 @@ from typing import Final
 from gpufleet.telemetry.analyze import Window
 from gpufleet.telemetry.inventory import GpuCost
 
-FINDINGS: Final[tuple[str, ...]] = ("Idle", "Overprovisioned", "Underprovisioned", "Optimized")
+#: ``InsufficientData``: observed for fewer than ``Thresholds.min_observed_hours`` in the window: no finding,
+#: no options, no savings (AWS Compute Optimizer needs >= 30 h of metrics in the lookback before it
+#: recommends anything: docs.aws.amazon.com compute-optimizer/latest/ug/requirements; fleet-anchors A.1).
+FINDINGS: Final[tuple[str, ...]] = (
+    "Idle",
+    "Overprovisioned",
+    "Underprovisioned",
+    "Optimized",
+    "InsufficientData",
+)
 #: Compute Optimizer's GPU reason codes, plus ours for bandwidth and power in the same style.
 REASON_CODES: Final[tuple[str, ...]] = (
     "GPUOverprovisioned",
@@ -28,6 +37,11 @@ UPPER_BOUND_CAVEAT: Final = (
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Thresholds:
     idle_compute: float = 0.05
+    #: a GPU whose memory p99 holds at least this share of its capacity is not Idle even at near-zero compute:
+    #: FB used / nvidia-smi memory.used is "memory allocated by active contexts" (fleet-anchors C.1, C.5), so
+    #: a process (a loaded model waiting for traffic) holds it, and releasing the GPU would kill it; it is
+    #: Overprovisioned instead (a smaller GPU or a MIG slice that still holds the memory)
+    idle_max_memory: float = 0.10
     over_compute: float = 0.40
     under_compute: float = 0.85
     over_memory: float = 0.40
@@ -37,6 +51,9 @@ class Thresholds:
     over_power: float = 0.40
     headroom: float = 0.20  # added to observed needs when sizing a target
     commit_min_busy_share: float = 0.70  # observed hours / window for a commitment option
+    #: fewer observed hours in the window: InsufficientData (AWS Compute Optimizer: >= 30 h of metrics within
+    #: the lookback, docs.aws.amazon.com compute-optimizer/latest/ug/requirements; fleet-anchors A.1)
+    min_observed_hours: float = 30.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -83,6 +100,10 @@ class GpuFinding:
     current_performance_risk: str  # VeryLow | Low | Medium | High
     options: tuple[Option, ...]
     caveats: tuple[str, ...]
+    #: the largest FB used in the window [GiB]: what a target must hold (memory is not compressible: a job
+    #: that peaks above a GPU's memory fails with out-of-memory; Compute Optimizer uses the maximum of each
+    #: 5-minute interval, Azure Advisor the P100 of memory; fleet-anchors A.1, A.3)
+    memory_peak_gib: float | None = None
 
     @property
     def best_savings_usd_per_month(self) -> float:

@@ -5,7 +5,10 @@ as an *upper bound* (GPU_UTIL is a kernel-time flag: 100 % with one busy SM). Me
 capacity (memory.total, used + free, or the spec). Memory bandwidth = DRAM_ACTIVE; power = draw / limit.
 
 Rules (knobs in :class:`Thresholds`; percentiles from :mod:`gpufleet.telemetry.analyze`):
-- ``Idle``: compute at the percentile < ``idle_compute`` (nothing useful runs).
+- ``InsufficientData``: observed for fewer than ``min_observed_hours`` (30 h, Compute Optimizer's minimum):
+  no options, no savings.
+- ``Idle``: compute at the percentile < ``idle_compute`` (nothing useful runs) and memory p99 below
+  ``idle_max_memory`` of capacity (no process holds the GPU); with memory held it is ``Overprovisioned``.
 - ``Underprovisioned``: compute >= ``under_compute``, memory p99 >= ``under_memory`` of capacity, or DRAM
   active >= ``under_bandwidth``.
 - ``Overprovisioned``: compute < ``over_compute`` (and not under-provisioned); memory and bandwidth reasons
@@ -94,6 +97,7 @@ def classify(
     m = st.metrics
     cap = _capacity_gib(st, spec)
     mem = gib_from_mib(m["fb_used_mib"].p99) if "fb_used_mib" in m else None
+    mem_peak = gib_from_mib(m["fb_used_mib"].max) if "fb_used_mib" in m else None
     mem_share = mem / cap if mem is not None and cap else None
     dram = m["dram_active_ratio"].p_hi if "dram_active_ratio" in m else None
     power = (
@@ -122,8 +126,26 @@ def classify(
     if power is not None and power < th.over_power:
         over.append("GPUPowerOverprovisioned")
     reasons: tuple[str, ...]
-    if compute is not None and compute < th.idle_compute:
+    holds_memory = mem_share is not None and mem_share >= th.idle_max_memory
+    if st.hours < th.min_observed_hours:
+        # Compute Optimizer recommends nothing below 30 h of metrics in the lookback (ug/requirements)
+        finding, reasons = "InsufficientData", ()
+        caveats = (
+            *caveats,
+            f"insufficient data: {st.hours:.1f} h observed in the window, {th.min_observed_hours:g} h needed "
+            "(AWS Compute Optimizer's minimum); no finding or savings until more telemetry is stored",
+        )
+    elif compute is not None and compute < th.idle_compute and not holds_memory:
         finding, reasons = "Idle", ("GPUOverprovisioned",)
+    elif compute is not None and compute < th.idle_compute:
+        # near-zero compute while a process holds the memory (a loaded model waiting for traffic): not idle,
+        # releasing the GPU would kill that process (FB used = memory of active contexts, fleet-anchors C.5)
+        finding, reasons = "Overprovisioned", tuple(dict.fromkeys(("GPUOverprovisioned", *over)))
+        caveats = (
+            *caveats,
+            f"compute near zero but {mem:.1f} GiB held by a running process: not called idle; scale it "
+            "to zero only where a cold start fits the latency SLO",
+        )
     elif under:
         finding, reasons = "Underprovisioned", tuple(under)
     elif "GPUOverprovisioned" in over:
@@ -136,8 +158,10 @@ def classify(
         caveats = (*caveats, "price: catalog median for this GPU (no inventory or instance labels)")
     if cost.price_basis == "unknown":
         caveats = (*caveats, "price unknown: the GPU model is not in the catalog; give an inventory file")
-    f = ObservedNeeds(finding=finding, compute_p=compute, memory_p99_gib=mem, dram_active_p=dram)
-    options = gpu_options(st, f, spec, cost, th, window)
+    f = ObservedNeeds(
+        finding=finding, compute_p=compute, memory_p99_gib=mem, dram_active_p=dram, memory_peak_gib=mem_peak
+    )
+    options = gpu_options(st, f, spec, cost, th, window) if finding != "InsufficientData" else []
     u_now = max(x for x in (compute or 0.0, mem_share or 0.0, dram or 0.0))
     return GpuFinding(
         gpu_key=st.gpu_key,
@@ -169,10 +193,17 @@ def classify(
         current_performance_risk=current_risk_level(u_now),
         options=tuple(options),
         caveats=caveats,
+        memory_peak_gib=mem_peak,
     )
 
 
-_SEVERITY: Final = {"Underprovisioned": 3, "Idle": 2, "Overprovisioned": 1, "Optimized": 0}
+_SEVERITY: Final = {
+    "Underprovisioned": 3,
+    "Idle": 2,
+    "Overprovisioned": 1,
+    "Optimized": 0,
+    "InsufficientData": -1,
+}
 
 
 def _group(level: str, name: str, members: list[GpuFinding]) -> GroupFinding:

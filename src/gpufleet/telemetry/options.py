@@ -108,6 +108,9 @@ class ObservedNeeds:
     compute_p: float | None
     memory_p99_gib: float | None
     dram_active_p: float | None
+    #: sizing memory: the peak (max) FB used, not a percentile (memory is not compressible: Compute Optimizer
+    #: sizes on the maximum of each 5-minute interval, Azure Advisor on P100 memory; fleet-anchors A.1, A.3)
+    memory_peak_gib: float | None = None
 
 
 def gpu_options(
@@ -123,7 +126,7 @@ def gpu_options(
     month = HOURS_PER_MONTH
     opts: list[Option] = []
     compute = f.compute_p
-    mem = f.memory_p99_gib
+    mem = f.memory_peak_gib if f.memory_peak_gib is not None else f.memory_p99_gib
     need_c = None if compute is None else compute * (1 + th.headroom)  # > 1: more than this GPU
     need_m = None if mem is None else mem * (1 + th.headroom)
     finding = f.finding

@@ -56,7 +56,8 @@ def summarize(ff: FleetFindings) -> FleetSummary:
         cost_usd_per_month=month,
         savings_usd_per_month=savings,
         savings_share=savings / month if month else 0.0,
-        by_finding={k: (int(v[0]), float(v[1])) for k, v in by_f.items()},
+        # InsufficientData only when some GPU has it (the four Compute Optimizer findings always show)
+        by_finding={k: (int(v[0]), float(v[1])) for k, v in by_f.items() if v[0] or k != "InsufficientData"},
         by_team={k: (int(v[0]), float(v[1]), float(v[2])) for k, v in sorted(by_t.items())},
         compute_signals=dict(signals),
         compute_p_values=tuple(float(g.compute_p) for g in gpus if g.compute_p is not None),
