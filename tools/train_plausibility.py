@@ -135,8 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                 bad.append(f"HF PEFT consumer MFU 0.15-0.50 violated: {c0}")
     for key, c in cells.items():
         gpu, model, task, stack, gc, b, s = key
-        # unsloth vs HF on NVIDIA only: on AMD/Intel ``transformers`` maps to the vendor-build stack factor
-        if stack == "unsloth" and task in ("lora", "qlora") and get_spec(gpu).vendor == "NVIDIA":
+        if stack == "unsloth" and task in ("lora", "qlora"):
             hf = cells.get((gpu, model, task, "transformers", gc, b, s))
             if hf and not 1.3 <= c.tok_s / hf.tok_s <= 2.5:
                 bad.append(f"unsloth/HF {c.tok_s / hf.tok_s:.2f} outside 1.3-2.5: {key}")

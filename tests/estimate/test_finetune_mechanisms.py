@@ -107,3 +107,33 @@ def test_training_sizes_memory_with_the_optimizer_it_runs() -> None:
         assert est.fits and est.tokens_per_s_per_gpu is not None
         assert est.memory.breakdown_gib[part] == pytest.approx(8_030_261_248 * 2 / 2**30)
         assert est.memory.breakdown_gib["weights"] == pytest.approx(8_030_261_248 * 2 / 2**30)
+
+
+def test_a_single_gpu_job_that_fits_only_with_checkpointing_is_predicted_with_it() -> None:
+    """HF Trainer's default keeps every activation (gradient_checkpointing=False), but an 8B LoRA at 2 x 2048
+    tokens fits a 24 GB RTX 4090 only with checkpointing (~15 GiB of activations without it): the measured run
+    used it, so its speed carries the replayed forward (4N -> 6N matmul FLOPs, ~1.5x the time). On an 80 GB
+    H100 it fits without, and torchtune (activations offloaded, not recomputed) keeps its recipe's mode."""
+    import dataclasses
+    from pathlib import Path
+
+    from gpufleet.estimate.cases import read_cases
+    from gpufleet.estimate.predict import predict_case
+
+    shipped = Path(__file__).resolve().parents[2] / "src/gpufleet/estimate/data/cases.csv"
+    n016 = next(c for c in read_cases(shipped) if c.case_id == "N016")  # torchtune LoRA, RTX 4090
+    hf = dataclasses.replace(n016, software="transformers", note="")
+    on_4090 = predict_case(hf, PROF)
+    assert any("only with activation checkpointing" in n for n in on_4090.notes)
+    job: dict[str, Any] = dict(
+        model="llama-3.1-8b", task="lora", gpu="RTX-4090", precision="bf16", gpu_count=1, global_batch=2,
+        seq_len=2048, software="transformers", ignore_memory=True, profile=PROF,
+    )  # fmt: skip
+    full = estimate_training(recompute="full", **job).tokens_per_s_per_gpu
+    kept = estimate_training(recompute="selective", **job).tokens_per_s_per_gpu
+    assert full is not None and kept is not None
+    assert on_4090.predicted == pytest.approx(full.central)
+    assert 0.6 < full.central / kept.central < 0.75
+    on_h100 = predict_case(dataclasses.replace(hf, gpu="H100-SXM"), PROF)
+    assert not any("only with activation checkpointing" in n for n in on_h100.notes)
+    assert not any("only with activation checkpointing" in n for n in predict_case(n016, PROF).notes)
