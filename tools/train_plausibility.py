@@ -31,7 +31,9 @@ Bounds (sources):
 * memory: a 65B QLoRA fine-tune fits one 48 GB GPU (Dettmers et al. 2023, QLoRA abstract: "finetune a 65B
   parameter model on a single 48GB GPU", paged AdamW, gradient checkpointing, batch 1); full fine-tuning of an
   8B model with mixed-precision AdamW (16 bytes per parameter, Rajbhandari et al. 2020 sec. 3.1) does not fit
-  one 80 GB GPU without sharding or offload.
+  one 80 GB GPU without sharding or offload; with paged AdamW 8-bit and bf16 weights (no fp32 master) it
+  fits a 48 GB RTX A6000 through ``estimate_training`` (torchtune README 'Memory and training speed' table:
+  37.4 GiB).
 """
 
 from __future__ import annotations
@@ -157,6 +159,13 @@ def main(argv: list[str] | None = None) -> int:
     f8 = _memory_gib("llama-3.1-8b", "full_finetune", "adamw", True, 1, 512, "H100-SXM")
     if f8 < 80.0:
         bad.append(f"ZeRO 16 B/param: 8B AdamW full fine-tune must exceed 80 GB, estimated {f8:.1f} GiB")
+    ft8 = estimate_training(
+        model="llama-3.1-8b", task="full_finetune", gpu="RTX-A6000", precision="bf16", gpu_count=1,
+        global_batch=2, seq_len=2048, recompute="full", optimizer="paged_adamw8bit", master_weights=False,
+    )  # fmt: skip
+    if not ft8.fits:
+        gib = ft8.memory.per_gpu_gib
+        bad.append(f"torchtune README: 8B paged-AdamW-8bit full FT fits 48 GB A6000, estimated {gib:.1f} GiB")
     # the table: one row per gpu x model x task x stack at batch 2 x 2048, checkpointing off
     print(
         "| gpu | model | task | stack | tok/s/GPU (2x2048) | MFU | MFU gc on | tok/s (1x512) | MFU (8x4096) |"
