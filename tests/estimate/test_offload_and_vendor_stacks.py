@@ -69,6 +69,8 @@ def test_lora_offload_costs_almost_nothing() -> None:
      ("megatron_deepspeed", "Intel", "train_stack_vendor_build"),
      ("pytorch", "NVIDIA", "train_stack_pytorch"),
      ("torchtune", "AMD", "train_stack_torchtune"), ("nemo", "AMD", None),
+     ("transformers", "Intel", "train_stack_vendor_build"),  # Optimum-Habana on Gaudi
+     ("transformers", "AMD", "train_stack_transformers"),  # HF Trainer/PEFT on ROCm: eager, as on NVIDIA
      ("unknown", "Intel", "train_stack_unknown")],
 )  # fmt: skip
 def test_vendor_build_stacks(software: str, vendor: str, expected: str | None) -> None:

@@ -499,9 +499,12 @@ def training_fits(
     seq_len: int,
     zero_stage: int,
     recompute: str,
+    optimizer: str = "adamw",
+    master_weights: bool = True,
 ) -> bool:
-    """Whether :func:`estimate_memory` (training ``task``, ``batch=1``, ``engine="pytorch"``, every other
-    argument at its default) on a GPU of ``memory_gib`` reports ``fits``: the same slack computation
+    """Whether :func:`estimate_memory` (training ``task``, ``batch=1``, ``engine="pytorch"``, ``optimizer``
+    and ``master_weights`` as given, every other argument at its default) on a GPU of ``memory_gib``
+    reports ``fits``: the same slack computation
     (:func:`_assemble`), without building the estimate. The layout search screens thousands of layouts with
     it and builds full estimates only for those it keeps; the caller validates the shared arguments once
     with :func:`estimate_memory`. The result depends on the GPU only through its capacity, so the cache is
@@ -510,7 +513,8 @@ def training_fits(
     q = _Query(
         m=model, task=task, precision=check_precision(precision), engine="pytorch", tp=tp, pp=pp, dp=dp,
         ep=ep, batch=1, seq_len=seq_len, kv_precision=None, zero_stage=zero_stage, recompute=recompute,
-        optimizer="adamw", lora_rank=16, fp32_grads=False, sequence_parallel=True, flash_attention=True,
+        optimizer=optimizer, lora_rank=16, fp32_grads=False, sequence_parallel=True, flash_attention=True,
+        master_weights=master_weights,
     )  # fmt: skip
     return _slack(q, memory_gib * GIB)[2] >= 0.0
 

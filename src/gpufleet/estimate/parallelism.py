@@ -165,16 +165,19 @@ def training_layouts(
     recompute: str | None,
     ep: int | None = None,
     allow_fallback: bool = False,
+    optimizer: str = "adamw",
+    master_weights: bool = True,
 ) -> list[TrainingLayout]:
     """:func:`training_layout_keys` with the memory estimate of each layout."""
     keys = training_layout_keys(
         model=model, spec=spec, task=task, precision=precision, gpu_count=gpu_count,
         global_batch=global_batch, seq_len=seq_len, gpus_per_node=gpus_per_node, software=software, tp=tp,
         pp=pp, dp=dp, zero_stage=zero_stage, recompute=recompute, ep=ep, allow_fallback=allow_fallback,
+        optimizer=optimizer, master_weights=master_weights,
     )  # fmt: skip
     return [
         layout_memory(k, model=model, spec=spec, task=task, precision=precision, seq_len=seq_len,
-                      allow_fallback=allow_fallback)
+                      allow_fallback=allow_fallback, optimizer=optimizer, master_weights=master_weights)
         for k in keys
     ]  # fmt: skip
 
@@ -188,12 +191,16 @@ def layout_memory(
     precision: str,
     seq_len: int,
     allow_fallback: bool = False,
+    optimizer: str = "adamw",
+    master_weights: bool = True,
 ) -> TrainingLayout:
-    """The layout ``key`` with its memory estimate (micro-batch 1, as the search sized it)."""
+    """The layout ``key`` with its memory estimate (micro-batch 1, as the search sized it; ``optimizer``
+    and ``master_weights`` as the job runs them: an 8-bit or paged optimizer without an fp32 master copy
+    needs far less than AdamW's 16 bytes per parameter)."""
     mem = _memory(
         model=model, task=task, precision=precision, gpu=spec, tp=key.tp, pp=key.pp, dp=key.dp, ep=key.ep,
         batch=1, seq_len=seq_len, zero_stage=key.zero_stage, recompute=key.recompute, engine="pytorch",
-        allow_fallback=allow_fallback,
+        allow_fallback=allow_fallback, optimizer=optimizer, master_weights=master_weights,
     )  # fmt: skip
     return TrainingLayout(
         tp=key.tp, pp=key.pp, dp=key.dp, zero_stage=key.zero_stage, recompute=key.recompute, memory=mem
@@ -218,6 +225,8 @@ def training_layout_keys(
     recompute: str | None,
     ep: int | None = None,
     allow_fallback: bool = False,
+    optimizer: str = "adamw",
+    master_weights: bool = True,
 ) -> list[LayoutKey]:
     """The fitting layouts of the first pass that has one, else ``[the last layout tried]``.
 
@@ -244,7 +253,7 @@ def training_layout_keys(
     def fits(t: int, p: int, d: int, e: int, z: int, rc: str) -> bool:
         return training_fits(
             model=model, task=task, precision=precision, memory_gib=spec.memory_gib, tp=t, pp=p, dp=d, ep=e,
-            seq_len=seq_len, zero_stage=z, recompute=rc,
+            seq_len=seq_len, zero_stage=z, recompute=rc, optimizer=optimizer, master_weights=master_weights,
         )  # fmt: skip
 
     # Layouts are screened with training_fits (the estimate's own slack, without building it); the caller
@@ -278,6 +287,7 @@ def training_layout_keys(
                         _memory(
                             model=model, task=task, precision=precision, gpu=spec, batch=1, seq_len=seq_len,
                             zero_stage=z, recompute=rc, engine="pytorch", allow_fallback=allow_fallback,
+                            optimizer=optimizer, master_weights=master_weights,
                         )  # fmt: skip
                         checked = True
                     if global_batch >= d and fits(*last):

@@ -346,6 +346,31 @@ def mlperf_eval_factor(
     return profile.param("mlperf_eval_overhead"), "MLPerf evaluation pauses, flat prior"
 
 
+def _recompute_that_fits(
+    case: CalibrationCase, recipe_kw: dict[str, Any], recompute: str, batch: int, seq: int
+) -> tuple[str, str]:
+    """``recompute``, or ``full`` when a single-GPU job fits its GPU only with full activation checkpointing
+    (the memory model at the case's micro-batch, optimizer and recipe options); (mode, note or "")."""
+    from gpufleet.estimate.memory import estimate_memory
+
+    if case.gpu_count != 1:
+        return recompute, ""
+    kw: dict[str, Any] = {
+        k: v for k, v in recipe_kw.items() if k not in ("speed_recompute", "recompute") and v is not None
+    }
+    common: dict[str, Any] = dict(
+        model=case.model, task=case.task, precision=case.precision, gpu=case.gpu, batch=batch, seq_len=seq,
+        engine="pytorch", allow_fallback=True, **kw,
+    )  # fmt: skip
+    if estimate_memory(recompute=recompute, **common).fits:
+        return recompute, ""
+    if not estimate_memory(recompute="full", **common).fits:
+        return recompute, ""
+    return "full", (
+        f"fits one {case.gpu} only with activation checkpointing: speed with full recompute, not {recompute}"
+    )
+
+
 def _predict_training(case: CalibrationCase, prof: CalibrationProfile, perf: Any) -> CasePrediction:
     assumed: list[str] = []
     if case.seq_len:
@@ -369,6 +394,14 @@ def _predict_training(case: CalibrationCase, prof: CalibrationProfile, perf: Any
     recipe_kw = _recipe_kwargs(case, hints)
     recipe_rc = recipe_kw.get("speed_recompute") if case.gpu_count == 1 else None
     recompute = hints.get("recompute", recipe_rc)
+    offloaded = recipe_kw.get("recompute") != recipe_kw.get("speed_recompute")  # activations on the host
+    if recompute is not None and recompute != "full" and "recompute" not in hints and not offloaded:
+        # the job ran, so it fit: a single-GPU recipe whose default keeps every activation (HF Trainer's
+        # gradient_checkpointing=False) but fits only with checkpointing was run with it, which replays the
+        # forward (+2N FLOPs); the memory path makes the same relaxation (memory_options.fitting_option)
+        recompute, why = _recompute_that_fits(case, recipe_kw, recompute, batch, seq)
+        if why:
+            assumed.append(why)
     if case.dp and batch < case.dp:
         assumed.append(
             f"global batch {batch} is below the stated dp={case.dp}: taken as {case.dp} (one sequence per "

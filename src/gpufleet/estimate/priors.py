@@ -95,6 +95,13 @@ _PRIOR_TABLE: tuple[tuple[str, float, float, bool, str], ...] = (
      "weight-only int4 GEMMs at large batch (compute bound) run below fp16 cuBLAS: dequantisation adds "
      "ALU work per tile; Marlin stays near fp16 speed up to batch ~128, AWQ/GPTQ GEMM kernels fall to "
      "0.5-0.8x (Frantar et al. 2024 fig. 1; vLLM quantisation docs)"),
+    ("qlora_dequant_bw_eff", 0.35, 0.5, False,
+     "share of peak memory bandwidth at which QLoRA's per-matmul dequantisation of the frozen NF4 base runs "
+     "(bitsandbytes dequantize_4bit: a 16-entry code-book lookup per element plus the block absmax, well "
+     "below copy bandwidth; QLORA_DEQUANT_PASSES in the training module): set so that a 7B QLoRA at a few "
+     "hundred tokens per micro-batch on an A100 takes ~1.4x the LoRA time, as measured with litgpt by "
+     "S. Raschka, 'Practical Tips for Finetuning LLMs Using LoRA' (2023): QLoRA 'saves 33% memory at the "
+     "cost of a 39% increase in runtime'; long micro-batches amortise it (per weight, not per token)"),
     # --- communication and pipelining
     ("link_eff", 0.8, 0.2, False,
      "NCCL bus bandwidth / link rate: nccl-tests all-reduce ~230/300 GB/s (DGX A100), ~360/450 (DGX H100)"),
@@ -306,6 +313,12 @@ VENDOR_BUILD_VENDORS: tuple[str, ...] = ("AMD", "Intel")
 #: the PyTorch-family training stacks that are vendor builds on those accelerators (recipe libraries such as
 #: torchtune, unsloth, axolotl keep their own factor)
 VENDOR_BUILD_STACKS: tuple[str, ...] = ("pytorch", "deepspeed", "megatron_deepspeed", "transformers")
+#: vendors on which Hugging Face ``transformers`` is not a vendor build: on Gaudi it is Optimum-Habana (the
+#: ``transformers`` alias: Trainer subclass with the graph compiler, fused SDPA/RoPE/RMSNorm, Intel docs), but
+#: on AMD Instinct the HF Trainer/PEFT runs the same eager PyTorch modules as on NVIDIA (AMD's tuned training
+#: code is its PyTorch/Megatron containers and MLPerf implementation, not transformers), so it keeps the
+#: ``train_stack_transformers`` factor there
+EAGER_TRANSFORMERS_VENDORS: tuple[str, ...] = ("AMD",)
 
 
 def stack_param(kind: str, software: str | None, vendor: str | None = None) -> str | None:
@@ -317,13 +330,15 @@ def stack_param(kind: str, software: str | None, vendor: str | None = None) -> s
     sw = (software or "unknown").lower()
     if sw in ref:
         return None
-    if kind == "train" and vendor in VENDOR_BUILD_VENDORS and sw in VENDOR_BUILD_STACKS:
+    eager_hf = sw == "transformers" and vendor in EAGER_TRANSFORMERS_VENDORS
+    if kind == "train" and vendor in VENDOR_BUILD_VENDORS and sw in VENDOR_BUILD_STACKS and not eager_hf:
         return "train_stack_vendor_build"
     name = f"{kind}_stack_{sw}"
     return name if name in PRIORS else f"{kind}_stack_unknown"
 
 
 __all__ = [
+    "EAGER_TRANSFORMERS_VENDORS",
     "INFER_REFERENCE_STACKS",
     "MLPERF_EVAL_RULES",
     "PRIORS",

@@ -107,9 +107,16 @@ COMBINED_1F1B_STACKS = frozenset({"nemo", "megatron"})
 #: docs "Distributed Optimizer"; on in NeMo's pre-training recipes and MLPerf configs); elsewhere the gather
 #: follows the optimizer step and shares the backward's window with the gradient reduce
 PARAM_GATHER_OVERLAP_STACKS = frozenset({"nemo", "megatron"})
-#: QLoRA dequantises NF4 weights before every matmul (bitsandbytes): ~0.6-0.7x LoRA speed (QLoRA paper,
-#: Dettmers et al. 2023, and HF PEFT benchmarks); a named prior applied to qlora compute
-QLORA_DEQUANT_EFF = 0.65
+#: QLoRA's frozen base is dequantised whole before each matmul that uses it, not per token: bitsandbytes
+#: ``MatMul4Bit`` calls ``dequantize_4bit`` on the weight in the forward and again for the activation-gradient
+#: GEMM of the backward, then runs a 16-bit matmul (bitsandbytes ``autograd/_functions.py``; Dettmers et al.
+#: 2023 sec. 3 "QLoRA": "we dequantize the storage data type to the computation data type to perform the
+#: forward and backward pass"; torchao's ``NF4Tensor`` in torchtune does the same). Each pass reads the
+#: packed weight and writes a 16-bit copy: a per-weight, per-micro-batch memory cost that long micro-batches
+#: amortise. Passes per micro-batch: forward and backward (+1 with full recompute, the replayed forward).
+QLORA_DEQUANT_PASSES = 2
+#: bytes written per dequantised weight: the 16-bit copy the matmul then reads (bitsandbytes, as above)
+QLORA_DEQUANT_OUT_BYTES = 2.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -142,6 +149,34 @@ def optimizer_step_bytes_per_param(optimizer: str, precision: str, master_weight
     Mixed-precision AdamW: 2x2 + 2 + 2x12 = 30 B; pure-bf16 8-bit Adam: 2x2 + 2 + 2x2 = 10 B."""
     b = optimizer_bytes_per_param(optimizer, precision, master_weights=master_weights)
     return 2.0 * b.weights + b.gradients + 2.0 * b.optimizer_states
+
+
+def qlora_dequant_s(
+    model: ModelArch, rates: Rates, profile: CalibrationProfile, *, tokens_per_micro: float,
+    micro_batches: int, shards: int, recompute: str,
+) -> float:  # fmt: skip
+    """Time per step one GPU spends dequantising a QLoRA job's frozen base [s].
+
+    Every micro-batch dequantises each quantised weight it uses :data:`QLORA_DEQUANT_PASSES` times (+1 with
+    full recompute), reading ``rates.weight_bytes`` (0.5 B for NF4, 1 B for an 8-bit base) and writing a
+    16-bit copy (:data:`QLORA_DEQUANT_OUT_BYTES`), at ``qlora_dequant_bw_eff`` of the peak bandwidth (the
+    priors module: a look-up-table kernel, below copy speed). The quantised
+    weights are the transformer blocks' linear layers; the LM head and embeddings stay 16-bit (transformers'
+    bitsandbytes integration keeps the output embedding unquantised, ``get_keys_to_not_convert``); a MoE
+    layer dequantises only the experts its ``tokens_per_micro`` tokens reach
+    (:func:`gpufleet.estimate.compute.decode_weight_params`). ``shards``: the GPUs the layers are split
+    over (tensor x pipeline parallel); FSDP/ZeRO-3 gathers the whole base on every rank, so data
+    parallelism does not divide it.
+
+    Hand check: Llama 3.1 8B (6.98e9 block weights), one micro-batch, no recompute, on an RTX 4090
+    (1008 GB/s at 0.35): 2 x 6.98e9 x 2.516 B / 353 GB/s = 0.0995 s per step, ~6 % of a 2 x 2048-token LoRA
+    step (~1.6 s) but ~45 % of a 512-token one (~0.2 s), where the old flat 0.65 speed factor sat.
+    """
+    quantised = cx.decode_weight_params(model, tokens_per_micro) - cx.model_shape(model).lm_head_params
+    passes = QLORA_DEQUANT_PASSES + (1 if recompute == "full" else 0)
+    per_pass = quantised / max(shards, 1) * (rates.weight_bytes + QLORA_DEQUANT_OUT_BYTES)
+    bw = rates.mem_bw_bytes_per_s * profile.param("qlora_dequant_bw_eff")
+    return micro_batches * passes * per_pass / bw
 
 
 def offload_step_s(
@@ -179,8 +214,6 @@ def training_step(
     tokens = float(global_batch * seq_len)
     stack_name = stack_param("train", software, spec.vendor)
     eff = profile.param("train_eff") * (profile.param(stack_name) if stack_name else 1.0)
-    if task == "qlora":
-        eff *= QLORA_DEQUANT_EFF
     t_mm = tokens * fl.hw_matmul / n / (rates.peak_flops * rates.eta * width_factor(model, profile) * eff)
     if model.is_moe:
         # routed-expert GEMMs run as grouped GEMMs on uneven token counts, with permute/unpermute and router
@@ -196,10 +229,18 @@ def training_step(
     if recompute == "full":  # the replayed forward runs its element-wise kernels again: ~25h of the ~75h
         elem_bytes *= FULL_RECOMPUTE_ELEMENTWISE  # (train_elementwise_elems inventory)
     t_elem = tokens * elem_bytes / n / (rates.mem_bw_bytes_per_s * profile.param("eta_bw"))
+    micro = max(global_batch // dp, 1)  # micro-batches of one sequence per data-parallel replica
+    t_dq = 0.0
+    if task == "qlora":
+        # without pipelining one micro-batch holds the replica's whole batch (the memory model's sizing);
+        # with it, each of the ``micro`` one-sequence micro-batches dequantises the stage's weights again
+        t_dq = qlora_dequant_s(
+            model, rates, profile, tokens_per_micro=tokens / dp / (micro if pp > 1 else 1),
+            micro_batches=micro if pp > 1 else 1, shards=tp * pp, recompute=recompute,
+        )  # fmt: skip
     # the pipeline runs at its busiest stage's pace: whole layers per stage, so one holds ceil(L / pp)
     stages = stage_imbalance(model.num_layers, pp)
-    compute = (t_mm + t_attn + t_elem) * stages
-    micro = max(global_batch // dp, 1)  # micro-batches of one sequence per data-parallel replica
+    compute = (t_mm + t_attn + t_elem + t_dq) * stages
     link_eff = profile.param("link_eff")
     tp_l = tp_link(spec, tp, gpus_per_node, profile)
     n_ar = 4 + (2 if recompute == "full" else 0)  # fwd 2 + bwd 2 per layer (Korthikanti 2022 sec. 4.2.2)
@@ -476,7 +517,9 @@ def estimate_training(
     (:func:`optimizer_step_bytes_per_param`).
     """
     arch, spec, prof = resolve_inputs(model, gpu, profile)
-    optimizer_step_bytes_per_param(optimizer or "adamw", "bf16", True)  # unknown optimizer: InputError
+    optim = optimizer or "adamw"
+    master = True if master_weights is None else master_weights
+    optimizer_step_bytes_per_param(optim, "bf16", True)  # unknown optimizer: InputError
     prec = check_precision(precision)
     if task not in TRAINING_TASKS:
         raise InputError(
@@ -540,6 +583,7 @@ def estimate_training(
         model=arch, spec=spec, task=task, precision=prec, gpu_count=gpu_count // cp_deg,
         global_batch=global_batch, seq_len=-(-seq_len // cp_deg), gpus_per_node=gpn, software=sw, tp=tp,
         pp=pp, dp=dp, zero_stage=zero_stage, recompute=recompute, ep=ep, allow_fallback=allow_fallback,
+        optimizer=optim, master_weights=master,
     )  # fmt: skip
     best: tuple[float, LayoutKey, StepBreakdown] | None = None
     for lay in layouts:
@@ -550,8 +594,7 @@ def estimate_training(
             model=arch, spec=spec, rates=rates, task=task, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=ep_deg,
             global_batch=global_batch, seq_len=seq_len, zero_stage=lay.zero_stage, recompute=lay.recompute,
             software=sw, gpus_per_node=gpn, profile=prof, cp=cp_deg, network=node_network,
-            cpu_offload=cpu_offload, virtual_stages=virtual_stages, optimizer=optimizer or "adamw",
-            master_weights=True if master_weights is None else master_weights,
+            cpu_offload=cpu_offload, virtual_stages=virtual_stages, optimizer=optim, master_weights=master,
         )  # fmt: skip
         if best is None or br.step_s < best[0]:
             best = (br.step_s, lay, br)
@@ -563,12 +606,15 @@ def estimate_training(
         precision=prec,
         seq_len=-(-seq_len // cp_deg),
         allow_fallback=allow_fallback,
+        optimizer=optim,
+        master_weights=master,
     )  # built for the kept layout only
     if cpu_offload:
         offloaded = estimate_memory(
             model=arch, task=task, precision=prec, gpu=spec, tp=layout.tp, pp=layout.pp, dp=layout.dp,
             batch=1, seq_len=-(-seq_len // cp_deg), zero_stage=layout.zero_stage, recompute=layout.recompute,
-            engine="pytorch", allow_fallback=allow_fallback, cpu_offload=True,
+            engine="pytorch", allow_fallback=allow_fallback, cpu_offload=True, optimizer=optim,
+            master_weights=master,
         )  # fmt: skip
         layout = dataclasses.replace(layout, memory=offloaded)
         if not offloaded.fits and not ignore_memory:
@@ -635,7 +681,8 @@ __all__ = [
     "OFFLOAD_BYTES_PER_PARAM",
     "PARAM_BYTES",
     "PARAM_GATHER_OVERLAP_STACKS",
-    "QLORA_DEQUANT_EFF",
+    "QLORA_DEQUANT_OUT_BYTES",
+    "QLORA_DEQUANT_PASSES",
     "StepBreakdown",
     "TrainingEstimate",
     "effective_time_fraction",
@@ -644,6 +691,7 @@ __all__ = [
     "offload_step_s",
     "optimizer_step_bytes_per_param",
     "pipeline_chunks",
+    "qlora_dequant_s",
     "stage_imbalance",
     "training_step",
 ]
