@@ -14,7 +14,7 @@ from gpufleet.estimate.calibration import predict_case, prior_profile
 from gpufleet.estimate.cases import parse_cases_csv
 from gpufleet.estimate.priors import PRIORS, stack_param
 from gpufleet.estimate.profile import with_params
-from gpufleet.estimate.recipes import RECIPES, implied_recipe
+from gpufleet.estimate.recipes import RECIPES, implied_recipe, recipe_for
 from gpufleet.estimate.training import offload_step_s
 
 JOB: dict[str, Any] = {
@@ -156,3 +156,24 @@ def test_qlora_through_hf_trainer_checkpoints_like_peft() -> None:
         is (RECIPES["torchtune"])
     )
     assert recipe_for_job(None, "", task="pretrain", optimizer="adamw", gpu_count=8) is None
+
+
+def test_litgpt_note_selects_its_preset_without_checkpointing() -> None:
+    """A litgpt QLoRA run (bf16-true, no activation checkpointing on one device) keeps every layer's
+    activations, so it peaks well above the bitsandbytes reference recipe, which checkpoints them: 34 s h
+    bytes per layer (Korthikanti et al. 2022, flash attention) x 32 layers at s = 1,304, h = 4,096 is
+    ~5.4 GiB kept, against ~0.3 GiB of checkpointed layer inputs."""
+    assert recipe_for("pytorch", "litgpt finetune/lora.py, --quantize bnb.nf4") is RECIPES["litgpt"]
+    assert recipe_for(None, "Lit-GPT lora") is RECIPES["litgpt"]
+    lit = RECIPES["litgpt"]
+    assert lit.recompute == "none" and not lit.master_weights and lit.chunked_loss
+    head = (
+        "case_id,metric,model,task,gpu,gpu_count,precision,batch,seq_len,software,note,measured,unit,source\n"
+    )
+    rows = head + (
+        "Z4,peak_memory_gib,llama-2-7b,qlora,A100-SXM-40GB,1,nf4,1,1304,pytorch,litgpt lora.py,10,GiB,t\n"
+        "Z5,peak_memory_gib,llama-2-7b,qlora,A100-SXM-40GB,1,nf4,1,1304,pytorch,,10,GiB,t\n"
+    )
+    lit_case, ref_case = parse_cases_csv(rows, "t.csv")
+    p_lit, p_ref = predict_case(lit_case, prior_profile()), predict_case(ref_case, prior_profile())
+    assert p_lit.predicted > p_ref.predicted + 3.0

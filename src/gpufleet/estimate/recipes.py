@@ -86,6 +86,19 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
             source="axolotl examples (llama-3 lora/qlora/fft yml): optimizer adamw_bnb_8bit, "
             "gradient_checkpointing: true, bf16: auto, flash_attention: true, sample_packing: true",
         ),
+        "litgpt": Recipe(
+            name="litgpt",
+            optimizer_full="adamw",
+            optimizer_adapter="adamw",
+            master_weights=False,
+            recompute="none",
+            optimizer_in_backward=False,
+            chunked_loss=True,
+            source="Lightning-AI litgpt finetune/lora.py and full.py defaults: --precision bf16-true "
+            "(weights, gradients and AdamW states in bf16, no fp32 master copy), torch AdamW (bitsandbytes "
+            "PagedAdamW when --quantize bnb.*), no activation checkpointing on one device, LM head and cross "
+            "entropy in chunks (lm_head_chunk_size=128, chunked_cross_entropy)",
+        ),
         "bitsandbytes": Recipe(
             name="bitsandbytes",
             optimizer_full="paged_adamw8bit",
@@ -111,6 +124,8 @@ _ALIASES: tuple[tuple[str, str], ...] = (
     ("torchtune", "torchtune"),
     ("unsloth", "unsloth"),
     ("axolotl", "axolotl"),
+    ("litgpt", "litgpt"),
+    ("lit-gpt", "litgpt"),
     ("peft", "hf_trainer"),
     ("hf trainer", "hf_trainer"),
     ("transformers", "hf_trainer"),
