@@ -72,6 +72,11 @@ STATIC_BATCHING_STACKS = frozenset({"transformers"})
 #: ``batching_task``: a ``prefill`` call on the new entries, then the running batch resumes ``decode``;
 #: text-generation-inference router/src/infer.rs; chunked prefill arrived with TGI v3.0, Dec 2024)
 SEPARATE_PREFILL_STACKS = frozenset({"tgi"})
+#: stacks that spread a model over several GPUs by whole layers unless told otherwise: llama.cpp's default
+#: ``--split-mode layer`` ("split layers and KV across GPUs"; ``row`` splits tensors and must be asked for,
+#: llama.cpp tools/server README and ``common/arg.cpp``), so a multi-GPU llama.cpp run with no stated
+#: layout is a pipeline of stages (tp = 1, pp > 1) without tensor-parallel all-reduces or expert parallelism
+LAYER_SPLIT_STACKS = frozenset({"llamacpp"})
 #: memory-module engine used for each software stack's memory accounting
 MEMORY_ENGINE: dict[str, str] = {"trtllm": "trtllm", "transformers": "transformers", "llamacpp": "pytorch"}
 #: quantised checkpoints keep the LM head in 16 bit (AWQ/GPTQ, vLLM/TRT-LLM fp8): bytes per element
@@ -590,9 +595,10 @@ def estimate_inference(
         kv_precision=kv_prec, engine=engine, gpus_per_node=gpn, pp=pp, allow_fallback=allow_fallback,
     )  # fmt: skip
     layouts: list[InferenceLayout] = []
+    layer_split = sw in LAYER_SPLIT_STACKS
     if ep is None or ep == 1:
-        layouts.append(choose_inference_layout(tp=tp, **lay_kw))
-    auto_ep = ep is None and tp is None and attention_dp is not False
+        layouts.append(choose_inference_layout(tp=tp, layer_split=layer_split, **lay_kw))
+    auto_ep = ep is None and tp is None and attention_dp is not False and not layer_split
     if arch.is_moe and ((ep is not None and ep > 1) or auto_ep):
         attn_tp = 1 if attention_dp else tp
         layouts += ep_inference_layouts(ep=ep, tp=attn_tp, **lay_kw)
@@ -844,6 +850,7 @@ __all__ = [
     "FP16_ACCUMULATE_STACKS",
     "GEFORCE_FP16_ACCUMULATE_SPEEDUP",
     "HEAD_BYTES_QUANTISED",
+    "LAYER_SPLIT_STACKS",
     "MEMORY_ENGINE",
     "SEPARATE_PREFILL_STACKS",
     "STATIC_BATCHING_STACKS",

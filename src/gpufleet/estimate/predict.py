@@ -272,8 +272,27 @@ def _predict_inference(case: CalibrationCase, prof: CalibrationProfile, perf: An
         software=case.software, profile=prof, allow_fallback=True, ignore_memory=True,
         static_batching=hints.get("static_batching"),
     )  # fmt: skip
+    scale = 1.0
+    if batch is not None and est.replicas > 1:
+        # the schema's inference ``batch`` is the whole system's concurrency (docs/calibration-schema.md),
+        # the estimator's the concurrency of one replica: spread it over the replicas of the chosen layout
+        per = -(-batch // est.replicas)
+        est = perf.estimate_inference(
+            model=case.model, gpu=case.gpu, precision=case.precision, input_len=max(round(inp), 1),
+            output_len=max(round(out), 1), gpu_count=case.gpu_count, batch=per, tp=est.tp, pp=est.pp,
+            ep=est.ep if est.ep > 1 else None, attention_dp=(est.attention_dp > 1) if est.ep > 1 else None,
+            software=case.software, profile=prof, allow_fallback=True, ignore_memory=True,
+            static_batching=hints.get("static_batching"),
+        )  # fmt: skip
+        # ``batch`` sequences at ``per`` each keep batch / per replicas busy, not all of them
+        scale = batch / per / est.replicas
+        notes.append(
+            f"{batch} concurrent sequences in all: {per} on each busy replica of tp={est.tp} pp={est.pp}"
+        )
     iv = {"infer_output_tokens_per_s": est.output_tokens_per_s, "ttft_ms": est.ttft_s, "tpot_ms": est.tpot_s}
     factor = 1.0 if case.metric == "infer_output_tokens_per_s" else MS_PER_S
+    if case.metric == "infer_output_tokens_per_s":
+        factor = scale
     pred = _interval_of(iv[case.metric], case, factor)
     return CasePrediction(predicted=pred.predicted, p10=pred.p10, p90=pred.p90, notes=(*est.notes, *notes))
 

@@ -1,0 +1,84 @@
+"""Inference layout and concurrency mechanisms: llama.cpp's layer split and a case's system-wide batch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gpufleet.catalog.specs import get_spec
+from gpufleet.estimate import compute as cx
+from gpufleet.estimate.cases import CalibrationCase
+from gpufleet.estimate.inference import estimate_inference
+from gpufleet.estimate.predict import predict_case
+from gpufleet.models.registry import resolve_model
+from gpufleet.precision import bytes_per_element
+
+
+def test_llamacpp_splits_layers_not_tensors_when_no_layout_is_given() -> None:
+    # llama.cpp's default --split-mode layer: 70B Q4 on 2 x RTX 4090 is a 2-stage pipeline, not TP 2
+    kw: dict[str, Any] = dict(
+        model="llama-3-70b", gpu="RTX-4090", precision="int4", input_len=1, output_len=512, gpu_count=2,
+        batch=1, software="llamacpp",
+    )  # fmt: skip
+    est = estimate_inference(**kw)
+    assert (est.tp, est.pp, est.replicas) == (1, 2, 1)
+    stated = estimate_inference(**kw, tp=1, pp=2)
+    assert est.tpot_s is not None and stated.tpot_s is not None
+    assert est.tpot_s.central == pytest.approx(stated.tpot_s.central)
+    # batch 1 runs the stages in turn, so a token reads all ~70.6e9 x 0.53 B = ~37.5 GB through ONE GPU's
+    # 1008 GB/s at a time: TPOT >= 37 ms (tensor parallelism would halve that bound to ~19 ms)
+    m = resolve_model("llama-3-70b")
+    body = cx.model_shape(m).matmul_active_params - cx.model_shape(m).lm_head_params
+    bound_s = body * bytes_per_element("int4") / (get_spec("RTX-4090").mem_bw_gb_per_s * 1e9)
+    assert bound_s == pytest.approx(0.037, rel=0.05)
+    assert est.tpot_s.central > bound_s
+    # an engine with tensor parallelism takes tp = 2 on the same GPUs
+    assert estimate_inference(**(kw | {"software": "vllm"})).tp == 2
+
+
+def test_llamacpp_layer_split_keeps_a_stated_tensor_parallel_layout() -> None:
+    est = estimate_inference(
+        model="llama-3-70b", gpu="RTX-4090", precision="int4", input_len=1, output_len=512, gpu_count=2,
+        batch=1, software="llamacpp", tp=2,
+    )  # fmt: skip
+    assert (est.tp, est.pp) == (2, 1)
+
+
+def _case(**kw: Any) -> CalibrationCase:
+    base: dict[str, Any] = dict(
+        case_id="Z1", metric="infer_output_tokens_per_s", model="llama-3.1-8b", task="inference",
+        gpu="H100-SXM", gpu_count=8, precision="bf16", batch=8, seq_len=None, input_len=512.0,
+        output_len=128.0, train_tokens=None, tp=None, pp=None, dp=None, ep=None, cp=None, software="vllm",
+        measured=1000.0, unit="tok/s", note="", source="test",
+    )  # fmt: skip
+    return CalibrationCase(**(base | kw))
+
+
+def _one_gpu_tok_s(batch: int) -> float:
+    est = estimate_inference(
+        model="llama-3.1-8b", gpu="H100-SXM", precision="bf16", input_len=512, output_len=128, batch=batch,
+        software="vllm", gpu_count=1,
+    )  # fmt: skip
+    assert est.output_tokens_per_s is not None
+    return est.output_tokens_per_s.central
+
+
+def test_case_batch_is_the_whole_systems_concurrency() -> None:
+    # 8 concurrent sequences on 8 x H100 with an 8B model: 8 replicas of one GPU, one sequence each, so
+    # 8 x the one-GPU batch-1 rate (not 8 replicas x 8 sequences each)
+    assert predict_case(_case(batch=8)).predicted == pytest.approx(8 * _one_gpu_tok_s(1), rel=1e-9)
+    # one sequence keeps one replica busy: the one-GPU batch-1 rate
+    assert predict_case(_case(batch=1)).predicted == pytest.approx(_one_gpu_tok_s(1), rel=1e-9)
+    # 20 sequences over 8 replicas: 3 on each busy replica, 20 / 3 replicas' worth of the 3-sequence rate
+    assert predict_case(_case(batch=20)).predicted == pytest.approx(20 / 3 * _one_gpu_tok_s(3), rel=1e-9)
+
+
+def test_case_batch_latency_is_that_of_one_replicas_share() -> None:
+    tpot = predict_case(_case(metric="tpot_ms", unit="ms", measured=7.0, batch=16)).predicted
+    est = estimate_inference(
+        model="llama-3.1-8b", gpu="H100-SXM", precision="bf16", input_len=512, output_len=128, batch=2,
+        software="vllm",
+    )  # fmt: skip
+    assert est.tpot_s is not None
+    assert tpot == pytest.approx(est.tpot_s.central * 1e3, rel=1e-9)
