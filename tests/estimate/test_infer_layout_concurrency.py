@@ -82,3 +82,31 @@ def test_case_batch_latency_is_that_of_one_replicas_share() -> None:
     )  # fmt: skip
     assert est.tpot_s is not None
     assert tpot == pytest.approx(est.tpot_s.central * 1e3, rel=1e-9)
+
+
+def test_kv_cache_default_follows_the_engine() -> None:
+    from gpufleet.estimate.inference import default_kv_precision
+
+    h100 = get_spec("H100-SXM")
+    # TRT-LLM fp8 checkpoints quantise the KV cache; vLLM/SGLang --kv-cache-dtype auto keep 16 bit
+    assert default_kv_precision("fp8", h100, "trtllm") == "fp8"
+    assert default_kv_precision("fp8", h100, "unknown") == "fp8"
+    for sw in ("vllm", "sglang", "tgi", "transformers", "llamacpp"):
+        assert default_kv_precision("fp8", h100, sw) is None
+    assert default_kv_precision("bf16", h100, "trtllm") is None
+
+
+def test_vllm_fp8_weights_keep_a_16_bit_kv_cache_so_half_the_sequences_fit() -> None:
+    # llama-3.1-8b KV per token: 32 layers x 8 KV heads x 128 x (K, V) x 2 B = 131072 B at 16 bit, half at
+    # fp8; at 4096 + 1024 tokens the pool holds ~2x the sequences with the fp8 cache TRT-LLM applies
+    kw: dict[str, Any] = dict(
+        model="llama-3.1-8b", gpu="L40S", precision="fp8", input_len=4096, output_len=1024,
+    )  # fmt: skip
+    from gpufleet.estimate.kv_cache import kv_cache_bytes_per_token
+
+    assert kv_cache_bytes_per_token("llama-3.1-8b", None) == 32 * 8 * 128 * 2 * 2
+    vllm = estimate_inference(**kw, software="vllm").max_concurrency_per_replica
+    vllm_fp8 = estimate_inference(**kw, software="vllm", kv_precision="fp8").max_concurrency_per_replica
+    trt = estimate_inference(**kw, software="trtllm").max_concurrency_per_replica
+    assert vllm_fp8 == pytest.approx(2 * vllm, abs=2)
+    assert trt == pytest.approx(2 * vllm, rel=0.1)  # engines' pool sizes differ a little

@@ -398,9 +398,18 @@ def pipeline_step_s(
     return max(n_micro * (slowest + c.overhead_s), loop + c.overhead_s)
 
 
-def default_kv_precision(precision: str, spec: AcceleratorSpec) -> str | None:
-    """KV cache precision when none is given: fp8 with fp8/fp4 weights on GPUs with fp8 (TRT-LLM and vLLM
-    quantisation recipes store KV in fp8 alongside fp8 weights), else the engines' 16-bit default (None)."""
+#: stacks whose KV cache stays 16 bit under fp8/fp4 weights unless fp8 KV is asked for: vLLM and SGLang
+#: ``--kv-cache-dtype auto`` ("auto: use the model data type", vLLM EngineArgs; SGLang server args), TGI
+#: ``--kv-cache-dtype`` unset = the model dtype, HF transformers' DynamicCache, llama.cpp ``-ctk f16``
+KV16_DEFAULT_STACKS = frozenset({"vllm", "sglang", "tgi", "transformers", "llamacpp"})
+
+
+def default_kv_precision(precision: str, spec: AcceleratorSpec, software: str = "unknown") -> str | None:
+    """KV cache precision when none is given: fp8 with fp8/fp4 weights on GPUs with fp8 (TRT-LLM's fp8/fp4
+    checkpoints carry ``kv_cache_quant_algo: FP8``, which it applies), except on stacks that keep a 16-bit
+    cache by default (:data:`KV16_DEFAULT_STACKS`); else the engines' 16-bit default (None)."""
+    if software in KV16_DEFAULT_STACKS:
+        return None
     if precision in ("fp8", "fp4") and spec.fp8_tflops is not None:
         return "fp8"
     return None
@@ -587,7 +596,7 @@ def estimate_inference(
         rates = resolve_rates(spec, prec, prof, allow_fallback=allow_fallback)
         if sw in FP16_ACCUMULATE_STACKS and geforce_tensor_peak(spec):
             rates = _fp16_accumulate(rates, spec)
-        kv_prec = kv_precision if kv_precision is not None else default_kv_precision(prec, spec)
+        kv_prec = kv_precision if kv_precision is not None else default_kv_precision(prec, spec, sw)
     engine = MEMORY_ENGINE.get(sw, "vllm")
     context = input_len + output_len
     lay_kw: dict[str, Any] = dict(
