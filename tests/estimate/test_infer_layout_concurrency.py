@@ -80,8 +80,37 @@ def test_case_batch_latency_is_that_of_one_replicas_share() -> None:
         model="llama-3.1-8b", gpu="H100-SXM", precision="bf16", input_len=512, output_len=128, batch=2,
         software="vllm",
     )  # fmt: skip
-    assert est.tpot_s is not None
-    assert tpot == pytest.approx(est.tpot_s.central * 1e3, rel=1e-9)
+    assert est.tpot_loaded_s is not None
+    assert tpot == pytest.approx(est.tpot_loaded_s.central * 1e3, rel=1e-9)
+
+
+def _est(**kw: Any) -> Any:
+    base: dict[str, Any] = dict(
+        model="llama-3.1-8b", gpu="A100-SXM-80GB", precision="bf16", input_len=1024, output_len=128,
+    )  # fmt: skip
+    return estimate_inference(**(base | kw))
+
+
+def test_loaded_tpot_with_separate_prefill_passes_adds_the_others_prompts() -> None:
+    # TGI v1-v2: each of the other 19 requests' prompts is a forward pass of its own while this request
+    # waits; one request's prompt pass = the batch-1 TTFT of a 1024-token prompt (one GPU, no queue):
+    # loaded TPOT = TPOT(20) + 19 x prefill / 128 output tokens
+    e20, e1 = _est(batch=20, software="tgi"), _est(batch=1, software="tgi", output_len=1)
+    one = e1.ttft_s.central
+    expected = e20.tpot_s.central + 19 * one / 128
+    assert e20.tpot_loaded_s.central == pytest.approx(expected, rel=1e-9)
+    # the throughput is the same cycle seen from all 20: b / throughput = TPOT + 20 prefills / 128
+    assert 20 / e20.output_tokens_per_s.central == pytest.approx(e20.tpot_s.central + 20 * one / 128)
+
+
+def test_loaded_tpot_with_in_flight_batching_lies_between_the_step_and_the_cycle() -> None:
+    e1, e32 = _est(batch=1, software="vllm"), _est(batch=32, software="vllm")
+    assert e1.tpot_loaded_s.central == e1.tpot_s.central  # alone: no one else's prompt
+    per_token = 32 / e32.output_tokens_per_s.central  # a step carrying all 32 prompts' share
+    assert e32.tpot_s.central < e32.tpot_loaded_s.central < per_token
+    # 31 x 1024 / 128 = 248 prompt tokens ride on each step of 32 decodes: on an A100 (312 TFLOP/s bf16)
+    # that is >= 248 x 2 x 8e9 / 312e12 = 12.7 ms of GEMM work beyond the decode step's weight read
+    assert e32.tpot_loaded_s.central - e32.tpot_s.central > 0.0127 * 0.5
 
 
 def test_kv_cache_default_follows_the_engine() -> None:

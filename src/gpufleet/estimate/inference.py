@@ -124,6 +124,9 @@ class InferenceEstimate:
     requests_per_s: Interval | None  # whole system [requests/s]
     max_concurrency_per_replica: int  # KV-capacity bound at input+output context [sequences]
     notes: tuple[str, ...]
+    # time per output token one request sees while the other batch - 1 keep arriving (closed loop at this
+    # concurrency): its decode steps also carry the newcomers' prompts (:func:`_timing`) [s]
+    tpot_loaded_s: Interval | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -677,6 +680,7 @@ def estimate_inference(
         attention_dp=lay.attention_dp, gpus_per_replica=lay.gpus, batch_per_replica=best.batch,
         ttft_s=make_interval(best.ttft, "latency", prof, widen),
         tpot_s=make_interval(best.tpot, "latency", prof, widen),
+        tpot_loaded_s=make_interval(best.tpot_loaded or best.tpot, "latency", prof, widen),
         output_tokens_per_s=make_interval(best.tok_s, "throughput", prof, widen),
         requests_per_s=make_interval(best.tok_s / output_len, "throughput", prof, widen),
         max_concurrency_per_replica=lay.max_concurrency, notes=tuple(notes),
@@ -725,7 +729,7 @@ def _check_ep(
 #: (id(_Infer), batch, input_len, output_len) -> (that _Infer, TPOT, TTFT, cycle) of :func:`_timing`, for the
 #: layouts of a :class:`_Setup` (which fixes static batching, shapes and separate prefill); the entry holds
 #: the _Infer, so its id is not reused while the entry lives
-_TIMINGS: dict[tuple[int, int, int, int], tuple[_Infer, float, float, float]] = {}
+_TIMINGS: dict[tuple[int, int, int, int], tuple[_Infer, float, float, float, float]] = {}
 _TIMINGS_MAX = 100_000
 
 
@@ -738,9 +742,16 @@ def _timing(
     static: bool,
     shapes: StaticShapes | None,
     separate_prefill: bool,
-) -> tuple[float, float, float]:
-    """(TPOT, TTFT, cycle) of one replica of ``c`` at ``b`` sequences [s]: the cycle is the time for each of
-    the ``b`` sequences to produce ``output_len`` tokens, new prompts included (see :func:`_run_layout`)."""
+) -> tuple[float, float, float, float]:
+    """(TPOT, TTFT, cycle, loaded TPOT) of one replica of ``c`` at ``b`` sequences [s]: the cycle is the time
+    for each of the ``b`` sequences to produce ``output_len`` tokens, new prompts included (see
+    :func:`_run_layout`). TPOT is the decode step alone; the loaded TPOT is what one request sees between its
+    tokens while the other ``b - 1`` sequences finish and are replaced (a closed-loop benchmark at
+    concurrency ``b``, whose TPOT is ``(latency - TTFT) / (output - 1)``, vLLM ``benchmark_serving``): with
+    in-flight batching its steps also carry the others' prompt tokens, ``(b - 1) x in / out`` per step;
+    with separate prefill passes (TGI v1-v2) it waits ``(b - 1) / out`` of them per token; with static
+    batching prompts run before the first token, so nothing is added. Prefill-decode interference: Zhong et
+    al. 2024 "DistServe" sec. 2.2; Agrawal et al. 2024 "Sarathi-Serve" sec. 3 ("generation stalls")."""
     # decode rows and mean attention context, padded where the stack runs static shapes (static_shapes)
     rows = padded_batch(shapes, float(b))
     ctx = mean_decode_context(shapes, float(input_len), float(output_len))
@@ -754,14 +765,19 @@ def _timing(
         ttft = prefill_s(c, 1.0, float(input_len), latency=True)
         if b > 1:
             ttft += decode_step_s(c, padded_batch(shapes, float(b - 1)), ctx)
+    loaded = tpot
     if static:  # the whole batch prefills, then decodes together
         cycle = prefill_s(c, float(b), float(input_len), latency=False) + output_len * tpot
     elif separate_prefill:  # each newcomer's prompt is a forward pass of its own; the running batch waits
-        cycle = output_len * tpot + b * prefill_s(c, 1.0, float(input_len), latency=False)
+        one = prefill_s(c, 1.0, float(input_len), latency=False)
+        cycle = output_len * tpot + b * one
+        loaded = tpot + (b - 1) * one / output_len
     else:  # in-flight batching: each step also carries its share of the newcomers' prompt tokens
         step = decode_step_s(c, rows, ctx, b * input_len / output_len, input_len)
         cycle = output_len * step
-    return tpot, ttft, cycle
+        if b > 1:
+            loaded = decode_step_s(c, rows, ctx, (b - 1) * input_len / output_len, input_len)
+    return tpot, ttft, cycle, loaded
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -776,6 +792,7 @@ class _Run:
     ttft: float | None
     tpot: float | None
     notes: tuple[str, ...]
+    tpot_loaded: float | None = None
 
 
 def _run_layout(
@@ -840,18 +857,18 @@ def _run_layout(
     tkey = (id(c), b, input_len, output_len)
     hit = _TIMINGS.get(tkey) if keep else None
     if hit is not None and hit[0] is c:
-        tpot, ttft, cycle = hit[1:]
+        tpot, ttft, cycle, loaded = hit[1:]
     else:
-        tpot, ttft, cycle = _timing(
+        tpot, ttft, cycle, loaded = _timing(
             c, b, input_len, output_len, static=static, shapes=shapes, separate_prefill=separate_prefill
         )
         if keep:
             if len(_TIMINGS) >= _TIMINGS_MAX:
                 _TIMINGS.clear()
-            _TIMINGS[tkey] = (c, tpot, ttft, cycle)
+            _TIMINGS[tkey] = (c, tpot, ttft, cycle, loaded)
     tok_s = replicas * b * output_len / cycle
     return _Run(layout=lay, fits=fits, replicas=replicas, batch=b, tok_s=tok_s, ttft=ttft, tpot=tpot,
-                notes=tuple(notes))  # fmt: skip
+                notes=tuple(notes), tpot_loaded=loaded)  # fmt: skip
 
 
 __all__ = [

@@ -289,7 +289,10 @@ def _predict_inference(case: CalibrationCase, prof: CalibrationProfile, perf: An
         notes.append(
             f"{batch} concurrent sequences in all: {per} on each busy replica of tp={est.tp} pp={est.pp}"
         )
-    iv = {"infer_output_tokens_per_s": est.output_tokens_per_s, "ttft_ms": est.ttft_s, "tpot_ms": est.tpot_s}
+    # a TPOT measured at concurrency is what a request sees while the others come and go (closed loop):
+    # the estimator's loaded TPOT (equal to the decode step at one sequence)
+    tpot = est.tpot_loaded_s or est.tpot_s
+    iv = {"infer_output_tokens_per_s": est.output_tokens_per_s, "ttft_ms": est.ttft_s, "tpot_ms": tpot}
     factor = 1.0 if case.metric == "infer_output_tokens_per_s" else MS_PER_S
     if case.metric == "infer_output_tokens_per_s":
         factor = scale
