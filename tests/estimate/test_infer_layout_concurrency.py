@@ -139,3 +139,16 @@ def test_vllm_fp8_weights_keep_a_16_bit_kv_cache_so_half_the_sequences_fit() -> 
     trt = estimate_inference(**kw, software="trtllm").max_concurrency_per_replica
     assert vllm_fp8 == pytest.approx(2 * vllm, abs=2)
     assert trt == pytest.approx(2 * vllm, rel=0.1)  # engines' pool sizes differ a little
+
+
+def test_llamacpp_pipeline_runs_its_decode_batch_through_the_stages_in_turn() -> None:
+    # llama.cpp waits for each decode call's logits: 4 slots on a 2-stage layer split do the one-GPU work in
+    # sequence, so TPOT ~ the one-GPU TPOT at batch 4 (plus a 4 x 4096 x 2 B hand-off, microseconds), not two
+    # micro-batches each paying the per-step overhead
+    kw: dict[str, Any] = dict(
+        model="llama-3-8b", gpu="RTX-4090", precision="int4", input_len=128, output_len=512, batch=4,
+        software="llamacpp",
+    )  # fmt: skip
+    one = estimate_inference(**kw).tpot_s.central
+    two = estimate_inference(**kw, gpu_count=2, tp=1, pp=2).tpot_s.central
+    assert two == pytest.approx(one, rel=0.02)

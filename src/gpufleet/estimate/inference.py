@@ -156,6 +156,9 @@ class _Infer:
     nr_rates: Rates | None = None
     nr_wq_bw: float = 1.0  # as wq_bw, for the non-routed weights
     nr_wq_gemm: float = 1.0  # as wq_gemm, for the non-routed weights
+    # decode micro-batches circulate through the pipeline stages (False: one batch passes the stages in turn,
+    # llama.cpp, :data:`LAYER_SPLIT_STACKS`)
+    pp_overlap: bool = True
 
     @property
     def attn_dp(self) -> int:
@@ -385,10 +388,12 @@ def pipeline_step_s(
     every stage, ``pp - 1`` activation hand-offs of ``b/M x h`` over the stage link (split over the TP ranks,
     as in training) and the sampled tokens' return. With equal stages and no overhead this is ``pp x
     stage(b/pp)``, the pipeline kept full at saturation (no flush between steps, unlike 1F1B training's
-    bubble).
+    bubble). llama.cpp keeps its decode batch whole: its pipeline overlaps only the ubatches of one large
+    batch (``n_ubatch`` 512 by default, prompt processing), and each decode call waits for its logits before
+    the next (llama.cpp PR #6017 "pipeline parallelism"), so there ``M = 1`` and the stages run in turn.
     """
     pp, m = c.pp, c.model
-    n_micro = min(float(pp), max(math.ceil(batch), 1.0))
+    n_micro = min(float(pp), max(math.ceil(batch), 1.0)) if c.pp_overlap else 1.0
     micro, prompt = batch / n_micro, prefill_tokens / n_micro
     base, extra = divmod(m.num_layers, pp)
     wide = _dense_stage_s(c, micro, prompt, context, prefill_len, base + 1, False) if extra else 0.0
@@ -513,6 +518,7 @@ def _prepare(
         ep_intra=intra_node_link(spec, link_eff), ep_inter=inter_node_link(spec, link_eff, gpn),
         nr_rates=nr_rates, nr_wq_bw=prof.param("wq_bw_eff") if nr_weight_only else 1.0,
         nr_wq_gemm=prof.param("wq_gemm_eff") if nr_weight_only else 1.0,
+        pp_overlap=sw not in LAYER_SPLIT_STACKS,
     )  # fmt: skip
     shapes = serving_shapes(spec, sw)
     if static_batching is not None:
