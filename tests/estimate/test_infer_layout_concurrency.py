@@ -152,3 +152,34 @@ def test_llamacpp_pipeline_runs_its_decode_batch_through_the_stages_in_turn() ->
     one = estimate_inference(**kw).tpot_s.central
     two = estimate_inference(**kw, gpu_count=2, tp=1, pp=2).tpot_s.central
     assert two == pytest.approx(one, rel=0.02)
+
+
+def test_kv_heads_replicate_beyond_tp_equal_kv_heads() -> None:
+    from dataclasses import replace
+
+    from gpufleet.estimate.inference import _Infer, _kv_tp_split
+
+    def split(model: str, tp: int) -> float:
+        base = _Infer(
+            model=resolve_model(model), rates=None, tp=1, pp=1, link=None, width=1.0, stack=1.0,  # type: ignore[arg-type]
+            overhead_s=0.0, eta_bw=1.0, kv_bytes_per_token=1.0, head_bytes=2.0,
+        )  # fmt: skip
+        return _kv_tp_split(replace(base, tp=tp))
+
+    assert split("llama-3.1-8b", 4) == 4  # 8 KV heads: 2 per rank
+    assert split("starcoder-15.5b", 4) == 1  # MQA: every rank holds the one KV head
+    assert split("qwen3-235b-a22b", 8) == 4  # 4 KV heads over 8 ranks: each head on 2 ranks
+    assert split("deepseek-v3", 8) == 1  # MLA latent replicated
+
+
+def test_decode_reads_the_whole_replicated_kv_cache_on_every_rank() -> None:
+    # starcoder-15.5b (MQA): KV per token = 40 layers x 1 head x 128 x (K, V) x 2 B = 20480 B; TP 4 ranks
+    # each hold and read all of it: 256 sequences x 7680 cached tokens x 20480 B = 40.3 GB per rank per step,
+    # >= 12.0 ms at the H100's 3.35 TB/s, plus its quarter of the 30.9 GB of weights (2.3 ms)
+    est = estimate_inference(
+        model="starcoder-15.5b", gpu="H100-SXM", gpu_count=4, tp=4, precision="bf16", batch=256,
+        input_len=7168, output_len=1024, software="vllm", ignore_memory=True,
+    )  # fmt: skip
+    kv_s = 256 * (7168 + 512) * 20480 / 3.35e12
+    assert kv_s == pytest.approx(0.0120, rel=0.02)
+    assert est.tpot_s.central > kv_s + 30.9e9 / 4 / 3.35e12

@@ -27,7 +27,7 @@ from gpufleet.errors import InputError, UnsupportedError
 from gpufleet.estimate import compute as cx
 from gpufleet.estimate import moe_serving as moe
 from gpufleet.estimate.comms import Link, all_reduce_s, inter_node_link, intra_node_link, pipeline_link
-from gpufleet.estimate.kv_cache import kv_cache_bytes_per_token
+from gpufleet.estimate.kv_cache import _kv_heads_per_rank, kv_cache_bytes_per_token
 from gpufleet.estimate.memory import MemoryEstimate
 from gpufleet.estimate.parallelism import (
     USEFUL_CONCURRENCY,
@@ -206,10 +206,21 @@ def _tp_comm_s(c: _Infer, tokens: float, layers: float) -> float:
     return 2.0 * layers * all_reduce_s(tokens * c.model.hidden_size * ACT_BYTES, c.tp, c.link)
 
 
-def _kv_split(c: _Infer) -> int:
-    """GPUs one replica stage's KV cache is split over: TP ranks share the KV heads, but an MLA latent is
-    replicated on every TP rank (vLLM, SGLang and TRT-LLM keep the whole latent per rank) [GPUs]."""
-    return c.pp if c.model.is_mla else c.tp * c.pp
+def _kv_tp_split(c: _Infer) -> float:
+    """Shares the TP ranks split the KV cache into: each rank holds ``max(1, kv_heads / tp)`` KV heads, so
+    beyond ``tp = kv_heads`` the heads are replicated and the split stops growing (vLLM
+    ``QKVParallelLinear``: "if tp_size >= total_num_kv_heads, each rank holds one replicated KV head";
+    the memory model counts the same, :func:`kv_cache._kv_heads_per_rank`); an MLA latent is replicated on
+    every TP rank (vLLM, SGLang and TRT-LLM keep the whole latent per rank)."""
+    m = c.model
+    if m.is_mla:
+        return 1.0
+    return m.num_kv_heads / _kv_heads_per_rank(m, c.tp)
+
+
+def _kv_split(c: _Infer) -> float:
+    """Shares one replica's KV cache is split into over its TP ranks and PP stages (:func:`_kv_tp_split`)."""
+    return _kv_tp_split(c) * c.pp
 
 
 def _ep_stage_s(
@@ -364,7 +375,7 @@ def _dense_stage_s(
     attn = micro * cx.decode_attention_flops_per_token(m, context)
     if prompt > 0:
         attn += prompt * cx.attention_flops_per_token(m, (prefill_len + 1.0) / 2.0)
-    kv_bytes = micro * context * c.kv_bytes_per_token * share / (1 if m.is_mla else c.tp)
+    kv_bytes = micro * context * c.kv_bytes_per_token * share / _kv_tp_split(c)
     body_params = (shape.matmul_active_params - shape.lm_head_params) * share
     head_rows = micro + prompt / max(prefill_len, 1.0)
     mm_s = _gemm_s(c, rows, body_params, head_rows, head_params, _routed_active_params(m) * share) / c.tp
