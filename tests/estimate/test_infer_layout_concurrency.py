@@ -65,17 +65,38 @@ def _one_gpu_tok_s(batch: int) -> float:
 
 
 def test_case_batch_is_the_whole_systems_concurrency() -> None:
-    # 8 concurrent sequences on 8 x H100 with an 8B model: 8 replicas of one GPU, one sequence each, so
-    # 8 x the one-GPU batch-1 rate (not 8 replicas x 8 sequences each)
-    assert predict_case(_case(batch=8)).predicted == pytest.approx(8 * _one_gpu_tok_s(1), rel=1e-9)
+    # 8 concurrent sequences on 8 x H100 with an 8B model at a stated tp=1: 8 replicas of one GPU, one
+    # sequence each, so 8 x the one-GPU batch-1 rate (not 8 replicas x 8 sequences each)
+    assert predict_case(_case(batch=8, tp=1)).predicted == pytest.approx(8 * _one_gpu_tok_s(1), rel=1e-9)
     # one sequence keeps one replica busy: the one-GPU batch-1 rate
-    assert predict_case(_case(batch=1)).predicted == pytest.approx(_one_gpu_tok_s(1), rel=1e-9)
+    assert predict_case(_case(batch=1, tp=1)).predicted == pytest.approx(_one_gpu_tok_s(1), rel=1e-9)
     # 20 sequences over 8 replicas: 3 on each busy replica, 20 / 3 replicas' worth of the 3-sequence rate
-    assert predict_case(_case(batch=20)).predicted == pytest.approx(20 / 3 * _one_gpu_tok_s(3), rel=1e-9)
+    twenty = predict_case(_case(batch=20, tp=1)).predicted
+    assert twenty == pytest.approx(20 / 3 * _one_gpu_tok_s(3), rel=1e-9)
+
+
+def test_case_with_a_stated_batch_and_no_layout_runs_one_instance_over_its_gpus() -> None:
+    # a serving benchmark at concurrency 4 on 4 x H100: one vLLM instance with TP 4, not 4 replicas
+    est = estimate_inference(
+        model="llama-3.1-8b", gpu="H100-SXM", precision="bf16", input_len=512, output_len=128, batch=4,
+        software="vllm", gpu_count=4, tp=4,
+    )  # fmt: skip
+    pred = predict_case(_case(batch=4, gpu_count=4)).predicted
+    assert pred == pytest.approx(est.output_tokens_per_s.central, rel=1e-9)
+    # llama.cpp spreads its layers over every GPU it sees: 8B Q4 on 2 x RTX 4090 is a 2-stage pipeline
+    two = estimate_inference(
+        model="llama-3-8b", gpu="RTX-4090", precision="int4", input_len=1, output_len=512, batch=1,
+        software="llamacpp", gpu_count=2, tp=1, pp=2,
+    )  # fmt: skip
+    case = _case(
+        model="llama-3-8b", gpu="RTX-4090", gpu_count=2, precision="int4", batch=1, input_len=1.0,
+        output_len=512.0, software="llamacpp",
+    )  # fmt: skip
+    assert predict_case(case).predicted == pytest.approx(two.output_tokens_per_s.central, rel=1e-9)
 
 
 def test_case_batch_latency_is_that_of_one_replicas_share() -> None:
-    tpot = predict_case(_case(metric="tpot_ms", unit="ms", measured=7.0, batch=16)).predicted
+    tpot = predict_case(_case(metric="tpot_ms", unit="ms", measured=7.0, batch=16, tp=1)).predicted
     est = estimate_inference(
         model="llama-3.1-8b", gpu="H100-SXM", precision="bf16", input_len=512, output_len=128, batch=2,
         software="vllm",
