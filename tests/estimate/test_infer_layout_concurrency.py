@@ -204,3 +204,17 @@ def test_decode_reads_the_whole_replicated_kv_cache_on_every_rank() -> None:
     kv_s = 256 * (7168 + 512) * 20480 / 3.35e12
     assert kv_s == pytest.approx(0.0120, rel=0.02)
     assert est.tpot_s.central > kv_s + 30.9e9 / 4 / 3.35e12
+
+
+def test_sliding_window_layers_read_only_the_window_of_cached_keys() -> None:
+    # mistral-7b attends the last 4096 keys on every layer: past the window, a longer context adds no KV
+    # reads and no attention FLOPs, so the decode step stops growing
+    def tpot(input_len: int) -> float:
+        est = estimate_inference(
+            model="mistral-7b", gpu="H100-SXM", precision="bf16", input_len=input_len, output_len=256,
+            batch=32, software="vllm", ignore_memory=True,
+        )  # fmt: skip
+        return float(est.tpot_s.central)
+
+    assert tpot(12_000) == pytest.approx(tpot(24_000), rel=1e-9)
+    assert tpot(2_000) < tpot(12_000)

@@ -218,6 +218,14 @@ def _kv_tp_split(c: _Infer) -> float:
     return m.num_kv_heads / _kv_heads_per_rank(m, c.tp)
 
 
+def _kv_read_tokens(m: ModelArch, context: float) -> float:
+    """Cached tokens a decode step reads per sequence, averaged over the layers [tokens]: sliding-window
+    layers attend (and their kernels load) only the last ``sliding_window`` keys (FlashAttention
+    ``window_size``; vLLM/TRT-LLM sliding-window attention), as the attention FLOPs count them
+    (:func:`compute.attention_flops_per_token`) and the memory model keeps them (:mod:`kv_cache`)."""
+    return cx._attended(m, context)
+
+
 def _kv_split(c: _Infer) -> float:
     """Shares one replica's KV cache is split into over its TP ranks and PP stages (:func:`_kv_tp_split`)."""
     return _kv_tp_split(c) * c.pp
@@ -264,7 +272,7 @@ def _ep_stage_s(
     attn = dec * cx.decode_attention_flops_per_token(m, context)
     if prompt > 0:
         attn += prompt * cx.attention_flops_per_token(m, (prompt_len + 1.0) / 2.0)
-    kv_bytes = dec * context * c.kv_bytes_per_token / _kv_split(c)
+    kv_bytes = dec * _kv_read_tokens(m, context) * c.kv_bytes_per_token / _kv_split(c)
     t_attn = max(kv_bytes / bw, attn / (c.tp * c.pp) / (r.peak16_flops * r.eta16 * c.stack))
     # routed experts over the ep GPUs: the busiest rank's tokens, each GPU's touched experts
     tokens = decode_seqs + prompt_tokens
@@ -375,7 +383,7 @@ def _dense_stage_s(
     attn = micro * cx.decode_attention_flops_per_token(m, context)
     if prompt > 0:
         attn += prompt * cx.attention_flops_per_token(m, (prefill_len + 1.0) / 2.0)
-    kv_bytes = micro * context * c.kv_bytes_per_token * share / _kv_tp_split(c)
+    kv_bytes = micro * _kv_read_tokens(m, context) * c.kv_bytes_per_token * share / _kv_tp_split(c)
     body_params = (shape.matmul_active_params - shape.lm_head_params) * share
     head_rows = micro + prompt / max(prefill_len, 1.0)
     mm_s = _gemm_s(c, rows, body_params, head_rows, head_params, _routed_active_params(m) * share) / c.tp
