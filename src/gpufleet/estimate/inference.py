@@ -27,7 +27,7 @@ from gpufleet.errors import InputError, UnsupportedError
 from gpufleet.estimate import compute as cx
 from gpufleet.estimate import moe_serving as moe
 from gpufleet.estimate.comms import Link, all_reduce_s, inter_node_link, intra_node_link, pipeline_link
-from gpufleet.estimate.kv_cache import kv_cache_bytes_per_token
+from gpufleet.estimate.kv_cache import _kv_heads_per_rank, kv_cache_bytes_per_token
 from gpufleet.estimate.memory import MemoryEstimate
 from gpufleet.estimate.parallelism import (
     USEFUL_CONCURRENCY,
@@ -72,6 +72,11 @@ STATIC_BATCHING_STACKS = frozenset({"transformers"})
 #: ``batching_task``: a ``prefill`` call on the new entries, then the running batch resumes ``decode``;
 #: text-generation-inference router/src/infer.rs; chunked prefill arrived with TGI v3.0, Dec 2024)
 SEPARATE_PREFILL_STACKS = frozenset({"tgi"})
+#: stacks that spread a model over several GPUs by whole layers unless told otherwise: llama.cpp's default
+#: ``--split-mode layer`` ("split layers and KV across GPUs"; ``row`` splits tensors and must be asked for,
+#: llama.cpp tools/server README and ``common/arg.cpp``), so a multi-GPU llama.cpp run with no stated
+#: layout is a pipeline of stages (tp = 1, pp > 1) without tensor-parallel all-reduces or expert parallelism
+LAYER_SPLIT_STACKS = frozenset({"llamacpp"})
 #: memory-module engine used for each software stack's memory accounting
 MEMORY_ENGINE: dict[str, str] = {"trtllm": "trtllm", "transformers": "transformers", "llamacpp": "pytorch"}
 #: quantised checkpoints keep the LM head in 16 bit (AWQ/GPTQ, vLLM/TRT-LLM fp8): bytes per element
@@ -119,6 +124,9 @@ class InferenceEstimate:
     requests_per_s: Interval | None  # whole system [requests/s]
     max_concurrency_per_replica: int  # KV-capacity bound at input+output context [sequences]
     notes: tuple[str, ...]
+    # time per output token one request sees while the other batch - 1 keep arriving (closed loop at this
+    # concurrency): its decode steps also carry the newcomers' prompts (:func:`_timing`) [s]
+    tpot_loaded_s: Interval | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -148,6 +156,9 @@ class _Infer:
     nr_rates: Rates | None = None
     nr_wq_bw: float = 1.0  # as wq_bw, for the non-routed weights
     nr_wq_gemm: float = 1.0  # as wq_gemm, for the non-routed weights
+    # decode micro-batches circulate through the pipeline stages (False: one batch passes the stages in turn,
+    # llama.cpp, :data:`LAYER_SPLIT_STACKS`)
+    pp_overlap: bool = True
 
     @property
     def attn_dp(self) -> int:
@@ -195,10 +206,29 @@ def _tp_comm_s(c: _Infer, tokens: float, layers: float) -> float:
     return 2.0 * layers * all_reduce_s(tokens * c.model.hidden_size * ACT_BYTES, c.tp, c.link)
 
 
-def _kv_split(c: _Infer) -> int:
-    """GPUs one replica stage's KV cache is split over: TP ranks share the KV heads, but an MLA latent is
-    replicated on every TP rank (vLLM, SGLang and TRT-LLM keep the whole latent per rank) [GPUs]."""
-    return c.pp if c.model.is_mla else c.tp * c.pp
+def _kv_tp_split(c: _Infer) -> float:
+    """Shares the TP ranks split the KV cache into: each rank holds ``max(1, kv_heads / tp)`` KV heads, so
+    beyond ``tp = kv_heads`` the heads are replicated and the split stops growing (vLLM
+    ``QKVParallelLinear``: "if tp_size >= total_num_kv_heads, each rank holds one replicated KV head";
+    the memory model counts the same, :func:`kv_cache._kv_heads_per_rank`); an MLA latent is replicated on
+    every TP rank (vLLM, SGLang and TRT-LLM keep the whole latent per rank)."""
+    m = c.model
+    if m.is_mla:
+        return 1.0
+    return m.num_kv_heads / _kv_heads_per_rank(m, c.tp)
+
+
+def _kv_read_tokens(m: ModelArch, context: float) -> float:
+    """Cached tokens a decode step reads per sequence, averaged over the layers [tokens]: sliding-window
+    layers attend (and their kernels load) only the last ``sliding_window`` keys (FlashAttention
+    ``window_size``; vLLM/TRT-LLM sliding-window attention), as the attention FLOPs count them
+    (:func:`compute.attention_flops_per_token`) and the memory model keeps them (:mod:`kv_cache`)."""
+    return cx._attended(m, context)
+
+
+def _kv_split(c: _Infer) -> float:
+    """Shares one replica's KV cache is split into over its TP ranks and PP stages (:func:`_kv_tp_split`)."""
+    return _kv_tp_split(c) * c.pp
 
 
 def _ep_stage_s(
@@ -242,7 +272,7 @@ def _ep_stage_s(
     attn = dec * cx.decode_attention_flops_per_token(m, context)
     if prompt > 0:
         attn += prompt * cx.attention_flops_per_token(m, (prompt_len + 1.0) / 2.0)
-    kv_bytes = dec * context * c.kv_bytes_per_token / _kv_split(c)
+    kv_bytes = dec * _kv_read_tokens(m, context) * c.kv_bytes_per_token / _kv_split(c)
     t_attn = max(kv_bytes / bw, attn / (c.tp * c.pp) / (r.peak16_flops * r.eta16 * c.stack))
     # routed experts over the ep GPUs: the busiest rank's tokens, each GPU's touched experts
     tokens = decode_seqs + prompt_tokens
@@ -353,7 +383,7 @@ def _dense_stage_s(
     attn = micro * cx.decode_attention_flops_per_token(m, context)
     if prompt > 0:
         attn += prompt * cx.attention_flops_per_token(m, (prefill_len + 1.0) / 2.0)
-    kv_bytes = micro * context * c.kv_bytes_per_token * share / (1 if m.is_mla else c.tp)
+    kv_bytes = micro * _kv_read_tokens(m, context) * c.kv_bytes_per_token * share / _kv_tp_split(c)
     body_params = (shape.matmul_active_params - shape.lm_head_params) * share
     head_rows = micro + prompt / max(prefill_len, 1.0)
     mm_s = _gemm_s(c, rows, body_params, head_rows, head_params, _routed_active_params(m) * share) / c.tp
@@ -377,10 +407,12 @@ def pipeline_step_s(
     every stage, ``pp - 1`` activation hand-offs of ``b/M x h`` over the stage link (split over the TP ranks,
     as in training) and the sampled tokens' return. With equal stages and no overhead this is ``pp x
     stage(b/pp)``, the pipeline kept full at saturation (no flush between steps, unlike 1F1B training's
-    bubble).
+    bubble). llama.cpp keeps its decode batch whole: its pipeline overlaps only the ubatches of one large
+    batch (``n_ubatch`` 512 by default, prompt processing), and each decode call waits for its logits before
+    the next (llama.cpp PR #6017 "pipeline parallelism"), so there ``M = 1`` and the stages run in turn.
     """
     pp, m = c.pp, c.model
-    n_micro = min(float(pp), max(math.ceil(batch), 1.0))
+    n_micro = min(float(pp), max(math.ceil(batch), 1.0)) if c.pp_overlap else 1.0
     micro, prompt = batch / n_micro, prefill_tokens / n_micro
     base, extra = divmod(m.num_layers, pp)
     wide = _dense_stage_s(c, micro, prompt, context, prefill_len, base + 1, False) if extra else 0.0
@@ -393,9 +425,18 @@ def pipeline_step_s(
     return max(n_micro * (slowest + c.overhead_s), loop + c.overhead_s)
 
 
-def default_kv_precision(precision: str, spec: AcceleratorSpec) -> str | None:
-    """KV cache precision when none is given: fp8 with fp8/fp4 weights on GPUs with fp8 (TRT-LLM and vLLM
-    quantisation recipes store KV in fp8 alongside fp8 weights), else the engines' 16-bit default (None)."""
+#: stacks whose KV cache stays 16 bit under fp8/fp4 weights unless fp8 KV is asked for: vLLM and SGLang
+#: ``--kv-cache-dtype auto`` ("auto: use the model data type", vLLM EngineArgs; SGLang server args), TGI
+#: ``--kv-cache-dtype`` unset = the model dtype, HF transformers' DynamicCache, llama.cpp ``-ctk f16``
+KV16_DEFAULT_STACKS = frozenset({"vllm", "sglang", "tgi", "transformers", "llamacpp"})
+
+
+def default_kv_precision(precision: str, spec: AcceleratorSpec, software: str = "unknown") -> str | None:
+    """KV cache precision when none is given: fp8 with fp8/fp4 weights on GPUs with fp8 (TRT-LLM's fp8/fp4
+    checkpoints carry ``kv_cache_quant_algo: FP8``, which it applies), except on stacks that keep a 16-bit
+    cache by default (:data:`KV16_DEFAULT_STACKS`); else the engines' 16-bit default (None)."""
+    if software in KV16_DEFAULT_STACKS:
+        return None
     if precision in ("fp8", "fp4") and spec.fp8_tflops is not None:
         return "fp8"
     return None
@@ -496,6 +537,7 @@ def _prepare(
         ep_intra=intra_node_link(spec, link_eff), ep_inter=inter_node_link(spec, link_eff, gpn),
         nr_rates=nr_rates, nr_wq_bw=prof.param("wq_bw_eff") if nr_weight_only else 1.0,
         nr_wq_gemm=prof.param("wq_gemm_eff") if nr_weight_only else 1.0,
+        pp_overlap=sw not in LAYER_SPLIT_STACKS,
     )  # fmt: skip
     shapes = serving_shapes(spec, sw)
     if static_batching is not None:
@@ -582,7 +624,7 @@ def estimate_inference(
         rates = resolve_rates(spec, prec, prof, allow_fallback=allow_fallback)
         if sw in FP16_ACCUMULATE_STACKS and geforce_tensor_peak(spec):
             rates = _fp16_accumulate(rates, spec)
-        kv_prec = kv_precision if kv_precision is not None else default_kv_precision(prec, spec)
+        kv_prec = kv_precision if kv_precision is not None else default_kv_precision(prec, spec, sw)
     engine = MEMORY_ENGINE.get(sw, "vllm")
     context = input_len + output_len
     lay_kw: dict[str, Any] = dict(
@@ -590,9 +632,10 @@ def estimate_inference(
         kv_precision=kv_prec, engine=engine, gpus_per_node=gpn, pp=pp, allow_fallback=allow_fallback,
     )  # fmt: skip
     layouts: list[InferenceLayout] = []
+    layer_split = sw in LAYER_SPLIT_STACKS
     if ep is None or ep == 1:
-        layouts.append(choose_inference_layout(tp=tp, **lay_kw))
-    auto_ep = ep is None and tp is None and attention_dp is not False
+        layouts.append(choose_inference_layout(tp=tp, layer_split=layer_split, **lay_kw))
+    auto_ep = ep is None and tp is None and attention_dp is not False and not layer_split
     if arch.is_moe and ((ep is not None and ep > 1) or auto_ep):
         attn_tp = 1 if attention_dp else tp
         layouts += ep_inference_layouts(ep=ep, tp=attn_tp, **lay_kw)
@@ -662,6 +705,7 @@ def estimate_inference(
         attention_dp=lay.attention_dp, gpus_per_replica=lay.gpus, batch_per_replica=best.batch,
         ttft_s=make_interval(best.ttft, "latency", prof, widen),
         tpot_s=make_interval(best.tpot, "latency", prof, widen),
+        tpot_loaded_s=make_interval(best.tpot_loaded or best.tpot, "latency", prof, widen),
         output_tokens_per_s=make_interval(best.tok_s, "throughput", prof, widen),
         requests_per_s=make_interval(best.tok_s / output_len, "throughput", prof, widen),
         max_concurrency_per_replica=lay.max_concurrency, notes=tuple(notes),
@@ -710,7 +754,7 @@ def _check_ep(
 #: (id(_Infer), batch, input_len, output_len) -> (that _Infer, TPOT, TTFT, cycle) of :func:`_timing`, for the
 #: layouts of a :class:`_Setup` (which fixes static batching, shapes and separate prefill); the entry holds
 #: the _Infer, so its id is not reused while the entry lives
-_TIMINGS: dict[tuple[int, int, int, int], tuple[_Infer, float, float, float]] = {}
+_TIMINGS: dict[tuple[int, int, int, int], tuple[_Infer, float, float, float, float]] = {}
 _TIMINGS_MAX = 100_000
 
 
@@ -723,9 +767,16 @@ def _timing(
     static: bool,
     shapes: StaticShapes | None,
     separate_prefill: bool,
-) -> tuple[float, float, float]:
-    """(TPOT, TTFT, cycle) of one replica of ``c`` at ``b`` sequences [s]: the cycle is the time for each of
-    the ``b`` sequences to produce ``output_len`` tokens, new prompts included (see :func:`_run_layout`)."""
+) -> tuple[float, float, float, float]:
+    """(TPOT, TTFT, cycle, loaded TPOT) of one replica of ``c`` at ``b`` sequences [s]: the cycle is the time
+    for each of the ``b`` sequences to produce ``output_len`` tokens, new prompts included (see
+    :func:`_run_layout`). TPOT is the decode step alone; the loaded TPOT is what one request sees between its
+    tokens while the other ``b - 1`` sequences finish and are replaced (a closed-loop benchmark at
+    concurrency ``b``, whose TPOT is ``(latency - TTFT) / (output - 1)``, vLLM ``benchmark_serving``): with
+    in-flight batching its steps also carry the others' prompt tokens, ``(b - 1) x in / out`` per step;
+    with separate prefill passes (TGI v1-v2) it waits ``(b - 1) / out`` of them per token; with static
+    batching prompts run before the first token, so nothing is added. Prefill-decode interference: Zhong et
+    al. 2024 "DistServe" sec. 2.2; Agrawal et al. 2024 "Sarathi-Serve" sec. 3 ("generation stalls")."""
     # decode rows and mean attention context, padded where the stack runs static shapes (static_shapes)
     rows = padded_batch(shapes, float(b))
     ctx = mean_decode_context(shapes, float(input_len), float(output_len))
@@ -739,14 +790,19 @@ def _timing(
         ttft = prefill_s(c, 1.0, float(input_len), latency=True)
         if b > 1:
             ttft += decode_step_s(c, padded_batch(shapes, float(b - 1)), ctx)
+    loaded = tpot
     if static:  # the whole batch prefills, then decodes together
         cycle = prefill_s(c, float(b), float(input_len), latency=False) + output_len * tpot
     elif separate_prefill:  # each newcomer's prompt is a forward pass of its own; the running batch waits
-        cycle = output_len * tpot + b * prefill_s(c, 1.0, float(input_len), latency=False)
+        one = prefill_s(c, 1.0, float(input_len), latency=False)
+        cycle = output_len * tpot + b * one
+        loaded = tpot + (b - 1) * one / output_len
     else:  # in-flight batching: each step also carries its share of the newcomers' prompt tokens
         step = decode_step_s(c, rows, ctx, b * input_len / output_len, input_len)
         cycle = output_len * step
-    return tpot, ttft, cycle
+        if b > 1:
+            loaded = decode_step_s(c, rows, ctx, (b - 1) * input_len / output_len, input_len)
+    return tpot, ttft, cycle, loaded
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -761,6 +817,7 @@ class _Run:
     ttft: float | None
     tpot: float | None
     notes: tuple[str, ...]
+    tpot_loaded: float | None = None
 
 
 def _run_layout(
@@ -825,18 +882,18 @@ def _run_layout(
     tkey = (id(c), b, input_len, output_len)
     hit = _TIMINGS.get(tkey) if keep else None
     if hit is not None and hit[0] is c:
-        tpot, ttft, cycle = hit[1:]
+        tpot, ttft, cycle, loaded = hit[1:]
     else:
-        tpot, ttft, cycle = _timing(
+        tpot, ttft, cycle, loaded = _timing(
             c, b, input_len, output_len, static=static, shapes=shapes, separate_prefill=separate_prefill
         )
         if keep:
             if len(_TIMINGS) >= _TIMINGS_MAX:
                 _TIMINGS.clear()
-            _TIMINGS[tkey] = (c, tpot, ttft, cycle)
+            _TIMINGS[tkey] = (c, tpot, ttft, cycle, loaded)
     tok_s = replicas * b * output_len / cycle
     return _Run(layout=lay, fits=fits, replicas=replicas, batch=b, tok_s=tok_s, ttft=ttft, tpot=tpot,
-                notes=tuple(notes))  # fmt: skip
+                notes=tuple(notes), tpot_loaded=loaded)  # fmt: skip
 
 
 __all__ = [
@@ -844,6 +901,7 @@ __all__ = [
     "FP16_ACCUMULATE_STACKS",
     "GEFORCE_FP16_ACCUMULATE_SPEEDUP",
     "HEAD_BYTES_QUANTISED",
+    "LAYER_SPLIT_STACKS",
     "MEMORY_ENGINE",
     "SEPARATE_PREFILL_STACKS",
     "STATIC_BATCHING_STACKS",

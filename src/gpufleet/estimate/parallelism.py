@@ -331,10 +331,17 @@ def choose_inference_layout(
     tp: int | None,
     pp: int,
     allow_fallback: bool = False,
+    layer_split: bool = False,
 ) -> InferenceLayout:
-    """Smallest TP (then PP) whose replica fits the weights and a useful KV cache (or ``batch`` sequences)."""
+    """Smallest TP (then PP) whose replica fits the weights and a useful KV cache (or ``batch`` sequences).
+
+    ``layer_split``: the engine spreads a model over GPUs by whole layers only (llama.cpp's default
+    ``--split-mode layer``), so with ``tp`` not given only ``tp = 1`` layouts with the smallest fitting
+    ``pp`` are tried."""
     want = batch if batch is not None else USEFUL_CONCURRENCY
     tps = [tp] if tp is not None else tp_candidates(model, min(gpus_per_node, gpu_count, MAX_AUTO_TP))
+    if layer_split and tp is None:
+        tps = [1]
     pps = [pp] if pp != 1 or tp is not None else [p for p in _divisors(gpu_count) if p <= model.num_layers]
     fallback: InferenceLayout | None = None
     last: InferenceLayout | None = None

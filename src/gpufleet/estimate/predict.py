@@ -245,6 +245,9 @@ def case_software(case: CalibrationCase) -> str | None:
 
 
 def _predict_inference(case: CalibrationCase, prof: CalibrationProfile, perf: Any) -> CasePrediction:
+    from gpufleet.estimate.inference import LAYER_SPLIT_STACKS
+    from gpufleet.estimate.rates import MAX_AUTO_TP, software_key
+
     notes: list[str] = []
     inp = case.input_len or float(DEFAULT_INPUT_TOKENS)
     if case.metric == "infer_output_tokens_per_s":
@@ -265,15 +268,55 @@ def _predict_inference(case: CalibrationCase, prof: CalibrationProfile, perf: An
         )
     hints = note_hints(case.note)
     ep = case.ep if case.ep and case.ep > 1 else None
-    est = perf.estimate_inference(
-        model=case.model, gpu=case.gpu, precision=case.precision, input_len=max(round(inp), 1),
-        output_len=max(round(out), 1), gpu_count=case.gpu_count, batch=batch, tp=case.tp,
-        pp=case.pp or 1, ep=ep, attention_dp=hints.get("attention_dp") if ep else None,
-        software=case.software, profile=prof, allow_fallback=True, ignore_memory=True,
-        static_batching=hints.get("static_batching"),
-    )  # fmt: skip
-    iv = {"infer_output_tokens_per_s": est.output_tokens_per_s, "ttft_ms": est.ttft_s, "tpot_ms": est.tpot_s}
+
+    def run(b: int | None, tp: int | None, pp: int, ep_: int | None, adp: bool | None) -> Any:
+        return perf.estimate_inference(
+            model=case.model, gpu=case.gpu, precision=case.precision, input_len=max(round(inp), 1),
+            output_len=max(round(out), 1), gpu_count=case.gpu_count, batch=b, tp=tp, pp=pp, ep=ep_,
+            attention_dp=adp, software=case.software, profile=prof, allow_fallback=True, ignore_memory=True,
+            static_batching=hints.get("static_batching"),
+        )  # fmt: skip
+
+    est = run(batch, case.tp, case.pp or 1, ep, hints.get("attention_dp") if ep else None)
+    unstated = case.tp is None and case.pp is None and ep is None and est.ep == 1
+    if batch is not None and est.replicas > 1 and unstated and case.gpu_count <= MAX_AUTO_TP:
+        # a serving benchmark at a stated concurrency runs one engine instance over the GPUs it lists (vLLM
+        # / TRT-LLM / SGLang ``--tensor-parallel-size N``; llama.cpp splits its layers over every visible
+        # GPU), not the cheapest replicas the estimator would deploy; a TP degree the model's heads do not
+        # allow keeps the replicas
+        n = case.gpu_count
+        split = software_key(case.software) in LAYER_SPLIT_STACKS
+        try:
+            wide = run(batch, 1 if split else n, n if split else 1, None, None)
+        except InputError:
+            wide = None
+        if wide is not None and wide.replicas == 1:
+            est = wide
+            notes.append(f"batch stated, layout not: one engine instance over the {n} GPUs")
+    scale = 1.0
+    if batch is not None and est.replicas > 1:
+        # the schema's inference ``batch`` is the whole system's concurrency (docs/calibration-schema.md),
+        # the estimator's the concurrency of one replica: spread it over the replicas of the chosen layout
+        per = -(-batch // est.replicas)
+        est = run(
+            per,
+            est.tp,
+            est.pp,
+            est.ep if est.ep > 1 else None,
+            (est.attention_dp > 1) if est.ep > 1 else None,
+        )
+        # ``batch`` sequences at ``per`` each keep batch / per replicas busy, not all of them
+        scale = batch / per / est.replicas
+        notes.append(
+            f"{batch} concurrent sequences in all: {per} on each busy replica of tp={est.tp} pp={est.pp}"
+        )
+    # a TPOT measured at concurrency is what a request sees while the others come and go (closed loop):
+    # the estimator's loaded TPOT (equal to the decode step at one sequence)
+    tpot = est.tpot_loaded_s or est.tpot_s
+    iv = {"infer_output_tokens_per_s": est.output_tokens_per_s, "ttft_ms": est.ttft_s, "tpot_ms": tpot}
     factor = 1.0 if case.metric == "infer_output_tokens_per_s" else MS_PER_S
+    if case.metric == "infer_output_tokens_per_s":
+        factor = scale
     pred = _interval_of(iv[case.metric], case, factor)
     return CasePrediction(predicted=pred.predicted, p10=pred.p10, p90=pred.p90, notes=(*est.notes, *notes))
 
