@@ -19,7 +19,7 @@ from gpufleet.errors import GpufleetError, InputError, UnknownNameError
 from gpufleet.recommend.candidates import build_candidates
 from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, HostRules
 from gpufleet.recommend.engine import recommend_on
-from gpufleet.recommend.perf import Estimator, target_output_tokens_per_s
+from gpufleet.recommend.perf import Estimator, target_output_tokens_per_s, user_tpot
 from gpufleet.recommend.rank import materialise
 from gpufleet.recommend.types import (
     Candidate,
@@ -263,7 +263,7 @@ def current_at_load(est: Estimator, w: Workload, cur: Candidate, concurrency: in
         cur,
         batch_per_replica=batch,
         ttft_s=e.ttft_s,
-        tpot_s=e.tpot_s,
+        tpot_s=user_tpot(e),
         output_tokens_per_s=e.output_tokens_per_s.scaled(scale),
         requests_per_s=e.requests_per_s.scaled(scale) if e.requests_per_s is not None else None,
     )

@@ -305,6 +305,14 @@ def rate_at_confidence(iv: Interval, w: Workload) -> float:
     return iv.central if w.confidence == "p50" else min(iv.central, iv.p10)
 
 
+def user_tpot(est: Any) -> Interval | None:
+    """The TPOT a request sees at the estimate's concurrency: the decode step plus the prompts of the requests
+    that join meanwhile (``tpot_loaded_s``; how vLLM's ``benchmark_serving`` and practitioners' SLOs measure
+    it), else the bare decode step."""
+    loaded: Interval | None = getattr(est, "tpot_loaded_s", None)
+    return loaded if loaded is not None else est.tpot_s
+
+
 def _slo_misses(est: Any, w: Workload) -> tuple[str, ...]:
     """SLO misses of an estimate, judged at the workload's confidence (:func:`at_confidence`)."""
     misses = []
@@ -312,8 +320,9 @@ def _slo_misses(est: Any, w: Workload) -> tuple[str, ...]:
     if w.ttft_p95_s is not None and est.ttft_s is not None and at_confidence(est.ttft_s, w) > w.ttft_p95_s:
         v = at_confidence(est.ttft_s, w)
         misses.append(f"TTFT {q} {v * MS_PER_S:.0f} ms > SLO {w.ttft_p95_s * MS_PER_S:.0f} ms")
-    if w.tpot_p95_s is not None and est.tpot_s is not None and at_confidence(est.tpot_s, w) > w.tpot_p95_s:
-        v = at_confidence(est.tpot_s, w)
+    tpot = user_tpot(est)
+    if w.tpot_p95_s is not None and tpot is not None and at_confidence(tpot, w) > w.tpot_p95_s:
+        v = at_confidence(tpot, w)
         misses.append(f"TPOT {q} {v * MS_PER_S:.1f} ms > SLO {w.tpot_p95_s * MS_PER_S:.1f} ms")
     return tuple(misses)
 
@@ -343,9 +352,8 @@ def _meets(est: Any, w: Workload) -> bool:
     """Fast form of ``not _slo_misses(est, w)`` for the batch search."""
     if w.ttft_p95_s is not None and est.ttft_s is not None and at_confidence(est.ttft_s, w) > w.ttft_p95_s:
         return False
-    return not (
-        w.tpot_p95_s is not None and est.tpot_s is not None and at_confidence(est.tpot_s, w) > w.tpot_p95_s
-    )
+    tpot = user_tpot(est)
+    return not (w.tpot_p95_s is not None and tpot is not None and at_confidence(tpot, w) > w.tpot_p95_s)
 
 
 def _inference_config(w: Workload, gpu: str, g: int, nodes: int, tp: int, pp: int, pl: _Placement) -> Config:
@@ -411,7 +419,7 @@ def _inference_config(w: Workload, gpu: str, g: int, nodes: int, tp: int, pp: in
         unit_requests_per_s=est.requests_per_s,
         saturated_unit_output_tokens_per_s=float(sat.output_tokens_per_s.central),
         ttft_s=est.ttft_s,
-        tpot_s=est.tpot_s,
+        tpot_s=user_tpot(est),
         notes=tuple(est.notes),
     )
 
