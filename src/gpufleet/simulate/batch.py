@@ -275,6 +275,13 @@ def simulate_batch(
     too_big = [j.job_id for j in jobs if j.gpus > biggest]
     if too_big:
         raise InputError(f"jobs {too_big[:5]} need more GPUs than the largest pool ({biggest}); add nodes.")
+    unqueued = sorted({j.team for j in jobs if fl.teams and j.team not in fl.teams})
+    if unqueued:  # Kueue admits no workload of a queue it does not have; quotas were silently skipped
+        raise InputError(
+            f"jobs of the team(s) {unqueued[:5]} have no queue in the fleet file's teams "
+            f"({', '.join(sorted(fl.teams))}), so no quota would apply to them. Add those teams under "
+            "teams: (an entry with no quota keys is unlimited), or fix the job file's team names."
+        )
     env = new_environment()
     rng = make_rng(seed)
     st = [_State(remaining_h=j.duration_h or 0.0) for j in jobs]
