@@ -90,6 +90,30 @@ class OfferIn(_Strict):
     price_spot_usd_per_hour: float | None = None
     captured_at: str = USER_CAPTURED_AT
 
+    @field_validator("captured_at", mode="before")
+    @classmethod
+    def _captured(cls, v: object) -> object:
+        """A capture date as the shipped catalog writes it (``2026-08``, ``2026-08-14``, a ``/`` range or an
+        ISO date-time; an unquoted YAML date too), not in the future; free text ('yesterday') made the age
+        column read "unknown date" and a future date "0 months old"."""
+        import datetime as dt
+
+        if isinstance(v, dt.date):  # YAML reads an unquoted 2026-01-01 as a date
+            v = v.isoformat()
+        if not isinstance(v, str) or v == USER_CAPTURED_AT:
+            return v
+        from gpufleet.catalog.offers import _date_bounds
+
+        bounds = _date_bounds(v)
+        if bounds is None:
+            raise ValueError(
+                f"{v!r} is not a capture date; write YYYY-MM-DD or YYYY-MM (a range as 2026-08/2026-11), "
+                "or leave captured_at out"
+            )
+        if bounds[0] > dt.date.today() + dt.timedelta(days=1):
+            raise ValueError(f"{v!r} is in the future; give the date the prices were captured")
+        return v.strip()
+
     @field_validator("price_on_demand_usd_per_hour")
     @classmethod
     def _od(cls, v: float) -> float:
