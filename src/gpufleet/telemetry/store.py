@@ -148,7 +148,13 @@ class TelemetryStore:
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file on the path (NotADirectoryError), no permission, read-only disk
+            raise InputError(
+                f"Cannot create the telemetry store {self.root}: {exc.strerror or exc}. Pass --store with a "
+                "directory path that can be created (or set GPUFLEET_DATA_DIR to a writable directory)."
+            ) from None
         with (self.root / ".lock").open("a") as fh:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
