@@ -285,6 +285,81 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return d / "store"
 
 
+INV = b"hosts:\n  - host: 'node-*'\n    provider: aws\n    instance_type: g5.xlarge\n    region: us-east-1\n"
+RULE = b"rules:\n  - name: hot\n    metric: gpu_util_pct\n    op: '>'\n    threshold: 90\n    for: 10m\n"
+INVF = ["telemetry", "findings", "--store", "{st}", "--inventory", "{i}"]
+RA = ["telemetry", "alerts", "--store", "{st}", "--rules", "{r}"]
+# (id, argv with {st} = a store holding host node-a, files, words): the inventory and the alert rules
+STORE_FILES: list[tuple[str, list[str], dict[str, Content], list[str]]] = [
+    (
+        "inventory-glob-unclosed",
+        INVF,
+        {"i.yaml": INV.replace(b"'node-*'", b"'node-['")},
+        ["matches none of the GPUs", "node-[", "node-a"],
+    ),
+    ("inventory-other-cluster", INVF, {"i.yaml": INV.replace(b"'node-*'", b"'gpu-*'")}, ["gpu-*", "node-a"]),
+    (
+        "inventory-host-case",
+        ["telemetry", "report", "--store", "{st}", "--inventory", "{i}"],
+        {"i.yaml": INV.replace(b"'node-*'", b"'NODE-*'")},
+        ["case-sensitive"],
+    ),
+    (
+        "inventory-region-unknown",
+        INVF,
+        {"i.yaml": INV.replace(b"us-east-1", b"us-east-9")},
+        ["us-east-9", "g5.xlarge", "did you mean", "us-east-1"],
+    ),
+    (
+        "rule-util-over-100",
+        RA,
+        {"r.yaml": RULE.replace(b"threshold: 90", b"threshold: 900")},
+        ["900", "0 to 100"],
+    ),
+    (
+        "rule-ratio-as-percent",
+        RA,
+        {"r.yaml": RULE.replace(b"gpu_util_pct", b"sm_active_ratio").replace(b"90", b"50")},
+        ["sm_active_ratio", "0 to 1"],
+    ),
+    (
+        "rule-below-zero",
+        RA,
+        {"r.yaml": RULE.replace(b"'>'", b"'<'").replace(b"threshold: 90", b"threshold: 0")},
+        ["never be met"],
+    ),
+]
+STORE_GOOD: list[tuple[str, list[str], dict[str, Content]]] = [
+    ("inventory-matches", INVF, {"i.yaml": INV}),
+    ("inventory-extra-hosts", INVF, {"i.yaml": INV + INV.replace(b"'node-*'", b"'gone-*'")[7:]}),
+    ("inventory-no-region", INVF, {"i.yaml": INV.replace(b"    region: us-east-1\n", b"")}),
+    ("rule-90", RA, {"r.yaml": RULE}),
+    (
+        "rule-ge-100",
+        RA,
+        {"r.yaml": RULE.replace(b"'>'", b"'>='").replace(b"threshold: 90", b"threshold: 100")},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("argv", "files", "words"), [pytest.param(a, f, w, id=i) for i, a, f, w in STORE_FILES]
+)
+def test_bad4_store_file(
+    store: Path, tmp_path: Path, argv: list[str], files: dict[str, Content], words: list[str]
+) -> None:
+    _check(argv, words, {**_materialise(tmp_path, files), "st": str(store)})
+
+
+@pytest.mark.parametrize(("argv", "files"), [pytest.param(a, f, id=i) for i, a, f in STORE_GOOD])
+def test_good_store_file(store: Path, tmp_path: Path, argv: list[str], files: dict[str, Content]) -> None:
+    subs = {**_materialise(tmp_path, files), "st": str(store)}
+    for key, value in subs.items():
+        argv = [a.replace("{" + key + "}", value) for a in argv]
+    res = runner.invoke(app, argv)
+    assert res.exit_code == 0 and "Traceback" not in res.output, res.output[-800:]
+
+
 def _truncate(path: Path) -> None:
     path.write_bytes(path.read_bytes()[:100])
 
@@ -398,7 +473,7 @@ def test_library_may_rewrite_its_input(tmp_path: Path) -> None:
 
 
 def test_bad4_size() -> None:
-    assert len(FILES) + len(ENV) + 12 >= 45
+    assert len(FILES) + len(ENV) + len(STORE_FILES) + 12 >= 50
 
 
 @pytest.fixture(autouse=True)

@@ -32,7 +32,7 @@ from pydantic import ConfigDict, ValidationError
 
 from gpufleet.catalog.pricing import PRICE_KINDS, prices_usd_per_hour
 from gpufleet.catalog.specs import AcceleratorSpec, get_spec
-from gpufleet.errors import ConfigFileError, GpufleetError
+from gpufleet.errors import ConfigFileError, GpufleetError, close_matches
 from gpufleet.fileio import load_structured_file, read_csv_file
 from gpufleet.strict_model import NoBoolNumbers
 
@@ -310,10 +310,11 @@ def resolve_cost(
             and not (table.column("region") == region).any()
         ):
             listed = sorted({str(r) for r in table.column("region")})
+            near = close_matches(region, listed, n=5) or listed[:5]
             raise ConfigFileError(
                 f"Host {host}: the inventory puts {provider} {itype} in region {region!r}, where the catalog "
-                f"lists none; it is listed in {', '.join(listed[:8])}{' ...' if len(listed) > 8 else ''}. "
-                "Fix the region, or leave it out to price the instance type in any region."
+                f"lists none (did you mean {', '.join(near)}? it is listed in {len(listed)} regions). Fix "
+                "the region, or leave it out to price the instance type in any region."
             )
         if table is None:
             raise ConfigFileError(
