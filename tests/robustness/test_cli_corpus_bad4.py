@@ -243,6 +243,27 @@ ENV: list[tuple[str, str, str, list[str], list[str]]] = [
 ]
 
 
+# (id, argv, words): options alone
+FLAGS: list[tuple[str, list[str], list[str]]] = [
+    # a blank --region fetched every catalog region (minutes of network) instead of none
+    (
+        "update-region-blank",
+        ["catalog", "update", "--provider", "aws", "--region", "", "--dry-run"],
+        ["--region"],
+    ),
+    (
+        "update-region-commas",
+        ["catalog", "update", "--provider", "azure", "--region", " , ", "--dry-run"],
+        ["names no region"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("argv", "words"), [pytest.param(a, w, id=i) for i, a, w in FLAGS])
+def test_bad4_flag(argv: list[str], words: list[str]) -> None:
+    _check(argv, words)
+
+
 def _materialise(tmp_path: Path, files: dict[str, Content]) -> dict[str, str]:
     subs = {"tmp": str(tmp_path)}
     for name, content in files.items():
@@ -473,7 +494,7 @@ def test_library_may_rewrite_its_input(tmp_path: Path) -> None:
 
 
 def test_bad4_size() -> None:
-    assert len(FILES) + len(ENV) + len(STORE_FILES) + 12 >= 50
+    assert len(FILES) + len(ENV) + len(STORE_FILES) + len(FLAGS) + 12 >= 50
 
 
 @pytest.fixture(autouse=True)
