@@ -215,6 +215,13 @@ FILES: list[tuple[str, list[str], dict[str, Content], list[str]]] = [
         ["captured_at", "future"],
     ),
     ("catalog-captured-month-13", OC, {"c.yaml": CATALOG + b"    captured_at: 2026-13\n"}, ["captured_at"]),
+    # 11. a GPU Fleet Optimizer folder whose gpu_instances.json is a FIFO: "holds none of ..." (misleading)
+    (
+        "gfo-folder-fifo",
+        ["config", "show", "--gfo-config", "{d}"],
+        {"d": lambda p: (p.mkdir(), os.mkfifo(p / "gpu_instances.json"))},
+        ["gpu_instances.json", "not a regular file"],
+    ),
     # 10. container images no registry accepts
     (
         "plan-image-spaces",
