@@ -14,6 +14,7 @@ valid inputs that must still exit 0 (CRLF, UTF-16 with BOM, offsets that agree, 
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Callable
@@ -234,6 +235,38 @@ FILES: list[tuple[str, list[str], dict[str, Content], list[str]]] = [
         ["plan", "{f}", "--no-savings", "-f", "k8s", "--image", "x:1\nkind: Secret"],
         {"f.yaml": MULTI},
         ["--image", "control"],
+    ),
+]
+
+GFO_WL = json.loads((DATA / "gfo_guide" / "custom_workload.json").read_bytes())
+
+
+def _gfo(**scenario: object) -> bytes:
+    doc = json.loads(json.dumps(GFO_WL))
+    doc["workloads"]["my_custom_workload"]["scenario"].update(scenario)
+    return json.dumps(doc).encode()
+
+
+FILES += [
+    # 12. GPU Fleet Optimizer workloads: keys match case-insensitively and by synonym, so one silently won;
+    # a misspelt key left its default in force
+    (
+        "gfo-use-spot-twice",
+        ["config", "check", "{g}"],
+        {"g.json": _gfo(Use_Spot=False)},
+        ["'use_spot'", "'Use_Spot'", "keep one"],
+    ),
+    (
+        "gfo-model-synonyms",
+        ["recommend", "{g}"],
+        {"g.json": _gfo(model="llama-3-8b")},
+        ["model_size", "model"],
+    ),
+    (
+        "gfo-hours-typo",
+        ["recommend", "{g}"],
+        {"g.json": _gfo(monthly_hourz=100)},
+        ["monthly_hourz", "monthly_hours"],
     ),
 ]
 
@@ -462,6 +495,8 @@ GOOD: list[tuple[str, list[str], dict[str, Content]]] = [
         {"c.csv": b"\xff\xfe" + SMALL_CASES.decode().encode("utf-16-le")},
     ),
     ("workload-utf8-bom", ["recommend", "{w}", "--top", "1"], {"w.yaml": b"\xef\xbb\xbf" + WORKLOAD}),
+    ("gfo-own-extra-key", ["config", "check", "{g}"], {"g.json": _gfo(legacy_memory_multiplier=1.5)}),
+    ("gfo-same-value-twice", ["config", "check", "{g}"], {"g.json": _gfo(Use_Spot=True)}),
     (
         "plan-image",
         ["plan", "{f}", "--no-savings", "-f", "k8s", "--image", "ghcr.io/org/srv:1.2"],
