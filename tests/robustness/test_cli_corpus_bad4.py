@@ -30,6 +30,7 @@ ROOT = Path(__file__).parents[2]
 DATA = ROOT / "tests" / "data"
 SMALL_CASES = (DATA / "cases" / "small.csv").read_bytes()
 SIM_FLEET = (DATA / "simulate" / "fleet.yaml").read_bytes()
+DEADLINE_JOBS = (DATA / "simulate" / "jobs.csv").read_bytes()
 MULTI = (ROOT / "examples" / "fleets" / "multicloud.yaml").read_bytes()
 AZ = b"TIMESTAMP,ContextTokens,GeneratedTokens\n"
 H = b"timestamp_s,input_tokens,output_tokens\n"
@@ -216,6 +217,25 @@ FILES: list[tuple[str, list[str], dict[str, Content], list[str]]] = [
         ["captured_at", "future"],
     ),
     ("catalog-captured-month-13", OC, {"c.yaml": CATALOG + b"    captured_at: 2026-13\n"}, ["captured_at"]),
+    # 13. batch policies with nothing to act on ran as plain fifo
+    (
+        "batch-offpeak-no-window",
+        ["simulate", "batch", "{j}", "--policy", "offpeak"],
+        {"j.csv": JOBS},
+        ["offpeak", "off_peak", "fifo"],
+    ),
+    (
+        "batch-spot-no-spot-pool",
+        ["simulate", "batch", "{j}", "--policy", "spot", "--fleet", "{f}"],
+        {"j.csv": JOBS, "f.yaml": b"pools:\n  - {gpu: h100, gpus_per_node: 8, nodes: 4, kind: on_demand}\n"},
+        ["spot pool"],
+    ),
+    (
+        "batch-deadline-no-deadlines",
+        ["simulate", "batch", "{j}", "--policy", "deadline"],
+        {"j.csv": JOBS_H + b"j1,0,8,60,0,,false,r\n"},
+        ["no job has a deadline"],
+    ),
     # 11. a GPU Fleet Optimizer folder whose gpu_instances.json is a FIFO: "holds none of ..." (misleading)
     (
         "gfo-folder-fifo",
@@ -283,8 +303,19 @@ ENV: list[tuple[str, str, str, list[str], list[str]]] = [
 ]
 
 
+EM_LOAD = ["estimate", "memory", "-m", "llama-3-8b", "-g", "h100", "--task", "load"]
 # (id, argv, words): options alone
 FLAGS: list[tuple[str, list[str], list[str]]] = [
+    # --task load sizes the weights only: these options changed nothing
+    ("load-batch", [*EM_LOAD, "--batch", "8"], ["--batch", "--task load"]),
+    ("load-seq-len", [*EM_LOAD, "--seq-len", "16000"], ["--seq-len"]),
+    (
+        "load-lengths",
+        [*EM_LOAD, "--input-len", "900", "--output-len", "100"],
+        ["--input-len", "--output-len"],
+    ),
+    ("load-kv", [*EM_LOAD, "--kv-precision", "fp8"], ["--kv-precision"]),
+    ("load-engine", [*EM_LOAD, "--engine", "transformers"], ["--software"]),
     # a blank --region fetched every catalog region (minutes of network) instead of none
     (
         "update-region-blank",
@@ -495,6 +526,13 @@ GOOD: list[tuple[str, list[str], dict[str, Content]]] = [
         {"c.csv": b"\xff\xfe" + SMALL_CASES.decode().encode("utf-16-le")},
     ),
     ("workload-utf8-bom", ["recommend", "{w}", "--top", "1"], {"w.yaml": b"\xef\xbb\xbf" + WORKLOAD}),
+    (
+        "batch-offpeak-window",
+        ["simulate", "batch", "{j}", "--policy", "offpeak", "--fleet", "{f}"],
+        {"j.csv": JOBS, "f.yaml": SIM_FLEET},
+    ),
+    ("batch-deadline", ["simulate", "batch", "{j}", "--policy", "deadline"], {"j.csv": DEADLINE_JOBS}),
+    ("load-defaults-typed", [*EM_LOAD, "--batch", "1", "--engine", "vllm"], {}),
     ("gfo-own-extra-key", ["config", "check", "{g}"], {"g.json": _gfo(legacy_memory_multiplier=1.5)}),
     ("gfo-same-value-twice", ["config", "check", "{g}"], {"g.json": _gfo(Use_Spot=True)}),
     (

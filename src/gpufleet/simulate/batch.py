@@ -250,6 +250,31 @@ MAX_STALLED_INTERRUPTIONS = 100
 MAX_INTERRUPTIONS_PER_JOB = 20_000
 
 
+def check_policy_acts(policy: str, jobs: Sequence[Job], fleet: Fleet | None = None) -> None:
+    """:class:`InputError` when ``policy`` has nothing to act on in this queue and fleet, so that it would
+    run as plain fifo: ``offpeak`` without an off-peak window, ``spot`` without a spot pool, ``deadline``
+    without a deadline (``simulate batch`` asks this; a sweep over every policy may include such runs)."""
+    fl = fleet or default_fleet()
+    idle_policy = {
+        "offpeak": (
+            fl.off_peak is None,
+            "the fleet has no off_peak window",
+            "add off_peak to the fleet file",
+        ),
+        "spot": (
+            all(p.kind != "spot" for p in fl.pools),
+            "the fleet has no spot pool",
+            "add a pool with kind: spot",
+        ),
+        "deadline": (all(j.deadline_h is None for j in jobs), "no job has a deadline", "fill deadline_s"),
+    }.get(policy)
+    if idle_policy is not None and idle_policy[0]:  # the policy would silently run as plain FIFO
+        raise InputError(
+            f"--policy {policy} has nothing to act on: {idle_policy[1]}, so it would run as plain fifo. "
+            f"Pass --policy fifo (or easy, priority), or {idle_policy[2]}."
+        )
+
+
 def simulate_batch(
     jobs: Sequence[Job],
     fleet: Fleet | None = None,
