@@ -236,6 +236,22 @@ FILES: list[tuple[str, list[str], dict[str, Content], list[str]]] = [
         {"j.csv": JOBS_H + b"j1,0,8,60,0,,false,r\n"},
         ["no job has a deadline"],
     ),
+    # 14. a price beyond its own bound is named with that bound (JSON, and YAML now that 1e300 is a number)
+    (
+        "catalog-json-price-1e300",
+        OC,
+        {
+            "c.json": b'{"offers": [{"provider": "onprem", "region": "dc", "instance_type": "box", '
+            b'"gpu": "H100-SXM", "gpu_count": 8, "price_on_demand_usd_per_hour": 1e300}]}'
+        },
+        ["price_on_demand_usd_per_hour", "100,000"],
+    ),
+    (
+        "workload-concurrency-1e-3",
+        ["recommend", "{w}"],
+        {"w.yaml": WORKLOAD + b"concurrency: 1e-3\n"},
+        ["concurrency"],
+    ),
     # 11. a GPU Fleet Optimizer folder whose gpu_instances.json is a FIFO: "holds none of ..." (misleading)
     (
         "gfo-folder-fifo",
@@ -533,6 +549,18 @@ GOOD: list[tuple[str, list[str], dict[str, Content]]] = [
     ),
     ("batch-deadline", ["simulate", "batch", "{j}", "--policy", "deadline"], {"j.csv": DEADLINE_JOBS}),
     ("load-defaults-typed", [*EM_LOAD, "--batch", "1", "--engine", "vllm"], {}),
+    # YAML 1.1 read 1e3 and 1.5e3 as text ("not a valid integer"); YAML 1.2 and people read numbers
+    (
+        "workload-concurrency-1e3",
+        ["recommend", "{w}", "--top", "1"],
+        {"w.yaml": WORKLOAD + b"concurrency: 1e3\n"},
+    ),
+    (
+        "workload-input-1.5e3",
+        ["recommend", "{w}", "--top", "1"],
+        {"w.yaml": WORKLOAD.replace(b"512", b"1.5e3")},
+    ),
+    ("catalog-price-1e1", OC, {"c.yaml": CATALOG.replace(b"18.5", b"2e1")}),
     ("gfo-own-extra-key", ["config", "check", "{g}"], {"g.json": _gfo(legacy_memory_multiplier=1.5)}),
     ("gfo-same-value-twice", ["config", "check", "{g}"], {"g.json": _gfo(Use_Spot=True)}),
     (

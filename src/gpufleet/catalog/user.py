@@ -74,6 +74,8 @@ class _Strict(NoBoolNumbers):
 class OfferIn(_Strict):
     """One user offer (gpufleet format)."""
 
+    OWN_BOUNDS = frozenset({"price_on_demand_usd_per_hour", "price_spot_usd_per_hour"})
+
     provider: str = Field(min_length=1)
     region: str = Field(min_length=1)
     zone: str | None = None
@@ -144,6 +146,8 @@ class OfferIn(_Strict):
 
 class OverrideIn(_Strict):
     """One price override: matched by provider + instance type (+ region glob)."""
+
+    OWN_BOUNDS = frozenset({"price_on_demand_usd_per_hour", "price_spot_usd_per_hour"})
 
     provider: str = Field(min_length=1)
     instance_type: str = Field(min_length=1)
