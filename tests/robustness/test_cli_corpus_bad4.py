@@ -123,6 +123,12 @@ FILES: list[tuple[str, list[str], dict[str, Content], list[str]]] = [
         ["before_2000", "No sample could be stored"],
     ),
     (
+        "expo-label-twice",
+        TI,
+        {"t.prom": b'DCGM_FI_DEV_GPU_UTIL{gpu="0",gpu="1",UUID="GPU-0",Hostname="a"} 50 1780000200000\n'},
+        ["malformed_line", 'gpu="1"'],
+    ),
+    (
         "promjson-ts-1970",
         TI,
         {

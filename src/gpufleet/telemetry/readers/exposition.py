@@ -38,6 +38,8 @@ def parse_labels(text: str) -> dict[str, str] | None:
         m = _LABEL_RE.match(text, pos)
         if m is None:
             return None
+        if m.group(1) in out:  # Prometheus rejects a repeated label name; one of the two would win
+            return None
         out[m.group(1)] = m.group(2).replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
         pos = m.end()
     return out
