@@ -289,7 +289,30 @@ def _gfo(**scenario: object) -> bytes:
     return json.dumps(doc).encode()
 
 
+GFO_GPU = json.loads((DATA / "gfo_guide" / "gpu_instances.json").read_bytes())
+
+
+def _gfo_instances(**extra: dict[str, object]) -> bytes:
+    doc = json.loads(json.dumps(GFO_GPU))
+    doc["gpu_instances"].update(extra)
+    return json.dumps(doc).encode()
+
+
+P5_LOWER = {**GFO_GPU["gpu_instances"]["P5"], "on_demand_cost_per_hour": 99.0, "spot_cost_per_hour": 1.0}
 FILES += [
+    # 15. GPU Fleet Optimizer instances P5 and p5: two offers named "P5 (H100)" at two prices
+    (
+        "gfo-instance-case-twice",
+        ["config", "check", "{g}"],
+        {"g.json": _gfo_instances(p5=P5_LOWER)},
+        ["p5", "P5"],
+    ),
+    (
+        "gfo-instance-name-twice",
+        ["recommend", "--model", "llama-3-8b", "--catalog", "{g}"],
+        {"g.json": _gfo_instances(P5x=P5_LOWER)},
+        ["P5x", "repeats"],
+    ),
     # 12. GPU Fleet Optimizer workloads: keys match case-insensitively and by synonym, so one silently won;
     # a misspelt key left its default in force
     (

@@ -406,8 +406,17 @@ def _read_gfo(path: Path, data: dict[str, Any]) -> UserCatalog:
     except ValidationError as exc:
         raise _describe(path, exc, data) from exc
     offers = []
+    seen: dict[str, str] = {}  # instance name (case-folded) -> the key that gave it
     for key, inst in sorted(doc.gpu_instances.items()):
         entry = f"gpu_instances / {key}"
+        for ident in {key.casefold(), inst.name.casefold()}:
+            if ident in seen:  # two offers of one name at one price list: which one is meant is unknowable
+                raise ConfigFileError(
+                    f"User catalog {path}: entry {entry} repeats gpu_instances / {seen[ident]} (instance "
+                    "keys and names are matched case-insensitively, e.g. P5 and p5). Keep one entry per "
+                    "instance."
+                )
+            seen[ident] = key
         bare = strip_vendor_prefix(inst.gpu_type)  # the guide writes "NVIDIA L40S"
         spec_id = GFO_GPU_TYPES.get(bare) or _resolve_gpu(path, entry, "gpu_type", inst.gpu_type)
         offers.append(
