@@ -4,7 +4,7 @@ Accepted layouts (``fmt="auto"`` picks one from the header or the file suffix):
 
 * ``azure``: Azure LLM inference trace 2023/2024 (Splitwise, Patel et al. ISCA 2024), CSV
   ``TIMESTAMP,ContextTokens,GeneratedTokens``; the timestamp is a naive date-time (``2023-11-16
-  18:15:46.6805900``, up to 7 fractional digits).
+  18:15:46.6805900``, up to 7 fractional digits), or one with a UTC offset (``Z``, ``+05:00``) on every row.
 * ``mooncake``: Mooncake FAST'25 traces (Qin et al. 2025), JSON Lines with ``timestamp`` [ms from the trace
   start], ``input_length``, ``output_length`` (``hash_ids`` is read and ignored).
 * ``burstgpt``: BurstGPT (Wang et al. 2024), CSV ``Timestamp,Model,Request tokens,Response tokens,Total
