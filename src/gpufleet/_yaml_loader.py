@@ -7,6 +7,7 @@ come out as :class:`gpufleet.fileio.YamlSyntaxError` (carrying PyYAML's error), 
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -64,6 +65,15 @@ class _SafeLoader(yaml.SafeLoader):
 _SafeLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
     lambda loader, node: loader.construct_mapping(node, deep=True),  # type: ignore[arg-type]
+)
+
+
+# YAML 1.2 floats that YAML 1.1 (PyYAML) reads as text: an exponent without a dot or a sign (1e3, 1.5e3).
+# As text, `concurrency: 1e3` failed as "not a valid integer"; `train_tokens: 1e12` worked by coercion only.
+_SafeLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?[0-9][0-9_]*(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
 )
 
 

@@ -20,11 +20,14 @@ from pathlib import Path
 
 
 def cache_dir() -> Path:
-    """The user cache directory (not created here)."""
-    if os.environ.get("GPUFLEET_CACHE_DIR"):
-        return Path(os.environ["GPUFLEET_CACHE_DIR"]).expanduser()
-    if os.environ.get("XDG_CACHE_HOME"):
-        return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "gpufleet"
+    """The user cache directory (not created here). Blank values are unset (a cache is never an error);
+    ``XDG_CACHE_HOME`` counts only when absolute (XDG Base Directory specification)."""
+    own = os.environ.get("GPUFLEET_CACHE_DIR", "")
+    if own.strip():
+        return Path(own).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    if xdg.strip() and Path(xdg).expanduser().is_absolute():
+        return Path(xdg).expanduser() / "gpufleet"
     return Path.home() / ".cache" / "gpufleet"
 
 

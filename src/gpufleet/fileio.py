@@ -18,6 +18,7 @@ what is allowed and what to do.
 from __future__ import annotations
 
 import codecs
+import contextlib
 import csv
 import io
 import json
@@ -78,9 +79,30 @@ def check_user_path(path: str | Path, *, what: str = "file") -> Path:
     return p
 
 
+#: (device, inode) of every user file read while a CLI command runs (:func:`tracking_inputs`), else None:
+#: an output path naming one of them is refused, so ``-o`` cannot overwrite the command's own input. The
+#: library alone tracks nothing (a notebook may rewrite a profile it loaded).
+_INPUTS_READ: set[tuple[int, int]] | None = None
+
+
+@contextlib.contextmanager
+def tracking_inputs() -> Iterator[None]:
+    """While the block runs, :func:`check_output_path` refuses the user files read in it (CLI commands)."""
+    global _INPUTS_READ
+    outer, _INPUTS_READ = _INPUTS_READ, set()
+    try:
+        yield
+    finally:
+        _INPUTS_READ = outer
+
+
 def read_user_bytes(path: str | Path, *, what: str = "file", max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     """The bytes of the regular file ``path``: at most ``max_bytes``, else :class:`ConfigFileError`."""
     p = check_user_path(path, what=what)
+    if _INPUTS_READ is not None:
+        with contextlib.suppress(OSError):
+            st = p.stat()
+            _INPUTS_READ.add((st.st_dev, st.st_ino))
     try:
         with p.open("rb") as fh:
             data = fh.read(max_bytes + 1)
@@ -377,6 +399,11 @@ def check_output_path(path: str | Path, *, what: str = "output file") -> Path:
         raise InputError(
             f"Cannot write the {what} to {p}: it is a folder. Give a file path, e.g. {p / 'report.json'}."
         )
+    if st is not None and _INPUTS_READ is not None and (st.st_dev, st.st_ino) in _INPUTS_READ:
+        raise InputError(
+            f"Cannot write the {what} to {p}: it is one of this command's input files, which the output "
+            "would replace. Give another path for the output."
+        )
     if st is not None and not stat.S_ISREG(st.st_mode):
         raise InputError(
             f"Cannot write the {what} to {p}: it is a device, FIFO or other special file; gpufleet writes "
@@ -454,4 +481,5 @@ __all__ = [
     "read_user_bytes",
     "read_user_text",
     "syntax_error_text",
+    "tracking_inputs",
 ]

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, model_validator
 
@@ -58,6 +58,10 @@ class NoBoolNumbers(BaseModel):
     """A model whose int/float fields refuse booleans and unbounded magnitudes, and whose text fields refuse
     blanks (module doc; subclasses set their own ``model_config``)."""
 
+    #: Number fields whose own validator states their bound (and words its message): not held to
+    #: :data:`MAX_FILE_NUMBER` here, so that the field's message names its real limit.
+    OWN_BOUNDS: ClassVar[frozenset[str]] = frozenset()
+
     @model_validator(mode="before")
     @classmethod
     def _no_bool_numbers(cls, data: Any) -> Any:
@@ -85,6 +89,7 @@ class NoBoolNumbers(BaseModel):
                     and math.isfinite(number)
                     and abs(number) > MAX_FILE_NUMBER
                     and not _has_upper_bound(field.metadata)
+                    and str(key) not in cls.OWN_BOUNDS
                 ):
                     raise ValueError(
                         f"{key}: {number!r} is beyond the largest number gpufleet accepts in a file "

@@ -56,6 +56,9 @@ MAX_PRICE_USD_PER_HOUR = 1e5
 MAX_RANKED = 1000
 #: Longest solver time limit [s]: one day (86,400 s); the fleet plans of docs/fleet.md solve in seconds.
 MAX_TIME_LIMIT_S = 86_400.0
+#: Most runs of one sweep (grid points x seeds): a 6-policy x 5 x 5 grid over 10 seeds is 1,500; a spec
+#: listing 100,000 seeds ran for hours in local processes before this bound.
+MAX_SWEEP_RUNS = 10_000
 #: Longest simulated cold start [s]: one day; real ones take seconds to ~15 minutes (docs/simulate.md).
 MAX_COLD_START_S = 86_400.0
 

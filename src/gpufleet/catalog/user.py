@@ -74,6 +74,8 @@ class _Strict(NoBoolNumbers):
 class OfferIn(_Strict):
     """One user offer (gpufleet format)."""
 
+    OWN_BOUNDS = frozenset({"price_on_demand_usd_per_hour", "price_spot_usd_per_hour"})
+
     provider: str = Field(min_length=1)
     region: str = Field(min_length=1)
     zone: str | None = None
@@ -89,6 +91,30 @@ class OfferIn(_Strict):
     price_on_demand_usd_per_hour: float
     price_spot_usd_per_hour: float | None = None
     captured_at: str = USER_CAPTURED_AT
+
+    @field_validator("captured_at", mode="before")
+    @classmethod
+    def _captured(cls, v: object) -> object:
+        """A capture date as the shipped catalog writes it (``2026-08``, ``2026-08-14``, a ``/`` range or an
+        ISO date-time; an unquoted YAML date too), not in the future; free text ('yesterday') made the age
+        column read "unknown date" and a future date "0 months old"."""
+        import datetime as dt
+
+        if isinstance(v, dt.date):  # YAML reads an unquoted 2026-01-01 as a date
+            v = v.isoformat()
+        if not isinstance(v, str) or v == USER_CAPTURED_AT:
+            return v
+        from gpufleet.catalog.offers import _date_bounds
+
+        bounds = _date_bounds(v)
+        if bounds is None:
+            raise ValueError(
+                f"{v!r} is not a capture date; write YYYY-MM-DD or YYYY-MM (a range as 2026-08/2026-11), "
+                "or leave captured_at out"
+            )
+        if bounds[0] > dt.date.today() + dt.timedelta(days=1):
+            raise ValueError(f"{v!r} is in the future; give the date the prices were captured")
+        return v.strip()
 
     @field_validator("price_on_demand_usd_per_hour")
     @classmethod
@@ -120,6 +146,8 @@ class OfferIn(_Strict):
 
 class OverrideIn(_Strict):
     """One price override: matched by provider + instance type (+ region glob)."""
+
+    OWN_BOUNDS = frozenset({"price_on_demand_usd_per_hour", "price_spot_usd_per_hour"})
 
     provider: str = Field(min_length=1)
     instance_type: str = Field(min_length=1)
@@ -378,8 +406,17 @@ def _read_gfo(path: Path, data: dict[str, Any]) -> UserCatalog:
     except ValidationError as exc:
         raise _describe(path, exc, data) from exc
     offers = []
+    seen: dict[str, str] = {}  # instance name (case-folded) -> the key that gave it
     for key, inst in sorted(doc.gpu_instances.items()):
         entry = f"gpu_instances / {key}"
+        for ident in {key.casefold(), inst.name.casefold()}:
+            if ident in seen:  # two offers of one name at one price list: which one is meant is unknowable
+                raise ConfigFileError(
+                    f"User catalog {path}: entry {entry} repeats gpu_instances / {seen[ident]} (instance "
+                    "keys and names are matched case-insensitively, e.g. P5 and p5). Keep one entry per "
+                    "instance."
+                )
+            seen[ident] = key
         bare = strip_vendor_prefix(inst.gpu_type)  # the guide writes "NVIDIA L40S"
         spec_id = GFO_GPU_TYPES.get(bare) or _resolve_gpu(path, entry, "gpu_type", inst.gpu_type)
         offers.append(

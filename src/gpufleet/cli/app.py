@@ -147,8 +147,10 @@ class _ErrorHandlingGroup(TyperGroup):
     """Turns library errors into a clean message and exit code 2 for every subcommand."""
 
     def invoke(self, ctx: typer.Context) -> Any:  # type: ignore[override]
+        from gpufleet.fileio import tracking_inputs  # outputs may not overwrite the command's input files
+
         try:
-            with warnings.catch_warnings():
+            with warnings.catch_warnings(), tracking_inputs():
                 warnings.simplefilter("always", UserWarning)
                 warnings.showwarning = _show_warning  # e.g. refreshed prices rejected, shipped ones used
                 return super().invoke(ctx)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from gpufleet.cli.console import console, err_console
-from gpufleet.errors import UnknownNameError
+from gpufleet.errors import InputError, UnknownNameError
 from gpufleet.validation import check_number
 
 if TYPE_CHECKING:
@@ -92,6 +92,12 @@ def update(
         raise UnknownNameError(
             "price-API provider", provider, PROVIDERS, hint="Refresh supports aws, azure, gcp."
         )
+    regions = [r.strip() for item in region or () for r in item.split(",") if r.strip()]
+    if region and not regions:  # `--region ""` fetched every catalog region
+        raise InputError(
+            f"--region {', '.join(map(repr, region))} names no region. Give region codes such as us-east-1 "
+            "(repeatable or comma-separated), or leave --region out for the catalog's regions."
+        )
     if not dry_run:  # refuse a foreign file before spending minutes on the network
         store.check_provider_writable(provider)
     with Progress(
@@ -108,7 +114,6 @@ def update(
         def progress(description: str, done: int, total: int | None) -> None:
             bar.update(task, description=description, completed=done, total=total)
 
-        regions = [r.strip() for item in region or () for r in item.split(",") if r.strip()]
         result = refresh(provider, regions or None, progress=progress, budget_s=network_budget)
     written = None if dry_run else write_result(result)
     console.print(_summary(result, written))

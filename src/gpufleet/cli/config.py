@@ -458,7 +458,12 @@ def show(
         raise ConfigFileError(
             f"--gfo-config {folder}: not a folder. Pass the folder holding {', '.join(GFO_CONFIG_FILES)}."
         )
-    files = [folder / n for n in GFO_CONFIG_FILES if (folder / n).is_file()]
+    # a named folder's entries that are not regular files (FIFO, folder) go to the reader, which says so
+    files = [
+        folder / n
+        for n in GFO_CONFIG_FILES
+        if (folder / n).is_file() or (gfo_config is not None and (folder / n).exists())
+    ]
     if gfo_config is not None and not files:
         raise ConfigFileError(
             f"--gfo-config {folder} holds none of {', '.join(GFO_CONFIG_FILES)}. Pass the optimizer's "

@@ -136,6 +136,12 @@ def memory(
             fix="Leave those options out, or pass a training --task (pretrain, full_finetune, lora or "
             "qlora).",
         )
+    if task == "load":
+        reject_ignored(
+            ["batch", "seq_len", "input_len", "output_len", "kv_precision", "engine"],
+            why="with --task load (weights only: no KV cache, activations or engine reserve)",
+            fix="Leave those options out, or pass --task inference to size the KV cache as well.",
+        )
     hint: tuple[str, ...] = ()
     if not mem.fits:
         from gpufleet.estimate.memory_options import fitting_option

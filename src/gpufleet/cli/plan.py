@@ -98,6 +98,11 @@ def register(app: typer.Typer) -> None:
                 "--format skypilot writes one file per placement: give a folder with -o/--output."
             )
         start = _period(period)
+        if image and (not image.strip() or any(c.isspace() or not c.isprintable() for c in image)):
+            raise InputError(
+                f"--image {image!r} is not a container image reference: it holds spaces or control "
+                "characters, which no registry accepts. Pass one like ghcr.io/org/server:1.2."
+            )
         if fmt is not PlanFormat.k8s:
             reject_ignored(
                 ["image"],

@@ -228,12 +228,12 @@ def batch_cmd(
     output: OutputOpt = None,
 ) -> None:
     """Schedule a job queue on a fleet: makespan, waits, utilisation, cost, deadline misses, per team."""
-    from gpufleet.simulate.batch import read_fleet, simulate_batch
+    from gpufleet.simulate.batch import check_policy_acts, read_fleet, simulate_batch
     from gpufleet.simulate.jobs import read_jobs
 
-    result = simulate_batch(
-        read_jobs(jobs, jobs_format), read_fleet(fleet) if fleet else None, policy=policy, seed=seed
-    )
+    queue, pools = read_jobs(jobs, jobs_format), read_fleet(fleet) if fleet else None
+    check_policy_acts(policy, queue, pools)
+    result = simulate_batch(queue, pools, policy=policy, seed=seed)
     _emit(result, fmt, output)
 
 

@@ -132,6 +132,40 @@ def flatten_entry(entry: Mapping[str, Any]) -> dict[str, Any]:
     return outer | dict(scenario)
 
 
+#: Keys of a GFO workload entry that carry no field of ours (free text of the guide, and use_spot).
+_GFO_EXTRA_KEYS = frozenset({"use_spot", "expected_outcome", "tags", "notes", "comment", "comments"})
+
+
+def _check_keys(entry: Mapping[str, Any], source: str, name: str) -> None:
+    """Each field of a (flattened) GFO entry is given once, and no key is a misspelling of a known one:
+    matching is case-insensitive, so ``use_spot`` and ``Use_Spot`` (or ``model`` and ``model_size``, two
+    spellings of one field) with different values silently chose one, and ``monthly_hourz`` silently left
+    the default hours in force. Other unknown keys are the optimizer's own and stay ignored."""
+    seen: dict[str, str] = {}
+    for key in map(str, entry):
+        low = key.lower()
+        field = next((f for f, names in SYNONYMS.items() if low in names), None)
+        slot = low if field is None or field == "description" else field  # name and description: texts
+        if slot in seen and entry[seen[slot]] != entry[key]:
+            raise ConfigFileError(
+                f"GPU Fleet Optimizer workloads file {source}, entry {name!r}: keys {seen[slot]!r} and "
+                f"{key!r} give the same field different values (keys are matched case-insensitively, "
+                "synonyms as one field); keep one."
+            )
+        seen[slot] = key
+        if field is None and low not in _GFO_EXTRA_KEYS:
+            import difflib
+
+            known = sorted({n for names in SYNONYMS.values() for n in names} | _GFO_EXTRA_KEYS)
+            near = difflib.get_close_matches(low, known, n=2, cutoff=0.85)
+            if near:  # other unknown keys are the optimizer's own (kept for compatibility, not read)
+                raise ConfigFileError(
+                    f"GPU Fleet Optimizer workloads file {source}, entry {name!r}: unknown key {key!r} "
+                    f"(did you mean {' or '.join(near)}?). As written it would be ignored and its default "
+                    "used; fix the spelling."
+                )
+
+
 def _pick(entry: Mapping[str, Any], field: str) -> tuple[str, Any] | None:
     lower = {str(k).lower(): (str(k), v) for k, v in entry.items()}
     for name in SYNONYMS[field]:
@@ -171,6 +205,7 @@ def gfo_entry_to_dict(
             f"of fields, got {document_kind(entry)}."
         )
     entry = flatten_entry(entry)
+    _check_keys(entry, source, name)
     out: dict[str, Any] = {"name": name}
     model = _pick(entry, "model")
     if model is None:

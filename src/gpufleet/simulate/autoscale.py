@@ -399,6 +399,13 @@ def simulate_autoscale(
             f"{MAX_TRACE_SPAN_S / SECONDS_PER_DAY:,.0f} days "
             "a replay simulates. Cut the trace to a shorter window."
         )
+    if span_s <= 0:
+        raise InputError(
+            f"The trace {trace.name} spans 0 s: its {len(trace.arrival_s):,} request(s) all arrive at "
+            "the same instant, so there is no load over time to autoscale on (a constant timestamp "
+            "column, or dates without a time of day, read so). Give arrival times in seconds that spread "
+            "the requests over the window replayed, or use `gpufleet estimate infer` for one burst."
+        )
     if not 0 <= min_replicas <= max_replicas or max_replicas < 1:
         raise InputError(f"replicas: need 0 <= min ({min_replicas}) <= max ({max_replicas}) and max >= 1.")
     if not 0 <= spot_share <= 1:

@@ -250,6 +250,31 @@ MAX_STALLED_INTERRUPTIONS = 100
 MAX_INTERRUPTIONS_PER_JOB = 20_000
 
 
+def check_policy_acts(policy: str, jobs: Sequence[Job], fleet: Fleet | None = None) -> None:
+    """:class:`InputError` when ``policy`` has nothing to act on in this queue and fleet, so that it would
+    run as plain fifo: ``offpeak`` without an off-peak window, ``spot`` without a spot pool, ``deadline``
+    without a deadline (``simulate batch`` asks this; a sweep over every policy may include such runs)."""
+    fl = fleet or default_fleet()
+    idle_policy = {
+        "offpeak": (
+            fl.off_peak is None,
+            "the fleet has no off_peak window",
+            "add off_peak to the fleet file",
+        ),
+        "spot": (
+            all(p.kind != "spot" for p in fl.pools),
+            "the fleet has no spot pool",
+            "add a pool with kind: spot",
+        ),
+        "deadline": (all(j.deadline_h is None for j in jobs), "no job has a deadline", "fill deadline_s"),
+    }.get(policy)
+    if idle_policy is not None and idle_policy[0]:  # the policy would silently run as plain FIFO
+        raise InputError(
+            f"--policy {policy} has nothing to act on: {idle_policy[1]}, so it would run as plain fifo. "
+            f"Pass --policy fifo (or easy, priority), or {idle_policy[2]}."
+        )
+
+
 def simulate_batch(
     jobs: Sequence[Job],
     fleet: Fleet | None = None,
@@ -275,6 +300,13 @@ def simulate_batch(
     too_big = [j.job_id for j in jobs if j.gpus > biggest]
     if too_big:
         raise InputError(f"jobs {too_big[:5]} need more GPUs than the largest pool ({biggest}); add nodes.")
+    unqueued = sorted({j.team for j in jobs if fl.teams and j.team not in fl.teams})
+    if unqueued:  # Kueue admits no workload of a queue it does not have; quotas were silently skipped
+        raise InputError(
+            f"jobs of the team(s) {unqueued[:5]} have no queue in the fleet file's teams "
+            f"({', '.join(sorted(fl.teams))}), so no quota would apply to them. Add those teams under "
+            "teams: (an entry with no quota keys is unlimited), or fix the job file's team names."
+        )
     env = new_environment()
     rng = make_rng(seed)
     st = [_State(remaining_h=j.duration_h or 0.0) for j in jobs]

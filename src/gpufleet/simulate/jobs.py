@@ -187,13 +187,20 @@ def _generic(p: Path, line: int, row: dict[str, str]) -> Job:
             f"The job file {p}, line {line}: preemptible = {row['preemptible']!r}; true/false."
         )
     dl = _num(p, line, "deadline_s", row["deadline_s"], allow_empty=True)
+    submit_s = _num(p, line, "submit_s", row["submit_s"]) or 0.0
+    if dl is not None and dl <= submit_s:
+        raise ConfigFileError(
+            f"The job file {p}, line {line}: deadline_s = {row['deadline_s']} is not after submit_s = "
+            f"{row['submit_s']}; both are seconds on the same clock, so this job could never meet it. Give "
+            "the deadline as that clock's time (submit_s + the time allowed), or leave it empty."
+        )
     try:
         prio = int(row["priority"] or 0)
     except ValueError:
         raise ConfigFileError(f"The job file {p}, line {line}: priority must be an integer.") from None
     return Job(
         job_id=row["job_id"] or f"line{line}",
-        submit_h=(_num(p, line, "submit_s", row["submit_s"]) or 0.0) / 3600,
+        submit_h=submit_s / 3600,
         gpus=int(gpus),
         duration_h=dur / SECONDS_PER_HOUR if dur is not None else None,
         priority=prio,

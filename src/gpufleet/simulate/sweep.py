@@ -21,6 +21,7 @@ Parquet with pyarrow (the ``gpufleet[parquet]`` extra; atomic write).
 from __future__ import annotations
 
 import itertools
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -31,7 +32,7 @@ from typing import Any
 
 from gpufleet.errors import ConfigFileError, InputError, UnsupportedError
 from gpufleet.fileio import load_structured_file
-from gpufleet.validation import check_count
+from gpufleet.validation import MAX_SWEEP_RUNS, check_count
 
 SWEEP_KINDS = ("autoscale", "spot", "batch")
 ENGINES = ("local", "ray")
@@ -186,6 +187,13 @@ def check_sweep_spec(spec: SweepSpec) -> None:
         isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in spec.seeds
     ):
         raise InputError(f"sweep spec: seeds is a non-empty list of integers >= 0, got {spec.seeds!r}.")
+    runs = math.prod(len(v) for v in spec.grid.values()) * len(spec.seeds)
+    if runs > MAX_SWEEP_RUNS:
+        sizes = " x ".join([*(f"{len(v)} {k}" for k, v in spec.grid.items()), f"{len(spec.seeds)} seeds"])
+        raise InputError(
+            f"sweep spec: {sizes} is {runs:,} runs, more than the {MAX_SWEEP_RUNS:,} one sweep may hold. "
+            "Shorten the grid lists or the seeds, or split the sweep into several specs."
+        )
 
 
 def run_config(kind: str, cfg: Mapping[str, Any]) -> dict[str, Any]:

@@ -4,7 +4,7 @@ Accepted layouts (``fmt="auto"`` picks one from the header or the file suffix):
 
 * ``azure``: Azure LLM inference trace 2023/2024 (Splitwise, Patel et al. ISCA 2024), CSV
   ``TIMESTAMP,ContextTokens,GeneratedTokens``; the timestamp is a naive date-time (``2023-11-16
-  18:15:46.6805900``, up to 7 fractional digits).
+  18:15:46.6805900``, up to 7 fractional digits), or one with a UTC offset (``Z``, ``+05:00``) on every row.
 * ``mooncake``: Mooncake FAST'25 traces (Qin et al. 2025), JSON Lines with ``timestamp`` [ms from the trace
   start], ``input_length``, ``output_length`` (``hash_ids`` is read and ignored).
 * ``burstgpt``: BurstGPT (Wang et al. 2024), CSV ``Timestamp,Model,Request tokens,Response tokens,Total
@@ -22,6 +22,7 @@ the first output token).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -174,6 +175,33 @@ def _detect(p: Path, text: str) -> str:
     )
 
 
+#: An Azure trace TIMESTAMP: date, time, up to 7 fractional digits (the trace's own), optional UTC offset.
+_AZURE_TIME = re.compile(
+    r"(\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}(?::\d{2})?)(?:\.(\d{1,9}))?\s*(Z|[+-]\d{2}:?\d{2})?"
+)
+
+
+def _azure_time(p: Path, line: int, raw: str) -> datetime:
+    """The date-time of an Azure TIMESTAMP: naive, or aware when it carries an offset (``Z``, ``+05:00``),
+    which is kept rather than cut off; a date without a time of day is an error (requests would collapse
+    onto midnight)."""
+    m = _AZURE_TIME.fullmatch(raw.strip())
+    dt: datetime | None = None
+    if m is not None:
+        frac = f".{(m.group(2) or '0')[:6]}"
+        tz = m.group(3) or ""
+        try:
+            dt = datetime.fromisoformat(m.group(1).replace("T", " ") + frac + ("+00:00" if tz == "Z" else tz))
+        except ValueError:
+            dt = None
+    if dt is None:
+        raise ConfigFileError(
+            f"The request trace {p}, line {line}: TIMESTAMP {raw!r} is not a date-time like "
+            "2023-11-16 18:15:46.6805900 (a date and a time of day; a UTC offset such as +00:00 is optional)."
+        )
+    return dt
+
+
 def _number(p: Path, line: int, column: str, raw: str) -> float:
     try:
         v = float(raw)
@@ -230,15 +258,16 @@ def _read_csv(p: Path, text: str, fmt: str) -> RequestTrace:
                 f"({','.join(layout)})."
             )
         if fmt == "azure":
-            try:
-                dt = datetime.fromisoformat(cells[0].strip()[:26])
-            except ValueError:
-                raise ConfigFileError(
-                    f"The request trace {p}, line {line}: TIMESTAMP {cells[0]!r} is not a date-time like "
-                    "2023-11-16 18:15:46.6805900."
-                ) from None
+            dt = _azure_time(p, line, cells[0])
             if first_dt is None:
                 first_dt = dt
+            elif (dt.tzinfo is None) != (first_dt.tzinfo is None):
+                raise ConfigFileError(
+                    f"The request trace {p}, line {line}: TIMESTAMP {cells[0]!r} "
+                    f"{'has no' if dt.tzinfo is None else 'has a'} UTC offset but the first row's "
+                    f"{'has one' if first_dt.tzinfo is not None else 'does not'}; mixing them makes the "
+                    "order of requests unknowable. Give every timestamp an offset (e.g. +00:00), or none."
+                )
             t.append((dt - first_dt).total_seconds())
             i.append(_tokens(p, line, "ContextTokens", cells[1]))
             o.append(_tokens(p, line, "GeneratedTokens", cells[2]))

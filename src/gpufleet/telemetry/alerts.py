@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 import yaml
-from pydantic import ConfigDict, Field, ValidationError, field_validator
+from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpufleet.errors import ConfigFileError, InputError
 from gpufleet.fileio import load_structured_file, parse_yaml_or_json
 from gpufleet.strict_model import NoBoolNumbers
 from gpufleet.telemetry.analyze import Window
 from gpufleet.telemetry.inventory import InventoryEntry, resolve_cost
+from gpufleet.telemetry.readers.common import VALUE_RANGE
 from gpufleet.telemetry.schema import METRICS
 from gpufleet.telemetry.store import TelemetryStore
 from gpufleet.units import HOURS_PER_DAY, SECONDS_PER_HOUR, US_PER_S
@@ -74,6 +75,23 @@ class _RuleIn(NoBoolNumbers):
     def _dur(cls, v: str) -> str:
         parse_duration_s(v)
         return v
+
+    @model_validator(mode="after")
+    def _reachable(self) -> _RuleIn:
+        """A threshold the metric can never cross (``gpu_util_pct > 900``: a percent typed as 0-1000, or
+        a unit mix-up) is an error, not a rule that silently never fires."""
+        rng = {**VALUE_RANGE, "memory_used_pct": (0.0, 100.0)}.get(self.metric)
+        if rng is None:
+            return self
+        lo, hi = rng
+        t = self.threshold
+        never = {">": t >= hi, ">=": t > hi, "<": t <= lo, "<=": t < lo}[self.op]
+        if never:
+            raise ValueError(
+                f"threshold {t:g} with op {self.op!r} can never be met: {self.metric} ranges from {lo:g} to "
+                f"{hi:g}. Check the unit (percent 0-100, MiB, W, s) of the threshold"
+            )
+        return self
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

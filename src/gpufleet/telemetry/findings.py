@@ -38,7 +38,12 @@ from gpufleet.telemetry.finding_types import (
     Option,
     Thresholds,
 )
-from gpufleet.telemetry.inventory import InventoryEntry, resolve_cost, spec_for_model
+from gpufleet.telemetry.inventory import (
+    InventoryEntry,
+    check_inventory_matches,
+    resolve_cost,
+    spec_for_model,
+)
 from gpufleet.telemetry.options import (
     ObservedNeeds,
     current_risk_level,
@@ -244,6 +249,7 @@ def find(
 ) -> FleetFindings:
     """Findings for every GPU, node and workload in ``stats``."""
     th = thresholds or Thresholds()
+    check_inventory_matches(inventory, [(s.host, s.gpu_uuid) for s in stats])
     gpus = tuple(classify(s, th, window, inventory) for s in stats)
     by_host: dict[str, list[GpuFinding]] = defaultdict(list)
     by_work: dict[str, list[GpuFinding]] = defaultdict(list)

@@ -134,6 +134,11 @@ def ingest_files(
     for name, value in (("input_format", input_format), ("host", host), ("timezone", timezone)):
         if value is not None and not isinstance(value, str):
             raise InputError(f"{name} must be a string, got {value!r}.")
+    if host is not None and not host.strip():
+        raise InputError(
+            f"--host {host!r} is blank; it names the machine of an nvidia-smi CSV. Give the host name, or "
+            "leave --host out to use the file name."
+        )
     store = store or TelemetryStore()
     batch, problems = SampleBatch(), ProblemCounter()
     n = 0

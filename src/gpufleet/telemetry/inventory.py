@@ -32,7 +32,7 @@ from pydantic import ConfigDict, ValidationError
 
 from gpufleet.catalog.pricing import PRICE_KINDS, prices_usd_per_hour
 from gpufleet.catalog.specs import AcceleratorSpec, get_spec
-from gpufleet.errors import ConfigFileError, GpufleetError
+from gpufleet.errors import ConfigFileError, GpufleetError, close_matches
 from gpufleet.fileio import load_structured_file, read_csv_file
 from gpufleet.strict_model import NoBoolNumbers
 
@@ -240,6 +240,27 @@ def catalog_median_usd_per_gpu_hour(spec_id: str) -> float | None:
     return float(np.median(per))
 
 
+def check_inventory_matches(
+    inventory: Sequence[InventoryEntry], gpus: Sequence[tuple[str, str | None]], source: str = ""
+) -> None:
+    """:class:`ConfigFileError` when no entry of ``inventory`` matches any of ``gpus`` (host, GPU UUID):
+    the file then prices nothing (a glob like ``node-[``, another cluster's host names) and every GPU fell
+    back silently to its labels or the catalog median. Entries for hosts not in the window are fine."""
+    if not inventory or not gpus:
+        return
+    for e in inventory:
+        for host, uuid in gpus:
+            if (e.gpu_uuid and e.gpu_uuid == uuid) or (e.host and fnmatch.fnmatchcase(host, e.host)):
+                return
+    pats = sorted({e.host or e.gpu_uuid or "" for e in inventory})
+    hosts = sorted({h for h, _ in gpus})
+    raise ConfigFileError(
+        f"The inventory{' ' + source if source else ''} matches none of the GPUs in the window: its host "
+        f"globs / GPU UUIDs {pats[:5]} match no host of {hosts[:5]}{' ...' if len(hosts) > 5 else ''}. "
+        "Globs are case-sensitive shell patterns ('node-*'); fix them, or leave --inventory out."
+    )
+
+
 def resolve_cost(
     *,
     host: str,
@@ -282,6 +303,19 @@ def resolve_cost(
         kind, basis = "on_demand", "catalog median"
     if provider and itype:
         table = _match_offer(provider, itype, region)
+        if (
+            table is not None
+            and basis == "inventory"
+            and region
+            and not (table.column("region") == region).any()
+        ):
+            listed = sorted({str(r) for r in table.column("region")})
+            near = close_matches(region, listed, n=5) or listed[:5]
+            raise ConfigFileError(
+                f"Host {host}: the inventory puts {provider} {itype} in region {region!r}, where the catalog "
+                f"lists none (did you mean {', '.join(near)}? it is listed in {len(listed)} regions). Fix "
+                "the region, or leave it out to price the instance type in any region."
+            )
         if table is None:
             raise ConfigFileError(
                 f"Host {host}: no catalog offer for {provider} {itype}"
@@ -331,6 +365,7 @@ __all__ = [
     "GpuCost",
     "InventoryEntry",
     "catalog_median_usd_per_gpu_hour",
+    "check_inventory_matches",
     "load_inventory",
     "resolve_cost",
     "spec_for_model",

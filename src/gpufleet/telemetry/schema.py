@@ -180,6 +180,11 @@ PROBLEM_KINDS: Final[dict[str, tuple[bool, str]]] = {
     "duplicate_sample": (True, "same GPU, metric and timestamp as a sample already read or stored"),
     "out_of_order": (False, "timestamps going backwards within one series (sorted on store)"),
     "before_epoch": (True, "a timestamp before 1970-01-01 UTC (a host clock that was never set)"),
+    "before_2000": (
+        True,
+        "a timestamp before 2000-01-01 UTC, years before any GPU exporter: seconds where milliseconds are "
+        "expected (Prometheus text timestamps are ms) or a clock that was never set",
+    ),
     "clock_skew": (True, "a timestamp in the future beyond the tolerance (host clock ahead)"),
     "out_of_range": (True, "a value outside the metric's physical range (e.g. utilisation > 100 %)"),
     "no_timestamp": (False, "exposition sample without a timestamp: the scrape time given was used"),

@@ -42,6 +42,8 @@ if TYPE_CHECKING:
     import duckdb
 
 MANIFEST: Final = "manifest.json"
+#: First and last 4 bytes of every Parquet file (Apache Parquet format specification, "File format").
+_PARQUET_MAGIC: Final = b"PAR1"
 FORMAT: Final = "gpufleet-telemetry-store"
 VERSION: Final = 1
 #: Samples more than this far in the future (relative to the ingest clock) are refused as clock skew [s].
@@ -78,6 +80,35 @@ class TelemetryStore:
 
     def __init__(self, root: Path | str | None = None) -> None:
         self.root = Path(root) if root is not None else default_store_dir()
+        if self.root.exists() and not self.root.is_dir():
+            raise InputError(
+                f"The telemetry store {self.root} is a file, not a directory. A store is a directory that "
+                "gpufleet creates on the first ingest: pass --store with a new or empty directory path."
+            )
+
+    def _check_files(self, files: Sequence[str]) -> None:
+        """Each of ``files`` (listed in the manifest) is a whole Parquet file: present, a regular file,
+        with the ``PAR1`` magic at both ends (a truncated copy lacks its footer and made DuckDB raise)."""
+        for name in files:
+            path = Path(name)
+            try:
+                size = path.stat().st_size if path.is_file() else -1
+                if size >= 8:
+                    with path.open("rb") as fh:
+                        head = fh.read(4)
+                        fh.seek(size - 4)
+                        tail = fh.read(4)
+                else:
+                    head = tail = b""
+            except OSError:
+                size, head, tail = -1, b"", b""
+            if size < 0 or head != _PARQUET_MAGIC or tail != _PARQUET_MAGIC:
+                what = "is missing" if size < 0 else "is not a whole Parquet file (truncated or overwritten)"
+                raise ConfigFileError(
+                    f"The telemetry store {self.root} is damaged: {path} {what}. The store is written "
+                    "atomically, so it was edited, copied in part or the disk failed; restore the directory "
+                    "from a backup, or start a new store with --store and ingest again."
+                )
 
     # ----------------------------------------------------------------------------------------- manifest
     def manifest(self) -> dict[str, Any]:
@@ -117,7 +148,13 @@ class TelemetryStore:
 
     @contextlib.contextmanager
     def _lock(self) -> Iterator[None]:
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:  # a file on the path (NotADirectoryError), no permission, read-only disk
+            raise InputError(
+                f"Cannot create the telemetry store {self.root}: {exc.strerror or exc}. Pass --store with a "
+                "directory path that can be created (or set GPUFLEET_DATA_DIR to a writable directory)."
+            ) from None
         with (self.root / ".lock").open("a") as fh:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -140,6 +177,7 @@ class TelemetryStore:
         doc = self.manifest()
         parts = [str(self.root / p.file) for p in self.parts(start_us, end_us)]
         series = [str(self.root / f) for f in doc["series_files"]]
+        self._check_files([*parts, *series[-1:]])
         if parts:
             con.execute(f"CREATE VIEW samples AS SELECT ts, series_id, value FROM read_parquet({parts!r})")
         else:
@@ -243,6 +281,7 @@ class TelemetryStore:
                 )
             # Series ids: reuse existing ones, number new ones after the largest.
             old_series = [str(self.root / f) for f in doc["series_files"][-1:]]
+            self._check_files(old_series)
             if old_series:
                 con.execute(f"CREATE TEMP TABLE series AS SELECT * FROM read_parquet({old_series!r})")
             else:
@@ -278,6 +317,7 @@ class TelemetryStore:
             lo, hi, n_new = bounds
             if n_new:
                 overlap = [str(self.root / p.file) for p in self.parts(lo, hi + 1)]
+                self._check_files(overlap)
                 if overlap:
                     stored_dup = con.execute(
                         "SELECT count(*) FROM new_samples n WHERE EXISTS (SELECT 1 FROM "

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from gpufleet.catalog.fetch.rates import CommitmentRate, read_rates_csv
-from gpufleet.errors import DataError, GpufleetError
+from gpufleet.errors import DataError, GpufleetError, InputError
 from gpufleet.fileio import decode_user_bytes, read_user_bytes
 
 MARKER = "gpufleet-refreshed-prices"
@@ -51,11 +51,20 @@ class StoredDataWarning(UserWarning):
 
 
 def data_dir() -> Path:
-    """The user data directory (not created here)."""
-    if os.environ.get("GPUFLEET_DATA_DIR"):
-        return Path(os.environ["GPUFLEET_DATA_DIR"]).expanduser()
-    if os.environ.get("XDG_DATA_HOME"):
-        return Path(os.environ["XDG_DATA_HOME"]).expanduser() / "gpufleet"
+    """The user data directory (not created here). A blank ``GPUFLEET_DATA_DIR`` is an error (it made a
+    folder named by the spaces in the working directory); ``XDG_DATA_HOME`` is used only when absolute, as
+    the XDG Base Directory specification says (a relative or empty value is ignored)."""
+    own = os.environ.get("GPUFLEET_DATA_DIR", "")
+    if own and not own.strip():
+        raise InputError(
+            f"GPUFLEET_DATA_DIR is set to the blank {own!r}. Set it to the directory gpufleet keeps its data "
+            "in (refreshed prices, telemetry), or unset it for the default ~/.local/share/gpufleet."
+        )
+    if own:
+        return Path(own).expanduser()
+    xdg = os.environ.get("XDG_DATA_HOME", "")
+    if xdg.strip() and Path(xdg).expanduser().is_absolute():
+        return Path(xdg).expanduser() / "gpufleet"
     return Path.home() / ".local" / "share" / "gpufleet"
 
 

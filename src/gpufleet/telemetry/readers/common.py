@@ -118,6 +118,11 @@ def parse_index(text: str) -> int | None:
     return i if 0 <= i < 1_000_000 else None
 
 
+#: Earliest sample time stored [µs since 1970]: 2000-01-01 00:00 UTC. DCGM (2018) and nvidia-smi CSV logs
+#: are far younger; a 1970 date is a seconds value read as milliseconds or an unset clock.
+EARLIEST_TS_US = 946_684_800 * 1_000_000
+
+
 def lo_hi_ok(metric: str, value: float) -> bool:
     """True for a plain valid value (finite, not a DCGM blank, inside the metric's physical range)."""
     lo, hi = VALUE_RANGE[metric]
@@ -143,6 +148,9 @@ def add_checked(
         return
     if ts_us < 0:
         problems.add(where, "before_epoch", example)
+        return
+    if ts_us < EARLIEST_TS_US:
+        problems.add(where, "before_2000", example)
         return
     lo, hi = VALUE_RANGE[metric]
     if not lo <= value <= hi:

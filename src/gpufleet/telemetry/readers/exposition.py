@@ -14,6 +14,7 @@ from typing import Final
 
 from gpufleet.telemetry.readers.common import (
     DCGM_METRICS,
+    EARLIEST_TS_US,
     add_checked,
     canonical_labels,
     lo_hi_ok,
@@ -36,6 +37,8 @@ def parse_labels(text: str) -> dict[str, str] | None:
     while pos < len(text):
         m = _LABEL_RE.match(text, pos)
         if m is None:
+            return None
+        if m.group(1) in out:  # Prometheus rejects a repeated label name; one of the two would win
             return None
         out[m.group(1)] = m.group(2).replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
         pos = m.end()
@@ -117,7 +120,7 @@ def read_exposition(
         else:
             ts_us = int(float(m.group("ts")) * us_per_unit)
         value *= factor
-        if ts_us >= 0 and lo_hi_ok(metric, value):
+        if ts_us >= EARLIEST_TS_US and lo_hi_ok(metric, value):
             batch.add_sample(lid, ts_us, metric, value)
         else:
             add_checked(
