@@ -293,3 +293,29 @@ def test_every_shipped_entry_loads() -> None:
     entries = load_model_entries()
     assert len(entries) == 47
     assert all(e.arch.stated_params for e in entries.values())
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b"),
+        ("meta-llama/Meta-Llama-3.1-8B", "llama-3.1-8b"),
+        ("Llama-2-70b-chat-hf", "llama-2-70b"),
+        ("llama3.1-8b", "llama-3.1-8b"),
+        ("mistralai/Mistral-7B-Instruct-v0.3", "mistral-7b"),
+        ("Qwen/Qwen2.5-72B-Instruct", "qwen2.5-72b"),
+        ("google/gemma-3-27b-it", "gemma-3-27b"),
+        ("mistralai/Mistral-Small-24B-Instruct-2501", "mistral-small-3-24b"),
+        ("deepseek-ai/DeepSeek-V3-0324", "deepseek-v3"),
+        ("Qwen/Qwen3-30B-A3B-Instruct-2507", "qwen3-30b-a3b"),
+    ],
+)
+def test_a_release_of_a_shipped_model_resolves_to_its_architecture(name: str, expected: str) -> None:
+    assert resolve_model(name).id == expected
+
+
+@pytest.mark.parametrize("name", ["x-instruct", "Qwen/Qwen2.5-7B-Instruct-AWQ", "llama-instruct", "gpt-j"])
+def test_a_suffix_alone_does_not_invent_a_model(name: str) -> None:
+    # a quantised repo (AWQ) names a precision as well: the user says qwen2.5-7b and int4
+    with pytest.raises(UnknownNameError):
+        resolve_model(name)

@@ -2,8 +2,9 @@
 
 ``models.json`` holds config.json facts as published, with each model's stated parameter count and its source
 (``config_source``, ``params_source`` per entry). Resolution order: shipped id, alias, Hugging Face repo
-id (all case-insensitive), size class (SMALL, MEDIUM, LARGE, MASSIVE), then a path to a ``config.json``
-(or its folder).
+id (all case-insensitive), size class (SMALL, MEDIUM, LARGE, MASSIVE), a release of one shipped model
+(``meta-llama/Llama-3.1-8B-Instruct``, ``gemma-2-9b-it``, ``DeepSeek-V3-0324``: same architecture), then a
+path to a ``config.json`` (or its folder).
 """
 
 from __future__ import annotations
@@ -111,6 +112,39 @@ def load_model_aliases() -> dict[str, str]:
     return {k.lower(): v for k, v in aliases.items()}
 
 
+#: a release of a checkpoint that keeps its architecture: a trailing ``-Instruct``, ``-chat``, ``-hf``,
+#: ``-it``, ``-base`` or ``-pt`` (optionally versioned, ``-Instruct-v0.3``, ``-Instruct-2501``), or a bare
+#: four-digit release date (``DeepSeek-V3-0324``); Hugging Face naming of fine-tuned and dated re-releases
+_RELEASE_SUFFIX = re.compile(r"[-_](?:(?:instruct|chat|hf|it|base|pt)(?:[-_]v?\d+(?:\.\d+)*)?|\d{4})$")
+
+
+def _base_name(name: str) -> str:
+    """``name`` (lower case) without its Hugging Face organisation, a ``meta-`` vendor prefix and its release
+    suffixes; ``llama3.1-8b`` spelled ``llama-3.1-8b``."""
+    base = re.sub(r"^llama(\d)", r"llama-\1", name.rsplit("/", 1)[-1].removeprefix("meta-"))
+    while (shorter := _RELEASE_SUFFIX.sub("", base)) != base:
+        base = shorter
+    return base
+
+
+@cache
+def _by_base_name() -> dict[str, frozenset[str]]:
+    """Base name (:func:`_base_name`) of every id, alias and repo name -> the shipped ids it may mean."""
+    out: dict[str, set[str]] = {}
+    names = [(k, k) for k in load_model_entries()] + list(load_model_aliases().items())
+    names += [(e.hf_repo, k) for k, e in load_model_entries().items() if e.hf_repo]
+    for name, model_id in names:
+        out.setdefault(_base_name(name.lower()), set()).add(model_id)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _release_of(lower: str) -> str | None:
+    """The shipped id ``lower`` names as a release of it (an Instruct/chat/dated variant, a Hugging Face
+    repo id with another organisation or suffix, ``llama3.1-8b``), or None when that is not one id."""
+    ids = _by_base_name().get(_base_name(lower), frozenset())
+    return next(iter(ids)) if len(ids) == 1 else None
+
+
 def known_model_names() -> list[str]:
     """Every name :func:`resolve_model` accepts besides paths: ids, aliases and size classes."""
     return [*load_model_entries(), *load_model_aliases(), *SIZE_CLASSES]
@@ -137,6 +171,9 @@ def resolve_model(name_or_path: str | Path | ModelArch) -> ModelArch:
         return by_repo[lower].arch
     if name.upper() in SIZE_CLASSES:
         return size_class_arch(name.upper())
+    release = _release_of(lower) if len(name) <= 200 else None
+    if release is not None:
+        return entries[release].arch
     if len(name) > 1024:
         raise UnknownNameError(
             "model",
