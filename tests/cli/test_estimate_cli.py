@@ -78,6 +78,21 @@ def test_infer_table_and_json() -> None:
     assert isinstance(doc["notes"], list) and "memory" in doc
 
 
+def test_infer_table_shows_the_tpot_a_request_sees_under_load() -> None:
+    # at 64 concurrent requests each decode step also carries the prompts joining meanwhile: the table shows
+    # that TPOT and the decode step it is built on, and the system throughput matches the loaded one
+    args = ("infer", "-m", "llama-3.1-70b", "-g", "H100", "--gpus", "4", "-p", "fp8", "--batch", "64")
+    doc = json.loads(ok(*args, "--engine", "vllm", "-f", "json").stdout)
+    loaded, step = doc["tpot_loaded_s"]["central"], doc["tpot_s"]["central"]
+    assert loaded > step
+    per_replica = doc["output_tokens_per_s"]["central"] / doc["replicas"]
+    assert per_replica == pytest.approx(64 / loaded, rel=0.02)
+    table = ok(*args, "--engine", "vllm").stdout
+    assert "TPOT at this concurrency" in table and "decode step alone" in table
+    single = ok("infer", "-m", "llama-3.1-8b", "-g", "H100", "--batch", "1").stdout
+    assert "TPOT at this concurrency" not in single and "TPOT" in single
+
+
 def test_infer_multi_gpu_replicas() -> None:
     doc = json.loads(ok("infer", "-m", "llama-3.1-70b", "-g", "H100", "--gpus", "8", "--tp", "4",
                         "-f", "json").stdout)  # fmt: skip
