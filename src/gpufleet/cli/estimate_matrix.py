@@ -115,7 +115,9 @@ def _infer_grid(models: list[ModelArch], gpus: list[AcceleratorSpec], o: dict[st
                 output_len=o["output_len"], gpu_count=n, batch=o["batch"], profile=o["profile"],
             )  # fmt: skip
             if est.fits and est.ttft_s and est.tpot_s and est.requests_per_s:
-                ttft_ms, tpot_ms = est.ttft_s.central * MS_PER_S, est.tpot_s.central * MS_PER_S
+                # the TPOT a request sees at --batch (prompts of joining requests included), as req/s is
+                tpot = est.tpot_loaded_s or est.tpot_s
+                ttft_ms, tpot_ms = est.ttft_s.central * MS_PER_S, tpot.central * MS_PER_S
                 rps = est.requests_per_s.central
                 text = (
                     f"{n}× TP{est.tp}: TTFT {fmt_num(ttft_ms, 3)} ms · TPOT {fmt_num(tpot_ms, 3)} ms · "
