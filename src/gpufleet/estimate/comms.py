@@ -78,6 +78,12 @@ PCIE_NO_P2P_FORM_FACTORS = ("consumer", "aws", "gcp", "azure")
 #: fully connected"); HLS-Gaudi2/Gaudi3 boards link every chip to each of its 7 peers with 3 of its on-chip
 #: RoCE ports (21 of 24; Intel Gaudi 2 and Gaudi 3 white papers). Collectives of n ranks use n-1 links.
 MESH_FABRICS: tuple[tuple[str, int], ...] = (("infinity fabric (7 links", 8), ("roce on-chip", 8))
+#: on-chip RoCE ports of a Gaudi chip that face the scale-out network rather than its node peers: HLS-1 wires
+#: 7 of a Gaudi's 10 x 100 GbE ports to its 7 peers and 3 to scale-out (Habana HLS-1 system docs); HLS-Gaudi2
+#: 21 of 24 x 100 GbE (3 per peer) and 3 to scale-out (Intel Gaudi 2 white paper, "HLS-Gaudi2 server");
+#: HLS-Gaudi3 21 of 24 x 200 GbE and 3 (Intel Gaudi 3 white paper). The peers therefore share 21/24 of the
+#: listed all-port figure: 262.5 GB/s per direction on Gaudi 2 (not 300), 525 on Gaudi 3 (not 600)
+ROCE_SCALEOUT_PORTS = 3
 
 #: GPUs in one scale-up domain when the caller gives none (HGX/DGX baseboards: 8; PCIe hosts: 8 slots at most)
 DEFAULT_GPUS_PER_NODE = 8
@@ -143,12 +149,23 @@ def mesh_gpus(spec: AcceleratorSpec) -> int | None:
     return next((n for k, n in MESH_FABRICS if k in text), None)
 
 
+def roce_peer_share(spec: AcceleratorSpec) -> float:
+    """Share of the listed scale-up bandwidth that reaches node peers: ``(ports - 3) / ports`` for on-chip
+    RoCE fabrics (:data:`ROCE_SCALEOUT_PORTS`; 21/24 on Gaudi 2 and 3), 1 for every other fabric."""
+    m = re.search(r"(\d+)\s*x\s*\d+\s*gbe roce on-chip", spec.scaleup_interconnect.lower())
+    if m is None:
+        return 1.0
+    ports = int(m.group(1))
+    return (ports - ROCE_SCALEOUT_PORTS) / ports if ports > ROCE_SCALEOUT_PORTS else 1.0
+
+
 def intra_node_link(spec: AcceleratorSpec, link_eff: float, ranks: int | None = None) -> Link:
     """Link of a group of ``ranks`` GPUs of one node (None: the whole fabric): NVLink/IF (half the
     bidirectional per-GPU figure) or PCIe (:func:`pcie_link`).
 
     On a full-mesh fabric (:func:`mesh_gpus`) a group of ``ranks`` drives only its ``ranks - 1`` peer links,
-    ``(ranks - 1) / (mesh - 1)`` of the per-GPU figure; a group wider than an NVLink bridge
+    ``(ranks - 1) / (mesh - 1)`` of the per-GPU figure (of its peer-facing ports on Gaudi,
+    :func:`roce_peer_share`); a group wider than an NVLink bridge
     (:func:`scaleup_group_gpus`) runs over PCIe.
     """
     bridge = scaleup_group_gpus(spec)
@@ -157,6 +174,7 @@ def intra_node_link(spec: AcceleratorSpec, link_eff: float, ranks: int | None = 
         mesh = mesh_gpus(spec)
         if mesh is not None and ranks is not None and 2 <= ranks < mesh:
             bw *= (ranks - 1) / (mesh - 1)
+        bw *= roce_peer_share(spec)
         return Link(bw_gb_per_s=bw * link_eff, hop_latency_s=NVLINK_HOP_LATENCY_S, kind="nvlink")
     return pcie_link(spec, link_eff, ranks)
 
@@ -274,6 +292,7 @@ __all__ = [
     "MESH_FABRICS",
     "PCIE_NO_P2P_FORM_FACTORS",
     "PCIE_P2P_DOMAIN_GPUS",
+    "ROCE_SCALEOUT_PORTS",
     "SHM_BW_FACTOR",
     "SMALL_NODE_HOP_LATENCY_S",
     "SMALL_NODE_NETWORK_GB_PER_S",
@@ -291,5 +310,6 @@ __all__ = [
     "pcie_link",
     "pcie_p2p_capable",
     "pipeline_link",
+    "roce_peer_share",
     "scaleup_group_gpus",
 ]
