@@ -183,7 +183,9 @@ def _class_codes(info: OfferInfo) -> npt.NDArray[np.int64]:
     if hit is None or hit[0] is not info:
         if len(_CLASS_CODES) > 8:
             _CLASS_CODES.clear()
-        codes: npt.NDArray[np.int64] = np.unique(info.provider_class.astype(str), return_inverse=True)[1]
+        values = info.provider_class.tolist()  # few distinct classes: ranked without sorting every row
+        rank = {v: i for i, v in enumerate(sorted(set(values)))}
+        codes = np.fromiter((rank[v] for v in values), dtype=np.int64, count=len(values))
         hit = (info, codes)
         _CLASS_CODES[id(info)] = hit
     return hit[1]
