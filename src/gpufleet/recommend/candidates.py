@@ -202,8 +202,9 @@ def eligible_mask(table: OfferTable, w: Workload) -> B:
     no inference-only accelerator for training; the tier's exclusions (production: no marketplace or
     community hosts, no stale or undated prices, no host of unknown RAM/vCPUs, unless allowed). A new
     array on every call (callers narrow it in place)."""
-    if _LAST_ELIGIBLE and _LAST_ELIGIBLE[0][0] is table and _LAST_ELIGIBLE[0][1] is w:
-        return _LAST_ELIGIBLE[0][2].copy()
+    last = _LAST_ELIGIBLE[0] if _LAST_ELIGIBLE else None  # one read: another thread may replace it
+    if last is not None and last[0] is table and last[1] is w:
+        return last[2].copy()
     m = _eligible_mask(table, w)
     _LAST_ELIGIBLE[:] = [(table, w, m.copy())]
     return m
