@@ -55,6 +55,26 @@ COMMANDS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
+        "recommend 8B with SLOs, json",
+        [
+            "recommend",
+            "--model",
+            "llama-3.1-8b",
+            "--task",
+            "inference",
+            "--ttft-ms",
+            "500",
+            "--tpot-ms",
+            "50",
+            "--format",
+            "json",
+        ],
+    ),
+    (
+        "migrate 8B from 2x p5.48xlarge",
+        ["migrate", "--model", "llama-3.1-8b", "--current-instance", "p5.48xlarge", "--current-count", "2"],
+    ),
+    (
         "recommend 70B, eu, filters (README tour)",
         [
             "recommend",

@@ -48,3 +48,35 @@ def test_every_catalog_provider_has_a_class() -> None:
     caps = provider_capabilities()
     for p in load_offers().providers():
         assert p in caps, p
+
+
+def test_compiled_instance_patterns_match_as_fnmatch() -> None:
+    """_match (globs compiled once, plain names only in the exact pass) picks the row that the plain rule
+    picks: exact names first, then fnmatch globs, in file order; for every offer of the shipped table and
+    for names that only a glob or nothing matches."""
+    import fnmatch
+
+    from gpufleet.catalog import capabilities as cap
+    from gpufleet.catalog.offers import load_offers
+
+    def reference(provider: str, instance_type: str, gpu: str) -> object:
+        rows = cap._instance_rows().get(provider, ())
+        for row in rows:
+            if any(g == instance_type and (not sub or sub in gpu) for g, sub in row.patterns):
+                return row
+        for row in rows:
+            if any(
+                fnmatch.fnmatchcase(instance_type, g) and (not sub or sub in gpu) for g, sub in row.patterns
+            ):
+                return row
+        return None
+
+    table = load_offers()
+    triples = set(
+        zip(table.column("provider"), table.column("instance_type"), table.column("gpu"), strict=True)
+    )
+    for provider in cap._instance_rows():
+        triples |= {(provider, "no-such-instance", ""), (provider, "p5.48xlarge-x", "H100-SXM")}
+    assert len(triples) > 500
+    for p, i, g in sorted(triples):
+        assert cap._match(p, i, g) is reference(p, i, g), (p, i, g)

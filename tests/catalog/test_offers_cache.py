@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gpufleet.catalog import offers_cache, offers_io
-from gpufleet.catalog.offer_table import _FLOAT_COLUMNS, OFFER_COLUMNS, OfferTable
+from gpufleet.catalog.offer_table import _FLOAT_COLUMNS, _STR_COLUMNS, OFFER_COLUMNS, OfferTable
 from gpufleet.catalog.specs import load_specs
 from gpufleet.errors import DataError
 
@@ -128,3 +128,38 @@ def test_no_home_directory_still_loads(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(Path, "home", no_home)
     _same(_load(), offers_io.read_offers_csv(SMALL))
+
+
+def _codes_from_scratch(table: OfferTable, column: str) -> tuple[list[str], list[int]]:
+    uniq, inverse = np.unique(table.column(column).astype(str), return_inverse=True)
+    return uniq.tolist(), inverse.reshape(-1).tolist()
+
+
+def test_cached_table_codes_are_the_columns_codes() -> None:
+    """A table read from the cache takes each text column's sorted distinct values and codes from the file
+    (not re-sorted): they must be what the column itself gives, for every text column."""
+    _load()
+    cached = _load()  # from the .npz
+    assert cached._cache, "the cache file's codes were not used"
+    for c in _STR_COLUMNS:
+        uniq, codes = cached.codes(c)
+        assert (list(uniq), codes.tolist()) == _codes_from_scratch(cached, c), c
+        assert not codes.flags.writeable
+
+
+def test_unsorted_cache_values_are_not_trusted_as_codes(own_cache: Path) -> None:
+    """A cache file whose distinct values are out of order (edited) still gives the right codes: they are
+    recomputed from the column, not taken from the file."""
+    _load()
+    path = next(own_cache.glob("offers-*.npz"))
+    with np.load(path, allow_pickle=False) as npz:
+        arrays = {k: npz[k] for k in npz.files}
+    values = arrays["region.values"]
+    assert len(values) > 2
+    perm = np.arange(len(values))[::-1].copy()  # reversed order; codes remapped so the column is unchanged
+    arrays["region.values"] = values[perm]
+    arrays["region.codes"] = np.argsort(perm).astype(np.int32)[arrays["region.codes"]]
+    np.savez(path, allow_pickle=False, **arrays)
+    table = _load()
+    uniq, codes = table.codes("region")
+    assert (list(uniq), codes.tolist()) == _codes_from_scratch(table, "region")

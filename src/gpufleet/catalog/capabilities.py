@@ -24,6 +24,7 @@ from __future__ import annotations
 import csv
 import fnmatch
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -161,12 +162,30 @@ def _instance_rows() -> dict[str, tuple[_InstanceRow, ...]]:
     return {k: tuple(v) for k, v in rows.items()}
 
 
-def _match(rows: tuple[_InstanceRow, ...], instance_type: str, gpu: str) -> _InstanceRow | None:
-    for row in rows:  # exact names first, then globs (file order)
-        if any(g == instance_type and (not sub or sub in gpu) for g, sub in row.patterns):
+#: a pattern: (text, GPU substring, what ``fnmatch.fnmatchcase(name, text)`` tests as ``match(name) is not
+#: None``, or None for a plain name, which matches only itself)
+_Glob = tuple[str, str, Callable[[str], object] | None]
+
+
+@cache
+def _globs(provider: str) -> tuple[tuple[_InstanceRow, tuple[_Glob, ...]], ...]:
+    """The provider's instance rows with their glob patterns compiled once (fnmatch's own translation)."""
+    return tuple(
+        (row, tuple((g, sub, re.compile(fnmatch.translate(g)).match if any(c in g for c in "*?[") else None)
+                    for g, sub in row.patterns))
+        for row in _instance_rows().get(provider, ())
+    )  # fmt: skip
+
+
+def _match(provider: str, instance_type: str, gpu: str) -> _InstanceRow | None:
+    rows = _globs(provider)
+    for row, pats in rows:  # exact names first, then globs (file order)
+        if any(g == instance_type and (not sub or sub in gpu) for g, sub, _ in pats):
             return row
-    for row in rows:
-        if any(fnmatch.fnmatchcase(instance_type, g) and (not sub or sub in gpu) for g, sub in row.patterns):
+    for row, pats in rows:  # a plain name matching here would have matched above
+        if any(
+            m is not None and m(instance_type) is not None and (not sub or sub in gpu) for _, sub, m in pats
+        ):
             return row
     return None
 
@@ -195,7 +214,7 @@ def fabric_for(provider: str, instance_type: str, gpu: str = "") -> Fabric:
     """The scale-out network of one offer (module doc for the rules)."""
     cap = provider_capabilities().get(provider)
     rows = _instance_rows().get(provider, ())
-    row = _match(rows, instance_type, gpu) if rows else None
+    row = _match(provider, instance_type, gpu) if rows else None
     prov_ok = cap is not None and cap.multi_node
     if row is None:
         # no instance row: the provider's own wording decides (only where it has no instance rows at all)

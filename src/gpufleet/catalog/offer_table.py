@@ -126,6 +126,21 @@ class OfferTable:
             self._cache[name] = (uniq, codes)
         return self._cache[name]
 
+    def _seed_codes(self, name: str, uniq: list[str], codes: npt.NDArray[np.intp]) -> None:
+        """Record the (sorted distinct values, codes) of a text column known from elsewhere (the offers cache
+        stores them): the caller guarantees ``uniq`` is sorted and distinct and ``column = uniq[codes]``."""
+        self._cache[name] = (uniq, codes)
+
+    def codes(self, name: str) -> tuple[list[str], npt.NDArray[np.intp]]:
+        """(sorted distinct values, index of each row's value among them) of a text column, computed once
+        per table (read-only codes); what ``np.unique(column.astype(str), return_inverse=True)`` gives,
+        without sorting every row's string."""
+        if name not in _STR_COLUMNS:
+            raise UnknownNameError("offer text column", name, _STR_COLUMNS)
+        uniq, codes = self._ranks(name)
+        codes.flags.writeable = False
+        return uniq, codes
+
     def _isin(self, name: str, wanted: Iterable[str]) -> npt.NDArray[np.bool_]:
         uniq, codes = self._ranks(name)
         wanted_set = set(wanted)

@@ -56,8 +56,13 @@ def _to_npz(table: OfferTable, key: str) -> bytes:
     return buf.getvalue()
 
 
-def _from_npz(path: Path, key: str) -> dict[str, npt.NDArray[Any]] | None:
-    """The columns stored at ``path`` when it holds ``key``'s table in this format, else None."""
+Codes = dict[str, tuple[list[str], npt.NDArray[np.intp]]]
+
+
+def _from_npz(path: Path, key: str, codes_out: Codes | None = None) -> dict[str, npt.NDArray[Any]] | None:
+    """The columns stored at ``path`` when it holds ``key``'s table in this format, else None. ``codes_out``
+    receives each text column's (sorted distinct values, codes) where the file's values are sorted and
+    distinct (as written), for :meth:`OfferTable.codes`."""
     try:
         with np.load(path, allow_pickle=False) as npz:
             if str(npz["key"]) != key:
@@ -70,6 +75,8 @@ def _from_npz(path: Path, key: str) -> dict[str, npt.NDArray[Any]] | None:
                 if len(codes) and not (codes.min() >= 0 and codes.max() < len(values)):
                     return None
                 cols[c] = values.astype(object)[codes]
+                if codes_out is not None and (len(values) < 2 or bool(np.all(values[1:] > values[:-1]))):
+                    codes_out[c] = (values.tolist(), codes.astype(np.intp))
             for c in _FLOAT_COLUMNS:
                 arr = npz[c]
                 if arr.dtype != np.float64 or arr.ndim != 1:
@@ -95,14 +102,18 @@ def load_cached(
         path = cache_path(key)
     except RuntimeError:  # no home directory to put a cache in: parse every time
         return parse(text)
-    cols = _from_npz(path, key)
+    codes: Codes = {}
+    cols = _from_npz(path, key, codes)
     if cols is not None:
         try:
             validate(cols)
         except Exception:  # an edited cache file: parse the CSV instead, and overwrite it
             cols = None
         else:
-            return OfferTable(cols)
+            table = OfferTable(cols)
+            for c, (uniq, idx) in codes.items():  # the distinct values the file stores: not re-sorted
+                table._seed_codes(c, uniq, idx)
+            return table
     table = parse(text)
     try:
         from gpufleet.fileio import atomic_write_bytes

@@ -133,6 +133,12 @@ def build_command(entry: CommandEntry) -> Command:
         return finite_floats(group)
     holder = typer.Typer()
     module.register(holder)
+    # only the command asked for: a module may register several (recommend and migrate: ~90 options)
+    holder.registered_commands = [
+        c
+        for c in holder.registered_commands
+        if (c.name or typer.main.get_command_name(getattr(c.callback, "__name__", ""))) == entry.name
+    ] or holder.registered_commands
     return finite_floats(typer.main.get_group(holder).commands[entry.name])
 
 

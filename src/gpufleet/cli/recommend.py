@@ -48,12 +48,14 @@ OutputOpt = Annotated[
 
 def assumption_notes(workloads: Sequence[Workload], commitments: Path | None = None) -> list[str]:
     """Pricing assumptions in force for these workloads: commitment discounts (1y/3y) and the spot model."""
+    pricings = {w.pricing for w in workloads} | {"on_demand" for w in workloads if w.current is not None}
+    if not commitments and not pricings & {"1y", "3y", "spot"}:
+        return []  # nothing to state: the pricing and report modules are not even imported
     from gpufleet.catalog.pricing import describe_assumptions, load_commitment_assumptions
     from gpufleet.cost.spot import load_spot_assumptions
     from gpufleet.report.assumptions import commitment_lines, spot_lines
 
     assumptions = load_commitment_assumptions(commitments) if commitments else None
-    pricings = {w.pricing for w in workloads} | {"on_demand" for w in workloads if w.current is not None}
     lines: list[str] = []
     for pricing, term in (("1y", 1), ("3y", 3)):
         if pricing in pricings:

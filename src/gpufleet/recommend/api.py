@@ -17,7 +17,6 @@ from gpufleet.recommend.filters import check_against_table, region_glob_note
 from gpufleet.recommend.migrate import migrate_on
 from gpufleet.recommend.names import CLI_NAMES, CURRENT_NAMES
 from gpufleet.recommend.perf import DefaultEstimator, Estimator
-from gpufleet.recommend.scenarios import get_scenario, get_scenario_set
 from gpufleet.recommend.types import Migration, Recommendation, ScenarioResult, ScenarioSetResult, Workload
 from gpufleet.recommend.workload import read_workload_file, workload_from_dict
 from gpufleet.validation import MAX_RANKED, check_context, check_count, checked_output
@@ -291,6 +290,8 @@ def run_scenario(
     limit: int = 10,
 ) -> ScenarioResult:
     """Run one shipped scenario (``UnknownNameError`` with close matches for an unknown name)."""
+    from gpufleet.recommend.scenarios import get_scenario  # the scenario catalogue: only for scenarios
+
     limit = _ranked_rows(None, limit)
     w = get_scenario(name)
     return evaluate_workload(
@@ -309,6 +310,8 @@ def run_scenario_set(
     progress: Progress | None = None,
 ) -> ScenarioSetResult:
     """Run every scenario of a shipped set; ``progress(done, total, name)`` is called after each."""
+    from gpufleet.recommend.scenarios import get_scenario_set
+
     limit = _ranked_rows(None, limit)
     names = get_scenario_set(name)
     table = offers if offers is not None else load_offers()

@@ -81,18 +81,22 @@ def shape_index(table: OfferTable) -> dict[tuple[str, int], I64]:
     hit = _SHAPES.get(id(table))
     if hit is not None and hit[0] is table:
         return hit[1]
-    gpu = table.column("gpu")
+    gpu_names, gpu = table.codes("gpu")
     count = table.column("gpu_count")
-    whole = (gpu != "") & (count >= 1) & (np.mod(count, 1.0) == 0)
+    named = gpu != 0 if gpu_names and gpu_names[0] == "" else np.ones(len(gpu), dtype=bool)  # "" sorts first
+    whole = named & (count >= 1) & (np.mod(count, 1.0) == 0)
     rows = np.flatnonzero(whole)
-    keys = np.array([f"{a}|{int(b)}" for a, b in zip(gpu[rows], count[rows], strict=True)], dtype=object)
+    span = int(count[rows].max()) + 1 if rows.size else 1
+    keys = gpu[rows].astype(np.int64) * span + count[rows].astype(np.int64)  # (gpu, count) as one integer
     uniq, inverse = np.unique(keys, return_inverse=True)
+    inverse = inverse.reshape(-1)
     order = np.argsort(inverse, kind="stable")
     bounds = np.searchsorted(inverse[order], np.arange(len(uniq) + 1))
+    shapes = [(gpu_names[int(u) // span], int(u) % span) for u in uniq]
     index: dict[tuple[str, int], I64] = {}
-    for k, key in enumerate(uniq):
-        name, n = str(key).rsplit("|", 1)
-        index[(name, int(n))] = rows[order[bounds[k] : bounds[k + 1]]].astype(np.int64)
+    # in the order of the "gpu|count" text (the order the engine has always visited shapes in)
+    for k in sorted(range(len(shapes)), key=lambda i: f"{shapes[i][0]}|{shapes[i][1]}"):
+        index[shapes[k]] = rows[order[bounds[k] : bounds[k + 1]]].astype(np.int64)
     if len(_SHAPES) > 8:
         _SHAPES.clear()
     _SHAPES[id(table)] = (table, index)
@@ -135,7 +139,9 @@ _CODES: dict[int, tuple[OfferTable, dict[str, tuple[npt.NDArray[Any], I64]]]] = 
 
 
 def text_codes(table: OfferTable, column: str) -> tuple[npt.NDArray[Any], I64]:
-    """(distinct values, code per row) of a text column, computed once per (immutable) table."""
+    """(distinct values, code per row) of a text column, computed once per (immutable) table: the sorted
+    distinct values as a str array and each row's index among them (``np.unique(..., return_inverse=True)``
+    of the column, from :meth:`OfferTable.codes`)."""
     hit = _CODES.get(id(table))
     if hit is None or hit[0] is not table:
         if len(_CODES) > 8:
@@ -143,9 +149,17 @@ def text_codes(table: OfferTable, column: str) -> tuple[npt.NDArray[Any], I64]:
         hit = (table, {})
         _CODES[id(table)] = hit
     if column not in hit[1]:
-        names, inverse = np.unique(table.column(column).astype(str), return_inverse=True)
-        hit[1][column] = (names, inverse.astype(np.int64))
+        uniq, codes = table.codes(column)
+        names = np.array(uniq, dtype=str) if uniq else np.zeros(0, dtype=str)
+        hit[1][column] = (names, codes.astype(np.int64))
     return hit[1][column]
+
+
+def distinct(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+    """The sorted distinct values of an array, as ``np.unique(values)`` (asked for the first indices too,
+    which keeps numpy 2 from importing ``numpy.ma`` to check for a masked array: ~5 ms per process)."""
+    out: npt.NDArray[Any] = np.unique(values, return_index=True)[0]
+    return out
 
 
 _MATCHES: dict[tuple[object, ...], tuple[OfferTable, B]] = {}
@@ -178,10 +192,25 @@ ANY_NETWORK = NodeNetwork(gb_per_s_per_node=0.0, rdma=False)
 NO_REGION: frozenset[str] = frozenset({"", "unspecified", "default"})
 
 
+#: the last eligible_mask: (table, workload, mask); the engine asks twice for one workload (offers considered,
+#: then candidates). The workload is immutable and held here, so its identity cannot be reused meanwhile
+_LAST_ELIGIBLE: list[tuple[OfferTable, Workload, B]] = []
+
+
 def eligible_mask(table: OfferTable, w: Workload) -> B:
     """Offers passing the workload's filters: whole GPUs, a named region, provider, region globs, GPU vendor;
     no inference-only accelerator for training; the tier's exclusions (production: no marketplace or
-    community hosts, no stale or undated prices, no host of unknown RAM/vCPUs, unless allowed)."""
+    community hosts, no stale or undated prices, no host of unknown RAM/vCPUs, unless allowed). A new
+    array on every call (callers narrow it in place)."""
+    last = _LAST_ELIGIBLE[0] if _LAST_ELIGIBLE else None  # one read: another thread may replace it
+    if last is not None and last[0] is table and last[1] is w:
+        return last[2].copy()
+    m = _eligible_mask(table, w)
+    _LAST_ELIGIBLE[:] = [(table, w, m.copy())]
+    return m
+
+
+def _eligible_mask(table: OfferTable, w: Workload) -> B:
     count = table.column("gpu_count")
     m: B = (count >= 1) & (np.mod(count, 1.0) == 0) & _match(table, "gpu", lambda g: g != "", ("named",))
     m &= _match(table, "region", lambda r: r.strip().lower() not in NO_REGION, ("named",))
@@ -324,7 +353,7 @@ def build_candidates(
         else:
             grp = group_of[offers]
             lo, hi = int(grp.min()), int(grp.max())
-        for n_i in (lo,) if lo == hi else np.unique(grp):
+        for n_i in (lo,) if lo == hi else distinct(grp):
             sub = offers if lo == hi else offers[grp == n_i]
             if w.is_training:
                 net = info.networks[int(n_i)] if n_i >= 0 else None
@@ -371,14 +400,14 @@ def build_candidates(
         codes = prov_codes[offer]
         nodes = _col(cols, cfg_i, _NODES).astype(np.int64)
         if w.is_training:
-            for n in np.unique(nodes):
+            for n in distinct(nodes):
                 sel = nodes == n
                 lut_f, lut_v = spot_train_lut(int(n))
                 factor[sel] = lut_f[codes[sel]]
                 valid[sel] = lut_v[codes[sel]]
         else:
             pair = need * 1024 + nodes
-            for key in np.unique(pair):
+            for key in distinct(pair):
                 sel = pair == key
                 paid[sel] = spot_paid_lut(int(key // 1024), int(key % 1024))[codes[sel]]
     if not valid.all():

@@ -178,48 +178,48 @@ def offer_info(table: OfferTable) -> OfferInfo:
     hit = _INFO.get(id(table))
     if hit is not None and hit[0] is table:
         return hit[1]
-    prov = table.column("provider")
-    inst = table.column("instance_type")
-    gpu = table.column("gpu")
-    # each distinct instance is classified once (rows repeat it per region and zone)
+    prov_names, prov = table.codes("provider")
+    inst_names, inst = table.codes("instance_type")
+    gpu_names, gpu = table.codes("gpu")
+    # each distinct (provider, instance, GPU) is classified once (rows repeat it per region and zone), in the
+    # order of its first row, so that fabrics are numbered in first-seen row order
+    key = (prov.astype(np.int64) * len(inst_names) + inst) * max(len(gpu_names), 1) + gpu
+    combos, first, combo_of = np.unique(key, return_index=True, return_inverse=True)
+    combo_of = combo_of.reshape(-1)
     class_of: dict[tuple[str, str], str] = {}
-    fabric_of: dict[tuple[str, str, str], int] = {}  # -> index into fabrics (first-seen order)
-    classes = np.empty(len(table), dtype=object)
+    combo_class = np.empty(len(combos), dtype=object)
+    combo_fabric = np.zeros(len(combos), dtype=np.int64)
     fabrics: dict[Fabric, int] = {}
-    idx = np.zeros(len(table), dtype=np.int64)
-    for r, (p, i, g) in enumerate(zip(prov, inst, gpu, strict=True)):
+    for k in np.argsort(first, kind="stable").tolist():
+        r = first[k]
+        p, i, g = prov_names[prov[r]], inst_names[inst[r]], gpu_names[gpu[r]]
         c = class_of.get((p, i))
         if c is None:
-            c = class_of[(p, i)] = offer_class(str(p), str(i))
-        classes[r] = c
-        k = fabric_of.get((p, i, g))
-        if k is None:
-            f = fabric_for(str(p), str(i), str(g))
-            k = fabric_of[(p, i, g)] = fabrics.setdefault(f, len(fabrics))
-        idx[r] = k
+            c = class_of[(p, i)] = offer_class(p, i)
+        combo_class[k] = c
+        combo_fabric[k] = fabrics.setdefault(fabric_for(p, i, g), len(fabrics))
+    classes = combo_class[combo_of]
+    idx = combo_fabric[combo_of]
     fab = tuple(fabrics)
     multi = np.array([f.multi_node for f in fab] or [False], dtype=bool)[idx]
-    spans = {c: _dates(str(c)) for c in set(table.column("captured_at"))}
-    known = [s for s in spans.values() if s is not None]
+    cap_names, cap = table.codes("captured_at")
+    spans = [_dates(c) for c in cap_names]
+    known = [s for s in spans if s is not None]
     as_of = max((s[1] for s in known), default=None)
-    first = {c: (sp[0] if sp is not None else None) for c, sp in spans.items()}
-    cap = table.column("captured_at")
-    pdate = np.empty(len(table), dtype=object)
-    age = np.full(len(table), np.nan, dtype=np.float64)
-    for r, c in enumerate(cap):
-        d = first[c]
-        pdate[r] = d.isoformat() if d is not None else ""
-        if d is not None and as_of is not None:
-            age[r] = float((as_of - d).days)
+    firsts = [sp[0] if sp is not None else None for sp in spans]
+    pdate = np.array([d.isoformat() if d is not None else "" for d in firsts] or [""], dtype=object)[cap]
+    age = np.array(
+        [float((as_of - d).days) if d is not None and as_of is not None else np.nan for d in firsts] or [0.0],
+        dtype=np.float64,
+    )[cap]
     nets: dict[NodeNetwork | None, int] = {}
     fab_net = np.array([nets.setdefault(node_network(f), len(nets)) for f in fab] or [0], dtype=np.int64)
-    local_regions = {r for p, r in zip(prov, table.column("region"), strict=True) if p == "aws"}
-    local_regions = {r for r in local_regions if _LOCAL_ZONE_REGION.match(str(r)) is not None}
-    local = np.array(
-        [p == "aws" and r in local_regions for p, r in zip(prov, table.column("region"), strict=True)],
-        dtype=bool,
-    )
-    rank = np.array([CLASS_RANK.get(str(c), 3) for c in classes], dtype=np.int64) * 2 + local
+    region_names, region = table.codes("region")
+    zone_region = np.array([_LOCAL_ZONE_REGION.match(r) is not None for r in region_names] or [False])
+    is_aws = np.array([p == "aws" for p in prov_names] or [False])
+    local = is_aws[prov] & zone_region[region]
+    class_rank = np.array([CLASS_RANK.get(str(c), 3) for c in combo_class] or [0], dtype=np.int64)
+    rank = class_rank[combo_of] * 2 + local
     info = OfferInfo(
         tie_rank=rank,
         network_index=fab_net[idx],

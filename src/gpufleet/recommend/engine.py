@@ -12,7 +12,7 @@ from gpufleet.catalog.offers import OfferTable
 from gpufleet.catalog.specs import load_specs
 from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
 from gpufleet.cost.spot import SpotAssumption, assumption_for
-from gpufleet.recommend.candidates import CandidateSet, build_candidates, eligible_mask, text_codes
+from gpufleet.recommend.candidates import CandidateSet, build_candidates, distinct, eligible_mask, text_codes
 from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, HostRules
 from gpufleet.recommend.fit import analyse_cannot_fit
 from gpufleet.recommend.perf import Estimator
@@ -63,7 +63,7 @@ def _spot_note(w: Workload, cs: CandidateSet, spot: dict[str, SpotAssumption]) -
     if cs.price_kind != "spot" or not len(cs):
         return ()
     names, codes = text_codes(cs.table, "provider")  # distinct providers of the rows, by code
-    provs = sorted(str(p) for p in names[np.unique(codes[cs.offer])]) if len(cs) else []
+    provs = sorted(str(p) for p in names[distinct(codes[cs.offer])]) if len(cs) else []
     parts = [
         f"{p}: 1 interruption / {assumption_for(p, spot).mean_time_between_interruptions_h:g} h"
         for p in provs[:6]

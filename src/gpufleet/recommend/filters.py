@@ -94,9 +94,31 @@ def _table_locations(table: OfferTable) -> tuple[npt.NDArray[np.str_], npt.NDArr
     if hit is None or hit[0] is not table:
         if len(_GEOS) > 8:
             _GEOS.clear()
-        geo, country, _, _ = location_columns(table.column("provider"), table.column("region"))
-        hit = (table, (geo.astype(str), country.astype(str)))
+        prov = table.codes("provider")[1]
+        region_names, region = table.codes("region")
+        # location_columns over the distinct (provider, region) pairs only, spread back over the rows
+        pair = prov.astype(np.int64) * max(len(region_names), 1) + region
+        first, inverse = np.unique(pair, return_index=True, return_inverse=True)[1:]
+        geo, country, _, _ = location_columns(table.column("provider")[first], table.column("region")[first])
+        inverse = inverse.reshape(-1)
+        hit = (table, (geo[inverse].astype(str), country[inverse].astype(str)))
         _GEOS[id(table)] = hit
+    return hit[1]
+
+
+_EMBARGOED: dict[int, tuple[OfferTable, B]] = {}
+
+
+def _embargoed(table: OfferTable) -> B:
+    """Rows located in :data:`EMBARGOED_COUNTRIES`, once per (immutable) table (read-only)."""
+    hit = _EMBARGOED.get(id(table))
+    if hit is None or hit[0] is not table:
+        if len(_EMBARGOED) > 8:
+            _EMBARGOED.clear()
+        mask = np.isin(_table_locations(table)[1], EMBARGOED_COUNTRIES)
+        mask.flags.writeable = False
+        hit = (table, mask)
+        _EMBARGOED[id(table)] = hit
     return hit[1]
 
 
@@ -128,7 +150,7 @@ def filter_mask(table: OfferTable, w: Workload) -> B:
     if w.geos:
         m &= np.isin(table_geos(table), list(w.geos))
     if not w.allow_embargoed_countries:
-        m &= ~np.isin(_table_locations(table)[1], EMBARGOED_COUNTRIES)
+        m &= ~_embargoed(table)
     if w.gpus:
         m &= np.isin(table.column("gpu").astype(str), list(w.gpus))
     count = table.column("gpu_count")

@@ -87,7 +87,8 @@ class DefaultEstimator:
         ep: int = 1,
     ) -> Any:
         model = self._model(workload.model)
-        from gpufleet.estimate.performance import estimate_inference
+        # from its own module (gpufleet.estimate.performance re-exports it but also loads the training model)
+        from gpufleet.estimate.inference import estimate_inference
 
         return estimate_inference(
             model=model,

@@ -183,7 +183,9 @@ def _class_codes(info: OfferInfo) -> npt.NDArray[np.int64]:
     if hit is None or hit[0] is not info:
         if len(_CLASS_CODES) > 8:
             _CLASS_CODES.clear()
-        codes: npt.NDArray[np.int64] = np.unique(info.provider_class.astype(str), return_inverse=True)[1]
+        values = info.provider_class.tolist()  # few distinct classes: ranked without sorting every row
+        rank = {v: i for i, v in enumerate(sorted(set(values)))}
+        codes = np.fromiter((rank[v] for v in values), dtype=np.int64, count=len(values))
         hit = (info, codes)
         _CLASS_CODES[id(info)] = hit
     return hit[1]
@@ -202,9 +204,13 @@ def risk_index(cs: CandidateSet, w: Workload, rows: npt.NDArray[np.int64]) -> np
         age_state = np.where(np.isnan(age), 2, np.where(age > STALE_PRICE_DAYS, 1, 0))
     host = np.isfinite(info.vcpus[o]) & np.isfinite(info.ram_gib[o])
     cls = _class_codes(info)[o]
-    key = np.stack([cs.cfg[rows], info.fabric_index[o], cls, age_state, host.astype(np.int64),
-                    info.local_zone[o].astype(np.int64)], axis=1)  # fmt: skip
-    _, first, inverse = np.unique(key, axis=0, return_index=True, return_inverse=True)
+    # the combination as one integer (mixed radix over the ranges of its parts): the same distinct
+    # combinations and first rows as the rows of (cfg, fabric, class, age state, host, zone kind)
+    key = cs.cfg[rows].astype(np.int64)
+    for part, radix in ((info.fabric_index[o], len(info.fabrics)), (cls, int(cls.max()) + 1), (age_state, 3),
+                        (host, 2), (info.local_zone[o], 2)):  # fmt: skip
+        key = key * radix + part.astype(np.int64)
+    _, first, inverse = np.unique(key, return_index=True, return_inverse=True)
     levels = np.array([RISK_LEVELS.index(row_risk(cs, w, int(rows[i]))[0]) for i in first], dtype=np.int64)
     out: npt.NDArray[np.int64] = levels[inverse.reshape(-1)]
     return out
