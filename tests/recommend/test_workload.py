@@ -159,3 +159,25 @@ def test_workloads_key_must_map(tmp_path: Path) -> None:
     p.write_text(json.dumps({"workloads": []}))
     with pytest.raises(ConfigFileError, match="'workloads' must map"):
         read_workload_file(p)
+
+
+@pytest.mark.parametrize(
+    ("model", "expected"),
+    [("gpt-oss-120b", "fp4"), ("openai/gpt-oss-20b", "fp4"), ("deepseek-r1", "fp8"), ("deepseek-v3", "fp8"),
+     ("llama-3.1-70b", "bf16"), ("SMALL", "bf16")],
+)  # fmt: skip
+def test_serving_without_a_precision_uses_the_published_format(model: str, expected: str) -> None:
+    # gpt-oss ships MXFP4 MoE weights and DeepSeek-V3/R1 FP8 (their config.json quantization_config): a
+    # deployment of the released checkpoint runs that format; bf16 would need 2-4x the memory
+    w = workload_from_dict({"model": model, "target_requests_per_s": 1})
+    assert w.precision == expected
+    assert bool(w.notes) == (expected != "bf16")
+    if w.notes:
+        assert "published in" in w.notes[0] and "--precision bf16" in w.notes[0]
+
+
+def test_a_stated_precision_or_a_training_task_keeps_its_precision() -> None:
+    assert workload_from_dict({"model": "gpt-oss-120b", "precision": "bf16"}).precision == "bf16"
+    assert workload_from_dict({"model": "deepseek-v3", "precision": "fp4"}).precision == "fp4"
+    tune = workload_from_dict({"model": "gpt-oss-20b", "task": "lora", "train_tokens": 1e8})
+    assert tune.precision == "bf16" and not tune.notes

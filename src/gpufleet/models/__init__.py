@@ -15,6 +15,7 @@ from gpufleet.models.registry import (
     known_model_names,
     load_model_entries,
     parse_stated_params,
+    released_precision,
     resolve_model,
 )
 from gpufleet.models.size_classes import SIZE_CLASSES, size_class_arch
@@ -33,6 +34,7 @@ __all__ = [
     "load_model_entries",
     "lora_params",
     "parse_stated_params",
+    "released_precision",
     "resolve_model",
     "size_class_arch",
 ]

@@ -17,7 +17,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from gpufleet.errors import ConfigFileError, DataError, UnknownNameError
+from gpufleet.errors import ConfigFileError, DataError, GpufleetError, UnknownNameError
 from gpufleet.models.arch import ModelArch
 from gpufleet.models.hf_config import arch_from_config, read_config_file
 from gpufleet.models.size_classes import (
@@ -44,6 +44,10 @@ class ModelEntry:
     config_source: str
     params_source: str
     notes: str
+    #: the precision the weights are published in, where it is not 16-bit (FP8 DeepSeek-V3/R1, MXFP4
+    #: gpt-oss: config.json ``quantization_config``), and its source; "" = 16-bit
+    released_precision: str = ""
+    released_precision_source: str = ""
 
 
 def parse_stated_params(text: str) -> tuple[float, float | None]:
@@ -87,7 +91,22 @@ def _entry(raw: dict[str, Any]) -> ModelEntry:
         config_source=raw.get("config_source", ""),
         params_source=raw.get("params_source", ""),
         notes=raw.get("notes", ""),
+        released_precision=raw.get("released_precision", ""),
+        released_precision_source=raw.get("released_precision_source", ""),
     )
+
+
+def released_precision(model: str) -> tuple[str, str] | None:
+    """(precision, source) a shipped model's weights are published in when that is not 16-bit (FP8
+    DeepSeek-V3/R1, MXFP4 gpt-oss), else None (also for size classes, config.json paths and unknown names)."""
+    try:
+        arch = resolve_model(model)
+    except GpufleetError:
+        return None
+    entry = load_model_entries().get(arch.id)
+    if entry is None or not entry.released_precision:
+        return None
+    return entry.released_precision, entry.released_precision_source
 
 
 @cache

@@ -246,7 +246,7 @@ def recommend_on(
     check_max_risk(w.max_risk)
     considered = int(priced_mask(table, w).sum())
     cs = build_candidates(table, w, est, spot, host_rules)
-    notes = cs.notes + _spot_note(w, cs, spot) + commitment_note(table, w)
+    notes = w.notes + cs.notes + _spot_note(w, cs, spot) + commitment_note(table, w)
     base: dict[str, Any] = {
         "workload": w,
         "objective": obj,

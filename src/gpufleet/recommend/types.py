@@ -115,6 +115,7 @@ class Workload:
     near_tie_fraction: float = NEAR_TIE_FRACTION  # near-tie band of the ranking (0 = strict order) [fraction]
     current: CurrentDeployment | None = None
     description: str = ""
+    notes: tuple[str, ...] = ()  # how the workload's defaults were resolved (e.g. the released precision)
 
     @property
     def is_training(self) -> bool:

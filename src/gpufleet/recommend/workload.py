@@ -277,6 +277,23 @@ class WorkloadSpec(NoBoolNumbers):
         slo = self.ttft_p95_ms is not None or self.tpot_p95_ms is not None
         return "production" if self.task == "inference" and slo else "batch"
 
+    def _precision_served(self) -> tuple[str, tuple[str, ...]]:
+        """The precision to serve at: the one given, else, for inference of a model whose weights are
+        published below 16 bit (FP8 DeepSeek-V3/R1, MXFP4 gpt-oss), that format, which is what a deployment
+        of the released checkpoint runs (dequantising it to bf16 doubles or quadruples the memory)."""
+        if "precision" in self.model_fields_set or self.task != "inference":
+            return self.precision, ()
+        from gpufleet.models.registry import released_precision
+
+        released = released_precision(self.model)
+        if released is None:
+            return self.precision, ()
+        prec, source = released
+        return prec, (
+            f"precision {prec}: the format {self.model} is published in ({source}); pass precision bf16 "
+            "(--precision bf16) to serve it dequantised.",
+        )
+
     def to_workload(self) -> Workload:
         if self.hours_per_day is not None and self.days_per_month is not None:
             hours = Schedule.daily(hours_per_day=self.hours_per_day, days_per_month=self.days_per_month)
@@ -288,6 +305,7 @@ class WorkloadSpec(NoBoolNumbers):
         tokens = self.train_tokens
         if self.dataset_tokens is not None:
             tokens = self.dataset_tokens * (self.epochs or 1.0)
+        precision, notes = self._precision_served()
         cur = self.current
         g = self.gpus
         gpu_names = g if isinstance(g, list) else (g.any_of or g.ordered or [])
@@ -296,7 +314,8 @@ class WorkloadSpec(NoBoolNumbers):
             description=self.description,
             model=self.model,
             task=self.task,
-            precision=self.precision,
+            precision=precision,
+            notes=notes,
             input_len_tokens=self.input_len_tokens,
             output_len_tokens=self.output_len_tokens,
             concurrency=self.concurrency,
