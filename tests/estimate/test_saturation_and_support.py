@@ -119,6 +119,25 @@ def test_memory_fallbacks_match_the_speed_model() -> None:
     assert not any("fallback" in a for a in _mem("H100-SXM", "fp8").assumptions)
 
 
+def test_fp4_weights_run_weight_only_on_nvidia_ampere_and_newer() -> None:
+    """fp4 (MXFP4/NVFP4) weights on an H100 or A100 run as W4A16, like int4 (vLLM fp4 Marlin / MXFP4 kernels,
+    min capability 8.0): no fallback, 4-bit weights, 16-bit matmuls; AMD without fp4 compute still needs the
+    fallback, and Blackwell computes fp4 natively."""
+    prof = load_profile()
+    for gpu in ("H100-SXM", "A100-SXM-80GB", "L40S"):
+        mem = _mem(gpu, "fp4")
+        assert not any("fallback" in a for a in mem.assumptions)
+        assert mem.breakdown_gib["weights"] < 0.5 * _mem(gpu, "bf16").breakdown_gib["weights"]
+        rates = resolve_rates(load_specs()[gpu], "fp4", prof, allow_fallback=False)
+        int4 = resolve_rates(load_specs()[gpu], "int4", prof, allow_fallback=False)
+        assert rates.peak_flops == pytest.approx(int4.peak_flops)
+    with pytest.raises(UnsupportedError, match="allow-fallback"):
+        _mem("MI300X", "fp4")
+    blackwell = resolve_rates(load_specs()["B200"], "fp4", prof, allow_fallback=False)
+    assert blackwell.peak_flops > 3 * resolve_rates(load_specs()["H100-SXM"], "fp4", prof,
+                                                    allow_fallback=False).peak_flops  # fmt: skip
+
+
 def test_memory_and_speed_agree_on_every_gpu_and_precision() -> None:
     prof = load_profile()
     for spec in load_specs().values():

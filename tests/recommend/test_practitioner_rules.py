@@ -43,6 +43,9 @@ FP8_ARCHS: tuple[str, ...] = ("Hopper", "Ada", "Blackwell", "CDNA 3", "CDNA 4", 
                               "NeuronCore-v2", "NeuronCore-v3", "TPU v5p")  # fmt: skip
 #: fp4 (NVFP4/MXFP4) tensor cores: Blackwell (B200/GB200/RTX PRO datasheets), CDNA 4 (MI355X datasheet)
 FP4_ARCHS: tuple[str, ...] = ("Blackwell", "CDNA 4")
+#: fp4 weights served weight-only (W4A16, like int4 AWQ/GPTQ) on NVIDIA GPUs without fp4 compute: vLLM's fp4
+#: Marlin and MXFP4 kernels need compute capability 8.0 (how gpt-oss's MXFP4 checkpoints run on H100/A100)
+FP4_WEIGHT_ONLY_ARCHS: tuple[str, ...] = ("Ampere", "Ada", "Hopper")
 #: no bf16 in hardware: Volta (V100), Turing (T4), Pascal and older (PyTorch ``torch.cuda.is_bf16_supported``
 #: is False below sm80; NVIDIA T4/V100 datasheets list FP16 only)
 NO_BF16_ARCHS: tuple[str, ...] = ("Volta", "Turing", "Pascal", "Maxwell", "Kepler")
@@ -219,7 +222,7 @@ def _violations(c: Candidate, w: Workload) -> list[str]:
         a.bad("native-precision", f"{prec} runs through a fallback")
     if prec == "fp8" and not spec.architecture.startswith(FP8_ARCHS):
         a.bad("native-precision", f"fp8 on {spec.architecture}")
-    if prec == "fp4" and not spec.architecture.startswith(FP4_ARCHS):
+    if prec == "fp4" and not spec.architecture.startswith(FP4_ARCHS + FP4_WEIGHT_ONLY_ARCHS):
         a.bad("native-precision", f"fp4 on {spec.architecture}")
     if prec == "bf16" and spec.architecture.startswith(NO_BF16_ARCHS):
         a.bad("native-precision", f"bf16 on {spec.architecture}")

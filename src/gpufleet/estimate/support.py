@@ -5,6 +5,8 @@ so that both refuse, or fall back, identically:
 
 * a precision with a published dense peak runs natively;
 * weight-only formats (int4, nf4) compute in the GPU's 16-bit type (fp32 where it has none): not a fallback;
+  nor is fp4 on NVIDIA Ampere or newer without fp4 compute (W4A16, as int4: vLLM's fp4 Marlin and MXFP4
+  kernels);
 * tf32 without a tf32 peak runs as fp32;
 * anything else has no hardware support: :class:`UnsupportedError`, unless ``allow_fallback``, where bf16
   runs as fp16 (T4, V100) and fp8/fp4/int8 weights run as weight-only formats with 16-bit matmuls (fp8 on
@@ -26,6 +28,12 @@ from gpufleet.precision import check_precision
 PRE_AMPERE_NVIDIA: tuple[str, ...] = ("Turing", "Volta", "Pascal", "Maxwell", "Kepler")
 #: precisions whose weight-only fallback needs sm80+ on NVIDIA GPUs
 _SM80_WEIGHT_ONLY = frozenset({"fp8", "fp4"})
+#: 4-bit float weights that NVIDIA sm80+ GPUs without fp4 compute serve weight-only, not as a fallback: vLLM
+#: 0.10 ``Mxfp4Config.get_min_capability()`` and ``is_fp4_marlin_supported()`` are compute capability 8.0
+#: (the MXFP4 checkpoints of gpt-oss run on H100 and A100 that way: OpenAI's model card, "fits into a single
+#: 80GB GPU"); fp8 weight-only (fp8 Marlin) stays a fallback: on Ampere it is a slower path an FP8 deployment
+#: avoids
+_WEIGHT_ONLY_FP4 = frozenset({"fp4"})
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,6 +63,10 @@ def _pre_ampere(spec: AcceleratorSpec) -> bool:
     return spec.vendor == "NVIDIA" and spec.architecture.startswith(PRE_AMPERE_NVIDIA)
 
 
+def _ampere_or_newer(spec: AcceleratorSpec) -> bool:
+    return spec.vendor == "NVIDIA" and not _pre_ampere(spec)
+
+
 def precision_support(spec: AcceleratorSpec, precision: str, *, allow_fallback: bool) -> PrecisionSupport:
     """How ``precision`` computes on ``spec`` (module doc); :class:`UnsupportedError` when it cannot."""
     prec = check_precision(precision)
@@ -75,6 +87,14 @@ def precision_support(spec: AcceleratorSpec, precision: str, *, allow_fallback: 
     sixteen = "fp32" if no16 else "fp16"
     if compute_prec is None and (prec in ("int4", "nf4") or (unpublished and prec in ("fp16", "bf16"))):
         compute_prec = sixteen  # weight-only formats compute in whichever 16-bit type exists
+    elif compute_prec is None and prec in _WEIGHT_ONLY_FP4 and _ampere_or_newer(spec):
+        # 4-bit float weights (MXFP4, NVFP4) on NVIDIA GPUs without fp4 compute run as weight-only W4A16
+        # like int4: vLLM's fp4 Marlin kernels (min capability 80) and gpt-oss's MXFP4 MoE kernels
+        compute_prec = sixteen
+        notes.append(
+            f"{spec.id} has no fp4 compute: fp4 weights run weight-only with 16-bit matmuls (vLLM fp4 Marlin "
+            "and MXFP4 kernels, compute capability 8.0+), as int4 does."
+        )
     elif compute_prec is None and prec == "tf32" and spec.fp32_tflops is not None:
         compute_prec = "fp32"
     fallback = False
