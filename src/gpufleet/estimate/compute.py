@@ -89,7 +89,7 @@ def decode_weight_params(model: ModelArch, tokens: float) -> float:
     return base + model.num_moe_layers * touched * s.expert_params
 
 
-def _attended(model: ModelArch, context: float) -> float:
+def attended_keys(model: ModelArch, context: float) -> float:
     """Keys attended per layer, averaged over layers, at ``context`` keys (windows cap it) [tokens]."""
     if model.sliding_window is None or model.sliding_window_layer_fraction <= 0.0:
         return context
@@ -100,7 +100,7 @@ def _attended(model: ModelArch, context: float) -> float:
 def attention_flops_per_token(model: ModelArch, context: float) -> float:
     """Forward attention-core FLOPs (QK^T, AV) of one token attending ``context`` keys, all layers [FLOP]."""
     s = model_shape(model)
-    return 2.0 * _attended(model, context) * (s.attn_qk_dim + s.attn_v_dim) * model.num_layers
+    return 2.0 * attended_keys(model, context) * (s.attn_qk_dim + s.attn_v_dim) * model.num_layers
 
 
 def decode_attention_flops_per_token(model: ModelArch, context: float) -> float:
@@ -118,7 +118,7 @@ def decode_attention_flops_per_token(model: ModelArch, context: float) -> float:
     if not model.is_mla:
         return attention_flops_per_token(model, context)
     per_key = model.num_attention_heads * (2 * model.kv_lora_rank + model.qk_rope_head_dim)
-    return 2.0 * _attended(model, context) * per_key * model.num_layers
+    return 2.0 * attended_keys(model, context) * per_key * model.num_layers
 
 
 def prefill_flops(model: ModelArch, input_len: float) -> float:
@@ -193,6 +193,7 @@ def moe_expected_experts(num_experts: int, experts_per_token: int, tokens: float
 __all__ = [
     "ModelShape",
     "TrainingFlops",
+    "attended_keys",
     "attention_flops_per_token",
     "decode_attention_flops_per_token",
     "decode_flops_per_token",

@@ -27,7 +27,7 @@ from gpufleet.errors import InputError, UnsupportedError
 from gpufleet.estimate import compute as cx
 from gpufleet.estimate import moe_serving as moe
 from gpufleet.estimate.comms import Link, all_reduce_s, inter_node_link, intra_node_link, pipeline_link
-from gpufleet.estimate.kv_cache import _kv_heads_per_rank, kv_cache_bytes_per_token
+from gpufleet.estimate.kv_cache import kv_cache_bytes_per_token, kv_heads_per_rank
 from gpufleet.estimate.memory import MemoryEstimate
 from gpufleet.estimate.parallelism import (
     USEFUL_CONCURRENCY,
@@ -210,12 +210,12 @@ def _kv_tp_split(c: _Infer) -> float:
     """Shares the TP ranks split the KV cache into: each rank holds ``max(1, kv_heads / tp)`` KV heads, so
     beyond ``tp = kv_heads`` the heads are replicated and the split stops growing (vLLM
     ``QKVParallelLinear``: "if tp_size >= total_num_kv_heads, each rank holds one replicated KV head";
-    the memory model counts the same, :func:`kv_cache._kv_heads_per_rank`); an MLA latent is replicated on
+    the memory model counts the same, :func:`kv_cache.kv_heads_per_rank`); an MLA latent is replicated on
     every TP rank (vLLM, SGLang and TRT-LLM keep the whole latent per rank)."""
     m = c.model
     if m.is_mla:
         return 1.0
-    return m.num_kv_heads / _kv_heads_per_rank(m, c.tp)
+    return m.num_kv_heads / kv_heads_per_rank(m, c.tp)
 
 
 def _kv_read_tokens(m: ModelArch, context: float) -> float:
@@ -223,7 +223,7 @@ def _kv_read_tokens(m: ModelArch, context: float) -> float:
     layers attend (and their kernels load) only the last ``sliding_window`` keys (FlashAttention
     ``window_size``; vLLM/TRT-LLM sliding-window attention), as the attention FLOPs count them
     (:func:`compute.attention_flops_per_token`) and the memory model keeps them (:mod:`kv_cache`)."""
-    return cx._attended(m, context)
+    return cx.attended_keys(m, context)
 
 
 def _kv_split(c: _Infer) -> float:

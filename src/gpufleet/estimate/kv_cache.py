@@ -38,7 +38,7 @@ def kv_bytes_per_element(kv_precision: str | None) -> float:
     return _KV_BYTES[prec]
 
 
-def _kv_heads_per_rank(m: ModelArch, tp: int) -> float:
+def kv_heads_per_rank(m: ModelArch, tp: int) -> float:
     """KV heads one TP rank holds: kv/tp, at least 1 (replicated when tp > kv heads, as in vLLM)."""
     return max(1.0, m.num_kv_heads / tp)
 
@@ -60,7 +60,7 @@ def _kv_per_token_layer(m: ModelArch, tp: int, bpe: float) -> float:
             tokens=1,
             bytes_per_element=bpe,
         )
-    return 2.0 * _kv_heads_per_rank(m, tp) * m.head_dim * bpe
+    return 2.0 * kv_heads_per_rank(m, tp) * m.head_dim * bpe
 
 
 def kv_cache_bytes_per_sequence(
@@ -96,5 +96,6 @@ __all__ = [
     "kv_cache_bytes",
     "kv_cache_bytes_per_sequence",
     "kv_cache_bytes_per_token",
+    "kv_heads_per_rank",
     "mla_kv_cache_bytes",
 ]

@@ -23,7 +23,6 @@ from gpufleet.estimate.activations import (
     logits_bytes,
 )
 from gpufleet.estimate.kv_cache import _KV_BYTES as _KV_BYTES
-from gpufleet.estimate.kv_cache import _kv_heads_per_rank as _kv_heads_per_rank
 from gpufleet.estimate.kv_cache import _kv_per_token_layer as _kv_per_token_layer
 from gpufleet.estimate.kv_cache import _round_up as _round_up
 from gpufleet.estimate.kv_cache import kv_bytes_per_element, kv_cache_bytes_per_sequence
