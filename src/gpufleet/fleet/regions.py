@@ -69,16 +69,6 @@ class RegionAnalysis:
     notes: tuple[str, ...]
 
 
-def _weights_gib(w: Workload) -> float:
-    from gpufleet.models import count_params, resolve_model
-    from gpufleet.precision import bytes_per_element
-
-    try:
-        return count_params(resolve_model(w.model)).total * bytes_per_element(w.precision) / GIB
-    except Exception:  # a size class or config without a parameter count: no weights transfer
-        return 0.0
-
-
 def analyze_regions(
     workloads: Sequence[Workload],
     *,
@@ -151,7 +141,7 @@ def analyze_regions(
         for r in feas.tolist():
             o = int(cs.offer[r])
             by_region[(str(table.column("provider")[o]), str(table.column("region")[o]))].append(r)
-        weights = _weights_gib(w)
+        weights = w.checkpoint_gib()
         move_gib = data_size_gib + weights
         for (prov, reg), rs in by_region.items():
             best = min(rs, key=lambda r: float(cs.cost_usd_per_month[r]))

@@ -280,9 +280,8 @@ def one_off_move_usd(w: Workload, cur: Candidate, new: Candidate) -> tuple[float
     egress_prices.csv, fleet-anchors E). Weights only: datasets, checkpoints and traffic depend on sizes the
     workload does not give."""
     from gpufleet.fleet.refdata import transfer_usd
-    from gpufleet.fleet.regions import _weights_gib
 
-    gib = _weights_gib(w)
+    gib = w.checkpoint_gib()
     if gib <= 0 or not cur.region or not new.region:
         return gib, None
     return gib, transfer_usd(cur.provider, cur.region, new.provider, new.region, gib)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from gpufleet.estimate.types import Interval
+from gpufleet.units import GIB
 
 Objective = Literal["cheapest", "fastest", "throughput_per_dollar"]
 OBJECTIVES: tuple[str, ...] = get_args(Objective)
@@ -120,6 +121,18 @@ class Workload:
     @property
     def is_training(self) -> bool:
         return self.task != "inference"
+
+    def checkpoint_gib(self) -> float:
+        """Size of the model's weights at the workload's precision, incl. quantisation scales: what moving
+        the checkpoint transfers [GiB]; 0 for a model without a parameter count (a size class)."""
+        from gpufleet.errors import GpufleetError
+        from gpufleet.estimate.memory import weights_bytes
+        from gpufleet.models import count_params, resolve_model
+
+        try:
+            return weights_bytes(count_params(resolve_model(self.model)).total, self.precision) / GIB
+        except GpufleetError:
+            return 0.0
 
     @property
     def min_replicas(self) -> int:
