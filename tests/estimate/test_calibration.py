@@ -33,6 +33,7 @@ from gpufleet.estimate.calibration import (
     with_params,
 )
 from gpufleet.estimate.cases import CalibrationCase, parse_cases_csv, read_cases
+from gpufleet.estimate.predict import source_year
 
 CASES_CSV = Path(__file__).resolve().parents[2] / "src" / "gpufleet" / "estimate" / "data" / "cases.csv"
 
@@ -236,6 +237,37 @@ def test_note_hints() -> None:
     assert note_hints("activation checkpointing") == {}
     assert note_hints("DGX-B200, MXFP8, MBS1, VP1, GA128") == {"virtual_stages": 1}
     assert note_hints("VPP=4") == {"virtual_stages": 4}
+    # full, per-layer recomputation by its usual names; negations and "selective" win
+    assert note_hints("gradient checkpointing on") == {"recompute": "full"}
+    assert note_hints("with activation recomputation") == {"recompute": "full"}
+    assert note_hints("--recompute-granularity full") == {"recompute": "full"}
+    assert note_hints("selective activation recomputation") == {"recompute": "selective"}
+    assert note_hints("without gradient checkpointing") == {"recompute": "none"}
+    assert note_hints("w/o activation recomputation") == {"recompute": "none"}
+
+
+def test_source_year() -> None:
+    assert source_year("Narayanan et al. 2021, Table 1") == 2021
+    assert source_year("Korthikanti et al. 2022 (arXiv 2205.05198), MLPerf v4.0 2024") == 2024
+    assert source_year("MLPerf Training v4.0 NVIDIA") is None
+    assert source_year("3.2021 GB, 12021 tokens") is None  # not a year: part of a longer number
+
+
+def test_pre_2022_megatron_runs_recompute_in_full() -> None:
+    """Megatron-LM before Korthikanti et al. 2022 replayed whole layers (--checkpoint-activations); a 2021
+    result with the recompute unstated is predicted that way (4 forward passes: MFU x ~3/4 of the
+    selective estimate), a 2022+ one keeps the default, and a stated mode always wins."""
+    row = dict(
+        metric="mfu", model="gpt3-175b", task="pretrain", gpu="A100-SXM-80GB", gpu_count=1024,
+        precision="fp16", batch=1536, seq_len=2048, input_len=None, output_len=None, tp=8, pp=8, dp=16,
+        software="megatron", measured=0.49, unit="fraction",
+    )  # fmt: skip
+    old = predict_case(_case(**row, source="Narayanan et al. 2021, Table 1"))
+    new = predict_case(_case(**row, source="Narayanan et al. 2023"))
+    stated = predict_case(_case(**row, source="Narayanan et al. 2021", note="selective recompute"))
+    assert any("full" in n and "2021" in n for n in old.notes)
+    assert 0.70 < old.predicted / new.predicted < 0.80
+    assert stated.predicted == pytest.approx(new.predicted)
 
 
 # ---- intervals ---------------------------------------------------------------------------------------------

@@ -76,13 +76,50 @@ def note_hints(note: str) -> dict[str, Any]:
     vp = re.search(r"\b(?:vp|vpp)\s*=?\s*(\d+)\b", low)
     if vp and int(vp.group(1)) >= 1:
         hints["virtual_stages"] = int(vp.group(1))
-    if "no recompute" in low or "no activation checkpointing" in low:
+    negated = re.search(
+        r"\b(?:no|without|w/o)\s+(?:activation\s+|gradient\s+)?(?:recompute|recomputation|checkpointing)", low
+    )
+    if "no recompute" in low or "no activation checkpointing" in low or negated:
         hints["recompute"] = "none"
-    elif "selective recompute" in low:
+    elif "selective recompute" in low or "selective activation recomputation" in low:
         hints["recompute"] = "selective"
-    elif "full recompute" in low or "full activation checkpointing" in low:
+    elif any(p in low for p in _FULL_RECOMPUTE_PHRASES):
         hints["recompute"] = "full"
     return hints
+
+
+#: note phrases that mean full (per-layer) activation recomputation: the explicit forms; HF transformers'
+#: "gradient checkpointing" (``gradient_checkpointing_enable`` wraps every decoder layer in
+#: ``torch.utils.checkpoint``); Megatron-LM's "activation recomputation" without "selective" (Narayanan et
+#: al. 2021 sec. 3.5: the whole layer is replayed; selective recomputation came with Korthikanti et al. 2022)
+#: and its ``--recompute-granularity full`` / pre-2022 ``--checkpoint-activations`` flags. A bare "activation
+#: checkpointing" stays ambiguous (LLaMA's paper uses it for saving the linear outputs, i.e. selective).
+_FULL_RECOMPUTE_PHRASES: tuple[str, ...] = (
+    "full recompute",
+    "full activation checkpointing",
+    "full activation recomputation",
+    "gradient checkpointing",
+    "activation recomputation",
+    "recompute-granularity full",
+    "recompute_granularity=full",
+    "recompute_granularity: full",
+    "checkpoint-activations",
+    "checkpoint_activations",
+)
+
+#: stacks whose activation recomputation before 2022 was the full, per-layer kind: Megatron-LM's
+#: ``--checkpoint-activations`` (selective recomputation arrived with Korthikanti et al. 2022, "Reducing
+#: Activation Recomputation in Large Transformer Models", Megatron-LM 3.0), and DeepSpeed's activation
+#: checkpointing (``deepspeed.checkpointing``, per layer), which Megatron-DeepSpeed runs used
+FULL_RECOMPUTE_BEFORE_2022_STACKS: frozenset[str] = frozenset({"megatron", "megatron_deepspeed", "deepspeed"})
+
+_YEAR = re.compile(r"(?<![\d.])(20[12]\d)(?![\d.])")
+
+
+def source_year(text: str) -> int | None:
+    """The latest publication year (2010-2029) a case's source names ("Narayanan et al. 2021"), or None."""
+    years = [int(y) for y in _YEAR.findall(text)]
+    return max(years) if years else None
 
 
 def _need(case: CalibrationCase, name: str, value: float | None) -> float:
@@ -437,6 +474,13 @@ def _predict_training(case: CalibrationCase, prof: CalibrationProfile, perf: Any
     recipe_kw = _recipe_kwargs(case, hints)
     recipe_rc = recipe_kw.get("speed_recompute") if case.gpu_count == 1 else None
     recompute = hints.get("recompute", recipe_rc)
+    year = source_year(case.source) or 9999
+    if recompute is None and software in FULL_RECOMPUTE_BEFORE_2022_STACKS and year < 2022:
+        recompute = "full"
+        assumed.append(
+            f"recompute not stated: full, as {software} ran it in {year} (selective recomputation dates from "
+            "Korthikanti et al. 2022)"
+        )
     offloaded = recipe_kw.get("recompute") != recipe_kw.get("speed_recompute")  # activations on the host
     if recompute is not None and recompute != "full" and "recompute" not in hints and not offloaded:
         # the job ran, so it fit: a single-GPU recipe whose default keeps every activation (HF Trainer's
@@ -500,6 +544,7 @@ __all__ = [
     "DEFAULT_OUTPUT_TOKENS",
     "DEFAULT_TOKENS_PER_STEP",
     "DEFAULT_TRAIN_SEQ_TOKENS",
+    "FULL_RECOMPUTE_BEFORE_2022_STACKS",
     "PREALLOCATING_ENGINES",
     "TORCH_ALLOCATED_STACKS",
     "CaseNotSupportedError",
@@ -509,4 +554,5 @@ __all__ = [
     "mlperf_round",
     "note_hints",
     "predict_case",
+    "source_year",
 ]
