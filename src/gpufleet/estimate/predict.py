@@ -79,6 +79,13 @@ def note_hints(note: str) -> dict[str, Any]:
     negated = re.search(
         r"\b(?:no|without|w/o)\s+(?:activation\s+|gradient\s+)?(?:recompute|recomputation|checkpointing)", low
     )
+    no_flash = re.search(
+        r"\b(?:no|without|w/o)\s+flash[\s_-]*attn|\b(?:no|without|w/o)\s+flash[\s_-]*attention", low
+    )
+    if no_flash or "unfused attention" in low:
+        hints["flash_attention"] = False
+    elif re.search(r"flash[\s_-]*(?:attention|attn)", low):
+        hints["flash_attention"] = True
     if "no recompute" in low or "no activation checkpointing" in low or negated:
         hints["recompute"] = "none"
     elif "selective recompute" in low or "selective activation recomputation" in low:
@@ -107,11 +114,13 @@ _FULL_RECOMPUTE_PHRASES: tuple[str, ...] = (
     "checkpoint_activations",
 )
 
-#: stacks whose activation recomputation before 2022 was the full, per-layer kind: Megatron-LM's
-#: ``--checkpoint-activations`` (selective recomputation arrived with Korthikanti et al. 2022, "Reducing
-#: Activation Recomputation in Large Transformer Models", Megatron-LM 3.0), and DeepSpeed's activation
-#: checkpointing (``deepspeed.checkpointing``, per layer), which Megatron-DeepSpeed runs used
-FULL_RECOMPUTE_BEFORE_2022_STACKS: frozenset[str] = frozenset({"megatron", "megatron_deepspeed", "deepspeed"})
+#: stacks whose results published up to 2022 ran full, per-layer activation recomputation and materialised
+#: attention scores, unless the case says otherwise: Megatron-LM's ``--checkpoint-activations`` (selective
+#: recomputation arrived with Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+#: Transformer Models", May 2022; MT-NLG 530B, Smith et al. 2022, still replayed whole layers), DeepSpeed's
+#: per-layer ``deepspeed.checkpointing`` (Megatron-DeepSpeed runs), and FlashAttention (Dao et al., NeurIPS
+#: 2022) reaching Megatron-LM as ``--use-flash-attn`` in 2023
+PRE_2023_STACKS: frozenset[str] = frozenset({"megatron", "megatron_deepspeed", "deepspeed"})
 
 _YEAR = re.compile(r"(?<![\d.])(20[12]\d)(?![\d.])")
 
@@ -475,11 +484,18 @@ def _predict_training(case: CalibrationCase, prof: CalibrationProfile, perf: Any
     recipe_rc = recipe_kw.get("speed_recompute") if case.gpu_count == 1 else None
     recompute = hints.get("recompute", recipe_rc)
     year = source_year(case.source) or 9999
-    if recompute is None and software in FULL_RECOMPUTE_BEFORE_2022_STACKS and year < 2022:
+    if recompute is None and software in PRE_2023_STACKS and year <= 2022:
         recompute = "full"
         assumed.append(
-            f"recompute not stated: full, as {software} ran it in {year} (selective recomputation dates from "
-            "Korthikanti et al. 2022)"
+            f"recompute not stated: full, as {software} runs published in {year} used it (selective "
+            "recomputation arrived with Korthikanti et al. 2022)"
+        )
+    flash = hints.get("flash_attention")
+    if flash is None and software in PRE_2023_STACKS and year <= 2022:
+        flash = False
+        assumed.append(
+            f"attention scores materialised: {software} in {year} predates FlashAttention in it (Dao et al. "
+            "2022; Megatron-LM --use-flash-attn, 2023)"
         )
     offloaded = recipe_kw.get("recompute") != recipe_kw.get("speed_recompute")  # activations on the host
     if recompute is not None and recompute != "full" and "recompute" not in hints and not offloaded:
@@ -506,6 +522,7 @@ def _predict_training(case: CalibrationCase, prof: CalibrationProfile, perf: Any
                 software=software, profile=prof, allow_fallback=True, cp=case.cp, ignore_memory=True,
                 cpu_offload=hints.get("cpu_offload", False), virtual_stages=hints.get("virtual_stages"),
                 optimizer=recipe_kw.get("optimizer"), master_weights=recipe_kw.get("master_weights"),
+                flash_attention=flash is not False,
             )  # fmt: skip
             break
         except UnsupportedError:
@@ -544,8 +561,8 @@ __all__ = [
     "DEFAULT_OUTPUT_TOKENS",
     "DEFAULT_TOKENS_PER_STEP",
     "DEFAULT_TRAIN_SEQ_TOKENS",
-    "FULL_RECOMPUTE_BEFORE_2022_STACKS",
     "PREALLOCATING_ENGINES",
+    "PRE_2023_STACKS",
     "TORCH_ALLOCATED_STACKS",
     "CaseNotSupportedError",
     "CasePrediction",

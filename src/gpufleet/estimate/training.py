@@ -200,15 +200,37 @@ def offload_step_s(
     return cpu_s + copy_s + d2h_exposed
 
 
+#: bytes each attention score element moves per forward pass when the scores are materialised (no
+#: FlashAttention): the QK^T GEMM writes it (2), the fused scale-mask-softmax reads and writes it (4), the
+#: attention-times-V GEMM reads it (2); with attention dropout, the dropout kernel reads and writes it (4)
+#: and stores its 1-byte mask. Megatron-LM's ``FusedScaleMaskSoftmax`` and ``CoreAttention`` (Korthikanti et
+#: al. 2022 sec. 4.1: the 5as^2b activation term is these tensors)
+UNFUSED_SCORE_FWD_BYTES = 8.0
+UNFUSED_SCORE_DROPOUT_BYTES = 5.0
+
+
+def unfused_score_bytes(model: ModelArch, recompute: str) -> float:
+    """Memory traffic per attention score element in one training step without FlashAttention [bytes]: the
+    forward (:data:`UNFUSED_SCORE_FWD_BYTES`, + dropout), a backward of twice the forward (each pass's
+    gradient is read and written through the same kernels in reverse: softmax backward reads the probabilities
+    and their gradient and writes the score gradient, two GEMMs read it), and the forward again under
+    selective or full recompute (the attention core is replayed)."""
+    fwd = UNFUSED_SCORE_FWD_BYTES + (UNFUSED_SCORE_DROPOUT_BYTES if model.dropout else 0.0)
+    replay = fwd if recompute in ("selective", "full") else 0.0
+    return 3.0 * fwd + replay
+
+
 def training_step(
     *, model: ModelArch, spec: AcceleratorSpec, rates: Rates, task: str, tp: int, pp: int, dp: int, ep: int,
     global_batch: int, seq_len: int, zero_stage: int, recompute: str, software: str, gpus_per_node: int,
     profile: CalibrationProfile, cp: int = 1, network: NodeNetwork | None = None, cpu_offload: bool = False,
     virtual_stages: int | None = None, optimizer: str = "adamw", master_weights: bool = True,
+    flash_attention: bool = True,
 ) -> StepBreakdown:  # fmt: skip
     """Time of one optimizer step, split into its parts (module doc); ``cpu_offload`` adds the host work of
     an optimizer offloaded to CPU memory (:func:`offload_step_s`); ``virtual_stages``: model chunks per
-    pipeline rank (None: the stack's default, :func:`pipeline_chunks`)."""
+    pipeline rank (None: the stack's default, :func:`pipeline_chunks`); ``flash_attention=False``: the
+    attention scores are materialised (:func:`unfused_score_bytes`)."""
     n = tp * pp * dp * cp
     fl = cx.training_flops_per_token(model, task=task, seq_len=seq_len, recompute=recompute)
     tokens = float(global_batch * seq_len)
@@ -229,6 +251,20 @@ def training_step(
     if recompute == "full":  # the replayed forward runs its element-wise kernels again: ~25h of the ~75h
         elem_bytes *= FULL_RECOMPUTE_ELEMENTWISE  # (train_elementwise_elems inventory)
     t_elem = tokens * elem_bytes / n / (rates.mem_bw_bytes_per_s * profile.param("eta_bw"))
+    if not flash_attention:
+        # materialised attention: every token's row of a x s scores per layer streams through memory
+        # (per-GPU share: heads over TP, layers over PP, tokens over DP and CP, like the terms above), and
+        # the recompute replays the attention core's FLOPs (selective: Korthikanti et al. 2022 sec. 4.3)
+        per_token = model.num_layers * model.num_attention_heads * seq_len
+        t_elem += (
+            tokens
+            * per_token
+            * unfused_score_bytes(model, recompute)
+            / n
+            / (rates.mem_bw_bytes_per_s * profile.param("eta_bw"))
+        )
+        if recompute == "selective":
+            t_attn *= 4.0 / 3.0  # forward (1 of the 3 attention passes) replayed
     micro = max(global_batch // dp, 1)  # micro-batches of one sequence per data-parallel replica
     t_dq = 0.0
     if task == "qlora":
@@ -501,6 +537,7 @@ def estimate_training(
     virtual_stages: int | None = None,
     optimizer: str | None = None,
     master_weights: bool | None = None,
+    flash_attention: bool = True,
 ) -> TrainingEstimate:
     """Estimate step time, throughput, MFU and time to train (module doc).
 
@@ -514,7 +551,9 @@ def estimate_training(
     ``--num-virtual-stages-per-pipeline-rank``; 1 = plain 1F1B); None = the stack's default
     (:func:`pipeline_chunks`). ``optimizer`` (None: ``adamw``) and ``master_weights`` (None: True, mixed
     precision with an fp32 master copy) set the optimizer step's memory traffic
-    (:func:`optimizer_step_bytes_per_param`).
+    (:func:`optimizer_step_bytes_per_param`). ``flash_attention=False``: the stack materialises the
+    attention scores (Megatron-LM and DeepSpeed before FlashAttention, Dao et al. 2022), which costs their
+    memory traffic (:func:`unfused_score_bytes`); speed only, the memory layout search is unchanged.
     """
     arch, spec, prof = resolve_inputs(model, gpu, profile)
     optim = optimizer or "adamw"
@@ -595,6 +634,7 @@ def estimate_training(
             global_batch=global_batch, seq_len=seq_len, zero_stage=lay.zero_stage, recompute=lay.recompute,
             software=sw, gpus_per_node=gpn, profile=prof, cp=cp_deg, network=node_network,
             cpu_offload=cpu_offload, virtual_stages=virtual_stages, optimizer=optim, master_weights=master,
+            flash_attention=flash_attention,
         )  # fmt: skip
         if best is None or br.step_s < best[0]:
             best = (br.step_s, lay, br)
@@ -683,6 +723,8 @@ __all__ = [
     "PARAM_GATHER_OVERLAP_STACKS",
     "QLORA_DEQUANT_OUT_BYTES",
     "QLORA_DEQUANT_PASSES",
+    "UNFUSED_SCORE_DROPOUT_BYTES",
+    "UNFUSED_SCORE_FWD_BYTES",
     "StepBreakdown",
     "TrainingEstimate",
     "effective_time_fraction",
@@ -694,4 +736,5 @@ __all__ = [
     "qlora_dequant_s",
     "stage_imbalance",
     "training_step",
+    "unfused_score_bytes",
 ]
