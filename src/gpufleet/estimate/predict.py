@@ -163,6 +163,9 @@ def _predict_memory(case: CalibrationCase, prof: CalibrationProfile, estimate_me
         notes.append(f"global batch {batch} over dp={dp}: micro-batch {micro} per GPU")
         batch = micro
     recompute = hints.get("recompute", recipe_kw.pop("recompute", "selective"))
+    recipe_zero = recipe_kw.pop("zero_stage", None)  # the trainer's multi-GPU sharding (FSDP = 3)
+    if recipe_zero is not None and dp > 1:
+        hints.setdefault("zero_stage", recipe_zero)
     kw: dict[str, Any] = dict(
         model=case.model, precision=case.precision, gpu=case.gpu, tp=tp, pp=pp, batch=batch,
         seq_len=max(seq, 1), engine=engine, allow_fallback=True, cpu_offload=hints.get("cpu_offload", False),
@@ -217,13 +220,19 @@ def _recipe_kwargs(case: CalibrationCase, hints: dict[str, Any]) -> dict[str, An
     )
     adapter = case.task in ("lora", "qlora")
     if recipe is not None:
-        kw["optimizer"] = recipe.optimizer_adapter if adapter else recipe.optimizer_full
-        kw["master_weights"] = recipe.master_weights
-        kw["recompute"] = recipe.recompute
-        kw["speed_recompute"] = recipe.speed_recompute
-        kw["chunked_loss"] = recipe.chunked_loss
         single = case.gpu_count == 1
+        full_opt = recipe.optimizer_full_distributed if not single else None
+        kw["optimizer"] = recipe.optimizer_adapter if adapter else (full_opt or recipe.optimizer_full)
+        kw["master_weights"] = recipe.master_weights
+        kw["recompute"] = (None if single else recipe.distributed_recompute) or recipe.recompute
+        kw["speed_recompute"] = "none" if recipe.activation_offloading else kw["recompute"]
+        kw["chunked_loss"] = recipe.chunked_loss
         kw["optimizer_in_backward"] = recipe.optimizer_in_backward and single and not adapter
+        if adapter:
+            kw["adapter_fp32"] = recipe.adapter_fp32
+            kw["lora_dropout"] = recipe.lora_dropout
+        if not single and recipe.distributed_zero_stage:
+            kw["zero_stage"] = recipe.distributed_zero_stage
     if case.optimizer:
         kw["optimizer"] = _SCHEMA_OPTIMIZER[case.optimizer]
     return kw

@@ -29,6 +29,19 @@ class Recipe:
     #: activations offloaded to host memory on a side stream (torchtune ``enable_activation_offloading``):
     #: memory as with checkpointing, speed without recompute
     activation_offloading: bool = False
+    #: LoRA adapters (and their gradients and optimizer states) in fp32: PEFT's ``get_peft_model``
+    #: ``autocast_adapter_dtype=True`` upcasts bf16/fp16 adapters (peft 0.21.2 ``tuners_utils``
+    #: ``_cast_adapter_dtype``); False = built in the model's 16-bit dtype (torchtune, litgpt bf16-true)
+    adapter_fp32: bool = True
+    #: optimizer of full fine-tunes on several GPUs when the trainer's distributed recipe differs from its
+    #: single-device one (None: ``optimizer_full``)
+    optimizer_full_distributed: str | None = None
+    #: parameter sharding of the trainer's multi-GPU recipe as a ZeRO stage (3 = FSDP full sharding)
+    distributed_zero_stage: int = 0
+    #: activation checkpointing of the multi-GPU recipe when it differs from ``recompute`` (None: same)
+    distributed_recompute: str | None = None
+    #: where LoRA dropout stores masks and dropped inputs (memory.LORA_DROPOUT_MODES; none = dropout 0)
+    lora_dropout: str = "none"
 
     @property
     def speed_recompute(self) -> str:
@@ -47,11 +60,17 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
             optimizer_in_backward=True,
             chunked_loss=True,
             activation_offloading=True,
+            adapter_fp32=False,
+            optimizer_full_distributed="adamw",
+            distributed_zero_stage=3,
             source="torchtune recipes/configs/llama3_1/8B_full_single_device.yaml (bnb PagedAdamW8bit, "
             "optimizer_in_bwd: True, dtype bf16) and 8B_lora_single_device.yaml (AdamW, "
             "CEWithChunkedOutputLoss); activations offloaded (enable_activation_offloading): torchtune's "
             "README speed/memory table is consistent with the hardware peak only without recompute and with "
-            "the memory column only with activations off the GPU",
+            "the memory column only with activations off the GPU. LoRA adapters are built under "
+            "set_default_dtype(bf16) (no fp32 upcast). Distributed configs (torchtune 0.6.1 "
+            "llama3_1/8B_full.yaml, 70B_full.yaml, llama3_2/3B_full.yaml): torch.optim.AdamW on bf16 "
+            "parameters (bf16 moments), optimizer_in_bwd False, FSDP2 fully_shard over all ranks",
         ),
         "hf_trainer": Recipe(
             name="hf_trainer",
@@ -94,10 +113,17 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
             recompute="none",
             optimizer_in_backward=False,
             chunked_loss=True,
+            adapter_fp32=False,
+            distributed_zero_stage=3,
+            distributed_recompute="full",
+            lora_dropout="shared_input",
             source="Lightning-AI litgpt finetune/lora.py and full.py defaults: --precision bf16-true "
             "(weights, gradients and AdamW states in bf16, no fp32 master copy), torch AdamW (bitsandbytes "
             "PagedAdamW when --quantize bnb.*), no activation checkpointing on one device, LM head and cross "
-            "entropy in chunks (lm_head_chunk_size=128, chunked_cross_entropy)",
+            "entropy in chunks (lm_head_chunk_size=128, chunked_cross_entropy); LoRA adapters created under "
+            "fabric.init_module in bf16. Several devices (litgpt 0.5.13 finetune/full.py): FSDPStrategy "
+            "(full sharding) with activation_checkpointing_policy={Block}; lora.py ModelParallelStrategy "
+            "(FSDP2); lora_dropout 0.05 on the merged QKV input (lora.py: lora_query and lora_value only)",
         ),
         "bitsandbytes": Recipe(
             name="bitsandbytes",
