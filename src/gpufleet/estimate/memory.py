@@ -639,7 +639,7 @@ def _slack(q: _Query, cap: float) -> tuple[float, dict[str, float], float]:
     """(usable bytes, parts of the heaviest stage, slack) of one validated query on ``cap`` bytes."""
     m, prec, task = q.m, q.precision, q.task
     over = _overheads(q)
-    extra = sum(v for k, v in over.items() if k != "cuda_context")
+    extra = _budgeted_overheads(q.engine, over)
     best: tuple[float, dict[str, float], float] | None = None
     for st in _candidate_stages(_stages(m, q.tp, q.pp, q.ep)):
         if task == "load":
@@ -678,14 +678,29 @@ def _overheads(q: _Query) -> dict[str, float]:
     return out
 
 
+def _budgeted_overheads(engine: str, over: Mapping[str, float]) -> float:
+    """Non-tensor memory that must fit in the usable budget beside the tensors [bytes].
+
+    vLLM takes its memory snapshot after the CUDA context and the NCCL communicators exist (vllm 0.33.0
+    v1/worker/gpu_worker.py ``init_device``: ``init_worker_distributed_environment`` then
+    ``init_snapshot = MemorySnapshot()``; ``request_memory`` = ``gpu_memory_utilization`` x total), and
+    ``determine_available_memory`` subtracts from that budget only what was consumed after the snapshot
+    (weights, profiling peak, non-torch increase) and the CUDA-graph estimate: context and NCCL buffers sit
+    in the remaining 10 %. Other engines: NCCL buffers and graphs come out of the usable memory."""
+    if engine == "vllm":
+        return over.get("cuda_graphs", 0.0)
+    return sum(v for k, v in over.items() if k != "cuda_context")
+
+
 def _usable(cap: float, engine: str, over: Mapping[str, float], static: float) -> float:
     """Bytes the engine may use for tensors on one GPU, after the CUDA context and the engine reserve.
 
     ``static`` = weights + activations + logits (TRT-LLM sizes its KV pool from what is free after them).
+    vLLM: ``gpu_memory_utilization`` x device memory, the context outside it (:func:`_budgeted_overheads`).
     """
     ctx = over["cuda_context"]
     if engine == "vllm":
-        return cap * VLLM_GPU_MEMORY_UTILIZATION - ctx
+        return cap * VLLM_GPU_MEMORY_UTILIZATION
     if engine == "trtllm":
         free = max(0.0, cap - ctx - static - over.get("nccl_buffers", 0.0))
         return cap - ctx - (1.0 - TRTLLM_KV_FREE_FRACTION) * free
@@ -733,7 +748,7 @@ def max_concurrent_sequences(
     )  # fmt: skip
     cap = spec.memory_gib * GIB
     over = _overheads(q)
-    extra = sum(v for k, v in over.items() if k != "cuda_context")
+    extra = _budgeted_overheads(engine, over)
     # upper bound: the pool left beside the batch-1 tensors, divided by one sequence's KV cache
     hi = math.inf
     for st in _stages(m, tp, pp, ep):

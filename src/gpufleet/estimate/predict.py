@@ -194,7 +194,10 @@ def _predict_memory(case: CalibrationCase, prof: CalibrationProfile, estimate_me
     elif case.task == "inference" and (case.software or "").lower() in PREALLOCATING_ENGINES:
         # vLLM and TRT-LLM size their KV pool up front, so the device shows the whole pool, not the need
         # (only when the case names that engine: an unstated stack is compared on what it needs)
-        value = max(mem.per_gpu_gib, mem.usable_gib + mem.breakdown_gib.get("cuda_context", 0.0))
+        outside = sum(mem.breakdown_gib.get(k, 0.0) for k in ("cuda_context", "nccl_buffers"))
+        if engine != "vllm":  # vLLM's budget excludes the context and NCCL buffers; others include NCCL
+            outside = mem.breakdown_gib.get("cuda_context", 0.0)
+        value = max(mem.per_gpu_gib, mem.usable_gib + outside)
         what = f"per-GPU (nvidia-smi), {engine} pre-allocated KV pool included"
     else:
         value, what = mem.per_gpu_gib, "per-GPU (nvidia-smi)"
