@@ -146,3 +146,27 @@ def test_torchtune_distributed_full_finetune_is_fsdp_with_bf16_adamw() -> None:
     assert b["optimizer_states"] * GIB == pytest.approx(P_8B * 4 / 8, rel=1e-3)  # bf16 m + v, sharded
     assert b["weights"] * GIB == pytest.approx(P_8B * 2 / 8, rel=1e-3)
     assert "fp32_grad_partition" not in b  # pure bf16: the step uses the bf16 gradient
+
+
+def test_unsloth_checkpoints_live_on_the_host() -> None:
+    """unsloth_zoo UnslothCheckpointFunction copies each layer's input (s x b x h bf16) to pinned host
+    buffers: with full recompute the GPU keeps one checkpoint instead of L (Llama-3.1-8B: 32 layers)."""
+    kw: dict[str, Any] = {
+        "model": "llama-3.1-8b", "task": "qlora", "precision": "nf4", "gpu": "RTX-4090", "seq_len": 2048,
+        "batch": 2, "recompute": "full",
+    }  # fmt: skip
+    on_gpu = estimate_memory(**kw).breakdown_gib["activations"]
+    offloaded = estimate_memory(offload_checkpoints=True, **kw).breakdown_gib["activations"]
+    assert (on_gpu - offloaded) * GIB == pytest.approx(31 * 2048 * 2 * 4096 * 2)
+
+
+def test_trl_preset_follows_sftconfig_defaults() -> None:
+    from gpufleet.estimate.recipes import recipe_for
+
+    trl = recipe_for(None, "TRL SFTTrainer, PEFT LoRA r=16")
+    assert trl is not None and trl.name == "trl"
+    assert trl.recompute == "full"  # trl 1.16.0 SFTConfig gradient_checkpointing=True
+    assert not trl.master_weights and trl.adapter_fp32
+    assert recipe_for(None, "ctrl-based model, HF Trainer") is not None
+    ctrl = recipe_for(None, "ctrl-based model, HF Trainer")
+    assert ctrl is not None and ctrl.name == "hf_trainer"  # "trl" only as a whole word

@@ -319,6 +319,7 @@ class _Query:
     cpu_offload: bool = False
     adapter_fp32: bool = True
     lora_dropout: str = "none"
+    offload_checkpoints: bool = False
 
 
 def _lora_dropout_bytes_per_layer(q: _Query) -> float:
@@ -431,7 +432,16 @@ def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
         return st.dense_layers * one(False) + (n_moe * one(True) if n_moe else 0.0)
 
     dropout = _lora_dropout_bytes_per_layer(q)
-    act = st.in_flight * (layers_sum(q.recompute) + (0.0 if q.recompute == "full" else dropout * st.layers))
+    if q.recompute == "full" and q.offload_checkpoints and st.layers:
+        # each layer's checkpointed input is copied to pinned host buffers in the forward and brought back
+        # for its backward (unsloth_zoo 2026.10.9 gradient_checkpointing.py UnslothCheckpointFunction /
+        # Unsloth_Offloaded_Gradient_Checkpointer: hidden_states.to("cpu", non_blocking=True)): one
+        # checkpoint on the GPU at a time
+        act = layers_sum("full") / st.layers
+    else:
+        act = st.in_flight * (
+            layers_sum(q.recompute) + (0.0 if q.recompute == "full" else dropout * st.layers)
+        )
     if q.recompute == "full" and st.layers:  # one layer rematerialised during its backward
         act += layers_sum("none") / st.layers + dropout
     parts["activations"] = act
@@ -522,6 +532,7 @@ def estimate_memory(
     cpu_offload: bool = False,
     adapter_fp32: bool = True,
     lora_dropout: str = "none",
+    offload_checkpoints: bool = False,
 ) -> MemoryEstimate:
     """Memory per GPU for ``task`` (docs/memory.md).
 
@@ -541,7 +552,8 @@ def estimate_memory(
     host memory (DeepSpeed ZeRO-Offload, FSDP ``CPUOffload``; their speed cost is not modelled);
     ``adapter_fp32`` False keeps LoRA adapters and their AdamW states in the 16-bit model dtype (torchtune,
     litgpt) instead of PEFT's fp32 upcast; ``lora_dropout`` (:data:`LORA_DROPOUT_MODES`) where the trainer's
-    LoRA dropout stores masks and dropped inputs.
+    LoRA dropout stores masks and dropped inputs; ``offload_checkpoints`` with full recompute keeps the
+    checkpointed layer inputs in host memory (unsloth's ``use_gradient_checkpointing="unsloth"``).
     """
     m = resolve_model(model)
     spec = _resolve_gpu(gpu)
@@ -574,7 +586,7 @@ def estimate_memory(
         recompute=recompute, optimizer=optimizer, lora_rank=lora_rank, fp32_grads=fp32_grads,
         sequence_parallel=sequence_parallel, flash_attention=flash_attention, master_weights=master_weights,
         optimizer_in_backward=optimizer_in_backward, chunked_loss=chunked_loss, cpu_offload=cpu_offload,
-        adapter_fp32=adapter_fp32, lora_dropout=lora_dropout,
+        adapter_fp32=adapter_fp32, lora_dropout=lora_dropout, offload_checkpoints=offload_checkpoints,
     )  # fmt: skip
     usable, parts, slack = _assemble(q, spec)
     over = _overheads(q)
@@ -846,6 +858,8 @@ def _training_assumptions(q: _Query) -> list[str]:
             a.append("Optimizer states and fp32 master in host memory (ZeRO-Offload / FSDP CPUOffload).")
         if q.optimizer_in_backward:
             a.append("Optimizer step fused into the backward: only the largest gradient is alive at once.")
+    if q.offload_checkpoints and q.recompute == "full":
+        a.append("Checkpointed layer inputs offloaded to host memory: one on the GPU at a time (unsloth).")
         if q.optimizer in PAGED_OPTIMIZERS:
             a.append(
                 "Paged optimizer states live in CUDA managed memory: on the GPU only while memory is free, "

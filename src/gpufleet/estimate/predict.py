@@ -231,6 +231,8 @@ def _recipe_kwargs(case: CalibrationCase, hints: dict[str, Any]) -> dict[str, An
         kw["speed_recompute"] = "none" if recipe.activation_offloading else kw["recompute"]
         kw["chunked_loss"] = recipe.chunked_loss
         kw["optimizer_in_backward"] = recipe.optimizer_in_backward and single and not adapter
+        if recipe.checkpoint_offload:
+            kw["offload_checkpoints"] = True
         if adapter:
             kw["adapter_fp32"] = recipe.adapter_fp32
             kw["lora_dropout"] = recipe.lora_dropout

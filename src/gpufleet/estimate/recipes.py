@@ -7,6 +7,7 @@ trainer's default configuration. :func:`recipe_for` picks a preset from a softwa
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -42,6 +43,8 @@ class Recipe:
     distributed_recompute: str | None = None
     #: where LoRA dropout stores masks and dropped inputs (memory.LORA_DROPOUT_MODES; none = dropout 0)
     lora_dropout: str = "none"
+    #: checkpointed layer inputs copied to host memory (unsloth ``use_gradient_checkpointing="unsloth"``)
+    checkpoint_offload: bool = False
 
     @property
     def speed_recompute(self) -> str:
@@ -91,8 +94,11 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
             recompute="full",
             optimizer_in_backward=False,
             chunked_loss=True,
+            checkpoint_offload=True,
             source="unsloth notebooks: optim adamw_8bit, use_gradient_checkpointing='unsloth', bf16 base, "
-            "fused chunked cross entropy (unsloth README)",
+            "fused chunked cross entropy (unsloth README); 'unsloth' checkpointing copies each layer's input "
+            "to pinned host buffers (unsloth_zoo 2026.10.9 gradient_checkpointing.py "
+            "UnslothCheckpointFunction); LoRA through peft get_peft_model (fp32 adapters)",
         ),
         "axolotl": Recipe(
             name="axolotl",
@@ -125,6 +131,20 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
             "(full sharding) with activation_checkpointing_policy={Block}; lora.py ModelParallelStrategy "
             "(FSDP2); lora_dropout 0.05 on the merged QKV input (lora.py: lora_query and lora_value only)",
         ),
+        "trl": Recipe(
+            name="trl",
+            optimizer_full="adamw",
+            optimizer_adapter="adamw",
+            master_weights=False,
+            recompute="full",
+            optimizer_in_backward=False,
+            chunked_loss=False,
+            source="trl 1.16.0 trainer/sft_config.py SFTConfig: gradient_checkpointing True (trl 0.19.0 left "
+            "the TrainingArguments default False), bf16 True; the model loads in its checkpoint dtype "
+            "(transformers 5.24.0 from_pretrained dtype None -> 'auto': bf16 for Llama/Qwen), so the Trainer "
+            "updates bf16 weights with torch AdamW (bf16 moments, no fp32 master); PEFT adapters fp32 "
+            "(autocast_adapter_dtype, kept bf16 only under ZeRO-3)",
+        ),
         "bitsandbytes": Recipe(
             name="bitsandbytes",
             optimizer_full="paged_adamw8bit",
@@ -152,6 +172,8 @@ _ALIASES: tuple[tuple[str, str], ...] = (
     ("axolotl", "axolotl"),
     ("litgpt", "litgpt"),
     ("lit-gpt", "litgpt"),
+    ("trl", "trl"),
+    ("sfttrainer", "trl"),
     ("peft", "hf_trainer"),
     ("hf trainer", "hf_trainer"),
     ("transformers", "hf_trainer"),
@@ -195,7 +217,7 @@ def recipe_for(software: str | None, note: str = "") -> Recipe | None:
     for text in (software or "", note):
         low = text.lower()
         for word, name in _ALIASES:
-            if word in low:
+            if re.search(rf"\b{re.escape(word)}\b", low):  # whole words: "trl", not "ctrl"
                 return RECIPES[name]
     return None
 
