@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from gpufleet.catalog.specs import get_spec
+from gpufleet.errors import InputError
 from gpufleet.estimate.cases import parse_cases_csv
 from gpufleet.estimate.memory import estimate_memory, max_concurrent_sequences, optimizer_bytes_per_param
 from gpufleet.estimate.predict import predict_case
@@ -170,3 +171,26 @@ def test_trl_preset_follows_sftconfig_defaults() -> None:
     assert recipe_for(None, "ctrl-based model, HF Trainer") is not None
     ctrl = recipe_for(None, "ctrl-based model, HF Trainer")
     assert ctrl is not None and ctrl.name == "hf_trainer"  # "trl" only as a whole word
+
+
+def test_hybrid_sharding_shards_within_a_node() -> None:
+    """FSDP HYBRID_SHARD on 4 nodes x 8 GPUs: states sharded over the 8 GPUs of a node, replicated across
+    nodes: Llama-3.1-8B mixed-precision AdamW optimizer states 12 B x P / 8, not / 32."""
+    kw: dict[str, Any] = {
+        "model": "llama-3.1-8b", "task": "full_finetune", "precision": "bf16", "gpu": "H100-SXM",
+        "seq_len": 4096, "dp": 32, "zero_stage": 3, "recompute": "full",
+    }  # fmt: skip
+    hybrid = estimate_memory(shard_degree=8, **kw).breakdown_gib
+    assert hybrid["optimizer_states"] * GIB == pytest.approx(12 * P_8B / 8)
+    assert hybrid["weights"] * GIB == pytest.approx(2 * P_8B / 8)
+    full = estimate_memory(**kw).breakdown_gib
+    assert full["optimizer_states"] * GIB == pytest.approx(12 * P_8B / 32)
+    row = "H1,peak_memory_gib,llama-3.1-8b,full_finetune,H100-SXM,32,bf16,32,4096,pytorch,,30,GiB,"
+    row += "FSDP hybrid shard + full recompute\n"
+    (case,) = parse_cases_csv(HEADER.replace("unit\n", "unit,note\n") + row, "t.csv")
+    pred = predict_case(case)
+    assert pred.predicted == pytest.approx(
+        estimate_memory(shard_degree=8, allow_fallback=True, batch=1, **kw).allocated_gib
+    )
+    with pytest.raises(InputError, match="must divide dp"):
+        estimate_memory(shard_degree=5, **kw)

@@ -320,6 +320,7 @@ class _Query:
     adapter_fp32: bool = True
     lora_dropout: str = "none"
     offload_checkpoints: bool = False
+    shard_degree: int | None = None
 
 
 def _lora_dropout_bytes_per_layer(q: _Query) -> float:
@@ -365,18 +366,20 @@ def _adapter_base(q: _Query) -> str:
 
 def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
     m = q.m
-    expert_dp = max(1, q.dp // q.ep)  # experts replicate over dp / ep ranks (Megatron expert-data-parallel)
+    sharded = q.shard_degree or q.dp  # ZeRO/FSDP group: all dp ranks, or one node under hybrid sharding
+    # experts replicate over dp / ep ranks (Megatron expert-data-parallel), sharded within that group
+    expert_dp = max(1, min(sharded, q.dp // q.ep))
 
     def shard(n_params: float, stage: int) -> float:
         """Trainable parameters per GPU after ZeRO ``stage`` (1 optimizer, 2 grads, 3 weights) sharding."""
         if q.zero_stage < stage:
             return n_params
-        return (n_params - experts) / q.dp + experts / expert_dp
+        return (n_params - experts) / sharded + experts / expert_dp
 
     parts: dict[str, float] = {}
     if q.task in ("lora", "qlora"):
         base = _adapter_base(q)
-        parts["weights"] = _weight_bytes(st, base) / (q.dp if q.zero_stage >= 3 else 1)
+        parts["weights"] = _weight_bytes(st, base) / (sharded if q.zero_stage >= 3 else 1)
         trainable = lora_params(m, q.lora_rank) * st.layers / m.num_layers / q.tp
         experts = 0.0
         if q.adapter_fp32:  # PEFT get_peft_model(autocast_adapter_dtype=True) upcasts bf16/fp16 adapters
@@ -449,7 +452,7 @@ def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
         parts["logits"] = logits_bytes(m, tokens=q.seq_len * q.batch, tp=q.tp) / (
             CHUNKED_LOSS_CHUNKS if q.chunked_loss else 1
         )
-    if q.dp == 1:  # one rank: nothing is partitioned, so nothing is gathered or copied per partition
+    if sharded == 1:  # one rank: nothing is partitioned, so nothing is gathered or copied per partition
         return parts
     if q.zero_stage >= 3:
         parts["zero3_gathered"] = _zero3_gathered_bytes(q, st)
@@ -533,6 +536,7 @@ def estimate_memory(
     adapter_fp32: bool = True,
     lora_dropout: str = "none",
     offload_checkpoints: bool = False,
+    shard_degree: int | None = None,
 ) -> MemoryEstimate:
     """Memory per GPU for ``task`` (docs/memory.md).
 
@@ -553,7 +557,9 @@ def estimate_memory(
     ``adapter_fp32`` False keeps LoRA adapters and their AdamW states in the 16-bit model dtype (torchtune,
     litgpt) instead of PEFT's fp32 upcast; ``lora_dropout`` (:data:`LORA_DROPOUT_MODES`) where the trainer's
     LoRA dropout stores masks and dropped inputs; ``offload_checkpoints`` with full recompute keeps the
-    checkpointed layer inputs in host memory (unsloth's ``use_gradient_checkpointing="unsloth"``).
+    checkpointed layer inputs in host memory (unsloth's ``use_gradient_checkpointing="unsloth"``);
+    ``shard_degree`` < ``dp`` shards the ZeRO/FSDP states over groups of that many ranks and replicates them
+    across groups (FSDP ``HYBRID_SHARD``: full sharding within a node, replication across nodes).
     """
     m = resolve_model(model)
     spec = _resolve_gpu(gpu)
@@ -573,6 +579,11 @@ def estimate_memory(
             f"Unknown lora_dropout mode {lora_dropout!r}. Allowed: {', '.join(LORA_DROPOUT_MODES)}. "
             "Use 'none' for lora_dropout 0 (the PEFT default)."
         )
+    if shard_degree is not None and (shard_degree < 1 or dp % shard_degree):
+        raise InputError(
+            f"shard_degree {shard_degree} must divide dp={dp}: hybrid sharding shards within groups of that "
+            "many data-parallel ranks (usually the GPUs of one node). Leave it out to shard over all of dp."
+        )
     if zero_stage not in (0, 1, 2, 3):
         raise InputError(f"zero_stage must be 0, 1, 2 or 3 (3 = FSDP full sharding), got {zero_stage!r}.")
     check_recompute(recompute)
@@ -587,6 +598,7 @@ def estimate_memory(
         sequence_parallel=sequence_parallel, flash_attention=flash_attention, master_weights=master_weights,
         optimizer_in_backward=optimizer_in_backward, chunked_loss=chunked_loss, cpu_offload=cpu_offload,
         adapter_fp32=adapter_fp32, lora_dropout=lora_dropout, offload_checkpoints=offload_checkpoints,
+        shard_degree=shard_degree,
     )  # fmt: skip
     usable, parts, slack = _assemble(q, spec)
     over = _overheads(q)
@@ -871,7 +883,9 @@ def _training_assumptions(q: _Query) -> list[str]:
                 f"{q.precision} but keeps bf16 weights and fp32 master copies."
             )
     if q.zero_stage:
-        a.append(f"ZeRO stage {q.zero_stage} shards over dp={q.dp}.")
+        group = q.shard_degree or q.dp
+        rep = f", replicated across the {q.dp // group} groups (hybrid sharding)" if group < q.dp else ""
+        a.append(f"ZeRO stage {q.zero_stage} shards over {group} of dp={q.dp} ranks{rep}.")
         if q.zero_stage >= 3:
             a.append("ZeRO-3: the largest module is gathered whole with its 16-bit gradient (DeepSpeed).")
         if q.master_weights and q.task not in ("lora", "qlora") and not q.cpu_offload:

@@ -65,6 +65,11 @@ def note_hints(note: str) -> dict[str, Any]:
         hints["zero_stage"] = int(zero.group(1))
     if "fsdp" in low and not any(f"{neg} fsdp" in low for neg in ("no", "without", "w/o")):
         hints["zero_stage"] = 3
+    if any(w in low for w in ("hybrid shard", "hybrid_shard", "hsdp")):
+        # FSDP HYBRID_SHARD: FULL_SHARD within a node, replicated across nodes (torch.distributed.fsdp
+        # ShardingStrategy docs); the node size is comms.DEFAULT_GPUS_PER_NODE
+        hints["zero_stage"] = 3
+        hints["hybrid_shard"] = True
     if "static batching" in low:
         hints["static_batching"] = True
     if any(
@@ -171,6 +176,12 @@ def _predict_memory(case: CalibrationCase, prof: CalibrationProfile, estimate_me
         seq_len=max(seq, 1), engine=engine, allow_fallback=True, cpu_offload=hints.get("cpu_offload", False),
         **recipe_kw,
     )  # fmt: skip
+    if hints.get("hybrid_shard"):
+        from gpufleet.estimate.comms import DEFAULT_GPUS_PER_NODE
+
+        node = max(1, DEFAULT_GPUS_PER_NODE // (tp * pp))  # data-parallel ranks inside one node
+        if dp > node and dp % node == 0:
+            kw["shard_degree"] = node
     mem = estimate_memory(
         task=case.task, dp=dp, zero_stage=hints.get("zero_stage", 0), recompute=recompute, **kw
     )
