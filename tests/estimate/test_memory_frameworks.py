@@ -48,6 +48,9 @@ def test_zero3_model_states_match_deepspeed_estimator(n: int) -> None:
     assert _states_bytes(dp=n, zero_stage=3) == pytest.approx(largest + int(18 * P_8B / n), rel=1e-3)
     offload = _states_bytes(dp=n, zero_stage=3, cpu_offload=True)
     assert offload == pytest.approx(largest + int(2 * P_8B / n), rel=1e-3)
+    # cpu_offload=True, cpu_offload_params=True: gpu_mem = largest_layer_memory
+    params_too = _states_bytes(dp=n, zero_stage=3, cpu_offload=True, offload_params=True)
+    assert params_too == pytest.approx(largest, rel=1e-3)
 
 
 def test_fp32_gradient_copy_reuses_the_freed_activations() -> None:
@@ -194,3 +197,26 @@ def test_hybrid_sharding_shards_within_a_node() -> None:
     )
     with pytest.raises(InputError, match="must divide dp"):
         estimate_memory(shard_degree=5, **kw)
+
+
+def test_torchtune_fsdp_cpu_offload_moves_the_parameters() -> None:
+    """torchtune 0.6.1 shard_model(cpu_offload=True) sets FSDP2 CPUOffloadPolicy: "FSDP will offload
+    parameters, gradients, and optimizer states to CPU" (70B_full.yaml fsdp_cpu_offload: True)."""
+    row = "T3,peak_memory_gib,llama-3.1-70b,full_finetune,A100-SXM-80GB,8,bf16,16,2048,torchtune,,13.9,GiB,"
+    row += "CPU offload with fused optimizer\n"
+    (case,) = parse_cases_csv(HEADER.replace("unit\n", "unit,note\n") + row, "t.csv")
+    pred = predict_case(case)
+    est = estimate_memory(
+        model="llama-3.1-70b", task="full_finetune", precision="bf16", gpu="A100-SXM-80GB", dp=8, batch=2,
+        seq_len=2048, zero_stage=3, optimizer="adamw", master_weights=False, recompute="full",
+        chunked_loss=True, cpu_offload=True, offload_params=True, allow_fallback=True,
+    )  # fmt: skip
+    assert pred.predicted == pytest.approx(est.per_gpu_gib)
+    b = est.breakdown_gib
+    assert b["weights"] == b["gradients"] == b["optimizer_states"] == 0.0
+    assert b["zero3_gathered"] * GIB == pytest.approx(4 * 128_256 * 8_192)  # the gathered embedding + grad
+    with pytest.raises(InputError, match="offload_params"):
+        estimate_memory(
+            model="llama-3.1-70b", task="full_finetune", precision="bf16", gpu="A100-SXM-80GB", dp=8,
+            seq_len=2048, zero_stage=2, cpu_offload=True, offload_params=True,
+        )  # fmt: skip

@@ -321,6 +321,7 @@ class _Query:
     lora_dropout: str = "none"
     offload_checkpoints: bool = False
     shard_degree: int | None = None
+    offload_params: bool = False
 
 
 def _lora_dropout_bytes_per_layer(q: _Query) -> float:
@@ -419,6 +420,14 @@ def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
         states = 0.0
         if q.zero_stage >= 2:
             parts["gradients"] = 0.0
+        if q.offload_params:
+            # parameter offload (ZeRO-3 offload_param; FSDP2 CPUOffloadPolicy, which torchtune's
+            # fsdp_cpu_offload sets: "FSDP will offload parameters, gradients, and optimizer states to CPU",
+            # torchtune 0.6.1 training/_distributed.py shard_model): the GPU keeps only gathered modules,
+            # deepspeed estimate_zero3_model_states_mem_needs(cpu_offload_params=True) = largest layer
+            parts["weights"] = 0.0
+            if "lora_adapters" in parts:
+                parts["lora_adapters"] = 0.0
     if q.optimizer in PAGED_OPTIMIZERS:
         parts["optimizer_states_paged"] = states
     else:
@@ -537,6 +546,7 @@ def estimate_memory(
     lora_dropout: str = "none",
     offload_checkpoints: bool = False,
     shard_degree: int | None = None,
+    offload_params: bool = False,
 ) -> MemoryEstimate:
     """Memory per GPU for ``task`` (docs/memory.md).
 
@@ -559,7 +569,9 @@ def estimate_memory(
     LoRA dropout stores masks and dropped inputs; ``offload_checkpoints`` with full recompute keeps the
     checkpointed layer inputs in host memory (unsloth's ``use_gradient_checkpointing="unsloth"``);
     ``shard_degree`` < ``dp`` shards the ZeRO/FSDP states over groups of that many ranks and replicates them
-    across groups (FSDP ``HYBRID_SHARD``: full sharding within a node, replication across nodes).
+    across groups (FSDP ``HYBRID_SHARD``: full sharding within a node, replication across nodes);
+    ``offload_params`` (with ``cpu_offload`` and ``zero_stage=3``) also keeps the sharded parameters on the
+    host (ZeRO-3 ``offload_param``, FSDP ``CPUOffloadPolicy``): only gathered modules stay on the GPU.
     """
     m = resolve_model(model)
     spec = _resolve_gpu(gpu)
@@ -584,6 +596,11 @@ def estimate_memory(
             f"shard_degree {shard_degree} must divide dp={dp}: hybrid sharding shards within groups of that "
             "many data-parallel ranks (usually the GPUs of one node). Leave it out to shard over all of dp."
         )
+    if offload_params and not (cpu_offload and zero_stage == 3):
+        raise InputError(
+            "offload_params keeps ZeRO-3/FSDP parameter shards on the host: it needs cpu_offload=True and "
+            f"zero_stage=3 (got cpu_offload={cpu_offload}, zero_stage={zero_stage}). Set both, or drop it."
+        )
     if zero_stage not in (0, 1, 2, 3):
         raise InputError(f"zero_stage must be 0, 1, 2 or 3 (3 = FSDP full sharding), got {zero_stage!r}.")
     check_recompute(recompute)
@@ -598,7 +615,7 @@ def estimate_memory(
         sequence_parallel=sequence_parallel, flash_attention=flash_attention, master_weights=master_weights,
         optimizer_in_backward=optimizer_in_backward, chunked_loss=chunked_loss, cpu_offload=cpu_offload,
         adapter_fp32=adapter_fp32, lora_dropout=lora_dropout, offload_checkpoints=offload_checkpoints,
-        shard_degree=shard_degree,
+        shard_degree=shard_degree, offload_params=offload_params,
     )  # fmt: skip
     usable, parts, slack = _assemble(q, spec)
     over = _overheads(q)
@@ -868,6 +885,8 @@ def _training_assumptions(q: _Query) -> list[str]:
         )
         if q.cpu_offload:
             a.append("Optimizer states and fp32 master in host memory (ZeRO-Offload / FSDP CPUOffload).")
+            if q.offload_params:
+                a.append("Parameter shards in host memory too: only gathered modules on the GPU.")
         if q.optimizer_in_backward:
             a.append("Optimizer step fused into the backward: only the largest gradient is alive at once.")
     if q.offload_checkpoints and q.recompute == "full":

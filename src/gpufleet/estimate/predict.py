@@ -76,6 +76,10 @@ def note_hints(note: str) -> dict[str, Any]:
         w in low for w in ("cpu offload", "zero-offload", "zero offload", "offload_optimizer", "cpuoffload")
     ) or re.search(r"\bzero[\s_-]*(?:stage[\s_=-]*)?[0-3]?[\s_+-]*(?:cpu[\s_-]*)?offload", low):
         hints["cpu_offload"] = True
+        if "fsdp" in low or any(w in low for w in ("offload_param", "offload param", "zero-infinity")):
+            # FSDP's CPU offload always moves the parameters (FSDP1 CPUOffload(offload_params=True), FSDP2
+            # CPUOffloadPolicy); DeepSpeed's only with offload_param (ZeRO-Infinity)
+            hints["offload_params"] = True
     if any(k in low for k in ("attention dp", "attention data parallel", "dp attention", "attention_dp")):
         hints["attention_dp"] = True
     vp = re.search(r"\b(?:vp|vpp)\s*=?\s*(\d+)\b", low)
@@ -182,6 +186,9 @@ def _predict_memory(case: CalibrationCase, prof: CalibrationProfile, estimate_me
         node = max(1, DEFAULT_GPUS_PER_NODE // (tp * pp))  # data-parallel ranks inside one node
         if dp > node and dp % node == 0:
             kw["shard_degree"] = node
+    offload_params = kw.pop("offload_params", False) or hints.get("offload_params", False)
+    if offload_params and kw["cpu_offload"] and hints.get("zero_stage", 0) == 3 and dp > 1:
+        kw["offload_params"] = True
     mem = estimate_memory(
         task=case.task, dp=dp, zero_stage=hints.get("zero_stage", 0), recompute=recompute, **kw
     )
@@ -244,6 +251,8 @@ def _recipe_kwargs(case: CalibrationCase, hints: dict[str, Any]) -> dict[str, An
         kw["optimizer_in_backward"] = recipe.optimizer_in_backward and single and not adapter
         if recipe.checkpoint_offload:
             kw["offload_checkpoints"] = True
+        if recipe.cpu_offload_params:
+            kw["offload_params"] = True  # applied only where the job offloads to the CPU under ZeRO-3
         if adapter:
             kw["adapter_fp32"] = recipe.adapter_fp32
             kw["lora_dropout"] = recipe.lora_dropout

@@ -45,6 +45,8 @@ class Recipe:
     lora_dropout: str = "none"
     #: checkpointed layer inputs copied to host memory (unsloth ``use_gradient_checkpointing="unsloth"``)
     checkpoint_offload: bool = False
+    #: the trainer's CPU offload also moves the parameter shards (FSDP2 ``CPUOffloadPolicy``)
+    cpu_offload_params: bool = False
 
     @property
     def speed_recompute(self) -> str:
@@ -66,6 +68,7 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
             adapter_fp32=False,
             optimizer_full_distributed="adamw",
             distributed_zero_stage=3,
+            cpu_offload_params=True,
             source="torchtune recipes/configs/llama3_1/8B_full_single_device.yaml (bnb PagedAdamW8bit, "
             "optimizer_in_bwd: True, dtype bf16) and 8B_lora_single_device.yaml (AdamW, "
             "CEWithChunkedOutputLoss); activations offloaded (enable_activation_offloading): torchtune's "
@@ -73,7 +76,9 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
             "the memory column only with activations off the GPU. LoRA adapters are built under "
             "set_default_dtype(bf16) (no fp32 upcast). Distributed configs (torchtune 0.6.1 "
             "llama3_1/8B_full.yaml, 70B_full.yaml, llama3_2/3B_full.yaml): torch.optim.AdamW on bf16 "
-            "parameters (bf16 moments), optimizer_in_bwd False, FSDP2 fully_shard over all ranks",
+            "parameters (bf16 moments), optimizer_in_bwd False, FSDP2 fully_shard over all ranks; "
+            "fsdp_cpu_offload (70B_full.yaml) = CPUOffloadPolicy: parameters, gradients and optimizer "
+            "states on the host (training/_distributed.py shard_model)",
         ),
         "hf_trainer": Recipe(
             name="hf_trainer",
