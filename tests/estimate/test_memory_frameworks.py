@@ -220,3 +220,31 @@ def test_torchtune_fsdp_cpu_offload_moves_the_parameters() -> None:
             model="llama-3.1-70b", task="full_finetune", precision="bf16", gpu="A100-SXM-80GB", dp=8,
             seq_len=2048, zero_stage=2, cpu_offload=True, offload_params=True,
         )  # fmt: skip
+
+
+def test_peft_kbit_training_upcasts_embeddings_and_lm_head() -> None:
+    """peft 0.21.2 prepare_model_for_kbit_training: every fp16/bf16 parameter that is not Params4bit goes
+    to fp32. Llama-3.1-8B (untied): embed_tokens + lm_head = 2 x 128256 x 4096 parameters, 2 -> 4 bytes."""
+    kw: dict[str, Any] = {
+        "model": "llama-3.1-8b", "task": "qlora", "precision": "nf4", "gpu": "RTX-4090", "seq_len": 2048,
+    }  # fmt: skip
+    peft = estimate_memory(kbit_upcast=True, **kw).breakdown_gib["weights"]
+    plain = estimate_memory(**kw).breakdown_gib["weights"]
+    # embed_tokens + lm_head + the final RMSNorm (4096); the per-layer norms (2 x 4096 x 32, 0.5 MB) are
+    # counted with the layers at the base's bytes
+    assert (peft - plain) * GIB == pytest.approx((2 * EMBED_8B + 4096) * (4 - 2))
+    # a QLoRA case naming no trainer runs PEFT's k-bit preparation (the bitsandbytes preset)
+    row = "Q1,peak_memory_gib,llama-3.1-8b,qlora,RTX-4090,1,nf4,1,2048,pytorch,,10,GiB\n"
+    (case,) = parse_cases_csv(HEADER + row, "t.csv")
+    assert any("fp32 (PEFT prepare_model_for_kbit_training)" in a for a in _assumptions_of(case))
+
+
+def _assumptions_of(case: Any) -> tuple[str, ...]:
+    from gpufleet.estimate.predict import _recipe_kwargs
+
+    kw = _recipe_kwargs(case, {})
+    kw.pop("speed_recompute")
+    est = estimate_memory(
+        model=case.model, task=case.task, precision=case.precision, gpu=case.gpu, seq_len=2048, **kw
+    )
+    return est.assumptions

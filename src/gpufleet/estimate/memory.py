@@ -322,6 +322,7 @@ class _Query:
     offload_checkpoints: bool = False
     shard_degree: int | None = None
     offload_params: bool = False
+    kbit_upcast: bool = False
 
 
 def _lora_dropout_bytes_per_layer(q: _Query) -> float:
@@ -381,6 +382,12 @@ def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
     if q.task in ("lora", "qlora"):
         base = _adapter_base(q)
         parts["weights"] = _weight_bytes(st, base) / (sharded if q.zero_stage >= 3 else 1)
+        if q.kbit_upcast and q.task == "qlora":
+            # PEFT prepare_model_for_kbit_training casts every fp16/bf16 parameter that is not Params4bit
+            # (embeddings, lm_head, norms) to fp32 (peft 0.21.2 utils/other.py); axolotl patches it to
+            # keep embed_tokens/lm_head 16-bit (monkeypatch/peft/utils.py), unsloth and torchtune skip it
+            upcast = st.embed_params * (4.0 - UNQUANTISED_BYTES_PER_ELEMENT)
+            parts["weights"] += upcast / (sharded if q.zero_stage >= 3 else 1)
         trainable = lora_params(m, q.lora_rank) * st.layers / m.num_layers / q.tp
         experts = 0.0
         if q.adapter_fp32:  # PEFT get_peft_model(autocast_adapter_dtype=True) upcasts bf16/fp16 adapters
@@ -547,6 +554,7 @@ def estimate_memory(
     offload_checkpoints: bool = False,
     shard_degree: int | None = None,
     offload_params: bool = False,
+    kbit_upcast: bool = False,
 ) -> MemoryEstimate:
     """Memory per GPU for ``task`` (docs/memory.md).
 
@@ -571,7 +579,9 @@ def estimate_memory(
     ``shard_degree`` < ``dp`` shards the ZeRO/FSDP states over groups of that many ranks and replicates them
     across groups (FSDP ``HYBRID_SHARD``: full sharding within a node, replication across nodes);
     ``offload_params`` (with ``cpu_offload`` and ``zero_stage=3``) also keeps the sharded parameters on the
-    host (ZeRO-3 ``offload_param``, FSDP ``CPUOffloadPolicy``): only gathered modules stay on the GPU.
+    host (ZeRO-3 ``offload_param``, FSDP ``CPUOffloadPolicy``): only gathered modules stay on the GPU;
+    ``kbit_upcast`` holds a QLoRA base's unquantised embeddings and LM head in fp32 (PEFT
+    ``prepare_model_for_kbit_training``).
     """
     m = resolve_model(model)
     spec = _resolve_gpu(gpu)
@@ -615,7 +625,7 @@ def estimate_memory(
         sequence_parallel=sequence_parallel, flash_attention=flash_attention, master_weights=master_weights,
         optimizer_in_backward=optimizer_in_backward, chunked_loss=chunked_loss, cpu_offload=cpu_offload,
         adapter_fp32=adapter_fp32, lora_dropout=lora_dropout, offload_checkpoints=offload_checkpoints,
-        shard_degree=shard_degree, offload_params=offload_params,
+        shard_degree=shard_degree, offload_params=offload_params, kbit_upcast=kbit_upcast,
     )  # fmt: skip
     usable, parts, slack = _assemble(q, spec)
     over = _overheads(q)
@@ -874,6 +884,8 @@ def _training_assumptions(q: _Query) -> list[str]:
         if q.task == "qlora":
             base = "8-bit (LLM.int8)" if q.precision == "int8" else "NF4 with double quantisation"
             a.append(f"QLoRA-style frozen base in {base}; bf16 compute.")
+            if q.kbit_upcast:
+                a.append("Embeddings and LM head upcast to fp32 (PEFT prepare_model_for_kbit_training).")
     else:
         bpp = optimizer_bytes_per_param(
             q.optimizer, q.precision, fp32_grads=q.fp32_grads, master_weights=q.master_weights

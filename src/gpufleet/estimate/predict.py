@@ -255,6 +255,8 @@ def _recipe_kwargs(case: CalibrationCase, hints: dict[str, Any]) -> dict[str, An
             kw["offload_params"] = True  # applied only where the job offloads to the CPU under ZeRO-3
         if adapter:
             kw["adapter_fp32"] = recipe.adapter_fp32
+            if recipe.kbit_upcast and case.task == "qlora":
+                kw["kbit_upcast"] = True
             kw["lora_dropout"] = recipe.lora_dropout
         if not single and recipe.distributed_zero_stage:
             kw["zero_stage"] = recipe.distributed_zero_stage

@@ -47,6 +47,9 @@ class Recipe:
     checkpoint_offload: bool = False
     #: the trainer's CPU offload also moves the parameter shards (FSDP2 ``CPUOffloadPolicy``)
     cpu_offload_params: bool = False
+    #: QLoRA runs PEFT ``prepare_model_for_kbit_training``, which upcasts the unquantised embeddings and
+    #: LM head to fp32 (peft 0.21.2 utils/other.py)
+    kbit_upcast: bool = False
 
     @property
     def speed_recompute(self) -> str:
@@ -158,11 +161,14 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
             recompute="full",
             optimizer_in_backward=False,
             chunked_loss=False,
+            kbit_upcast=True,
             source="low-memory recipes built on bitsandbytes: the QLoRA reference trainer (artidoro/qlora "
             "qlora.py: model loaded in bf16, gradient_checkpointing True, paged optimizer; Dettmers et al. "
             "2023 sec. 3-4) and PEFT's prepare_model_for_kbit_training (use_gradient_checkpointing=True by "
             "default); bitsandbytes 8-bit optimizers update the 16-bit parameters in place, no fp32 master "
-            "copy (bitsandbytes docs '8-bit optimizers')",
+            "copy (bitsandbytes docs '8-bit optimizers'); prepare_model_for_kbit_training casts every "
+            "non-Params4bit fp16/bf16 parameter (embeddings, lm_head, norms) to fp32 (peft 0.21.2 "
+            "utils/other.py)",
         ),
     }
 )
