@@ -125,8 +125,10 @@ def test_vllm_reserve_and_usable_from_device_gib() -> None:
     est = _est()
     spec = get_spec("H100-SXM")
     assert est.capacity_gib == spec.memory_gib
-    assert est.usable_gib == pytest.approx(spec.memory_gib * 0.9 - est.breakdown_gib["cuda_context"])
-    assert est.fits == (est.per_gpu_gib <= spec.memory_gib * 0.9)
+    # vllm 0.33.0 request_memory: gpu_memory_utilization x total, counted from a snapshot taken after the
+    # CUDA context exists, so the context sits outside the 0.9 budget
+    assert est.usable_gib == pytest.approx(spec.memory_gib * 0.9)
+    assert est.fits == (est.per_gpu_gib - est.breakdown_gib["cuda_context"] <= spec.memory_gib * 0.9)
     assert est.per_gpu_gib > est.allocated_gib
 
 

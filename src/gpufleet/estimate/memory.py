@@ -69,6 +69,12 @@ OPTIMIZER_MOMENT_BYTES: Mapping[str, float] = {
     "sgd": 0.0,
     "sgd_momentum": 4.0,
 }
+#: optimizers whose states torch allocates in the parameter's dtype: ``torch.optim.AdamW`` ``_init_group``
+#: creates ``exp_avg``/``exp_avg_sq`` with ``torch.zeros_like(p, memory_format=torch.preserve_format)`` and
+#: SGD's ``momentum_buffer`` is ``torch.clone(grad)`` (torch 2.x ``torch/optim/adam.py``, ``sgd.py``), so in
+#: pure 16-bit training (no fp32 master: torchtune ``dtype: bf16``, litgpt ``--precision bf16-true``) the
+#: moments take 2 bytes each, not 4. bitsandbytes' 8-bit states and Adafactor's factored rows are unaffected.
+PARAM_DTYPE_STATE_OPTIMIZERS: tuple[str, ...] = ("adamw", "adam", "sgd_momentum")
 
 #: CUDA context + kernel images per process with CUDA >= 12.2 lazy loading (CUDA C++ Programming Guide,
 #: "Lazy Loading"; default since CUDA 12.2); PyTorch processes on A100/H100 show 0.4-0.6 GiB in nvidia-smi
@@ -91,6 +97,13 @@ KV_BLOCK_TOKENS = {"vllm": 16, "trtllm": 64, "transformers": 1, "pytorch": 1}
 PREFILL_CHUNK_TOKENS = {"vllm": 8192, "trtllm": 8192}
 #: chunks of torchtune's ``CEWithChunkedOutputLoss`` (8): only one chunk's fp32 upcast logits are alive
 CHUNKED_LOSS_CHUNKS = 8
+#: LoRA dropout modes: where a trainer applies ``lora_dropout`` > 0 and so stores a dropout mask (1 B) and
+#: the dropped input (16-bit) per adapter input for the backward: none (dropout 0: PEFT 0.21.2 LoraConfig,
+#: torchtune configs, axolotl 0.19.0 schemas/peft.py default 0.0), ``shared_input`` (litgpt 0.5.13 lora.py
+#: default lora_dropout 0.05 on q and v only, through the merged QKV layer: one ``self.lora_dropout(x)`` on
+#: the attention input), ``per_module`` (PEFT ``LoraLayer.forward`` drops each target module's input
+#: separately: q, k, v and gate, up take h each, o heads x head_dim, down the FFN width)
+LORA_DROPOUT_MODES: tuple[str, ...] = ("none", "shared_input", "per_module")
 #: vLLM ``max_num_seqs`` default 256: its profiling run samples that many sequences' logits (fp32)
 VLLM_MAX_NUM_SEQS = 256
 
@@ -136,7 +149,9 @@ def optimizer_bytes_per_param(
     master 4 + Adam m 4 + v 4 = 16 (18). 8-bit Adam (Dettmers et al. 2022) keeps m and v in 1 byte each.
     SGD keeps no state; with momentum one fp32 buffer. Pure fp32 training has no master copy, nor has pure
     16-bit training (``master_weights=False``: torchtune, axolotl and unsloth recipes update bf16 weights in
-    place). ``int8`` trains like fp8: int8 matmuls on bf16 weights with fp32 master copies (AQT in MaxText).
+    place); there torch's AdamW and SGD keep their states in the parameters' 16-bit dtype
+    (:data:`PARAM_DTYPE_STATE_OPTIMIZERS`): AdamW 2 + 2 + 2 + 2 = 8.
+    ``int8`` trains like fp8: int8 matmuls on bf16 weights with fp32 master copies (AQT in MaxText).
     """
     prec = check_precision(precision)
     if optimizer not in OPTIMIZERS:
@@ -153,6 +168,8 @@ def optimizer_bytes_per_param(
             "fp8, fp4, int8 (fp8/fp4/int8 = low-precision GEMMs with bf16 weights and fp32 master copies). "
             "For an int4/nf4 frozen base use task 'qlora'; otherwise train in bf16."
         )
+    if not master_weights and optimizer in PARAM_DTYPE_STATE_OPTIMIZERS:
+        moments /= 2.0  # fp32 moments -> the 16-bit parameter dtype (zeros_like(p))
     return TrainingBytesPerParam(
         weights=2.0, gradients=4.0 if fp32_grads else 2.0,
         optimizer_states=(4.0 if master_weights else 0.0) + moments,
@@ -300,6 +317,26 @@ class _Query:
     optimizer_in_backward: bool = False
     chunked_loss: bool = False
     cpu_offload: bool = False
+    adapter_fp32: bool = True
+    lora_dropout: str = "none"
+    offload_checkpoints: bool = False
+    shard_degree: int | None = None
+    offload_params: bool = False
+    kbit_upcast: bool = False
+
+
+def _lora_dropout_bytes_per_layer(q: _Query) -> float:
+    """Dropout mask (1 B) + dropped 16-bit input per layer for LoRA dropout (LORA_DROPOUT_MODES) [bytes]."""
+    m = q.m
+    if q.lora_dropout == "none" or q.task not in ("lora", "qlora"):
+        return 0.0
+    h = float(m.hidden_size)
+    if q.lora_dropout == "shared_input":
+        width = h
+    else:
+        ffn_in = 2.0 * h if m.ffn_kind == "gated" else h
+        width = 3.0 * h + m.num_attention_heads * m.head_dim + ffn_in + m.intermediate_size
+    return float(q.seq_len) * q.batch * width * (1.0 + 2.0) / q.tp
 
 
 def _inference_parts(q: _Query, st: _Stage) -> dict[str, float]:
@@ -324,23 +361,41 @@ def _inference_parts(q: _Query, st: _Stage) -> dict[str, float]:
     return parts
 
 
+def _adapter_base(q: _Query) -> str:
+    """Precision of a LoRA/QLoRA job's frozen base (QLoRA without a quantised precision: NF4)."""
+    return q.precision if q.task == "lora" or q.precision in ("nf4", "int4", "fp4", "int8") else "nf4"
+
+
 def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
     m = q.m
-    expert_dp = max(1, q.dp // q.ep)  # experts replicate over dp / ep ranks (Megatron expert-data-parallel)
+    sharded = q.shard_degree or q.dp  # ZeRO/FSDP group: all dp ranks, or one node under hybrid sharding
+    # experts replicate over dp / ep ranks (Megatron expert-data-parallel), sharded within that group
+    expert_dp = max(1, min(sharded, q.dp // q.ep))
 
     def shard(n_params: float, stage: int) -> float:
         """Trainable parameters per GPU after ZeRO ``stage`` (1 optimizer, 2 grads, 3 weights) sharding."""
         if q.zero_stage < stage:
             return n_params
-        return (n_params - experts) / q.dp + experts / expert_dp
+        return (n_params - experts) / sharded + experts / expert_dp
 
     parts: dict[str, float] = {}
     if q.task in ("lora", "qlora"):
-        base = q.precision if q.task == "lora" or q.precision in ("nf4", "int4", "fp4", "int8") else "nf4"
-        parts["weights"] = _weight_bytes(st, base) / (q.dp if q.zero_stage >= 3 else 1)
+        base = _adapter_base(q)
+        parts["weights"] = _weight_bytes(st, base) / (sharded if q.zero_stage >= 3 else 1)
+        if q.kbit_upcast and q.task == "qlora":
+            # PEFT prepare_model_for_kbit_training casts every fp16/bf16 parameter that is not Params4bit
+            # (embeddings, lm_head, norms) to fp32 (peft 0.21.2 utils/other.py); axolotl patches it to
+            # keep embed_tokens/lm_head 16-bit (monkeypatch/peft/utils.py), unsloth and torchtune skip it
+            upcast = st.embed_params * (4.0 - UNQUANTISED_BYTES_PER_ELEMENT)
+            parts["weights"] += upcast / (sharded if q.zero_stage >= 3 else 1)
         trainable = lora_params(m, q.lora_rank) * st.layers / m.num_layers / q.tp
         experts = 0.0
-        bpp = optimizer_bytes_per_param(q.optimizer, "fp32")  # PEFT keeps adapters in fp32
+        if q.adapter_fp32:  # PEFT get_peft_model(autocast_adapter_dtype=True) upcasts bf16/fp16 adapters
+            bpp = optimizer_bytes_per_param(
+                q.optimizer, "fp32"
+            )  # (peft 0.21 tuners_utils._cast_adapter_dtype)
+        else:  # built in the model dtype (torchtune set_default_dtype(bf16), litgpt bf16-true)
+            bpp = optimizer_bytes_per_param(q.optimizer, "bf16", master_weights=False)
         parts["lora_adapters"] = shard(trainable, 3) * bpp.weights
         if q.task == "qlora":  # one layer's largest matrix dequantised to bf16 at a time (bitsandbytes)
             widest = max(m.intermediate_size, m.moe_intermediate_size, m.num_attention_heads * m.head_dim)
@@ -364,8 +419,22 @@ def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
     states = shard(trainable, 1) * bpp.optimizer_states
     if q.cpu_offload:
         # ZeRO-Offload / FSDP CPUOffload: fp32 master and optimizer states live and step on the host
-        # (Ren et al. 2021, ZeRO-Offload sec. 4); the GPU keeps 16-bit weights and gradients
+        # (Ren et al. 2021, ZeRO-Offload sec. 4). ZeRO-2/3 also move each gradient partition to the host as
+        # it is reduced, so the GPU keeps only the 16-bit weights: deepspeed 0.19.8
+        # estimate_zero2_model_states_mem_needs(cpu_offload=True) gpu_mem = 2 x params,
+        # estimate_zero3_model_states_mem_needs(cpu_offload_params=False) = largest layer + 2 x params / N.
+        # ZeRO-1 reduces the full 16-bit gradients on the GPU after the backward, so they stay.
         states = 0.0
+        if q.zero_stage >= 2:
+            parts["gradients"] = 0.0
+        if q.offload_params:
+            # parameter offload (ZeRO-3 offload_param; FSDP2 CPUOffloadPolicy, which torchtune's
+            # fsdp_cpu_offload sets: "FSDP will offload parameters, gradients, and optimizer states to CPU",
+            # torchtune 0.6.1 training/_distributed.py shard_model): the GPU keeps only gathered modules,
+            # deepspeed estimate_zero3_model_states_mem_needs(cpu_offload_params=True) = largest layer
+            parts["weights"] = 0.0
+            if "lora_adapters" in parts:
+                parts["lora_adapters"] = 0.0
     if q.optimizer in PAGED_OPTIMIZERS:
         parts["optimizer_states_paged"] = states
     else:
@@ -381,15 +450,76 @@ def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
         n_moe = st.layers - st.dense_layers
         return st.dense_layers * one(False) + (n_moe * one(True) if n_moe else 0.0)
 
-    act = st.in_flight * layers_sum(q.recompute)
+    dropout = _lora_dropout_bytes_per_layer(q)
+    if q.recompute == "full" and q.offload_checkpoints and st.layers:
+        # each layer's checkpointed input is copied to pinned host buffers in the forward and brought back
+        # for its backward (unsloth_zoo 2026.10.9 gradient_checkpointing.py UnslothCheckpointFunction /
+        # Unsloth_Offloaded_Gradient_Checkpointer: hidden_states.to("cpu", non_blocking=True)): one
+        # checkpoint on the GPU at a time
+        act = layers_sum("full") / st.layers
+    else:
+        act = st.in_flight * (
+            layers_sum(q.recompute) + (0.0 if q.recompute == "full" else dropout * st.layers)
+        )
     if q.recompute == "full" and st.layers:  # one layer rematerialised during its backward
-        act += layers_sum("none") / st.layers
+        act += layers_sum("none") / st.layers + dropout
     parts["activations"] = act
     if st.last:
         parts["logits"] = logits_bytes(m, tokens=q.seq_len * q.batch, tp=q.tp) / (
             CHUNKED_LOSS_CHUNKS if q.chunked_loss else 1
         )
+    if sharded == 1:  # one rank: nothing is partitioned, so nothing is gathered or copied per partition
+        return parts
+    if q.zero_stage >= 3:
+        parts["zero3_gathered"] = _zero3_gathered_bytes(q, st)
+    if q.zero_stage >= 1 and q.task not in ("lora", "qlora") and not q.cpu_offload:
+        step = _zero_fp32_grad_step_bytes(q, bpp, shard(trainable, 1), parts)
+        if step > 0.0:
+            parts["fp32_grad_partition"] = step
     return parts
+
+
+def _zero_fp32_grad_step_bytes(
+    q: _Query, bpp: TrainingBytesPerParam, partition: float, parts: Mapping[str, float]
+) -> float:
+    """Extra bytes at the ZeRO optimizer step for the fp32 copy of this rank's gradient partition.
+
+    DeepSpeed steps its fp32 master partition on an fp32 gradient: ZeRO-1/2 ``step`` sets
+    ``single_partition_of_fp32_groups[i].grad`` to the flattened 16-bit partition ``.to(fp32)``
+    (deepspeed 0.19.8 runtime/zero/stage_1_and_2.py), ZeRO-3 ``_prepare_fp32_grad_for_sub_group`` does the
+    same and frees the 16-bit partition (``averaged_gradients[sub_group_id] = None``, stage3.py). Hence
+    deepspeed's ``estimate_zero2_model_states_mem_needs`` gpu_mem = 2P + 18P/N (2 grads16 + 4 grads32 + 4
+    params32 + 8 moments, per its comment) and ``estimate_zero3_model_states_mem_needs`` = 4 x largest layer
+    + 18P/N (2 params16 + 4 grads32 + 4 params32 + 8 moments). The activations and logits are freed by the
+    step, so only what the fp32 copy needs beyond them raises the peak [bytes]. Mixed precision only: pure
+    16-bit or fp32 training steps on the gradient it has (no copy)."""
+    if not q.master_weights or bpp.gradients >= 4.0 or bpp.weights >= 4.0:
+        return 0.0
+    fp32 = 4.0 * partition
+    if q.zero_stage >= 3:  # the 16-bit partition is released as its fp32 copy is made
+        fp32 -= parts["gradients"]
+    freed = parts["activations"] + parts.get("logits", 0.0)
+    return max(0.0, fp32 - freed)
+
+
+def _zero3_gathered_bytes(q: _Query, st: _Stage) -> float:
+    """ZeRO-3/FSDP working set: the largest module gathered whole with its 16-bit gradient [bytes].
+
+    deepspeed 0.19.8 runtime/zero/stage3.py ``estimate_zero3_model_states_mem_needs``:
+    ``largest_layer_memory = 4 * largest_layer_params`` (16-bit parameters + gradients), the largest
+    module's own parameters (``model_to_params``-style, not recursive): the embedding / LM head (V x h) on
+    the stages that hold them, else the widest linear of a layer (FFN h x I, a routed expert's h x I_moe,
+    the attention output heads x head_dim x h), split by TP. A LoRA base is frozen: its gathered module
+    has no gradient (2 bytes, at the base's bytes per weight)."""
+    m = q.m
+    linears = [m.hidden_size * max(m.intermediate_size, m.moe_intermediate_size)]
+    linears.append(m.num_attention_heads * m.head_dim * m.hidden_size)
+    if st.first or st.last:
+        linears.append(m.vocab_size * m.hidden_size)
+    largest = max(linears) / q.tp
+    if q.task in ("lora", "qlora"):
+        return largest * BYTES_PER_ELEMENT[_adapter_base(q)]
+    return 4.0 * largest
 
 
 @checked_output("memory estimate")
@@ -419,6 +549,12 @@ def estimate_memory(
     optimizer_in_backward: bool = False,
     chunked_loss: bool = False,
     cpu_offload: bool = False,
+    adapter_fp32: bool = True,
+    lora_dropout: str = "none",
+    offload_checkpoints: bool = False,
+    shard_degree: int | None = None,
+    offload_params: bool = False,
+    kbit_upcast: bool = False,
 ) -> MemoryEstimate:
     """Memory per GPU for ``task`` (docs/memory.md).
 
@@ -435,7 +571,17 @@ def estimate_memory(
     ``allocated_gib``, ``adafactor``, ``sgd`` ...); ``master_weights`` False = pure 16-bit training (no fp32
     copy); ``optimizer_in_backward`` frees each gradient right after its update; ``chunked_loss`` computes
     the cross entropy in chunks (torchtune); ``cpu_offload`` keeps the fp32 master and optimizer states in
-    host memory (DeepSpeed ZeRO-Offload, FSDP ``CPUOffload``; their speed cost is not modelled).
+    host memory (DeepSpeed ZeRO-Offload, FSDP ``CPUOffload``; their speed cost is not modelled);
+    ``adapter_fp32`` False keeps LoRA adapters and their AdamW states in the 16-bit model dtype (torchtune,
+    litgpt) instead of PEFT's fp32 upcast; ``lora_dropout`` (:data:`LORA_DROPOUT_MODES`) where the trainer's
+    LoRA dropout stores masks and dropped inputs; ``offload_checkpoints`` with full recompute keeps the
+    checkpointed layer inputs in host memory (unsloth's ``use_gradient_checkpointing="unsloth"``);
+    ``shard_degree`` < ``dp`` shards the ZeRO/FSDP states over groups of that many ranks and replicates them
+    across groups (FSDP ``HYBRID_SHARD``: full sharding within a node, replication across nodes);
+    ``offload_params`` (with ``cpu_offload`` and ``zero_stage=3``) also keeps the sharded parameters on the
+    host (ZeRO-3 ``offload_param``, FSDP ``CPUOffloadPolicy``): only gathered modules stay on the GPU;
+    ``kbit_upcast`` holds a QLoRA base's unquantised embeddings and LM head in fp32 (PEFT
+    ``prepare_model_for_kbit_training``).
     """
     m = resolve_model(model)
     spec = _resolve_gpu(gpu)
@@ -450,6 +596,21 @@ def estimate_memory(
     for name, v in (("batch", batch), ("seq_len", seq_len), ("lora_rank", lora_rank)):
         _positive(name, v)
     _check_parallel(m, tp, pp, dp, ep)
+    if lora_dropout not in LORA_DROPOUT_MODES:
+        raise InputError(
+            f"Unknown lora_dropout mode {lora_dropout!r}. Allowed: {', '.join(LORA_DROPOUT_MODES)}. "
+            "Use 'none' for lora_dropout 0 (the PEFT default)."
+        )
+    if shard_degree is not None and (shard_degree < 1 or dp % shard_degree):
+        raise InputError(
+            f"shard_degree {shard_degree} must divide dp={dp}: hybrid sharding shards within groups of that "
+            "many data-parallel ranks (usually the GPUs of one node). Leave it out to shard over all of dp."
+        )
+    if offload_params and not (cpu_offload and zero_stage == 3):
+        raise InputError(
+            "offload_params keeps ZeRO-3/FSDP parameter shards on the host: it needs cpu_offload=True and "
+            f"zero_stage=3 (got cpu_offload={cpu_offload}, zero_stage={zero_stage}). Set both, or drop it."
+        )
     if zero_stage not in (0, 1, 2, 3):
         raise InputError(f"zero_stage must be 0, 1, 2 or 3 (3 = FSDP full sharding), got {zero_stage!r}.")
     check_recompute(recompute)
@@ -463,6 +624,8 @@ def estimate_memory(
         recompute=recompute, optimizer=optimizer, lora_rank=lora_rank, fp32_grads=fp32_grads,
         sequence_parallel=sequence_parallel, flash_attention=flash_attention, master_weights=master_weights,
         optimizer_in_backward=optimizer_in_backward, chunked_loss=chunked_loss, cpu_offload=cpu_offload,
+        adapter_fp32=adapter_fp32, lora_dropout=lora_dropout, offload_checkpoints=offload_checkpoints,
+        shard_degree=shard_degree, offload_params=offload_params, kbit_upcast=kbit_upcast,
     )  # fmt: skip
     usable, parts, slack = _assemble(q, spec)
     over = _overheads(q)
@@ -527,7 +690,7 @@ def _slack(q: _Query, cap: float) -> tuple[float, dict[str, float], float]:
     """(usable bytes, parts of the heaviest stage, slack) of one validated query on ``cap`` bytes."""
     m, prec, task = q.m, q.precision, q.task
     over = _overheads(q)
-    extra = sum(v for k, v in over.items() if k != "cuda_context")
+    extra = _budgeted_overheads(q.engine, over)
     best: tuple[float, dict[str, float], float] | None = None
     for st in _candidate_stages(_stages(m, q.tp, q.pp, q.ep)):
         if task == "load":
@@ -566,14 +729,29 @@ def _overheads(q: _Query) -> dict[str, float]:
     return out
 
 
+def _budgeted_overheads(engine: str, over: Mapping[str, float]) -> float:
+    """Non-tensor memory that must fit in the usable budget beside the tensors [bytes].
+
+    vLLM takes its memory snapshot after the CUDA context and the NCCL communicators exist (vllm 0.33.0
+    v1/worker/gpu_worker.py ``init_device``: ``init_worker_distributed_environment`` then
+    ``init_snapshot = MemorySnapshot()``; ``request_memory`` = ``gpu_memory_utilization`` x total), and
+    ``determine_available_memory`` subtracts from that budget only what was consumed after the snapshot
+    (weights, profiling peak, non-torch increase) and the CUDA-graph estimate: context and NCCL buffers sit
+    in the remaining 10 %. Other engines: NCCL buffers and graphs come out of the usable memory."""
+    if engine == "vllm":
+        return over.get("cuda_graphs", 0.0)
+    return sum(v for k, v in over.items() if k != "cuda_context")
+
+
 def _usable(cap: float, engine: str, over: Mapping[str, float], static: float) -> float:
     """Bytes the engine may use for tensors on one GPU, after the CUDA context and the engine reserve.
 
     ``static`` = weights + activations + logits (TRT-LLM sizes its KV pool from what is free after them).
+    vLLM: ``gpu_memory_utilization`` x device memory, the context outside it (:func:`_budgeted_overheads`).
     """
     ctx = over["cuda_context"]
     if engine == "vllm":
-        return cap * VLLM_GPU_MEMORY_UTILIZATION - ctx
+        return cap * VLLM_GPU_MEMORY_UTILIZATION
     if engine == "trtllm":
         free = max(0.0, cap - ctx - static - over.get("nccl_buffers", 0.0))
         return cap - ctx - (1.0 - TRTLLM_KV_FREE_FRACTION) * free
@@ -621,7 +799,7 @@ def max_concurrent_sequences(
     )  # fmt: skip
     cap = spec.memory_gib * GIB
     over = _overheads(q)
-    extra = sum(v for k, v in over.items() if k != "cuda_context")
+    extra = _budgeted_overheads(engine, over)
     # upper bound: the pool left beside the batch-1 tensors, divided by one sequence's KV cache
     hi = math.inf
     for st in _stages(m, tp, pp, ep):
@@ -700,11 +878,14 @@ def _training_assumptions(q: _Query) -> list[str]:
     a = []
     if q.task in ("lora", "qlora"):
         a.append(
-            f"LoRA rank {q.lora_rank} on {LORA_TARGETS}; adapters, grads and {q.optimizer} state in fp32."
+            f"LoRA rank {q.lora_rank} on {LORA_TARGETS}; adapters, grads and {q.optimizer} state in "
+            + ("fp32 (PEFT upcast)." if q.adapter_fp32 else "the 16-bit model dtype.")
         )
         if q.task == "qlora":
             base = "8-bit (LLM.int8)" if q.precision == "int8" else "NF4 with double quantisation"
             a.append(f"QLoRA-style frozen base in {base}; bf16 compute.")
+            if q.kbit_upcast:
+                a.append("Embeddings and LM head upcast to fp32 (PEFT prepare_model_for_kbit_training).")
     else:
         bpp = optimizer_bytes_per_param(
             q.optimizer, q.precision, fp32_grads=q.fp32_grads, master_weights=q.master_weights
@@ -716,8 +897,12 @@ def _training_assumptions(q: _Query) -> list[str]:
         )
         if q.cpu_offload:
             a.append("Optimizer states and fp32 master in host memory (ZeRO-Offload / FSDP CPUOffload).")
+            if q.offload_params:
+                a.append("Parameter shards in host memory too: only gathered modules on the GPU.")
         if q.optimizer_in_backward:
             a.append("Optimizer step fused into the backward: only the largest gradient is alive at once.")
+    if q.offload_checkpoints and q.recompute == "full":
+        a.append("Checkpointed layer inputs offloaded to host memory: one on the GPU at a time (unsloth).")
         if q.optimizer in PAGED_OPTIMIZERS:
             a.append(
                 "Paged optimizer states live in CUDA managed memory: on the GPU only while memory is free, "
@@ -729,7 +914,13 @@ def _training_assumptions(q: _Query) -> list[str]:
                 f"{q.precision} but keeps bf16 weights and fp32 master copies."
             )
     if q.zero_stage:
-        a.append(f"ZeRO stage {q.zero_stage} shards over dp={q.dp}.")
+        group = q.shard_degree or q.dp
+        rep = f", replicated across the {q.dp // group} groups (hybrid sharding)" if group < q.dp else ""
+        a.append(f"ZeRO stage {q.zero_stage} shards over {group} of dp={q.dp} ranks{rep}.")
+        if q.zero_stage >= 3:
+            a.append("ZeRO-3: the largest module is gathered whole with its 16-bit gradient (DeepSpeed).")
+        if q.master_weights and q.task not in ("lora", "qlora") and not q.cpu_offload:
+            a.append("The ZeRO optimizer step copies this rank's gradient partition to fp32 (DeepSpeed).")
     a.append(
         f"Activations per Korthikanti et al. 2022, recompute {q.recompute}, "
         f"{'flash attention' if q.flash_attention else 'materialised attention scores'}, "

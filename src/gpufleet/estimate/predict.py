@@ -65,12 +65,21 @@ def note_hints(note: str) -> dict[str, Any]:
         hints["zero_stage"] = int(zero.group(1))
     if "fsdp" in low and not any(f"{neg} fsdp" in low for neg in ("no", "without", "w/o")):
         hints["zero_stage"] = 3
+    if any(w in low for w in ("hybrid shard", "hybrid_shard", "hsdp")):
+        # FSDP HYBRID_SHARD: FULL_SHARD within a node, replicated across nodes (torch.distributed.fsdp
+        # ShardingStrategy docs); the node size is comms.DEFAULT_GPUS_PER_NODE
+        hints["zero_stage"] = 3
+        hints["hybrid_shard"] = True
     if "static batching" in low:
         hints["static_batching"] = True
     if any(
         w in low for w in ("cpu offload", "zero-offload", "zero offload", "offload_optimizer", "cpuoffload")
     ) or re.search(r"\bzero[\s_-]*(?:stage[\s_=-]*)?[0-3]?[\s_+-]*(?:cpu[\s_-]*)?offload", low):
         hints["cpu_offload"] = True
+        if "fsdp" in low or any(w in low for w in ("offload_param", "offload param", "zero-infinity")):
+            # FSDP's CPU offload always moves the parameters (FSDP1 CPUOffload(offload_params=True), FSDP2
+            # CPUOffloadPolicy); DeepSpeed's only with offload_param (ZeRO-Infinity)
+            hints["offload_params"] = True
     if any(k in low for k in ("attention dp", "attention data parallel", "dp attention", "attention_dp")):
         hints["attention_dp"] = True
     vp = re.search(r"\b(?:vp|vpp)\s*=?\s*(\d+)\b", low)
@@ -209,11 +218,23 @@ def _predict_memory(case: CalibrationCase, prof: CalibrationProfile, estimate_me
         notes.append(f"global batch {batch} over dp={dp}: micro-batch {micro} per GPU")
         batch = micro
     recompute = hints.get("recompute", recipe_kw.pop("recompute", "selective"))
+    recipe_zero = recipe_kw.pop("zero_stage", None)  # the trainer's multi-GPU sharding (FSDP = 3)
+    if recipe_zero is not None and dp > 1:
+        hints.setdefault("zero_stage", recipe_zero)
     kw: dict[str, Any] = dict(
         model=case.model, precision=case.precision, gpu=case.gpu, tp=tp, pp=pp, batch=batch,
         seq_len=max(seq, 1), engine=engine, allow_fallback=True, cpu_offload=hints.get("cpu_offload", False),
         **recipe_kw,
     )  # fmt: skip
+    if hints.get("hybrid_shard"):
+        from gpufleet.estimate.comms import DEFAULT_GPUS_PER_NODE
+
+        node = max(1, DEFAULT_GPUS_PER_NODE // (tp * pp))  # data-parallel ranks inside one node
+        if dp > node and dp % node == 0:
+            kw["shard_degree"] = node
+    offload_params = kw.pop("offload_params", False) or hints.get("offload_params", False)
+    if offload_params and kw["cpu_offload"] and hints.get("zero_stage", 0) == 3 and dp > 1:
+        kw["offload_params"] = True
     mem = estimate_memory(
         task=case.task, dp=dp, zero_stage=hints.get("zero_stage", 0), recompute=recompute, **kw
     )
@@ -237,7 +258,10 @@ def _predict_memory(case: CalibrationCase, prof: CalibrationProfile, estimate_me
     elif case.task == "inference" and (case.software or "").lower() in PREALLOCATING_ENGINES:
         # vLLM and TRT-LLM size their KV pool up front, so the device shows the whole pool, not the need
         # (only when the case names that engine: an unstated stack is compared on what it needs)
-        value = max(mem.per_gpu_gib, mem.usable_gib + mem.breakdown_gib.get("cuda_context", 0.0))
+        outside = sum(mem.breakdown_gib.get(k, 0.0) for k in ("cuda_context", "nccl_buffers"))
+        if engine != "vllm":  # vLLM's budget excludes the context and NCCL buffers; others include NCCL
+            outside = mem.breakdown_gib.get("cuda_context", 0.0)
+        value = max(mem.per_gpu_gib, mem.usable_gib + outside)
         what = f"per-GPU (nvidia-smi), {engine} pre-allocated KV pool included"
     else:
         value, what = mem.per_gpu_gib, "per-GPU (nvidia-smi)"
@@ -263,13 +287,25 @@ def _recipe_kwargs(case: CalibrationCase, hints: dict[str, Any]) -> dict[str, An
     )
     adapter = case.task in ("lora", "qlora")
     if recipe is not None:
-        kw["optimizer"] = recipe.optimizer_adapter if adapter else recipe.optimizer_full
-        kw["master_weights"] = recipe.master_weights
-        kw["recompute"] = recipe.recompute
-        kw["speed_recompute"] = recipe.speed_recompute
-        kw["chunked_loss"] = recipe.chunked_loss
         single = case.gpu_count == 1
+        full_opt = recipe.optimizer_full_distributed if not single else None
+        kw["optimizer"] = recipe.optimizer_adapter if adapter else (full_opt or recipe.optimizer_full)
+        kw["master_weights"] = recipe.master_weights
+        kw["recompute"] = (None if single else recipe.distributed_recompute) or recipe.recompute
+        kw["speed_recompute"] = "none" if recipe.activation_offloading else kw["recompute"]
+        kw["chunked_loss"] = recipe.chunked_loss
         kw["optimizer_in_backward"] = recipe.optimizer_in_backward and single and not adapter
+        if recipe.checkpoint_offload:
+            kw["offload_checkpoints"] = True
+        if recipe.cpu_offload_params:
+            kw["offload_params"] = True  # applied only where the job offloads to the CPU under ZeRO-3
+        if adapter:
+            kw["adapter_fp32"] = recipe.adapter_fp32
+            if recipe.kbit_upcast and case.task == "qlora":
+                kw["kbit_upcast"] = True
+            kw["lora_dropout"] = recipe.lora_dropout
+        if not single and recipe.distributed_zero_stage:
+            kw["zero_stage"] = recipe.distributed_zero_stage
     if case.optimizer:
         kw["optimizer"] = _SCHEMA_OPTIMIZER[case.optimizer]
     return kw

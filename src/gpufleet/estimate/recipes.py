@@ -7,6 +7,7 @@ trainer's default configuration. :func:`recipe_for` picks a preset from a softwa
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -29,6 +30,26 @@ class Recipe:
     #: activations offloaded to host memory on a side stream (torchtune ``enable_activation_offloading``):
     #: memory as with checkpointing, speed without recompute
     activation_offloading: bool = False
+    #: LoRA adapters (and their gradients and optimizer states) in fp32: PEFT's ``get_peft_model``
+    #: ``autocast_adapter_dtype=True`` upcasts bf16/fp16 adapters (peft 0.21.2 ``tuners_utils``
+    #: ``_cast_adapter_dtype``); False = built in the model's 16-bit dtype (torchtune, litgpt bf16-true)
+    adapter_fp32: bool = True
+    #: optimizer of full fine-tunes on several GPUs when the trainer's distributed recipe differs from its
+    #: single-device one (None: ``optimizer_full``)
+    optimizer_full_distributed: str | None = None
+    #: parameter sharding of the trainer's multi-GPU recipe as a ZeRO stage (3 = FSDP full sharding)
+    distributed_zero_stage: int = 0
+    #: activation checkpointing of the multi-GPU recipe when it differs from ``recompute`` (None: same)
+    distributed_recompute: str | None = None
+    #: where LoRA dropout stores masks and dropped inputs (memory.LORA_DROPOUT_MODES; none = dropout 0)
+    lora_dropout: str = "none"
+    #: checkpointed layer inputs copied to host memory (unsloth ``use_gradient_checkpointing="unsloth"``)
+    checkpoint_offload: bool = False
+    #: the trainer's CPU offload also moves the parameter shards (FSDP2 ``CPUOffloadPolicy``)
+    cpu_offload_params: bool = False
+    #: QLoRA runs PEFT ``prepare_model_for_kbit_training``, which upcasts the unquantised embeddings and
+    #: LM head to fp32 (peft 0.21.2 utils/other.py)
+    kbit_upcast: bool = False
 
     @property
     def speed_recompute(self) -> str:
@@ -47,11 +68,20 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
             optimizer_in_backward=True,
             chunked_loss=True,
             activation_offloading=True,
+            adapter_fp32=False,
+            optimizer_full_distributed="adamw",
+            distributed_zero_stage=3,
+            cpu_offload_params=True,
             source="torchtune recipes/configs/llama3_1/8B_full_single_device.yaml (bnb PagedAdamW8bit, "
             "optimizer_in_bwd: True, dtype bf16) and 8B_lora_single_device.yaml (AdamW, "
             "CEWithChunkedOutputLoss); activations offloaded (enable_activation_offloading): torchtune's "
             "README speed/memory table is consistent with the hardware peak only without recompute and with "
-            "the memory column only with activations off the GPU",
+            "the memory column only with activations off the GPU. LoRA adapters are built under "
+            "set_default_dtype(bf16) (no fp32 upcast). Distributed configs (torchtune 0.6.1 "
+            "llama3_1/8B_full.yaml, 70B_full.yaml, llama3_2/3B_full.yaml): torch.optim.AdamW on bf16 "
+            "parameters (bf16 moments), optimizer_in_bwd False, FSDP2 fully_shard over all ranks; "
+            "fsdp_cpu_offload (70B_full.yaml) = CPUOffloadPolicy: parameters, gradients and optimizer "
+            "states on the host (training/_distributed.py shard_model)",
         ),
         "hf_trainer": Recipe(
             name="hf_trainer",
@@ -72,8 +102,11 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
             recompute="full",
             optimizer_in_backward=False,
             chunked_loss=True,
+            checkpoint_offload=True,
             source="unsloth notebooks: optim adamw_8bit, use_gradient_checkpointing='unsloth', bf16 base, "
-            "fused chunked cross entropy (unsloth README)",
+            "fused chunked cross entropy (unsloth README); 'unsloth' checkpointing copies each layer's input "
+            "to pinned host buffers (unsloth_zoo 2026.10.9 gradient_checkpointing.py "
+            "UnslothCheckpointFunction); LoRA through peft get_peft_model (fp32 adapters)",
         ),
         "axolotl": Recipe(
             name="axolotl",
@@ -94,10 +127,31 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
             recompute="none",
             optimizer_in_backward=False,
             chunked_loss=True,
+            adapter_fp32=False,
+            distributed_zero_stage=3,
+            distributed_recompute="full",
+            lora_dropout="shared_input",
             source="Lightning-AI litgpt finetune/lora.py and full.py defaults: --precision bf16-true "
             "(weights, gradients and AdamW states in bf16, no fp32 master copy), torch AdamW (bitsandbytes "
             "PagedAdamW when --quantize bnb.*), no activation checkpointing on one device, LM head and cross "
-            "entropy in chunks (lm_head_chunk_size=128, chunked_cross_entropy)",
+            "entropy in chunks (lm_head_chunk_size=128, chunked_cross_entropy); LoRA adapters created under "
+            "fabric.init_module in bf16. Several devices (litgpt 0.5.13 finetune/full.py): FSDPStrategy "
+            "(full sharding) with activation_checkpointing_policy={Block}; lora.py ModelParallelStrategy "
+            "(FSDP2); lora_dropout 0.05 on the merged QKV input (lora.py: lora_query and lora_value only)",
+        ),
+        "trl": Recipe(
+            name="trl",
+            optimizer_full="adamw",
+            optimizer_adapter="adamw",
+            master_weights=False,
+            recompute="full",
+            optimizer_in_backward=False,
+            chunked_loss=False,
+            source="trl 1.16.0 trainer/sft_config.py SFTConfig: gradient_checkpointing True (trl 0.19.0 left "
+            "the TrainingArguments default False), bf16 True; the model loads in its checkpoint dtype "
+            "(transformers 5.24.0 from_pretrained dtype None -> 'auto': bf16 for Llama/Qwen), so the Trainer "
+            "updates bf16 weights with torch AdamW (bf16 moments, no fp32 master); PEFT adapters fp32 "
+            "(autocast_adapter_dtype, kept bf16 only under ZeRO-3)",
         ),
         "bitsandbytes": Recipe(
             name="bitsandbytes",
@@ -107,11 +161,14 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
             recompute="full",
             optimizer_in_backward=False,
             chunked_loss=False,
+            kbit_upcast=True,
             source="low-memory recipes built on bitsandbytes: the QLoRA reference trainer (artidoro/qlora "
             "qlora.py: model loaded in bf16, gradient_checkpointing True, paged optimizer; Dettmers et al. "
             "2023 sec. 3-4) and PEFT's prepare_model_for_kbit_training (use_gradient_checkpointing=True by "
             "default); bitsandbytes 8-bit optimizers update the 16-bit parameters in place, no fp32 master "
-            "copy (bitsandbytes docs '8-bit optimizers')",
+            "copy (bitsandbytes docs '8-bit optimizers'); prepare_model_for_kbit_training casts every "
+            "non-Params4bit fp16/bf16 parameter (embeddings, lm_head, norms) to fp32 (peft 0.21.2 "
+            "utils/other.py)",
         ),
     }
 )
@@ -126,6 +183,8 @@ _ALIASES: tuple[tuple[str, str], ...] = (
     ("axolotl", "axolotl"),
     ("litgpt", "litgpt"),
     ("lit-gpt", "litgpt"),
+    ("trl", "trl"),
+    ("sfttrainer", "trl"),
     ("peft", "hf_trainer"),
     ("hf trainer", "hf_trainer"),
     ("transformers", "hf_trainer"),
@@ -169,7 +228,7 @@ def recipe_for(software: str | None, note: str = "") -> Recipe | None:
     for text in (software or "", note):
         low = text.lower()
         for word, name in _ALIASES:
-            if word in low:
+            if re.search(rf"\b{re.escape(word)}\b", low):  # whole words: "trl", not "ctrl"
                 return RECIPES[name]
     return None
 
