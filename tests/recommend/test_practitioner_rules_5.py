@@ -1,5 +1,5 @@
 """Practitioners' rules, fifth audit: new asks phrased as users phrase them (docs/recommend.md,
-"Practitioners' rules we check", rules 16-18; docs/fleet.md rule P9).
+"Practitioners' rules we check", rules 16-19; docs/fleet.md rule P9).
 
 The first audit (``test_practitioner_rules.py``, rules 1-15) and the fleet audit
 (``tests/test_practitioner_rules_fleet.py``) cover chat, RAG, batch serving, fine-tuning and pre-training.
@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from gpufleet.catalog.specs import get_spec
 from gpufleet.estimate.inference import estimate_inference
 from gpufleet.estimate.memory import weights_bytes
 from gpufleet.fleet.plan import plan_fleet
@@ -87,6 +88,8 @@ SERVING: tuple[Ask, ...] = (
     Ask("qwen3-235b bf16", _serve("qwen3-235b-a22b", 1, 2000, 60)),
     Ask("llama-4-scout int4", _serve("llama-4-scout", 1, 1500, 60, precision="int4")),
     Ask("deepseek-r1 reasoning", _serve("deepseek-r1", 0.5, 5000, 100, input_len=2000, output_len=4000)),
+    Ask("llama-4-maverick fp8", _serve("llama-4-maverick", 1, 1500, 60, precision="fp8")),
+    Ask("qwen2.5-72b on PCIe cards", _serve("qwen2.5-72b", 1, 1500, 80, gpu="A100-PCIe-80GB,RTX-A6000,A40")),
     Ask("qwen2.5-32b fp8 coder office hours", _serve("qwen2.5-32b", 1, 1000, 50, precision="fp8",
                                                      hours_per_month=220)),
 )  # fmt: skip
@@ -224,6 +227,40 @@ def test_layout_note_matches_the_pick(label: str) -> None:
                        f"{c.total_nodes} node(s), {c.batch_per_replica} sequences each")  # fmt: skip
         if r.workload.concurrency is None and "given" in m["why"]:
             bad.append(f"{c.provider} {c.instance_type}: 'given' without a stated concurrency")
+    assert bad == [], f"{label}: {bad}"
+
+
+# ---- rule 19: a TP group wider than an NVLink bridge is flagged like PCIe-only serving ---------------------
+
+
+def _scaleup_gpus(gpu: str) -> int:
+    """GPUs one scale-up link joins, from the accelerator table's ``scaleup_interconnect``: 1 for PCIe-only
+    cards, the bridge's width for NVLink-bridged PCIe cards ("NVLink bridge (2 GPUs)", "(2- or 4-way)"), a
+    whole node (a large number) for NVSwitch/NVLink/Infinity Fabric/ICI."""
+    spec = get_spec(gpu)
+    text = spec.scaleup_interconnect.lower()
+    if spec.scaleup_bw_gb_per_s <= 0 or text in ("", "none"):
+        return 1
+    if "bridge" in text:
+        widths = [int(x) for x in re.findall(r"(\d+)(?:-way| gpus)", text)]
+        return max(widths) if widths else 2
+    return 1 << 20
+
+
+@pytest.mark.parametrize("label", [a.label for a in SERVING])
+def test_tp_beyond_the_nvlink_domain_is_flagged(label: str) -> None:
+    """Rule 19: a serving replica whose GPUs talk over PCIe, because the cards have no NVLink or because the
+    TP group is wider than the NVLink bridge that joins a pair of PCIe cards, carries the PCIe risk reason.
+
+    Sources: NVIDIA H100 PCIe / A100 PCIe / RTX A6000 product briefs ("NVLink bridge" joins two cards; H200
+    NVL up to four); vLLM "Distributed inference and serving" (TP needs a fast interconnect);
+    docs/performance.md Known limits (PCIe tensor-parallel serving estimated up to ~2x too fast)."""
+    bad = []
+    for c in _picks(label):
+        span = max(c.tp, c.ep) * c.pp // max(1, c.nodes_per_replica)  # GPUs of one replica within a node
+        if span > _scaleup_gpus(c.gpu) and not any("over PCIe" in r for r in c.risk_reasons):
+            bad.append(f"{c.provider} {c.instance_type}: {span} x {c.gpu} per replica, risk {c.risk} "
+                       f"{list(c.risk_reasons)}")  # fmt: skip
     assert bad == [], f"{label}: {bad}"
 
 

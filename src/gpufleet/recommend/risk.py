@@ -7,7 +7,8 @@ What raises risk (docs/recommend.md "Risk"):
   stack).
 - medium: a marketplace/community or aggregator host; an unknown provider class; several nodes per replica or
   job (more failure points, cluster set-up); a fabric bandwidth that is assumed, not documented; spot
-  capacity; a commitment lock-in; serving split over several GPUs that only PCIe connects; a wide estimate
+  capacity; a commitment lock-in; serving split over several GPUs that only PCIe connects (or more than an
+  NVLink bridge joins: a pair of PCIe cards); a wide estimate
   (p90/p10 above :data:`WIDE_INTERVAL_RATIO`) or an accelerator whose specs are flagged uncertain; a stale or
   undated price; host RAM/vCPUs not listed; an AWS Local Zone; expert-parallel MoE serving (the estimator
   runs 1.4-2.8x faster than the measured DeepSeek-R1 EP deployments, docs/performance.md Known limits);
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 from gpufleet.catalog.capabilities import Fabric
 from gpufleet.catalog.specs import get_spec
+from gpufleet.estimate.comms import scaleup_group_gpus
 from gpufleet.estimate.types import Interval
 from gpufleet.recommend.deploy import STALE_PRICE_DAYS
 from gpufleet.recommend.types import RISK_LEVELS, Workload
@@ -108,9 +110,20 @@ def assess(
             high.append(f"{vendor} software stack (kernels, engines and tooling differ from CUDA)")
         if get_spec(gpu).uncertain:
             med.append(f"{gpu} specs uncertain (estimate not calibrated on it)")
-        if not w.is_training and gpus_per_replica > 1 and not get_spec(gpu).has_scaleup_fabric:
+        spec = get_spec(gpu)
+        # an NVLink bridge joins only a pair (H200 NVL: up to 4) of PCIe cards; a wider TP group all-reduces
+        # over PCIe like cards without one (NVIDIA H100 PCIe / A100 PCIe product briefs: "NVLink bridge
+        # connects two GPUs"; the estimator's comms model prices it so, estimate.comms.scaleup_group_gpus)
+        bridge = scaleup_group_gpus(spec)
+        if not w.is_training and gpus_per_replica > 1 and not spec.has_scaleup_fabric:
             med.append(
                 f"{gpus_per_replica} GPUs per replica over PCIe (no NVLink or Infinity Fabric): the "
+                "PCIe collectives are priced in, yet such serving is still estimated up to ~2x too fast "
+                "(docs/performance.md, Known limits)"
+            )
+        elif not w.is_training and bridge is not None and gpus_per_replica > bridge:
+            med.append(
+                f"{gpus_per_replica} GPUs per replica over PCIe (an NVLink bridge joins only {bridge}): the "
                 "PCIe collectives are priced in, yet such serving is still estimated up to ~2x too fast "
                 "(docs/performance.md, Known limits)"
             )
