@@ -1,5 +1,5 @@
 """Practitioners' rules, fifth audit: new asks phrased as users phrase them (docs/recommend.md,
-"Practitioners' rules we check", rules 16-19; docs/fleet.md rule P9).
+"Practitioners' rules we check", rules 16-20; docs/fleet.md rule P9).
 
 The first audit (``test_practitioner_rules.py``, rules 1-15) and the fleet audit
 (``tests/test_practitioner_rules_fleet.py``) cover chat, RAG, batch serving, fine-tuning and pre-training.
@@ -103,6 +103,9 @@ TRAINING: tuple[Ask, ...] = (
     Ask("lora 8b on A100", _train("llama-3.1-8b", "lora", 1e8, gpu="A100")),
     Ask("continued pretraining 8b 50B tokens in 14 days",
         _train("llama-3.1-8b", "pretrain", 5e10, deadline_hours=336, vendor="NVIDIA")),
+    Ask("full ft 8b on a $200 dev budget", _train("llama-3.1-8b", "full_finetune", 1e9, budget=200,
+                                                  tier="dev")),
+    Ask("lora 70b", _train("llama-3.1-70b", "lora", 1e9)),
     Ask("full ft 70b in 3 days", _train("llama-3.1-70b", "full_finetune", 1e9, deadline_hours=72,
                                         vendor="NVIDIA")),
 )  # fmt: skip
@@ -261,6 +264,29 @@ def test_tp_beyond_the_nvlink_domain_is_flagged(label: str) -> None:
         if span > _scaleup_gpus(c.gpu) and not any("over PCIe" in r for r in c.risk_reasons):
             bad.append(f"{c.provider} {c.instance_type}: {span} x {c.gpu} per replica, risk {c.risk} "
                        f"{list(c.risk_reasons)}")  # fmt: skip
+    assert bad == [], f"{label}: {bad}"
+
+
+# ---- rule 20: a training plan that fills the GPU to within the memory model's error is flagged ------------
+#: the memory model's p90 |error| on peak memory (README accuracy table, peak_memory_gib: 8 %)
+MEMORY_P90_ERROR = 0.08
+
+
+@pytest.mark.parametrize("label", [a.label for a in TRAINING])
+def test_training_memory_headroom_is_flagged(label: str) -> None:
+    """Rule 20: a training pick whose estimated peak memory is within the estimate's own error of the device
+    (peak > capacity / (1 + p90 error)) carries a risk reason saying it may run out of memory.
+
+    Sources: the memory model's accuracy (README: peak_memory_gib p90 |error| 8 % on torchtune/litgpt
+    measurements); PyTorch "CUDA memory management" (the caching allocator reserves more than it allocates;
+    fragmentation, which the model does not add: docs/memory.md "Not modelled"); practice keeps ~10 %
+    headroom (HF Accelerate ``estimate-memory``: "add ~20 % for ... overhead")."""
+    bad = []
+    for c in _picks(label):
+        limit = c.mem_capacity_gib / (1 + MEMORY_P90_ERROR)
+        if c.mem_per_gpu_gib > limit and not any("run out of memory" in r for r in c.risk_reasons):
+            where = f"{c.provider} {c.instance_type}: {c.mem_per_gpu_gib:.1f} of {c.mem_capacity_gib:.1f} GiB"
+            bad.append(f"{where} per GPU, risk {c.risk} {list(c.risk_reasons)}")
     assert bad == [], f"{label}: {bad}"
 
 

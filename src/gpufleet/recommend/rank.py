@@ -182,7 +182,13 @@ def _row_risk(cs: CandidateSet, w: Workload, row: int) -> tuple[str, tuple[str, 
         gpus_per_replica=cfg.gpus_per_replica,
         ep=cfg.ep,
         weights_share=weights_share(cfg),
+        memory_share=memory_share(cfg),
     )
+
+
+def memory_share(cfg: Config) -> float:
+    """Estimated peak memory per GPU over the GPU's memory (risk: a training job near the limit may OOM)."""
+    return cfg.mem_per_gpu_gib / cfg.mem_capacity_gib if cfg.mem_capacity_gib > 0 else 0.0
 
 
 def weights_share(cfg: Config) -> float:
@@ -555,6 +561,7 @@ def brute_force_best(
             gpus_per_replica=cfg.gpus_per_replica,
             ep=cfg.ep,
             weights_share=weights_share(cfg),
+            memory_share=memory_share(cfg),
         )[0]
         if not within(level, w.max_risk):
             continue

@@ -12,7 +12,8 @@ What raises risk (docs/recommend.md "Risk"):
   (p90/p10 above :data:`WIDE_INTERVAL_RATIO`) or an accelerator whose specs are flagged uncertain; a stale or
   undated price; host RAM/vCPUs not listed; an AWS Local Zone; expert-parallel MoE serving (the estimator
   runs 1.4-2.8x faster than the measured DeepSeek-R1 EP deployments, docs/performance.md Known limits);
-  serving whose weights fill more than :data:`TIGHT_WEIGHTS_SHARE` of each GPU (little KV-cache room).
+  serving whose weights fill more than :data:`TIGHT_WEIGHTS_SHARE` of each GPU (little KV-cache room);
+  training whose estimated peak fills more than :data:`TIGHT_TRAINING_MEMORY_SHARE` of each GPU.
 
 Three or more medium reasons make the level high. Cross-provider egress is added by migration analysis.
 """
@@ -37,6 +38,13 @@ MEDIUM_TO_HIGH = 3
 #: (0.9 x 0.9 = 0.81 of the device) so that the KV cache absorbs bursts and long prompts without preempting
 #: requests (vLLM "Optimization and Tuning": preemption when KV space runs out; raise TP or use a larger GPU)
 TIGHT_WEIGHTS_SHARE = 0.81
+#: training: an estimated peak above this share of the device's memory is within the memory model's own
+#: error (peak_memory_gib: p90 |error| 8 % over the published torchtune/litgpt cases, README accuracy table;
+#: 1 / 1.08 = 0.926) and the PyTorch caching allocator's fragmentation, which the model does not add
+#: (docs/memory.md, "Not modelled"; PyTorch "CUDA memory management": reserved-but-unallocated memory,
+#: ``expandable_segments``): such a job may OOM on its first steps
+MEMORY_ESTIMATE_P90_ERROR = 0.08
+TIGHT_TRAINING_MEMORY_SHARE = 1.0 / (1.0 + MEMORY_ESTIMATE_P90_ERROR)
 
 
 def risk_level(high: list[str], medium: list[str]) -> str:
@@ -61,6 +69,7 @@ def assess(
     gpus_per_replica: int = 1,
     ep: int = 1,
     weights_share: float = 0.0,
+    memory_share: float = 0.0,
 ) -> tuple[str, tuple[str, ...]]:
     """(level, reasons) of one candidate (module doc)."""
     high: list[str] = []
@@ -96,6 +105,12 @@ def assess(
         med.append(
             f"weights fill {weights_share:.0%} of each GPU's memory (> {TIGHT_WEIGHTS_SHARE:.0%}): little "
             "KV-cache room, requests preempted under bursts (more TP or a larger GPU)"
+        )
+    if w.is_training and memory_share > TIGHT_TRAINING_MEMORY_SHARE:
+        med.append(
+            f"training memory fills {memory_share:.1%} of each GPU (> {TIGHT_TRAINING_MEMORY_SHARE:.1%}): "
+            "within the memory estimate's error (p90 8 %) and, on CUDA, allocator fragmentation: may run out "
+            "of memory (more GPUs, ZeRO-3 or full recompute)"
         )
     if not w.is_training and ep > 1:
         med.append(
