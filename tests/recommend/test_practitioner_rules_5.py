@@ -1,5 +1,5 @@
 """Practitioners' rules, fifth audit: new asks phrased as users phrase them (docs/recommend.md,
-"Practitioners' rules we check", rules 16-20; docs/fleet.md rule P9).
+"Practitioners' rules we check", rules 16-22; docs/fleet.md rule P9).
 
 The first audit (``test_practitioner_rules.py``, rules 1-15) and the fleet audit
 (``tests/test_practitioner_rules_fleet.py``) cover chat, RAG, batch serving, fine-tuning and pre-training.
@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from gpufleet.catalog.specs import get_spec
+from gpufleet.errors import UnknownNameError
 from gpufleet.estimate.inference import estimate_inference
 from gpufleet.estimate.memory import weights_bytes
 from gpufleet.fleet.plan import plan_fleet
@@ -267,7 +268,7 @@ def test_tp_beyond_the_nvlink_domain_is_flagged(label: str) -> None:
     assert bad == [], f"{label}: {bad}"
 
 
-# ---- rule 20: a training plan that fills the GPU to within the memory model's error is flagged ------------
+# ---- rule 20: a training plan that fills the GPU to within the memory model's error is flagged -------------
 #: the memory model's p90 |error| on peak memory (README accuracy table, peak_memory_gib: 8 %)
 MEMORY_P90_ERROR = 0.08
 
@@ -288,6 +289,49 @@ def test_training_memory_headroom_is_flagged(label: str) -> None:
             where = f"{c.provider} {c.instance_type}: {c.mem_per_gpu_gib:.1f} of {c.mem_capacity_gib:.1f} GiB"
             bad.append(f"{where} per GPU, risk {c.risk} {list(c.risk_reasons)}")
     assert bad == [], f"{label}: {bad}"
+
+
+# ---- rule 21: a GPU written as people and nvidia-smi write it is that GPU, of that memory size -------------
+#: (as written, the accelerator table's id): nvidia-smi ``--query-gpu=name`` / dcgm-exporter ``modelName``
+#: strings and the way engineers type them
+AS_WRITTEN: tuple[tuple[str, str], ...] = (
+    ("NVIDIA H100 80GB HBM3", "H100-SXM"), ("H100 80GB", "H100-SXM"), ("NVIDIA H100 PCIe", "H100-PCIe"),
+    ("NVIDIA H100 NVL", "H100-NVL"), ("NVIDIA A100-SXM4-80GB", "A100-SXM-80GB"),
+    ("NVIDIA A100-SXM4-40GB", "A100-SXM-40GB"), ("A100 80GB", "A100-SXM-80GB"), ("H200 141GB", "H200-SXM"),
+    ("NVIDIA GeForce RTX 4090", "RTX-4090"), ("RTX 4090", "RTX-4090"), ("Tesla T4", "T4"),
+    ("Tesla V100-SXM2-32GB", "V100-SXM2-32GB"), ("NVIDIA RTX A6000", "RTX-A6000"), ("L40S 48GB", "L40S"),
+)  # fmt: skip
+
+
+@pytest.mark.parametrize(("written", "spec_id"), AS_WRITTEN)
+def test_gpu_names_as_written(written: str, spec_id: str) -> None:
+    """Rule 21: ``--gpu`` (and every file field naming a GPU) takes the GPU as nvidia-smi and engineers write
+    it, resolving to the part of that memory size; a size no part of the family has is an error, never the
+    other size.
+
+    Sources: nvidia-smi ``--query-gpu=name`` and dcgm-exporter's ``modelName`` label ("NVIDIA H100 80GB HBM3",
+    "NVIDIA A100-SXM4-80GB", "Tesla T4"); before, ``--gpu "H100 80GB"`` answered "Did you mean:
+    A100-SXM-80GB, A100-PCIe-80GB?"."""
+    assert get_spec(written).id == spec_id
+    with pytest.raises(UnknownNameError):
+        get_spec("A100 96GB")  # no 96 GB A100: never silently the 40 or 80 GB part
+
+
+def test_cannot_fit_hint_never_proposes_the_task_already_run() -> None:
+    """Rule 22: when no recompute/ZeRO option makes a fine-tune fit, the hint names what lightens *that* task
+    (a QLoRA: more GPUs with FSDP sharding its 4-bit base), never "use --task lora/qlora" to a QLoRA user.
+
+    Source: QLoRA + FSDP (Answer.AI 2024; HF PEFT "Use PEFT QLoRA and FSDP"): a 70B QLoRA that one 24 GB
+    card cannot hold runs sharded over several."""
+    from typer.testing import CliRunner
+
+    from gpufleet.cli.app import app
+
+    args = ["estimate", "memory", "-m", "llama-3.1-70b", "-g", "RTX-4090", "--task", "qlora", "--batch", "1"]
+    r = CliRunner().invoke(app, [*args, "--seq-len", "2048"], env={"COLUMNS": "400"})
+    assert r.exit_code == 0, r.output
+    assert "does not fit" in r.output
+    assert "--task lora/qlora" not in r.output and "FSDP" in r.output
 
 
 # ---- the first audit's 15 rules, on the new asks -----------------------------------------------------------
