@@ -1,5 +1,5 @@
 """Practitioners' rules, fifth audit: new asks phrased as users phrase them (docs/recommend.md,
-"Practitioners' rules we check", rules 16-22; docs/fleet.md rule P9).
+"Practitioners' rules we check", rules 16-23; docs/fleet.md rule P9).
 
 The first audit (``test_practitioner_rules.py``, rules 1-15) and the fleet audit
 (``tests/test_practitioner_rules_fleet.py``) cover chat, RAG, batch serving, fine-tuning and pre-training.
@@ -332,6 +332,24 @@ def test_cannot_fit_hint_never_proposes_the_task_already_run() -> None:
     assert r.exit_code == 0, r.output
     assert "does not fit" in r.output
     assert "--task lora/qlora" not in r.output and "FSDP" in r.output
+
+
+def test_token_counts_as_written() -> None:
+    """Rule 23: ``--tokens`` takes a token count as model cards and budgets write it ("50B", "200M", "15T")
+    as well as 5e10; other suffixes are an error that says how to write it.
+
+    Source: model cards and scaling papers state token budgets as "15T tokens" (Llama 3), "50B tokens"
+    (continued pre-training); before, ``--tokens 50B`` was "'50B' is not a valid float"."""
+    from typer.testing import CliRunner
+
+    from gpufleet.cli.app import app
+
+    base = ["recommend", "--model", "llama-3.1-8b", "--task", "pretrain", "--top", "1", "-f", "json"]
+    r = CliRunner().invoke(app, [*base, "--tokens", "50B", "--gpu", "H100"])
+    assert r.exit_code == 0, r.output
+    assert '"train_tokens": 50000000000.0' in r.output
+    bad = CliRunner().invoke(app, [*base, "--tokens", "xB"], env={"COLUMNS": "400"})
+    assert bad.exit_code == 2 and "50B" in bad.output
 
 
 # ---- the first audit's 15 rules, on the new asks -----------------------------------------------------------

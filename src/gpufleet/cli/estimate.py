@@ -234,7 +234,9 @@ def train(
     precision: PrecisionOpt = "bf16",
     batch: Annotated[int, typer.Option(help="Global batch (sequences).")] = 256,
     seq_len: Annotated[int, typer.Option(help="Sequence length (tokens).")] = 4096,
-    tokens: Annotated[float | None, typer.Option(help="Tokens to train on (for time and GPU-hours).")] = None,
+    tokens: Annotated[
+        float | None, typer.Option(help="Tokens to train on (for time and GPU-hours; 2e9 or 2B).")
+    ] = None,
     tp: Annotated[int | None, typer.Option(help="Tensor-parallel degree (default: chosen).")] = None,
     pp: Annotated[int | None, typer.Option(help="Pipeline-parallel degree (default: chosen).")] = None,
     dp: Annotated[int | None, typer.Option(help="Data-parallel degree (default: chosen).")] = None,
