@@ -1,5 +1,5 @@
 """Practitioners' rules, fifth audit: new asks phrased as users phrase them (docs/recommend.md,
-"Practitioners' rules we check", rules 16-23; docs/fleet.md rule P9).
+"Practitioners' rules we check", rules 16-23; docs/fleet.md rules P9-P10).
 
 The first audit (``test_practitioner_rules.py``, rules 1-15) and the fleet audit
 (``tests/test_practitioner_rules_fleet.py``) cover chat, RAG, batch serving, fine-tuning and pre-training.
@@ -405,6 +405,52 @@ def _h100_team() -> dict[str, Any]:
     return {"name": "h100-team", "workloads": wls, "constraints": {"quotas": [quota]}}  # fmt: skip
 
 
+@cache
+def _team_plan() -> tuple[Any, Any]:
+    fleet = fleet_from_dict(_h100_team(), source="h100-team")
+    return fleet, plan_fleet(fleet, offers=_table(), estimator=_estimator())
+
+
+def test_training_exports_as_jobs_not_deployments() -> None:
+    """P10 (docs/fleet.md): the plan's Kubernetes export runs a training job as a ``batch/v1`` Job with one
+    pod per node, all at once (``parallelism`` = ``completions`` = nodes, Indexed ranks, ``restartPolicy``
+    Never), and a service as a Deployment; the SkyPilot export launches a training job as one task of
+    ``num_nodes`` nodes.
+
+    Sources: Kubernetes "Jobs" (run to completion; Indexed completion mode gives each pod its rank) vs
+    "Deployments" (restart pods that exit); Kueue admits batch/v1 Jobs, JobSets and Kubeflow PyTorchJobs;
+    SkyPilot "Distributed multi-node jobs" (``num_nodes``, ``SKYPILOT_NODE_RANK``). Before, a 2-node
+    fine-tune was a Deployment of 2 replicas (restarted forever, never one torchrun group) and a SkyPilot
+    task of ``num_nodes: 1``."""
+    import yaml
+
+    from gpufleet.fleet.export import job_names, k8s_manifests, skypilot_tasks
+
+    fleet, plan = _team_plan()
+    jobs = job_names(fleet)
+    training = {fw.name for fw in fleet.workloads if fw.workload is not None and fw.workload.is_training}
+    assert training and jobs >= training
+    bad = []
+    for doc in k8s_manifests(plan, jobs=jobs):
+        name = doc["metadata"]["labels"]["app.kubernetes.io/name"]  # type: ignore[index]
+        spec: Any = doc["spec"]
+        if name in training:
+            pods = spec.get("parallelism")
+            if doc["kind"] != "Job" or pods != spec.get("completions") or not pods:
+                bad.append(f"{name}: {doc['kind']} {spec.get('replicas') or pods}")
+            elif spec["template"]["spec"].get("restartPolicy") != "Never":
+                bad.append(f"{name}: restartPolicy {spec['template']['spec'].get('restartPolicy')}")
+        elif doc["kind"] != "Deployment":
+            bad.append(f"{name}: a service exported as {doc['kind']}")
+    nodes = {ln.workload: ln.nodes for ln in plan.lines}
+    for file, text in skypilot_tasks(plan, jobs=jobs).items():
+        task = yaml.safe_load(text)
+        wl = next((w for w in training if file.startswith(f"{w}-")), None)
+        if wl is not None and task["num_nodes"] != nodes[wl]:
+            bad.append(f"{file}: num_nodes {task['num_nodes']} for a {nodes[wl]}-node job")
+    assert bad == []
+
+
 def test_savings_waterfall_shows_no_lever_as_a_cost_increase() -> None:
     """P9 (docs/fleet.md): after right-sizing, every lever re-solves the plan over a superset of the options
     before it, so its saving is >= 0; where the earlier steps have no feasible plan (a quota only MIG
@@ -413,8 +459,7 @@ def test_savings_waterfall_shows_no_lever_as_a_cost_increase() -> None:
 
     Source: FinOps Foundation, "Reporting & Analytics" / "Rate Optimization": savings are measured against a
     baseline delivering the same service; a feasible plan cannot be compared with an infeasible one."""
-    fleet = fleet_from_dict(_h100_team(), source="h100-team")
-    plan = plan_fleet(fleet, offers=_table(), estimator=_estimator())
+    _, plan = _team_plan()
     assert plan.status == "optimal", plan.message
     bad = [
         f"{lv.name}: saved {lv.savings_usd_per_month:,.2f} ({lv.note})"
