@@ -10,9 +10,11 @@ marketing GB.
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
+from typing import Any
 
 from gpufleet.errors import DataError, UnknownNameError
 from gpufleet.precision import COMPUTE_COLUMN, check_precision
@@ -168,6 +170,38 @@ def strip_vendor_prefix(gpu: str) -> str:
     return rest.strip() if rest.strip() and head.lower() in VENDOR_PREFIXES else gpu
 
 
+def _as_written(gpu: str, specs: dict[str, AcceleratorSpec], aliases: Any) -> AcceleratorSpec | None:
+    """A GPU as people and nvidia-smi write it: words for hyphens ("RTX 4090", "H100 PCIe", "GeForce RTX
+    4090"), a trailing memory size and type ("H100 80GB", "H100 80GB HBM3", "A100-SXM4-80GB", "H200 141GB":
+    the size must match the spec's marketed GB, so "A100 80GB" is never the 40 GB part); None when that names
+    no spec."""
+
+    def exact(name: str) -> AcceleratorSpec | None:
+        low = name.lower()
+        hit = next((v for k, v in specs.items() if k.lower() == low), None)
+        if hit is None:
+            alias = aliases.get(name) or aliases.get(low)
+            hit = specs[alias.spec_id] if alias is not None else None
+        return hit
+
+    # nvidia-smi spellings: "GeForce"/"Tesla", a trailing memory type ("80GB HBM3"), the A100/H100 SXM
+    # generation ("SXM4"/"SXM5"; the spec ids say "SXM", V100's keep "SXM2")
+    words = [re.sub(r"(?i)^SXM[45]$", "SXM", w) for w in re.split(r"[\s_-]+", gpu.strip())]
+    words = [w for w in words if w and w.lower() not in ("geforce", "tesla")]
+    while len(words) > 1 and re.fullmatch(r"(?i)HBM\w*|GDDR\w*", words[-1]):
+        words.pop()
+    size = re.fullmatch(r"(\d+)\s*GB?", words[-1], flags=re.IGNORECASE) if len(words) > 1 else None
+    if size is None:
+        return exact("-".join(words)) if "-".join(words) != gpu else None
+    gb = float(size.group(1))
+    head = "-".join(words[:-1])
+    for name in (head, f"{head}-{size.group(1)}GB"):
+        hit = exact(name)
+        if hit is not None and hit.memory_gb_marketing == gb:
+            return hit
+    return None
+
+
 @checked_output("accelerator lookup")
 def get_spec(gpu: str) -> AcceleratorSpec:
     """Return the spec for a spec id or any known alias (case-insensitive), or raise with close matches."""
@@ -186,6 +220,9 @@ def get_spec(gpu: str) -> AcceleratorSpec:
     bare = strip_vendor_prefix(gpu)
     if bare != gpu:  # "NVIDIA L40S" (GPU Fleet Optimizer, nvidia-smi) -> "L40S"
         return get_spec(bare)
+    spelled = _as_written(gpu, specs, aliases)
+    if spelled is not None:
+        return spelled
     raise UnknownNameError(
         "GPU",
         gpu,

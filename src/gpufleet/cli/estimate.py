@@ -154,8 +154,7 @@ def memory(
         if opt is not None:
             hint = (f"Does not fit with {recompute} recompute, ZeRO-{zero}; {opt.description}.",)
         elif task not in ("inference", "load"):
-            hint = ("No recompute / ZeRO option makes it fit at this TP/PP/DP and batch: add GPUs, use "
-                    "--task lora/qlora or a lower precision.",)  # fmt: skip
+            hint = (f"No recompute / ZeRO option makes it fit at this TP/PP/DP and batch: {_lighter(task)}.",)
     if output_format is OutFormat.json:
         _emit_json(mem, "estimate_memory")
         return
@@ -164,6 +163,16 @@ def memory(
     )
     console.print(memory_table(mem, title))
     console.print(notes_table((*hint, *mem.assumptions)))
+
+
+def _lighter(task: str) -> str:
+    """What to try when no recompute/ZeRO option fits ``task``: only the steps that lighten that task (a QLoRA
+    has no lighter task; FSDP shards its 4-bit base: QLoRA + FSDP, Answer.AI 2024, 70B on 2 x 24 GB)."""
+    if task == "qlora":
+        return "add GPUs and shard the 4-bit base with FSDP (--dp N --zero 3), or a smaller batch or sequence"
+    if task == "lora":
+        return "add GPUs (--dp N --zero 3), use --task qlora (a 4-bit base), or a smaller batch or sequence"
+    return "add GPUs, use --task lora/qlora or a lower precision"
 
 
 @app.command("infer")
@@ -225,7 +234,9 @@ def train(
     precision: PrecisionOpt = "bf16",
     batch: Annotated[int, typer.Option(help="Global batch (sequences).")] = 256,
     seq_len: Annotated[int, typer.Option(help="Sequence length (tokens).")] = 4096,
-    tokens: Annotated[float | None, typer.Option(help="Tokens to train on (for time and GPU-hours).")] = None,
+    tokens: Annotated[
+        float | None, typer.Option(help="Tokens to train on (for time and GPU-hours; 2e9 or 2B).")
+    ] = None,
     tp: Annotated[int | None, typer.Option(help="Tensor-parallel degree (default: chosen).")] = None,
     pp: Annotated[int | None, typer.Option(help="Pipeline-parallel degree (default: chosen).")] = None,
     dp: Annotated[int | None, typer.Option(help="Data-parallel degree (default: chosen).")] = None,

@@ -59,10 +59,38 @@ def _finite(kind: ParamType) -> ParamType:
     return kind
 
 
+#: token counts are written with a scale suffix as often as in e-notation ("50B tokens", "200M", "15T" in
+#: model cards and Chinchilla-style budgets); these suffixes scale ``--tokens`` only (a memory or a price
+#: option taking "80G" would be ambiguous)
+TOKEN_SUFFIXES: dict[str, float] = {"k": 1e3, "m": 1e6, "b": 1e9, "t": 1e12}
+
+
+class TokenCount(FiniteFloat):
+    """A finite float that also takes a k/M/B/T suffix (``50B`` = 5e10 tokens)."""
+
+    def convert(self, value: Any, param: Parameter | None, ctx: Context | None) -> Any:
+        if isinstance(value, str) and value.strip()[-1:].lower() in TOKEN_SUFFIXES:
+            text = value.strip()
+            try:
+                number = float(text[:-1]) * TOKEN_SUFFIXES[text[-1].lower()]
+            except ValueError:
+                self.fail(
+                    f"{value!r} is not a token count: pass a number such as 5e10, or one with a suffix "
+                    "k, M, B or T such as 50B.",
+                    param,
+                    ctx,
+                )
+            return super().convert(number, param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def finite_floats(command: Any) -> Any:
-    """Give every float parameter of ``command`` and its subcommands a finite-only type; returns it."""
+    """Give every float parameter of ``command`` and its subcommands a finite-only type (``--tokens``: a
+    :class:`TokenCount`); returns it."""
     for param in command.params:
         param.type = _finite(param.type)
+        if type(param.type) is FiniteFloat and "--tokens" in getattr(param, "opts", ()):
+            param.type = TokenCount()
     for sub in getattr(command, "commands", {}).values():
         finite_floats(sub)
     return command

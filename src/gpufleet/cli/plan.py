@@ -156,7 +156,7 @@ def register(app: typer.Typer) -> None:
             assert output is not None
             if not output.is_dir():
                 raise InputError(f"--output {output} must be an existing folder for the SkyPilot task files.")
-            tasks_out = export.skypilot_tasks(plan)
+            tasks_out = export.skypilot_tasks(plan, jobs=export.job_names(fleet))
             for name, text in tasks_out.items():
                 _write(output / name, text)
             if not tasks_out:
@@ -170,7 +170,9 @@ def register(app: typer.Typer) -> None:
             PlanFormat.html: lambda: fr.render_plan_html(plan),
             PlanFormat.csv: lambda: export.lines_csv(plan),
             PlanFormat.focus: lambda: export.focus_csv(plan, period_start=start, version=__version__),
-            PlanFormat.k8s: lambda: export.k8s_yaml(export.k8s_manifests(plan, image=image)),
+            PlanFormat.k8s: lambda: export.k8s_yaml(
+                export.k8s_manifests(plan, image=image, jobs=export.job_names(fleet))
+            ),
         }[fmt]()
         if fmt is PlanFormat.html and output is None:
             output = Path("gpufleet-plan.html")

@@ -200,7 +200,9 @@ RpsOpt = Annotated[float | None, typer.Option("--target-rps", help="Target throu
 TpsOpt = Annotated[float | None, typer.Option("--target-tps", help="Target throughput (output tokens/s).")]
 TtftOpt = Annotated[float | None, typer.Option("--ttft-ms", help="SLO: p95 time to first token (ms).")]
 TpotOpt = Annotated[float | None, typer.Option("--tpot-ms", help="SLO: p95 time per output token (ms).")]
-TokensOpt = Annotated[float | None, typer.Option("--tokens", help="Training: tokens to process (tokens).")]
+TokensOpt = Annotated[
+    float | None, typer.Option("--tokens", help="Training: tokens to process (tokens; 5e10 or 50B).")
+]
 DeadlineOpt = Annotated[
     float | None, typer.Option("--deadline-hours", help="Training: must finish within (h).")
 ]

@@ -177,7 +177,7 @@ def autoscale_cmd(
 @app.command("spot")
 def spot_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="Model trained.")],
-    tokens: Annotated[float, typer.Option("--tokens", help="Training tokens, e.g. 2e10.")],
+    tokens: Annotated[float, typer.Option("--tokens", help="Training tokens, e.g. 2e10 or 20B.")],
     gpu: Annotated[str, typer.Option("--gpu", "-g")] = "h100",
     gpus: Annotated[int, typer.Option("--gpus", help="GPUs of the job.")] = 8,
     deadline_hours: Annotated[float | None, typer.Option("--deadline-hours")] = None,

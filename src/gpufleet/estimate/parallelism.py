@@ -38,6 +38,13 @@ NO_TP_STACKS = frozenset({"deepspeed", "pytorch", "transformers", "torchtune", "
 #: started": scale by FSDP first); its MLPerf GPT-3 runs on Trillium are "FSDP only" (MLPerf Training v4.1
 #: Google cloud-tpu-trillium-1024-maxtext)
 FSDP_ONLY_STACKS = frozenset({"jax"})
+#: tasks whose every stack shards without tensor parallelism, whatever the software: QLoRA's 4-bit NF4 base
+#: (bitsandbytes ``Linear4bit``) runs under DDP or FSDP/ZeRO-3 only: the QLoRA paper (Dettmers et al. 2023)
+#: trains on one GPU, HF PEFT "Use PEFT QLoRA and FSDP for finetuning large models on multiple GPUs",
+#: bitsandbytes "FSDP-QLoRA" and Answer.AI's FSDP-QLoRA (70B on 2 x 24 GB) shard the quantised base with
+#: FSDP; torchtune, Axolotl and Unsloth QLoRA recipes are single-device or FSDP; Megatron-LM/NeMo tensor
+#: parallelism splits 16-bit ``ColumnParallelLinear`` layers, not bitsandbytes' packed 4-bit ones
+NO_TP_TASKS = frozenset({"qlora"})
 
 
 def fsdp_only(spec: AcceleratorSpec, software: str) -> bool:
@@ -236,12 +243,13 @@ def training_layout_keys(
 
     Passes, in the order an engineer relaxes them: (1) selective recompute with ZeRO-1 (ZeRO-1 then ZeRO-3 for
     stacks without TP), every TP at the smallest PP that fits; (2) ZeRO-3/FSDP; (3) full recompute. Degrees,
-    ZeRO stage or recompute given by the caller are kept fixed.
+    ZeRO stage or recompute given by the caller are kept fixed. Stacks without TP (:data:`NO_TP_STACKS`) and
+    tasks without TP (:data:`NO_TP_TASKS`: QLoRA) get TP 1 unless the caller gives a degree.
     """
     # FSDP-only stacks still shard with TP where the batch leaves some chip without a whole sequence
     # (MaxText sets ici_tensor_parallelism > 1 for per-device batches below 1)
     fsdp = fsdp_only(spec, software)
-    no_tp = software in NO_TP_STACKS or (fsdp and global_batch >= gpu_count)
+    no_tp = software in NO_TP_STACKS or task in NO_TP_TASKS or (fsdp and global_batch >= gpu_count)
     auto_tps = [1] if no_tp else tp_candidates(model, min(gpus_per_node, gpu_count, MAX_AUTO_TP))
     tps = [tp] if tp is not None else auto_tps
     passes: list[tuple[str, list[int]]] = [
@@ -431,6 +439,7 @@ def ep_inference_layouts(
 
 __all__ = [
     "NO_TP_STACKS",
+    "NO_TP_TASKS",
     "USEFUL_CONCURRENCY",
     "InferenceLayout",
     "LayoutKey",

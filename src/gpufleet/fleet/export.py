@@ -15,14 +15,14 @@ import csv
 import io
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
 import yaml
 
 from gpufleet.fleet.mig import k8s_resource
-from gpufleet.fleet.types import FleetPlan, PlanLine
+from gpufleet.fleet.types import Fleet, FleetPlan, PlanLine
 from gpufleet.units import HOURS_PER_MONTH
 
 #: FOCUS 1.2 columns written, in order (mandatory ones first)
@@ -328,8 +328,11 @@ _SKY_CLOUD = {
 }
 
 
-def skypilot_tasks(plan: FleetPlan) -> dict[str, str]:
-    """file name -> SkyPilot task YAML (sky launch / sky jobs launch), one per cloud placement."""
+def skypilot_tasks(plan: FleetPlan, *, jobs: Collection[str] = ()) -> dict[str, str]:
+    """file name -> SkyPilot task YAML (sky launch / sky jobs launch), one per cloud placement; a workload in
+    ``jobs`` (:func:`job_names`) is one multi-node task, ``num_nodes`` = its nodes (SkyPilot "Distributed
+    multi-node jobs": one task launches every node and sets ``SKYPILOT_NODE_RANK``), a service one copy per
+    node."""
     out: dict[str, str] = {}
     for pool in plan.pools:  # one task launches the shared nodes; MIG is configured on them (mig-parted)
         if pool.provider not in _SKY_CLOUD or pool.nodes <= 0:
@@ -361,9 +364,10 @@ def skypilot_tasks(plan: FleetPlan) -> dict[str, str]:
     for p in placements(plan):
         if p.on_prem or p.provider not in _SKY_CLOUD or p.mig_profile:
             continue
+        job = p.workload in jobs
         task = {
             "name": k8s_name(p.workload, "spot" if p.spot else "od"),
-            "num_nodes": 1,
+            "num_nodes": p.nodes if job else 1,
             "resources": {
                 "cloud": _SKY_CLOUD[p.provider],
                 "region": p.region,
@@ -374,7 +378,11 @@ def skypilot_tasks(plan: FleetPlan) -> dict[str, str]:
         header = (
             f"# gpufleet plan {plan.fleet}: workload {p.workload} (team {p.team}), {p.nodes} node(s) of "
             f"{p.instance_type} ({p.gpu}) in {p.provider}/{p.region}, {'spot' if p.spot else 'not spot'}.\n"
-            "# Launch one copy per node (or set num_nodes for a multi-node job); add setup/run commands.\n"
+            + (
+                "# One multi-node job: num_nodes launches every node (SKYPILOT_NODE_RANK); add setup/run.\n"
+                if job
+                else "# Launch one copy per node; add setup/run commands.\n"
+            )
         )
         out[f"{task['name']}-{k8s_name(p.provider, p.region)}.sky.yaml"] = header + yaml.safe_dump(
             task, sort_keys=False
@@ -382,12 +390,30 @@ def skypilot_tasks(plan: FleetPlan) -> dict[str, str]:
     return out
 
 
-def k8s_manifests(plan: FleetPlan, *, image: str = "") -> list[dict[str, object]]:
-    """A Deployment per placement: one pod per node, GPUs as limits, nodeSelector and the GPU toleration
-    (as in the assessment seed's kubernetes_gpu_scheduling block). MIG placements: one pod per slice
-    requesting ``nvidia.com/mig-<profile>: 1``, the resource name the NVIDIA GPU Operator / k8s-device-plugin
-    advertise with the *mixed* MIG strategy (NVIDIA GPU Operator docs, "GPU Operator with MIG"; NVIDIA
-    k8s-device-plugin README, MIG support)."""
+def job_names(fleet: Fleet) -> frozenset[str]:
+    """Workloads that run to completion: training/fine-tuning model workloads and capacity workloads marked
+    ``job`` (exported as Kubernetes Jobs, not Deployments)."""
+    return frozenset(
+        fw.name
+        for fw in fleet.workloads
+        if (fw.workload is not None and fw.workload.is_training)
+        or (fw.resources is not None and fw.resources.job)
+    )
+
+
+def k8s_manifests(plan: FleetPlan, *, image: str = "", jobs: Collection[str] = ()) -> list[dict[str, object]]:
+    """A Deployment per serving placement: one pod per node, GPUs as limits, nodeSelector and the GPU
+    toleration (as in the assessment seed's kubernetes_gpu_scheduling block). MIG placements: one pod per
+    slice requesting ``nvidia.com/mig-<profile>: 1``, the resource name the NVIDIA GPU Operator /
+    k8s-device-plugin advertise with the *mixed* MIG strategy (NVIDIA GPU Operator docs, "GPU Operator with
+    MIG"; NVIDIA k8s-device-plugin README, MIG support).
+
+    A workload in ``jobs`` (:func:`job_names`: training and batch jobs) is a ``batch/v1`` Job instead: a
+    Deployment restarts its pods after they finish and never forms one multi-node job. The Job runs one pod
+    per node, all at once (``parallelism`` = ``completions`` = nodes) with ``completionMode: Indexed``, the
+    rank a torchrun/JobSet-style launcher reads from ``JOB_COMPLETION_INDEX``, and ``restartPolicy: Never``
+    (Kubernetes "Jobs": Indexed completion mode; Kueue admits batch/v1 Jobs, JobSets and Kubeflow
+    PyTorchJobs, not Deployments)."""
     docs: list[dict[str, object]] = []
     for p in placements(plan):
         name = k8s_name(p.workload, p.region, "spot" if p.spot else "od")
@@ -417,6 +443,24 @@ def k8s_manifests(plan: FleetPlan, *, image: str = "") -> list[dict[str, object]
             labels = {**labels, "gpufleet.io/mig-profile": p.mig_profile}
         if gpus > 0:
             pod["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+        if p.workload in jobs:
+            docs.append(
+                {
+                    "apiVersion": "batch/v1",
+                    "kind": "Job",
+                    "metadata": {"name": name, "labels": labels},
+                    "spec": {
+                        "completions": p.nodes,
+                        "parallelism": p.nodes,
+                        "completionMode": "Indexed",
+                        "template": {
+                            "metadata": {"labels": labels},
+                            "spec": {**pod, "restartPolicy": "Never"},
+                        },
+                    },
+                }
+            )
+            continue
         docs.append(
             {
                 "apiVersion": "apps/v1",

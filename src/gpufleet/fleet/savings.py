@@ -110,15 +110,25 @@ def savings_by_lever(
             free, replace(base_levers, spot=True, commitments=True, existing=True, sharing=True)
         )
         by_wl = gs_by_wl or by_wl
-    # today and scheduled-today per workload; a workload without `current` enters at its first optimum
+    # today and scheduled-today per workload; a workload without `current` enters at its first optimum, with
+    # the shared lines of that optimum (a MIG pool's idle slices): a baseline taken from the sharing step
+    # without them would show the lever that made the plan fit as a negative saving of their cost
+    names = {fw.name for fw in fleet.workloads}
     today = 0.0
     scheduled = 0.0
     have_current = False
+    shared_added = False
     for fw in fleet.workloads:
         now = current_cost(fw, table)
         sched = current_cost(fw, table, hours=fw.demand.hours_per_month)
         if now is None or sched is None:
-            fallback = next((d[fw.name] for d in (rs_by_wl, rm_by_wl, sp_by_wl, by_wl) if fw.name in d), None)
+            src = next((d for d in (rs_by_wl, rm_by_wl, sp_by_wl, by_wl) if fw.name in d), None)
+            fallback = None if src is None else src[fw.name]
+            if src is not None and not shared_added:
+                shared = sum(v for k, v in src.items() if k not in names)
+                today += shared
+                scheduled += shared
+                shared_added = True
             if fallback is None:
                 return [
                     Lever(
@@ -149,9 +159,10 @@ def savings_by_lever(
         ("commitments", cm, cm_err),
     ]
     if shares:
-        steps.append(
-            ("GPU sharing", gs, gs_err or "small inference on MIG slices of shared GPUs (sharing: auto|mig)")
-        )
+        note = gs_err or "small inference on MIG slices of shared GPUs (sharing: auto|mig)"
+        if cm is None and gs is not None:  # whole GPUs alone meet no plan: sharing is what makes it fit
+            note = f"the plan fits only with GPU sharing; with whole GPUs alone: {cm_err}"
+        steps.append(("GPU sharing", gs, note))
     auto_pct = [
         (fw, fw.autoscaling_savings_pct) for fw in fleet.workloads if fw.autoscaling_savings_pct is not None
     ]

@@ -53,6 +53,18 @@ def check_objective(objective: str) -> str:
     return objective
 
 
+def serving_gpus_per_replica(cs: CandidateSet, w: Workload) -> npt.NDArray[np.int64]:
+    """GPUs one serving replica spans (max(TP, EP) x PP) per row; 0 for training (no tie-break there).
+
+    At an equal price the placement with fewer GPUs per replica is the one an engineer deploys: vLLM
+    "Distributed inference and serving" ("if your model fits in a single GPU, you probably don't need to use
+    distributed inference"): replicas add throughput without collectives, and one GPU failing takes down one
+    replica, not a TP group."""
+    per_cfg = np.array([0 if w.is_training else x.gpus_per_replica for x in cs.configs], dtype=np.int64)
+    out: npt.NDArray[np.int64] = per_cfg[cs.cfg]
+    return out
+
+
 def primary_cost(cs: CandidateSet, w: Workload) -> npt.NDArray[np.float64]:
     """What ``cheapest`` minimises: cost per run (training) or per month (inference) [USD]."""
     return cs.cost_usd_per_run if w.is_training else cs.cost_usd_per_month
@@ -75,14 +87,19 @@ def order(
     """``rows`` sorted best-first by ``objective``; ties break on speed or cost, then the provider class
     (hyperscaler, GPU cloud, aggregator, marketplace: established regions first), then table order. With
     ``near_tie_fraction`` > 0 the rows within that fraction of the best rank simplest first
-    (:func:`near_tie_first`)."""
+    (:func:`near_tie_first`).
+
+    ``cheapest`` serving breaks an exact cost tie on the GPUs one replica spans before speed
+    (:func:`serving_gpus_per_replica`): the same nodes run as TP1 replicas rather than fewer TP2+ replicas
+    whenever both meet every constraint."""
     check_objective(objective)
     cost = primary_cost(cs, w)[rows]
     speed = cs.speed[rows]
     cfg, offer = cs.cfg[rows], cs.offer[rows]
     cls = _class_rank(cs, rows)
+    keys: tuple[npt.NDArray[Any], ...]
     if objective == "cheapest":
-        keys = (cfg, offer, cls, -speed, cost)
+        keys = (cfg, offer, cls, -speed, serving_gpus_per_replica(cs, w)[rows], cost)
     elif objective == "fastest":
         keys = (cfg, offer, cls, cost, -speed)
     else:
@@ -165,7 +182,13 @@ def _row_risk(cs: CandidateSet, w: Workload, row: int) -> tuple[str, tuple[str, 
         gpus_per_replica=cfg.gpus_per_replica,
         ep=cfg.ep,
         weights_share=weights_share(cfg),
+        memory_share=memory_share(cfg),
     )
+
+
+def memory_share(cfg: Config) -> float:
+    """Estimated peak memory per GPU over the GPU's memory (risk: a training job near the limit may OOM)."""
+    return cfg.mem_per_gpu_gib / cfg.mem_capacity_gib if cfg.mem_capacity_gib > 0 else 0.0
 
 
 def weights_share(cfg: Config) -> float:
@@ -473,7 +496,7 @@ def brute_force_best(
             placements.append((i, rec, cfg, price, fabric))
     if not w.is_training and any(p[2].nodes_per_unit == 1 for p in placements):
         placements = [p for p in placements if p[2].nodes_per_unit == 1]
-    feasible: list[tuple[float, tuple[int, ...], tuple[float, float], dict[str, Any]]] = []
+    feasible: list[tuple[float, tuple[int, ...], tuple[float, ...], dict[str, Any]]] = []
     for i, rec, cfg, price, fabric in placements:
         need = cfg.units
         target = target_output_tokens_per_s(w)
@@ -538,11 +561,14 @@ def brute_force_best(
             gpus_per_replica=cfg.gpus_per_replica,
             ep=cfg.ep,
             weights_share=weights_share(cfg),
+            memory_share=memory_share(cfg),
         )[0]
         if not within(level, w.max_risk):
             continue
-        if objective == "cheapest":
-            key, shortfall = (cost, -speed), cost
+        key: tuple[float, ...]
+        if objective == "cheapest":  # exact cost ties: fewer GPUs per serving replica, then faster
+            gpr = 0 if w.is_training else cfg.gpus_per_replica
+            key, shortfall = (cost, float(gpr), -speed), cost
         elif objective == "fastest":
             key, shortfall = (-speed, cost), 1.0 / speed
         else:

@@ -7,11 +7,13 @@ What raises risk (docs/recommend.md "Risk"):
   stack).
 - medium: a marketplace/community or aggregator host; an unknown provider class; several nodes per replica or
   job (more failure points, cluster set-up); a fabric bandwidth that is assumed, not documented; spot
-  capacity; a commitment lock-in; serving split over several GPUs that only PCIe connects; a wide estimate
+  capacity; a commitment lock-in; serving split over several GPUs that only PCIe connects (or more than an
+  NVLink bridge joins: a pair of PCIe cards); a wide estimate
   (p90/p10 above :data:`WIDE_INTERVAL_RATIO`) or an accelerator whose specs are flagged uncertain; a stale or
   undated price; host RAM/vCPUs not listed; an AWS Local Zone; expert-parallel MoE serving (the estimator
   runs 1.4-2.8x faster than the measured DeepSeek-R1 EP deployments, docs/performance.md Known limits);
-  serving whose weights fill more than :data:`TIGHT_WEIGHTS_SHARE` of each GPU (little KV-cache room).
+  serving whose weights fill more than :data:`TIGHT_WEIGHTS_SHARE` of each GPU (little KV-cache room);
+  training whose estimated peak fills more than :data:`TIGHT_TRAINING_MEMORY_SHARE` of each GPU.
 
 Three or more medium reasons make the level high. Cross-provider egress is added by migration analysis.
 """
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 from gpufleet.catalog.capabilities import Fabric
 from gpufleet.catalog.specs import get_spec
+from gpufleet.estimate.comms import scaleup_group_gpus
 from gpufleet.estimate.types import Interval
 from gpufleet.recommend.deploy import STALE_PRICE_DAYS
 from gpufleet.recommend.types import RISK_LEVELS, Workload
@@ -35,6 +38,13 @@ MEDIUM_TO_HIGH = 3
 #: (0.9 x 0.9 = 0.81 of the device) so that the KV cache absorbs bursts and long prompts without preempting
 #: requests (vLLM "Optimization and Tuning": preemption when KV space runs out; raise TP or use a larger GPU)
 TIGHT_WEIGHTS_SHARE = 0.81
+#: training: an estimated peak above this share of the device's memory is within the memory model's own
+#: error (peak_memory_gib: p90 |error| 8 % over the published torchtune/litgpt cases, README accuracy table;
+#: 1 / 1.08 = 0.926) and the PyTorch caching allocator's fragmentation, which the model does not add
+#: (docs/memory.md, "Not modelled"; PyTorch "CUDA memory management": reserved-but-unallocated memory,
+#: ``expandable_segments``): such a job may OOM on its first steps
+MEMORY_ESTIMATE_P90_ERROR = 0.08
+TIGHT_TRAINING_MEMORY_SHARE = 1.0 / (1.0 + MEMORY_ESTIMATE_P90_ERROR)
 
 
 def risk_level(high: list[str], medium: list[str]) -> str:
@@ -59,6 +69,7 @@ def assess(
     gpus_per_replica: int = 1,
     ep: int = 1,
     weights_share: float = 0.0,
+    memory_share: float = 0.0,
 ) -> tuple[str, tuple[str, ...]]:
     """(level, reasons) of one candidate (module doc)."""
     high: list[str] = []
@@ -95,6 +106,12 @@ def assess(
             f"weights fill {weights_share:.0%} of each GPU's memory (> {TIGHT_WEIGHTS_SHARE:.0%}): little "
             "KV-cache room, requests preempted under bursts (more TP or a larger GPU)"
         )
+    if w.is_training and memory_share > TIGHT_TRAINING_MEMORY_SHARE:
+        med.append(
+            f"training memory fills {memory_share:.1%} of each GPU (> {TIGHT_TRAINING_MEMORY_SHARE:.1%}): "
+            "within the memory estimate's error (p90 8 %) and, on CUDA, allocator fragmentation: may run out "
+            "of memory (more GPUs, ZeRO-3 or full recompute)"
+        )
     if not w.is_training and ep > 1:
         med.append(
             f"expert-parallel MoE serving (EP{ep}): estimated 1.4-2.8x faster than measured EP deployments "
@@ -108,9 +125,20 @@ def assess(
             high.append(f"{vendor} software stack (kernels, engines and tooling differ from CUDA)")
         if get_spec(gpu).uncertain:
             med.append(f"{gpu} specs uncertain (estimate not calibrated on it)")
-        if not w.is_training and gpus_per_replica > 1 and not get_spec(gpu).has_scaleup_fabric:
+        spec = get_spec(gpu)
+        # an NVLink bridge joins only a pair (H200 NVL: up to 4) of PCIe cards; a wider TP group all-reduces
+        # over PCIe like cards without one (NVIDIA H100 PCIe / A100 PCIe product briefs: "NVLink bridge
+        # connects two GPUs"; the estimator's comms model prices it so, estimate.comms.scaleup_group_gpus)
+        bridge = scaleup_group_gpus(spec)
+        if not w.is_training and gpus_per_replica > 1 and not spec.has_scaleup_fabric:
             med.append(
                 f"{gpus_per_replica} GPUs per replica over PCIe (no NVLink or Infinity Fabric): the "
+                "PCIe collectives are priced in, yet such serving is still estimated up to ~2x too fast "
+                "(docs/performance.md, Known limits)"
+            )
+        elif not w.is_training and bridge is not None and gpus_per_replica > bridge:
+            med.append(
+                f"{gpus_per_replica} GPUs per replica over PCIe (an NVLink bridge joins only {bridge}): the "
                 "PCIe collectives are priced in, yet such serving is still estimated up to ~2x too fast "
                 "(docs/performance.md, Known limits)"
             )
