@@ -18,7 +18,6 @@ Tree::
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable
 
 
@@ -81,6 +80,8 @@ def close_matches(name: str, known: Iterable[str], n: int = 5) -> list[str]:
     lower = {k.lower(): k for k in known_list}
     needle = name.lower().strip()
     subs = [k for k in known_list if needle and (needle in k.lower() or k.lower() in needle)]
+    import difflib  # only when a name is unknown (~1 ms of start-up otherwise)
+
     fuzzy = [lower[m] for m in difflib.get_close_matches(needle, list(lower), n=n, cutoff=0.6)]
     out: list[str] = []
     for k in subs + fuzzy:

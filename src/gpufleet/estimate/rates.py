@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from functools import cache
 
 from gpufleet.catalog.specs import AcceleratorSpec, get_spec
 from gpufleet.errors import InputError, UnknownNameError, UnsupportedError
@@ -192,10 +193,18 @@ def scaleup_domain_gpus(spec: AcceleratorSpec, gpu_count: int) -> int:
     """
     if spec.architecture.startswith("TPU") and spec.has_scaleup_fabric:
         return max(min(gpu_count, tpu_pod_chips(spec) or gpu_count), 1)
-    m = re.search(r"(\d+)-GPU domain", spec.scaleup_interconnect)
-    if m and spec.has_scaleup_fabric:
-        return max(int(m.group(1)), 1)
+    stated = _stated_domain(spec.scaleup_interconnect)
+    if stated is not None and spec.has_scaleup_fabric:
+        return max(stated, 1)
     return DEFAULT_GPUS_PER_NODE
+
+
+@cache
+def _stated_domain(interconnect: str) -> int | None:
+    """The domain size an interconnect text states (``NVLink 5 (72-GPU domain)`` -> 72), else None; cached
+    per text (estimators ask once per call, for a handful of distinct texts)."""
+    m = re.search(r"(\d+)-GPU domain", interconnect)
+    return int(m.group(1)) if m else None
 
 
 def software_arg(software: str | None) -> str:
