@@ -7,9 +7,11 @@ table shows, per command, the median CPU time of the process (user + sys, from `
 figure on a shared machine) and the median wall time, and the 1-minute load average before and after.
 
 ``--baseline EXE`` times a second executable (e.g. a console script of an older checkout) in the same
-conditions: runs alternate between the two, so a load change hits both alike.
+conditions: runs alternate between the two, so a load change hits both alike. ``--output FILE`` also writes
+the table (with the date and load) to FILE, e.g. ``benchmarks/results/`` for a record of a change.
 
     .venv/bin/python benchmarks/bench_cli.py [--runs 7] [--only estimate] [--baseline /path/to/gpufleet]
+        [--output benchmarks/results/NAME.md]
 """
 
 from __future__ import annotations
@@ -71,8 +73,16 @@ COMMANDS: list[tuple[str, list[str]]] = [
         ],
     ),
     (
+        "recommend 8B 5 req/s TTFT 500 ms (no TPOT)",
+        ["recommend", "--model", "llama-3.1-8b", "--target-rps", "5", "--ttft-ms", "500"],
+    ),
+    (
         "migrate 8B from 2x p5.48xlarge",
         ["migrate", "--model", "llama-3.1-8b", "--current-instance", "p5.48xlarge", "--current-count", "2"],
+    ),
+    (
+        "migrate 70B from p4d.24xlarge, 2 req/s",
+        ["migrate", "--model", "llama-3.1-70b", "--current-instance", "p4d.24xlarge", "--target-rps", "2"],
     ),
     (
         "recommend 70B, eu, filters (README tour)",
@@ -129,17 +139,24 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--only", default="", help="run only the rows whose label contains this text")
     ap.add_argument("--baseline", default="", help="a second gpufleet executable to time alongside")
+    ap.add_argument("--output", default="", help="also write the table to this file (markdown)")
     args = ap.parse_args()
+    lines: list[str] = []
+
+    def show(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
     script = Path(sys.executable).with_name("gpufleet")
     exe = [str(script)] if script.exists() else [sys.executable, "-m", "gpufleet.cli.app"]
     exes = [exe, [args.baseline]] if args.baseline else [exe]
     load_before = os.getloadavg()[0]
     if args.baseline:
-        print("| command | baseline CPU (wall) | this CPU (wall) | exit |")
-        print("|---|---|---|---|")
+        show("| command | baseline CPU (wall) | this CPU (wall) | exit |")
+        show("|---|---|---|---|")
     else:
-        print("| command | CPU median | wall median (min-max) | exit |")
-        print("|---|---|---|---|")
+        show("| command | CPU median | wall median (min-max) | exit |")
+        show("|---|---|---|---|")
     for label, cmd in COMMANDS:
         if args.only and args.only not in label:
             continue
@@ -148,19 +165,22 @@ def main() -> None:
         med = statistics.median
         if args.baseline:
             bcpu, bwall, brc = results[1]
-            print(
+            show(
                 f"| `gpufleet {' '.join(cmd)}` ({label}) | {med(bcpu):.3f} s ({med(bwall):.3f} s) "
-                f"| {med(cpu):.3f} s ({med(wall):.3f} s) | {brc} / {rc} |",
-                flush=True,
+                f"| {med(cpu):.3f} s ({med(wall):.3f} s) | {brc} / {rc} |"
             )
         else:
-            print(
+            show(
                 f"| `gpufleet {' '.join(cmd)}` ({label}) | {med(cpu):.3f} s "
-                f"| {med(wall):.3f} s ({min(wall):.3f}-{max(wall):.3f}) | {rc} |",
-                flush=True,
+                f"| {med(wall):.3f} s ({min(wall):.3f}-{max(wall):.3f}) | {rc} |"
             )
-    print(f"\n1-minute load average: {load_before:.2f} before, {os.getloadavg()[0]:.2f} after "
-          f"({os.cpu_count()} CPUs); median of {args.runs} runs per command.")  # fmt: skip
+    show(f"\n1-minute load average: {load_before:.2f} before, {os.getloadavg()[0]:.2f} after "
+         f"({os.cpu_count()} CPUs); median of {args.runs} runs per command; "
+         f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}.")  # fmt: skip
+    if args.output:
+        out = Path(args.output)
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -62,6 +62,11 @@ CASES: list[tuple[list[str], tuple[str, ...]]] = [
         ["recommend", "--model", "llama-3.1-8b", "--target-rps", "2", "--ttft-ms", "500", "--tpot-ms", "50"],
         ("yaml",),
     ),
+    # migrate reads egress prices from fleet.refdata: not the fleet planner, its solver or its file model
+    (
+        ["migrate", "--model", "llama-3.1-8b", "--current-instance", "p5.48xlarge", "--current-count", "2"],
+        ("yaml", "gpufleet.fleet.plan", "gpufleet.fleet.spec"),
+    ),
     (
         [
             "recommend",
