@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from gpufleet.catalog.specs import load_specs
-from gpufleet.errors import UnsupportedError
+from gpufleet.errors import InputError, UnsupportedError
 from gpufleet.estimate.calibration import load_profile
 from gpufleet.estimate.memory import estimate_memory, max_concurrent_sequences
 from gpufleet.estimate.performance import estimate_inference, resolve_rates
@@ -72,6 +72,30 @@ def test_max_concurrent_sequences_is_the_largest_fitting_batch(engine: str) -> N
     mem = dict(model=kw["model"], gpu=kw["gpu"], precision="bf16", engine=engine, task="inference")
     assert estimate_memory(batch=n, seq_len=512, **mem).fits
     assert not estimate_memory(batch=n + 1, seq_len=512, **mem).fits
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    model=st.sampled_from(["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "gemma-2-9b", "qwen2.5-7b"]),
+    gpu=st.sampled_from(["A100-SXM-80GB", "H100-SXM", "B300", "L4", "T4", "MI300X"]),
+    precision=st.sampled_from(["bf16", "fp16", "fp8", "int4"]),
+    engine=st.sampled_from(["vllm", "trtllm", "transformers", "sglang"]),
+    tp=st.sampled_from([1, 2, 4]),
+    context_len=st.sampled_from([64, 512, 4096, 32768]),
+)
+def test_max_concurrent_sequences_is_the_largest_fitting_batch_anywhere(
+    model: str, gpu: str, precision: str, engine: str, tp: int, context_len: int
+) -> None:
+    """The searched count (secant guess, then bisection) is where estimate_memory stops fitting."""
+    kw: dict[str, Any] = {"model": model, "gpu": gpu, "precision": precision, "engine": engine, "tp": tp}
+    try:
+        n = max_concurrent_sequences(pp=1, context_len=context_len, allow_fallback=True, **kw)
+    except InputError:
+        assume(False)
+        return
+    mem = dict(task="inference", seq_len=context_len, allow_fallback=True, **kw)
+    assert n == 0 or estimate_memory(batch=n, **mem).fits
+    assert not estimate_memory(batch=n + 1, **mem).fits
 
 
 def test_saturated_memory_shows_the_chosen_batch() -> None:

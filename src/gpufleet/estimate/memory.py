@@ -808,10 +808,34 @@ def max_concurrent_sequences(
         static = sum(parts.values())
         pool = _usable(cap, engine, over, static) - static - extra
         hi = min(hi, math.floor(max(0.0, pool) / per_seq))
+    # memory grows with the batch: the largest batch that still fits, searched in [0, bound]. The slack is
+    # nearly linear in the batch, so a secant guess through batch 1 and the bound lands within a sequence or
+    # two of it; probing the guess and the next batch narrows the bracket that the bisection then searches:
+    # the same answer in ~4 probes instead of ~12
     lo, hi_n = 0, int(hi)
-    while lo < hi_n:  # memory grows with the batch: the largest batch that still fits
+
+    def slack(b: int) -> float:
+        return _assemble(replace(q, batch=b), spec)[2]
+
+    if hi_n >= 2:
+        s1, s_hi = slack(1), slack(hi_n)
+        if s_hi >= 0.0:
+            return hi_n
+        if not s1 >= 0.0:
+            return 0
+        lo, hi_n = 1, hi_n - 1  # batch 1 fits, the bound does not
+        per_seq = (s1 - s_hi) / hi_n  # slack lost per added sequence
+        if math.isfinite(per_seq) and per_seq > 0.0:
+            guess = min(max(1 + int(s1 / per_seq), lo), hi_n)
+            if slack(guess) >= 0.0:
+                lo = guess
+                if guess < hi_n and not slack(guess + 1) >= 0.0:
+                    hi_n = guess
+            else:
+                hi_n = guess - 1
+    while lo < hi_n:
         mid = (lo + hi_n + 1) // 2
-        if _assemble(replace(q, batch=mid), spec)[2] >= 0.0:
+        if slack(mid) >= 0.0:
             lo = mid
         else:
             hi_n = mid - 1
