@@ -177,12 +177,22 @@ def _globs(provider: str) -> tuple[tuple[_InstanceRow, tuple[_Glob, ...]], ...]:
     )  # fmt: skip
 
 
+@cache
+def _by_text(provider: str) -> dict[str, tuple[tuple[str, _InstanceRow], ...]]:
+    """Pattern text -> (GPU substring, row) of the provider's rows that list it, in file order."""
+    out: dict[str, list[tuple[str, _InstanceRow]]] = {}
+    for row, pats in _globs(provider):
+        for g, sub, _ in pats:
+            out.setdefault(g, []).append((sub, row))
+    return {g: tuple(v) for g, v in out.items()}
+
+
 def _match(provider: str, instance_type: str, gpu: str) -> _InstanceRow | None:
-    rows = _globs(provider)
-    for row, pats in rows:  # exact names first, then globs (file order)
-        if any(g == instance_type and (not sub or sub in gpu) for g, sub, _ in pats):
+    # exact names first (the first row in file order listing the name), then globs (file order)
+    for sub, row in _by_text(provider).get(instance_type, ()):
+        if not sub or sub in gpu:
             return row
-    for row, pats in rows:  # a plain name matching here would have matched above
+    for row, pats in _globs(provider):  # a plain name matching here would have matched above
         if any(
             m is not None and m(instance_type) is not None and (not sub or sub in gpu) for _, sub, m in pats
         ):
