@@ -123,13 +123,16 @@ _FULL_RECOMPUTE_PHRASES: tuple[str, ...] = (
     "checkpoint_activations",
 )
 
-#: stacks whose results published up to 2022 ran full, per-layer activation recomputation and materialised
-#: attention scores, unless the case says otherwise: Megatron-LM's ``--checkpoint-activations`` (selective
-#: recomputation arrived with Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
-#: Transformer Models", May 2022; MT-NLG 530B, Smith et al. 2022, still replayed whole layers), DeepSpeed's
-#: per-layer ``deepspeed.checkpointing`` (Megatron-DeepSpeed runs), and FlashAttention (Dao et al., NeurIPS
-#: 2022) reaching Megatron-LM as ``--use-flash-attn`` in 2023
+#: stacks whose results published up to 2022 materialised the attention scores unless the case says
+#: otherwise: FlashAttention (Dao et al., NeurIPS 2022) reached Megatron-LM as ``--use-flash-attn`` in 2023,
+#: and DeepSpeed training ran the model's own (HF eager) attention; HF transformers' SDPA path came in late
+#: 2023
 PRE_2023_STACKS: frozenset[str] = frozenset({"megatron", "megatron_deepspeed", "deepspeed"})
+#: of those, the stacks whose published large runs up to 2022 also replayed whole layers: Megatron-LM's
+#: ``--checkpoint-activations`` (selective recomputation arrived with Korthikanti et al. 2022, "Reducing
+#: Activation Recomputation in Large Transformer Models", May 2022; MT-NLG 530B, Smith et al. 2022, on
+#: Megatron-DeepSpeed, still replayed whole layers); plain DeepSpeed runs may or may not checkpoint
+PRE_2023_FULL_RECOMPUTE_STACKS: frozenset[str] = frozenset({"megatron", "megatron_deepspeed"})
 
 _YEAR = re.compile(r"(?<![\d.])(20[12]\d)(?![\d.])")
 
@@ -520,7 +523,7 @@ def _predict_training(case: CalibrationCase, prof: CalibrationProfile, perf: Any
     recipe_rc = recipe_kw.get("speed_recompute") if case.gpu_count == 1 else None
     recompute = hints.get("recompute", recipe_rc)
     year = source_year(case.source) or 9999
-    if recompute is None and software in PRE_2023_STACKS and year <= 2022:
+    if recompute is None and software in PRE_2023_FULL_RECOMPUTE_STACKS and year <= 2022:
         recompute = "full"
         assumed.append(
             f"recompute not stated: full, as {software} runs published in {year} used it (selective "
@@ -598,6 +601,7 @@ __all__ = [
     "DEFAULT_TOKENS_PER_STEP",
     "DEFAULT_TRAIN_SEQ_TOKENS",
     "PREALLOCATING_ENGINES",
+    "PRE_2023_FULL_RECOMPUTE_STACKS",
     "PRE_2023_STACKS",
     "TORCH_ALLOCATED_STACKS",
     "CaseNotSupportedError",
