@@ -326,3 +326,27 @@ def test_matrix_lists_take_repeats_and_commas() -> None:
     a = ok(*base, "--models", "llama-3.2-1b,llama-3.1-8b", "--gpus", "H100").stdout
     b = ok(*base, "--models", "llama-3.2-1b", "--models", "llama-3.1-8b", "--gpus", "H100").stdout
     assert a == b and len(json.loads(a)["grids"][0]["rows"]) == 2
+
+
+# --- published formats --------------------------------------------------------------------------------------
+def test_serving_defaults_to_the_published_format() -> None:
+    """gpt-oss is published in MXFP4 (~12.8 GiB for the 20B): with no --precision, `estimate memory` and
+    `estimate infer` size it as released (OpenAI: gpt-oss-20b runs within 16 GB), with a note; bf16 stays one
+    option away, and training keeps bf16 (a fine-tune dequantises)."""
+    served = json.loads(ok("memory", "-m", "gpt-oss-20b", "-g", "RTX-A4000", "--format", "json").stdout)
+    assert served["fits"] is True and any("published in" in a for a in served["assumptions"])
+    bf16 = json.loads(
+        ok("memory", "-m", "gpt-oss-20b", "-g", "RTX-A4000", "-p", "bf16", "--format", "json").stdout
+    )
+    assert bf16["fits"] is False and not any("published in" in a for a in bf16["assumptions"])
+    assert bf16["breakdown_gib"]["weights"] > 2.5 * served["breakdown_gib"]["weights"]
+    infer = json.loads(
+        ok("infer", "-m", "deepseek-v3", "-g", "H200-SXM", "--gpus", "8", "--format", "json").stdout
+    )
+    assert any("precision fp8" in n for n in infer["notes"])
+    dense = ok("infer", "-m", "llama-3.1-8b", "-g", "H100-SXM").stdout
+    assert "bf16" in dense and "published in" not in dense
+    train = json.loads(
+        ok("memory", "-m", "gpt-oss-20b", "-g", "H100-SXM", "--task", "lora", "--format", "json").stdout
+    )
+    assert not any("published in" in a for a in train["assumptions"])

@@ -6,6 +6,7 @@ unknown names fail with close matches before any estimate; counts and lengths mu
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
@@ -46,6 +47,15 @@ GpuOpt = Annotated[
 PrecisionOpt = Annotated[
     str, typer.Option("--precision", "-p", help="fp32 tf32 fp16 bf16 fp8 fp4 int8 int4 nf4.")
 ]
+ServePrecisionOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--precision",
+        "-p",
+        help="fp32 tf32 fp16 bf16 fp8 fp4 int8 int4 nf4 (default bf16; serving a model published below 16 "
+        "bit, FP8 DeepSeek-V3/R1 or MXFP4 gpt-oss: that format).",
+    ),
+]
 KvOpt = Annotated[
     str | None, typer.Option("--kv-precision", help="KV-cache precision (default: as --precision).")
 ]
@@ -61,6 +71,23 @@ FallbackOpt = Annotated[
 
 def _precisions(precision: str, kv_precision: str | None) -> tuple[str, str | None]:
     return check_precision(precision), None if kv_precision is None else check_precision(kv_precision)
+
+
+def _served_precision(precision: str | None, model: str, task: str) -> tuple[str, tuple[str, ...]]:
+    """The precision given, else for serving (or loading) a model whose weights are published below 16 bit
+    that format, with a note, as recommend does (``WorkloadSpec._precision_served``); else bf16."""
+    if precision is not None or task not in ("inference", "load"):
+        return precision or "bf16", ()
+    from gpufleet.models.registry import released_precision
+
+    released = released_precision(model)
+    if released is None:
+        return "bf16", ()
+    prec, source = released
+    return prec, (
+        f"precision {prec}: the format {model} is published in ({source}); pass --precision bf16 for the "
+        "dequantised model.",
+    )
 
 
 def _emit_json(result: Any, kind: str) -> None:
@@ -86,7 +113,7 @@ def memory(
     task: Annotated[
         str, typer.Option(help="inference pretrain full_finetune lora qlora load.")
     ] = "inference",
-    precision: PrecisionOpt = "bf16",
+    precision: ServePrecisionOpt = None,
     kv_precision: KvOpt = None,
     batch: Annotated[int, typer.Option(help="Sequences per GPU (micro-batch or concurrent requests).")] = 1,
     seq_len: Annotated[
@@ -114,8 +141,9 @@ def memory(
     require_positive(
         batch=batch, seq_len=seq_len, input_len=input_len, output_len=output_len, tp=tp, pp=pp, dp=dp
     )
-    prec, kv = _precisions(precision, kv_precision)
     arch, spec = model_arg(model), gpu_arg(gpu)
+    served, served_note = _served_precision(precision, arch.id, task)
+    prec, kv = _precisions(served, kv_precision)
     load_profile_option(profile)
     if seq_len is not None and (input_len is not None or output_len is not None):
         raise InputError(
@@ -129,6 +157,8 @@ def memory(
         model=arch, task=task, precision=prec, gpu=spec, tp=tp, pp=pp, dp=dp, batch=batch, seq_len=seq_len,
         kv_precision=kv, zero_stage=zero, recompute=recompute, engine=engine, allow_fallback=allow_fallback,
     )  # fmt: skip
+    if served_note:
+        mem = dataclasses.replace(mem, assumptions=(*served_note, *mem.assumptions))
     if task in ("inference", "load"):  # after the estimate: bad values first
         reject_ignored(
             ["zero", "recompute"],
@@ -180,7 +210,7 @@ def infer(
     model: ModelOpt,
     gpu: GpuOpt,
     gpus: Annotated[int, typer.Option(help="GPUs in the deployment (replicas = gpus // (tp*pp)).")] = 1,
-    precision: PrecisionOpt = "bf16",
+    precision: ServePrecisionOpt = None,
     kv_precision: KvOpt = None,
     input_len: Annotated[int, typer.Option(help="Prompt tokens per request.")] = 1024,
     output_len: Annotated[int, typer.Option(help="Generated tokens per request.")] = 256,
@@ -211,13 +241,16 @@ def infer(
     from gpufleet.estimate.performance import estimate_inference
 
     require_positive(gpus=gpus, input_len=input_len, output_len=output_len, batch=batch, tp=tp, pp=pp, ep=ep)
-    prec, kv = _precisions(precision, kv_precision)
     arch, spec = model_arg(model), gpu_arg(gpu)
+    served, served_note = _served_precision(precision, arch.id, "inference")
+    prec, kv = _precisions(served, kv_precision)
     est = estimate_inference(
         model=arch, gpu=spec, precision=prec, input_len=input_len, output_len=output_len, gpu_count=gpus,
         batch=batch, tp=tp, pp=pp, ep=ep, attention_dp=attention_dp, kv_precision=kv, software=engine,
         profile=load_profile_option(profile), allow_fallback=allow_fallback,
     )  # fmt: skip
+    if served_note:
+        est = dataclasses.replace(est, notes=(*served_note, *est.notes))
     if output_format is OutFormat.json:
         _emit_json(est, "estimate_inference")
         return
