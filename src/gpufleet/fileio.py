@@ -290,7 +290,80 @@ def document_kind(value: Any) -> str:
     return type(value).__name__
 
 
+def check_top_level(
+    doc: Any, *, source: str, allowed: Sequence[str], lists: Sequence[str] = (), fix: str = ""
+) -> dict[str, Any]:
+    """``doc`` (a parsed YAML/JSON file) as a mapping whose keys are all in ``allowed`` and whose keys
+    ``lists`` each hold a non-empty list; else :class:`ConfigFileError` naming what is wrong, with the closest
+    allowed key for a misspelt or mis-cased one (``RULES:`` for ``rules:``), what is allowed and ``fix``.
+
+    One check for files with a small fixed top level (alert rules, inventories, batch fleets), so an unknown
+    key is refused rather than ignored and a wrongly spelt list is named rather than reported missing."""
+    shape = ", ".join(f"'{k}:' (a list)" if k in lists else f"'{k}:'" for k in allowed)
+    tail = f" {fix}" if fix else ""
+    if not isinstance(doc, dict):
+        raise ConfigFileError(
+            f"{source} must hold a mapping with the keys {shape}; it holds {document_kind(doc)}.{tail}"
+        )
+    problems = []
+    for key in lists:
+        value = doc.get(key)
+        if value == []:
+            problems.append(f"has no entries under '{key}:' (at least one is needed)")
+        elif not isinstance(value, list):
+            held = "nothing" if value is None else document_kind(value)
+            problems.append(f"needs a non-empty list under '{key}:' (it holds {held} there)")
+    unknown = [k for k in doc if not isinstance(k, str) or k not in allowed]
+    if unknown:
+        from gpufleet.errors import close_matches
+
+        hints = []
+        for key in unknown:
+            near = close_matches(str(key), allowed, n=1)
+            hints.append(f"{str(key)!r} (did you mean {near[0]!r}?)" if near else repr(str(key)))
+        problems.append(
+            f"has unknown top-level key(s) {', '.join(hints)} (names are case-sensitive; rename or remove "
+            "them)"
+        )
+    if problems:
+        raise ConfigFileError(f"{source} {'; it '.join(problems)}. Allowed keys: {shape}.{tail}")
+    return doc
+
+
 # --------------------------------------------------------------------------------------------------- CSV
+
+_DELIMITER_NAMES = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}
+
+
+def csv_header_hint(header: Sequence[str]) -> str:
+    """Advice to append to a message about a CSV header no layout accepts ("" when there is none): a header
+    of one cell holding ``;``, tabs or ``|`` is a file separated by them (a spreadsheet export in a locale
+    with decimal commas), which gpufleet does not read; a column named twice is named."""
+    cells = [h.strip() for h in header]
+    if len(cells) == 1:
+        for sep, name in _DELIMITER_NAMES.items():
+            if sep in cells[0]:
+                return (
+                    f" The header line is separated by {name}, not commas: gpufleet reads comma-separated "
+                    "files with a point as the decimal separator. Export the file as CSV with commas (or "
+                    f"replace the {name} with commas)."
+                )
+    dupes = sorted({c for c in cells if cells.count(c) > 1})
+    if dupes:
+        return f" The column(s) {', '.join(repr(d) for d in dupes)} appear more than once; give each once."
+    return ""
+
+
+def check_csv_header(header: Sequence[str], *, source: str) -> None:
+    """Refuse a CSV header that names a column twice (a later cell would silently overwrite an earlier
+    one, or every row would look one cell short) with :class:`ConfigFileError`."""
+    cells = [h.strip() for h in header]
+    dupes = sorted({c for c in cells if cells.count(c) > 1})
+    if dupes:
+        raise ConfigFileError(
+            f"{source} has duplicate columns {', '.join(repr(d) for d in dupes)} in its header; each column "
+            "may appear once. Remove or rename the repeated column."
+        )
 
 
 def iter_csv_text(
@@ -345,13 +418,12 @@ def read_csv_file(
     except StopIteration:
         raise ConfigFileError(f"{source} is empty; it needs a header line and at least one row.") from None
     header = [h.strip() for h in header_raw]
-    dupes = sorted({h for h in header if header.count(h) > 1})
-    if dupes:
-        raise ConfigFileError(f"{source} has duplicate columns {dupes}; give each column once.")
+    check_csv_header(header, source=source)
     missing = [c for c in required_columns if c not in header]
     if missing:
         raise ConfigFileError(
             f"{source} lacks the required columns {missing}; it has {header}. Add them to the header line."
+            + csv_header_hint(header)
         )
     if allowed_columns is not None:
         unknown = [h for h in header if h not in allowed_columns]
@@ -362,7 +434,7 @@ def read_csv_file(
             hints = [f"{u!r} (did you mean {m[0]!r}?)" if m else repr(u) for u, m in near.items()]
             raise ConfigFileError(
                 f"{source} has unknown columns {', '.join(hints)}. Allowed columns: "
-                f"{', '.join(allowed_columns)}. Rename or remove them."
+                f"{', '.join(allowed_columns)}. Rename or remove them.{csv_header_hint(header)}"
             )
     out: list[tuple[int, dict[str, str]]] = []
     for line, cells in rows:
@@ -469,8 +541,11 @@ __all__ = [
     "MAX_NESTING_DEPTH",
     "atomic_write_bytes",
     "atomic_write_text",
+    "check_csv_header",
     "check_output_path",
+    "check_top_level",
     "check_user_path",
+    "csv_header_hint",
     "decode_user_bytes",
     "document_kind",
     "iter_csv_text",

@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, fie
 
 from gpufleet.errors import ConfigFileError
 from gpufleet.estimate.types import SOFTWARE_ALIASES, SOFTWARES, TASKS
-from gpufleet.fileio import iter_csv_text, read_user_text
+from gpufleet.fileio import check_csv_header, csv_header_hint, iter_csv_text, read_user_text
 from gpufleet.precision import PRECISIONS
 from gpufleet.strict_model import MAX_FILE_NUMBER
 from gpufleet.validation import MAX_BATCH, MAX_GPUS, MAX_SEQUENCE_TOKENS, MAX_TRAIN_TOKENS
@@ -344,6 +344,7 @@ def parse_cases_csv(text: str, source_name: str) -> list[CalibrationCase]:
             f"{','.join(CASE_COLUMNS)} and one row per measurement (see docs/calibration-schema.md)."
         )
     reader.fieldnames = header
+    check_csv_header(header, source=source_name)
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     unknown = [c for c in header if c not in CASE_COLUMNS]
     if missing or unknown:
@@ -355,6 +356,7 @@ def parse_cases_csv(text: str, source_name: str) -> list[CalibrationCase]:
         raise ConfigFileError(
             f"{source_name}: the header has {' and '.join(what)}. Allowed columns: {', '.join(CASE_COLUMNS)} "
             f"(required: {', '.join(REQUIRED_COLUMNS)}). Fix the header line and run again."
+            + csv_header_hint(header)
         )
     cases: list[CalibrationCase] = []
     seen: dict[str, int] = {}
@@ -367,6 +369,15 @@ def parse_cases_csv(text: str, source_name: str) -> list[CalibrationCase]:
             )
         if all(_blank(v) for v in raw.values()):
             continue
+        short = [c for c in REQUIRED_COLUMNS if raw.get(c) is None]
+        if short:  # DictReader gives None to the columns a short row has no cell for
+            cells = sum(v is not None for v in raw.values())
+            raise ConfigFileError(
+                f"{source_name}: row at line {line} has {cells} cell(s) but the header has {len(header)} "
+                f"columns, so it gives no value for the required column(s) {', '.join(short)}. Give every "
+                "column a cell (leave optional ones empty between commas: a,,b) and quote any value that "
+                'contains a comma ("a, b").'
+            )
         case_id = (raw.get("case_id") or "").strip()
         values = {k: v for k, v in raw.items() if v is not None}
         try:

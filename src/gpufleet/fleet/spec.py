@@ -45,7 +45,7 @@ from gpufleet.fleet.types import (
 from gpufleet.recommend.workload import workload_from_dict
 from gpufleet.strict_model import NoBoolNumbers
 from gpufleet.units import HOURS_PER_DAY, HOURS_PER_MONTH
-from gpufleet.validation import MAX_GPU_MEMORY_GIB
+from gpufleet.validation import MAX_GPU_MEMORY_GIB, checked_arguments
 
 #: hours in a week; a weekly profile is scaled to the 730-hour month
 HOURS_PER_WEEK = 7 * HOURS_PER_DAY
@@ -431,6 +431,7 @@ def fleet_from_dict(data: Any, *, source: str = "<fleet>") -> Fleet:
     )
 
 
+@checked_arguments("fleet file reader")
 def read_fleet_file(path: str | Path) -> Fleet:
     """Read and validate a fleet file through the input layer (size limits, safe YAML, no duplicate keys)."""
     data = load_structured_file(path, what="fleet file")

@@ -41,7 +41,7 @@ from typing import Any
 import numpy as np
 
 from gpufleet.errors import ConfigFileError, InputError
-from gpufleet.fileio import load_structured_file
+from gpufleet.fileio import check_top_level, load_structured_file
 from gpufleet.simulate.core import make_rng, new_environment, percentile
 from gpufleet.simulate.jobs import Job
 from gpufleet.validation import MAX_HOURS, check_count, check_number
@@ -151,13 +151,13 @@ def _resolve_fleet(doc: Any, source: str) -> Fleet:
     from gpufleet.cost.spot import assumption_for, load_spot_assumptions
     from gpufleet.simulate.batch_fleet_file import FleetFileIn, describe
 
-    if not isinstance(doc, dict) or not isinstance(doc.get("pools"), list) or not doc["pools"]:
-        raise ConfigFileError(f"The fleet file {source} needs a non-empty 'pools' list (docs/simulate.md).")
-    unknown = [k for k in doc if k not in ("pools", "teams", "off_peak")]
-    if unknown:
-        raise ConfigFileError(
-            f"The fleet file {source} has unknown keys {unknown}; allowed: pools, teams, off_peak."
-        )
+    check_top_level(
+        doc,
+        source=f"The fleet file {source}",
+        allowed=("pools", "teams", "off_peak"),
+        lists=("pools",),
+        fix="See docs/simulate.md for every key and its unit.",
+    )
     try:
         spec = FleetFileIn.model_validate(doc)
     except ValidationError as exc:

@@ -32,7 +32,7 @@ from typing import Any
 
 from gpufleet.errors import ConfigFileError, InputError, UnsupportedError
 from gpufleet.fileio import load_structured_file
-from gpufleet.validation import MAX_SWEEP_RUNS, check_count
+from gpufleet.validation import MAX_SWEEP_RUNS, check_count, checked_arguments
 
 SWEEP_KINDS = ("autoscale", "spot", "batch")
 ENGINES = ("local", "ray")
@@ -262,6 +262,7 @@ def run_config(kind: str, cfg: Mapping[str, Any]) -> dict[str, Any]:
     raise InputError(f"sweep kind {kind!r} is unknown. Allowed: {', '.join(SWEEP_KINDS)}.")
 
 
+@checked_arguments("sweep")
 def run_sweep(
     spec: SweepSpec,
     *,

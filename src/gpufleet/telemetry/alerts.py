@@ -22,7 +22,7 @@ import yaml
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpufleet.errors import ConfigFileError, InputError
-from gpufleet.fileio import load_structured_file, parse_yaml_or_json
+from gpufleet.fileio import check_top_level, load_structured_file, parse_yaml_or_json
 from gpufleet.strict_model import NoBoolNumbers
 from gpufleet.telemetry.analyze import Window
 from gpufleet.telemetry.inventory import InventoryEntry, resolve_cost
@@ -123,8 +123,7 @@ class AlertEvent:
 
 
 def _parse_rules(doc: Any, source: str) -> tuple[AlertRule, ...]:
-    if not isinstance(doc, dict) or not isinstance(doc.get("rules"), list):
-        raise ConfigFileError(f"{source} needs a list under 'rules:' (see docs/telemetry.md).")
+    check_top_level(doc, source=source, allowed=("rules",), lists=("rules",), fix="See docs/telemetry.md.")
     out = []
     names = set()
     for i, raw in enumerate(doc["rules"], start=1):
