@@ -284,10 +284,22 @@ def load_structured_file(
 
 def document_kind(value: Any) -> str:
     """What a parsed YAML/JSON document holds, for messages: ``None`` (an empty file, or one of comments
-    only) reads as "nothing (the file is empty)" rather than a Python type name."""
+    only) reads as "nothing (the file is empty)", text as what a plain-text or CSV file parses to, and the
+    other kinds by their YAML/JSON names after the Python type name (``list (a sequence)``)."""
     if value is None:
         return "nothing (the file is empty or holds only comments)"
-    return type(value).__name__
+    kinds = {
+        str: "one plain string, which is what a CSV or plain-text file parses to, not a YAML/JSON mapping",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        list: "a sequence",
+        dict: "a mapping",
+        set: "a YAML !!set",
+        bytes: "YAML !!binary data",
+    }
+    name = type(value).__name__
+    return f"{name} ({kinds[type(value)]})" if type(value) in kinds else name
 
 
 def check_top_level(

@@ -75,7 +75,7 @@ class NoBoolNumbers(BaseModel):
             field = cls.model_fields.get(str(key))
             if field is None:
                 continue
-            if str(key) in cls.SELECTORS and isinstance(value, list | tuple) and not value:
+            if str(key) in cls.SELECTORS and isinstance(value, list) and not value:  # as a file writes it
                 raise ValueError(
                     f"{key}: an empty list selects nothing. Name at least one value, or leave {key} out to "
                     "keep every choice."

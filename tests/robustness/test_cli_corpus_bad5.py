@@ -171,6 +171,8 @@ P = ["plan", "{f}", "--no-savings"]
 SA = ["simulate", "autoscale", "{t}", "--gpu", "l4"]
 TI = ["telemetry", "ingest", "{t}", "--store", "{tmp}/st"]
 FLEET = MULTI.read_bytes()
+SW = ["simulate", "sweep", "{s}", "--workers", "1"]
+SWEEP_SPEC = b"kind: batch\nbase:\n  jobs: j.csv\ngrid:\n  policy: [fifo]\nseeds: [0]\n"
 CASE_ROW = SMALL_CASES.split(b"\n")[1] + b"\n"
 FILES: list[tuple[str, list[str], dict[str, Content], list[str]]] = [
     # alert rules: unknown keys were ignored, an empty list evaluated nothing, RULES: read as missing
@@ -307,6 +309,40 @@ FILES: list[tuple[str, list[str], dict[str, Content], list[str]]] = [
         P,
         {"f.yaml": FLEET.replace(b"gpus: [L4, A10G, T4]", b"gpus: []")},
         ["workloads.rag.resources", "gpus", "empty list"],
+    ),
+    # sweep specs: a mis-cased kind, an empty seed list (was read as [0]), unknown keys with suggestions
+    (
+        "sweep-kind-case",
+        SW,
+        {"s.yaml": SWEEP_SPEC.replace(b"kind: batch", b"kind: Batch"), "j.csv": JOBS},
+        ["'Batch'", "did you mean 'batch'"],
+    ),
+    (
+        "sweep-kind-key-case",
+        SW,
+        {"s.yaml": SWEEP_SPEC.replace(b"kind:", b"Kind:"), "j.csv": JOBS},
+        ["'Kind'", "did you mean 'kind'"],
+    ),
+    (
+        "sweep-seeds-empty",
+        SW,
+        {"s.yaml": SWEEP_SPEC.replace(b"seeds: [0]", b"seeds: []"), "j.csv": JOBS},
+        ["seeds: []", "no run"],
+    ),
+    ("sweep-top-list", SW, {"s.yaml": b"- kind: batch\n"}, ["must hold a mapping", "a sequence"]),
+    # a training workload given to autoscale was served as if it were inference
+    (
+        "autoscale-training-workload",
+        ["simulate", "autoscale", "{t}", "--workload", "{w}"],
+        {"t.csv": TRACE, "w.yaml": b"model: llama-3-8b\ntask: pretrain\ntrain_tokens: 1e9\n"},
+        ["pretrain", "task: inference"],
+    ),
+    # a CSV given as a user catalog: "the top level is str"
+    (
+        "catalog-csv",
+        ["catalog", "offers", "--catalog", "{c}"],
+        {"c.csv": b"provider,region,instance_type,gpu,gpu_count\nonprem,dc,box,H100-SXM,8\n"},
+        ["CSV or plain-text file", "mapping"],
     ),
     # telemetry options a file's format ignores
     (
@@ -474,6 +510,20 @@ GOOD: list[tuple[str, list[str], dict[str, Content]]] = [
     ),
     ("expo-no-timezone", TI, {"t.prom": EXPO}),
     ("param-replicas-whole", [*SA, "--policy", "static", "--param", "replicas=3.0"], {"t.csv": TRACE}),
+    ("sweep-seeds-listed", SW, {"s.yaml": SWEEP_SPEC.replace(b"[0]", b"[0, 1]"), "j.csv": JOBS}),
+    (
+        "sweep-grid-empty",
+        SW,
+        {
+            "s.yaml": SWEEP_SPEC.replace(b"  policy: [fifo]\n", b"").replace(b"grid:", b"grid: {}"),
+            "j.csv": JOBS,
+        },
+    ),
+    (
+        "autoscale-inference-workload",
+        ["simulate", "autoscale", "{t}", "--workload", "{w}", "--gpu", "l4"],
+        {"t.csv": TRACE, "w.yaml": WORKLOAD},
+    ),
     ("matrix-distinct", [*MX, "--models", "llama-3-8b,llama-2-7b", "--gpus", "h100,a100"], {}),
     ("region-other-provider", [*R, "--provider", "aws", "--region", "eastus", "--top", "1"], {}),
 ]

@@ -155,6 +155,11 @@ def autoscale_cmd(
             default_ok=False,  # the file's model replaces even the default typed out
         )
         w = as_workload(workload)
+        if w.task != "inference":  # its model and precision would be served as if it were inference
+            raise InputError(
+                f"--workload {workload}: the workload is a {w.task} (training) workload, but autoscaling "
+                "replays serving requests. Give a workload with task: inference, or --model/--precision."
+            )
         model, precision = w.model, w.precision
     tr = read_trace(trace, trace_format)
     if rate != 1.0:
