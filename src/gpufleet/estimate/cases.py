@@ -159,10 +159,16 @@ def _blank(v: Any) -> bool:
 
 
 def _number(v: Any) -> float:
+    text = str(v).strip()
     try:
-        return float(str(v).strip())
+        if not text.isascii():  # float() reads Arabic-Indic and full-width digits too
+            raise ValueError(text)
+        return float(text)
     except ValueError:
-        raise ValueError("must be a number") from None
+        raise ValueError(
+            "must be a number: a plain value such as 133, 0.5 or 1e9 (ASCII digits, a point for decimals, no "
+            "unit or thousands separator)"
+        ) from None
 
 
 def _to_int(v: Any) -> int | None:
@@ -309,6 +315,12 @@ class _CaseRow(BaseModel):
                 "convert the value to that unit and write it in the 'unit' column"
             )
         self.unit = expected
+        if self.task == "inference" and self.train_tokens is not None:
+            raise ValueError(
+                f"field 'train_tokens' has {self.train_tokens:g}, but an inference case processes no "
+                "training tokens (the column is for train_minutes and train_gpu_hours); leave it blank or "
+                "fix the task"
+            )
         if self.metric == "mfu" and self.measured > 1.0:
             raise ValueError(
                 f"field 'measured' has {self.measured!r}, but mfu is a fraction in (0, 1]; write 41% as 0.41"
