@@ -35,6 +35,10 @@ from gpufleet.errors import ConfigFileError, InputError
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
 #: Deepest nesting of lists/maps accepted in YAML/JSON user files.
 MAX_NESTING_DEPTH = 64
+#: Largest YAML text parsed [characters]: 2 Mi. PyYAML's safe loader (pure Python: the alias, duplicate-key
+#: and depth checks need its composer) reads roughly 0.3-1 MiB/s, so a 20 MiB YAML list of 100,000 items
+#: took over a minute; JSON (C parser) keeps DEFAULT_MAX_BYTES. Every shipped or example YAML is < 10 KiB.
+MAX_YAML_CHARS = 2 * 1024 * 1024
 #: Largest CSV field [characters].
 MAX_CSV_FIELD_CHARS = 64 * 1024
 #: Longest path accepted [characters] (longer ones fail in ``stat`` with an OSError).
@@ -255,6 +259,12 @@ def parse_yaml_or_json(path: Path, text: str, describe: Callable[[str, str], str
             if _json_depth(text) > MAX_NESTING_DEPTH:
                 raise ConfigFileError(describe(kind, f"nesting deeper than {MAX_NESTING_DEPTH} levels"))
             return json.loads(text, object_pairs_hook=_no_duplicates)
+        if len(text) > MAX_YAML_CHARS:
+            raise ConfigFileError(
+                f"{path} holds {_mib(len(text))} of YAML, above the {_mib(MAX_YAML_CHARS)} gpufleet parses "
+                "as YAML (YAML parsing is slow: a larger file would take minutes). Save the same content as "
+                f"JSON (a .json file is read up to {_mib(DEFAULT_MAX_BYTES)}), or split it."
+            )
         from gpufleet._yaml_loader import load_yaml  # PyYAML only where a YAML file is read
 
         return load_yaml(text)
@@ -551,6 +561,7 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "MAX_CSV_FIELD_CHARS",
     "MAX_NESTING_DEPTH",
+    "MAX_YAML_CHARS",
     "atomic_write_bytes",
     "atomic_write_text",
     "check_csv_header",

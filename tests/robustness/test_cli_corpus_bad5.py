@@ -344,6 +344,28 @@ FILES: list[tuple[str, list[str], dict[str, Content], list[str]]] = [
         {"c.csv": b"provider,region,instance_type,gpu,gpu_count\nonprem,dc,box,H100-SXM,8\n"},
         ["CSV or plain-text file", "mapping"],
     ),
+    # bounded time: inputs that ran for minutes
+    (
+        "batch-queue-overloaded",
+        ["simulate", "batch", "{j}"],
+        {
+            "j.csv": JOBS.split(b"\n")[0]
+            + b"\n"
+            + b"".join(b"j%d,0,1,3600,0,,false,r\n" % k for k in range(5_100))
+        },
+        ["5,001 jobs are waiting", "cannot keep up"],
+    ),
+    ("yaml-over-2-mib", RW, {"w.yaml": WORKLOAD + b"# padding\n" * 240_000}, ["MiB of YAML", "as JSON"]),
+    (
+        "rules-over-200",
+        TA,
+        {
+            "r.json": json.dumps(
+                {"rules": [{"name": f"r{k}", "metric": "gpu_util_pct", "threshold": 90} for k in range(201)]}
+            ).encode()
+        },
+        ["201 rules", "at most 200"],
+    ),
     # telemetry options a file's format ignores
     (
         "ingest-timezone-exposition",
