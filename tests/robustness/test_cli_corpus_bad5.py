@@ -171,6 +171,23 @@ P = ["plan", "{f}", "--no-savings"]
 SA = ["simulate", "autoscale", "{t}", "--gpu", "l4"]
 TI = ["telemetry", "ingest", "{t}", "--store", "{tmp}/st"]
 FLEET = MULTI.read_bytes()
+CC = ["config", "check", "{g}"]
+GFO_GPU = json.loads((DATA / "gfo_guide" / "gpu_instances.json").read_bytes())
+GFO_WL = json.loads((DATA / "gfo_guide" / "workloads.json").read_bytes())
+
+
+def _gfo_gpu(**fields: object) -> bytes:
+    doc = json.loads(json.dumps(GFO_GPU))
+    doc["gpu_instances"]["P5"].update(fields)
+    return json.dumps(doc).encode()
+
+
+def _gfo_wl_set(ids: list[str]) -> bytes:
+    doc = json.loads(json.dumps(GFO_WL))
+    doc["workload_sets"]["basic_demos"] = ids
+    return json.dumps(doc).encode()
+
+
 SW = ["simulate", "sweep", "{s}", "--workers", "1"]
 SWEEP_SPEC = b"kind: batch\nbase:\n  jobs: j.csv\ngrid:\n  policy: [fifo]\nseeds: [0]\n"
 CASE_ROW = SMALL_CASES.split(b"\n")[1] + b"\n"
@@ -366,6 +383,16 @@ FILES: list[tuple[str, list[str], dict[str, Content], list[str]]] = [
         },
         ["201 rules", "at most 200"],
     ),
+    # GPU Fleet Optimizer files: a memory that contradicts the GPU (ignored), empty sets and size maps
+    (
+        "gfo-memory-contradicts",
+        CC,
+        {"g.json": _gfo_gpu(gpu_memory_gb=8000)},
+        ["gpu_memory_gb 8000", "H100-SXM"],
+    ),
+    ("gfo-memory-per-instance", CC, {"g.json": _gfo_gpu(gpu_memory_gb=640)}, ["not per instance"]),
+    ("gfo-set-empty", CC, {"g.json": _gfo_wl_set([])}, ["basic_demos", "at least one"]),
+    ("gfo-model-sizes-empty", CC, {"g.json": b'{"model_sizes": {}}'}, ["non-empty mapping of size classes"]),
     # telemetry options a file's format ignores
     (
         "ingest-timezone-exposition",
@@ -546,6 +573,8 @@ GOOD: list[tuple[str, list[str], dict[str, Content]]] = [
         ["simulate", "autoscale", "{t}", "--workload", "{w}", "--gpu", "l4"],
         {"t.csv": TRACE, "w.yaml": WORKLOAD},
     ),
+    ("gfo-guide-instances", CC, {"g.json": (DATA / "gfo_guide" / "gpu_instances.json").read_bytes()}),
+    ("gfo-memory-gb-vs-gib", CC, {"g.json": _gfo_gpu(gpu_memory_gb=85)}),
     ("matrix-distinct", [*MX, "--models", "llama-3-8b,llama-2-7b", "--gpus", "h100,a100"], {}),
     ("region-other-provider", [*R, "--provider", "aws", "--region", "eastus", "--top", "1"], {}),
 ]
