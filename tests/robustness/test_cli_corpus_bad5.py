@@ -540,6 +540,7 @@ GOOD: list[tuple[str, list[str], dict[str, Content]]] = [
     ("rules-json", TA, {"r.json": b'{"rules": [{"name": "a", "metric": "gpu_util_pct", "threshold": 9}]}'}),
     ("inventory-ok", INVF, {"i.yaml": INV}),
     ("batch-fleet-ok", SB, {"j.csv": JOBS, "f.yaml": SIM_FLEET}),
+    ("cases-cr-line-ends", V, {"c.csv": SMALL_CASES.replace(b"\n", b"\r")}),  # classic Mac: was a traceback
     ("cases-crlf-bom", V, {"c.csv": b"\xef\xbb\xbf" + SMALL_CASES.replace(b"\n", b"\r\n")}),
     ("cases-header-spaces", V, {"c.csv": SMALL_CASES.replace(b"case_id,metric", b"case_id , metric", 1)}),
     ("workload-providers-string", RW, {"w.yaml": WORKLOAD + b"providers: aws\n"}),

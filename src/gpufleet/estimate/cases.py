@@ -348,7 +348,8 @@ def parse_cases_csv(text: str, source_name: str) -> list[CalibrationCase]:
     """Parse calibration cases from CSV ``text``; ``source_name`` (the file) is named in every error."""
     for _ in iter_csv_text(text, source=source_name):  # CSV syntax and field sizes, with the line
         pass
-    reader = csv.DictReader(io.StringIO(text.removeprefix("\ufeff")), restkey="\x00extra")
+    # newline="" as iter_csv_text reads it: a file with bare CR line ends (classic Mac) raised csv.Error
+    reader = csv.DictReader(io.StringIO(text.removeprefix("\ufeff"), newline=""), restkey="\x00extra")
     header = [h.strip() for h in (reader.fieldnames or [])]
     if not header:
         raise ConfigFileError(
