@@ -65,6 +65,11 @@ def check_user_path(path: str | Path, *, what: str = "file") -> Path:
     try:
         st = p.stat()
     except FileNotFoundError:
+        if p.is_symlink():  # a dangling link: name where it points
+            raise ConfigFileError(
+                f"The {what} {p} is a symbolic link to {os.readlink(p)}, which does not exist. Fix the link "
+                "or give the file's own path."
+            ) from None
         raise ConfigFileError(f"The {what} {p} does not exist. Check the path.") from None
     except OSError as exc:
         raise ConfigFileError(

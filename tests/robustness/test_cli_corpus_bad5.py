@@ -30,6 +30,7 @@ before the fix it tests:
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -393,6 +394,19 @@ FILES: list[tuple[str, list[str], dict[str, Content], list[str]]] = [
     ("gfo-memory-per-instance", CC, {"g.json": _gfo_gpu(gpu_memory_gb=640)}, ["not per instance"]),
     ("gfo-set-empty", CC, {"g.json": _gfo_wl_set([])}, ["basic_demos", "at least one"]),
     ("gfo-model-sizes-empty", CC, {"g.json": b'{"model_sizes": {}}'}, ["non-empty mapping of size classes"]),
+    # links: a looping link given as a model config read "does not exist"; a dangling one names its target
+    (
+        "model-config-link-loop",
+        ["estimate", "memory", "-m", "{loop}", "-g", "h100"],
+        {"loop.json": lambda p: os.symlink(p, p)},
+        ["symbolic links"],
+    ),
+    (
+        "workload-dangling-link",
+        RW,
+        {"w.yaml": lambda p: os.symlink(p.parent / "gone.yaml", p)},
+        ["symbolic link to", "gone.yaml"],
+    ),
     # telemetry options a file's format ignores
     (
         "ingest-timezone-exposition",
