@@ -77,6 +77,24 @@ _SafeLoader.add_implicit_resolver(
 )
 
 
+def _no_sexagesimal(kind: str) -> Any:
+    """YAML 1.1 reads ``8:32`` as the base-60 number 512 (and ``1:30:00`` as 5400); YAML 1.2 and people
+    read text. Such a scalar stays text, so a number field given a clock time is refused by its own
+    check ("not a valid integer") instead of silently becoming a count of minutes."""
+    base = yaml.SafeLoader.construct_yaml_int if kind == "int" else yaml.SafeLoader.construct_yaml_float
+
+    def construct(loader: Any, node: Any) -> Any:
+        if ":" in str(node.value):
+            return str(node.value)
+        return base(loader, node)
+
+    return construct
+
+
+_SafeLoader.add_constructor("tag:yaml.org,2002:int", _no_sexagesimal("int"))
+_SafeLoader.add_constructor("tag:yaml.org,2002:float", _no_sexagesimal("float"))
+
+
 def load_yaml(text: str) -> Any:
     """``text`` parsed with :class:`_SafeLoader`; any PyYAML error is a :class:`YamlSyntaxError`."""
     try:

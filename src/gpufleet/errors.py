@@ -36,14 +36,16 @@ class UnknownNameError(InputError, KeyError):
     """
 
     def __init__(self, kind: str, name: str, known: Iterable[str], hint: str = "") -> None:
-        known_list = sorted(set(known))
+        known_list = sorted({str(k) for k in known} - {""})
         self.kind = kind
         self.name = name
         self.close_matches = close_matches(name, known_list)
         if self.close_matches:
             allowed = "Did you mean: " + ", ".join(self.close_matches) + "?"
         else:
-            shown = ", ".join(known_list[:40]) + (" ..." if len(known_list) > 40 else "")
+            # a name holding a comma or a space is quoted, so the list reads unambiguously
+            names = [repr(k) if ("," in k or k != k.strip() or " " in k) else k for k in known_list[:40]]
+            shown = ", ".join(names) + (f" ... ({len(known_list)} in all)" if len(known_list) > 40 else "")
             allowed = f"Known {kind}s: {shown}."
         msg = f"Unknown {kind} {name!r}. {allowed}"
         if hint:

@@ -34,6 +34,10 @@ from gpufleet.errors import ConfigFileError, InputError
 DEFAULT_MAX_BYTES = 20 * 1024 * 1024
 #: Deepest nesting of lists/maps accepted in YAML/JSON user files.
 MAX_NESTING_DEPTH = 64
+#: Largest YAML text parsed [characters]: 2 Mi. PyYAML's safe loader (pure Python: the alias, duplicate-key
+#: and depth checks need its composer) reads roughly 0.3-1 MiB/s, so a 20 MiB YAML list of 100,000 items
+#: took over a minute; JSON (C parser) keeps DEFAULT_MAX_BYTES. Every shipped or example YAML is < 10 KiB.
+MAX_YAML_CHARS = 2 * 1024 * 1024
 #: Largest CSV field [characters].
 MAX_CSV_FIELD_CHARS = 64 * 1024
 #: Longest path accepted [characters] (longer ones fail in ``stat`` with an OSError).
@@ -60,6 +64,11 @@ def check_user_path(path: str | Path, *, what: str = "file") -> Path:
     try:
         st = p.stat()
     except FileNotFoundError:
+        if p.is_symlink():  # a dangling link: name where it points
+            raise ConfigFileError(
+                f"The {what} {p} is a symbolic link to {os.readlink(p)}, which does not exist. Fix the link "
+                "or give the file's own path."
+            ) from None
         raise ConfigFileError(f"The {what} {p} does not exist. Check the path.") from None
     except OSError as exc:
         raise ConfigFileError(
@@ -254,6 +263,12 @@ def parse_yaml_or_json(path: Path, text: str, describe: Callable[[str, str], str
             if _json_depth(text) > MAX_NESTING_DEPTH:
                 raise ConfigFileError(describe(kind, f"nesting deeper than {MAX_NESTING_DEPTH} levels"))
             return json.loads(text, object_pairs_hook=_no_duplicates)
+        if len(text) > MAX_YAML_CHARS:
+            raise ConfigFileError(
+                f"{path} holds {_mib(len(text))} of YAML, above the {_mib(MAX_YAML_CHARS)} gpufleet parses "
+                "as YAML (YAML parsing is slow: a larger file would take minutes). Save the same content as "
+                f"JSON (a .json file is read up to {_mib(DEFAULT_MAX_BYTES)}), or split it."
+            )
         from gpufleet._yaml_loader import load_yaml  # PyYAML only where a YAML file is read
 
         return load_yaml(text)
@@ -283,13 +298,98 @@ def load_structured_file(
 
 def document_kind(value: Any) -> str:
     """What a parsed YAML/JSON document holds, for messages: ``None`` (an empty file, or one of comments
-    only) reads as "nothing (the file is empty)" rather than a Python type name."""
+    only) reads as "nothing (the file is empty)", text as what a plain-text or CSV file parses to, and the
+    other kinds by their YAML/JSON names after the Python type name (``list (a sequence)``)."""
     if value is None:
         return "nothing (the file is empty or holds only comments)"
-    return type(value).__name__
+    kinds = {
+        str: "one plain string, which is what a CSV or plain-text file parses to, not a YAML/JSON mapping",
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        list: "a sequence",
+        dict: "a mapping",
+        set: "a YAML !!set",
+        bytes: "YAML !!binary data",
+    }
+    name = type(value).__name__
+    return f"{name} ({kinds[type(value)]})" if type(value) in kinds else name
+
+
+def check_top_level(
+    doc: Any, *, source: str, allowed: Sequence[str], lists: Sequence[str] = (), fix: str = ""
+) -> dict[str, Any]:
+    """``doc`` (a parsed YAML/JSON file) as a mapping whose keys are all in ``allowed`` and whose keys
+    ``lists`` each hold a non-empty list; else :class:`ConfigFileError` naming what is wrong, with the closest
+    allowed key for a misspelt or mis-cased one (``RULES:`` for ``rules:``), what is allowed and ``fix``.
+
+    One check for files with a small fixed top level (alert rules, inventories, batch fleets), so an unknown
+    key is refused rather than ignored and a wrongly spelt list is named rather than reported missing."""
+    shape = ", ".join(f"'{k}:' (a list)" if k in lists else f"'{k}:'" for k in allowed)
+    tail = f" {fix}" if fix else ""
+    if not isinstance(doc, dict):
+        raise ConfigFileError(
+            f"{source} must hold a mapping with the keys {shape}; it holds {document_kind(doc)}.{tail}"
+        )
+    problems = []
+    for key in lists:
+        value = doc.get(key)
+        if value == []:
+            problems.append(f"has no entries under '{key}:' (at least one is needed)")
+        elif not isinstance(value, list):
+            held = "nothing" if value is None else document_kind(value)
+            problems.append(f"needs a non-empty list under '{key}:' (it holds {held} there)")
+    unknown = [k for k in doc if not isinstance(k, str) or k not in allowed]
+    if unknown:
+        from gpufleet.errors import close_matches
+
+        hints = []
+        for key in unknown:
+            near = close_matches(str(key), allowed, n=1)
+            hints.append(f"{str(key)!r} (did you mean {near[0]!r}?)" if near else repr(str(key)))
+        problems.append(
+            f"has unknown top-level key(s) {', '.join(hints)} (names are case-sensitive; rename or remove "
+            "them)"
+        )
+    if problems:
+        raise ConfigFileError(f"{source} {'; it '.join(problems)}. Allowed keys: {shape}.{tail}")
+    return doc
 
 
 # --------------------------------------------------------------------------------------------------- CSV
+
+_DELIMITER_NAMES = {";": "semicolons", "\t": "tabs", "|": "vertical bars"}
+
+
+def csv_header_hint(header: Sequence[str]) -> str:
+    """Advice to append to a message about a CSV header no layout accepts ("" when there is none): a header
+    of one cell holding ``;``, tabs or ``|`` is a file separated by them (a spreadsheet export in a locale
+    with decimal commas), which gpufleet does not read; a column named twice is named."""
+    cells = [h.strip() for h in header]
+    if len(cells) == 1:
+        for sep, name in _DELIMITER_NAMES.items():
+            if sep in cells[0]:
+                return (
+                    f" The header line is separated by {name}, not commas: gpufleet reads comma-separated "
+                    "files with a point as the decimal separator. Export the file as CSV with commas (or "
+                    f"replace the {name} with commas)."
+                )
+    dupes = sorted({c for c in cells if cells.count(c) > 1})
+    if dupes:
+        return f" The column(s) {', '.join(repr(d) for d in dupes)} appear more than once; give each once."
+    return ""
+
+
+def check_csv_header(header: Sequence[str], *, source: str) -> None:
+    """Refuse a CSV header that names a column twice (a later cell would silently overwrite an earlier
+    one, or every row would look one cell short) with :class:`ConfigFileError`."""
+    cells = [h.strip() for h in header]
+    dupes = sorted({c for c in cells if cells.count(c) > 1})
+    if dupes:
+        raise ConfigFileError(
+            f"{source} has duplicate columns {', '.join(repr(d) for d in dupes)} in its header; each column "
+            "may appear once. Remove or rename the repeated column."
+        )
 
 
 def iter_csv_text(
@@ -344,13 +444,12 @@ def read_csv_file(
     except StopIteration:
         raise ConfigFileError(f"{source} is empty; it needs a header line and at least one row.") from None
     header = [h.strip() for h in header_raw]
-    dupes = sorted({h for h in header if header.count(h) > 1})
-    if dupes:
-        raise ConfigFileError(f"{source} has duplicate columns {dupes}; give each column once.")
+    check_csv_header(header, source=source)
     missing = [c for c in required_columns if c not in header]
     if missing:
         raise ConfigFileError(
             f"{source} lacks the required columns {missing}; it has {header}. Add them to the header line."
+            + csv_header_hint(header)
         )
     if allowed_columns is not None:
         unknown = [h for h in header if h not in allowed_columns]
@@ -361,7 +460,7 @@ def read_csv_file(
             hints = [f"{u!r} (did you mean {m[0]!r}?)" if m else repr(u) for u, m in near.items()]
             raise ConfigFileError(
                 f"{source} has unknown columns {', '.join(hints)}. Allowed columns: "
-                f"{', '.join(allowed_columns)}. Rename or remove them."
+                f"{', '.join(allowed_columns)}. Rename or remove them.{csv_header_hint(header)}"
             )
     out: list[tuple[int, dict[str, str]]] = []
     for line, cells in rows:
@@ -468,10 +567,14 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "MAX_CSV_FIELD_CHARS",
     "MAX_NESTING_DEPTH",
+    "MAX_YAML_CHARS",
     "atomic_write_bytes",
     "atomic_write_text",
+    "check_csv_header",
     "check_output_path",
+    "check_top_level",
     "check_user_path",
+    "csv_header_hint",
     "decode_user_bytes",
     "document_kind",
     "iter_csv_text",

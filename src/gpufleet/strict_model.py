@@ -6,7 +6,9 @@ pydantic's own types do not give:
 - a number field without its own upper bound accepts at most :data:`MAX_FILE_NUMBER` in magnitude (``1e300``
   would reach the solvers and overflow; fields with larger legitimate values state their own ``le=``);
 - a text field (or an item of a text list) may not be blank unless blank is its default: ``provider: ''``
-  names nothing and would match nothing (or everything) silently.
+  names nothing and would match nothing (or everything) silently;
+- a selecting list named in :attr:`NoBoolNumbers.SELECTORS` (``providers``, ``gpus``, ...) may not be given
+  empty: ``providers: []`` selects nothing, and reading it as "no filter" would be a silent guess.
 
 :class:`NoBoolNumbers` refuses each with the field's name. Imported only where a file is validated (pydantic
 is not loaded at CLI start-up).
@@ -61,6 +63,8 @@ class NoBoolNumbers(BaseModel):
     #: Number fields whose own validator states their bound (and words its message): not held to
     #: :data:`MAX_FILE_NUMBER` here, so that the field's message names its real limit.
     OWN_BOUNDS: ClassVar[frozenset[str]] = frozenset()
+    #: List fields that select (filters): an explicit empty list is refused; leaving the field out keeps all.
+    SELECTORS: ClassVar[frozenset[str]] = frozenset()
 
     @model_validator(mode="before")
     @classmethod
@@ -71,6 +75,11 @@ class NoBoolNumbers(BaseModel):
             field = cls.model_fields.get(str(key))
             if field is None:
                 continue
+            if str(key) in cls.SELECTORS and isinstance(value, list) and not value:  # as a file writes it
+                raise ValueError(
+                    f"{key}: an empty list selects nothing. Name at least one value, or leave {key} out to "
+                    "keep every choice."
+                )
             numbers = (
                 [value]
                 if is_numeric_annotation(field.annotation)

@@ -481,6 +481,36 @@ def checked_output(what: str) -> Callable[[F], F]:
     return wrap
 
 
+def checked_arguments(what: str) -> Callable[[F], F]:
+    """Decorator for public functions whose results :func:`checked_output` cannot judge (plans, simulations,
+    file readers: signed savings, empty tables): only the last guard on the arguments, so a wrong type
+    (``read_fleet_file(None)``, ``plan_fleet("fleet.yaml")``) is an :class:`InputError` naming the inputs,
+    never a bare TypeError/AttributeError."""
+
+    def wrap(fn: F) -> F:
+        @functools.wraps(fn)
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            if _DEPTH.get():
+                return fn(*args, **kwargs)
+            token = _DEPTH.set(True)
+            try:
+                return fn(*args, **kwargs)
+            except GpufleetError:
+                raise
+            except _ARGUMENT_ERRORS as exc:
+                raise InputError(
+                    f"The {what} could not use the inputs {_shown(args, kwargs)} ({type(exc).__name__}: "
+                    f"{str(exc)[:200]}). Check each argument's type and range (see the docstring); if "
+                    "they are valid, this is a gpufleet bug: report it with these inputs."
+                ) from exc
+            finally:
+                _DEPTH.reset(token)
+
+        return cast(F, inner)
+
+    return wrap
+
+
 __all__ = [
     "MAXIMA",
     "MAX_BATCH",
@@ -500,6 +530,7 @@ __all__ = [
     "check_count",
     "check_number",
     "check_outputs",
+    "checked_arguments",
     "checked_output",
     "maximum_for",
     "output_violation",

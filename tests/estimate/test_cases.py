@@ -141,8 +141,9 @@ def test_any_valid_row_round_trips(
     train_tokens: float | None,
     note: str,
 ) -> None:
+    task = "inference" if train_tokens is None else "pretrain"  # an inference case has no train_tokens
     case = CalibrationCase(
-        case_id="H1", metric=metric, model="llama-2-7b", task="inference", gpu="H100-SXM", gpu_count=2,
+        case_id="H1", metric=metric, model="llama-2-7b", task=task, gpu="H100-SXM", gpu_count=2,
         precision="bf16", batch=batch, seq_len=None, input_len=input_len, output_len=None,
         train_tokens=train_tokens, tp=tp, pp=None, dp=None, ep=None, cp=None, software="vllm",
         measured=measured, unit=METRIC_UNITS[metric], note=note.strip(), source="hypothesis",

@@ -419,6 +419,14 @@ def _read_gfo(path: Path, data: dict[str, Any]) -> UserCatalog:
             seen[ident] = key
         bare = strip_vendor_prefix(inst.gpu_type)  # the guide writes "NVIDIA L40S"
         spec_id = GFO_GPU_TYPES.get(bare) or _resolve_gpu(path, entry, "gpu_type", inst.gpu_type)
+        spec_gb = get_spec(spec_id).memory_gib * 1024**3 / 1e9  # the file states GB; specs hold GiB
+        if abs(inst.gpu_memory_gb - spec_gb) > 0.25 * spec_gb:  # the spec's memory is used, not the file's
+            raise ConfigFileError(
+                f"User catalog {path}: entry {entry}: gpu_memory_gb {inst.gpu_memory_gb:g} contradicts "
+                f"gpu_type {inst.gpu_type!r} ({spec_id}, {spec_gb:.0f} GB per GPU); gpufleet sizes with the "
+                "GPU's datasheet memory, so the file's value would be silently ignored. Fix gpu_memory_gb "
+                "(GB per GPU, not per instance), or name the GPU variant (e.g. 'NVIDIA A100 40GB')."
+            )
         offers.append(
             Offer(
                 provider="aws",

@@ -66,6 +66,18 @@ def _split(value: str, flag: str) -> list[str]:
     return items
 
 
+def _no_repeats(flag: str, given: list[str], ids: list[str]) -> None:
+    """Refuse two names of ``flag`` that resolve to one model or GPU (its row or column would repeat)."""
+    first: dict[str, str] = {}
+    for name, ident in zip(given, ids, strict=True):
+        if ident in first:
+            raise InputError(
+                f"{flag} names {ident} twice ({first[ident]!r} and {name!r}), so its row or column would "
+                f"repeat. Give each {'model' if flag == '--models' else 'GPU'} once."
+            )
+        first[ident] = name
+
+
 def _cell(fn: Callable[[], Cell]) -> Cell:
     """Run one estimate; refusals of this combination become the cell text (data/profile errors propagate)."""
     try:
@@ -223,6 +235,8 @@ def matrix(
     names, gpu_names = _split(",".join(models), "--models"), _split(",".join(gpus), "--gpus")
     archs = [model_arg(n) for n in names]
     specs = [gpu_arg(g) for g in gpu_names]
+    _no_repeats("--models", names, [a.id for a in archs])
+    _no_repeats("--gpus", gpu_names, [s.id for s in specs])
     opts: dict[str, Any] = {
         "precision": check_precision(precision), "task": task, "gpu_count": gpu_count,
         "global_batch": global_batch, "seq_len": seq_len, "batch": batch, "input_len": input_len,

@@ -64,6 +64,8 @@ def _policy_params(pairs: list[str]) -> dict[str, Any]:
             raise InputError(f"--param {k} is given twice; give each policy parameter once.")
         if k == "schedule":  # 0:2,9:6,18:3  (hour:replicas)
             try:
+                if not v.isascii():
+                    raise ValueError(v)
                 out[k] = tuple((float(h), int(n)) for h, n in (x.split(":") for x in v.split(",")))
             except ValueError:
                 raise InputError("--param schedule=HOUR:REPLICAS,...  e.g. schedule=0:2,9:6,18:3") from None
@@ -72,10 +74,19 @@ def _policy_params(pairs: list[str]) -> dict[str, Any]:
             out[k] = v
             continue
         try:
+            if not v.isascii():  # float() reads Arabic-Indic and full-width digits too
+                raise ValueError(v)
             out[k] = float(v)
         except ValueError:
-            raise InputError(f"--param {k}={v!r}: the value must be a number.") from None
+            raise InputError(
+                f"--param {k}={v!r}: the value must be a plain number written with the ASCII digits 0-9, "
+                f"e.g. --param {k}=12 (no unit)."
+            ) from None
         if k == "replicas":
+            if not out[k].is_integer():
+                raise InputError(
+                    f"--param replicas={v}: a replica count is a whole number; give e.g. --param replicas=3."
+                )
             out[k] = int(out[k])
     return out
 
@@ -144,6 +155,11 @@ def autoscale_cmd(
             default_ok=False,  # the file's model replaces even the default typed out
         )
         w = as_workload(workload)
+        if w.task != "inference":  # its model and precision would be served as if it were inference
+            raise InputError(
+                f"--workload {workload}: the workload is a {w.task} (training) workload, but autoscaling "
+                "replays serving requests. Give a workload with task: inference, or --model/--precision."
+            )
         model, precision = w.model, w.precision
     tr = read_trace(trace, trace_format)
     if rate != 1.0:

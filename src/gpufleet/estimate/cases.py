@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, fie
 
 from gpufleet.errors import ConfigFileError
 from gpufleet.estimate.types import SOFTWARE_ALIASES, SOFTWARES, TASKS
-from gpufleet.fileio import iter_csv_text, read_user_text
+from gpufleet.fileio import check_csv_header, csv_header_hint, iter_csv_text, read_user_text
 from gpufleet.precision import PRECISIONS
 from gpufleet.strict_model import MAX_FILE_NUMBER
 from gpufleet.validation import MAX_BATCH, MAX_GPUS, MAX_SEQUENCE_TOKENS, MAX_TRAIN_TOKENS
@@ -159,10 +159,16 @@ def _blank(v: Any) -> bool:
 
 
 def _number(v: Any) -> float:
+    text = str(v).strip()
     try:
-        return float(str(v).strip())
+        if not text.isascii():  # float() reads Arabic-Indic and full-width digits too
+            raise ValueError(text)
+        return float(text)
     except ValueError:
-        raise ValueError("must be a number") from None
+        raise ValueError(
+            "must be a number: a plain value such as 133, 0.5 or 1e9 (ASCII digits, a point for decimals, no "
+            "unit or thousands separator)"
+        ) from None
 
 
 def _to_int(v: Any) -> int | None:
@@ -309,6 +315,12 @@ class _CaseRow(BaseModel):
                 "convert the value to that unit and write it in the 'unit' column"
             )
         self.unit = expected
+        if self.task == "inference" and self.train_tokens is not None:
+            raise ValueError(
+                f"field 'train_tokens' has {self.train_tokens:g}, but an inference case processes no "
+                "training tokens (the column is for train_minutes and train_gpu_hours); leave it blank or "
+                "fix the task"
+            )
         if self.metric == "mfu" and self.measured > 1.0:
             raise ValueError(
                 f"field 'measured' has {self.measured!r}, but mfu is a fraction in (0, 1]; write 41% as 0.41"
@@ -336,7 +348,8 @@ def parse_cases_csv(text: str, source_name: str) -> list[CalibrationCase]:
     """Parse calibration cases from CSV ``text``; ``source_name`` (the file) is named in every error."""
     for _ in iter_csv_text(text, source=source_name):  # CSV syntax and field sizes, with the line
         pass
-    reader = csv.DictReader(io.StringIO(text.removeprefix("\ufeff")), restkey="\x00extra")
+    # newline="" as iter_csv_text reads it: a file with bare CR line ends (classic Mac) raised csv.Error
+    reader = csv.DictReader(io.StringIO(text.removeprefix("\ufeff"), newline=""), restkey="\x00extra")
     header = [h.strip() for h in (reader.fieldnames or [])]
     if not header:
         raise ConfigFileError(
@@ -344,6 +357,7 @@ def parse_cases_csv(text: str, source_name: str) -> list[CalibrationCase]:
             f"{','.join(CASE_COLUMNS)} and one row per measurement (see docs/calibration-schema.md)."
         )
     reader.fieldnames = header
+    check_csv_header(header, source=source_name)
     missing = [c for c in REQUIRED_COLUMNS if c not in header]
     unknown = [c for c in header if c not in CASE_COLUMNS]
     if missing or unknown:
@@ -355,6 +369,7 @@ def parse_cases_csv(text: str, source_name: str) -> list[CalibrationCase]:
         raise ConfigFileError(
             f"{source_name}: the header has {' and '.join(what)}. Allowed columns: {', '.join(CASE_COLUMNS)} "
             f"(required: {', '.join(REQUIRED_COLUMNS)}). Fix the header line and run again."
+            + csv_header_hint(header)
         )
     cases: list[CalibrationCase] = []
     seen: dict[str, int] = {}
@@ -367,6 +382,15 @@ def parse_cases_csv(text: str, source_name: str) -> list[CalibrationCase]:
             )
         if all(_blank(v) for v in raw.values()):
             continue
+        short = [c for c in REQUIRED_COLUMNS if raw.get(c) is None]
+        if short:  # DictReader gives None to the columns a short row has no cell for
+            cells = sum(v is not None for v in raw.values())
+            raise ConfigFileError(
+                f"{source_name}: row at line {line} has {cells} cell(s) but the header has {len(header)} "
+                f"columns, so it gives no value for the required column(s) {', '.join(short)}. Give every "
+                "column a cell (leave optional ones empty between commas: a,,b) and quote any value that "
+                'contains a comma ("a, b").'
+            )
         case_id = (raw.get("case_id") or "").strip()
         values = {k: v for k, v in raw.items() if v is not None}
         try:

@@ -24,7 +24,7 @@ from gpufleet.fleet.spec import read_fleet_file
 from gpufleet.fleet.types import Fleet, FleetPlan, NewCommitment, Option, PlanLine, SharedPool, SolveStats
 from gpufleet.recommend.perf import DefaultEstimator, Estimator
 from gpufleet.units import HOURS_PER_MONTH
-from gpufleet.validation import MAX_TIME_LIMIT_S, check_number
+from gpufleet.validation import MAX_TIME_LIMIT_S, check_number, checked_arguments
 
 #: progress callback: (stage, done, total)
 Progress = Callable[[str, int, int], None]
@@ -324,6 +324,7 @@ def new_commitments(lines: Sequence[PlanLine], pools: Sequence[SharedPool] = ())
     )
 
 
+@checked_arguments("fleet plan")
 def plan_fleet(
     fleet: Fleet | str | Path,
     *,

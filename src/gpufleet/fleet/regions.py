@@ -33,7 +33,7 @@ from gpufleet.fleet.refdata import (
 from gpufleet.recommend.perf import DefaultEstimator, Estimator
 from gpufleet.recommend.types import Workload
 from gpufleet.units import GIB, HOURS_PER_MONTH, SECONDS_PER_HOUR
-from gpufleet.validation import check_count, check_number
+from gpufleet.validation import check_count, check_number, checked_arguments
 
 #: default network bandwidth for transfer times [Gbit/s]: a common cloud NIC class; pass the real one
 DEFAULT_BANDWIDTH_GBIT_S = 10.0
@@ -69,6 +69,7 @@ class RegionAnalysis:
     notes: tuple[str, ...]
 
 
+@checked_arguments("region analysis")
 def analyze_regions(
     workloads: Sequence[Workload],
     *,

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -45,7 +45,7 @@ from gpufleet.fleet.types import (
 from gpufleet.recommend.workload import workload_from_dict
 from gpufleet.strict_model import NoBoolNumbers
 from gpufleet.units import HOURS_PER_DAY, HOURS_PER_MONTH
-from gpufleet.validation import MAX_GPU_MEMORY_GIB
+from gpufleet.validation import MAX_GPU_MEMORY_GIB, checked_arguments
 
 #: hours in a week; a weekly profile is scaled to the 730-hour month
 HOURS_PER_WEEK = 7 * HOURS_PER_DAY
@@ -110,6 +110,7 @@ class DemandSpec(_Strict):
 
 
 class ResourcesSpec(_Strict):
+    SELECTORS: ClassVar[frozenset[str]] = frozenset({"gpus", "arch"})
     gpus: list[str] = Field(default_factory=list)
     min_gpu_memory_gib: float = Field(0.0, ge=0, le=MAX_GPU_MEMORY_GIB)
     gpus_per_replica: int = Field(1, ge=0, le=64)
@@ -144,6 +145,7 @@ class CurrentSpec(_Strict):
 
 
 class WorkloadEntry(_Strict):
+    SELECTORS: ClassVar[frozenset[str]] = frozenset({"providers", "regions", "geos", "countries"})
     team: str = "default"
     priority: int = 0
     workload: dict[str, Any] | None = None
@@ -253,7 +255,7 @@ def _message(exc: ValidationError, source: str) -> str:
     parts = []
     for err in exc.errors():
         loc = ".".join(str(x) for x in err["loc"])
-        msg = err["msg"].removeprefix("Value error, ")
+        msg = err["msg"].removeprefix("Value error, ").rstrip(".")
         if err["type"] == "extra_forbidden":
             msg = "not a field here (see docs/fleet.md for the fields of each section)"
         value = err.get("input")
@@ -431,6 +433,7 @@ def fleet_from_dict(data: Any, *, source: str = "<fleet>") -> Fleet:
     )
 
 
+@checked_arguments("fleet file reader")
 def read_fleet_file(path: str | Path) -> Fleet:
     """Read and validate a fleet file through the input layer (size limits, safe YAML, no duplicate keys)."""
     data = load_structured_file(path, what="fleet file")

@@ -212,7 +212,7 @@ def resolve_model(name_or_path: str | Path | ModelArch) -> ModelArch:
         exists = path.exists()
     except OSError:  # e.g. a path component over the file system's limit
         is_dir = exists = False
-    if exists:
+    if exists or path.is_symlink():  # a looping or dangling link: the input layer says which
         return model_from_config_file(path)  # the input layer rejects FIFOs, devices, directories
     if is_dir or isinstance(name_or_path, Path) or name.endswith(".json"):
         raise ConfigFileError(

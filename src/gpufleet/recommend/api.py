@@ -204,6 +204,10 @@ def recommend(
     _check_workload_context(w)
     _check_commitments_used(w, commitments)
     table, est, spot = _engine_inputs(offers, estimator, spot_assumptions)
+    if w.current is not None:  # recommend does not use it, but a misspelt one is named, not ignored
+        from gpufleet.recommend.migrate import check_current_names
+
+        check_current_names(table, w.current)
     rules = host_rules or DEFAULT_HOST_RULES
     with _commitments(commitments):
         return run_filtered(

@@ -326,10 +326,11 @@ def parse_gfo_workloads(
             "to lists of workload ids."
         )
     for set_name, ids in raw_sets.items():
-        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids) or not ids:
             raise ConfigFileError(
                 f"GPU Fleet Optimizer workloads file {source}, workload set {set_name!r}: "
-                f"expected a list of workload ids, got {ids!r}."
+                f"expected a list of workload ids (at least one), got {ids!r} (an empty set runs "
+                "nothing). List the ids, or remove the set."
             )
         missing = [i for i in ids if i not in workloads]
         shipped = _shipped_scenarios()
@@ -366,9 +367,11 @@ def parse_gfo_model_config(data: Mapping[str, Any], *, source: str) -> dict[str,
     that model; otherwise the class keeps gpufleet's pinned architecture (``gpufleet.models.size_classes``).
     """
     body = data.get("models", data.get("model_sizes", data))
-    if not isinstance(body, Mapping):
+    if not isinstance(body, Mapping) or not body:
         raise ConfigFileError(
-            f"GPU Fleet Optimizer model config {source}: expected a mapping of size classes."
+            f"GPU Fleet Optimizer model config {source}: expected a non-empty mapping of size classes "
+            f"(small, medium, large, massive), got {document_kind(body) if body != {} else 'an empty one'}. "
+            "Give at least one class, or leave the file out."
         )
     from gpufleet.models.size_classes import SIZE_CLASSES, custom_size_ref
 

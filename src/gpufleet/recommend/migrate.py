@@ -60,20 +60,13 @@ def _stack(vendor: str) -> str:
     return STACKS.get(vendor.lower(), vendor)
 
 
-def resolve_current(
-    table: OfferTable, cur: CurrentDeployment, price_kind_prices: np.ndarray, pricing: str = "on_demand"
-) -> tuple[int, int, list[str]]:
-    """(row index, instance count, notes) of the current deployment in ``table``.
-
-    Region None -> the cheapest region listing the instance. A stated ``gpu_count`` that differs from
-    count x GPUs per instance picks the same-family instance with that many GPUs of the same model (GPU
-    Fleet Optimizer "1x P5 H100" -> p5.4xlarge), else scales the instance count up to cover it.
-    """
+def check_current_names(table: OfferTable, cur: CurrentDeployment) -> np.ndarray:
+    """The rows of ``table`` listing the current deployment's provider and instance type; an unknown
+    provider or instance type (or a region the provider has no offer in) is an :class:`UnknownNameError`
+    with close matches. ``recommend`` calls it too, so a misspelt ``current:`` block is never ignored."""
     prov = table.column("provider")
     inst = table.column("instance_type")
-    region = table.column("region")
-    notes: list[str] = []
-    mask = (prov == cur.provider) & (inst == cur.instance_type)
+    mask: np.ndarray = np.asarray((prov == cur.provider) & (inst == cur.instance_type), dtype=bool)
     if not mask.any():
         providers = sorted({str(p) for p in prov})
         if cur.provider not in providers:
@@ -91,6 +84,32 @@ def resolve_current(
             hint=f"(instance types of provider {cur.provider!r}; `gpufleet catalog offers --provider "
             f"{cur.provider}` lists them).",
         )
+    if cur.region is not None:
+        regions = table.column("region")[prov == cur.provider]
+        if cur.region not in set(regions.tolist()):
+            raise UnknownNameError(
+                "region",
+                cur.region,
+                sorted({str(r) for r in regions}),
+                hint=f"(regions of provider {cur.provider!r} in the catalog).",
+            )
+    return mask
+
+
+def resolve_current(
+    table: OfferTable, cur: CurrentDeployment, price_kind_prices: np.ndarray, pricing: str = "on_demand"
+) -> tuple[int, int, list[str]]:
+    """(row index, instance count, notes) of the current deployment in ``table``.
+
+    Region None -> the cheapest region listing the instance. A stated ``gpu_count`` that differs from
+    count x GPUs per instance picks the same-family instance with that many GPUs of the same model (GPU
+    Fleet Optimizer "1x P5 H100" -> p5.4xlarge), else scales the instance count up to cover it.
+    """
+    prov = table.column("provider")
+    inst = table.column("instance_type")
+    region = table.column("region")
+    notes: list[str] = []
+    mask = check_current_names(table, cur)
     count = cur.count
     gpu = table.column("gpu")
     gcount = table.column("gpu_count")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -91,6 +91,9 @@ class WorkloadSpec(NoBoolNumbers):
     """One workload as written in a user file (YAML or JSON) or passed as keyword arguments."""
 
     model_config = ConfigDict(extra="forbid", protected_namespaces=(), allow_inf_nan=False)
+    SELECTORS: ClassVar[frozenset[str]] = frozenset(
+        {"providers", "regions", "gpu_vendors", "geos", "provider_classes", "gpus"}
+    )
     name: str = Field("workload", min_length=1, max_length=200)
     description: str = Field("", max_length=10_000)
     model: str = Field(min_length=1, max_length=4096)
@@ -476,6 +479,13 @@ def read_workload_file(path: Path | str) -> dict[str, Workload]:
         if not isinstance(items, Mapping) or not items:
             raise ConfigFileError(
                 f"Workload file {p}: 'workloads' must map names to workloads; got {items!r}."
+            )
+        beside = [str(k) for k in data if k != "workloads"]
+        if beside:  # fields next to 'workloads:' belong to no workload: they were silently ignored
+            raise ConfigFileError(
+                f"Workload file {p} has {', '.join(repr(k) for k in beside)} next to 'workloads:'; a file "
+                "holds either one workload (its fields at the top level) or 'workloads:' alone, mapping "
+                "names to workloads. Move these fields into each workload under 'workloads:'."
             )
         return {str(k): workload_from_dict(v, source=str(p), entry=str(k)) for k, v in items.items()}
     w = workload_from_dict(data, source=str(p), entry=str(data.get("name", p.stem)))

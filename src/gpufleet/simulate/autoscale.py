@@ -35,7 +35,7 @@ from gpufleet.simulate.policies import (
 from gpufleet.simulate.serving import ServiceModel, service_from_estimator
 from gpufleet.simulate.traces import RequestTrace
 from gpufleet.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
-from gpufleet.validation import check_count, check_number
+from gpufleet.validation import check_count, check_number, checked_arguments
 
 #: default SLOs when none is given: p95 TTFT 2 s and TPOT 0.1 s (interactive chat; the MLPerf Inference
 #: v5.0 Llama-2-70B interactive scenario uses TTFT 450 ms / TPOT 40 ms, the server scenario 2 s / 200 ms)
@@ -359,6 +359,7 @@ def static_peak(
     return StaticPeak(replicas=n, cost_usd=_cost(dep, r), ttft_p95_s=v, meets_slo=True)
 
 
+@checked_arguments("autoscaling simulation")
 def simulate_autoscale(
     trace: RequestTrace,
     deployment: Deployment,

@@ -34,7 +34,13 @@ from datetime import datetime
 from pathlib import Path
 
 from gpufleet.errors import ConfigFileError
-from gpufleet.fileio import iter_csv_text, load_structured_file, read_user_text
+from gpufleet.fileio import (
+    check_csv_header,
+    csv_header_hint,
+    iter_csv_text,
+    load_structured_file,
+    read_user_text,
+)
 from gpufleet.units import SECONDS_PER_HOUR
 from gpufleet.validation import MAX_GPUS, MAX_HOURS
 
@@ -112,6 +118,7 @@ def read_jobs(path: str | Path, fmt: str = "auto") -> tuple[Job, ...]:
             f"The job file {p} is empty; it needs a header line and at least one job."
         ) from None
     header = [h.strip() for h in header]
+    check_csv_header(header, source=f"The job file {p}")
     if fmt == "auto":
         fmt = _detect(p, header)
     layout = {"generic": _GENERIC, "pai": _PAI, "openb": _OPENB, "helios": _HELIOS}[fmt]
@@ -121,7 +128,7 @@ def read_jobs(path: str | Path, fmt: str = "auto") -> tuple[Job, ...]:
     if missing or unknown:
         raise ConfigFileError(
             f"The job file {p} ({fmt} layout): missing columns {missing}, unknown columns {unknown}. "
-            f"The {fmt} layout has {','.join(allowed)}."
+            f"The {fmt} layout has {','.join(allowed)}.{csv_header_hint(header)}"
         )
     jobs: list[Job] = []
     first_line: dict[str, int] = {}
@@ -150,7 +157,7 @@ def _detect(p: Path, header: list[str]) -> str:
     raise ConfigFileError(
         f"The job file {p} has the columns {header}, which match no known layout "
         f"(generic {','.join(_GENERIC)}; pai; openb; helios; philly JSON). "
-        "See docs/simulate.md or pass --jobs-format."
+        f"See docs/simulate.md or pass --jobs-format.{csv_header_hint(header)}"
     )
 
 

@@ -39,7 +39,7 @@ import numpy as np
 
 from gpufleet.errors import InputError
 from gpufleet.simulate.core import make_rng, new_environment, percentile
-from gpufleet.validation import MAX_HOURS, check_count, check_number
+from gpufleet.validation import MAX_HOURS, check_count, check_number, checked_arguments
 
 STRATEGIES = ("on_demand", "spot", "greedy", "uniform_progress", "failover")
 #: Monte-Carlo repetitions by default
@@ -396,6 +396,7 @@ DEFAULT_GLOBAL_BATCH = 256
 DEFAULT_SEQ_LEN = 4096
 
 
+@checked_arguments("spot simulation")
 def simulate_spot(
     *,
     model: str,

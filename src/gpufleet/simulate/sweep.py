@@ -30,9 +30,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from gpufleet.errors import ConfigFileError, InputError, UnsupportedError
-from gpufleet.fileio import load_structured_file
-from gpufleet.validation import MAX_SWEEP_RUNS, check_count
+from gpufleet.errors import ConfigFileError, InputError, UnsupportedError, close_matches
+from gpufleet.fileio import check_top_level, load_structured_file
+from gpufleet.validation import MAX_SWEEP_RUNS, check_count, checked_arguments
 
 SWEEP_KINDS = ("autoscale", "spot", "batch")
 ENGINES = ("local", "ray")
@@ -74,12 +74,24 @@ class SweepResult:
 def read_sweep_spec(path: str | Path) -> SweepSpec:
     p = Path(path)
     doc = load_structured_file(p, what="sweep spec")
-    if not isinstance(doc, dict) or doc.get("kind") not in SWEEP_KINDS:
-        raise ConfigFileError(f"The sweep spec {p} needs kind: one of {', '.join(SWEEP_KINDS)}.")
-    unknown = [k for k in doc if k not in ("kind", "base", "grid", "seeds")]
-    if unknown:
+    check_top_level(
+        doc,
+        source=f"The sweep spec {p}",
+        allowed=("kind", "base", "grid", "seeds"),
+        fix=f"kind is one of {', '.join(SWEEP_KINDS)} (docs/simulate.md).",
+    )
+    if doc.get("kind") not in SWEEP_KINDS:
+        kind = doc.get("kind")
+        near = close_matches(str(kind), SWEEP_KINDS, n=1) if kind is not None else []
         raise ConfigFileError(
-            f"The sweep spec {p} has unknown keys {unknown}; allowed: kind, base, grid, seeds."
+            f"The sweep spec {p} needs kind: one of {', '.join(SWEEP_KINDS)}; it has "
+            f"{'no kind' if kind is None else repr(kind)}"
+            + (f" (did you mean {near[0]!r}? names are case-sensitive)." if near else ".")
+        )
+    if doc.get("seeds") == []:
+        raise ConfigFileError(
+            f"The sweep spec {p}: seeds: [] lists no seed, so no run would be made. Give at least one "
+            "integer >= 0 (e.g. seeds: [0, 1, 2]), or leave seeds out for the single seed 0."
         )
     base = doc.get("base") or {}
     grid = doc.get("grid") or {}
@@ -262,6 +274,7 @@ def run_config(kind: str, cfg: Mapping[str, Any]) -> dict[str, Any]:
     raise InputError(f"sweep kind {kind!r} is unknown. Allowed: {', '.join(SWEEP_KINDS)}.")
 
 
+@checked_arguments("sweep")
 def run_sweep(
     spec: SweepSpec,
     *,

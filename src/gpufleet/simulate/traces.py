@@ -31,7 +31,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpufleet.errors import ConfigFileError, InputError
-from gpufleet.fileio import iter_csv_text, loads_json_strict, read_user_text
+from gpufleet.fileio import csv_header_hint, iter_csv_text, loads_json_strict, read_user_text
 from gpufleet.units import MS_PER_S, SECONDS_PER_HOUR
 from gpufleet.validation import MAX_SEQUENCE_TOKENS
 
@@ -171,7 +171,7 @@ def _detect(p: Path, text: str) -> str:
     raise ConfigFileError(
         f"The request trace {p} has the columns {cols}, which match no known layout. Accepted: Azure "
         f"{','.join(_AZURE)}; BurstGPT {','.join(_BURST)}; generic {','.join(_GENERIC)}; or Mooncake JSON "
-        "Lines (.jsonl). Rename the columns or pass --trace-format."
+        f"Lines (.jsonl). Rename the columns or pass --trace-format.{csv_header_hint(cols)}"
     )
 
 

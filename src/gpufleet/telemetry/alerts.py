@@ -22,7 +22,7 @@ import yaml
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpufleet.errors import ConfigFileError, InputError
-from gpufleet.fileio import load_structured_file, parse_yaml_or_json
+from gpufleet.fileio import check_top_level, load_structured_file, parse_yaml_or_json
 from gpufleet.strict_model import NoBoolNumbers
 from gpufleet.telemetry.analyze import Window
 from gpufleet.telemetry.inventory import InventoryEntry, resolve_cost
@@ -122,9 +122,18 @@ class AlertEvent:
         return (self.end - self.start).total_seconds()
 
 
+#: Most alert rules in one file: each rule is one query over the window (~25 ms on a small store).
+MAX_ALERT_RULES = 200
+
+
 def _parse_rules(doc: Any, source: str) -> tuple[AlertRule, ...]:
-    if not isinstance(doc, dict) or not isinstance(doc.get("rules"), list):
-        raise ConfigFileError(f"{source} needs a list under 'rules:' (see docs/telemetry.md).")
+    check_top_level(doc, source=source, allowed=("rules",), lists=("rules",), fix="See docs/telemetry.md.")
+    if len(doc["rules"]) > MAX_ALERT_RULES:
+        raise ConfigFileError(
+            f"{source} has {len(doc['rules']):,} rules; at most {MAX_ALERT_RULES} are evaluated in one run "
+            "(each is a query over the store's window: 1,000 rules took ~30 s). Keep the rules you act on, "
+            "or split the file and run `telemetry alerts` once per part."
+        )
     out = []
     names = set()
     for i, raw in enumerate(doc["rules"], start=1):

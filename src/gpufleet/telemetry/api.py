@@ -13,12 +13,14 @@ from gpufleet.telemetry.ingest import ingest_files
 from gpufleet.telemetry.inventory import load_inventory
 from gpufleet.telemetry.schema import IngestReport
 from gpufleet.telemetry.store import TelemetryStore
+from gpufleet.validation import checked_arguments
 
 
 def _store(store: TelemetryStore | Path | str | None) -> TelemetryStore:
     return store if isinstance(store, TelemetryStore) else TelemetryStore(store)
 
 
+@checked_arguments("telemetry ingest")
 def ingest_telemetry(
     paths: Sequence[Path | str],
     *,
@@ -31,6 +33,7 @@ def ingest_telemetry(
     return ingest_files(paths, store=_store(store), input_format=input_format, host=host, timezone=timezone)
 
 
+@checked_arguments("fleet analysis")
 def analyze_fleet(
     store: TelemetryStore | Path | str | None = None,
     *,
@@ -47,6 +50,7 @@ def analyze_fleet(
     return find(gpu_stats(st, window), window, thresholds, inv)
 
 
+@checked_arguments("alert evaluation")
 def evaluate_alerts(
     store: TelemetryStore | Path | str | None = None,
     *,

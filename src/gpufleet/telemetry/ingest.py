@@ -54,13 +54,17 @@ def read_file(
     host: str | None = None,
     timezone: str | None = None,
     scrape_ts_us: int | None = None,
+    formats: set[str] | None = None,
 ) -> int:
-    """Read one telemetry file into ``batch``; returns the number of records read."""
+    """Read one telemetry file into ``batch``; returns the number of records read. ``formats``, when given,
+    collects the format the file was read as."""
     p = Path(path)
     if input_format not in INPUT_FORMATS:
         raise InputError(f"Unknown input format {input_format!r}; use one of {', '.join(INPUT_FORMATS)}.")
     text = read_user_text(p, what="telemetry file", max_bytes=MAX_TELEMETRY_FILE_BYTES)
     fmt = detect_format(p, text) if input_format == "auto" else input_format
+    if formats is not None:
+        formats.add(fmt)
     n = _read_text(
         p, text, fmt, batch=batch, problems=problems, host=host, timezone=timezone, scrape_ts_us=scrape_ts_us
     )
@@ -142,6 +146,7 @@ def ingest_files(
     store = store or TelemetryStore()
     batch, problems = SampleBatch(), ProblemCounter()
     n = 0
+    formats: set[str] = set()
     for p in paths:
         n += read_file(
             p,
@@ -151,6 +156,17 @@ def ingest_files(
             host=host,
             timezone=timezone,
             scrape_ts_us=scrape_ts_us,
+            formats=formats,
+        )
+    unused = [f"--{name}" for name, value in (("host", host), ("timezone", timezone)) if value is not None]
+    if unused and "nvidia-smi" not in formats:
+        raise InputError(
+            f"{' and '.join(unused)} {'apply' if len(unused) > 1 else 'applies'} to nvidia-smi CSVs "
+            "only (their rows carry no host and no time "
+            f"zone), but the files were read as {', '.join(sorted(formats))}, whose samples carry their own "
+            f"host labels and UTC timestamps, so {' and '.join(unused)} would be silently ignored. Leave "
+            f"{'them' if len(unused) > 1 else 'it'} out, or pass --input-format nvidia-smi if the files are "
+            "nvidia-smi CSVs."
         )
     return store.append(batch, problems, sources=[str(p) for p in paths], rows_read=n, now_us=now_us)
 

@@ -33,7 +33,7 @@ from pydantic import ConfigDict, ValidationError
 from gpufleet.catalog.pricing import PRICE_KINDS, prices_usd_per_hour
 from gpufleet.catalog.specs import AcceleratorSpec, get_spec
 from gpufleet.errors import ConfigFileError, GpufleetError, close_matches
-from gpufleet.fileio import load_structured_file, read_csv_file
+from gpufleet.fileio import check_top_level, load_structured_file, read_csv_file
 from gpufleet.strict_model import NoBoolNumbers
 
 # nvidia-smi / DCGM model names -> spec ids (gpufleet.catalog gpu_specs.csv). Order matters (specific first).
@@ -138,16 +138,13 @@ def load_inventory(path: Path | str) -> tuple[InventoryEntry, ...]:
         rows = [{k: v for k, v in r.items() if v.strip()} for _, r in records]
     else:
         doc = load_structured_file(p, what="inventory file")
-        if not isinstance(doc, dict) or not isinstance(doc.get("hosts"), list):
-            raise ConfigFileError(
-                f"The inventory file {p} needs a list under 'hosts:' (see docs/telemetry.md)."
-            )
-        unknown = [str(k) for k in doc if k != "hosts"]
-        if unknown:
-            raise ConfigFileError(
-                f"The inventory file {p} has unknown top-level keys {unknown}; the only one is 'hosts:' (a "
-                "list of entries, docs/telemetry.md). Move them under an entry or remove them."
-            )
+        check_top_level(
+            doc,
+            source=f"The inventory file {p}",
+            allowed=("hosts",),
+            lists=("hosts",),
+            fix="Each entry gives a host (or gpu_uuid), its provider and instance_type (docs/telemetry.md).",
+        )
         rows = doc["hosts"]
     if not rows:
         raise ConfigFileError(

@@ -79,6 +79,11 @@ class TelemetryStore:
     """A telemetry store directory (created on first ingest)."""
 
     def __init__(self, root: Path | str | None = None) -> None:
+        if root is not None and not isinstance(root, str | os.PathLike):
+            raise InputError(
+                f"The telemetry store must be a directory path (str or Path), got {type(root).__name__} "
+                f"{str(root)[:60]!r}. Pass the store's directory, or None for the default one."
+            )
         self.root = Path(root) if root is not None else default_store_dir()
         if self.root.exists() and not self.root.is_dir():
             raise InputError(

@@ -17,7 +17,7 @@ from typing import Final
 from zoneinfo import ZoneInfo
 
 from gpufleet.errors import ConfigFileError
-from gpufleet.fileio import MAX_CSV_FIELD_CHARS
+from gpufleet.fileio import MAX_CSV_FIELD_CHARS, csv_header_hint
 from gpufleet.telemetry.readers.common import add_checked, parse_index
 from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
 from gpufleet.units import GIB, MIB, US_PER_S
@@ -148,7 +148,7 @@ def read_nvidia_smi_csv(
             f"{source}: the header {raw_header[:6]} lacks 'timestamp' and 'index' or 'uuid'. Query them, "
             "e.g. "
             "nvidia-smi --query-gpu=timestamp,index,uuid,name,memory.used,memory.total,utilization.gpu,"
-            "power.draw --format=csv -l 60"
+            f"power.draw --format=csv -l 60.{csv_header_hint(raw_header)}"
         )
     units = [h.split(" [", 1)[1].rstrip("] ").strip() if " [" in h else "" for h in raw_header]
     unknown = [k for k in keys if k not in FIELD_METRICS and k not in ID_FIELDS and k not in IGNORED_FIELDS]
