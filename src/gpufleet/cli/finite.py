@@ -173,9 +173,11 @@ class TokenCount(FiniteFloat):
             try:
                 number = float(text[:-1]) * TOKEN_SUFFIXES[text[-1].lower()]
             except ValueError:
+                unit = _WITH_UNIT.match(text)
+                what = f"the unit {unit.group(3)!r} is not accepted" if unit else "not a number"
                 self.fail(
-                    f"{value!r} is not a token count: pass a number such as 5e10, or one with a suffix "
-                    "k, M, B or T such as 50B.",
+                    f"{value!r} is not a token count ({what}): pass a number such as 5e10, or one with a "
+                    "suffix k, M, B or T such as 50B.",
                     param,
                     ctx,
                 )
