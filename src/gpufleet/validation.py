@@ -450,6 +450,25 @@ def _shown(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> str:
     return ", ".join(f"{k}={str(v)[:80]!r}" for k, v in _inputs(args, kwargs).items())
 
 
+def _guarded(fn: Callable[..., Any], what: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``fn(*args, **kwargs)`` as the outermost checked call (nested checked calls skip their checks), with
+    the last guard on the arguments: a TypeError/ValueError/... escaping from bad arguments that no check
+    above caught becomes an :class:`InputError` naming them."""
+    token = _DEPTH.set(True)
+    try:
+        return fn(*args, **kwargs)
+    except GpufleetError:
+        raise
+    except _ARGUMENT_ERRORS as exc:
+        raise InputError(
+            f"The {what} could not use the inputs {_shown(args, kwargs)} ({type(exc).__name__}: "
+            f"{str(exc)[:200]}). Check each argument's type and range (see the docstring); if "
+            "they are valid, this is a gpufleet bug: report it with these inputs."
+        ) from exc
+    finally:
+        _DEPTH.reset(token)
+
+
 def checked_output(what: str) -> Callable[[F], F]:
     """Decorator for public functions: check the result with :func:`check_outputs` (naming the inputs), and
     turn a TypeError/ValueError/... escaping from bad arguments into an :class:`InputError` naming them."""
@@ -459,19 +478,7 @@ def checked_output(what: str) -> Callable[[F], F]:
         def inner(*args: Any, **kwargs: Any) -> Any:
             if _DEPTH.get():  # called inside another checked call: the outermost one checks its result
                 return fn(*args, **kwargs)
-            token = _DEPTH.set(True)
-            try:
-                result = fn(*args, **kwargs)
-            except GpufleetError:
-                raise
-            except _ARGUMENT_ERRORS as exc:  # last guard: a wrong type or value no check above caught
-                raise InputError(
-                    f"The {what} could not use the inputs {_shown(args, kwargs)} ({type(exc).__name__}: "
-                    f"{str(exc)[:200]}). Check each argument's type and range (see the docstring); if "
-                    "they are valid, this is a gpufleet bug: report it with these inputs."
-                ) from exc
-            finally:
-                _DEPTH.reset(token)
+            result = _guarded(fn, what, args, kwargs)
             if not _ok(result, False):  # the inputs are only named when the check fails
                 check_outputs(result, what=what, inputs=_inputs(args, kwargs))
             return result
@@ -492,19 +499,7 @@ def checked_arguments(what: str) -> Callable[[F], F]:
         def inner(*args: Any, **kwargs: Any) -> Any:
             if _DEPTH.get():
                 return fn(*args, **kwargs)
-            token = _DEPTH.set(True)
-            try:
-                return fn(*args, **kwargs)
-            except GpufleetError:
-                raise
-            except _ARGUMENT_ERRORS as exc:
-                raise InputError(
-                    f"The {what} could not use the inputs {_shown(args, kwargs)} ({type(exc).__name__}: "
-                    f"{str(exc)[:200]}). Check each argument's type and range (see the docstring); if "
-                    "they are valid, this is a gpufleet bug: report it with these inputs."
-                ) from exc
-            finally:
-                _DEPTH.reset(token)
+            return _guarded(fn, what, args, kwargs)
 
         return cast(F, inner)
 

@@ -32,6 +32,9 @@ from gpufleet.recommend.perf import DefaultEstimator
 from gpufleet.recommend.types import Candidate, Recommendation, Workload
 from gpufleet.units import GIB, MS_PER_S
 
+from .asks import serve as _serve
+from .asks import train as _train
+
 #: picks checked per workload (what a reader of the table looks at)
 TOP = 3
 
@@ -70,19 +73,6 @@ class Case:
     fields: dict[str, Any]
     expect_ok: bool = True  # a realistic workload has a feasible plan
     extra: tuple[str, ...] = field(default_factory=tuple)  # extra expectations (see _expectations)
-
-
-def _serve(model: str, rps: float, ttft_ms: float | None, tpot_ms: float | None, **kw: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"model": model, "target_rps": rps}
-    if ttft_ms is not None:
-        out["ttft_ms"] = ttft_ms
-    if tpot_ms is not None:
-        out["tpot_ms"] = tpot_ms
-    return out | kw
-
-
-def _train(model: str, task: str, tokens: float, **kw: Any) -> dict[str, Any]:
-    return {"model": model, "task": task, "tokens": tokens} | kw
 
 
 CASES: tuple[Case, ...] = (

@@ -34,6 +34,8 @@ from gpufleet.recommend.api import recommend
 from gpufleet.recommend.types import Candidate, Recommendation, Workload
 from gpufleet.units import GIB
 
+from .asks import serve as _serve
+from .asks import train as _train
 from .test_practitioner_rules import _estimator, _table, _violations
 
 TOP = 3
@@ -48,19 +50,6 @@ class Ask:
 
     label: str
     fields: dict[str, Any]
-
-
-def _serve(model: str, rps: float, ttft_ms: float | None, tpot_ms: float | None, **kw: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"model": model, "target_rps": rps}
-    if ttft_ms is not None:
-        out["ttft_ms"] = ttft_ms
-    if tpot_ms is not None:
-        out["tpot_ms"] = tpot_ms
-    return out | kw
-
-
-def _train(model: str, task: str, tokens: float, **kw: Any) -> dict[str, Any]:
-    return {"model": model, "task": task, "tokens": tokens} | kw
 
 
 SERVING: tuple[Ask, ...] = (

@@ -17,10 +17,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from corpus_files import Content, materialise
 from test_cli_corpus import CATALOG, WORKLOAD, _check, runner
 from test_cli_corpus_new import EXPO, JOBS, TRACE
 
@@ -50,7 +50,6 @@ SA = ["simulate", "autoscale", "{t}", "--gpu", "l4"]
 TI = ["telemetry", "ingest", "{t}", "--store", "{tmp}/st"]
 SMI_ARGS = ["--input-format", "nvidia-smi", "--timezone", "UTC"]
 OC = ["catalog", "offers", "--catalog", "{c}"]
-Content = bytes | Callable[[Path], object]
 
 # (id, argv with {name} placeholders for the files, files by name, words the message must hold)
 FILES: list[tuple[str, list[str], dict[str, Content], list[str]]] = [
@@ -380,21 +379,9 @@ def test_bad4_flag(argv: list[str], words: list[str]) -> None:
     _check(argv, words)
 
 
-def _materialise(tmp_path: Path, files: dict[str, Content]) -> dict[str, str]:
-    subs = {"tmp": str(tmp_path)}
-    for name, content in files.items():
-        path = tmp_path / name
-        if callable(content):
-            content(path)
-        else:
-            path.write_bytes(content)
-        subs[Path(name).stem] = str(path)
-    return subs
-
-
 @pytest.mark.parametrize(("argv", "files", "words"), [pytest.param(a, f, w, id=i) for i, a, f, w in FILES])
 def test_bad4_file(tmp_path: Path, argv: list[str], files: dict[str, Content], words: list[str]) -> None:
-    subs = _materialise(tmp_path, files)
+    subs = materialise(tmp_path, files)
     _check(argv, words, subs)
     for name, content in files.items():  # the inputs are untouched (outputs onto them are refused)
         path = tmp_path / name
@@ -408,7 +395,7 @@ def test_bad4_file(tmp_path: Path, argv: list[str], files: dict[str, Content], w
 def test_bad4_env(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, var: str, value: str, argv: list[str], words: list[str]
 ) -> None:
-    subs = _materialise(tmp_path, {"t.prom": EXPO, "afile": b"x"})
+    subs = materialise(tmp_path, {"t.prom": EXPO, "afile": b"x"})
     monkeypatch.setenv(var, value.replace("{tmp}", str(tmp_path)))
     _check(argv, words, subs)
 
@@ -485,12 +472,12 @@ STORE_GOOD: list[tuple[str, list[str], dict[str, Content]]] = [
 def test_bad4_store_file(
     store: Path, tmp_path: Path, argv: list[str], files: dict[str, Content], words: list[str]
 ) -> None:
-    _check(argv, words, {**_materialise(tmp_path, files), "st": str(store)})
+    _check(argv, words, {**materialise(tmp_path, files), "st": str(store)})
 
 
 @pytest.mark.parametrize(("argv", "files"), [pytest.param(a, f, id=i) for i, a, f in STORE_GOOD])
 def test_good_store_file(store: Path, tmp_path: Path, argv: list[str], files: dict[str, Content]) -> None:
-    subs = {**_materialise(tmp_path, files), "st": str(store)}
+    subs = {**materialise(tmp_path, files), "st": str(store)}
     for key, value in subs.items():
         argv = [a.replace("{" + key + "}", value) for a in argv]
     res = runner.invoke(app, argv)
@@ -602,7 +589,7 @@ GOOD: list[tuple[str, list[str], dict[str, Content]]] = [
 
 @pytest.mark.parametrize(("argv", "files"), [pytest.param(a, f, id=i) for i, a, f in GOOD])
 def test_good(tmp_path: Path, argv: list[str], files: dict[str, Content]) -> None:
-    subs = _materialise(tmp_path, files)
+    subs = materialise(tmp_path, files)
     for key, value in subs.items():
         argv = [a.replace("{" + key + "}", value) for a in argv]
     res = runner.invoke(app, argv)
@@ -612,7 +599,7 @@ def test_good(tmp_path: Path, argv: list[str], files: dict[str, Content]) -> Non
 
 def test_offsets_are_kept(tmp_path: Path) -> None:
     """+05:00 then Z, one second apart in UTC: the replay spans 1 s (the offsets were cut off: 5 h)."""
-    subs = _materialise(
+    subs = materialise(
         tmp_path, {"t.csv": AZ + b"2023-11-16 18:15:46+05:00,374,44\n2023-11-16 13:15:47Z,3,4\n"}
     )
     res = runner.invoke(app, ["simulate", "autoscale", subs["t"], "--gpu", "l4", "-f", "json"])

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus_files import Content, materialise
 from test_cli_corpus import CASES_HEADER, WORKLOAD, _check, runner
 from test_cli_corpus_new import EXPO, JOBS, TRACE
 
@@ -162,7 +163,6 @@ def test_bad5_repeated_option(argv: list[str]) -> None:
 
 
 # ---- 3. files ---------------------------------------------------------------------------------------------
-Content = bytes | Callable[[Path], object]
 TA = ["telemetry", "alerts", "--store", "{store}", "--rules", "{r}"]
 INVF = ["telemetry", "findings", "--store", "{store}", "--inventory", "{i}"]
 SB = ["simulate", "batch", "{j}", "--fleet", "{f}"]
@@ -449,18 +449,6 @@ FILES: list[tuple[str, list[str], dict[str, Content], list[str]]] = [
 ]
 
 
-def _materialise(tmp_path: Path, files: dict[str, Content]) -> dict[str, str]:
-    subs = {"tmp": str(tmp_path)}
-    for name, content in files.items():
-        path = tmp_path / name
-        if callable(content):
-            content(path)
-        else:
-            path.write_bytes(content)
-        subs[Path(name).stem] = str(path)
-    return subs
-
-
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     d = tmp_path_factory.mktemp("bad5")
@@ -474,7 +462,7 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_bad5_file(
     store: Path, tmp_path: Path, argv: list[str], files: dict[str, Content], words: list[str]
 ) -> None:
-    _check(argv, words, {**_materialise(tmp_path, files), "store": str(store)})
+    _check(argv, words, {**materialise(tmp_path, files), "store": str(store)})
 
 
 # ---- 4. argv contradictions and unknown names -------------------------------------------------------------
@@ -597,7 +585,7 @@ GOOD: list[tuple[str, list[str], dict[str, Content]]] = [
 
 @pytest.mark.parametrize(("argv", "files"), [pytest.param(a, f, id=i) for i, a, f in GOOD])
 def test_good(store: Path, tmp_path: Path, argv: list[str], files: dict[str, Content]) -> None:
-    subs = {**_materialise(tmp_path, files), "store": str(store)}
+    subs = {**materialise(tmp_path, files), "store": str(store)}
     for key, value in subs.items():
         argv = [a.replace("{" + key + "}", value) for a in argv]
     res = runner.invoke(app, argv)
