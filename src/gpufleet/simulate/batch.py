@@ -11,7 +11,9 @@ Fleet (YAML/JSON, :func:`read_fleet`)::
     off_peak: {start_hour: 22, end_hour: 6, price_factor: 0.6}
 
 A job runs as a gang (all its GPUs at once, in one pool). Kueue semantics: a team may use its nominal quota
-and borrow unused nominal quota of the cohort up to its borrowing limit (no preemption to reclaim).
+and borrow unused nominal quota of the cohort up to its borrowing limit; the cohort never runs more than the
+sum of the nominal quotas, and there is no preemption to reclaim (Kueue's default ``reclaimWithinCohort:
+Never``), so a team under its nominal quota waits while others' borrowed jobs hold the cohort.
 Non-preemptible jobs never run on spot pools.
 
 Policies: ``fifo`` (strict order, head-of-line blocking), ``priority`` (higher first), ``easy`` (EASY
@@ -328,10 +330,14 @@ def simulate_batch(
         if q is None:
             return True
         use = used_by_team[j.team] + j.gpus
-        if use <= q.nominal_gpus:
-            return True
-        cohort_used = sum(used_by_team.values())
-        return use - q.nominal_gpus <= q.borrowing_limit_gpus and cohort_used + j.gpus <= nominal_total
+        if use - q.nominal_gpus > q.borrowing_limit_gpus:
+            return False
+        # Kueue: the cohort never admits past the sum of its ClusterQueues' nominal quotas, and a queue back
+        # under its own nominal quota does not take back what others borrowed unless preemption reclaims it
+        # (`preemption.reclaimWithinCohort`, default Never): it waits like any other (kueue.sigs.k8s.io
+        # "Cluster Queue", Cohort and Preemption; fleet-anchors B.2). Teams without a quota are not in it.
+        cohort_used = sum(used_by_team[t] for t in fl.teams)
+        return cohort_used + j.gpus <= nominal_total
 
     def _pool_order(preemptible: bool) -> list[int]:
         idx = [k for k, p in enumerate(fl.pools) if preemptible or p.kind != "spot"]

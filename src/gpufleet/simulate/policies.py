@@ -7,7 +7,8 @@ time-weighted window means (:class:`Metrics`); min/max replicas are applied by t
 * ``static``: a fixed count.
 * ``scheduled``: a count by hour of day (the trace's clock), optionally ``lead_s`` early to hide cold starts.
 * ``hpa`` (Kubernetes HPA): ``desired = ceil(current x metric / target)``, no change within the tolerance
-  (0.1), scale-down to the highest recommendation of the stabilisation window (300 s), sync period 15 s.
+  (0.1), scale-down to the highest recommendation of the stabilisation window (300 s), sync period 15 s;
+  scale-up limited per 15 s period to the larger of +100 % and +4 pods (the default ``behavior.scaleUp``).
   Metric ``kv_usage`` (vLLM ``kv_cache_usage_perc``, mean over ready replicas) or ``concurrency``
   (in-flight requests per ready replica); replicas not yet ready count as 0 for scale-up, as the HPA
   treats unready pods.
@@ -214,6 +215,12 @@ class HpaPolicy:
     target: float | None = None  # in-flight requests per replica (None: 70 % of the batch cap) or KV fraction
     tolerance: float = 0.1
     scale_down_stabilisation_s: float = 300.0
+    #: default ``behavior.scaleUp`` (kubernetes.io "Horizontal Pod Autoscaling", Default Behavior): policies
+    #: Percent 100 and Pods 4 per periodSeconds 15, selectPolicy Max, so at most max(2x, +4) replicas more
+    #: than at the start of each 15 s period (1 -> 5 -> 10 -> 20, not 1 -> 20 in one sync)
+    scale_up_percent: float = 100.0
+    scale_up_pods: float = 4.0
+    scale_up_period_s: float = 15.0
     tick_s: float = 15.0
     name: str = "hpa"
 
@@ -222,6 +229,11 @@ class HpaPolicy:
             raise InputError(f"HPA metric {self.metric!r}: allowed kv_usage, concurrency.")
         if (self.target is not None and self.target <= 0) or self.tolerance < 0:
             raise InputError("HPA target must be > 0 and tolerance >= 0.")
+        if self.scale_up_percent < 0 or self.scale_up_pods < 0 or self.scale_up_period_s <= 0:
+            raise InputError(
+                "HPA scale-up policy: scale_up_percent and scale_up_pods must be >= 0 and scale_up_period_s "
+                "> 0 (Kubernetes defaults: 100, 4, 15)."
+            )
 
     def controller(self, capacity: int, time_of_day_s: float) -> Controller:
         default = KNATIVE_TARGET_UTILISATION * (capacity if self.metric == "concurrency" else 1.0)
@@ -236,8 +248,22 @@ class _Hpa:
     p: HpaPolicy
     target: float
     recs: deque[tuple[float, int]] = field(default_factory=deque)
+    #: (time, replicas) at each sync within the last scale-up period: the period's starting count
+    seen: deque[tuple[float, int]] = field(default_factory=deque)
+
+    def _up_limit(self, now: float, current: int) -> int:
+        """Most replicas the default scale-up policies allow now: the larger of start x (1 + percent) and
+        start + pods, where start is the count at the beginning of the current period (Kubernetes HPA
+        ``behavior.scaleUp``, selectPolicy Max)."""
+        self.seen.append((now, current))
+        while self.seen and self.seen[0][0] <= now - self.p.scale_up_period_s:
+            self.seen.popleft()
+        start = min(c for _, c in self.seen)
+        by_percent = math.ceil(start * (1.0 + self.p.scale_up_percent / 100.0))
+        return max(by_percent, start + math.floor(self.p.scale_up_pods), current)
 
     def desired(self, now: float, current: int, ready: int, m: Metrics) -> int:
+        limit = self._up_limit(now, current)
         if self.p.metric == "kv_usage":
             per_ready = m.mean("kv_usage", self.p.tick_s, now)
         else:
@@ -251,7 +277,7 @@ class _Hpa:
             self.recs.popleft()
         if rec < current:  # scale down only to the highest recommendation of the window
             return min(current, max(r for _, r in self.recs))
-        return rec
+        return min(rec, limit)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

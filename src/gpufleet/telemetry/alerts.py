@@ -36,7 +36,7 @@ from gpufleet.validation import check_number
 MAX_STEP_S: Final = 366 * 24 * 3600.0
 
 DERIVED: Final[dict[str, str]] = {
-    "memory_used_pct": "FB used / capacity (memory.total, else used + free) x 100, per GPU",
+    "memory_used_pct": "FB used / capacity (memory.total, else used + free + reserved) x 100, per GPU",
     "request_latency_p95_s": "p95 of request_latency_s per 5-minute window, per service",
     "cost_usd_per_day": "fleet GPU-hours per UTC day x each GPU's price per hour (inventory/catalog)",
 }
@@ -195,6 +195,13 @@ HAVING epoch(max(t)) + ? - epoch(min(t)) >= ? ORDER BY t0, subject
 """
 
 
+#: A GPU's memory capacity: memory.total = used + free + reserved (nvidia-smi; the H100 capture in
+#: fleet-anchors C.5 reads 81559 MiB total = 19818 used + 61263 free + 479 reserved). dcgm-exporter's default
+#: counters export FB_USED, FB_FREE and FB_RESERVED but not FB_TOTAL (fleet-anchors C.1), so used / (used +
+#: free) alone overstates the share used (85.1 % for 84.6 % on an H100) and fires a > 85 % rule early.
+_CAPACITY_SQL: Final = "coalesce(total, used + free + coalesce(reserved, 0.0))"
+
+
 def _series_sql(metric: str, step_s: float) -> str:
     b = f"time_bucket(INTERVAL '{step_s:g} seconds', ts)"
     if metric == "memory_used_pct":
@@ -202,11 +209,11 @@ def _series_sql(metric: str, step_s: float) -> str:
             f"WITH m AS (SELECT gpu_key AS subject, {b} AS t, avg(value) FILTER (metric = 'fb_used_mib') AS "
             "used, "
             "avg(value) FILTER (metric = 'fb_free_mib') AS free, avg(value) FILTER (metric = "
-            "'fb_total_mib') AS total "
-            "FROM samples_l WHERE metric IN ('fb_used_mib', 'fb_free_mib', 'fb_total_mib') AND ts >= ? AND "
-            "ts < ? "
-            "GROUP BY ALL), v AS (SELECT subject, t, 100.0 * used / coalesce(total, used + free) AS v FROM m "
-            "WHERE used IS NOT NULL AND coalesce(total, used + free) > 0)"
+            "'fb_total_mib') AS total, avg(value) FILTER (metric = 'fb_reserved_mib') AS reserved "
+            "FROM samples_l WHERE metric IN ('fb_used_mib', 'fb_free_mib', 'fb_total_mib', "
+            "'fb_reserved_mib') AND ts >= ? AND ts < ? "
+            f"GROUP BY ALL), v AS (SELECT subject, t, 100.0 * used / {_CAPACITY_SQL} AS v FROM m "
+            f"WHERE used IS NOT NULL AND {_CAPACITY_SQL} > 0)"
         )
     if metric == "request_latency_p95_s":
         b5 = "time_bucket(INTERVAL '300 seconds', ts)"
@@ -324,7 +331,10 @@ _PROMQL: Final[dict[str, str]] = {
     "fb_used_mib": "DCGM_FI_DEV_FB_USED",
     "power_w": "DCGM_FI_DEV_POWER_USAGE",
     "gpu_temp_c": "DCGM_FI_DEV_GPU_TEMP",
-    "memory_used_pct": "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE) * 100",
+    # capacity = used + free + reserved (see _CAPACITY_SQL); reserved where exported, else 0 (`or` on the
+    # same labels: an exporter without FB_RESERVED still gets the rule instead of an empty expression)
+    "memory_used_pct": "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE + "
+    "(DCGM_FI_DEV_FB_RESERVED or DCGM_FI_DEV_FB_FREE * 0)) * 100",
     "request_latency_p95_s": "quantile_over_time(0.95, gpufleet_request_latency_seconds[5m])",
     "request_latency_s": "gpufleet_request_latency_seconds",
 }

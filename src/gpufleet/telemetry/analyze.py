@@ -31,6 +31,7 @@ BIN_SCALE: Final[dict[str, float]] = {
     "fb_used_mib": 1.0 / 256.0,
     "fb_free_mib": 1.0 / 256.0,
     "fb_total_mib": 1.0 / 256.0,
+    "fb_reserved_mib": 1.0 / 256.0,
     "power_w": 1.0 / 5.0,
     "power_limit_w": 1.0 / 5.0,
 }

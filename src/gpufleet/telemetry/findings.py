@@ -77,7 +77,10 @@ def _capacity_gib(st: GpuStats, spec: AcceleratorSpec | None) -> float | None:
     if "fb_total_mib" in m:
         return gib_from_mib(m["fb_total_mib"].max)
     if "fb_used_mib" in m and "fb_free_mib" in m:
-        return gib_from_mib(m["fb_used_mib"].mean + m["fb_free_mib"].mean)
+        # memory.total = used + free + reserved (nvidia-smi; fleet-anchors C.5): dcgm-exporter's default
+        # counters carry FB_RESERVED but not FB_TOTAL (C.1)
+        reserved = m["fb_reserved_mib"].mean if "fb_reserved_mib" in m else 0.0
+        return gib_from_mib(m["fb_used_mib"].mean + m["fb_free_mib"].mean + reserved)
     return spec.memory_gib if spec else None
 
 
