@@ -1,6 +1,6 @@
 """Practitioners' rules, sixth audit (fleet side): ``telemetry`` alerts and right-sizing memory, and the
 ``simulate autoscale`` HPA and the ``simulate batch`` Kueue cohort (docs/fleet.md, "Practitioners' rules we
-check": rows T8, S5 and S6).
+check": rows T8, S5, S6 and P11) and the ``plan`` FOCUS export.
 
 As in tests/test_practitioner_rules_fleet.py: realistic inputs (dcgm-exporter's default counters, the shipped
 Azure LLM conversation trace), the product's real outputs, and every expectation computed from the inputs or
@@ -9,11 +9,16 @@ the controller's published defaults, never from the product's own intermediate n
 
 from __future__ import annotations
 
+from datetime import date
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from gpufleet.catalog.offers import load_offers
+from gpufleet.fleet.export import focus_rows
+from gpufleet.fleet.plan import plan_fleet
+from gpufleet.fleet.spec import read_fleet_file
 from gpufleet.simulate.autoscale import deployment_for, simulate_autoscale
 from gpufleet.simulate.batch import Fleet, Pool, Quota, simulate_batch
 from gpufleet.simulate.jobs import Job
@@ -166,5 +171,37 @@ def test_kueue_cohort_never_runs_past_its_nominal_quota() -> None:
             bad.append(
                 f"{policy}: team b waited {b.wait_p50_h:g} h, makespan {r.makespan_h:g} h: the {cohort}-GPU "
                 f"cohort ran {8 * len(jobs)} GPUs at once"
+            )
+    assert not bad, bad
+
+
+# ------------------------------------------------------------------------------------------- plan
+
+
+def test_focus_contracted_cost_excludes_commitment_discounts() -> None:
+    """P11: in the FOCUS export, ContractedUnitPrice is the unit price "inclusive of negotiated discounts, if
+    present, while excluding negotiated commitment discounts or any other discounts" (FOCUS 1.2
+    columns/contractedunitprice.md; fleet-anchors G), so a committed row's ContractedCost is the catalog's
+    on-demand rate x its hours (no negotiated discount is an input) and ContractedCost - EffectiveCost is what
+    the commitment saves, as FinOps tools read it. The shipped assessment platform commits 3 T4 nodes for 3
+    years; each committed row is checked against the catalog's on-demand price of its instance and region."""
+    fleet = read_fleet_file(ROOT / "examples" / "fleets" / "assessment-platform.yaml")
+    plan = plan_fleet(fleet)
+    rows = focus_rows(plan, period_start=date(2026, 12, 1), version="test")
+    committed = [r for r in rows if r["PricingCategory"] == "Committed"]
+    assert committed, "the shipped plan commits no capacity: pick an input that does"
+    offers = load_offers()
+    it, region = offers.column("instance_type"), offers.column("region")
+    price = offers.column("price_on_demand_usd_per_hour")
+    bad: list[str] = []
+    for r in committed:
+        match = (it == r["SkuId"]) & (region == r["RegionId"])
+        assert match.any(), r["ChargeDescription"]
+        od_usd = float(price[match].min())
+        expected = od_usd * float(r["PricingQuantity"])
+        if abs(float(r["ContractedCost"]) - expected) > 0.01 * expected:
+            bad.append(
+                f"{r['ChargeDescription']}: ContractedCost ${float(r['ContractedCost']):,.2f}, on-demand "
+                f"${expected:,.2f}; EffectiveCost ${float(r['EffectiveCost']):,.2f}"
             )
     assert not bad, bad

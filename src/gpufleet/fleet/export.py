@@ -158,6 +158,12 @@ def focus_rows(plan: FleetPlan, *, period_start: date, version: str) -> list[dic
                 list_unit = unit
             cost = unit * qty
             committed = ln.pay_kind in _COMMITMENT_TYPE
+            # FOCUS 1.2 ContractedUnitPrice: "inclusive of negotiated discounts, if present, while
+            # excluding negotiated commitment discounts or any other discounts" (columns/
+            # contractedunitprice.md): the rate before the commitment, here the on-demand list rate (no
+            # negotiated discount is known), so ContractedCost - EffectiveCost is the commitment's saving, as
+            # FinOps tools read it (fleet-anchors G)
+            contracted_unit = list_unit if committed else unit
             commit_id = ln.commitment or (
                 f"new-{ln.pay_kind}-{ln.provider}-{ln.region}-{ln.instance_type}" if committed else ""
             )
@@ -174,7 +180,7 @@ def focus_rows(plan: FleetPlan, *, period_start: date, version: str) -> list[dic
                     "ChargeDescription": _describe(ln),
                     "ChargePeriodEnd": end,
                     "ChargePeriodStart": start,
-                    "ContractedCost": _num(cost),
+                    "ContractedCost": _num(contracted_unit * qty),
                     "EffectiveCost": _num(cost),
                     "InvoiceIssuerName": provider_name,
                     "ListCost": _num(list_unit * qty),
@@ -196,7 +202,7 @@ def focus_rows(plan: FleetPlan, *, period_start: date, version: str) -> list[dic
                     "CommitmentDiscountUnit": "Hours" if committed else "",
                     "ConsumedQuantity": _num(consumed),
                     "ConsumedUnit": "Month" if transfer else "Hours",
-                    "ContractedUnitPrice": _num(unit),
+                    "ContractedUnitPrice": _num(contracted_unit),
                     "ListUnitPrice": _num(list_unit),
                     "PricingCategory": _PRICING_CATEGORY[ln.pay_kind],
                     "RegionId": ln.region,
