@@ -1,6 +1,6 @@
 """Practitioners' rules, sixth audit (fleet side): ``telemetry`` alerts and right-sizing memory, and the
 ``simulate autoscale`` HPA and the ``simulate batch`` Kueue cohort (docs/fleet.md, "Practitioners' rules we
-check": rows T8, S5, S6 and P11) and the ``plan`` FOCUS export.
+check": rows T8, S5, S6, S7 and P11) and the ``plan`` FOCUS export.
 
 As in tests/test_practitioner_rules_fleet.py: realistic inputs (dcgm-exporter's default counters, the shipped
 Azure LLM conversation trace), the product's real outputs, and every expectation computed from the inputs or
@@ -9,6 +9,7 @@ the controller's published defaults, never from the product's own intermediate n
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
 from pathlib import Path
 
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 from gpufleet.catalog.offers import load_offers
+from gpufleet.catalog.specs import get_spec
 from gpufleet.fleet.export import focus_rows
 from gpufleet.fleet.plan import plan_fleet
 from gpufleet.fleet.spec import read_fleet_file
@@ -173,6 +175,31 @@ def test_kueue_cohort_never_runs_past_its_nominal_quota() -> None:
                 f"cohort ran {8 * len(jobs)} GPUs at once"
             )
     assert not bad, bad
+
+
+def test_no_savings_against_a_static_peak_that_misses_the_slo() -> None:
+    """S7: autoscaling savings are stated only against a static baseline that meets the same p95 TTFT SLO
+    (FinOps Foundation: savings are measured against a baseline that delivers the same service; the static
+    peak is "the fewest fixed replicas meeting the SLO"). A first token of Llama 3.1 8B in bf16 (16 GB of
+    weights) on an L4 (300 GB/s, datasheet) needs at least one pass over the weights, 16 / 300 = 53 ms, so
+    no replica count meets a 20 ms p95 TTFT: the report claims no saving and says why. The first 300 requests
+    of the Azure conversation trace under KPA."""
+    trace = read_trace(AZURE)
+    head = replace(
+        trace,
+        arrival_s=trace.arrival_s[:300].copy(),
+        input_tokens=trace.input_tokens[:300].copy(),
+        output_tokens=trace.output_tokens[:300].copy(),
+    )
+    slo_s = 0.020
+    floor_s = 8.03e9 * 2 / (get_spec("l4").mem_bw_gb_per_s * 1e9)
+    assert floor_s > slo_s
+    dep = deployment_for(head, model="llama-3.1-8b", gpu="l4")
+    r = simulate_autoscale(head, dep, make_policy("kpa"), slo_ttft_s=slo_s, compare_static_peak=True)
+    assert r.static_peak is not None and not r.static_peak.meets_slo
+    assert r.savings_vs_static_peak is None, (
+        f"savings {r.savings_vs_static_peak:.1%} vs a baseline missing the SLO"
+    )
 
 
 # ------------------------------------------------------------------------------------------- plan

@@ -80,14 +80,18 @@ def _autoscale(r: Any) -> Layout:
         lay.facts.append(("unfinished", f"{r.unfinished:,} requests never served"))
     if r.static_peak is not None:
         sp = r.static_peak
-        lay.facts.append(
-            (
-                "vs static peak",
-                f"{sp.replicas} replicas, {_usd(sp.cost_usd)}, p95 TTFT {_s(sp.ttft_p95_s)}: "
+        if sp.meets_slo:
+            vs = f"{sp.replicas} replicas, {_usd(sp.cost_usd)}, p95 TTFT {_s(sp.ttft_p95_s)}: " + (
                 f"savings {_pct(r.savings_vs_static_peak)}"
-                + ("" if r.meets_slo else " (the policy misses the p95 TTFT SLO: not at equal SLO)"),
+                + ("" if r.meets_slo else " (the policy misses the p95 TTFT SLO: not at equal SLO)")
             )
-        )
+        else:
+            vs = (
+                f"no fixed count up to {sp.replicas} replicas meets the p95 TTFT SLO {_s(r.slo_ttft_s)} "
+                f"(p95 {_s(sp.ttft_p95_s)} at {sp.replicas}, {_usd(sp.cost_usd)}): no baseline at equal "
+                "service, no savings claimed"
+            )
+        lay.facts.append(("vs static peak", vs))
     rows = [
         [name, _s(st.p50_s), _s(st.p95_s), _s(st.p99_s), _s(st.mean_s)]
         for name, st in (

@@ -528,7 +528,12 @@ def simulate_autoscale(
         preemptions=raw.preemptions,
         rejected=raw.rejected,
         static_peak=peak,
-        savings_vs_static_peak=(1.0 - cost / peak.cost_usd) if peak and peak.cost_usd > 0 else None,
+        # savings only against a baseline that delivers the SLO (FinOps Foundation: savings are measured
+        # against a baseline that delivers the same service): where no fixed count up to static_peak's cap
+        # meets the p95 TTFT SLO (long prompts whose prefill alone exceeds it) there is no baseline
+        savings_vs_static_peak=(
+            (1.0 - cost / peak.cost_usd) if peak and peak.meets_slo and peak.cost_usd > 0 else None
+        ),
         series_t_s=t,
         series_arrivals_per_s=rate,
         series_replicas=reps,
