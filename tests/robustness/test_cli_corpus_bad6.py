@@ -158,6 +158,38 @@ CONFIG_WORDS = {
     "spot-mtbi-equal": ["mean_time_between_interruptions_h 0.25", "restart_overhead_s + checkpoint_cost_s"],
 }
 
+CATALOG = (
+    b"version: 1\noffers:\n  - provider: onprem\n    region: dc\n    instance_type: box\n    gpu: %s\n"
+    b"    gpu_count: %s\n    price_on_demand_usd_per_hour: 18.5\n    gpu_memory_gib: %s\n"
+)
+CO = ["catalog", "offers", "--catalog", "{c}", "--provider", "onprem"]
+INV = b"hosts:\n  - host: 'n*'\n    provider: aws\n    instance_type: %s\n    region: us-east-1\n"
+FINDINGS = ["telemetry", "findings", "--store", "{store}", "--inventory", "{i}"]
+FILES += [
+    # a user catalog's memory per GPU far above the GPU's datasheet: models sized on memory it lacks
+    (
+        "catalog-memory-per-instance",
+        CO,
+        {"c.yaml": CATALOG % (b"H100-SXM", b"8", b"640")},
+        ["gpu_memory_gib 640", "25 %", "79.65 GiB per GPU of H100-SXM", "not per instance"],
+    ),
+    (
+        "catalog-memory-other-variant",
+        CO,
+        {"c.yaml": CATALOG % (b"A100-SXM-40GB", b"8", b"80")},
+        ["gpu_memory_gib 80", "A100-SXM-40GB", "variant"],
+    ),
+    # an inventory whose instance type holds another GPU than the host reports: priced as the wrong GPU
+    (
+        "inventory-other-gpu",
+        FINDINGS,
+        {"i.yaml": INV % b"g5.xlarge"},
+        ["Host n1", "g5.xlarge", "A10G", "H100-SXM", "instance_type"],
+    ),
+    ("inventory-other-gpu-l4", FINDINGS, {"i.yaml": INV % b"g6.xlarge"}, ["L4", "H100-SXM"]),
+    ("inventory-other-gpu-h200", FINDINGS, {"i.yaml": INV % b"p5en.48xlarge"}, ["H200", "H100-SXM"]),
+]
+
 ARGV: list[tuple[str, list[str], list[str]]] = [
     ("estimate-train-tokens", [*ET, "--tokens", "1000"], ["train_tokens (1,000)", STEP, "--tokens"]),
     (
@@ -180,16 +212,33 @@ ARGV: list[tuple[str, list[str], list[str]]] = [
 ]
 
 
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An H100 host n1: 60 one-minute nvidia-smi samples."""
+    d = tmp_path_factory.mktemp("bad6")
+    rows = b"".join(
+        f"2026/07/14 08:{k:02d}:38.696, 0, GPU-aaaa, NVIDIA H100 80GB HBM3, 81559 MiB, 9000 MiB, 40 %, "
+        "300 W\n".encode()
+        for k in range(60)
+    )
+    (d / "s.csv").write_bytes(SMI_HEAD + rows)
+    argv = ["telemetry", "ingest", str(d / "s.csv"), "--store", str(d / "st"), "--timezone", "UTC"]
+    res = runner.invoke(app, [*argv, "--host", "n1"])
+    assert res.exit_code == 0, res.output
+    return d / "st"
+
+
 @pytest.mark.parametrize(("argv", "files", "words"), [pytest.param(a, f, w, id=i) for i, a, f, w in FILES])
 def test_bad6_file(
     request: pytest.FixtureRequest,
+    store: Path,
     tmp_path: Path,
     argv: list[str],
     files: dict[str, Content],
     words: list[str],
 ) -> None:
     case = request.node.callspec.id
-    _check(argv, words or CONFIG_WORDS[case], materialise(tmp_path, files))
+    _check(argv, words or CONFIG_WORDS[case], {**materialise(tmp_path, files), "store": str(store)})
 
 
 @pytest.mark.parametrize(("argv", "words"), [pytest.param(a, w, id=i) for i, a, w in ARGV])
@@ -304,9 +353,17 @@ GOOD: list[tuple[str, list[str], dict[str, Content]]] = [
 ]
 
 
+GOOD += [
+    ("catalog-memory-slice", CO, {"c.yaml": CATALOG % (b"H100-SXM", b"0.5", b"40")}),
+    ("catalog-memory-nvl-size", CO, {"c.yaml": CATALOG % (b"H100-SXM", b"8", b"93")}),
+    ("inventory-same-gpu", FINDINGS, {"i.yaml": INV % b"p5.48xlarge"}),
+    ("inventory-same-family", FINDINGS, {"i.yaml": INV % b"p5.4xlarge"}),
+]
+
+
 @pytest.mark.parametrize(("argv", "files"), [pytest.param(a, f, id=i) for i, a, f in GOOD])
-def test_good(tmp_path: Path, argv: list[str], files: dict[str, Content]) -> None:
-    out = _run_ok(argv, materialise(tmp_path, files))
+def test_good(store: Path, tmp_path: Path, argv: list[str], files: dict[str, Content]) -> None:
+    out = _run_ok(argv, {**materialise(tmp_path, files), "store": str(store)})
     assert "WARNING" not in out, out
 
 
