@@ -235,6 +235,39 @@ def check_context(model_id: str, max_context_tokens: int, input_len: int, output
         )
 
 
+def check_train_tokens(train_tokens: float | None, global_batch: int, seq_len: int) -> None:
+    """:class:`InputError` when ``train_tokens`` do not fill one optimizer step of ``global_batch`` sequences
+    of ``seq_len`` tokens: the run would end before its first step, and a time to train of a fraction of one
+    step (microseconds for 1,000 tokens) is no answer (Megatron/DeepSpeed count training in whole steps)."""
+    if train_tokens is None:
+        return
+    step = global_batch * seq_len
+    if 0 < train_tokens < step:
+        raise InputError(
+            f"train_tokens ({train_tokens:,.0f}) is less than one optimizer step of global batch "
+            f"{global_batch:,} x seq_len {seq_len:,} = {step:,} tokens: the run would not complete a single "
+            f"step. Allowed: train_tokens >= global_batch x seq_len. Raise the training tokens (--tokens, "
+            "train_tokens), or lower the global batch (--batch, global_batch_sequences) or the sequence "
+            "length "
+            "(--seq-len, seq_len_tokens)."
+        )
+
+
+def context_note(model_id: str, max_context_tokens: int, seq_len: int) -> str | None:
+    """The warning for training sequences longer than the model's maximum context (its config's
+    ``max_position_embeddings``), or None: the estimate is computed for the longer sequences, which the
+    published model cannot attend over without extending its positions (RoPE scaling, a new config)."""
+    if max_context_tokens <= 0 or seq_len <= max_context_tokens:
+        return None
+    return (
+        f"WARNING: seq_len {seq_len:,} exceeds the {max_context_tokens:,}-token maximum context of "
+        f"{model_id} "
+        "(max_position_embeddings); the estimate assumes its positions are extended to that length. Lower "
+        "--seq-len (seq_len_tokens) to at most the context, or pass a config.json with a larger "
+        "max_position_embeddings as the model."
+    )
+
+
 # ------------------------------------------------------------------------------------------- outputs
 
 _NOT_QUANTITIES = frozenset(
@@ -525,8 +558,10 @@ __all__ = [
     "check_count",
     "check_number",
     "check_outputs",
+    "check_train_tokens",
     "checked_arguments",
     "checked_output",
+    "context_note",
     "maximum_for",
     "output_violation",
 ]

@@ -367,6 +367,18 @@ def read_user_catalog(path: Path) -> UserCatalog:
         seen[key] = i
         gpu = _resolve_gpu(path, entry, "gpu", o.gpu) if o.gpu else None
         mem = o.gpu_memory_gib if o.gpu_memory_gib is not None else (get_spec(gpu).memory_gib if gpu else 0.0)
+        if gpu and o.gpu_memory_gib is not None and mem > 1.25 * get_spec(gpu).memory_gib:
+            # Less than the datasheet is a slice (MIG, vGPU); more than a quarter above it is another GPU
+            # or a per-instance total, and the planner would fit models the GPU cannot hold.
+            raise _fail(
+                path,
+                f"entry {entry}: gpu_memory_gib {mem:g} is more than 25 % above the "
+                f"{get_spec(gpu).memory_gib:g} GiB per GPU of {gpu} (field gpu {o.gpu!r}); models would be "
+                "sized on memory the GPU does not have. Allowed: up to the datasheet memory, +25 % (less "
+                "for a slice). Give the memory per GPU, not per instance, name the GPU variant "
+                "(`gpufleet catalog gpus` lists them), or leave gpu_memory_gib out to use the datasheet "
+                "value.",
+            )
         offers.append(
             Offer(
                 provider=o.provider.strip().lower(),

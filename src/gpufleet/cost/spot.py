@@ -115,6 +115,17 @@ def _parse(text: str, source_name: str) -> dict[str, SpotAssumption]:
                     "times must be finite: mean time between interruptions and max_runtime_h in (0, "
                     f"{_MAX_HOURS:g}] h, the seconds columns in [0, {_MAX_SECONDS:g}] s"
                 )
+            lost_s = values["restart_overhead_s"] + values["checkpoint_cost_s"]
+            if mtbi * SECONDS_PER_HOUR <= lost_s:
+                # Young (1974): progress needs the mean time between interruptions well above the time one
+                # restart and one checkpoint take; at or below it a job never keeps any work.
+                raise ValueError(
+                    f"mean_time_between_interruptions_h {mtbi:g} h ({mtbi * SECONDS_PER_HOUR:,.0f} s, "
+                    f"{1 / mtbi:,.1f} interruptions per hour per node) is not longer than restart_overhead_s "
+                    f"+ checkpoint_cost_s = {lost_s:,.0f} s: a node would be interrupted before it could "
+                    "restart and write one checkpoint, so no run would ever finish (the rate is likely per "
+                    "day or per month, or the columns are swapped)"
+                )
             if provider in out:
                 raise ValueError("a second row for this provider (the last one would silently win)")
         except ValueError as exc:

@@ -53,7 +53,7 @@ from gpufleet.models.arch import ModelArch
 from gpufleet.models.params import ffn_params
 from gpufleet.precision import bytes_per_element, check_precision
 from gpufleet.units import GB, GIGA, SECONDS_PER_HOUR
-from gpufleet.validation import checked_output
+from gpufleet.validation import check_train_tokens, checked_output, context_note
 
 #: bytes per gradient element in the data-parallel reduce (Megatron default: fp32 main grads)
 GRAD_BYTES = 4.0
@@ -591,6 +591,7 @@ def estimate_training(
         )
     if train_tokens is not None:
         positive_float("train_tokens", train_tokens)
+        check_train_tokens(train_tokens, global_batch, seq_len)
     if recompute is not None and recompute not in ("none", "selective", "full"):
         raise InputError(f"recompute must be none, selective or full, got {recompute!r}.")
     sw = software_arg(software)
@@ -667,6 +668,8 @@ def estimate_training(
         f"software {sw}."
     )
     notes.extend(_virtual_stage_notes(arch, layout.pp, virtual_stages))
+    if (warning := context_note(arch.id, arch.max_position_embeddings, seq_len)) is not None:
+        notes.insert(0, warning)
     if global_batch < layout.dp:
         raise InputError(
             f"global_batch {global_batch} is smaller than the data-parallel degree {layout.dp}: every "

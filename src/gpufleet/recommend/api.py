@@ -19,7 +19,7 @@ from gpufleet.recommend.names import CLI_NAMES, CURRENT_NAMES
 from gpufleet.recommend.perf import DefaultEstimator, Estimator
 from gpufleet.recommend.types import Migration, Recommendation, ScenarioResult, ScenarioSetResult, Workload
 from gpufleet.recommend.workload import read_workload_file, workload_from_dict
-from gpufleet.validation import MAX_RANKED, check_context, check_count, checked_output
+from gpufleet.validation import MAX_RANKED, check_context, check_count, check_train_tokens, checked_output
 
 R = TypeVar("R", Recommendation, Migration)
 
@@ -158,8 +158,10 @@ def _check_commitments_used(w: Workload, path: str | Path | None) -> None:
 
 
 def _check_workload_context(w: Workload) -> None:
-    """An inference workload whose prompt + output exceed the model's context is an InputError."""
+    """An inference workload whose prompt + output exceed the model's context, or a training workload whose
+    tokens do not fill one optimizer step, is an InputError."""
     if w.task != "inference":
+        check_train_tokens(w.train_tokens, w.global_batch_sequences, w.seq_len_tokens)
         return
     from gpufleet.models import resolve_model
 

@@ -229,6 +229,8 @@ def gfo_entry_to_dict(
             entry["pricing"] = "spot"  # the guide's use_spot: true = spot pricing
     mval = str(model[1]).strip()
     out["model"] = (models or {}).get(mval.upper(), mval)
+    if model[0].lower() in _SIZE_KEYS and mval.upper() not in (models or {}):
+        _check_size_class(model[0], mval, models or {}, source, name)
     task = _mapped(entry, "task", _TASKS, source, name) or "inference"
     out["task"] = task
     if (p := _mapped(entry, "precision", _PRECISIONS, source, name)) is not None:
@@ -267,6 +269,30 @@ def gfo_entry_to_dict(
             cur["count"] = ic[1]
         out["current"] = cur
     return out
+
+
+#: GFO keys whose value is a ModelSize enum member (SMALL, MEDIUM, ...), not a model id.
+_SIZE_KEYS = frozenset({"model_size", "model_size_class", "size_class", "size"})
+
+
+def _check_size_class(key: str, value: str, models: Mapping[str, str], source: str, name: str) -> None:
+    """A ``model_size`` that is neither a size class (shipped or of the file's model_config) nor a model id
+    is a :class:`ConfigFileError` naming the field and the classes (the guide's ModelSize enum)."""
+    from gpufleet.errors import GpufleetError
+    from gpufleet.models import SIZE_CLASSES, resolve_model
+
+    try:
+        resolve_model(value)
+    except GpufleetError:
+        classes = sorted({*SIZE_CLASSES, *models})
+        raise _bad(
+            source,
+            name,
+            key,
+            value,
+            f"a model size class ({', '.join(classes)}) or a gpufleet model id "
+            "(`gpufleet catalog models` lists them)",
+        ) from None
 
 
 #: How the guide spells its instance families (messages only; matching is case-insensitive).

@@ -246,6 +246,19 @@ class WorkloadSpec(NoBoolNumbers):
             raise ValueError(
                 "epochs multiply dataset_tokens: give dataset_tokens with epochs, or train_tokens"
             )
+        tokens = self.train_tokens
+        if self.dataset_tokens is not None:
+            tokens = self.dataset_tokens * (self.epochs or 1.0)
+        step = self.global_batch_sequences * self.seq_len_tokens
+        if self.task != "inference" and tokens is not None and tokens < step:
+            raise ValueError(
+                f"train_tokens {tokens:,.0f} is less than one optimizer step of global_batch_sequences "
+                f"{self.global_batch_sequences:,} x seq_len_tokens {self.seq_len_tokens:,} = {step:,} "
+                "tokens, "
+                "so the run would not complete a single step; allowed: train_tokens (or dataset_tokens x "
+                "epochs) >= global_batch_sequences x seq_len_tokens. Raise the tokens or lower the batch or "
+                "sequence length"
+            )
         training = [
             n
             for n in ("train_tokens", "dataset_tokens", "epochs", "deadline_h")

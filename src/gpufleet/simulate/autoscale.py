@@ -149,6 +149,31 @@ def _price_offer(gpu: str, gpus: int, provider: str | None) -> tuple[float, floa
     return od.price_on_demand_usd_per_hour / od.gpu_count * gpus, spot_price, offer, spot_provider
 
 
+def _check_trace_context(trace: RequestTrace, model: str) -> None:
+    """:class:`InputError` when a request's prompt plus output exceed the model's maximum context: a serving
+    engine refuses it (vLLM answers HTTP 400), so replaying it as served would be a silent wrong answer. The
+    positions used are input + output - 1 (:func:`gpufleet.validation.check_context`)."""
+    from gpufleet.errors import GpufleetError
+    from gpufleet.models import resolve_model
+
+    try:
+        limit = resolve_model(model).max_position_embeddings
+    except GpufleetError:
+        return  # an unknown model is reported by the estimator
+    total = trace.input_tokens + trace.output_tokens
+    k = int(np.argmax(total))
+    if limit > 0 and total[k] - 1 > limit:
+        over = int(np.count_nonzero(total - 1 > limit))
+        raise InputError(
+            f"The trace {trace.name}, request {k + 1}: input_tokens {trace.input_tokens[k]:,.0f} + "
+            f"output_tokens {trace.output_tokens[k]:,.0f} = {total[k]:,.0f} tokens, beyond the "
+            f"{limit:,}-token maximum context of {model} ({over:,} request(s) of {len(total):,} exceed it); "
+            "an engine refuses such requests. Remove or truncate those rows, or replay with a model of a "
+            "longer context (or its "
+            "config.json with the extended max_position_embeddings)."
+        )
+
+
 def deployment_for(
     trace: RequestTrace,
     *,
@@ -166,6 +191,7 @@ def deployment_for(
     gpus_per_replica = check_count(
         "gpus_per_replica", gpus_per_replica, flag="--gpus-per-replica", allow_none=True
     )
+    _check_trace_context(trace, model)
     mean_in = float(np.mean(trace.input_tokens))
     mean_out = float(np.mean(trace.output_tokens))
     if gpu is None:

@@ -454,6 +454,7 @@ def simulate_spot(
         gpu_count=gpus,
         global_batch=DEFAULT_GLOBAL_BATCH,
         seq_len=DEFAULT_SEQ_LEN,
+        train_tokens=tokens,  # fewer tokens than one step of the assumed batch is refused there
     )
     if not est.fits or est.tokens_per_s is None:
         raise InputError(

@@ -237,6 +237,12 @@ def catalog_median_usd_per_gpu_hour(spec_id: str) -> float | None:
     return float(np.median(per))
 
 
+def _family(spec_id: str) -> str:
+    """The GPU generation of a spec id, its first dash-separated part (``A100-SXM-80GB`` -> ``A100``): the
+    same GPU in another form factor or memory size is not a contradiction between inventory and telemetry."""
+    return spec_id.split("-", 1)[0].upper()
+
+
 def check_inventory_matches(
     inventory: Sequence[InventoryEntry], gpus: Sequence[tuple[str, str | None]], source: str = ""
 ) -> None:
@@ -321,6 +327,13 @@ def resolve_cost(
                 "user catalog."
             )
         price, od, count, gpu = _per_gpu_cached(provider, itype, region, kind)
+        if basis == "inventory" and spec is not None and gpu and _family(gpu) != _family(spec.id):
+            raise ConfigFileError(
+                f"Host {host}: the inventory puts it on {provider} {itype}, whose GPU is {gpu}, but its "
+                f"telemetry reports {model!r} ({spec.id}); the GPU would be priced as a {gpu}. Allowed: an "
+                f"instance type whose GPU is the one the host reports. Fix instance_type (`gpufleet catalog "
+                f"offers --gpu {spec.id}` lists instances of that GPU) or the host glob of the entry."
+            )
         if price is None:
             raise ConfigFileError(
                 f"Host {host}: the catalog has no {kind} price for {provider} {itype}"

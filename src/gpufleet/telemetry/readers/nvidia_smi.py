@@ -187,6 +187,7 @@ def read_nvidia_smi_csv(
             problems.add(where, "missing_labels", f"{example} (no host)")
             continue
         lid = batch.label_id(labels, idx)
+        values: list[tuple[str, float]] = []
         for pos, k in enumerate(keys):
             metric = FIELD_METRICS.get(k)
             if metric is None:
@@ -203,6 +204,19 @@ def read_nvidia_smi_csv(
             unit = m.group(2) or units[pos]
             if unit == "GiB":
                 value *= GIB / MIB
+            values.append((metric, value))
+        given = dict(values)
+        used, total = given.get("fb_used_mib"), given.get("fb_total_mib")
+        if used is not None and total is not None and used > total > 0:
+            # memory.used can never exceed memory.total of the same GPU at the same time (nvidia-smi
+            # --help-query-gpu): the row's memory columns are swapped, mis-united or corrupt.
+            problems.add(
+                where,
+                "out_of_range",
+                f"fb_used_mib={used:g} above fb_total_mib={total:g} of the same row: {example}",
+            )
+            values = [(m, v) for m, v in values if m != "fb_used_mib"]
+        for metric, value in values:
             add_checked(
                 batch,
                 problems,
