@@ -183,8 +183,30 @@ def memory(
         )  # fmt: skip
         if opt is not None:
             hint = (f"Does not fit with {recompute} recompute, ZeRO-{zero}; {opt.description}.",)
-        elif task not in ("inference", "load"):
-            hint = (f"No recompute / ZeRO option makes it fit at this TP/PP/DP and batch: {_lighter(task)}.",)
+        elif task in ("inference", "load"):
+            from gpufleet.estimate.memory_options import serving_hint
+
+            serve = serving_hint(
+                model=arch, task=task, precision=prec, gpu=spec, tp=tp, pp=pp, dp=dp, batch=batch,
+                seq_len=seq_len, kv_precision=kv, engine=engine, allow_fallback=allow_fallback,
+            )  # fmt: skip
+            hint = (f"Does not fit at TP {tp} x PP {pp}; verified: it {serve}.",) if serve else ()
+        else:
+            from gpufleet.estimate.memory_options import scale_out_hint
+
+            # a "does not fit" verdict names a layout that fits, checked by the same memory model (the
+            # FSDP/ZeRO-3 scale-out of DeepSpeed's and Answer.AI's FSDP+QLoRA docs), not just a direction
+            scale = scale_out_hint(
+                model=arch, task=task, precision=prec, gpu=spec, tp=tp, pp=pp, dp=dp, batch=batch,
+                seq_len=seq_len, kv_precision=kv, zero_stage=zero, engine=engine,
+                allow_fallback=allow_fallback,
+            )  # fmt: skip
+            hint = (
+                f"No recompute / ZeRO option makes it fit at this TP/PP/DP and batch: {_lighter(task, dp)}.",
+                *((f"Verified: it {scale}.",) if scale else ()),
+            )
+    if hint:  # in the notes, so the JSON carries the same advice as the table
+        mem = dataclasses.replace(mem, assumptions=(*hint, *mem.assumptions))
     if output_format is OutFormat.json:
         _emit_json(mem, "estimate_memory")
         return
@@ -192,16 +214,20 @@ def memory(
         f"{arch.id} {task} on {spec.id}, {prec}, batch {batch} × {seq_len} tokens, TP {tp} PP {pp} DP {dp}"
     )
     console.print(memory_table(mem, title))
-    console.print(notes_table((*hint, *mem.assumptions)))
+    console.print(notes_table(mem.assumptions))
 
 
-def _lighter(task: str) -> str:
+def _lighter(task: str, dp: int = 1) -> str:
     """What to try when no recompute/ZeRO option fits ``task``: only the steps that lighten that task (a QLoRA
-    has no lighter task; FSDP shards its 4-bit base: QLoRA + FSDP, Answer.AI 2024, 70B on 2 x 24 GB)."""
+    has no lighter task; FSDP shards its 4-bit base: QLoRA + FSDP, Answer.AI 2024, 70B on 2 x 24 GB). With
+    ``dp`` > 1 already sharded, the step is more ranks than ``dp``, not the same flags again."""
+    more = f"--dp above {dp}" if dp > 1 else "--dp N"
     if task == "qlora":
-        return "add GPUs and shard the 4-bit base with FSDP (--dp N --zero 3), or a smaller batch or sequence"
+        return (
+            f"add GPUs and shard the 4-bit base with FSDP ({more} --zero 3), or a smaller batch or sequence"
+        )
     if task == "lora":
-        return "add GPUs (--dp N --zero 3), use --task qlora (a 4-bit base), or a smaller batch or sequence"
+        return f"add GPUs ({more} --zero 3), use --task qlora (a 4-bit base), or a smaller batch or sequence"
     return "add GPUs, use --task lora/qlora or a lower precision"
 
 
@@ -251,6 +277,13 @@ def infer(
     )  # fmt: skip
     if served_note:
         est = dataclasses.replace(est, notes=(*served_note, *est.notes))
+    if not est.fits:
+        kw: dict[str, Any] = dict(
+            model=arch, gpu=spec, input_len=input_len, output_len=output_len, batch=batch, pp=pp,
+            kv_precision=kv, software=engine, profile=load_profile_option(profile),
+            allow_fallback=allow_fallback,
+        )  # fmt: skip
+        est = dataclasses.replace(est, notes=(*_infer_hint(prec, gpus, kw), *est.notes))
     if output_format is OutFormat.json:
         _emit_json(est, "estimate_inference")
         return
@@ -303,8 +336,97 @@ def train(
         train_tokens=tokens, tp=tp, pp=pp, dp=dp, zero_stage=zero, recompute=recompute, software=software,
         profile=load_profile_option(profile), allow_fallback=allow_fallback, virtual_stages=virtual_stages,
     )  # fmt: skip
+    if not est.fits:
+        kw: dict[str, Any] = dict(
+            model=arch, gpu=spec, precision=prec, global_batch=batch, seq_len=seq_len, tp=tp, pp=pp,
+            zero_stage=zero, recompute=recompute, software=software, profile=load_profile_option(profile),
+            allow_fallback=allow_fallback, virtual_stages=virtual_stages,
+        )  # fmt: skip
+        est = dataclasses.replace(est, notes=(*_train_hint(task, gpus, kw), *est.notes))
     if output_format is OutFormat.json:
         _emit_json(est, "estimate_training")
         return
     title = f"{arch.id} {task} on {gpus}× {spec.id}, {prec}, global batch {batch} × {seq_len} tokens"
     _print_estimate(training_table(est, title), est)
+
+
+#: lighter tasks to try on the same GPUs when a training task does not fit (pretraining has none: a LoRA
+#: does not pretrain)
+_LIGHTER_TASKS = {"full_finetune": ("lora", "qlora"), "lora": ("qlora",)}
+#: how far the GPU-count hint looks: up to 64x the GPUs given
+_MAX_GPU_FACTOR = 64
+
+
+def _train_hint(task: str, gpus: int, kw: dict[str, Any]) -> tuple[str, ...]:
+    """For a training job that fits no layout: the fewest GPUs (doubling) at which ``estimate train`` finds a
+    fitting layout, and a lighter task that fits on the GPUs given, each verified by running the estimate,
+    so the "does not fit" verdict is actionable (a practitioner scales out with FSDP/ZeRO-3 or Megatron
+    TP/PP, DeepSpeed ZeRO docs and Megatron-LM README, or moves to LoRA/QLoRA, PEFT and QLoRA paper
+    Dettmers et al. 2023). The data-parallel degree is left to the search."""
+    from gpufleet.errors import GpufleetError
+    from gpufleet.estimate.performance import estimate_training
+
+    def fits(n: int, t: str) -> TrainingEstimate | None:
+        try:
+            e = estimate_training(task=t, gpu_count=n, dp=None, **kw)
+        except GpufleetError:
+            return None
+        return e if e.fits else None
+
+    out: list[str] = []
+    n = gpus * 2
+    while n <= gpus * _MAX_GPU_FACTOR:
+        if (e := fits(n, task)) is not None:
+            out.append(
+                f"Does not fit on {gpus} GPU(s); fits on {n} (--gpus {n}): TP {e.tp} x PP {e.pp} x "
+                f"DP {e.dp}, ZeRO-{e.zero_stage}, {e.recompute} recompute, {e.memory.per_gpu_gib:.1f} GiB of "
+                f"{e.memory.capacity_gib:.1f} GiB per GPU."
+            )
+            break
+        n *= 2
+    else:
+        out.append(
+            f"Does not fit on {gpus} GPU(s), nor on up to {gpus * _MAX_GPU_FACTOR} at this batch and "
+            "sequence."
+        )
+    for t in _LIGHTER_TASKS.get(task, ()):
+        if (e := fits(gpus, t)) is not None:
+            out.append(f"--task {t} fits on these {gpus} GPU(s): {e.memory.per_gpu_gib:.1f} GiB per GPU.")
+            break
+    return tuple(out)
+
+
+def _infer_hint(prec: str, gpus: int, kw: dict[str, Any]) -> tuple[str, ...]:
+    """For a deployment that does not fit: the fewest GPUs (doubling) at which ``estimate infer`` finds a
+    fitting layout, and a lower weight precision that fits on the GPUs given, each verified by running the
+    estimate (vLLM distributed-serving docs: raise tensor_parallel_size until the weights fit; or serve a
+    quantised checkpoint)."""
+    from gpufleet.errors import GpufleetError
+    from gpufleet.estimate.memory_options import SERVE_LIGHTER
+    from gpufleet.estimate.performance import estimate_inference
+
+    def fits(n: int, p: str) -> InferenceEstimate | None:
+        try:
+            e = estimate_inference(precision=p, gpu_count=n, **kw)
+        except GpufleetError:
+            return None
+        return e if e.fits else None
+
+    out: list[str] = []
+    n = gpus * 2
+    while n <= gpus * _MAX_GPU_FACTOR:
+        if (e := fits(n, prec)) is not None:
+            out.append(
+                f"Does not fit on {gpus} GPU(s); fits on {n} (--gpus {n}): TP {e.tp} x PP {e.pp}, "
+                f"{e.memory.per_gpu_gib:.1f} GiB of {e.memory.capacity_gib:.1f} GiB per GPU."
+            )
+            break
+        n *= 2
+    order = (*SERVE_LIGHTER[SERVE_LIGHTER.index(prec) + 1 :],) if prec in SERVE_LIGHTER else SERVE_LIGHTER
+    for p in order:
+        if (e := fits(gpus, p)) is not None:
+            out.append(
+                f"--precision {p} fits on these {gpus} GPU(s): {e.memory.per_gpu_gib:.1f} GiB per GPU."
+            )
+            break
+    return tuple(out)

@@ -188,6 +188,34 @@ class NodeNetwork:
     rdma: bool
 
 
+def network_note(
+    spec: AcceleratorSpec, gpus_per_node: int, gpus: int, network: NodeNetwork | None = None
+) -> str | None:
+    """The scale-out network a job over more than one node is timed with, as a stated assumption (None when
+    the job fits one node): a multi-node answer depends on it (Megatron-LM and NeMo performance tables quote
+    the fabric: 8 x 400 Gb/s InfiniBand per DGX H100 node), and `gpufleet recommend` uses each offer's own
+    fabric instead, so the two can differ for the same GPU count."""
+    if gpus <= gpus_per_node:
+        return None
+    if network is not None:
+        kind = "RDMA" if network.rdma else "TCP"
+        per_node = network.gb_per_s_per_node
+        src = "the offer's fabric"
+    elif gpus_per_node < DEFAULT_GPUS_PER_NODE:
+        kind, per_node, src = "TCP", SMALL_NODE_NETWORK_GB_PER_S, "assumed for small cloud VMs"
+    else:
+        per_gpu = INTERNODE_GB_PER_S_BY_ARCH.get(spec.architecture, INTERNODE_DEFAULT_GB_PER_S)
+        kind, per_node, src = (
+            "RDMA",
+            per_gpu * gpus_per_node,
+            f"assumed for {spec.architecture} HGX/DGX nodes",
+        )
+    return (
+        f"{-(-gpus // gpus_per_node)} nodes of {gpus_per_node} GPUs over {per_node * 8:,.0f} Gb/s {kind} per "
+        f"node ({src}); `gpufleet recommend` uses each offer's documented fabric."
+    )
+
+
 def inter_node_link(
     spec: AcceleratorSpec,
     link_eff: float,
@@ -306,6 +334,7 @@ __all__ = [
     "inter_node_link",
     "intra_node_link",
     "mesh_gpus",
+    "network_note",
     "pcie_gb_per_s",
     "pcie_link",
     "pcie_p2p_capable",

@@ -26,7 +26,14 @@ from gpufleet.catalog.specs import AcceleratorSpec
 from gpufleet.errors import InputError, UnsupportedError
 from gpufleet.estimate import compute as cx
 from gpufleet.estimate import moe_serving as moe
-from gpufleet.estimate.comms import Link, all_reduce_s, inter_node_link, intra_node_link, pipeline_link
+from gpufleet.estimate.comms import (
+    Link,
+    all_reduce_s,
+    inter_node_link,
+    intra_node_link,
+    network_note,
+    pipeline_link,
+)
 from gpufleet.estimate.kv_cache import kv_cache_bytes_per_token, kv_heads_per_rank
 from gpufleet.estimate.memory import MemoryEstimate
 from gpufleet.estimate.parallelism import (
@@ -79,6 +86,20 @@ SEPARATE_PREFILL_STACKS = frozenset({"tgi"})
 LAYER_SPLIT_STACKS = frozenset({"llamacpp"})
 #: memory-module engine used for each software stack's memory accounting
 MEMORY_ENGINE: dict[str, str] = {"trtllm": "trtllm", "transformers": "transformers", "llamacpp": "pytorch"}
+
+
+def _software_text(sw: str, engine: str) -> str:
+    """The stack as the notes state it. With none given, the speed is the engine-agnostic calibration but the
+    memory reserve and concurrency cap are still an engine's (vLLM: gpu_memory_utilization 0.9, max_num_seqs
+    256, vLLM engine-args docs); say so, so the defaults behind "fits" and the batch are visible."""
+    if sw != "unknown":
+        return f"software {sw}"
+    return (
+        f"software not given: engine-agnostic speed, memory reserve and batch cap of {engine} "
+        f"(max_num_seqs {ENGINE_MAX_BATCH['unknown']}); pass --engine to choose"
+    )
+
+
 #: quantised checkpoints keep the LM head in 16 bit (AWQ/GPTQ, vLLM/TRT-LLM fp8): bytes per element
 HEAD_BYTES_QUANTISED = UNQUANTISED_BYTES_PER_ELEMENT
 
@@ -698,8 +719,10 @@ def estimate_inference(
         )
     notes.append(
         f"{best.replicas} replica(s) of {layout_text}, {best.batch} concurrent sequences each "
-        f"({'given' if batch else 'saturated: KV cache / engine limit'}); software {sw}."
+        f"({'given' if batch else 'saturated: KV cache / engine limit'}); {_software_text(sw, engine)}."
     )
+    if (net := network_note(spec, gpn, lay.gpus)) is not None:  # a replica over nodes: state the fabric
+        notes.append(net)
     return InferenceEstimate(
         fits=best.fits, memory=memory, tp=lay.tp, pp=lay.pp, replicas=best.replicas, ep=lay.ep,
         attention_dp=lay.attention_dp, gpus_per_replica=lay.gpus, batch_per_replica=best.batch,

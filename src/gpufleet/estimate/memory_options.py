@@ -51,4 +51,91 @@ def fitting_option(
     return None
 
 
-__all__ = ["RELAXATIONS", "FittingOption", "fitting_option"]
+#: how far the scale-out hint looks: up to 64x the data-parallel ranks, down to 256-token sequences
+MAX_DP_FACTOR = 64
+MIN_HINT_SEQ_LEN = 256
+
+
+def scale_out_hint(*, task: str, dp: int, zero_stage: int, seq_len: int, **kwargs: Any) -> str | None:
+    """A concrete, verified way to fit a training job that no recompute / ZeRO option fits at this DP: the
+    fewest data-parallel ranks (doubling) at which it fits fully sharded with full recompute, and the longest
+    sequence (halving) at which it fits on the GPUs given; None when neither fits or the task is not training.
+
+    Sharding the (frozen, 4-bit for QLoRA) base over more ranks is the FSDP/ZeRO-3 way to fit a model
+    that a few GPUs cannot hold (DeepSpeed ZeRO-3 docs; Answer.AI FSDP+QLoRA 2024: 70B on 2 x 24 GB at short
+    context with gradient checkpointing); a shorter sequence shrinks activations and logits linearly
+    (Korthikanti et al. 2022). Each option is checked with :func:`estimate_memory`, so the hint fits when run.
+    ``kwargs`` are the other :func:`estimate_memory` arguments except ``recompute``."""
+    if task in ("inference", "load"):
+        return None
+    kwargs.pop("recompute", None)
+    opts: list[str] = []
+    n = dp * 2
+    while n <= dp * MAX_DP_FACTOR:
+        mem = estimate_memory(task=task, dp=n, zero_stage=3, seq_len=seq_len, recompute="full", **kwargs)
+        if mem.fits:
+            opts.append(
+                f"--dp {n} --zero 3 --recompute full: {mem.per_gpu_gib:.1f} GiB of {mem.capacity_gib:.1f} GiB"
+            )
+            break
+        n *= 2
+    z = 3 if dp > 1 else zero_stage  # ZeRO shards over data-parallel ranks only
+    s = seq_len // 2
+    while s >= MIN_HINT_SEQ_LEN:
+        mem = estimate_memory(task=task, dp=dp, zero_stage=z, seq_len=s, recompute="full", **kwargs)
+        if mem.fits:
+            zero = f" --zero {z}" if z else ""
+            opts.append(
+                f"--seq-len {s}{zero} --recompute full on these GPUs: {mem.per_gpu_gib:.1f} GiB of "
+                f"{mem.capacity_gib:.1f} GiB"
+            )
+            break
+        s //= 2
+    return "fits with " + ", or with ".join(opts) if opts else None
+
+
+#: the largest tensor-parallel degree the serving hint tries: one 8-GPU node (vLLM distributed-serving docs:
+#: tensor parallel within a node, pipeline parallel across nodes)
+MAX_HINT_TP = 8
+#: lower weight precisions the serving hint tries (vLLM/TRT-LLM fp8 checkpoints; AWQ/GPTQ int4)
+SERVE_LIGHTER = ("fp8", "int4")
+
+
+def serving_hint(*, task: str, tp: int, precision: str, **kwargs: Any) -> str | None:
+    """A verified way to fit a served (or loaded) model that does not fit: the smallest tensor-parallel
+    degree (doubling, up to one node) at which it fits, and a lower weight precision that fits at the TP
+    given; None when neither does. ``kwargs`` are the other :func:`estimate_memory` arguments."""
+    from gpufleet.errors import GpufleetError
+
+    def fits(t: int, p: str) -> MemoryEstimate | None:
+        try:
+            mem = estimate_memory(task=task, tp=t, precision=p, **kwargs)
+        except GpufleetError:
+            return None
+        return mem if mem.fits else None
+
+    opts: list[str] = []
+    t = tp * 2
+    while t <= MAX_HINT_TP:
+        if (m := fits(t, precision)) is not None:
+            opts.append(f"--tp {t}: {m.per_gpu_gib:.1f} GiB of {m.capacity_gib:.1f} GiB")
+            break
+        t *= 2
+    order = (
+        SERVE_LIGHTER[SERVE_LIGHTER.index(precision) + 1 :] if precision in SERVE_LIGHTER else SERVE_LIGHTER
+    )
+    for p in order:
+        if (m := fits(tp, p)) is not None:
+            opts.append(f"--precision {p} at TP {tp}: {m.per_gpu_gib:.1f} GiB of {m.capacity_gib:.1f} GiB")
+            break
+    return "fits with " + ", or with ".join(opts) if opts else None
+
+
+__all__ = [
+    "RELAXATIONS",
+    "SERVE_LIGHTER",
+    "FittingOption",
+    "fitting_option",
+    "scale_out_hint",
+    "serving_hint",
+]

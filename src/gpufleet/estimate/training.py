@@ -22,6 +22,7 @@ from gpufleet.estimate.comms import (
     all_to_all_nodes_s,
     group_link,
     intra_node_link,
+    network_note,
     pcie_gb_per_s,
 )
 from gpufleet.estimate.memory import MemoryEstimate, estimate_memory, optimizer_bytes_per_param
@@ -668,6 +669,8 @@ def estimate_training(
         f"software {sw}."
     )
     notes.extend(_virtual_stage_notes(arch, layout.pp, virtual_stages))
+    if (net := network_note(spec, gpn, layout.tp * layout.pp * layout.dp * cp_deg, node_network)) is not None:
+        notes.append(net)
     if (warning := context_note(arch.id, arch.max_position_embeddings, seq_len)) is not None:
         notes.insert(0, warning)
     if global_batch < layout.dp:
