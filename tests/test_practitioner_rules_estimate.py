@@ -185,3 +185,38 @@ def test_fp8_70b_concurrency_matches_kv_arithmetic() -> None:
     expected = math.floor(kv_gib * 2**30 / (8192 * per_token_gpu))
     assert abs(d["max_concurrency_per_replica"] - expected) <= 1
     assert "KV cache assumed fp8" in notes_of(d)  # the default KV precision is stated
+
+
+def test_moe_training_layout_names_expert_parallelism() -> None:
+    """An MoE training layout names its expert-parallel degree (Megatron-LM --expert-model-parallel-size; the
+    NeMo Mixtral-8x7B recipes run EP 8): Mixtral's 8 experts x 5.6B parameters cannot sit whole on each of
+    64 x 80 GB ranks with ZeRO-1 (47B x 2 B of bf16 weights alone is 93 GB), so EP > 1 must divide the 8
+    experts, and the table and JSON say which."""
+    args = ("train", "-m", "mixtral-8x7b", "-g", "h100", "--gpus", "64", "--batch", "512")
+    d = cli_json(*args)
+    assert d["fits"] is True
+    assert 47e9 * 2 / 1e9 > 80  # why EP is needed at all
+    assert d["ep"] > 1 and 8 % d["ep"] == 0 and d["dp"] % d["ep"] == 0
+    assert f"(EP {d['ep']} within DP)" in cli(*args)
+    assert f"ep={d['ep']} within dp" in notes_of(d)
+    assert cli_json("train", "-m", "llama-3.1-8b", "-g", "h100", "--gpus", "8")["ep"] == 1
+
+
+def test_matrix_unsupported_cell_says_why() -> None:
+    """`estimate matrix` of 8B across consumer cards: a T4 (Turing, compute capability 7.5) has no bf16
+    tensor cores (NVIDIA T4 datasheet; vLLM asks for --dtype half there), and the cell says so in the table
+    and in JSON, as `estimate infer` does, rather than a bare "unsupported"."""
+    res = runner.invoke(
+        app, ["estimate", "matrix", "--models", "llama-3.1-8b", "--gpus", "rtx4090,t4", "--mode", "infer"],
+        env=WIDE,
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    assert "unsupported: T4 has no hardware support for bf16" in " ".join(res.output.split())
+    res = runner.invoke(
+        app,
+        ["estimate", "matrix", "--models", "llama-3.1-8b", "--gpus", "t4", "--mode", "infer", "-f", "json"],
+        env=WIDE,
+    )
+    cell = json.loads(res.output)["grids"][0]["rows"][0]["cells"][0]
+    assert cell["status"] == "unsupported"
+    assert "bf16" in cell["reason"]

@@ -82,8 +82,11 @@ def _cell(fn: Callable[[], Cell]) -> Cell:
     """Run one estimate; refusals of this combination become the cell text (data/profile errors propagate)."""
     try:
         return fn()
-    except UnsupportedError:
-        return UNSUPPORTED, {"status": "unsupported"}
+    except UnsupportedError as exc:
+        # say why, as the single estimate does (T4: "no hardware support for bf16 compute"): a bare
+        # "unsupported" leaves the engineer guessing whether the model, the precision or the GPU is the issue
+        reason = str(exc).split(". ")[0]
+        return f"{UNSUPPORTED}: {reason}", {"status": "unsupported", "reason": reason}
     except (InputError, InfeasibleError) as exc:
         reason = str(exc).split(". ")[0]
         return "n/a: " + reason, {"status": "n/a", "reason": reason}

@@ -97,7 +97,8 @@ def inference_table(est: InferenceEstimate, title: str) -> Table:
 
 def training_table(est: TrainingEstimate, title: str) -> Table:
     t = _estimate_table(title)
-    t.add_row("parallelism", f"TP {est.tp} × PP {est.pp} × DP {est.dp}")
+    ep = f" (EP {est.ep} within DP)" if est.ep > 1 else ""
+    t.add_row("parallelism", f"TP {est.tp} × PP {est.pp} × DP {est.dp}{ep}")
     if not est.fits:
         t.add_row("[bold]verdict[/]", f"[red]{DOES_NOT_FIT}[/]")
         return t

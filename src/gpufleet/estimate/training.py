@@ -88,6 +88,9 @@ class TrainingEstimate:
     notes: tuple[str, ...]
     zero_stage: int = 1
     recompute: str = "selective"
+    #: MoE expert-parallel degree inside the DP ranks (1 for dense models): a practitioner's layout names it
+    #: (Megatron-LM --expert-model-parallel-size; NeMo Mixtral recipes EP 8)
+    ep: int = 1
 
 
 #: stacks that run Megatron's interleaved pipeline schedule (others: plain 1F1B, v = 1)
@@ -662,9 +665,11 @@ def estimate_training(
         if not offloaded.fits and not ignore_memory:
             best = None
     recompute = layout.recompute
+    ep_kept = ep if ep is not None else (default_ep(arch, layout.dp, gpn) if arch.is_moe else 1)
     notes = list(rates.notes)
     notes.append(
-        f"layout tp={layout.tp} pp={layout.pp} dp={layout.dp}, ZeRO-{layout.zero_stage}, "
+        f"layout tp={layout.tp} pp={layout.pp} dp={layout.dp}"
+        f"{f' (ep={ep_kept} within dp)' if arch.is_moe else ''}, ZeRO-{layout.zero_stage}, "
         f"{recompute} recompute, "
         f"software {sw}."
     )
@@ -683,7 +688,7 @@ def estimate_training(
         return TrainingEstimate(
             fits=False, memory=layout.memory, tp=layout.tp, pp=layout.pp, dp=layout.dp, step_time_s=None,
             tokens_per_s_per_gpu=None, tokens_per_s=None, mfu=None, time_to_train_s=None, gpu_hours=None,
-            notes=tuple(notes), zero_stage=layout.zero_stage, recompute=recompute,
+            notes=tuple(notes), zero_stage=layout.zero_stage, recompute=recompute, ep=ep_kept,
         )  # fmt: skip
     br = best[2]
     if cpu_offload:
@@ -714,7 +719,7 @@ def estimate_training(
         fits=layout.memory.fits, memory=layout.memory, tp=layout.tp, pp=layout.pp, dp=layout.dp,
         step_time_s=step_i,
         tokens_per_s_per_gpu=tok_i, tokens_per_s=tok_i.scaled(used), mfu=mfu, time_to_train_s=ttt,
-        gpu_hours=gpus_h, notes=tuple(notes), zero_stage=layout.zero_stage, recompute=recompute,
+        gpu_hours=gpus_h, notes=tuple(notes), zero_stage=layout.zero_stage, recompute=recompute, ep=ep_kept,
     )  # fmt: skip
 
 
