@@ -477,6 +477,26 @@ def read_csv_file(
 # ------------------------------------------------------------------------------------------------ writes
 
 
+def check_path_text(path: str | Path, *, what: str) -> None:
+    """:class:`InputError` for a path no file should be named: a NUL, a line break or another control
+    character (a file named ``a<newline>b.json`` breaks every listing and script that reads it), or bytes that
+    are not UTF-8 (undecodable bytes from the command line or the environment, which DuckDB and JSON cannot
+    carry)."""
+    text = str(path)
+    bad = next((c for c in text if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if bad is not None:
+        raise InputError(
+            f"The {what} path {text[:80]!r} holds the control character {bad!r}. Give a path without line "
+            "breaks, tabs or other control characters."
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(
+            f"The {what} path {text[:80]!r} holds bytes that are not UTF-8 text. Give a path in UTF-8."
+        ) from None
+
+
 def check_output_path(path: str | Path, *, what: str = "output file") -> Path:
     """``path`` as a Path if a file may be written there: a non-empty path in an existing folder that is not
     a folder, device, FIFO or other special file (an atomic write renames over the target, which would
@@ -484,6 +504,7 @@ def check_output_path(path: str | Path, *, what: str = "output file") -> Path:
     text = str(path)
     if not text.strip() or "\x00" in text or text.endswith(("/", os.sep)):
         raise InputError(f"Cannot write the {what} to {text[:80]!r}: it names no file. Give a file path.")
+    check_path_text(text, what=what)
     p = Path(text)
     try:
         st = p.stat()
@@ -514,6 +535,39 @@ def check_output_path(path: str | Path, *, what: str = "output file") -> Path:
             f"(mkdir -p {p.parent}) or give a path in an existing folder."
         )
     return p
+
+
+#: file name extension -> the output formats whose text such a file holds (others: any format may be written)
+_SUFFIX_FORMATS: dict[str, frozenset[str]] = {
+    ".json": frozenset({"json"}),
+    ".html": frozenset({"html"}),
+    ".htm": frozenset({"html"}),
+    ".md": frozenset({"markdown"}),
+    ".markdown": frozenset({"markdown"}),
+    ".csv": frozenset({"csv", "focus"}),
+    ".yaml": frozenset({"k8s", "yaml", "prometheus"}),
+    ".yml": frozenset({"k8s", "yaml", "prometheus"}),
+    ".parquet": frozenset({"parquet"}),
+}
+
+
+def check_output_suffix(path: str | Path, fmt: str, *, flag: str = "-o/--output") -> None:
+    """:class:`InputError` when ``path``'s extension names another format than ``fmt`` (``--format json -o
+    report.html`` wrote JSON into a file a browser opens as a page). Unknown extensions and none pass."""
+    suffix = Path(str(path)).suffix.lower()
+    formats = _SUFFIX_FORMATS.get(suffix)
+    if formats is None or fmt in formats:
+        return
+    wanted = sorted(formats)[0]
+    raise InputError(
+        f"{flag} {path} ends in {suffix}, the extension of {wanted} files, but --format {fmt} writes {fmt}. Pass --format "
+        f"{wanted}, or name the file for its content (e.g. {Path(str(path)).with_suffix('')}"
+        f"{_FORMAT_SUFFIX.get(fmt, '.txt')})."
+    )
+
+
+_FORMAT_SUFFIX = {"json": ".json", "html": ".html", "markdown": ".md", "csv": ".csv", "focus": ".csv",
+                  "k8s": ".yaml", "prometheus": ".yaml", "parquet": ".parquet"}  # fmt: skip
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, what: str = "output file") -> None:
@@ -572,6 +626,8 @@ __all__ = [
     "atomic_write_text",
     "check_csv_header",
     "check_output_path",
+    "check_output_suffix",
+    "check_path_text",
     "check_top_level",
     "check_user_path",
     "csv_header_hint",
