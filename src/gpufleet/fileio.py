@@ -560,9 +560,9 @@ def check_output_suffix(path: str | Path, fmt: str, *, flag: str = "-o/--output"
         return
     wanted = sorted(formats)[0]
     raise InputError(
-        f"{flag} {path} ends in {suffix}, the extension of {wanted} files, but --format {fmt} writes {fmt}. Pass --format "
-        f"{wanted}, or name the file for its content (e.g. {Path(str(path)).with_suffix('')}"
-        f"{_FORMAT_SUFFIX.get(fmt, '.txt')})."
+        f"{flag} {path} ends in {suffix}, the extension of {wanted} files, but --format {fmt} writes "
+        f"{fmt}. Pass --format {wanted}, or name the file for its content (e.g. "
+        f"{Path(str(path)).with_suffix('')}{_FORMAT_SUFFIX.get(fmt, '.txt')})."
     )
 
 

@@ -382,8 +382,9 @@ def write_parquet(path: Path, columns: Sequence[str], rows: Sequence[Sequence[An
         raise UnsupportedError("Parquet output needs pyarrow: pip install 'gpufleet[parquet]'.") from None
     import io
 
-    from gpufleet.fileio import atomic_write_bytes
+    from gpufleet.fileio import atomic_write_bytes, check_output_suffix
 
+    check_output_suffix(path, "parquet", flag="--parquet")
     table = pa.table({c: [r[k] for r in rows] for k, c in enumerate(columns)})
     buf = io.BytesIO()
     pq.write_table(table, buf)
