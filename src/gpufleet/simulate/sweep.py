@@ -286,9 +286,10 @@ def run_sweep(
 ) -> SweepResult:
     """Run every configuration of ``spec`` (module doc); ``progress(done, total)`` after each run."""
     if parquet:
-        from gpufleet.fileio import check_output_path
+        from gpufleet.fileio import check_output_path, check_output_suffix
 
         check_output_path(parquet, what="Parquet file (--parquet)")  # before the runs, not after them
+        check_output_suffix(parquet, "parquet", flag="--parquet")
     if engine not in ENGINES:
         raise InputError(f"engine {engine!r} is unknown. Allowed: {', '.join(ENGINES)}.")
     check_sweep_spec(spec)
