@@ -657,7 +657,7 @@ def _check_value(name: str, annotation: object, value: Any, *, required: bool = 
 
 @functools.cache
 def _signature(fn: Callable[..., Any]) -> tuple[tuple[str, object, bool, bool], ...]:
-    """(name, annotation text, positional, no blank text) per parameter of ``fn``."""
+    """(name, annotation text, positional, required) per parameter of ``fn``."""
     import inspect
 
     out = []
@@ -665,9 +665,7 @@ def _signature(fn: Callable[..., Any]) -> tuple[tuple[str, object, bool, bool], 
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             continue
         positional = p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
-        # a blank text is refused where a value must be given or None means "the default": objective=""
-        # read as the default objective; a parameter whose default is a text may take ""
-        out.append((p.name, p.annotation, positional, p.default is p.empty or p.default is None))
+        out.append((p.name, p.annotation, positional, p.default is p.empty))
     return tuple(out)
 
 

@@ -250,7 +250,7 @@ API: list[tuple[str, Callable[[], object], type[GpufleetError], list[str]]] = [
     ("offers-blank", lambda: g.load_offers(""), InputError, ["user_catalogs", "single text"]),
     ("model-blank", lambda: g.resolve_model(" "), InputError, ["name_or_path", "blank"]),
     ("price-kind-none", lambda: g.prices_usd_per_hour(g.load_offers(), None), InputError, ["kind"]),  # type: ignore[arg-type]
-    ("recommend-objective-blank", lambda: g.recommend(W, objective=""), InputError, ["objective", "blank"]),
+    ("recommend-objective-blank", lambda: g.recommend(W, objective=""), InputError, ["objective", "allowed"]),
     ("recommend-limit-true", lambda: g.recommend(W, limit=True), InputError, ["limit", "boolean"]),
     ("recommend-blank-path", lambda: g.recommend(""), InputError, ["workload", "blank"]),
     ("workload-providers-str", _workload(providers="aws"), InputError, ["providers", "letter by letter"]),
