@@ -537,37 +537,36 @@ def check_output_path(path: str | Path, *, what: str = "output file") -> Path:
     return p
 
 
-#: file name extension -> the output formats whose text such a file holds (others: any format may be written)
-_SUFFIX_FORMATS: dict[str, frozenset[str]] = {
-    ".json": frozenset({"json"}),
-    ".html": frozenset({"html"}),
-    ".htm": frozenset({"html"}),
-    ".md": frozenset({"markdown"}),
-    ".markdown": frozenset({"markdown"}),
-    ".csv": frozenset({"csv", "focus"}),
-    ".yaml": frozenset({"k8s", "yaml", "prometheus"}),
-    ".yml": frozenset({"k8s", "yaml", "prometheus"}),
-    ".parquet": frozenset({"parquet"}),
+#: file name extension -> (what such a file holds, the output formats that write it); other extensions: any
+_SUFFIX_FORMATS: dict[str, tuple[str, frozenset[str]]] = {
+    ".json": ("JSON", frozenset({"json"})),
+    ".html": ("HTML", frozenset({"html"})),
+    ".htm": ("HTML", frozenset({"html"})),
+    ".md": ("Markdown", frozenset({"markdown"})),
+    ".markdown": ("Markdown", frozenset({"markdown"})),
+    ".csv": ("CSV", frozenset({"csv", "focus"})),
+    ".yaml": ("YAML", frozenset({"k8s", "yaml", "prometheus"})),
+    ".yml": ("YAML", frozenset({"k8s", "yaml", "prometheus"})),
+    ".parquet": ("Parquet", frozenset({"parquet"})),
 }
+_FORMAT_SUFFIX = {"json": ".json", "html": ".html", "markdown": ".md", "csv": ".csv", "focus": ".csv",
+                  "k8s": ".yaml", "prometheus": ".yaml", "parquet": ".parquet"}  # fmt: skip
 
 
 def check_output_suffix(path: str | Path, fmt: str, *, flag: str = "-o/--output") -> None:
-    """:class:`InputError` when ``path``'s extension names another format than ``fmt`` (``--format json -o
-    report.html`` wrote JSON into a file a browser opens as a page). Unknown extensions and none pass."""
+    """:class:`InputError` when ``path`` cannot be written (:func:`check_output_path`, reported first) or its
+    extension names another format than ``fmt`` (``--format json -o report.html`` wrote JSON into a file a
+    browser opens as a page). Unknown extensions and none pass."""
+    check_output_path(path, what=f"output file ({flag})")
     suffix = Path(str(path)).suffix.lower()
-    formats = _SUFFIX_FORMATS.get(suffix)
-    if formats is None or fmt in formats:
+    kind, formats = _SUFFIX_FORMATS.get(suffix, ("", frozenset()))
+    if not formats or fmt in formats:
         return
-    wanted = sorted(formats)[0]
+    better = f"{Path(str(path)).with_suffix('')}{_FORMAT_SUFFIX.get(fmt, '.txt')}"
     raise InputError(
-        f"{flag} {path} ends in {suffix}, the extension of {wanted} files, but --format {fmt} writes "
-        f"{fmt}. Pass --format {wanted}, or name the file for its content (e.g. "
-        f"{Path(str(path)).with_suffix('')}{_FORMAT_SUFFIX.get(fmt, '.txt')})."
+        f"{flag} {path} ends in {suffix}, the extension of {kind} files, but --format {fmt} writes "
+        f"{fmt}. Name the file for its content (e.g. {better}), or pick the --format its name says."
     )
-
-
-_FORMAT_SUFFIX = {"json": ".json", "html": ".html", "markdown": ".md", "csv": ".csv", "focus": ".csv",
-                  "k8s": ".yaml", "prometheus": ".yaml", "parquet": ".parquet"}  # fmt: skip
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, what: str = "output file") -> None:

@@ -97,11 +97,6 @@ def register(app: typer.Typer) -> None:
             raise InputError(
                 "--format skypilot writes one file per placement: give a folder with -o/--output."
             )
-        if output is not None and fmt is not PlanFormat.skypilot:  # before the solve, not after it
-            from gpufleet.fileio import check_output_path, check_output_suffix
-
-            check_output_suffix(output, fmt.value)
-            check_output_path(output)
         start = _period(period)
         if image and (not image.strip() or any(c.isspace() or not c.isprintable() for c in image)):
             raise InputError(
@@ -122,6 +117,10 @@ def register(app: typer.Typer) -> None:
             )
         fleet = read_fleet_file(fleet_file)
         offers = load_offers(catalog) if catalog else None
+        if output is not None and fmt is not PlanFormat.skypilot:  # after the inputs, before the solve
+            from gpufleet.fileio import check_output_suffix
+
+            check_output_suffix(output, fmt.value)
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),

@@ -289,7 +289,8 @@ def run_sweep(
         from gpufleet.fileio import check_output_path, check_output_suffix
 
         check_output_path(parquet, what="Parquet file (--parquet)")  # before the runs, not after them
-        check_output_suffix(parquet, "parquet", flag="--parquet")
+        if not Path(parquet).exists():  # an existing file may be an input: named as such at the write
+            check_output_suffix(parquet, "parquet", flag="--parquet")
     if engine not in ENGINES:
         raise InputError(f"engine {engine!r} is unknown. Allowed: {', '.join(ENGINES)}.")
     check_sweep_spec(spec)
