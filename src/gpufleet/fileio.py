@@ -553,11 +553,13 @@ _FORMAT_SUFFIX = {"json": ".json", "html": ".html", "markdown": ".md", "csv": ".
                   "k8s": ".yaml", "prometheus": ".yaml", "parquet": ".parquet"}  # fmt: skip
 
 
-def check_output_suffix(path: str | Path, fmt: str, *, flag: str = "-o/--output") -> None:
+def check_output_suffix(
+    path: str | Path, fmt: str, *, flag: str = "-o/--output", what: str | None = None
+) -> None:
     """:class:`InputError` when ``path`` cannot be written (:func:`check_output_path`, reported first) or its
     extension names another format than ``fmt`` (``--format json -o report.html`` wrote JSON into a file a
     browser opens as a page). Unknown extensions and none pass."""
-    check_output_path(path, what=f"output file ({flag})")
+    check_output_path(path, what=what or f"output file ({flag})")
     suffix = Path(str(path)).suffix.lower()
     kind, formats = _SUFFIX_FORMATS.get(suffix, ("", frozenset()))
     if not formats or fmt in formats:
