@@ -28,6 +28,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from gpufleet.errors import ConfigFileError
+from gpufleet.validation import checked_arguments
+
 __all__ = ["AWSGPUMigrationAnalyzer", "ModelSize", "WorkloadType", "main"]
 
 
@@ -60,6 +63,7 @@ def _key(value: Any) -> str:
 class AWSGPUMigrationAnalyzer:
     """Migration analysis for the optimizer's workloads, answered by gpufleet (all providers it knows)."""
 
+    @checked_arguments("optimizer set-up")
     def __init__(self, config_dir: str | Path = "config") -> None:
         from gpufleet.catalog.offers import load_offers
         from gpufleet.fileio import load_structured_file
@@ -67,6 +71,17 @@ class AWSGPUMigrationAnalyzer:
         from gpufleet.recommend.scenarios import load_scenarios
 
         self.config_dir = Path(config_dir)
+        if self.config_dir.exists() and not self.config_dir.is_dir():
+            raise ConfigFileError(
+                f"The optimizer's config folder {self.config_dir} is a file. Pass the folder that holds "
+                "gpu_instances.json, model_config.json and workloads.json."
+            )
+        if str(config_dir) != "config" and not self.config_dir.exists():  # the default may be absent
+            raise ConfigFileError(
+                f"The optimizer's config folder {self.config_dir} does not exist, so its files would be "
+                "silently skipped. Pass the folder that holds gpu_instances.json, model_config.json and "
+                "workloads.json, or leave config_dir out for the shipped workloads."
+            )
         files = {n: self.config_dir / f"{n}.json" for n in ("gpu_instances", "model_config", "workloads")}
         self._model_sizes: dict[str, Mapping[str, Any]] = {}
         self._models: dict[str, str] = {}
@@ -87,6 +102,7 @@ class AWSGPUMigrationAnalyzer:
         self._offers = load_offers(catalogs)
 
     # --- the optimizer's API -------------------------------------------------------------------------
+    @checked_arguments("workload listing")
     def list_available_workloads(self) -> dict[str, str]:
         """Print (and return) every workload id with its description, then the workload sets."""
         out = {name: w.description for name, w in self.workloads.items()}
@@ -98,6 +114,7 @@ class AWSGPUMigrationAnalyzer:
             print(f"  {name}: {', '.join(ids)}")
         return out
 
+    @checked_arguments("workload run")
     def run_workload_by_id(self, workload_id: str) -> str:
         """Analyse one workload (id from workloads.json or gpufleet's scenarios); print, return the report."""
         from gpufleet.errors import UnknownNameError
@@ -108,6 +125,7 @@ class AWSGPUMigrationAnalyzer:
         print(report)
         return report
 
+    @checked_arguments("workload-set run")
     def run_workload_set(self, set_name: str) -> list[str]:
         """Analyse every workload of a set; print and return the reports."""
         from gpufleet.errors import UnknownNameError
@@ -116,6 +134,7 @@ class AWSGPUMigrationAnalyzer:
             raise UnknownNameError("workload set", set_name, self.workload_sets)
         return [self.run_workload_by_id(i) for i in self.workload_sets[set_name]]
 
+    @checked_arguments("migration report")
     def generate_migration_report(
         self,
         current_instance: str,
@@ -144,6 +163,7 @@ class AWSGPUMigrationAnalyzer:
         data = gfo_entry_to_dict(entry, source=source, name=name, models=self._models)
         return self._report(workload_from_dict(data, source=source, entry=name))
 
+    @checked_arguments("model size lookup")
     def get_model_size_gb(self, model_size: ModelSize | str, precision: str = "fp16") -> float:
         """Weights of a size class in GB (1e9 bytes), as the optimizer computes it: parameter_count_billion
         (model_config.json, else the class's nominal count) x the optimizer's nominal bytes per parameter

@@ -21,9 +21,10 @@ from pathlib import Path
 
 def cache_dir() -> Path:
     """The user cache directory (not created here). Blank values are unset (a cache is never an error);
-    ``XDG_CACHE_HOME`` counts only when absolute (XDG Base Directory specification)."""
+    ``GPUFLEET_CACHE_DIR`` and ``XDG_CACHE_HOME`` count only when absolute (XDG Base Directory specification):
+    a relative value, or one with spaces around it, made a cache folder in every working directory."""
     own = os.environ.get("GPUFLEET_CACHE_DIR", "")
-    if own.strip():
+    if own.strip() and own == own.strip() and Path(own).expanduser().is_absolute():
         return Path(own).expanduser()
     xdg = os.environ.get("XDG_CACHE_HOME", "")
     if xdg.strip() and Path(xdg).expanduser().is_absolute():

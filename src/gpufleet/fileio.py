@@ -477,6 +477,26 @@ def read_csv_file(
 # ------------------------------------------------------------------------------------------------ writes
 
 
+def check_path_text(path: str | Path, *, what: str) -> None:
+    """:class:`InputError` for a path no file should be named: a NUL, a line break or another control
+    character (a file named ``a<newline>b.json`` breaks every listing and script that reads it), or bytes that
+    are not UTF-8 (undecodable bytes from the command line or the environment, which DuckDB and JSON cannot
+    carry)."""
+    text = str(path)
+    bad = next((c for c in text if ord(c) < 0x20 or ord(c) == 0x7F), None)
+    if bad is not None:
+        raise InputError(
+            f"The {what} path {text[:80]!r} holds the control character {bad!r}. Give a path without line "
+            "breaks, tabs or other control characters."
+        )
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(
+            f"The {what} path {text[:80]!r} holds bytes that are not UTF-8 text. Give a path in UTF-8."
+        ) from None
+
+
 def check_output_path(path: str | Path, *, what: str = "output file") -> Path:
     """``path`` as a Path if a file may be written there: a non-empty path in an existing folder that is not
     a folder, device, FIFO or other special file (an atomic write renames over the target, which would
@@ -484,6 +504,7 @@ def check_output_path(path: str | Path, *, what: str = "output file") -> Path:
     text = str(path)
     if not text.strip() or "\x00" in text or text.endswith(("/", os.sep)):
         raise InputError(f"Cannot write the {what} to {text[:80]!r}: it names no file. Give a file path.")
+    check_path_text(text, what=what)
     p = Path(text)
     try:
         st = p.stat()
@@ -514,6 +535,40 @@ def check_output_path(path: str | Path, *, what: str = "output file") -> Path:
             f"(mkdir -p {p.parent}) or give a path in an existing folder."
         )
     return p
+
+
+#: file name extension -> (what such a file holds, the output formats that write it); other extensions: any
+_SUFFIX_FORMATS: dict[str, tuple[str, frozenset[str]]] = {
+    ".json": ("JSON", frozenset({"json"})),
+    ".html": ("HTML", frozenset({"html"})),
+    ".htm": ("HTML", frozenset({"html"})),
+    ".md": ("Markdown", frozenset({"markdown"})),
+    ".markdown": ("Markdown", frozenset({"markdown"})),
+    ".csv": ("CSV", frozenset({"csv", "focus"})),
+    ".yaml": ("YAML", frozenset({"k8s", "yaml", "prometheus"})),
+    ".yml": ("YAML", frozenset({"k8s", "yaml", "prometheus"})),
+    ".parquet": ("Parquet", frozenset({"parquet"})),
+}
+_FORMAT_SUFFIX = {"json": ".json", "html": ".html", "markdown": ".md", "csv": ".csv", "focus": ".csv",
+                  "k8s": ".yaml", "prometheus": ".yaml", "parquet": ".parquet"}  # fmt: skip
+
+
+def check_output_suffix(
+    path: str | Path, fmt: str, *, flag: str = "-o/--output", what: str | None = None
+) -> None:
+    """:class:`InputError` when ``path`` cannot be written (:func:`check_output_path`, reported first) or its
+    extension names another format than ``fmt`` (``--format json -o report.html`` wrote JSON into a file a
+    browser opens as a page). Unknown extensions and none pass."""
+    check_output_path(path, what=what or f"output file ({flag})")
+    suffix = Path(str(path)).suffix.lower()
+    kind, formats = _SUFFIX_FORMATS.get(suffix, ("", frozenset()))
+    if not formats or fmt in formats:
+        return
+    better = f"{Path(str(path)).with_suffix('')}{_FORMAT_SUFFIX.get(fmt, '.txt')}"
+    raise InputError(
+        f"{flag} {path} ends in {suffix}, the extension of {kind} files, but --format {fmt} writes "
+        f"{fmt}. Name the file for its content (e.g. {better}), or pick the --format its name says."
+    )
 
 
 def atomic_write_bytes(path: Path, data: bytes, *, what: str = "output file") -> None:
@@ -572,6 +627,8 @@ __all__ = [
     "atomic_write_text",
     "check_csv_header",
     "check_output_path",
+    "check_output_suffix",
+    "check_path_text",
     "check_top_level",
     "check_user_path",
     "csv_header_hint",

@@ -166,6 +166,8 @@ def check_count(
         if allow_none:
             return None
         raise InputError(f"{label} is required: pass a whole number >= {minimum}.")
+    if _is_integer(value):
+        value = int(value)  # type: ignore[call-overload]  # numpy integers are whole numbers too
     if isinstance(value, bool) or not isinstance(value, int):
         if isinstance(value, float) and math.isfinite(value) and value.is_integer():
             value = int(value)
@@ -197,12 +199,14 @@ def check_number(
         if allow_none:
             return None
         raise InputError(f"{label} is required: pass a finite number.")
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if _is_bool(value) or not _is_real(value):
         raise InputError(f"{label} must be a number, got {value!r}.")
     try:
-        x = float(value)
+        x = float(value)  # type: ignore[arg-type]  # a real number (checked above)
     except OverflowError:
         x = math.inf
+    except ValueError:  # Decimal('sNaN')
+        x = math.nan
     if not math.isfinite(x):
         raise InputError(
             f"{label} must be a finite number, got {value!r} (NaN and infinity are not allowed)."
@@ -489,6 +493,7 @@ def _guarded(fn: Callable[..., Any], what: str, args: tuple[Any, ...], kwargs: d
     above caught becomes an :class:`InputError` naming them."""
     token = _DEPTH.set(True)
     try:
+        args, kwargs = check_argument_types(fn, args, kwargs)
         return fn(*args, **kwargs)
     except GpufleetError:
         raise
@@ -539,6 +544,167 @@ def checked_arguments(what: str) -> Callable[[F], F]:
     return wrap
 
 
+# --------------------------------------------------------------------------------------------- argument types
+# A public function's annotations say what each argument is; Python checks none of them, and duck typing reads
+# a wrong type as something else: ``ignore_memory="no"`` is true, ``zero_stage=True`` is stage 1, a text where
+# a list of names is wanted iterates its characters ("aws" -> providers a, w, s). The checks below read the
+# annotation text (``from __future__ import annotations`` keeps it a string) and refuse such values by name.
+
+_NUMPY_BOOL_NAMES = frozenset({"bool", "bool_"})
+
+
+def _is_bool(value: object) -> bool:
+    """True for True/False and numpy's bool scalars (not a Python int subclass)."""
+    return isinstance(value, bool) or (
+        type(value).__module__ == "numpy" and type(value).__name__ in _NUMPY_BOOL_NAMES
+    )
+
+
+def _is_integer(value: object) -> bool:
+    """A whole-number type other than bool: int and numpy integers (numbers.Integral)."""
+    import numbers
+
+    return isinstance(value, numbers.Integral) and not _is_bool(value)
+
+
+def _is_real(value: object) -> bool:
+    """A real-number type other than bool: int, float, numpy numbers, Decimal and Fraction."""
+    import decimal
+    import numbers
+
+    return isinstance(value, numbers.Real | decimal.Decimal) and not _is_bool(value)
+
+
+_SEQUENCES = ("Sequence[", "list[", "tuple[", "Iterable[", "Collection[", "set[", "frozenset[")
+
+
+@functools.cache
+def _annotation_parts(text: str) -> frozenset[str]:
+    """The members of a union annotation, split at the top level (``Sequence[Path | str] | None`` -> two)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "[") - (ch == "]")
+        if ch == "|" and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return frozenset(p.strip() for p in parts)
+
+
+def _check_value(name: str, annotation: object, value: Any, *, required: bool = False) -> Any:
+    """``value`` for the argument or field ``name`` annotated ``annotation`` (text), normalised (numpy and
+    Decimal numbers -> int/float), else :class:`InputError` naming ``name``. Annotations other than plain
+    bool/int/float/str and tuples of them pass unchecked."""
+    if not isinstance(annotation, str):
+        return value
+    parts = _annotation_parts(annotation)
+    if value is None:
+        if "None" in parts or "Any" in parts:
+            return None
+        raise InputError(f"{name} is required (got None). Pass a value; see the docstring for its type.")
+    if "Any" in parts:
+        return value
+    kinds = parts - {"None"}
+    if isinstance(value, str) and not value.strip() and any(k.endswith("Path") for k in kinds):
+        raise InputError(  # Path("") is the working directory: "the file . is a directory" said nothing
+            f"{name} is the blank text {value!r}, which names no file. Pass a path or a name."
+        )
+    if isinstance(value, str | bytes) and kinds and all(k.startswith(_SEQUENCES) for k in kinds):
+        raise InputError(
+            f"{name} must be a list of values such as [{value!r}], got the single text {str(value)[:60]!r} "
+            "(a text would be read letter by letter)."
+        )
+    if kinds == {"bool"}:
+        if not _is_bool(value):
+            raise InputError(
+                f"{name} must be True or False, got {value!r} (a text such as 'no' would read as true). "
+                "Pass a boolean."
+            )
+        return bool(value)
+    if kinds == {"str"}:
+        if not isinstance(value, str):
+            raise InputError(f"{name} must be a text, got {type(value).__name__} {str(value)[:60]!r}.")
+        if required and not value.strip():
+            raise InputError(f"{name} is blank; it names nothing. Pass a value.")
+        return value
+    if kinds in ({"int"}, {"float"}, {"int", "float"}):
+        if _is_bool(value):
+            raise InputError(f"{name} must be a number, got the boolean {value!r}. Pass a number.")
+        if "float" in kinds and _is_real(value):
+            try:
+                x = float(value)
+            except (OverflowError, ValueError):  # a huge int; Decimal('sNaN')
+                x = math.nan
+            if not math.isfinite(x):
+                raise InputError(
+                    f"{name} must be a finite number, got {value!r} (NaN and infinity are not allowed)."
+                )
+            return x if not isinstance(value, int) else value
+        if _is_integer(value):
+            return int(value)
+        return value  # floats and others for an int: the function's own check names them
+    if kinds in ({"tuple[str, ...]"}, {"tuple[int, ...]"}, {"tuple[tuple[str, ...], ...]"}):
+        if isinstance(value, str | bytes) or not isinstance(value, tuple | list):
+            raise InputError(
+                f"{name} must be a list of values such as ({value!r},), got the single "
+                f"{type(value).__name__} {str(value)[:60]!r}"
+                + (" (a text would be read letter by letter)." if isinstance(value, str) else ".")
+            )
+        inner = next(iter(kinds))[len("tuple[") : -len(", ...]")]
+        return tuple(_check_value(f"{name}[{i}]", inner, v, required=True) for i, v in enumerate(value))
+    return value
+
+
+@functools.cache
+def _signature(fn: Callable[..., Any]) -> tuple[tuple[str, object, bool, bool], ...]:
+    """(name, annotation text, positional, required) per parameter of ``fn``."""
+    import inspect
+
+    out = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            continue
+        positional = p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        out.append((p.name, p.annotation, positional, p.default is p.empty))
+    return tuple(out)
+
+
+def check_argument_types(
+    fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """``args`` and ``kwargs`` for ``fn`` checked against its bool/int/float/str annotations (see
+    :func:`_check_value`); numpy and Decimal numbers come back as int/float."""
+    params = _signature(fn)
+    new_args = list(args)
+    positional = [p for p in params if p[2]]
+    for i, value in enumerate(args[: len(positional)]):
+        name, annotation, _, required = positional[i]
+        new_args[i] = _check_value(name, annotation, value, required=required)
+    by_name = {p[0]: p for p in params}
+    new_kwargs = dict(kwargs)
+    for key, value in kwargs.items():
+        if key in by_name:
+            _, annotation, _, required = by_name[key]
+            new_kwargs[key] = _check_value(key, annotation, value, required=required)
+    return tuple(new_args), new_kwargs
+
+
+def check_dataclass_fields(obj: Any, *, what: str) -> Any:
+    """``obj`` (a dataclass instance built by the caller, not by a gpufleet reader) with each field checked
+    against its annotation as :func:`check_argument_types` checks arguments; numbers must also be >= 0.
+    Returns ``obj``, or a copy with numpy/Decimal numbers made int/float."""
+    changes: dict[str, Any] = {}
+    for f in dataclasses.fields(obj):
+        value = getattr(obj, f.name)
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        new = _check_value(f"{what} field {f.name}", f.type, value, required=required)
+        if isinstance(new, int | float) and not isinstance(new, bool) and new < 0:
+            raise InputError(f"{what} field {f.name} must be >= 0, got {value!r}.")
+        if type(new) is not type(value) or new != value:
+            changes[f.name] = new
+    return dataclasses.replace(obj, **changes) if changes else obj
+
+
 __all__ = [
     "MAXIMA",
     "MAX_BATCH",
@@ -554,8 +720,10 @@ __all__ = [
     "MAX_TIME_LIMIT_S",
     "MAX_TRAIN_TOKENS",
     "MAX_USD",
+    "check_argument_types",
     "check_context",
     "check_count",
+    "check_dataclass_fields",
     "check_number",
     "check_outputs",
     "check_train_tokens",

@@ -117,6 +117,10 @@ def register(app: typer.Typer) -> None:
             )
         fleet = read_fleet_file(fleet_file)
         offers = load_offers(catalog) if catalog else None
+        if output is not None and fmt is not PlanFormat.skypilot:  # after the inputs, before the solve
+            from gpufleet.fileio import check_output_suffix
+
+            check_output_suffix(output, fmt.value)
         with Progress(
             TextColumn("{task.description}"),
             BarColumn(),

@@ -88,8 +88,9 @@ def emit(result: Result, fmt: Format, output: Path | None, assumptions: Sequence
         if output is None:
             typer.echo(text, nl=False)
             return
-    from gpufleet.fileio import atomic_write_text
+    from gpufleet.fileio import atomic_write_text, check_output_suffix
 
+    check_output_suffix(output, fmt.value, what="report file (-o/--output)")
     atomic_write_text(output, text, what="report file (-o/--output)")
     err_console.print(f"Report written to {output}", highlight=False)
 

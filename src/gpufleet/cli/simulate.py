@@ -29,11 +29,13 @@ SeedOpt = Annotated[int, typer.Option("--seed", help="Random seed: the same seed
 
 
 def _emit(result: Any, fmt: Format, output: Path | None) -> None:
-    from gpufleet.fileio import atomic_write_text
+    from gpufleet.fileio import atomic_write_text, check_output_suffix
     from gpufleet.report.simulation import render_simulation, render_simulation_terminal
 
     if fmt is Format.html and output is None:
         output = DEFAULT_HTML_FILE
+    if output is not None:
+        check_output_suffix(output, fmt.value)
     if fmt is Format.table:
         renderable = render_simulation_terminal(result)
         if output is None:

@@ -69,7 +69,11 @@ def _time(text: str | None, flag: str) -> datetime | None:
     return dt if dt.tzinfo else dt.replace(tzinfo=UTC)
 
 
-def _emit(text: str, output: Path | None) -> None:
+def _emit(text: str, output: Path | None, fmt: str | None = None) -> None:
+    if output is not None and fmt is not None:
+        from gpufleet.fileio import check_output_suffix
+
+        check_output_suffix(output, fmt)
     if output is None:
         console.print(text, markup=False, highlight=False, soft_wrap=True)
     else:
@@ -251,7 +255,7 @@ def report(
         if signal == "gpu_util_pct":
             heat = [(t, v / 100) for t, v in heat]
         text = rt.render_findings_html(ff, s, heat)
-    _emit(text, output)
+    _emit(text, output, fmt.value)
 
 
 @app.command()
@@ -307,7 +311,7 @@ def alerts(
                 g.cost.price_usd_per_gpu_hour for g in ff.gpus if g.cost.price_usd_per_gpu_hour is not None
             ]
             price = sum(prices) / len(prices) if prices else None
-        _emit(prometheus_rules(rs, price_usd_per_gpu_hour=price), output)
+        _emit(prometheus_rules(rs, price_usd_per_gpu_hour=price), output, "prometheus")
         return
     if fmt == Format.table and output is not None:
         raise InputError(
@@ -322,9 +326,10 @@ def alerts(
         _emit(
             rt.to_json("telemetry_alerts", {"window": window, "rules": list(rs), "events": list(events)}),
             output,
+            "json",
         )
     elif fmt == Format.markdown:
-        _emit(rt._md_table(rt.ALERT_COLUMNS, rows), output)
+        _emit(rt._md_table(rt.ALERT_COLUMNS, rows), output, "markdown")
     elif fmt == Format.csv:
         import csv
         import io
@@ -333,7 +338,7 @@ def alerts(
         w = csv.writer(buf, lineterminator="\n")
         w.writerow(rt.ALERT_COLUMNS)
         w.writerows(rows)
-        _emit(buf.getvalue(), output)
+        _emit(buf.getvalue(), output, "csv")
     elif fmt == Format.table:
         t = Table(title=f"Alerts ({len(events)} events, {len(rs)} rules)")
         for c in rt.ALERT_COLUMNS:

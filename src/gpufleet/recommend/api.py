@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from gpufleet.catalog.offers import OfferTable, load_offers
 from gpufleet.cost.spot import SpotAssumption, load_spot_assumptions
@@ -53,7 +53,10 @@ def as_workload(workload: Workload | Mapping[str, Any] | str | Path | None, **fi
             raise InputError(
                 "Pass either a Workload or keyword fields, not both; build a new Workload instead."
             )
-        return workload
+        from gpufleet.validation import check_dataclass_fields
+
+        # built by the caller, not by the validated reader: a text for a list, a NaN or a bool is named here
+        return cast(Workload, check_dataclass_fields(workload, what="Workload"))
     if isinstance(workload, (str, Path)):
         loaded = read_workload_file(workload)
         if len(loaded) != 1:

@@ -242,7 +242,7 @@ def recommend_on(
     ``gpufleet.recommend``: the hundreds of estimates made inside are nested calls and skip their own
     output checks (a third of the engine's time when each was checked), what is reported is checked here.
     """
-    obj = check_objective(objective or w.objective)
+    obj = check_objective(w.objective if objective is None else objective)  # "" is refused, not the default
     check_max_risk(w.max_risk)
     considered = int(priced_mask(table, w).sum())
     cs = build_candidates(table, w, est, spot, host_rules)

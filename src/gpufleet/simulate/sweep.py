@@ -286,9 +286,11 @@ def run_sweep(
 ) -> SweepResult:
     """Run every configuration of ``spec`` (module doc); ``progress(done, total)`` after each run."""
     if parquet:
-        from gpufleet.fileio import check_output_path
+        from gpufleet.fileio import check_output_path, check_output_suffix
 
         check_output_path(parquet, what="Parquet file (--parquet)")  # before the runs, not after them
+        if not Path(parquet).exists():  # an existing file may be an input: named as such at the write
+            check_output_suffix(parquet, "parquet", flag="--parquet")
     if engine not in ENGINES:
         raise InputError(f"engine {engine!r} is unknown. Allowed: {', '.join(ENGINES)}.")
     check_sweep_spec(spec)
@@ -382,8 +384,9 @@ def write_parquet(path: Path, columns: Sequence[str], rows: Sequence[Sequence[An
         raise UnsupportedError("Parquet output needs pyarrow: pip install 'gpufleet[parquet]'.") from None
     import io
 
-    from gpufleet.fileio import atomic_write_bytes
+    from gpufleet.fileio import atomic_write_bytes, check_output_suffix
 
+    check_output_suffix(path, "parquet", flag="--parquet")
     table = pa.table({c: [r[k] for r in rows] for k, c in enumerate(columns)})
     buf = io.BytesIO()
     pq.write_table(table, buf)

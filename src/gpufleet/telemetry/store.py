@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from gpufleet.errors import ConfigFileError, InputError
-from gpufleet.fileio import atomic_write_text
+from gpufleet.fileio import atomic_write_text, check_path_text
 from gpufleet.telemetry.schema import (
     LABEL_COLUMNS,
     IngestReport,
@@ -75,6 +75,16 @@ class PartInfo:
     max_ts_us: int
 
 
+def _sql_text(path: str | Path) -> str:
+    """``path`` as a DuckDB string literal, quotes doubled (a store under ``it's`` was a SQL syntax error)."""
+    return "'" + str(path).replace("'", "''") + "'"
+
+
+def _sql_list(paths: Sequence[str]) -> str:
+    """``paths`` as a DuckDB list of string literals (Python's repr quotes ``it's`` with ", an identifier)."""
+    return "[" + ", ".join(_sql_text(p) for p in paths) + "]"
+
+
 class TelemetryStore:
     """A telemetry store directory (created on first ingest)."""
 
@@ -85,6 +95,7 @@ class TelemetryStore:
                 f"{str(root)[:60]!r}. Pass the store's directory, or None for the default one."
             )
         self.root = Path(root) if root is not None else default_store_dir()
+        check_path_text(self.root, what="telemetry store (--store)")
         if self.root.exists() and not self.root.is_dir():
             raise InputError(
                 f"The telemetry store {self.root} is a file, not a directory. A store is a directory that "
@@ -184,14 +195,16 @@ class TelemetryStore:
         series = [str(self.root / f) for f in doc["series_files"]]
         self._check_files([*parts, *series[-1:]])
         if parts:
-            con.execute(f"CREATE VIEW samples AS SELECT ts, series_id, value FROM read_parquet({parts!r})")
+            con.execute(
+                f"CREATE VIEW samples AS SELECT ts, series_id, value FROM read_parquet({_sql_list(parts)})"
+            )
         else:
             con.execute(
                 "CREATE VIEW samples AS SELECT NULL::TIMESTAMP ts, NULL::INTEGER series_id, "
                 "NULL::DOUBLE value WHERE false"
             )
         if series:
-            con.execute(f"CREATE VIEW series AS SELECT * FROM read_parquet({series[-1:]!r})")
+            con.execute(f"CREATE VIEW series AS SELECT * FROM read_parquet({_sql_list(series[-1:])})")
         else:
             cols = ", ".join(
                 f"NULL::{'INTEGER' if c == 'gpu_index' else 'VARCHAR'} {c}" for c in SERIES_COLUMNS
@@ -288,7 +301,9 @@ class TelemetryStore:
             old_series = [str(self.root / f) for f in doc["series_files"][-1:]]
             self._check_files(old_series)
             if old_series:
-                con.execute(f"CREATE TEMP TABLE series AS SELECT * FROM read_parquet({old_series!r})")
+                con.execute(
+                    f"CREATE TEMP TABLE series AS SELECT * FROM read_parquet({_sql_list(old_series)})"
+                )
             else:
                 con.execute(
                     "CREATE TEMP TABLE series AS SELECT 0::INTEGER series_id, "
@@ -326,7 +341,7 @@ class TelemetryStore:
                 if overlap:
                     stored_dup = con.execute(
                         "SELECT count(*) FROM new_samples n WHERE EXISTS (SELECT 1 FROM "
-                        f"read_parquet({overlap!r}) o "
+                        f"read_parquet({_sql_list(overlap)}) o "
                         "WHERE o.series_id = n.series_id AND o.ts = n.ts)"
                     ).fetchone()
                     if stored_dup and stored_dup[0]:
@@ -338,7 +353,7 @@ class TelemetryStore:
                         )
                         con.execute(
                             "DELETE FROM new_samples n WHERE EXISTS (SELECT 1 FROM "
-                            f"read_parquet({overlap!r}) o "
+                            f"read_parquet({_sql_list(overlap)}) o "
                             "WHERE o.series_id = n.series_id AND o.ts = n.ts)"
                         )
             batch_id = None
@@ -380,11 +395,19 @@ class TelemetryStore:
         """Write the batch's files under names not in the manifest; returns the manifest to publish."""
         staging = self.root / f".staging-{batch_id}"
         staging.mkdir(parents=True)
+        try:
+            return self._write_staged(con, doc, batch_id, sources, staging)
+        finally:  # published files were moved out; a failed write leaves no staging folder behind
+            shutil.rmtree(staging, ignore_errors=True)
+
+    def _write_staged(
+        self, con: Any, doc: dict[str, Any], batch_id: str, sources: Sequence[str], staging: Path
+    ) -> dict[str, Any]:
         series_rel = f"series/series-{batch_id}.parquet"
         (self.root / "series").mkdir(exist_ok=True)
         con.execute(
-            f"COPY (SELECT * FROM series ORDER BY series_id) TO '{staging / 'series.parquet'}' (FORMAT "
-            "parquet)"
+            "COPY (SELECT * FROM series ORDER BY series_id) TO "
+            f"{_sql_text(staging / 'series.parquet')} (FORMAT parquet)"
         )
         days = [
             r[0]
@@ -397,11 +420,11 @@ class TelemetryStore:
             tmp = staging / f"part-{i}.parquet"
             con.execute(
                 f"COPY (SELECT ts, series_id, value FROM new_samples WHERE strftime(ts, '%Y-%m-%d') = ? "
-                f"ORDER BY series_id, ts) TO '{tmp}' (FORMAT parquet)",
+                f"ORDER BY series_id, ts) TO {_sql_text(tmp)} (FORMAT parquet)",
                 [day],
             )
             row = con.execute(
-                f"SELECT count(*), min(epoch_us(ts)), max(epoch_us(ts)) FROM read_parquet('{tmp}')"
+                f"SELECT count(*), min(epoch_us(ts)), max(epoch_us(ts)) FROM read_parquet({_sql_text(tmp)})"
             ).fetchone()
             rel = f"samples/day={day}/part-{batch_id}-{i}.parquet"
             new_parts.append((tmp, rel, row))
@@ -443,7 +466,7 @@ class TelemetryStore:
             con = duckdb.connect()
             for f in files:
                 row = con.execute(
-                    f"SELECT count(*), min(epoch_us(ts)), max(epoch_us(ts)) FROM read_parquet('{f}')"
+                    f"SELECT count(*), min(epoch_us(ts)), max(epoch_us(ts)) FROM read_parquet({_sql_text(f)})"
                 ).fetchone()
                 assert row is not None
                 doc["parts"].append(

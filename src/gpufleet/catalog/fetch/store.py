@@ -61,6 +61,20 @@ def data_dir() -> Path:
             "in (refreshed prices, telemetry), or unset it for the default ~/.local/share/gpufleet."
         )
     if own:
+        from gpufleet.fileio import check_path_text
+
+        check_path_text(own, what="GPUFLEET_DATA_DIR")
+        if own != own.strip() or not Path(own).expanduser().is_absolute():
+            why = (
+                "spaces around it"
+                if own != own.strip()
+                else "a relative path (it would follow the working directory)"
+            )
+            raise InputError(
+                f"GPUFLEET_DATA_DIR is set to {own!r}, {why}. Set it to the absolute path of the directory "
+                "gpufleet keeps its data in (e.g. ~/gpufleet-data), or unset it for the default "
+                "~/.local/share/gpufleet."
+            )
         return Path(own).expanduser()
     xdg = os.environ.get("XDG_DATA_HOME", "")
     if xdg.strip() and Path(xdg).expanduser().is_absolute():
