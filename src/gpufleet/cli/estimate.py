@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
@@ -355,6 +356,18 @@ def train(
 _LIGHTER_TASKS = {"full_finetune": ("lora", "qlora"), "lora": ("qlora",)}
 #: how far the GPU-count hint looks: up to 64x the GPUs given
 _MAX_GPU_FACTOR = 64
+_E = TypeVar("_E")
+
+
+def _fewest_gpus(gpus: int, fits: Callable[[int], _E | None]) -> tuple[int, _E] | None:
+    """The fewest GPUs, doubling from 2x ``gpus`` up to :data:`_MAX_GPU_FACTOR` x, at which ``fits`` returns
+    an estimate, with that estimate; None when none does."""
+    n = gpus * 2
+    while n <= gpus * _MAX_GPU_FACTOR:
+        if (e := fits(n)) is not None:
+            return n, e
+        n *= 2
+    return None
 
 
 def _train_hint(task: str, gpus: int, kw: dict[str, Any]) -> tuple[str, ...]:
@@ -374,24 +387,22 @@ def _train_hint(task: str, gpus: int, kw: dict[str, Any]) -> tuple[str, ...]:
         return e if e.fits else None
 
     out: list[str] = []
-    n = gpus * 2
-    while n <= gpus * _MAX_GPU_FACTOR:
-        if (e := fits(n, task)) is not None:
-            out.append(
-                f"Does not fit on {gpus} GPU(s); fits on {n} (--gpus {n}): TP {e.tp} x PP {e.pp} x "
-                f"DP {e.dp}, ZeRO-{e.zero_stage}, {e.recompute} recompute, {e.memory.per_gpu_gib:.1f} GiB of "
-                f"{e.memory.capacity_gib:.1f} GiB per GPU."
-            )
-            break
-        n *= 2
+    found = _fewest_gpus(gpus, lambda n: fits(n, task))
+    if found is not None:
+        n, e = found
+        out.append(
+            f"Does not fit on {gpus} GPU(s); fits on {n} (--gpus {n}): TP {e.tp} x PP {e.pp} x "
+            f"DP {e.dp}, ZeRO-{e.zero_stage}, {e.recompute} recompute, {e.memory.per_gpu_gib:.1f} GiB of "
+            f"{e.memory.capacity_gib:.1f} GiB per GPU."
+        )
     else:
         out.append(
             f"Does not fit on {gpus} GPU(s), nor on up to {gpus * _MAX_GPU_FACTOR} at this batch and "
             "sequence."
         )
     for t in _LIGHTER_TASKS.get(task, ()):
-        if (e := fits(gpus, t)) is not None:
-            out.append(f"--task {t} fits on these {gpus} GPU(s): {e.memory.per_gpu_gib:.1f} GiB per GPU.")
+        if (alt := fits(gpus, t)) is not None:
+            out.append(f"--task {t} fits on these {gpus} GPU(s): {alt.memory.per_gpu_gib:.1f} GiB per GPU.")
             break
     return tuple(out)
 
@@ -413,20 +424,18 @@ def _infer_hint(prec: str, gpus: int, kw: dict[str, Any]) -> tuple[str, ...]:
         return e if e.fits else None
 
     out: list[str] = []
-    n = gpus * 2
-    while n <= gpus * _MAX_GPU_FACTOR:
-        if (e := fits(n, prec)) is not None:
-            out.append(
-                f"Does not fit on {gpus} GPU(s); fits on {n} (--gpus {n}): TP {e.tp} x PP {e.pp}, "
-                f"{e.memory.per_gpu_gib:.1f} GiB of {e.memory.capacity_gib:.1f} GiB per GPU."
-            )
-            break
-        n *= 2
+    found = _fewest_gpus(gpus, lambda n: fits(n, prec))
+    if found is not None:
+        n, e = found
+        out.append(
+            f"Does not fit on {gpus} GPU(s); fits on {n} (--gpus {n}): TP {e.tp} x PP {e.pp}, "
+            f"{e.memory.per_gpu_gib:.1f} GiB of {e.memory.capacity_gib:.1f} GiB per GPU."
+        )
     order = (*SERVE_LIGHTER[SERVE_LIGHTER.index(prec) + 1 :],) if prec in SERVE_LIGHTER else SERVE_LIGHTER
     for p in order:
-        if (e := fits(gpus, p)) is not None:
+        if (alt := fits(gpus, p)) is not None:
             out.append(
-                f"--precision {p} fits on these {gpus} GPU(s): {e.memory.per_gpu_gib:.1f} GiB per GPU."
+                f"--precision {p} fits on these {gpus} GPU(s): {alt.memory.per_gpu_gib:.1f} GiB per GPU."
             )
             break
     return tuple(out)
