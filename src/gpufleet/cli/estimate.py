@@ -8,9 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -279,12 +278,14 @@ def infer(
     if served_note:
         est = dataclasses.replace(est, notes=(*served_note, *est.notes))
     if not est.fits:
+        from gpufleet.estimate.memory_options import inference_fit_hints
+
         kw: dict[str, Any] = dict(
             model=arch, gpu=spec, input_len=input_len, output_len=output_len, batch=batch, pp=pp,
             kv_precision=kv, software=engine, profile=load_profile_option(profile),
             allow_fallback=allow_fallback,
         )  # fmt: skip
-        est = dataclasses.replace(est, notes=(*_infer_hint(prec, gpus, kw), *est.notes))
+        est = dataclasses.replace(est, notes=(*inference_fit_hints(prec, gpus, kw), *est.notes))
     if output_format is OutFormat.json:
         _emit_json(est, "estimate_inference")
         return
@@ -338,104 +339,16 @@ def train(
         profile=load_profile_option(profile), allow_fallback=allow_fallback, virtual_stages=virtual_stages,
     )  # fmt: skip
     if not est.fits:
+        from gpufleet.estimate.memory_options import training_fit_hints
+
         kw: dict[str, Any] = dict(
             model=arch, gpu=spec, precision=prec, global_batch=batch, seq_len=seq_len, tp=tp, pp=pp,
             zero_stage=zero, recompute=recompute, software=software, profile=load_profile_option(profile),
             allow_fallback=allow_fallback, virtual_stages=virtual_stages,
         )  # fmt: skip
-        est = dataclasses.replace(est, notes=(*_train_hint(task, gpus, kw), *est.notes))
+        est = dataclasses.replace(est, notes=(*training_fit_hints(task, gpus, kw), *est.notes))
     if output_format is OutFormat.json:
         _emit_json(est, "estimate_training")
         return
     title = f"{arch.id} {task} on {gpus}× {spec.id}, {prec}, global batch {batch} × {seq_len} tokens"
     _print_estimate(training_table(est, title), est)
-
-
-#: lighter tasks to try on the same GPUs when a training task does not fit (pretraining has none: a LoRA
-#: does not pretrain)
-_LIGHTER_TASKS = {"full_finetune": ("lora", "qlora"), "lora": ("qlora",)}
-#: how far the GPU-count hint looks: up to 64x the GPUs given
-_MAX_GPU_FACTOR = 64
-_E = TypeVar("_E")
-
-
-def _fewest_gpus(gpus: int, fits: Callable[[int], _E | None]) -> tuple[int, _E] | None:
-    """The fewest GPUs, doubling from 2x ``gpus`` up to :data:`_MAX_GPU_FACTOR` x, at which ``fits`` returns
-    an estimate, with that estimate; None when none does."""
-    n = gpus * 2
-    while n <= gpus * _MAX_GPU_FACTOR:
-        if (e := fits(n)) is not None:
-            return n, e
-        n *= 2
-    return None
-
-
-def _train_hint(task: str, gpus: int, kw: dict[str, Any]) -> tuple[str, ...]:
-    """For a training job that fits no layout: the fewest GPUs (doubling) at which ``estimate train`` finds a
-    fitting layout, and a lighter task that fits on the GPUs given, each verified by running the estimate,
-    so the "does not fit" verdict is actionable (a practitioner scales out with FSDP/ZeRO-3 or Megatron
-    TP/PP, DeepSpeed ZeRO docs and Megatron-LM README, or moves to LoRA/QLoRA, PEFT and QLoRA paper
-    Dettmers et al. 2023). The data-parallel degree is left to the search."""
-    from gpufleet.errors import GpufleetError
-    from gpufleet.estimate.performance import estimate_training
-
-    def fits(n: int, t: str) -> TrainingEstimate | None:
-        try:
-            e = estimate_training(task=t, gpu_count=n, dp=None, **kw)
-        except GpufleetError:
-            return None
-        return e if e.fits else None
-
-    out: list[str] = []
-    found = _fewest_gpus(gpus, lambda n: fits(n, task))
-    if found is not None:
-        n, e = found
-        out.append(
-            f"Does not fit on {gpus} GPU(s); fits on {n} (--gpus {n}): TP {e.tp} x PP {e.pp} x "
-            f"DP {e.dp}, ZeRO-{e.zero_stage}, {e.recompute} recompute, {e.memory.per_gpu_gib:.1f} GiB of "
-            f"{e.memory.capacity_gib:.1f} GiB per GPU."
-        )
-    else:
-        out.append(
-            f"Does not fit on {gpus} GPU(s), nor on up to {gpus * _MAX_GPU_FACTOR} at this batch and "
-            "sequence."
-        )
-    for t in _LIGHTER_TASKS.get(task, ()):
-        if (alt := fits(gpus, t)) is not None:
-            out.append(f"--task {t} fits on these {gpus} GPU(s): {alt.memory.per_gpu_gib:.1f} GiB per GPU.")
-            break
-    return tuple(out)
-
-
-def _infer_hint(prec: str, gpus: int, kw: dict[str, Any]) -> tuple[str, ...]:
-    """For a deployment that does not fit: the fewest GPUs (doubling) at which ``estimate infer`` finds a
-    fitting layout, and a lower weight precision that fits on the GPUs given, each verified by running the
-    estimate (vLLM distributed-serving docs: raise tensor_parallel_size until the weights fit; or serve a
-    quantised checkpoint)."""
-    from gpufleet.errors import GpufleetError
-    from gpufleet.estimate.memory_options import SERVE_LIGHTER
-    from gpufleet.estimate.performance import estimate_inference
-
-    def fits(n: int, p: str) -> InferenceEstimate | None:
-        try:
-            e = estimate_inference(precision=p, gpu_count=n, **kw)
-        except GpufleetError:
-            return None
-        return e if e.fits else None
-
-    out: list[str] = []
-    found = _fewest_gpus(gpus, lambda n: fits(n, prec))
-    if found is not None:
-        n, e = found
-        out.append(
-            f"Does not fit on {gpus} GPU(s); fits on {n} (--gpus {n}): TP {e.tp} x PP {e.pp}, "
-            f"{e.memory.per_gpu_gib:.1f} GiB of {e.memory.capacity_gib:.1f} GiB per GPU."
-        )
-    order = (*SERVE_LIGHTER[SERVE_LIGHTER.index(prec) + 1 :],) if prec in SERVE_LIGHTER else SERVE_LIGHTER
-    for p in order:
-        if (alt := fits(gpus, p)) is not None:
-            out.append(
-                f"--precision {p} fits on these {gpus} GPU(s): {alt.memory.per_gpu_gib:.1f} GiB per GPU."
-            )
-            break
-    return tuple(out)

@@ -8,8 +8,9 @@ returns the first that fits, so the verdict can say which option ``estimate trai
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from gpufleet.estimate.memory import MemoryEstimate, estimate_memory
 
@@ -115,27 +116,127 @@ def serving_hint(*, task: str, tp: int, precision: str, **kwargs: Any) -> str | 
         return mem if mem.fits else None
 
     opts: list[str] = []
-    t = tp * 2
-    while t <= MAX_HINT_TP:
-        if (m := fits(t, precision)) is not None:
-            opts.append(f"--tp {t}: {m.per_gpu_gib:.1f} GiB of {m.capacity_gib:.1f} GiB")
-            break
-        t *= 2
-    order = (
-        SERVE_LIGHTER[SERVE_LIGHTER.index(precision) + 1 :] if precision in SERVE_LIGHTER else SERVE_LIGHTER
-    )
-    for p in order:
-        if (m := fits(tp, p)) is not None:
-            opts.append(f"--precision {p} at TP {tp}: {m.per_gpu_gib:.1f} GiB of {m.capacity_gib:.1f} GiB")
-            break
+    if (wider := first_doubling(tp, MAX_HINT_TP, lambda t: fits(t, precision))) is not None:
+        t, m = wider
+        opts.append(f"--tp {t}: {m.per_gpu_gib:.1f} GiB of {m.capacity_gib:.1f} GiB")
+    if (lighter := first_fitting(lighter_precisions(precision), lambda p: fits(tp, p))) is not None:
+        p, m = lighter
+        opts.append(f"--precision {p} at TP {tp}: {m.per_gpu_gib:.1f} GiB of {m.capacity_gib:.1f} GiB")
     return "fits with " + ", or with ".join(opts) if opts else None
 
 
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+
+
+def first_doubling(start: int, limit: int, fits: Callable[[int], _R | None]) -> tuple[int, _R] | None:
+    """The first of 2 x ``start``, 4 x ``start``, ... up to ``limit`` for which ``fits`` gives a result, with
+    it; None when none does (the hints' "fewest GPUs / smallest TP that fits" search)."""
+    n = start * 2
+    while n <= limit:
+        if (r := fits(n)) is not None:
+            return n, r
+        n *= 2
+    return None
+
+
+def first_fitting(choices: Sequence[_T], fits: Callable[[_T], _R | None]) -> tuple[_T, _R] | None:
+    """The first of ``choices`` for which ``fits`` gives a result, with it; None when none does."""
+    for c in choices:
+        if (r := fits(c)) is not None:
+            return c, r
+    return None
+
+
+def lighter_precisions(precision: str) -> tuple[str, ...]:
+    """The serving precisions below ``precision`` the hints try (:data:`SERVE_LIGHTER`)."""
+    if precision not in SERVE_LIGHTER:
+        return SERVE_LIGHTER
+    return SERVE_LIGHTER[SERVE_LIGHTER.index(precision) + 1 :]
+
+
+#: lighter tasks to try on the same GPUs when a training task does not fit (pretraining has none: a LoRA
+#: does not pretrain)
+LIGHTER_TASKS: dict[str, tuple[str, ...]] = {"full_finetune": ("lora", "qlora"), "lora": ("qlora",)}
+#: how far the GPU-count hints look: up to 64x the GPUs given
+MAX_GPU_FACTOR = 64
+
+
+def training_fit_hints(task: str, gpus: int, kw: dict[str, Any]) -> tuple[str, ...]:
+    """For a training job that fits no layout: the fewest GPUs (doubling) at which ``estimate_training``
+    finds a fitting layout, and a lighter task that fits on the GPUs given, each verified by running the
+    estimate, so the "does not fit" verdict is actionable (a practitioner scales out with FSDP/ZeRO-3 or
+    Megatron TP/PP, DeepSpeed ZeRO docs and Megatron-LM README, or moves to LoRA/QLoRA, PEFT and QLoRA paper
+    Dettmers et al. 2023). ``kw``: the other ``estimate_training`` arguments; the data-parallel degree is
+    left to the search."""
+    from gpufleet.errors import GpufleetError
+    from gpufleet.estimate.performance import TrainingEstimate, estimate_training
+
+    def fits(n: int, t: str) -> TrainingEstimate | None:
+        try:
+            e = estimate_training(task=t, gpu_count=n, dp=None, **kw)
+        except GpufleetError:
+            return None
+        return e if e.fits else None
+
+    out: list[str] = []
+    if (more := first_doubling(gpus, gpus * MAX_GPU_FACTOR, lambda n: fits(n, task))) is not None:
+        n, e = more
+        out.append(
+            f"Does not fit on {gpus} GPU(s); fits on {n} (--gpus {n}): TP {e.tp} x PP {e.pp} x "
+            f"DP {e.dp}, ZeRO-{e.zero_stage}, {e.recompute} recompute, {e.memory.per_gpu_gib:.1f} GiB of "
+            f"{e.memory.capacity_gib:.1f} GiB per GPU."
+        )
+    else:
+        out.append(
+            f"Does not fit on {gpus} GPU(s), nor on up to {gpus * MAX_GPU_FACTOR} at this batch and sequence."
+        )
+    if (lighter := first_fitting(LIGHTER_TASKS.get(task, ()), lambda t: fits(gpus, t))) is not None:
+        t, e = lighter
+        out.append(f"--task {t} fits on these {gpus} GPU(s): {e.memory.per_gpu_gib:.1f} GiB per GPU.")
+    return tuple(out)
+
+
+def inference_fit_hints(prec: str, gpus: int, kw: dict[str, Any]) -> tuple[str, ...]:
+    """For a deployment that does not fit: the fewest GPUs (doubling) at which ``estimate_inference`` finds
+    a fitting layout, and a lower weight precision that fits on the GPUs given, each verified by running the
+    estimate (vLLM distributed-serving docs: raise tensor_parallel_size until the weights fit; or serve a
+    quantised checkpoint). ``kw``: the other ``estimate_inference`` arguments."""
+    from gpufleet.errors import GpufleetError
+    from gpufleet.estimate.performance import InferenceEstimate, estimate_inference
+
+    def fits(n: int, p: str) -> InferenceEstimate | None:
+        try:
+            e = estimate_inference(precision=p, gpu_count=n, **kw)
+        except GpufleetError:
+            return None
+        return e if e.fits else None
+
+    out: list[str] = []
+    if (more := first_doubling(gpus, gpus * MAX_GPU_FACTOR, lambda n: fits(n, prec))) is not None:
+        n, e = more
+        out.append(
+            f"Does not fit on {gpus} GPU(s); fits on {n} (--gpus {n}): TP {e.tp} x PP {e.pp}, "
+            f"{e.memory.per_gpu_gib:.1f} GiB of {e.memory.capacity_gib:.1f} GiB per GPU."
+        )
+    if (lighter := first_fitting(lighter_precisions(prec), lambda p: fits(gpus, p))) is not None:
+        p, e = lighter
+        out.append(f"--precision {p} fits on these {gpus} GPU(s): {e.memory.per_gpu_gib:.1f} GiB per GPU.")
+    return tuple(out)
+
+
 __all__ = [
+    "LIGHTER_TASKS",
+    "MAX_GPU_FACTOR",
     "RELAXATIONS",
     "SERVE_LIGHTER",
     "FittingOption",
+    "first_doubling",
+    "first_fitting",
     "fitting_option",
+    "inference_fit_hints",
+    "lighter_precisions",
     "scale_out_hint",
     "serving_hint",
+    "training_fit_hints",
 ]
