@@ -5,7 +5,8 @@ Builds random-weight models from the shipped ``models.json`` configs with torch 
 at a few batch × prompt-length points:
 
 - ``peak_memory_gib``: ``torch.cuda.max_memory_allocated`` over prefill + decode (compare with the estimator's
-  ``allocated_gib``; the CUDA context is not included), and once after loading the weights (task ``load``);
+  ``allocated_gib``; the CUDA context is not included), and ``memory_allocated`` once the weights are built
+  (task ``load``);
 - ``ttft_ms``: prefill forward of ``batch`` prompts + greedy pick of the first token, timed with CUDA events;
 - ``tpot_ms``: mean time per decode step over ``--output-len`` steps with the KV cache (``use_cache=True``).
 
@@ -109,6 +110,10 @@ def hf_config_dict(entry: dict[str, Any]) -> dict[str, Any]:
     """A transformers config dict (with ``model_type``) for a models.json entry; ProbeError if unknown."""
     arch_class = str(entry.get("architecture", "")).split(" ")[0]
     cfg = {k: v for k, v in entry["config"].items() if not k.startswith("note") and k not in _NON_HF_KEYS}
+    if not isinstance(cfg.get("rope_scaling", {}), dict):
+        # models.json states the scaling in words ("llama3 (factor 8, ...)"); the frequencies do not change
+        # the cost, so the random-weight model is built without it
+        cfg.pop("rope_scaling")
     if arch_class == "GPT-style":
         cfg = {_GPT_STYLE_RENAMES.get(k, k): v for k, v in cfg.items() if k != "num_key_value_heads"}
         return {"model_type": "gpt2", **cfg}
@@ -130,7 +135,7 @@ class Measurement:
     ttft_s: float
     tpot_s: float
     peak_allocated_bytes: int  # torch.cuda.max_memory_allocated over prefill + decode
-    weights_allocated_bytes: int  # torch.cuda.max_memory_allocated after building the model
+    weights_allocated_bytes: int  # torch.cuda.memory_allocated after building the model
 
 
 def gpu_id_for_device(device_name: str) -> str:
@@ -148,14 +153,17 @@ def gpu_id_for_device(device_name: str) -> str:
     raise ProbeError(f"cannot map device {device_name!r} to an accelerator id; pass --gpu with its spec id")
 
 
-def source_text(device_name: str, when: datetime, versions: str) -> str:
-    return f"gpufleet benchmarks/gpu_probe.py {when:%Y-%m-%d} on {device_name} ({versions})"
+def source_text(device_name: str, when: datetime, versions: str, script: str = "gpu_probe.py") -> str:
+    return f"gpufleet benchmarks/{script} {when:%Y-%m-%d} on {device_name} ({versions})"
 
 
 def measurement_cases(m: Measurement, source: str) -> list[CalibrationCase]:
     """The calibration rows of one measurement: ttft_ms, tpot_ms and peak_memory_gib (inference)."""
     stem = f"P-{m.model_id}-{m.gpu}-{m.precision}-b{m.batch}-i{m.input_len}"
-    note = "random weights, transformers eager generate loop (greedy, KV cache), median of repeats"
+    note = (
+        "random weights, transformers eager generate loop (greedy, DynamicCache, last-token logits), "
+        "median of repeats"
+    )
     common: dict[str, Any] = {
         "model": m.model_id, "task": "inference", "gpu": m.gpu, "gpu_count": 1, "precision": m.precision,
         "batch": m.batch, "seq_len": None, "input_len": float(m.input_len), "train_tokens": None, "tp": 1,
@@ -204,9 +212,10 @@ def measure(
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
     with torch.device("cuda"):
-        model = AutoModelForCausalLM.from_config(config, torch_dtype=dtype)
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype)
     model.eval()
-    weights_bytes = torch.cuda.max_memory_allocated()
+    # held after building, not the peak: a tied-embedding model allocates its LM head before tying it
+    weights_bytes = torch.cuda.memory_allocated()
     vocab = int(config.vocab_size)
 
     def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
@@ -219,7 +228,8 @@ def measure(
 
     def one_run(ids: Any, steps: int) -> tuple[float, float]:
         with torch.inference_mode():
-            t_prefill, out = timed(lambda: model(input_ids=ids, use_cache=True))
+            # generate() asks for the last position's logits only (``logits_to_keep=1``), so does the probe
+            t_prefill, out = timed(lambda: model(input_ids=ids, use_cache=True, logits_to_keep=1))
             t_pick, tok = timed(lambda: out.logits[:, -1, :].argmax(dim=-1, keepdim=True))
             past, total = out.past_key_values, 0.0
             for _ in range(steps):
@@ -236,7 +246,7 @@ def measure(
         for input_len in input_lens:
             ids = torch.randint(0, vocab, (batch, input_len), device="cuda")
             try:
-                one_run(ids[:, : min(input_len, 16)], 2)  # warm-up: kernels, allocator, cuBLAS handles
+                one_run(ids, 2)  # warm-up at this shape: cuBLAS kernel choice, allocator, handles
                 torch.cuda.synchronize()
                 torch.cuda.reset_peak_memory_stats()
                 runs = [one_run(ids, output_len) for _ in range(repeats)]

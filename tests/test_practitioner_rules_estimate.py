@@ -157,8 +157,10 @@ def test_serving_layout_tp_within_node_pp_across() -> None:
 
 def test_throughput_latency_little_law() -> None:
     """TPOT, TTFT and throughput agree in a closed loop at concurrency b (vLLM benchmark_serving: latency =
-    TTFT + (out - 1) x TPOT): requests/s = replicas x b / latency within 2 %, and output tokens/s = requests/s
-    x output tokens."""
+    TTFT + (out - 1) x TPOT): requests/s = replicas x b / latency within 3 %, and output tokens/s = requests/s
+    x output tokens. Not exact by construction: TTFT times the newcomer's prompt as a forward of its own
+    (latency mode), while the throughput cycle carries prompt tokens inside the shared decode steps, whose
+    weight reads they share (about 2 % apart on 70B / 8 x A100 with the 2026-11-26 fit)."""
     out = 256
     for args in (
         ("-m", "mixtral-8x7b", "-g", "a100-80gb", "--gpus", "2"),
@@ -168,7 +170,7 @@ def test_throughput_latency_little_law() -> None:
         d = cli_json("infer", *args, "--output-len", str(out))
         latency = d["ttft_s"]["central"] + (out - 1) * d["tpot_loaded_s"]["central"]
         little = d["replicas"] * d["batch_per_replica"] / latency
-        assert abs(d["requests_per_s"]["central"] / little - 1) < 0.02, (args, d["requests_per_s"], little)
+        assert abs(d["requests_per_s"]["central"] / little - 1) < 0.03, (args, d["requests_per_s"], little)
         assert math.isclose(d["output_tokens_per_s"]["central"], d["requests_per_s"]["central"] * out)
 
 

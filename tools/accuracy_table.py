@@ -127,6 +127,12 @@ def parameter_table(profile: CalibrationProfile) -> list[str]:
     return lines
 
 
+def case_origin(c: CalibrationCase) -> str:
+    """Whether a case was published by others or measured by this project's probes (its source names them)."""
+    ours = c.source.startswith("gpufleet benchmarks/")
+    return "measured here (benchmarks/ probes)" if ours else "published"
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", type=Path, default=DEFAULT_CASES)
@@ -147,6 +153,8 @@ def main(argv: list[str] | None = None) -> int:
         *error_table(cases, profile, lambda c: c.metric, "metric"),
         "",
         *error_table(cases, profile, lambda c: get_spec(c.gpu).vendor, "vendor"),
+        "",
+        *error_table(cases, profile, case_origin, "origin"),
         "",
         *interval_table(cases, profile),
     ]

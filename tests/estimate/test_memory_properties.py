@@ -106,7 +106,10 @@ def test_zero_stage_never_increases_memory(
     }
     lower = estimate_memory(zero_stage=stage, **kw)
     higher = estimate_memory(zero_stage=stage + 1, **kw)
-    assert higher.per_gpu_gib <= lower.per_gpu_gib
+    # ZeRO-3 adds its working set (the largest module gathered whole with its gradient, DeepSpeed's
+    # "4 x largest layer"): on a small model at low dp (gpt2, dp=2: the 50257 x 768 embedding is a third
+    # of the model) that can outweigh what sharding the 16-bit weights saves, and nothing else may grow
+    assert higher.per_gpu_gib <= lower.per_gpu_gib + higher.breakdown_gib.get("zero3_gathered", 0.0) + 1e-9
 
 
 @given(model=st.sampled_from(MODELS), task=st.sampled_from([*TASKS, "load"]), engine=st.sampled_from(ENGINES))

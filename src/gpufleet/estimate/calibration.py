@@ -77,7 +77,8 @@ if TYPE_CHECKING:
 
 
 def fitted_parameter_names(cases: Sequence[CalibrationCase]) -> list[str]:
-    """Parameters the fit moves: every ``fit=True`` prior, stack multipliers only with enough cases."""
+    """Parameters the fit moves: every ``fit=True`` prior, stack multipliers and a stack's host-overhead
+    multiplier only with enough cases of that stack."""
     from gpufleet.catalog.specs import get_spec
     from gpufleet.estimate.rates import software_key
 
@@ -96,6 +97,9 @@ def fitted_parameter_names(cases: Sequence[CalibrationCase]) -> list[str]:
         if not p.fit:
             continue
         if "_stack_" in name and counts.get(name, 0) < MIN_CASES_PER_STACK:
+            continue
+        stack_of = name.replace("overhead_mult_", "infer_stack_", 1)  # a stack's host overhead: same rule
+        if name.startswith("overhead_mult_") and counts.get(stack_of, 0) < MIN_CASES_PER_STACK:
             continue
         out.append(name)
     return out

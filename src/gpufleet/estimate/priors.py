@@ -205,8 +205,10 @@ _PRIOR_TABLE: tuple[tuple[str, float, float, bool, str], ...] = (
      "python scheduler, overlapped"),
     ("overhead_mult_tgi", 3.0, 0.5, False,
      "python router + shards (TGI arch.)"),
-    ("overhead_mult_transformers", 20.0, 0.7, False,
-     "eager PyTorch: one python forward per token, ~20-30 ms for 7B at batch 1 (HF blog benchmarks)"),
+    ("overhead_mult_transformers", 20.0, 0.7, True,
+     "eager PyTorch: one python forward per token, ~20-30 ms for 7B at batch 1 (HF blog benchmarks); fitted "
+     "(like a stack factor, only with enough cases of the stack) because that host-bound step is the stack's "
+     "own: left fixed, its decode rows would pull the shared bandwidth efficiency and step overhead"),
     ("overhead_mult_llamacpp", 1.5, 0.5, False,
      "C++ loop, graph rebuilt per step"),
     ("overhead_mult_unknown", 2.0, 0.5, False,
