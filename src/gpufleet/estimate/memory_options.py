@@ -186,6 +186,8 @@ MAX_GPU_FACTOR = 64
 #: recipes (paged 8-bit AdamW, optimizer in backward, offloaded activations), unsloth's (8-bit AdamW,
 #: offloaded checkpoints), the bitsandbytes low-memory recipe (recipes.RECIPES)
 LIGHTER_RECIPES: tuple[str, ...] = ("torchtune", "unsloth", "bitsandbytes")
+#: tasks the recipe hints apply to (the presets are fine-tuning recipes)
+FINE_TUNING_TASKS: tuple[str, ...] = ("full_finetune", "lora", "qlora")
 
 
 def recipe_hint(*, task: str, recompute: str, choice: Choice | None = None, **kwargs: Any) -> str | None:
@@ -194,7 +196,7 @@ def recipe_hint(*, task: str, recompute: str, choice: Choice | None = None, **kw
     of Y GiB``; None when none fits or the task is not training. ``kwargs``: the other
     :func:`estimate_memory` arguments except the fine-tuning options; ``choice``: the user's optimizer and
     recompute are kept (recipes.training_options); a recipe's own recompute replaces an unstated one."""
-    if task in ("inference", "load"):
+    if task not in FINE_TUNING_TASKS:  # the presets are fine-tuning recipes, not pre-training ones
         return None
     from gpufleet.errors import GpufleetError
     from gpufleet.estimate.recipes import training_options
@@ -268,7 +270,7 @@ def training_fit_hints(
         t, e = lighter
         out.append(f"--task {t} fits on these {gpus} GPU(s): {e.memory.per_gpu_gib:.1f} GiB per GPU.")
     current = (choice or {}).get("recipe")
-    others = [r for r in LIGHTER_RECIPES if r != current]
+    others = [r for r in LIGHTER_RECIPES if r != current] if task in FINE_TUNING_TASKS else []
     if (light := first_fitting(others, lambda r: fits(gpus, task, r))) is not None:
         r, e = light
         out.append(f"--recipe {r} fits on these {gpus} GPU(s): {e.optimizer}, {_needed(e.memory)} per GPU.")
@@ -304,6 +306,7 @@ def inference_fit_hints(prec: str, gpus: int, kw: dict[str, Any]) -> tuple[str, 
 
 
 __all__ = [
+    "FINE_TUNING_TASKS",
     "LIGHTER_RECIPES",
     "LIGHTER_TASKS",
     "MAX_GPU_FACTOR",
