@@ -201,3 +201,12 @@ def test_default_outputs_carry_the_generic_optimizer() -> None:
     doc = ok_json("memory", "-m", "llama-3.1-8b", "-g", "h100", "--task", "lora")
     assert (doc["optimizer"], doc["recipe"]) == ("adamw", None)
     assert not any(n.startswith("Fine-tuning options") for n in doc["assumptions"])
+
+
+@pytest.mark.parametrize("command", ["train", "memory"])
+def test_help_lists_every_optimizer_and_recipe(command: str) -> None:
+    """The option help names the library's lists (memory.OPTIMIZERS, recipes.RECIPES): no drift."""
+    res = runner.invoke(app, ["estimate", command, "--help"], env={"COLUMNS": "400"})
+    flat = " ".join(res.stdout.split())
+    for name in (*OPTIMIZERS, *RECIPES):
+        assert f" {name} " in flat or f" {name}(" in flat, name
