@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from gpufleet.cli.console import console
-from gpufleet.cli.estimate_args import gpu_arg, model_arg, require_positive
+from gpufleet.cli.estimate_args import fine_tuning_choice, gpu_arg, model_arg, require_positive
 from gpufleet.cli.estimate_matrix import matrix
 from gpufleet.cli.estimate_render import inference_table, memory_table, notes_table, training_table
-from gpufleet.cli.given import reject_ignored
+from gpufleet.cli.given import given_options, reject_ignored
 from gpufleet.cli.profile_option import ProfileOption, load_profile_option
 from gpufleet.errors import InputError
 from gpufleet.precision import check_precision
@@ -60,6 +60,20 @@ KvOpt = Annotated[
     str | None, typer.Option("--kv-precision", help="KV-cache precision (default: as --precision).")
 ]
 FormatOpt = Annotated[OutFormat, typer.Option("--format", "-f", help="table or json.")]
+OptimizerOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Fine-tuning optimizer: adamw adam adamw_8bit adamw8bit paged_adamw8bit adafactor sgd "
+        "sgd_momentum (default: the recipe's, else adamw). Overrides the recipe's.",
+    ),
+]
+RecipeOpt = Annotated[
+    str | None,
+    typer.Option(
+        help="Trainer preset: torchtune hf_trainer unsloth axolotl litgpt trl bitsandbytes (its optimizer, "
+        "master weights, recompute, optimizer-in-backward, chunked loss, offloading; default: generic).",
+    ),
+]
 FallbackOpt = Annotated[
     bool,
     typer.Option(
@@ -126,8 +140,13 @@ def memory(
     dp: Annotated[int, typer.Option(help="Data-parallel degree (shards optimizer state with --zero).")] = 1,
     zero: Annotated[int, typer.Option(help="ZeRO stage 0-3.")] = 0,
     recompute: Annotated[
-        str, typer.Option(help="Activation recompute: none, selective or full.")
+        str,
+        typer.Option(
+            help="Activation recompute: none, selective or full (default selective, or the recipe's)."
+        ),
     ] = "selective",
+    optimizer: OptimizerOpt = None,
+    recipe: RecipeOpt = None,
     engine: Annotated[str, typer.Option("--engine", "--software", help="Serving engine (reserve).")] = "vllm",
     profile: ProfileOption = None,
     output_format: FormatOpt = OutFormat.table,
@@ -153,16 +172,30 @@ def memory(
         )
     if seq_len is None:
         seq_len = (input_len or 0) + (output_len or 0) or 2048
+    choice = fine_tuning_choice(task, recipe=recipe, optimizer=optimizer, recompute=recompute)
+    fine: dict[str, Any] = {}
+    if choice is not None:
+        from gpufleet.estimate.recipes import training_options
+
+        opts = training_options(task=task, gpu_count=tp * pp * dp, **choice)
+        recompute = opts.recompute or recompute
+        if opts.zero_stage is not None and dp > 1 and not given_options(["zero"], default_ok=False):
+            zero = opts.zero_stage  # the trainer's multi-GPU sharding (FSDP = ZeRO-3)
+        fine = opts.memory_kwargs()
     mem = estimate_memory(
         model=arch, task=task, precision=prec, gpu=spec, tp=tp, pp=pp, dp=dp, batch=batch, seq_len=seq_len,
         kv_precision=kv, zero_stage=zero, recompute=recompute, engine=engine, allow_fallback=allow_fallback,
+        **fine,
     )  # fmt: skip
+    if choice is not None:
+        mem = dataclasses.replace(mem, recipe=opts.recipe, assumptions=(opts.summary, *mem.assumptions))
     if served_note:
         mem = dataclasses.replace(mem, assumptions=(*served_note, *mem.assumptions))
     if task in ("inference", "load"):  # after the estimate: bad values first
         reject_ignored(
-            ["zero", "recompute"],
-            why=f"with --task {task} (ZeRO sharding and activation recompute are training settings)",
+            ["zero", "recompute", "optimizer", "recipe"],
+            why=f"with --task {task} (ZeRO sharding, activation recompute, the optimizer and the fine-tuning "
+            "recipe are training settings)",
             fix="Leave those options out, or pass a training --task (pretrain, full_finetune, lora or "
             "qlora).",
         )
@@ -179,7 +212,7 @@ def memory(
         opt = fitting_option(
             model=arch, task=task, precision=prec, gpu=spec, tp=tp, pp=pp, dp=dp, batch=batch,
             seq_len=seq_len, kv_precision=kv, zero_stage=zero, recompute=recompute, engine=engine,
-            allow_fallback=allow_fallback,
+            allow_fallback=allow_fallback, **fine,
         )  # fmt: skip
         if opt is not None:
             hint = (f"Does not fit with {recompute} recompute, ZeRO-{zero}; {opt.description}.",)
@@ -192,18 +225,24 @@ def memory(
             )  # fmt: skip
             hint = (f"Does not fit at TP {tp} x PP {pp}; verified: it {serve}.",) if serve else ()
         else:
-            from gpufleet.estimate.memory_options import scale_out_hint
+            from gpufleet.estimate.memory_options import recipe_hint, scale_out_hint
 
             # a "does not fit" verdict names a layout that fits, checked by the same memory model (the
             # FSDP/ZeRO-3 scale-out of DeepSpeed's and Answer.AI's FSDP+QLoRA docs), not just a direction
             scale = scale_out_hint(
                 model=arch, task=task, precision=prec, gpu=spec, tp=tp, pp=pp, dp=dp, batch=batch,
                 seq_len=seq_len, kv_precision=kv, zero_stage=zero, engine=engine,
-                allow_fallback=allow_fallback,
+                allow_fallback=allow_fallback, choice=choice,
+            )  # fmt: skip
+            light = recipe_hint(
+                model=arch, task=task, precision=prec, gpu=spec, tp=tp, pp=pp, dp=dp, batch=batch,
+                seq_len=seq_len, zero_stage=zero, recompute=recompute, allow_fallback=allow_fallback,
+                choice=choice,
             )  # fmt: skip
             hint = (
                 f"No recompute / ZeRO option makes it fit at this TP/PP/DP and batch: {_lighter(task, dp)}.",
                 *((f"Verified: it {scale}.",) if scale else ()),
+                *((f"Verified: it fits with a lower-memory trainer recipe, {light}.",) if light else ()),
             )
     if hint:  # in the notes, so the JSON carries the same advice as the table
         mem = dataclasses.replace(mem, assumptions=(*hint, *mem.assumptions))
@@ -262,10 +301,19 @@ def infer(
     allow_fallback: FallbackOpt = False,
     profile: ProfileOption = None,
     output_format: FormatOpt = OutFormat.table,
+    optimizer: Annotated[str | None, typer.Option(hidden=True)] = None,
+    recipe: Annotated[str | None, typer.Option(hidden=True)] = None,
 ) -> None:
     """Inference: TTFT, TPOT, tokens/s and requests/s with p10–p90 intervals."""
     from gpufleet.estimate.performance import estimate_inference
 
+    reject_ignored(
+        ["optimizer", "recipe"],
+        why="on inference (the optimizer and the fine-tuning recipe are training settings)",
+        fix="Leave them out, or use `gpufleet estimate train` (or `estimate memory --task full_finetune`, "
+        "lora or qlora) to size a fine-tune.",
+        default_ok=False,
+    )
     require_positive(gpus=gpus, input_len=input_len, output_len=output_len, batch=batch, tp=tp, pp=pp, ep=ep)
     arch, spec = model_arg(model), gpu_arg(gpu)
     served, served_note = _served_precision(precision, arch.id, "inference")
@@ -320,8 +368,13 @@ def train(
         ),
     ] = None,
     software: Annotated[
-        str | None, typer.Option("--software", "--engine", help="megatron, nemo, ...")
+        str | None,
+        typer.Option(
+            "--software", "--engine", help="megatron, nemo, ... (a trainer name also selects its --recipe)."
+        ),
     ] = None,
+    optimizer: OptimizerOpt = None,
+    recipe: RecipeOpt = None,
     allow_fallback: FallbackOpt = False,
     profile: ProfileOption = None,
     output_format: FormatOpt = OutFormat.table,
@@ -333,10 +386,16 @@ def train(
                      virtual_stages=virtual_stages)  # fmt: skip
     prec, _ = _precisions(precision, None)
     arch, spec = model_arg(model), gpu_arg(gpu)
+    from gpufleet.estimate.recipes import training_options
+
+    choice: dict[str, str | None] = dict(recipe=recipe, optimizer=optimizer, recompute=recompute,
+                                         software=software)  # fmt: skip
+    opts = training_options(task=task, gpu_count=gpus, **choice)
     est = estimate_training(
         model=arch, task=task, gpu=spec, precision=prec, gpu_count=gpus, global_batch=batch, seq_len=seq_len,
         train_tokens=tokens, tp=tp, pp=pp, dp=dp, zero_stage=zero, recompute=recompute, software=software,
         profile=load_profile_option(profile), allow_fallback=allow_fallback, virtual_stages=virtual_stages,
+        options=opts,
     )  # fmt: skip
     if not est.fits:
         from gpufleet.estimate.memory_options import training_fit_hints
@@ -346,7 +405,7 @@ def train(
             zero_stage=zero, recompute=recompute, software=software, profile=load_profile_option(profile),
             allow_fallback=allow_fallback, virtual_stages=virtual_stages,
         )  # fmt: skip
-        est = dataclasses.replace(est, notes=(*training_fit_hints(task, gpus, kw), *est.notes))
+        est = dataclasses.replace(est, notes=(*training_fit_hints(task, gpus, kw, choice), *est.notes))
     if output_format is OutFormat.json:
         _emit_json(est, "estimate_training")
         return

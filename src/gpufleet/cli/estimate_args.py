@@ -29,6 +29,20 @@ def require_positive(**values: float | None) -> None:
             check_number(name, value, flag=flag)
 
 
+def fine_tuning_choice(
+    task: str, *, recipe: str | None, optimizer: str | None, recompute: str
+) -> dict[str, str | None] | None:
+    """The fine-tuning choices of ``estimate memory`` for recipes.training_options (``--recompute`` only
+    where typed, so a recipe's own recompute applies otherwise); None for an inference or load task or when
+    neither ``--recipe`` nor ``--optimizer`` is given (the estimator's generic defaults)."""
+    from gpufleet.cli.given import given_options
+
+    if task in ("inference", "load") or (recipe is None and optimizer is None):
+        return None
+    typed = bool(given_options(["recompute"], default_ok=False))
+    return {"recipe": recipe, "optimizer": optimizer, "recompute": recompute if typed else None}
+
+
 def model_arg(name: str) -> ModelArch:
     """The model for ``--model`` (id, alias, config.json path or size class); errors list close matches."""
     from gpufleet.models import resolve_model

@@ -37,6 +37,8 @@ def memory_table(mem: MemoryEstimate, title: str) -> Table:
     t = Table(title=title, title_justify="left", min_width=min(len(title), 110))
     t.add_column("memory per GPU")
     t.add_column("GiB", justify="right")
+    if mem.optimizer is not None:  # training tasks
+        t.add_row("optimizer (fine-tuning recipe)", optimizer_label(mem.optimizer, mem.recipe))
     for name, gib in mem.breakdown_gib.items():
         t.add_row(name, f"{gib:,.2f}")
     t.add_row("[bold]needed (nvidia-smi view)[/]", f"[bold]{mem.per_gpu_gib:,.2f}[/]")
@@ -46,6 +48,11 @@ def memory_table(mem: MemoryEstimate, title: str) -> Table:
     verdict = "[green]fits[/]" if mem.fits else f"[red]{DOES_NOT_FIT}[/]"
     t.add_row("[bold]verdict[/]", verdict)
     return t
+
+
+def optimizer_label(optimizer: str, recipe: str | None) -> str:
+    """``paged_adamw8bit (recipe torchtune)``, or ``adamw (no recipe)``."""
+    return f"{optimizer} ({f'recipe {recipe}' if recipe else 'no recipe'})"
 
 
 def notes_table(notes: Sequence[str], title: str = "Notes and assumptions") -> Table:
@@ -99,6 +106,7 @@ def training_table(est: TrainingEstimate, title: str) -> Table:
     t = _estimate_table(title)
     ep = f" (EP {est.ep} within DP)" if est.ep > 1 else ""
     t.add_row("parallelism", f"TP {est.tp} × PP {est.pp} × DP {est.dp}{ep}")
+    t.add_row("optimizer (fine-tuning recipe)", optimizer_label(est.optimizer, est.recipe))
     if not est.fits:
         t.add_row("[bold]verdict[/]", f"[red]{DOES_NOT_FIT}[/]")
         return t

@@ -117,6 +117,10 @@ class MemoryEstimate:
     fits: bool
     breakdown_gib: Mapping[str, float]
     assumptions: tuple[str, ...]
+    #: the optimizer whose states are counted (training tasks; None for inference and load)
+    optimizer: str | None = None
+    #: the fine-tuning recipe preset whose settings were applied (recipes.RECIPES; None: generic defaults)
+    recipe: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -644,6 +648,7 @@ def estimate_memory(
         fits=slack >= 0.0,
         breakdown_gib={k: v / GIB for k, v in (parts | over).items()},
         assumptions=fallback + _assumptions(q),
+        optimizer=None if task in ("inference", "load") else optimizer,
     )
 
 
@@ -663,9 +668,16 @@ def training_fits(
     recompute: str,
     optimizer: str = "adamw",
     master_weights: bool = True,
+    optimizer_in_backward: bool = False,
+    chunked_loss: bool = False,
+    adapter_fp32: bool = True,
+    lora_dropout: str = "none",
+    offload_checkpoints: bool = False,
+    kbit_upcast: bool = False,
 ) -> bool:
     """Whether :func:`estimate_memory` (training ``task``, ``batch=1``, ``engine="pytorch"``, ``optimizer``
-    and ``master_weights`` as given, every other argument at its default) on a GPU of ``memory_gib``
+    and ``master_weights`` and the other fine-tuning knobs named here as given (recipes.TrainingOptions
+    ``memory_kwargs``), every other argument at its default) on a GPU of ``memory_gib``
     reports ``fits``: the same slack computation
     (:func:`_assemble`), without building the estimate. The layout search screens thousands of layouts with
     it and builds full estimates only for those it keeps; the caller validates the shared arguments once
@@ -676,7 +688,9 @@ def training_fits(
         m=model, task=task, precision=check_precision(precision), engine="pytorch", tp=tp, pp=pp, dp=dp,
         ep=ep, batch=1, seq_len=seq_len, kv_precision=None, zero_stage=zero_stage, recompute=recompute,
         optimizer=optimizer, lora_rank=16, fp32_grads=False, sequence_parallel=True, flash_attention=True,
-        master_weights=master_weights,
+        master_weights=master_weights, optimizer_in_backward=optimizer_in_backward, chunked_loss=chunked_loss,
+        adapter_fp32=adapter_fp32, lora_dropout=lora_dropout, offload_checkpoints=offload_checkpoints,
+        kbit_upcast=kbit_upcast,
     )  # fmt: skip
     return _slack(q, memory_gib * GIB)[2] >= 0.0
 

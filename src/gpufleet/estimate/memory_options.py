@@ -8,7 +8,7 @@ returns the first that fits, so the verdict can say which option ``estimate trai
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -57,7 +57,23 @@ MAX_DP_FACTOR = 64
 MIN_HINT_SEQ_LEN = 256
 
 
-def scale_out_hint(*, task: str, dp: int, zero_stage: int, seq_len: int, **kwargs: Any) -> str | None:
+#: a job's fine-tuning choices as given (recipes.training_options: recipe, optimizer, recompute, software);
+#: the hints re-resolve them at each GPU count and task they try, since a recipe's multi-GPU settings differ
+Choice = Mapping[str, str | None]
+
+
+def recipe_memory_kwargs(choice: Choice | None, *, task: str, gpu_count: int) -> dict[str, Any]:
+    """The :func:`estimate_memory` options of ``choice`` for ``task`` on ``gpu_count`` GPUs ({} for none)."""
+    if not choice:
+        return {}
+    from gpufleet.estimate.recipes import training_options
+
+    return training_options(task=task, gpu_count=gpu_count, **choice).memory_kwargs()
+
+
+def scale_out_hint(
+    *, task: str, dp: int, zero_stage: int, seq_len: int, choice: Choice | None = None, **kwargs: Any
+) -> str | None:
     """A concrete, verified way to fit a training job that no recompute / ZeRO option fits at this DP: the
     fewest data-parallel ranks (doubling) at which it fits fully sharded with full recompute, and the longest
     sequence (halving) at which it fits on the GPUs given; None when neither fits or the task is not training.
@@ -66,14 +82,19 @@ def scale_out_hint(*, task: str, dp: int, zero_stage: int, seq_len: int, **kwarg
     that a few GPUs cannot hold (DeepSpeed ZeRO-3 docs; Answer.AI FSDP+QLoRA 2024: 70B on 2 x 24 GB at short
     context with gradient checkpointing); a shorter sequence shrinks activations and logits linearly
     (Korthikanti et al. 2022). Each option is checked with :func:`estimate_memory`, so the hint fits when run.
-    ``kwargs`` are the other :func:`estimate_memory` arguments except ``recompute``."""
+    ``kwargs`` are the other :func:`estimate_memory` arguments except ``recompute`` and the fine-tuning
+    options, which ``choice`` gives (resolved at each data-parallel degree tried)."""
     if task in ("inference", "load"):
         return None
     kwargs.pop("recompute", None)
     opts: list[str] = []
+    mp = kwargs.get("tp", 1) * kwargs.get("pp", 1)  # model-parallel GPUs per data-parallel rank
     n = dp * 2
     while n <= dp * MAX_DP_FACTOR:
-        mem = estimate_memory(task=task, dp=n, zero_stage=3, seq_len=seq_len, recompute="full", **kwargs)
+        rk = recipe_memory_kwargs(choice, task=task, gpu_count=mp * n)
+        mem = estimate_memory(
+            task=task, dp=n, zero_stage=3, seq_len=seq_len, recompute="full", **kwargs, **rk
+        )
         if mem.fits:
             opts.append(
                 f"--dp {n} --zero 3 --recompute full: {mem.per_gpu_gib:.1f} GiB of {mem.capacity_gib:.1f} GiB"
@@ -82,8 +103,9 @@ def scale_out_hint(*, task: str, dp: int, zero_stage: int, seq_len: int, **kwarg
         n *= 2
     z = 3 if dp > 1 else zero_stage  # ZeRO shards over data-parallel ranks only
     s = seq_len // 2
+    rk = recipe_memory_kwargs(choice, task=task, gpu_count=mp * dp)
     while s >= MIN_HINT_SEQ_LEN:
-        mem = estimate_memory(task=task, dp=dp, zero_stage=z, seq_len=s, recompute="full", **kwargs)
+        mem = estimate_memory(task=task, dp=dp, zero_stage=z, seq_len=s, recompute="full", **kwargs, **rk)
         if mem.fits:
             zero = f" --zero {z}" if z else ""
             opts.append(
@@ -160,21 +182,74 @@ def lighter_precisions(precision: str) -> tuple[str, ...]:
 LIGHTER_TASKS: dict[str, tuple[str, ...]] = {"full_finetune": ("lora", "qlora"), "lora": ("qlora",)}
 #: how far the GPU-count hints look: up to 64x the GPUs given
 MAX_GPU_FACTOR = 64
+#: fine-tuning recipes the hints try on the GPUs given, lowest memory first: torchtune's single-device
+#: recipes (paged 8-bit AdamW, optimizer in backward, offloaded activations), unsloth's (8-bit AdamW,
+#: offloaded checkpoints), the bitsandbytes low-memory recipe (recipes.RECIPES)
+LIGHTER_RECIPES: tuple[str, ...] = ("torchtune", "unsloth", "bitsandbytes")
+#: tasks the recipe hints apply to (the presets are fine-tuning recipes)
+FINE_TUNING_TASKS: tuple[str, ...] = ("full_finetune", "lora", "qlora")
 
 
-def training_fit_hints(task: str, gpus: int, kw: dict[str, Any]) -> tuple[str, ...]:
+def recipe_hint(*, task: str, recompute: str, choice: Choice | None = None, **kwargs: Any) -> str | None:
+    """A lower-memory fine-tuning recipe (:data:`LIGHTER_RECIPES`, other than the one chosen) under which
+    the training job fits at the layout given, verified with :func:`estimate_memory`: ``--recipe NAME: X GiB
+    of Y GiB``; None when none fits or the task is not training. ``kwargs``: the other
+    :func:`estimate_memory` arguments except the fine-tuning options; ``choice``: the user's optimizer and
+    recompute are kept (recipes.training_options); a recipe's own recompute replaces an unstated one."""
+    if task not in FINE_TUNING_TASKS:  # the presets are fine-tuning recipes, not pre-training ones
+        return None
+    from gpufleet.errors import GpufleetError
+    from gpufleet.estimate.recipes import training_options
+
+    ch = dict(choice or {})
+    gpus = kwargs.get("tp", 1) * kwargs.get("pp", 1) * kwargs.get("dp", 1)
+
+    def fits(r: str) -> MemoryEstimate | None:
+        try:
+            opts = training_options(task=task, gpu_count=gpus, **(ch | {"recipe": r}))
+            mem = estimate_memory(
+                task=task, recompute=opts.recompute or recompute, **kwargs, **opts.memory_kwargs()
+            )
+        except GpufleetError:
+            return None
+        return mem if mem.fits else None
+
+    found = first_fitting([r for r in LIGHTER_RECIPES if r != ch.get("recipe")], fits)
+    if found is None:
+        return None
+    r, m = found
+    return f"--recipe {r}: {_needed(m)}"
+
+
+def _needed(m: MemoryEstimate) -> str:
+    """``X GiB of Y GiB``, saying when paged optimizer states fill the free memory (they page to the host
+    under pressure, so they never make a job not fit)."""
+    paged = (
+        " (paged optimizer states fill what is free)" if "optimizer_states_paged" in m.breakdown_gib else ""
+    )
+    return f"{m.per_gpu_gib:.1f} GiB of {m.capacity_gib:.1f} GiB{paged}"
+
+
+def training_fit_hints(
+    task: str, gpus: int, kw: dict[str, Any], choice: Choice | None = None
+) -> tuple[str, ...]:
     """For a training job that fits no layout: the fewest GPUs (doubling) at which ``estimate_training``
     finds a fitting layout, and a lighter task that fits on the GPUs given, each verified by running the
     estimate, so the "does not fit" verdict is actionable (a practitioner scales out with FSDP/ZeRO-3 or
     Megatron TP/PP, DeepSpeed ZeRO docs and Megatron-LM README, or moves to LoRA/QLoRA, PEFT and QLoRA paper
-    Dettmers et al. 2023). ``kw``: the other ``estimate_training`` arguments; the data-parallel degree is
-    left to the search."""
+    Dettmers et al. 2023), and a lower-memory fine-tuning recipe (:data:`LIGHTER_RECIPES`) that fits on the
+    GPUs given. ``kw``: the other ``estimate_training`` arguments; the data-parallel degree is left to the
+    search; ``choice``: the fine-tuning choices (recipes.training_options), resolved at each GPU count and
+    task tried."""
     from gpufleet.errors import GpufleetError
     from gpufleet.estimate.performance import TrainingEstimate, estimate_training
+    from gpufleet.estimate.recipes import training_options
 
-    def fits(n: int, t: str) -> TrainingEstimate | None:
+    def fits(n: int, t: str, recipe: str | None = None) -> TrainingEstimate | None:
+        ch = {**(choice or {}), **({"recipe": recipe} if recipe else {})}
         try:
-            e = estimate_training(task=t, gpu_count=n, dp=None, **kw)
+            opts = training_options(task=t, gpu_count=n, **ch) if ch else None
+            e = estimate_training(task=t, gpu_count=n, dp=None, options=opts, **kw)
         except GpufleetError:
             return None
         return e if e.fits else None
@@ -194,6 +269,11 @@ def training_fit_hints(task: str, gpus: int, kw: dict[str, Any]) -> tuple[str, .
     if (lighter := first_fitting(LIGHTER_TASKS.get(task, ()), lambda t: fits(gpus, t))) is not None:
         t, e = lighter
         out.append(f"--task {t} fits on these {gpus} GPU(s): {e.memory.per_gpu_gib:.1f} GiB per GPU.")
+    current = (choice or {}).get("recipe")
+    others = [r for r in LIGHTER_RECIPES if r != current] if task in FINE_TUNING_TASKS else []
+    if (light := first_fitting(others, lambda r: fits(gpus, task, r))) is not None:
+        r, e = light
+        out.append(f"--recipe {r} fits on these {gpus} GPU(s): {e.optimizer}, {_needed(e.memory)} per GPU.")
     return tuple(out)
 
 
@@ -226,16 +306,21 @@ def inference_fit_hints(prec: str, gpus: int, kw: dict[str, Any]) -> tuple[str, 
 
 
 __all__ = [
+    "FINE_TUNING_TASKS",
+    "LIGHTER_RECIPES",
     "LIGHTER_TASKS",
     "MAX_GPU_FACTOR",
     "RELAXATIONS",
     "SERVE_LIGHTER",
+    "Choice",
     "FittingOption",
     "first_doubling",
     "first_fitting",
     "fitting_option",
     "inference_fit_hints",
     "lighter_precisions",
+    "recipe_hint",
+    "recipe_memory_kwargs",
     "scale_out_hint",
     "serving_hint",
     "training_fit_hints",

@@ -14,8 +14,10 @@ beyond.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from gpufleet.catalog.specs import AcceleratorSpec
 from gpufleet.errors import InputError
@@ -174,17 +176,19 @@ def training_layouts(
     allow_fallback: bool = False,
     optimizer: str = "adamw",
     master_weights: bool = True,
+    knobs: Mapping[str, Any] | None = None,
 ) -> list[TrainingLayout]:
     """:func:`training_layout_keys` with the memory estimate of each layout."""
     keys = training_layout_keys(
         model=model, spec=spec, task=task, precision=precision, gpu_count=gpu_count,
         global_batch=global_batch, seq_len=seq_len, gpus_per_node=gpus_per_node, software=software, tp=tp,
         pp=pp, dp=dp, zero_stage=zero_stage, recompute=recompute, ep=ep, allow_fallback=allow_fallback,
-        optimizer=optimizer, master_weights=master_weights,
+        optimizer=optimizer, master_weights=master_weights, knobs=knobs,
     )  # fmt: skip
     return [
         layout_memory(k, model=model, spec=spec, task=task, precision=precision, seq_len=seq_len,
-                      allow_fallback=allow_fallback, optimizer=optimizer, master_weights=master_weights)
+                      allow_fallback=allow_fallback, optimizer=optimizer, master_weights=master_weights,
+                      knobs=knobs)
         for k in keys
     ]  # fmt: skip
 
@@ -200,14 +204,16 @@ def layout_memory(
     allow_fallback: bool = False,
     optimizer: str = "adamw",
     master_weights: bool = True,
+    knobs: Mapping[str, Any] | None = None,
 ) -> TrainingLayout:
     """The layout ``key`` with its memory estimate (micro-batch 1, as the search sized it; ``optimizer``
     and ``master_weights`` as the job runs them: an 8-bit or paged optimizer without an fp32 master copy
-    needs far less than AdamW's 16 bytes per parameter)."""
+    needs far less than AdamW's 16 bytes per parameter; ``knobs``: the recipe's other memory settings,
+    recipes.TrainingOptions ``memory_kwargs``)."""
     mem = _memory(
         model=model, task=task, precision=precision, gpu=spec, tp=key.tp, pp=key.pp, dp=key.dp, ep=key.ep,
         batch=1, seq_len=seq_len, zero_stage=key.zero_stage, recompute=key.recompute, engine="pytorch",
-        allow_fallback=allow_fallback, optimizer=optimizer, master_weights=master_weights,
+        allow_fallback=allow_fallback, optimizer=optimizer, master_weights=master_weights, **(knobs or {}),
     )  # fmt: skip
     return TrainingLayout(
         tp=key.tp, pp=key.pp, dp=key.dp, zero_stage=key.zero_stage, recompute=key.recompute, memory=mem
@@ -234,6 +240,7 @@ def training_layout_keys(
     allow_fallback: bool = False,
     optimizer: str = "adamw",
     master_weights: bool = True,
+    knobs: Mapping[str, Any] | None = None,
 ) -> list[LayoutKey]:
     """The fitting layouts of the first pass that has one, else ``[the last layout tried]``.
 
@@ -244,8 +251,11 @@ def training_layout_keys(
     Passes, in the order an engineer relaxes them: (1) selective recompute with ZeRO-1 (ZeRO-1 then ZeRO-3 for
     stacks without TP), every TP at the smallest PP that fits; (2) ZeRO-3/FSDP; (3) full recompute. Degrees,
     ZeRO stage or recompute given by the caller are kept fixed. Stacks without TP (:data:`NO_TP_STACKS`) and
-    tasks without TP (:data:`NO_TP_TASKS`: QLoRA) get TP 1 unless the caller gives a degree.
+    tasks without TP (:data:`NO_TP_TASKS`: QLoRA) get TP 1 unless the caller gives a degree. ``knobs``: the
+    fine-tuning recipe's other memory settings (recipes.TrainingOptions ``memory_kwargs`` less optimizer and
+    master weights), applied to every layout.
     """
+    extra = dict(knobs or {})
     # FSDP-only stacks still shard with TP where the batch leaves some chip without a whole sequence
     # (MaxText sets ici_tensor_parallelism > 1 for per-device batches below 1)
     fsdp = fsdp_only(spec, software)
@@ -262,6 +272,7 @@ def training_layout_keys(
         return training_fits(
             model=model, task=task, precision=precision, memory_gib=spec.memory_gib, tp=t, pp=p, dp=d, ep=e,
             seq_len=seq_len, zero_stage=z, recompute=rc, optimizer=optimizer, master_weights=master_weights,
+            **extra,
         )  # fmt: skip
 
     # Layouts are screened with training_fits (the estimate's own slack, without building it); the caller
@@ -295,7 +306,7 @@ def training_layout_keys(
                         _memory(
                             model=model, task=task, precision=precision, gpu=spec, batch=1, seq_len=seq_len,
                             zero_stage=z, recompute=rc, engine="pytorch", allow_fallback=allow_fallback,
-                            optimizer=optimizer, master_weights=master_weights,
+                            optimizer=optimizer, master_weights=master_weights, **extra,
                         )  # fmt: skip
                         checked = True
                     if global_batch >= d and fits(*last):

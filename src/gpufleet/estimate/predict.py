@@ -282,33 +282,12 @@ _SCHEMA_OPTIMIZER = {"adamw": "adamw", "adamw8bit": "adamw8bit", "paged_adamw8bi
 def _recipe_kwargs(case: CalibrationCase, hints: dict[str, Any]) -> dict[str, Any]:
     """Memory-model options of a training case: its optimizer, and the named recipe's defaults
     (:mod:`gpufleet.estimate.recipes`) where the software or note names one."""
-    from gpufleet.estimate.recipes import recipe_for_job
+    from gpufleet.estimate.recipes import recipe_for_job, recipe_kwargs
 
-    kw: dict[str, Any] = {}
     recipe = recipe_for_job(
         case.software, case.note, task=case.task, optimizer=case.optimizer, gpu_count=case.gpu_count
     )
-    adapter = case.task in ("lora", "qlora")
-    if recipe is not None:
-        single = case.gpu_count == 1
-        full_opt = recipe.optimizer_full_distributed if not single else None
-        kw["optimizer"] = recipe.optimizer_adapter if adapter else (full_opt or recipe.optimizer_full)
-        kw["master_weights"] = recipe.master_weights
-        kw["recompute"] = (None if single else recipe.distributed_recompute) or recipe.recompute
-        kw["speed_recompute"] = "none" if recipe.activation_offloading else kw["recompute"]
-        kw["chunked_loss"] = recipe.chunked_loss
-        kw["optimizer_in_backward"] = recipe.optimizer_in_backward and single and not adapter
-        if recipe.checkpoint_offload:
-            kw["offload_checkpoints"] = True
-        if recipe.cpu_offload_params:
-            kw["offload_params"] = True  # applied only where the job offloads to the CPU under ZeRO-3
-        if adapter:
-            kw["adapter_fp32"] = recipe.adapter_fp32
-            if recipe.kbit_upcast and case.task == "qlora":
-                kw["kbit_upcast"] = True
-            kw["lora_dropout"] = recipe.lora_dropout
-        if not single and recipe.distributed_zero_stage:
-            kw["zero_stage"] = recipe.distributed_zero_stage
+    kw = {} if recipe is None else recipe_kwargs(recipe, task=case.task, gpu_count=case.gpu_count)
     if case.optimizer:
         kw["optimizer"] = _SCHEMA_OPTIMIZER[case.optimizer]
     return kw

@@ -11,8 +11,12 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
 
 from gpufleet.errors import InputError
+
+if TYPE_CHECKING:
+    from gpufleet.estimate.memory import MemoryEstimate
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -223,6 +227,183 @@ def recipe_for_job(
     return named
 
 
+def recipe_kwargs(recipe: Recipe, *, task: str, gpu_count: int) -> dict[str, Any]:
+    """The :func:`gpufleet.estimate.memory.estimate_memory` options ``recipe`` sets for ``task`` on
+    ``gpu_count`` GPUs, plus ``speed_recompute`` (the recompute that sets the speed) and ``zero_stage`` (the
+    sharding of the trainer's multi-GPU recipe, when it has one): the single-device optimizer and recompute
+    on one GPU, the distributed ones on several; optimizer-in-backward only for single-device full
+    fine-tunes (torchtune's distributed configs and every LoRA recipe step after the backward)."""
+    kw: dict[str, Any] = {}
+    adapter = task in ("lora", "qlora")
+    single = gpu_count == 1
+    full_opt = recipe.optimizer_full_distributed if not single else None
+    kw["optimizer"] = recipe.optimizer_adapter if adapter else (full_opt or recipe.optimizer_full)
+    kw["master_weights"] = recipe.master_weights
+    kw["recompute"] = (None if single else recipe.distributed_recompute) or recipe.recompute
+    kw["speed_recompute"] = "none" if recipe.activation_offloading else kw["recompute"]
+    kw["chunked_loss"] = recipe.chunked_loss
+    kw["optimizer_in_backward"] = recipe.optimizer_in_backward and single and not adapter
+    if recipe.checkpoint_offload:
+        kw["offload_checkpoints"] = True
+    if recipe.cpu_offload_params:
+        kw["offload_params"] = True  # applied only where the job offloads to the CPU under ZeRO-3
+    if adapter:
+        kw["adapter_fp32"] = recipe.adapter_fp32
+        if recipe.kbit_upcast and task == "qlora":
+            kw["kbit_upcast"] = True
+        kw["lora_dropout"] = recipe.lora_dropout
+    if not single and recipe.distributed_zero_stage:
+        kw["zero_stage"] = recipe.distributed_zero_stage
+    return kw
+
+
+#: recipes whose trainer is also a speed stack of its own (rates.SOFTWARES): a job that names the recipe
+#: and no software runs on that stack (as calibration cases do, predict.case_software)
+STACK_RECIPES: tuple[str, ...] = ("torchtune", "unsloth", "axolotl")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainingOptions:
+    """The fine-tuning options of one training job: a recipe's defaults (:data:`RECIPES`) with the user's
+    explicit optimizer and recompute on top (:func:`training_options`). The defaults (no recipe) are the
+    estimator's generic ones: AdamW with an fp32 master copy, the layout search's recompute."""
+
+    recipe: str | None = None  # the preset applied (None: the estimator's generic defaults)
+    optimizer: str = "adamw"
+    master_weights: bool = True
+    #: the recompute the recipe (or the user) sets; None = the layout search's choice
+    recompute: str | None = None
+    #: True when the user stated ``recompute``: kept even where it does not fit; a recipe's default is
+    #: relaxed to full recompute as a practitioner would turn checkpointing on
+    recompute_stated: bool = False
+    #: activations offloaded to host memory (torchtune): memory as full recompute, speed without recompute
+    activation_offloading: bool = False
+    optimizer_in_backward: bool = False
+    chunked_loss: bool = False
+    adapter_fp32: bool = True
+    lora_dropout: str = "none"
+    offload_checkpoints: bool = False
+    kbit_upcast: bool = False
+    #: ZeRO stage of the trainer's multi-GPU recipe (FSDP = 3); None = the layout search's choice
+    zero_stage: int | None = None
+
+    def memory_kwargs(self) -> dict[str, Any]:
+        """The :func:`~gpufleet.estimate.memory.estimate_memory` options, except recompute and ZeRO stage."""
+        return {"optimizer": self.optimizer, "master_weights": self.master_weights, **self.knobs()}
+
+    def knobs(self) -> dict[str, Any]:
+        """:meth:`memory_kwargs` less the optimizer and master weights (the layout search's ``knobs``)."""
+        return {
+            "optimizer_in_backward": self.optimizer_in_backward,
+            "chunked_loss": self.chunked_loss,
+            "adapter_fp32": self.adapter_fp32,
+            "lora_dropout": self.lora_dropout,
+            "offload_checkpoints": self.offload_checkpoints,
+            "kbit_upcast": self.kbit_upcast,
+        }
+
+    def speed_recompute(self, recompute: str) -> str:
+        """The recompute that sets the speed of a layout sized with ``recompute``: none when the recipe
+        offloads activations instead of recomputing them."""
+        return "none" if self.activation_offloading else recompute
+
+    @property
+    def stack(self) -> str | None:
+        """The speed stack the recipe implies when no software is given (:data:`STACK_RECIPES`)."""
+        return self.recipe if self.recipe in STACK_RECIPES else None
+
+    @property
+    def is_generic(self) -> bool:
+        """No recipe, and memory settings the estimator's generic defaults (AdamW, fp32 master copy)."""
+        return self.recipe is None and self.memory_kwargs() == TrainingOptions().memory_kwargs()
+
+    @property
+    def summary(self) -> str:
+        """One line naming the optimizer and the recipe's memory settings, for notes."""
+        parts = [self.optimizer, "fp32 master weights" if self.master_weights else "pure 16-bit weights"]
+        if self.optimizer_in_backward:
+            parts.append("optimizer step in the backward")
+        if self.chunked_loss:
+            parts.append("chunked loss")
+        if self.activation_offloading:
+            parts.append("activations offloaded to host memory (speed without recompute)")
+        if self.offload_checkpoints:
+            parts.append("checkpointed layer inputs in host memory")
+        head = f"recipe {self.recipe}" if self.recipe else "no recipe (generic defaults)"
+        return f"Fine-tuning options: {head}: {', '.join(parts)}."
+
+
+def check_optimizer(optimizer: str) -> str:
+    """``optimizer`` normalised, or :class:`InputError` naming the optimizers the memory model knows."""
+    from gpufleet.estimate.memory import OPTIMIZERS
+
+    key = optimizer.strip().lower()
+    if key not in OPTIMIZERS:
+        raise InputError(
+            f"Unknown optimizer {optimizer!r}. Allowed: {', '.join(OPTIMIZERS)}. Pick the optimizer your "
+            "trainer runs, or leave it out for AdamW (or the recipe's)."
+        )
+    return key
+
+
+def training_options(
+    *,
+    task: str,
+    gpu_count: int,
+    recipe: str | None = None,
+    optimizer: str | None = None,
+    recompute: str | None = None,
+    software: str | None = None,
+) -> TrainingOptions:
+    """The fine-tuning options of a training job (:class:`TrainingOptions`).
+
+    The preset is ``recipe`` when given; else the one ``software`` names (:func:`recipe_for`) or, when an
+    optimizer is given, the one the job implies (:func:`recipe_for_job`: a single-GPU 8-bit optimizer or a
+    QLoRA runs the bitsandbytes low-memory recipe), as calibration cases resolve theirs; else none (generic
+    defaults). An explicit ``optimizer`` or ``recompute`` overrides the preset's value. A ``recipe`` that
+    contradicts the trainer ``software`` names is an :class:`InputError` (which stack would run?)."""
+    from gpufleet.estimate.activations import check_recompute
+
+    opt = None if optimizer is None else check_optimizer(optimizer)
+    if recompute is not None:
+        check_recompute(recompute)
+    named = None if recipe is None else get_recipe(recipe)
+    by_software = recipe_for(software)
+    if named is not None and by_software is not None and by_software.name != named.name:
+        raise InputError(
+            f"recipe {named.name!r} contradicts software {software!r}, which runs the {by_software.name!r} "
+            f"recipe. Give one of them, or both naming the same trainer."
+        )
+    chosen = named
+    if chosen is None and (by_software is not None or opt is not None):
+        chosen = recipe_for_job(software, "", task=task, optimizer=opt, gpu_count=gpu_count)
+    kw = recipe_kwargs(chosen, task=task, gpu_count=gpu_count) if chosen is not None else {}
+    kw.pop("offload_params", None)  # needs a CPU offload, which these options do not set
+    speed = kw.pop("speed_recompute", None)
+    if opt is not None:
+        kw["optimizer"] = opt
+    offloading = speed is not None and speed != kw.get("recompute")
+    if recompute is not None:  # the user's recompute replaces the recipe's, offloading included
+        kw["recompute"], offloading = recompute, False
+    return TrainingOptions(
+        recipe=None if chosen is None else chosen.name,
+        recompute_stated=recompute is not None,
+        activation_offloading=offloading,
+        **kw,
+    )
+
+
+def estimate_recipe_memory(options: TrainingOptions, *, recompute: str, **kwargs: Any) -> MemoryEstimate:
+    """:func:`~gpufleet.estimate.memory.estimate_memory` of a training job under ``options`` (its memory
+    settings, ``recompute`` as given), labelled with the options' optimizer and recipe and noting them."""
+    import dataclasses
+
+    from gpufleet.estimate.memory import estimate_memory
+
+    mem = estimate_memory(recompute=recompute, **options.memory_kwargs(), **kwargs)
+    return dataclasses.replace(mem, recipe=options.recipe, assumptions=(options.summary, *mem.assumptions))
+
+
 def recipe_for(software: str | None, note: str = "") -> Recipe | None:
     """The preset a software name or a case note names (software first), None when neither names one."""
     for text in (software or "", note):
@@ -236,9 +417,15 @@ def recipe_for(software: str | None, note: str = "") -> Recipe | None:
 __all__ = [
     "LOW_MEMORY_OPTIMIZERS",
     "RECIPES",
+    "STACK_RECIPES",
     "Recipe",
+    "TrainingOptions",
+    "check_optimizer",
+    "estimate_recipe_memory",
     "get_recipe",
     "implied_recipe",
     "recipe_for",
     "recipe_for_job",
+    "recipe_kwargs",
+    "training_options",
 ]

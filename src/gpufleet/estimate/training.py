@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from typing import Any
 
 from gpufleet.catalog.specs import AcceleratorSpec
 from gpufleet.errors import InputError, UnsupportedError
@@ -48,6 +49,7 @@ from gpufleet.estimate.rates import (
     tp_link,
     width_factor,
 )
+from gpufleet.estimate.recipes import TrainingOptions
 from gpufleet.estimate.types import INT8_TRAINING_ARCHS, TRAINING_TASKS, Interval, adapter_task
 from gpufleet.models import count_params, lora_params
 from gpufleet.models.arch import ModelArch
@@ -91,6 +93,10 @@ class TrainingEstimate:
     #: MoE expert-parallel degree inside the DP ranks (1 for dense models): a practitioner's layout names it
     #: (Megatron-LM --expert-model-parallel-size; NeMo Mixtral recipes EP 8)
     ep: int = 1
+    #: the optimizer the memory and the optimizer step were sized for
+    optimizer: str = "adamw"
+    #: the fine-tuning recipe preset applied (recipes.RECIPES; None: the estimator's generic defaults)
+    recipe: str | None = None
 
 
 #: stacks that run Megatron's interleaved pipeline schedule (others: plain 1F1B, v = 1)
@@ -542,6 +548,7 @@ def estimate_training(
     optimizer: str | None = None,
     master_weights: bool | None = None,
     flash_attention: bool = True,
+    options: TrainingOptions | None = None,
 ) -> TrainingEstimate:
     """Estimate step time, throughput, MFU and time to train (module doc).
 
@@ -558,10 +565,29 @@ def estimate_training(
     (:func:`optimizer_step_bytes_per_param`). ``flash_attention=False``: the stack materialises the
     attention scores (Megatron-LM and DeepSpeed before FlashAttention, Dao et al. 2022), which costs their
     memory traffic (:func:`unfused_score_bytes`); speed only, the memory layout search is unchanged.
+    ``options``: a fine-tuning recipe with the user's overrides (:func:`~gpufleet.estimate.recipes.
+    training_options`): its optimizer, master weights and memory settings size every layout, its recompute,
+    ZeRO stage and stack are the defaults of ``recompute``, ``zero_stage`` and ``software``; a recipe's
+    recompute the user did not state is relaxed to full where nothing fits (a practitioner turns activation
+    checkpointing on), and activations it offloads to the host cost memory as full recompute and speed as
+    none. Give the optimizer and master weights either in ``options`` or as arguments.
     """
     arch, spec, prof = resolve_inputs(model, gpu, profile)
     optim = optimizer or "adamw"
     master = True if master_weights is None else master_weights
+    knobs: dict[str, Any] = {}
+    relax_recompute = False
+    if options is not None:
+        if optimizer is not None or master_weights is not None:
+            raise InputError(
+                "optimizer/master_weights were given both as arguments and in options, and one would be "
+                "silently ignored. Put them in options (recipes.training_options(optimizer=...)) only."
+            )
+        optim, master, knobs = options.optimizer, options.master_weights, options.knobs()
+        relax_recompute = recompute is None and not options.recompute_stated
+        recompute = recompute if recompute is not None else options.recompute
+        zero_stage = zero_stage if zero_stage is not None else options.zero_stage
+        software = software if software is not None else options.stack
     optimizer_step_bytes_per_param(optim, "bf16", True)  # unknown optimizer: InputError
     prec = check_precision(precision)
     if task not in TRAINING_TASKS:
@@ -627,8 +653,22 @@ def estimate_training(
         model=arch, spec=spec, task=task, precision=prec, gpu_count=gpu_count // cp_deg,
         global_batch=global_batch, seq_len=-(-seq_len // cp_deg), gpus_per_node=gpn, software=sw, tp=tp,
         pp=pp, dp=dp, zero_stage=zero_stage, recompute=recompute, ep=ep, allow_fallback=allow_fallback,
-        optimizer=optim, master_weights=master,
+        optimizer=optim, master_weights=master, knobs=knobs,
     )  # fmt: skip
+    relaxed_note = ""
+    if relax_recompute and recompute not in (None, "full") and not any(lay.fits for lay in layouts):
+        relaxed_note = (
+            f"the recipe's {recompute} recompute does not fit: full recompute (activation checkpointing), as "
+            "a practitioner would turn it on."
+        )
+        recompute = "full"
+        layouts = training_layout_keys(
+            model=arch, spec=spec, task=task, precision=prec, gpu_count=gpu_count // cp_deg,
+            global_batch=global_batch, seq_len=-(-seq_len // cp_deg), gpus_per_node=gpn, software=sw, tp=tp,
+            pp=pp, dp=dp, zero_stage=zero_stage, recompute=recompute, ep=ep, allow_fallback=allow_fallback,
+            optimizer=optim, master_weights=master, knobs=knobs,
+        )  # fmt: skip
+    acts_offloaded = options is not None and options.activation_offloading  # speed without recompute
     best: tuple[float, LayoutKey, StepBreakdown] | None = None
     for lay in layouts:
         if not lay.fits and not ignore_memory and not cpu_offload:  # offload: memory checked below
@@ -636,9 +676,10 @@ def estimate_training(
         ep_deg = ep if ep is not None else (default_ep(arch, lay.dp, gpn) if arch.is_moe else 1)
         br = training_step(
             model=arch, spec=spec, rates=rates, task=task, tp=lay.tp, pp=lay.pp, dp=lay.dp, ep=ep_deg,
-            global_batch=global_batch, seq_len=seq_len, zero_stage=lay.zero_stage, recompute=lay.recompute,
-            software=sw, gpus_per_node=gpn, profile=prof, cp=cp_deg, network=node_network,
-            cpu_offload=cpu_offload, virtual_stages=virtual_stages, optimizer=optim, master_weights=master,
+            global_batch=global_batch, seq_len=seq_len, zero_stage=lay.zero_stage,
+            recompute="none" if acts_offloaded else lay.recompute, software=sw, gpus_per_node=gpn,
+            profile=prof, cp=cp_deg, network=node_network, cpu_offload=cpu_offload,
+            virtual_stages=virtual_stages, optimizer=optim, master_weights=master,
             flash_attention=flash_attention,
         )  # fmt: skip
         if best is None or br.step_s < best[0]:
@@ -653,17 +694,20 @@ def estimate_training(
         allow_fallback=allow_fallback,
         optimizer=optim,
         master_weights=master,
+        knobs=knobs,
     )  # built for the kept layout only
     if cpu_offload:
         offloaded = estimate_memory(
             model=arch, task=task, precision=prec, gpu=spec, tp=layout.tp, pp=layout.pp, dp=layout.dp,
             batch=1, seq_len=-(-seq_len // cp_deg), zero_stage=layout.zero_stage, recompute=layout.recompute,
             engine="pytorch", allow_fallback=allow_fallback, cpu_offload=True, optimizer=optim,
-            master_weights=master,
+            master_weights=master, **knobs,
         )  # fmt: skip
         layout = dataclasses.replace(layout, memory=offloaded)
         if not offloaded.fits and not ignore_memory:
             best = None
+    if options is not None:
+        layout = dataclasses.replace(layout, memory=dataclasses.replace(layout.memory, recipe=options.recipe))
     recompute = layout.recompute
     ep_kept = ep if ep is not None else (default_ep(arch, layout.dp, gpn) if arch.is_moe else 1)
     notes = list(rates.notes)
@@ -674,6 +718,10 @@ def estimate_training(
         f"software {sw}."
     )
     notes.extend(_virtual_stage_notes(arch, layout.pp, virtual_stages))
+    if options is not None and not options.is_generic:
+        notes.append(options.summary)
+    if relaxed_note:
+        notes.append(relaxed_note)
     if (net := network_note(spec, gpn, layout.tp * layout.pp * layout.dp * cp_deg, node_network)) is not None:
         notes.append(net)
     if (warning := context_note(arch.id, arch.max_position_embeddings, seq_len)) is not None:
@@ -689,6 +737,7 @@ def estimate_training(
             fits=False, memory=layout.memory, tp=layout.tp, pp=layout.pp, dp=layout.dp, step_time_s=None,
             tokens_per_s_per_gpu=None, tokens_per_s=None, mfu=None, time_to_train_s=None, gpu_hours=None,
             notes=tuple(notes), zero_stage=layout.zero_stage, recompute=recompute, ep=ep_kept,
+            optimizer=optim, recipe=None if options is None else options.recipe,
         )  # fmt: skip
     br = best[2]
     if cpu_offload:
@@ -704,7 +753,9 @@ def estimate_training(
     step = br.step_s
     used = layout.tp * layout.pp * layout.dp * cp_deg
     tok_gpu = global_batch * seq_len / step / used
-    fl = cx.training_flops_per_token(arch, task=task, seq_len=seq_len, recompute=recompute)
+    fl = cx.training_flops_per_token(
+        arch, task=task, seq_len=seq_len, recompute="none" if acts_offloaded else recompute
+    )
     mfu = tok_gpu * fl.model_total / rates.stated_peak_flops
     widen = _widen(rates, spec, stack_param("train", sw, spec.vendor), prof, arch)
     step_i = make_interval(step, "training", prof, widen)
@@ -720,6 +771,7 @@ def estimate_training(
         step_time_s=step_i,
         tokens_per_s_per_gpu=tok_i, tokens_per_s=tok_i.scaled(used), mfu=mfu, time_to_train_s=ttt,
         gpu_hours=gpus_h, notes=tuple(notes), zero_stage=layout.zero_stage, recompute=recompute, ep=ep_kept,
+        optimizer=optim, recipe=None if options is None else options.recipe,
     )  # fmt: skip
 
 
