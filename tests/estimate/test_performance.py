@@ -125,7 +125,8 @@ def test_moe_and_uncalibrated_get_wider_intervals() -> None:
     cal = _inf(gpu="H100-SXM")
     unc = _inf(gpu="MI300X")
     assert cal.tpot_s is not None and unc.tpot_s is not None
-    assert unc.tpot_s.p90 / unc.tpot_s.central > cal.tpot_s.p90 / cal.tpot_s.central
+    # wider as a whole (p90/p10): the held-out latency deciles need not be symmetric about the central value
+    assert unc.tpot_s.p90 / unc.tpot_s.p10 > cal.tpot_s.p90 / cal.tpot_s.p10
 
 
 # ---- precision fallbacks -----------------------------------------------------------------------------------
