@@ -11,14 +11,13 @@ import json
 from typing import Any
 
 import pytest
-from typer.testing import CliRunner
 
 from gpufleet.cli.app import app
 from gpufleet.estimate.memory import OPTIMIZERS
 from gpufleet.estimate.recipes import RECIPES
 
-runner = CliRunner()
-WIDE = {"COLUMNS": "220"}
+from .test_estimate_cli import run, runner, user_error
+
 TRAIN_4090 = ["train", "-m", "llama-3.1-8b", "-g", "rtx4090", "--gpus", "1", "--task", "full_finetune",
               "--batch", "1", "--seq-len", "2048"]  # fmt: skip
 MEM_4090 = ["memory", "-m", "llama-3.1-8b", "-g", "rtx4090", "--task", "full_finetune", "--batch", "1",
@@ -26,26 +25,11 @@ MEM_4090 = ["memory", "-m", "llama-3.1-8b", "-g", "rtx4090", "--task", "full_fin
 GIB = 2**30
 
 
-def run(*args: str) -> Any:
-    return runner.invoke(app, ["estimate", *args], env=WIDE)
-
-
 def ok_json(*args: str) -> dict[str, Any]:
     res = run(*args, "--format", "json")
     assert res.exit_code == 0, res.output
     doc: dict[str, Any] = json.loads(res.stdout)
     return doc
-
-
-def user_error(*args: str, fragments: tuple[str, ...] = ()) -> str:
-    res = run(*args)
-    assert res.exit_code == 2, res.output
-    assert "Traceback" not in res.output
-    assert res.exception is None or isinstance(res.exception, SystemExit)
-    flat = " ".join(res.output.split())
-    for frag in fragments:
-        assert frag in flat, (frag, flat)
-    return flat
 
 
 # --- the 8B-on-4090 example ---------------------------------------------------------------------------------

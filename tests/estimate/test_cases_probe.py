@@ -102,3 +102,47 @@ def test_every_device_name_maps_to_a_shipped_spec() -> None:
 def test_unknown_device_asks_for_gpu_flag() -> None:
     with pytest.raises(probe.ProbeError, match="--gpu"):
         probe.gpu_id_for_device("Mystery Accelerator 9000")
+
+
+def _probe_train() -> ModuleType:
+    path = Path(__file__).parents[2] / "benchmarks" / "gpu_probe_train.py"
+    spec = importlib.util.spec_from_file_location("gpu_probe_train", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["gpu_probe_train"] = module
+    spec.loader.exec_module(module)  # imports gpu_probe, registered above
+    return module
+
+
+probe_train = _probe_train()
+
+
+def test_rope_scaling_in_words_is_dropped_for_the_random_model() -> None:
+    cfg = probe.hf_config_dict(probe.load_model_entries()["llama-3.1-8b"])
+    assert "rope_scaling" not in cfg and cfg["model_type"] == "llama"
+
+
+def test_training_points_parse_and_refuse_bad_ones() -> None:
+    p = probe_train.TrainPoint.parse("lora:llama-3.1-8b:4:2048:1")
+    got = (p.task, p.model_id, p.batch, p.seq_len, p.checkpointing)
+    assert got == ("lora", "llama-3.1-8b", 4, 2048, True)
+    for bad in ("pretrain:llama-3.1-8b:4:2048:0", "lora:llama-3.1-8b:4:2048", "lora:llama-3.1-8b:4:2048:2"):
+        with pytest.raises(probe.ProbeError, match="task:model:batch:seq_len"):
+            probe_train.TrainPoint.parse(bad)
+    for point in probe_train.DEFAULT_POINTS:  # every default point names a shipped model
+        assert probe_train.TrainPoint.parse(point).model_id in probe.load_model_entries()
+
+
+def test_training_rows_are_valid_cases_of_the_hf_trainer_recipe() -> None:
+    p = probe_train.TrainPoint.parse("full_finetune:llama-3.2-1b:4:2048:0")
+    m = probe_train.TrainMeasurement(point=p, gpu="H200-SXM", step_s=0.185, peak_allocated_bytes=44 * GIB,
+                                     trainable_params=1_235_814_400)  # fmt: skip
+    when = datetime(2026, 11, 26, tzinfo=UTC)
+    source = probe.source_text("NVIDIA H200", when, "torch 2.11.0", script="gpu_probe_train.py")
+    rows = probe_train.train_cases(m, source)
+    assert [r.metric for r in rows] == ["train_step_s", "peak_memory_gib"]
+    back = parse_cases_csv(write_cases_csv(rows), "train_probe.csv")
+    assert back == rows and all(r.unit == METRIC_UNITS[r.metric] for r in back)
+    assert back[1].measured == pytest.approx(44.0) and back[0].software == "transformers"
+    assert back[0].optimizer == "adamw" and "no activation checkpointing" in back[0].note
+    assert "gpu_probe_train.py" in back[0].source and back[0].seq_len == 2048

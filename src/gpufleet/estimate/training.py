@@ -649,12 +649,16 @@ def estimate_training(
             f"Context-parallel degree {cp_deg} must divide the {gpu_count} GPUs and be at most seq_len "
             f"({seq_len}). Use a cp that divides the GPU count, or leave it out."
         )
-    layouts = training_layout_keys(
-        model=arch, spec=spec, task=task, precision=prec, gpu_count=gpu_count // cp_deg,
-        global_batch=global_batch, seq_len=-(-seq_len // cp_deg), gpus_per_node=gpn, software=sw, tp=tp,
-        pp=pp, dp=dp, zero_stage=zero_stage, recompute=recompute, ep=ep, allow_fallback=allow_fallback,
-        optimizer=optim, master_weights=master, knobs=knobs,
-    )  # fmt: skip
+
+    def layouts_at(recompute: str | None) -> list[LayoutKey]:
+        return training_layout_keys(
+            model=arch, spec=spec, task=task, precision=prec, gpu_count=gpu_count // cp_deg,
+            global_batch=global_batch, seq_len=-(-seq_len // cp_deg), gpus_per_node=gpn, software=sw, tp=tp,
+            pp=pp, dp=dp, zero_stage=zero_stage, recompute=recompute, ep=ep, allow_fallback=allow_fallback,
+            optimizer=optim, master_weights=master, knobs=knobs,
+        )  # fmt: skip
+
+    layouts = layouts_at(recompute)
     relaxed_note = ""
     if relax_recompute and recompute not in (None, "full") and not any(lay.fits for lay in layouts):
         relaxed_note = (
@@ -662,12 +666,7 @@ def estimate_training(
             "a practitioner would turn it on."
         )
         recompute = "full"
-        layouts = training_layout_keys(
-            model=arch, spec=spec, task=task, precision=prec, gpu_count=gpu_count // cp_deg,
-            global_batch=global_batch, seq_len=-(-seq_len // cp_deg), gpus_per_node=gpn, software=sw, tp=tp,
-            pp=pp, dp=dp, zero_stage=zero_stage, recompute=recompute, ep=ep, allow_fallback=allow_fallback,
-            optimizer=optim, master_weights=master, knobs=knobs,
-        )  # fmt: skip
+        layouts = layouts_at(recompute)
     acts_offloaded = options is not None and options.activation_offloading  # speed without recompute
     best: tuple[float, LayoutKey, StepBreakdown] | None = None
     for lay in layouts:
