@@ -148,6 +148,21 @@ class InferenceEstimate:
     # time per output token one request sees while the other batch - 1 keep arriving (closed loop at this
     # concurrency): its decode steps also carry the newcomers' prompts (:func:`_timing`) [s]
     tpot_loaded_s: Interval | None = None
+    #: one replica's layout in words ("tp=2 pp=1", or the expert-parallel form) and the serving stack as
+    #: the notes state it; :attr:`layout_note` is the note built from them (:func:`layout_note`), which a
+    #: caller that places the replicas differently replaces by identity
+    layout_text: str = ""
+    stack_text: str = ""
+    layout_note: str = ""
+
+
+def layout_note(
+    replicas: int, layout_text: str, batch: int, why: str, stack_text: str, where: str = ""
+) -> str:
+    """The layout note of an inference estimate: "R replica(s) [WHERE] of LAYOUT, B concurrent sequences each
+    (WHY); STACK." (``where``: a placement such as "per node")."""
+    placed = f"{replicas} replica(s) {where} of" if where else f"{replicas} replica(s) of"
+    return f"{placed} {layout_text}, {batch} concurrent sequences each ({why}); {stack_text}."
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -717,10 +732,10 @@ def estimate_inference(
             + ", ".join(f"{r.layout.label} {r.tok_s or 0:,.0f} tok/s" for r in runs)
             + "; the fastest kept."
         )
-    notes.append(
-        f"{best.replicas} replica(s) of {layout_text}, {best.batch} concurrent sequences each "
-        f"({'given' if batch else 'saturated: KV cache / engine limit'}); {_software_text(sw, engine)}."
-    )
+    stack_text = _software_text(sw, engine)
+    why = "given" if batch else "saturated: KV cache / engine limit"
+    placed = layout_note(best.replicas, layout_text, best.batch, why, stack_text)
+    notes.append(placed)
     if (net := network_note(spec, gpn, lay.gpus)) is not None:  # a replica over nodes: state the fabric
         notes.append(net)
     return InferenceEstimate(
@@ -731,7 +746,8 @@ def estimate_inference(
         tpot_loaded_s=make_interval(best.tpot_loaded or best.tpot, "latency", prof, widen),
         output_tokens_per_s=make_interval(best.tok_s, "throughput", prof, widen),
         requests_per_s=make_interval(best.tok_s / output_len, "throughput", prof, widen),
-        max_concurrency_per_replica=lay.max_concurrency, notes=tuple(notes),
+        max_concurrency_per_replica=lay.max_concurrency, notes=tuple(notes), layout_text=layout_text,
+        stack_text=stack_text, layout_note=placed,
     )  # fmt: skip
 
 

@@ -10,7 +10,6 @@ The estimator is injected (:class:`Estimator`); :class:`DefaultEstimator` calls 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -422,7 +421,7 @@ def _inference_config(w: Workload, gpu: str, g: int, nodes: int, tp: int, pp: in
         saturated_unit_output_tokens_per_s=float(sat.output_tokens_per_s.central),
         ttft_s=est.ttft_s,
         tpot_s=user_tpot(est),
-        notes=_operating_notes(est.notes, replicas, nodes, b_op, why=_batch_reason(w, b_op, b_slo, max_b)),
+        notes=_operating_notes(est, replicas, nodes, b_op, why=_batch_reason(w, b_op, b_slo, max_b)),
     )
 
 
@@ -435,30 +434,19 @@ def _batch_reason(w: Workload, b_op: int, b_slo: int, max_b: int) -> str:
     return f"the largest batch meeting the latency SLOs at {w.confidence}; KV cache and engine allow {max_b}"
 
 
-def _operating_notes(notes: Sequence[str], replicas: int, nodes: int, b_op: int, why: str) -> tuple[str, ...]:
-    """The estimator's notes with its layout note (written for the batch it was asked for: "N replica(s) of
-    ..., B concurrent sequences each (given)") restated for the placement: replicas per node (or per group
-    of nodes), the operating batch per replica and why that batch; a reader configures ``--max-num-seqs``
-    from it, so it must not read as the deployment's replica count or as a concurrency the user gave."""
+def _operating_notes(est: Any, replicas: int, nodes: int, b_op: int, why: str) -> tuple[str, ...]:
+    """The estimator's notes with its layout note (written for the batch it was asked for) restated for the
+    placement: replicas per node (or per group of nodes), the operating batch per replica and why that batch;
+    a reader configures ``--max-num-seqs`` from it, so it must not read as the deployment's replica count or
+    as a concurrency the user gave."""
+    from gpufleet.estimate.inference import layout_note
+
+    note = getattr(est, "layout_note", "")  # estimates from other callables (tests' fakes) may have none
+    if not note:
+        return tuple(est.notes)
     where = "per node" if nodes == 1 else f"per {nodes} nodes"
-    out = []
-    for n in notes:
-        m = _LAYOUT_NOTE.match(n)
-        if m is not None:
-            n = (
-                f"{replicas} replica(s) {where} of {m['layout']}, {b_op} concurrent sequences each ({why})"
-                + m["rest"]
-            )
-        out.append(n)
-    return tuple(out)
-
-
-#: the estimator's layout note (``estimate.inference``): "N replica(s) of LAYOUT, B concurrent sequences each
-#: (given | saturated: ...); software S."
-_LAYOUT_NOTE = re.compile(
-    r"^\d+ replica\(s\) of (?P<layout>.+?), \d+ concurrent sequences each \((?:given|saturated: [^)]*)\)"
-    r"(?P<rest>.*)$"
-)
+    placed = layout_note(replicas, est.layout_text, b_op, why, est.stack_text, where=where)
+    return tuple(placed if n == note else n for n in est.notes)
 
 
 def _weights_gib(est: Any) -> float:
