@@ -300,6 +300,8 @@ def _recipe_kwargs(case: CalibrationCase, hints: dict[str, Any]) -> dict[str, An
         kw["optimizer_in_backward"] = recipe.optimizer_in_backward and single and not adapter
         if recipe.checkpoint_offload:
             kw["offload_checkpoints"] = True
+        if recipe.hf_modeling:
+            kw["hf_eager"] = True
         if recipe.cpu_offload_params:
             kw["offload_params"] = True  # applied only where the job offloads to the CPU under ZeRO-3
         if adapter:

@@ -50,6 +50,10 @@ class Recipe:
     #: QLoRA runs PEFT ``prepare_model_for_kbit_training``, which upcasts the unquantised embeddings and
     #: LM head to fp32 (peft 0.21.2 utils/other.py)
     kbit_upcast: bool = False
+    #: the trainer runs Hugging Face transformers' eager model code (``AutoModelForCausalLM`` modules, PEFT
+    #: LoRA layers, the model's own ``ForCausalLMLoss``) under ``torch.autocast``: memory.estimate_memory
+    #: ``hf_eager`` (what that code saves for the backward and the step's peak moment)
+    hf_modeling: bool = False
 
     @property
     def speed_recompute(self) -> str:
@@ -85,6 +89,7 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
         ),
         "hf_trainer": Recipe(
             name="hf_trainer",
+            hf_modeling=True,
             optimizer_full="adamw",
             optimizer_adapter="adamw",
             master_weights=True,
@@ -110,6 +115,7 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
         ),
         "axolotl": Recipe(
             name="axolotl",
+            hf_modeling=True,
             optimizer_full="adamw8bit",
             optimizer_adapter="adamw8bit",
             master_weights=False,
@@ -141,6 +147,7 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
         ),
         "trl": Recipe(
             name="trl",
+            hf_modeling=True,
             optimizer_full="adamw",
             optimizer_adapter="adamw",
             master_weights=False,
@@ -155,6 +162,7 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
         ),
         "bitsandbytes": Recipe(
             name="bitsandbytes",
+            hf_modeling=True,
             optimizer_full="paged_adamw8bit",
             optimizer_adapter="paged_adamw8bit",
             master_weights=False,
