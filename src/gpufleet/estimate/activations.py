@@ -173,7 +173,7 @@ def hf_eager_layer_bytes(m: ModelArch, *, tokens: int, mode: HfMode, lora_rank: 
     Read from transformers 5.17.0 ``models/llama/modeling_llama.py`` (Qwen2/Qwen3/Mistral are copies) with
     SDPA attention, and measured with ``torch.autograd.graph.saved_tensors_hooks`` on CPU (torch 2.14,
     unique storages, 2-layer minus 1-layer models): llama-3.2-1b amp_full 129 160 B/token/layer, lora
-    117 096; qwen2.5-0.5b amp_full 66 408 (formula: the same to the byte, bar the 8-byte rsqrt values).
+    117 096; qwen2.5-0.5b amp_full 66 368 (formula: the same to the byte, bar the 8-byte rsqrt values).
     Per token, with q = heads x head_dim, kv = kv_heads x head_dim, I = FFN width:
 
     - RMSNorm (``LlamaRMSNorm.forward``: ``hidden_states.to(float32)``, ``* rsqrt(variance)``,
