@@ -95,6 +95,14 @@ def test_optimizer_step_is_the_peak_for_few_tokens() -> None:
     assert parts["gradients"] == pytest.approx(parts["weights"])  # fp32 grads of an fp32 model
 
 
+def test_tied_embedding_gradient_is_added_at_the_end_of_the_backward() -> None:
+    # llama-3.2-1b ties lm_head to the embedding: the embedding backward's own V x h fp32 gradient is alive
+    # beside the accumulated one while AccumulateGrad adds them
+    parts = _train("full_finetune", "llama-3.2-1b", 1, 16, "none")
+    m = resolve_model("llama-3.2-1b")
+    assert parts["gradients"] == pytest.approx(parts["weights"] + 4.0 * m.vocab_size * m.hidden_size / GIB)
+
+
 @pytest.mark.parametrize(
     "kw",
     [

@@ -411,7 +411,8 @@ def _hf_training_parts(q: _Query, st: _Stage, mode: HfMode) -> dict[str, float]:
       ``zero_grad(set_to_none=True)`` (the torch default) freed them after the last step;
     - with checkpointing, each layer's backward: one layer's recomputed activations beside either all
       checkpoints (top layer) or all gradients (bottom layer), the ends of a linear exchange;
-    - end of the backward / the optimizer step: static + all gradients (fused AdamW updates in place).
+    - end of the backward / the optimizer step: static + all gradients (fused AdamW updates in place), plus
+      the embedding's new gradient while it is added to the tied lm_head's.
 
     AMP full fine-tuning keeps the model in fp32 (weights 4 B, fp32 gradients 4 B, AdamW m + v 8 B per
     parameter): HF Trainer ``bf16=True`` autocasts an fp32 model rather than holding a 16-bit copy.
@@ -452,13 +453,18 @@ def _hf_training_parts(q: _Query, st: _Stage, mode: HfMode) -> dict[str, float]:
         st.layers * (hf_eager_checkpoint_bytes(m, tokens=tokens, mode=mode) if ckpt else layer) + head_acts
     )
     logit_elems = float(tokens) * m.vocab_size if st.last else 0.0
+    # tied embeddings (amp_full): lm_head's fp32 gradient is already in ``.grad`` when the embedding
+    # backward (``embedding_dense_backward``: a new zero-filled V x h tensor) returns its own; AccumulateGrad
+    # adds it in place, so one more V x h fp32 gradient is alive for that moment
+    tied = mode == "amp_full" and m.tie_word_embeddings and st.first and st.last
+    tied_grad = 4.0 * m.vocab_size * m.hidden_size if tied else 0.0
     timeline: dict[str, dict[str, float]] = {
         "forward_end": {"activations": saved, "autocast_weight_copies": copies,
                         "logits": HF_LOSS_FORWARD_BYTES * logit_elems, "gradients": 0.0},
         "loss_backward": {"activations": saved, "autocast_weight_copies": 0.0 if ckpt else copies,
                           "logits": HF_LOSS_BACKWARD_BYTES * logit_elems, "gradients": 0.0},
-        "optimizer_step": {"activations": 0.0, "autocast_weight_copies": 0.0, "logits": 0.0,
-                           "gradients": grads},
+        "backward_end": {"activations": 0.0, "autocast_weight_copies": 0.0, "logits": 0.0,
+                         "gradients": grads + tied_grad},
     }  # fmt: skip
     if ckpt and st.layers:
         one = hf_eager_checkpoint_bytes(m, tokens=tokens, mode=mode)
