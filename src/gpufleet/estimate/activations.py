@@ -140,7 +140,7 @@ def inference_activation_bytes(m: ModelArch, *, tokens: int, tp: int = 1, act_by
 
 # ---- Hugging Face transformers eager training (docs/memory.md "HF eager training") -------------------
 
-HfMode = Literal["amp_full", "lora"]
+HfMode = Literal["amp_full", "bf16_full", "lora"]
 #: bytes per logit element alive at the end of the forward, inside ``torch.autocast``: the 16-bit logits
 #: (2, held by the model output), their fp32 upcast (4, ``logits = logits.float()`` in transformers 5.17.0
 #: loss/loss_utils.py ``ForCausalLMLoss``) and the fp32 ``log_softmax`` output that ``cross_entropy`` saves
@@ -173,17 +173,22 @@ def hf_eager_layer_bytes(m: ModelArch, *, tokens: int, mode: HfMode, lora_rank: 
     Read from transformers 5.17.0 ``models/llama/modeling_llama.py`` (Qwen2/Qwen3/Mistral are copies) with
     SDPA attention, and measured with ``torch.autograd.graph.saved_tensors_hooks`` on CPU (torch 2.14,
     unique storages, 2-layer minus 1-layer models): llama-3.2-1b amp_full 129 160 B/token/layer, lora
-    117 096; qwen2.5-0.5b amp_full 66 368 (formula: the same to the byte, bar the 8-byte rsqrt values).
+    117 096, bf16_full 108 680; qwen2.5-0.5b amp_full 66 368 (formula: the same to the byte, bar the
+    8-byte rsqrt values).
     Per token, with q = heads x head_dim, kv = kv_heads x head_dim, I = FFN width:
 
     - RMSNorm (``LlamaRMSNorm.forward``: ``hidden_states.to(float32)``, ``* rsqrt(variance)``,
       ``self.weight * hidden_states.to(input_dtype)``): ``amp_full`` (fp32 model under ``torch.autocast``)
-      saves the fp32 input and the fp32 normalised tensor (the weight is trained): 8h per norm; ``lora``
-      (bf16 base, frozen norm weight) saves only the fp32 upcast: 4h per norm.
+      saves the fp32 input and the fp32 normalised tensor (the weight is trained): 8h per norm;
+      ``bf16_full`` (a bf16 model trained whole, no fp32 master: TRL, axolotl) saves the fp32 upcast and the
+      bf16 normalised tensor the weight multiplies: 6h per norm; ``lora`` (bf16 base, frozen norm weight)
+      saves only the fp32 upcast: 4h per norm.
     - linear inputs: autocast casts an activation to bf16 on every call and caches only leaf weights
       (torch ``autocast_mode.h`` ``cached_cast``: ``arg.is_leaf() && arg.requires_grad()``), so in
       ``amp_full`` q/k/v_proj and gate/up_proj each save their own bf16 copy (3 + 2 x 2h), o_proj the SDPA
-      output (shared with SDPA's saved output) and down_proj the SwiGLU product (2I). ``lora``: the frozen
+      output (shared with SDPA's saved output) and down_proj the SwiGLU product (2I). ``bf16_full``: the
+      activations are bf16 already, so q/k/v share one saved norm output and gate/up another (2 x 2h).
+      ``lora``: the frozen
       base linear saves no input (no weight gradient), but PEFT ``LoraLayer.forward`` casts the input to
       the fp32 adapter dtype (peft 0.21.2 ``tuners/lora/layer.py`` ``_cast_input_dtype``) and autocast
       casts it back for ``lora_A``: one bf16 copy per adapted module (3 + 2 x 2h, o: 2q, down: 2I), plus
@@ -207,6 +212,9 @@ def hf_eager_layer_bytes(m: ModelArch, *, tokens: int, mode: HfMode, lora_rank: 
     if mode == "amp_full":
         norms = 2.0 * 2.0 * _FP32 * h
         inputs = _BF16 * 5.0 * h  # q, k, v, gate, up casts; o_proj/down_proj inputs counted above
+    elif mode == "bf16_full":
+        norms = 2.0 * (_FP32 + _BF16) * h
+        inputs = _BF16 * 2.0 * h  # one norm output shared by q, k, v; one by gate, up
     else:
         norms = 2.0 * _FP32 * h
         inputs = _BF16 * (5.0 * h + q) + _BF16 * _LORA_MODULES * lora_rank  # down's copy is the 4th 2I
@@ -214,16 +222,20 @@ def hf_eager_layer_bytes(m: ModelArch, *, tokens: int, mode: HfMode, lora_rank: 
 
 
 def hf_eager_head_bytes(m: ModelArch, *, tokens: int, mode: HfMode) -> float:
-    """Saved tensors of the final RMSNorm and lm_head input: fp32 norm tensors (8h trainable / 4h frozen
-    weight, as in :func:`hf_eager_layer_bytes`) and lm_head's bf16 input copy (2h) [bytes]."""
+    """Saved tensors of the final RMSNorm and the lm_head input [bytes]: the norm as in
+    :func:`hf_eager_layer_bytes` (8h / 6h / 4h), plus lm_head's bf16 input when lm_head is trained (2h:
+    autocast's cast under AMP, the norm output in bf16); PEFT ``all-linear`` leaves lm_head frozen."""
     h = float(m.hidden_size)
-    norm = (2.0 if mode == "amp_full" else 1.0) * _FP32 * h
-    return float(tokens) * (norm + _BF16 * h)
+    if mode == "amp_full":
+        return float(tokens) * (2.0 * _FP32 + _BF16) * h
+    if mode == "bf16_full":
+        return float(tokens) * (_FP32 + 2.0 * _BF16) * h
+    return float(tokens) * _FP32 * h
 
 
 def hf_eager_checkpoint_bytes(m: ModelArch, *, tokens: int, mode: HfMode) -> float:
     """One checkpointed layer input under non-reentrant checkpointing [bytes]: transformers 5.17.0
     ``modeling_layers.GradientCheckpointingLayer`` calls ``torch.utils.checkpoint.checkpoint(...,
     use_reentrant=False)``, whose saved-tensor hooks drop everything the layer saves and keep its inputs:
-    the residual stream, fp32 under AMP (fp32 embeddings, fp32 residual adds) and bf16 over a bf16 base."""
+    the residual stream, fp32 under AMP (fp32 embeddings, fp32 residual adds) and bf16 in a bf16 model."""
     return float(tokens) * m.hidden_size * (_FP32 if mode == "amp_full" else _BF16)

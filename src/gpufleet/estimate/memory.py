@@ -387,8 +387,8 @@ def _hf_mode(q: _Query) -> HfMode | None:
         return None
     if not hf_eager_supported(q.m) or q.recompute not in ("none", "selective", "full"):
         return None
-    if q.task in ("pretrain", "full_finetune") and q.master_weights:
-        return "amp_full"
+    if q.task in ("pretrain", "full_finetune"):
+        return "amp_full" if q.master_weights else "bf16_full"
     if q.task == "lora" and q.adapter_fp32 and q.lora_dropout == "none":
         return "lora"
     return None
@@ -412,7 +412,7 @@ def _hf_training_parts(q: _Query, st: _Stage, mode: HfMode) -> dict[str, float]:
     - with checkpointing, each layer's backward: one layer's recomputed activations beside either all
       checkpoints (top layer) or all gradients (bottom layer), the ends of a linear exchange;
     - end of the backward / the optimizer step: static + all gradients (fused AdamW updates in place), plus
-      the embedding's new gradient while it is added to the tied lm_head's.
+      with tied embeddings two more V x h gradients while lm_head's and the embedding's are summed.
 
     AMP full fine-tuning keeps the model in fp32 (weights 4 B, fp32 gradients 4 B, AdamW m + v 8 B per
     parameter): HF Trainer ``bf16=True`` autocasts an fp32 model rather than holding a 16-bit copy.
@@ -434,6 +434,14 @@ def _hf_training_parts(q: _Query, st: _Stage, mode: HfMode) -> dict[str, float]:
             float(m.vocab_size * m.hidden_size) if st.first and not m.tie_word_embeddings else 0.0
         )
         copies = 2.0 * max(0.0, trainable - norm_params - untied_embedding) if head or st.layers else 0.0
+    elif mode == "bf16_full":
+        # a 16-bit model trained whole (TRL, axolotl: no fp32 master); torch AdamW keeps bf16 moments
+        trainable = st.layer_params + st.embed_params
+        bpp = optimizer_bytes_per_param(q.optimizer, q.precision, master_weights=False)
+        parts["weights"] = trainable * bpp.weights
+        grads = trainable * bpp.gradients
+        static_states = trainable * bpp.optimizer_states
+        copies = 0.0  # autocast casts nothing already in bf16
     else:
         parts["weights"] = _weight_bytes(st, _adapter_base(q))
         trainable = lora_params(m, q.lora_rank) * st.layers / m.num_layers
@@ -453,11 +461,15 @@ def _hf_training_parts(q: _Query, st: _Stage, mode: HfMode) -> dict[str, float]:
         st.layers * (hf_eager_checkpoint_bytes(m, tokens=tokens, mode=mode) if ckpt else layer) + head_acts
     )
     logit_elems = float(tokens) * m.vocab_size if st.last else 0.0
-    # tied embeddings (amp_full): lm_head's fp32 gradient is already in ``.grad`` when the embedding
-    # backward (``embedding_dense_backward``: a new zero-filled V x h tensor) returns its own; AccumulateGrad
-    # adds it in place, so one more V x h fp32 gradient is alive for that moment
-    tied = mode == "amp_full" and m.tie_word_embeddings and st.first and st.last
-    tied_grad = 4.0 * m.vocab_size * m.hidden_size if tied else 0.0
+    # tied embeddings (full fine-tunes): lm_head's gradient waits in the autograd engine's input buffer of
+    # the shared parameter until the embedding backward (``embedding_dense_backward``, a new V x h tensor)
+    # delivers its own, and the buffer's sum is a third V x h tensor: two gradients beyond ``.grad`` for that
+    # moment (CPU MemTracker, llama-3.2-1b width, 4 layers, fused or not: 9724.3 MiB = weights + AdamW
+    # states 5790.2 + all gradients 1930.1 + 2 x 1002.0)
+    tied = mode != "lora" and m.tie_word_embeddings and st.first and st.last
+    tied_grad = (
+        2.0 * (grads / trainable if trainable else 0.0) * m.vocab_size * m.hidden_size if tied else 0.0
+    )
     timeline: dict[str, dict[str, float]] = {
         "forward_end": {"activations": saved, "autocast_weight_copies": copies,
                         "logits": HF_LOSS_FORWARD_BYTES * logit_elems, "gradients": 0.0},
@@ -1073,11 +1085,11 @@ def _training_assumptions(q: _Query) -> list[str]:
             a.append("The ZeRO optimizer step copies this rank's gradient partition to fp32 (DeepSpeed).")
     mode = _hf_mode(q)
     if mode is not None:
-        saves = (
-            "fp32 residual stream and RMSNorm, bf16 copies of each linear input"
-            if mode == "amp_full"
-            else "fp32 RMSNorm upcasts, a bf16 copy of each LoRA input"
-        )
+        saves = {
+            "amp_full": "fp32 residual stream and RMSNorm, bf16 copies of each linear input",
+            "bf16_full": "fp32 RMSNorm upcasts, bf16 linear inputs",
+            "lora": "fp32 RMSNorm upcasts, a bf16 copy of each LoRA input",
+        }[mode]
         kept = "checkpointed layer inputs (non-reentrant)" if q.recompute == "full" else "no checkpointing"
         a.append(
             f"Hugging Face transformers eager model under torch.autocast: what it saves ({saves}); {kept}."
