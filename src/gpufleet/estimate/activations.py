@@ -174,7 +174,7 @@ def hf_eager_layer_bytes(m: ModelArch, *, tokens: int, mode: HfMode, lora_rank: 
     SDPA attention, and measured with ``torch.autograd.graph.saved_tensors_hooks`` on CPU (torch 2.14,
     unique storages, 2-layer minus 1-layer models): llama-3.2-1b amp_full 129 160 B/token/layer, lora
     117 096, bf16_full 108 680; qwen2.5-0.5b amp_full 66 368 (formula: the same to the byte, bar the
-    8-byte rsqrt values).
+    8-byte rsqrt values; reproduce with benchmarks/hf_saved_bytes.py).
     Per token, with q = heads x head_dim, kv = kv_heads x head_dim, I = FFN width:
 
     - RMSNorm (``LlamaRMSNorm.forward``: ``hidden_states.to(float32)``, ``* rsqrt(variance)``,
