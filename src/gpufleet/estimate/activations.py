@@ -136,3 +136,106 @@ def inference_activation_bytes(m: ModelArch, *, tokens: int, tp: int = 1, act_by
         copies, inter = max(copies, copies_d), max(inter, inter_d)
     per_token = 2.0 * h * act_bytes + (max(qkvo + latent, copies + inter)) * act_bytes / tp
     return float(tokens) * per_token
+
+
+# ---- Hugging Face transformers eager training (docs/memory.md "HF eager training") -------------------
+
+HfMode = Literal["amp_full", "bf16_full", "lora"]
+#: bytes per logit element alive at the end of the forward, inside ``torch.autocast``: the 16-bit logits
+#: (2, held by the model output), their fp32 upcast (4, ``logits = logits.float()`` in transformers 5.17.0
+#: loss/loss_utils.py ``ForCausalLMLoss``) and the fp32 ``log_softmax`` output that ``cross_entropy`` saves
+#: for its backward (4)
+HF_LOSS_FORWARD_BYTES = 10.0
+#: bytes per logit element alive in the loss backward: the saved fp32 ``log_softmax`` output (4), the
+#: gradient ``nll_loss_backward`` hands it (4) and the input gradient ``_log_softmax_backward_data`` makes
+#: (4); the 16-bit logits are gone (nothing saves them: the upcast's backward saves nothing)
+HF_LOSS_BACKWARD_BYTES = 12.0
+#: bytes per element of the fp32 residual stream / RMSNorm upcast
+_FP32 = 4.0
+#: bytes per element of a 16-bit activation
+_BF16 = 2.0
+#: LoRA target modules per decoder layer of PEFT ``target_modules="all-linear"`` (q, k, v, o, gate, up, down)
+_LORA_MODULES = 7
+
+
+def hf_eager_supported(m: ModelArch) -> bool:
+    """Whether :func:`hf_eager_layer_bytes` describes ``m``'s transformers decoder layer: a dense RoPE
+    decoder with RMSNorm before attention and before a gated (SwiGLU) MLP (Llama, Mistral, Qwen2/2.5/3)."""
+    return (
+        m.is_decoder and not m.is_moe and not m.is_mla and m.ffn_kind == "gated" and m.norm_kind == "rmsnorm"
+        and m.norms_per_layer == 2 and not m.parallel_block and not m.dropout
+    )  # fmt: skip
+
+
+def hf_eager_layer_bytes(m: ModelArch, *, tokens: int, mode: HfMode, lora_rank: int = 16) -> float:
+    """Tensors autograd saves in one transformers decoder layer (no checkpointing) [bytes].
+
+    Read from transformers 5.17.0 ``models/llama/modeling_llama.py`` (Qwen2/Qwen3/Mistral are copies) with
+    SDPA attention, and measured with ``torch.autograd.graph.saved_tensors_hooks`` on CPU (torch 2.14,
+    unique storages, 2-layer minus 1-layer models): llama-3.2-1b amp_full 129 160 B/token/layer, lora
+    117 096, bf16_full 108 680; qwen2.5-0.5b amp_full 66 368 (formula: the same to the byte, bar the
+    8-byte rsqrt values; reproduce with benchmarks/hf_saved_bytes.py).
+    Per token, with q = heads x head_dim, kv = kv_heads x head_dim, I = FFN width:
+
+    - RMSNorm (``LlamaRMSNorm.forward``: ``hidden_states.to(float32)``, ``* rsqrt(variance)``,
+      ``self.weight * hidden_states.to(input_dtype)``): ``amp_full`` (fp32 model under ``torch.autocast``)
+      saves the fp32 input and the fp32 normalised tensor (the weight is trained): 8h per norm;
+      ``bf16_full`` (a bf16 model trained whole, no fp32 master: TRL, axolotl) saves the fp32 upcast and the
+      bf16 normalised tensor the weight multiplies: 6h per norm; ``lora`` (bf16 base, frozen norm weight)
+      saves only the fp32 upcast: 4h per norm.
+    - linear inputs: autocast casts an activation to bf16 on every call and caches only leaf weights
+      (torch ``autocast_mode.h`` ``cached_cast``: ``arg.is_leaf() && arg.requires_grad()``), so in
+      ``amp_full`` q/k/v_proj and gate/up_proj each save their own bf16 copy (3 + 2 x 2h), o_proj the SDPA
+      output (shared with SDPA's saved output) and down_proj the SwiGLU product (2I). ``bf16_full``: the
+      activations are bf16 already, so q/k/v share one saved norm output and gate/up another (2 x 2h).
+      ``lora``: the frozen
+      base linear saves no input (no weight gradient), but PEFT ``LoraLayer.forward`` casts the input to
+      the fp32 adapter dtype (peft 0.21.2 ``tuners/lora/layer.py`` ``_cast_input_dtype``) and autocast
+      casts it back for ``lora_A``: one bf16 copy per adapted module (3 + 2 x 2h, o: 2q, down: 2I), plus
+      the rank-r ``lora_A`` outputs (2r per module).
+    - attention (``sdpa_attention_forward``, transformers 5.17.0 ``integrations/sdpa_attention.py``:
+      without a padding mask ``use_gqa_in_sdpa`` passes ``enable_gqa=True``, so K/V are not expanded by
+      ``repeat_kv``): SDPA's flash kernels save bf16 q, k, v (autocast's casts of the RoPE output, which is
+      fp32 under AMP because the fp32 cos/sin promote it), the output and the fp32 log-sum-exp per head:
+      2(q + 2kv) + 2q + 4 x heads.
+    - SwiGLU MLP (``down_proj(act_fn(gate_proj(x)) * up_proj(x))``): silu saves the gate output, the
+      product saves the silu output and the up output, down_proj (or its lora_A copy) the product: 4 x 2I.
+
+    The residual additions save nothing (``add`` needs no inputs for its backward).
+    """
+    h = float(m.hidden_size)
+    q = float(m.num_attention_heads * m.head_dim)
+    kv = float(m.num_kv_heads * m.head_dim)
+    inter = float(m.intermediate_size)
+    attention = _BF16 * (q + 2.0 * kv) + _BF16 * q + _LSE_BYTES * m.num_attention_heads
+    mlp = 4.0 * _BF16 * inter
+    if mode == "amp_full":
+        norms = 2.0 * 2.0 * _FP32 * h
+        inputs = _BF16 * 5.0 * h  # q, k, v, gate, up casts; o_proj/down_proj inputs counted above
+    elif mode == "bf16_full":
+        norms = 2.0 * (_FP32 + _BF16) * h
+        inputs = _BF16 * 2.0 * h  # one norm output shared by q, k, v; one by gate, up
+    else:
+        norms = 2.0 * _FP32 * h
+        inputs = _BF16 * (5.0 * h + q) + _BF16 * _LORA_MODULES * lora_rank  # down's copy is the 4th 2I
+    return float(tokens) * (norms + inputs + attention + mlp)
+
+
+def hf_eager_head_bytes(m: ModelArch, *, tokens: int, mode: HfMode) -> float:
+    """Saved tensors of the final RMSNorm and the lm_head input [bytes]: the norm as in
+    :func:`hf_eager_layer_bytes` (8h / 6h / 4h), plus lm_head's bf16 input when lm_head is trained (2h:
+    autocast's cast under AMP, the norm output in bf16); PEFT ``all-linear`` leaves lm_head frozen."""
+    h = float(m.hidden_size)
+    if mode == "amp_full":
+        return float(tokens) * (2.0 * _FP32 + _BF16) * h
+    if mode == "bf16_full":
+        return float(tokens) * (_FP32 + 2.0 * _BF16) * h
+    return float(tokens) * _FP32 * h
+
+
+def hf_eager_checkpoint_bytes(m: ModelArch, *, tokens: int, mode: HfMode) -> float:
+    """One checkpointed layer input under non-reentrant checkpointing [bytes]: transformers 5.17.0
+    ``modeling_layers.GradientCheckpointingLayer`` calls ``torch.utils.checkpoint.checkpoint(...,
+    use_reentrant=False)``, whose saved-tensor hooks drop everything the layer saves and keep its inputs:
+    the residual stream, fp32 under AMP (fp32 embeddings, fp32 residual adds) and bf16 in a bf16 model."""
+    return float(tokens) * m.hidden_size * (_FP32 if mode == "amp_full" else _BF16)

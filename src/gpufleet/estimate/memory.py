@@ -17,8 +17,15 @@ from typing import Literal
 from gpufleet.catalog.specs import AcceleratorSpec, get_spec
 from gpufleet.errors import InputError, UnsupportedError
 from gpufleet.estimate.activations import (
+    HF_LOSS_BACKWARD_BYTES,
+    HF_LOSS_FORWARD_BYTES,
+    HfMode,
     activation_bytes_per_layer,
     check_recompute,
+    hf_eager_checkpoint_bytes,
+    hf_eager_head_bytes,
+    hf_eager_layer_bytes,
+    hf_eager_supported,
     inference_activation_bytes,
     logits_bytes,
 )
@@ -327,6 +334,7 @@ class _Query:
     shard_degree: int | None = None
     offload_params: bool = False
     kbit_upcast: bool = False
+    hf_eager: bool = False
 
 
 def _lora_dropout_bytes_per_layer(q: _Query) -> float:
@@ -370,8 +378,129 @@ def _adapter_base(q: _Query) -> str:
     return q.precision if q.task == "lora" or q.precision in ("nf4", "int4", "fp4", "int8") else "nf4"
 
 
+def _hf_mode(q: _Query) -> HfMode | None:
+    """The transformers eager training mode a query runs (:func:`_hf_training_parts`), None when the
+    generic model applies: only one GPU without ZeRO/offload (the moment-by-moment peak below is that of a
+    single process), bf16/fp16 AMP with SDPA/flash attention and the model's own loss, and a decoder layer
+    :func:`gpufleet.estimate.activations.hf_eager_supported` describes."""
+    if not q.hf_eager or (q.tp, q.pp, q.dp, q.ep, q.zero_stage) != (1, 1, 1, 1, 0):
+        return None
+    if q.cpu_offload or q.chunked_loss or q.optimizer_in_backward or q.offload_checkpoints:
+        return None
+    if q.precision not in ("bf16", "fp16") or not q.flash_attention or q.fp32_grads:
+        return None
+    if not hf_eager_supported(q.m) or q.recompute not in ("none", "selective", "full"):
+        return None
+    if q.task in ("pretrain", "full_finetune"):
+        return "amp_full" if q.master_weights else "bf16_full"
+    if q.task == "lora" and q.adapter_fp32 and q.lora_dropout == "none":
+        return "lora"
+    return None
+
+
+def _hf_training_parts(q: _Query, st: _Stage, mode: HfMode) -> dict[str, float]:
+    """Peak torch-allocated memory of one transformers training step, at the moment it happens [bytes].
+
+    The step is ``with torch.autocast(bf16): loss = model(input_ids, labels=...).loss``; ``loss.backward()``;
+    ``optimizer.step()``; ``optimizer.zero_grad(set_to_none=True)`` (HF Trainer ``training_step``,
+    transformers 5.17.0; benchmarks/gpu_probe_train.py runs exactly this). Its parts are not all alive at
+    once, so the peak is the largest of four moments (static = weights + optimizer states [+ adapters]):
+
+    - end of the forward, inside autocast: static + saved activations + autocast's cached bf16 copies of the
+      fp32 weights (``amp_full``: 2 B per parameter that enters a linear, lm_head included; the cache lives
+      until the outermost autocast exits, ``torch.clear_autocast_cache`` in ``autocast.__exit__``) + the loss
+      forward (:data:`HF_LOSS_FORWARD_BYTES` per logit);
+    - start of the backward, in the loss: static + saved activations (+ the bf16 weight copies the linears
+      saved, without checkpointing) + :data:`HF_LOSS_BACKWARD_BYTES` per logit. No gradient exists yet:
+      ``zero_grad(set_to_none=True)`` (the torch default) freed them after the last step;
+    - with checkpointing, each layer's backward: one layer's recomputed activations beside either all
+      checkpoints (top layer) or all gradients (bottom layer), the ends of a linear exchange;
+    - end of the backward / the optimizer step: static + all gradients (fused AdamW updates in place), plus
+      with tied embeddings two more V x h gradients while lm_head's and the embedding's are summed.
+
+    AMP full fine-tuning keeps the model in fp32 (weights 4 B, fp32 gradients 4 B, AdamW m + v 8 B per
+    parameter): HF Trainer ``bf16=True`` autocasts an fp32 model rather than holding a 16-bit copy.
+    """
+    m = q.m
+    tokens = q.seq_len * q.batch
+    parts: dict[str, float] = {}
+    if mode == "amp_full":
+        trainable = st.layer_params + st.embed_params
+        moments = OPTIMIZER_MOMENT_BYTES[q.optimizer]
+        parts["weights"] = trainable * 4.0
+        grads = trainable * 4.0
+        static_states = trainable * moments
+        # autocast casts every weight a linear uses (layers' linears and lm_head, tied or not); the
+        # embedding lookup and the norms run in fp32
+        norm_params = float(m.hidden_size) * (m.norms_per_layer * st.layers + (1 if st.last else 0))
+        head = float(m.vocab_size * m.hidden_size) if st.last else 0.0
+        untied_embedding = (
+            float(m.vocab_size * m.hidden_size) if st.first and not m.tie_word_embeddings else 0.0
+        )
+        copies = 2.0 * max(0.0, trainable - norm_params - untied_embedding) if head or st.layers else 0.0
+    elif mode == "bf16_full":
+        # a 16-bit model trained whole (TRL, axolotl: no fp32 master); torch AdamW keeps bf16 moments
+        trainable = st.layer_params + st.embed_params
+        bpp = optimizer_bytes_per_param(q.optimizer, q.precision, master_weights=False)
+        parts["weights"] = trainable * bpp.weights
+        grads = trainable * bpp.gradients
+        static_states = trainable * bpp.optimizer_states
+        copies = 0.0  # autocast casts nothing already in bf16
+    else:
+        parts["weights"] = _weight_bytes(st, _adapter_base(q))
+        trainable = lora_params(m, q.lora_rank) * st.layers / m.num_layers
+        bpp = optimizer_bytes_per_param(q.optimizer, "fp32")  # PEFT's fp32 adapters
+        parts["lora_adapters"] = trainable * bpp.weights
+        grads = trainable * bpp.gradients
+        static_states = trainable * bpp.optimizer_states
+        copies = 0.0  # bf16 base weights need no cast; the fp32 adapters' bf16 copies are ~0
+    if q.optimizer in PAGED_OPTIMIZERS:
+        parts["optimizer_states_paged"] = static_states
+    else:
+        parts["optimizer_states"] = static_states
+    layer = hf_eager_layer_bytes(m, tokens=tokens, mode=mode, lora_rank=q.lora_rank)
+    head_acts = hf_eager_head_bytes(m, tokens=tokens, mode=mode) if st.last else 0.0
+    ckpt = q.recompute == "full"
+    saved = (
+        st.layers * (hf_eager_checkpoint_bytes(m, tokens=tokens, mode=mode) if ckpt else layer) + head_acts
+    )
+    logit_elems = float(tokens) * m.vocab_size if st.last else 0.0
+    # tied embeddings (full fine-tunes): lm_head's gradient waits in the autograd engine's input buffer of
+    # the shared parameter until the embedding backward (``embedding_dense_backward``, a new V x h tensor)
+    # delivers its own, and the buffer's sum is a third V x h tensor: two gradients beyond ``.grad`` for that
+    # moment (CPU MemTracker, llama-3.2-1b width, 4 layers, fused or not: 9724.3 MiB = weights + AdamW
+    # states 5790.2 + all gradients 1930.1 + 2 x 1002.0)
+    tied = mode != "lora" and m.tie_word_embeddings and st.first and st.last
+    tied_grad = (
+        2.0 * (grads / trainable if trainable else 0.0) * m.vocab_size * m.hidden_size if tied else 0.0
+    )
+    timeline: dict[str, dict[str, float]] = {
+        "forward_end": {"activations": saved, "autocast_weight_copies": copies,
+                        "logits": HF_LOSS_FORWARD_BYTES * logit_elems, "gradients": 0.0},
+        "loss_backward": {"activations": saved, "autocast_weight_copies": 0.0 if ckpt else copies,
+                          "logits": HF_LOSS_BACKWARD_BYTES * logit_elems, "gradients": 0.0},
+        "backward_end": {"activations": 0.0, "autocast_weight_copies": 0.0, "logits": 0.0,
+                         "gradients": grads + tied_grad},
+    }  # fmt: skip
+    if ckpt and st.layers:
+        one = hf_eager_checkpoint_bytes(m, tokens=tokens, mode=mode)
+        layer_copies = (
+            copies / max(1, st.layers) if mode == "amp_full" else 0.0
+        )  # recompute recasts one layer
+        top = {"activations": (st.layers - 1) * one + head_acts + layer, "gradients": 0.0}
+        bottom = {"activations": layer, "gradients": grads}
+        for name, mom in (("top_layer_backward", top), ("bottom_layer_backward", bottom)):
+            timeline[name] = {**mom, "autocast_weight_copies": layer_copies, "logits": 0.0}
+    peak = max(timeline, key=lambda k: sum(timeline[k].values()))
+    parts.update(timeline[peak])
+    return parts
+
+
 def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
     m = q.m
+    mode = _hf_mode(q)
+    if mode is not None:
+        return _hf_training_parts(q, st, mode)
     sharded = q.shard_degree or q.dp  # ZeRO/FSDP group: all dp ranks, or one node under hybrid sharding
     # experts replicate over dp / ep ranks (Megatron expert-data-parallel), sharded within that group
     expert_dp = max(1, min(sharded, q.dp // q.ep))
@@ -559,6 +688,7 @@ def estimate_memory(
     shard_degree: int | None = None,
     offload_params: bool = False,
     kbit_upcast: bool = False,
+    hf_eager: bool = False,
 ) -> MemoryEstimate:
     """Memory per GPU for ``task`` (docs/memory.md).
 
@@ -585,7 +715,10 @@ def estimate_memory(
     ``offload_params`` (with ``cpu_offload`` and ``zero_stage=3``) also keeps the sharded parameters on the
     host (ZeRO-3 ``offload_param``, FSDP ``CPUOffloadPolicy``): only gathered modules stay on the GPU;
     ``kbit_upcast`` holds a QLoRA base's unquantised embeddings and LM head in fp32 (PEFT
-    ``prepare_model_for_kbit_training``).
+    ``prepare_model_for_kbit_training``); ``hf_eager`` says the model runs Hugging Face transformers' eager
+    modelling code under ``torch.autocast`` (HF Trainer, TRL, axolotl, PEFT): on one GPU without ZeRO, AMP
+    full fine-tunes and fp32-adapter LoRA then take the tensors that code saves and the peak of the step's
+    timeline instead of the generic sum (``_hf_training_parts``).
     """
     m = resolve_model(model)
     spec = _resolve_gpu(gpu)
@@ -629,7 +762,7 @@ def estimate_memory(
         sequence_parallel=sequence_parallel, flash_attention=flash_attention, master_weights=master_weights,
         optimizer_in_backward=optimizer_in_backward, chunked_loss=chunked_loss, cpu_offload=cpu_offload,
         adapter_fp32=adapter_fp32, lora_dropout=lora_dropout, offload_checkpoints=offload_checkpoints,
-        shard_degree=shard_degree, offload_params=offload_params, kbit_upcast=kbit_upcast,
+        shard_degree=shard_degree, offload_params=offload_params, kbit_upcast=kbit_upcast, hf_eager=hf_eager,
     )  # fmt: skip
     usable, parts, slack = _assemble(q, spec)
     over = _overheads(q)
@@ -924,6 +1057,11 @@ def _training_assumptions(q: _Query) -> list[str]:
             a.append(f"QLoRA-style frozen base in {base}; bf16 compute.")
             if q.kbit_upcast:
                 a.append("Embeddings and LM head upcast to fp32 (PEFT prepare_model_for_kbit_training).")
+    elif _hf_mode(q) == "amp_full":
+        a.append(
+            f"fp32 model under bf16 autocast (HF Trainer bf16=True): fp32 weights 4 + fp32 grads 4 + "
+            f"{q.optimizer} states {OPTIMIZER_MOMENT_BYTES[q.optimizer]:g} bytes/param."
+        )
     else:
         bpp = optimizer_bytes_per_param(
             q.optimizer, q.precision, fp32_grads=q.fp32_grads, master_weights=q.master_weights
@@ -959,6 +1097,24 @@ def _training_assumptions(q: _Query) -> list[str]:
             a.append("ZeRO-3: the largest module is gathered whole with its 16-bit gradient (DeepSpeed).")
         if q.master_weights and q.task not in ("lora", "qlora") and not q.cpu_offload:
             a.append("The ZeRO optimizer step copies this rank's gradient partition to fp32 (DeepSpeed).")
+    mode = _hf_mode(q)
+    if mode is not None:
+        saves = {
+            "amp_full": "fp32 residual stream and RMSNorm, bf16 copies of each linear input",
+            "bf16_full": "fp32 RMSNorm upcasts, bf16 linear inputs",
+            "lora": "fp32 RMSNorm upcasts, a bf16 copy of each LoRA input",
+        }[mode]
+        kept = "checkpointed layer inputs (non-reentrant)" if q.recompute == "full" else "no checkpointing"
+        a.append(
+            f"Hugging Face transformers eager model under torch.autocast: what it saves ({saves}); {kept}."
+        )
+        a.append(
+            "Peak of the step timeline, not a sum: end of forward (autocast bf16 weight copies, 10 B per "
+            "logit), loss backward (12 B per logit, no gradients yet: zero_grad(set_to_none=True)), layer "
+            "backward, optimizer step (all gradients, no activations)."
+        )
+        a.append("No allocator fragmentation added (PyTorch's caching allocator may reserve more).")
+        return a
     a.append(
         f"Activations per Korthikanti et al. 2022, recompute {q.recompute}, "
         f"{'flash attention' if q.flash_attention else 'materialised attention scores'}, "

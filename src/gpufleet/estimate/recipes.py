@@ -54,6 +54,10 @@ class Recipe:
     #: QLoRA runs PEFT ``prepare_model_for_kbit_training``, which upcasts the unquantised embeddings and
     #: LM head to fp32 (peft 0.21.2 utils/other.py)
     kbit_upcast: bool = False
+    #: the trainer runs Hugging Face transformers' eager model code (``AutoModelForCausalLM`` modules, PEFT
+    #: LoRA layers, the model's own ``ForCausalLMLoss``) under ``torch.autocast``: memory.estimate_memory
+    #: ``hf_eager`` (what that code saves for the backward and the step's peak moment)
+    hf_modeling: bool = False
 
     @property
     def speed_recompute(self) -> str:
@@ -89,6 +93,7 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
         ),
         "hf_trainer": Recipe(
             name="hf_trainer",
+            hf_modeling=True,
             optimizer_full="adamw",
             optimizer_adapter="adamw",
             master_weights=True,
@@ -114,6 +119,7 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
         ),
         "axolotl": Recipe(
             name="axolotl",
+            hf_modeling=True,
             optimizer_full="adamw8bit",
             optimizer_adapter="adamw8bit",
             master_weights=False,
@@ -145,6 +151,7 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
         ),
         "trl": Recipe(
             name="trl",
+            hf_modeling=True,
             optimizer_full="adamw",
             optimizer_adapter="adamw",
             master_weights=False,
@@ -159,6 +166,7 @@ RECIPES: Mapping[str, Recipe] = MappingProxyType(
         ),
         "bitsandbytes": Recipe(
             name="bitsandbytes",
+            hf_modeling=True,
             optimizer_full="paged_adamw8bit",
             optimizer_adapter="paged_adamw8bit",
             master_weights=False,
@@ -245,6 +253,8 @@ def recipe_kwargs(recipe: Recipe, *, task: str, gpu_count: int) -> dict[str, Any
     kw["optimizer_in_backward"] = recipe.optimizer_in_backward and single and not adapter
     if recipe.checkpoint_offload:
         kw["offload_checkpoints"] = True
+    if recipe.hf_modeling:
+        kw["hf_eager"] = True  # Hugging Face modeling code: memory.estimate_memory's hf_eager timeline
     if recipe.cpu_offload_params:
         kw["offload_params"] = True  # applied only where the job offloads to the CPU under ZeRO-3
     if adapter:
@@ -284,6 +294,9 @@ class TrainingOptions:
     lora_dropout: str = "none"
     offload_checkpoints: bool = False
     kbit_upcast: bool = False
+    #: the trainer runs Hugging Face transformers modeling code (Recipe.hf_modeling): memory by its eager
+    #: timeline where that applies (memory.estimate_memory ``hf_eager``)
+    hf_eager: bool = False
     #: ZeRO stage of the trainer's multi-GPU recipe (FSDP = 3); None = the layout search's choice
     zero_stage: int | None = None
 
@@ -300,6 +313,7 @@ class TrainingOptions:
             "lora_dropout": self.lora_dropout,
             "offload_checkpoints": self.offload_checkpoints,
             "kbit_upcast": self.kbit_upcast,
+            "hf_eager": self.hf_eager,
         }
 
     def speed_recompute(self, recompute: str) -> str:
