@@ -36,7 +36,18 @@ def test_no_choice_is_the_generic_defaults() -> None:
         "lora_dropout": "none",
         "offload_checkpoints": False,
         "kbit_upcast": False,
+        "hf_eager": False,
     }  # fmt: skip  (estimate_memory's own defaults)
+
+
+def test_hugging_face_recipes_size_memory_with_the_eager_model() -> None:
+    """hf_trainer, trl, axolotl and bitsandbytes run transformers modeling code (Recipe.hf_modeling):
+    their options carry ``hf_eager``; torchtune, unsloth and litgpt run their own model code."""
+    for name in ("hf_trainer", "trl", "axolotl", "bitsandbytes"):
+        assert training_options(task="lora", gpu_count=1, recipe=name).hf_eager
+    for name in ("torchtune", "unsloth", "litgpt"):
+        assert not training_options(task="lora", gpu_count=1, recipe=name).hf_eager
+    assert training_options(task="lora", gpu_count=1, software="transformers").hf_eager
 
 
 def test_recipe_sets_its_defaults_single_and_distributed() -> None:

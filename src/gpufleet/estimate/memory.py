@@ -807,6 +807,7 @@ def training_fits(
     lora_dropout: str = "none",
     offload_checkpoints: bool = False,
     kbit_upcast: bool = False,
+    hf_eager: bool = False,
 ) -> bool:
     """Whether :func:`estimate_memory` (training ``task``, ``batch=1``, ``engine="pytorch"``, ``optimizer``
     and ``master_weights`` and the other fine-tuning knobs named here as given (recipes.TrainingOptions
@@ -823,7 +824,7 @@ def training_fits(
         optimizer=optimizer, lora_rank=16, fp32_grads=False, sequence_parallel=True, flash_attention=True,
         master_weights=master_weights, optimizer_in_backward=optimizer_in_backward, chunked_loss=chunked_loss,
         adapter_fp32=adapter_fp32, lora_dropout=lora_dropout, offload_checkpoints=offload_checkpoints,
-        kbit_upcast=kbit_upcast,
+        kbit_upcast=kbit_upcast, hf_eager=hf_eager,
     )  # fmt: skip
     return _slack(q, memory_gib * GIB)[2] >= 0.0
 
