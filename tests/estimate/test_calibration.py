@@ -32,7 +32,7 @@ from gpufleet.estimate.calibration import (
     save_profile,
     with_params,
 )
-from gpufleet.estimate.cases import CalibrationCase, parse_cases_csv, read_cases
+from gpufleet.estimate.cases import CalibrationCase, parse_cases_csv, read_cases, shipped_cases_path
 from gpufleet.estimate.predict import source_year
 
 CASES_CSV = Path(__file__).resolve().parents[2] / "src" / "gpufleet" / "estimate" / "data" / "cases.csv"
@@ -322,6 +322,21 @@ def test_interval_floor_and_widening() -> None:
     assert iv.p10 == pytest.approx(10 * math.exp(-floor)) and iv.p90 == pytest.approx(10 * math.exp(floor))
     wide = make_interval(10.0, "latency", p, widen=2)
     assert wide.p10 < iv.p10 and wide.p90 > iv.p90
+
+
+def test_memory_intervals_have_their_own_narrower_floor() -> None:
+    """GPU memory is deterministic for a stack (profile.LOG_INTERVAL_FLOORS): its floor is +-10 %, the
+    speed families keep +-25 %; the shipped memory interval covers the shipped memory cases."""
+    p = CalibrationProfile(
+        params=prior_profile().params, fitted_at="", case_count=0, residuals={}, version=1, source="t",
+        log_residual_quantiles={"memory": (-0.01, 0.01), "latency": (-0.01, 0.01)},
+    )  # fmt: skip
+    mem, lat = make_interval(10.0, "memory", p), make_interval(10.0, "latency", p)
+    assert mem.p90 / mem.p10 == pytest.approx(math.exp(0.2))
+    assert lat.p90 / lat.p10 == pytest.approx(math.exp(2 * LOG_INTERVAL_FLOOR))
+    cases = [c for c in read_cases(shipped_cases_path()) if c.metric == "peak_memory_gib"]
+    inside = [predict_case(c).p10 <= c.measured <= predict_case(c).p90 for c in cases]
+    assert len(cases) >= 50 and sum(inside) / len(inside) >= 0.9
 
 
 @pytest.mark.parametrize(

@@ -51,13 +51,13 @@ from gpufleet.estimate.priors import TRAIN_REFERENCE_STACKS as TRAIN_REFERENCE_S
 from gpufleet.estimate.profile import (
     FAMILIES,
     LOG_INTERVAL_DEFAULT,
-    LOG_INTERVAL_FLOOR,
     METRIC_FAMILY,
     MIN_CASES_PER_STACK,
     PRIOR_WEIGHT,
     PROFILE_VERSION,
     Z_10_90,
     CalibrationProfile,
+    interval_floor,
     load_profile,
     make_interval,
     prior_profile,
@@ -65,6 +65,7 @@ from gpufleet.estimate.profile import (
     save_profile,
     with_params,
 )
+from gpufleet.estimate.profile import LOG_INTERVAL_FLOOR as LOG_INTERVAL_FLOOR
 from gpufleet.estimate.profile import WIDEN_ADD as WIDEN_ADD
 from gpufleet.estimate.profile import WIDEN_FACTOR as WIDEN_FACTOR
 from gpufleet.estimate.profile import _profile_from_text as _profile_from_text
@@ -252,6 +253,7 @@ def _family_quantiles(
     :data:`INSIDE_MIN_CASES` residuals in ``resid`` takes those of ``fallback`` where given."""
     out: dict[str, tuple[float, float]] = {}
     for fam in FAMILIES:
+        floor = interval_floor(fam)
         r = np.array([v for k, v in resid.items() if families[k] == fam])
         if fallback is not None and r.size < INSIDE_MIN_CASES:
             r = np.array([v for k, v in fallback.items() if families[k] == fam])
@@ -259,19 +261,19 @@ def _family_quantiles(
             out[fam] = (-LOG_INTERVAL_DEFAULT, LOG_INTERVAL_DEFAULT)
         elif r.size < 5:  # too few for empirical deciles: the largest error either way
             m = float(np.max(np.abs(r)))
-            out[fam] = (min(-m, -LOG_INTERVAL_FLOOR), max(m, LOG_INTERVAL_FLOOR))
+            out[fam] = (min(-m, -floor), max(m, floor))
         elif (
             r.size >= EMPIRICAL_DECILES_MIN_CASES
         ):  # enough cases: the empirical deciles (skew kept), floored
             out[fam] = (
-                min(float(np.quantile(r, 0.1)), -LOG_INTERVAL_FLOOR),
-                max(float(np.quantile(r, 0.9)), LOG_INTERVAL_FLOOR),
+                min(float(np.quantile(r, 0.1)), -floor),
+                max(float(np.quantile(r, 0.9)), floor),
             )
         else:  # empirical deciles, at least the normal deciles of the RMS error (few cases: noisy deciles)
             spread = Z_10_90 * float(np.sqrt(np.mean(r**2)))
             out[fam] = (
-                min(float(np.quantile(r, 0.1)), -spread, -LOG_INTERVAL_FLOOR),
-                max(float(np.quantile(r, 0.9)), spread, LOG_INTERVAL_FLOOR),
+                min(float(np.quantile(r, 0.1)), -spread, -floor),
+                max(float(np.quantile(r, 0.9)), spread, floor),
             )
     return out
 
