@@ -153,3 +153,25 @@ def test_h200_probe_training_rows_within_three_percent() -> None:
     for c in cases:
         pred = predict_case(c).predicted
         assert pred == pytest.approx(c.measured, rel=0.03), c.case_id
+
+
+def test_zero_stage_on_one_data_parallel_rank_keeps_the_eager_model() -> None:
+    """A ZeRO stage over dp=1 shards nothing: the same single process, so the same eager timeline. The layout
+    search keys one GPU as ZeRO-1, which used to fall back to the generic model (36.0 GiB instead of 48.4 GiB
+    for a PEFT LoRA of Llama-3.1-8B at 4,096 tokens, the measured case's 2 x 2048 tokens)."""
+    from gpufleet.estimate.recipes import training_options
+    from gpufleet.estimate.training import estimate_training
+
+    kw = dict(model="llama-3.1-8b", task="lora", precision="bf16", gpu="H200-SXM", batch=2, seq_len=2048,
+              recompute="none", hf_eager=True)  # fmt: skip
+    zero0 = estimate_memory(**kw)  # type: ignore[arg-type]
+    assert estimate_memory(**kw, zero_stage=1).per_gpu_gib == pytest.approx(zero0.per_gpu_gib)  # type: ignore[arg-type]
+    assert zero0.per_gpu_gib > 1.2 * estimate_memory(**{**kw, "hf_eager": False}).per_gpu_gib  # type: ignore[arg-type]
+    opts = training_options(task="lora", gpu_count=1, recipe="hf_trainer")
+    job = dict(model="llama-3.1-8b", task="lora", gpu="H200-SXM", precision="bf16", gpu_count=1,
+               global_batch=256, seq_len=4096)  # fmt: skip
+    est = estimate_training(**job, options=opts)  # type: ignore[arg-type]
+    generic = estimate_training(**job)  # type: ignore[arg-type]
+    assert est.dp == 1 and est.recipe == "hf_trainer"
+    assert est.memory.per_gpu_gib == pytest.approx(48.4, abs=0.1)
+    assert generic.memory.per_gpu_gib == pytest.approx(36.0, abs=0.1)

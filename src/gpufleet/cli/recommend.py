@@ -115,7 +115,7 @@ WORKLOAD_FLAGS: tuple[str, ...] = (
     "ttft_ms", "tpot_ms", "tokens", "deadline_hours", "hours_per_month", "schedule", "pricing", "provider",
     "region", "vendor", "budget", "objective", "tier", "confidence", "max_risk", "allow_fallback", "geo",
     "gpu", "min_gpu_memory", "gpus_per_node", "max_nodes", "max_price_per_gpu_hour", "exclude_provider",
-    "provider_class", "near_tie_pct",
+    "provider_class", "near_tie_pct", "recipe", "optimizer",
 )  # fmt: skip
 
 #: command-line flag (as a Python name) -> workload field, where they differ (shared with the Python API)
@@ -206,6 +206,23 @@ TokensOpt = Annotated[
 ]
 DeadlineOpt = Annotated[
     float | None, typer.Option("--deadline-hours", help="Training: must finish within (h).")
+]
+RecipeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--recipe",
+        help="Fine-tuning (full_finetune, lora, qlora): the trainer whose memory settings size each layout: "
+        "torchtune, hf_trainer, unsloth, axolotl, litgpt, trl or bitsandbytes (default: generic AdamW with "
+        "fp32 master weights).",
+    ),
+]
+OptimizerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--optimizer",
+        help="Fine-tuning optimizer: adamw adam adamw_8bit adamw8bit paged_adamw8bit adafactor sgd "
+        "sgd_momentum (default: the recipe's, else adamw). Overrides the recipe's.",
+    ),
 ]
 HoursOpt = Annotated[
     float | None, typer.Option("--hours-per-month", help="Hours the workload runs per month (h/month).")
@@ -350,6 +367,8 @@ def register(app: typer.Typer) -> None:
         tpot_ms: TpotOpt = None,
         tokens: TokensOpt = None,
         deadline_hours: DeadlineOpt = None,
+        recipe: RecipeOpt = None,
+        optimizer: OptimizerOpt = None,
         hours_per_month: HoursOpt = None,
         schedule: ScheduleOpt = None,
         pricing: PricingOpt = None,
@@ -413,6 +432,8 @@ def register(app: typer.Typer) -> None:
         tpot_ms: TpotOpt = None,
         tokens: TokensOpt = None,
         deadline_hours: DeadlineOpt = None,
+        recipe: RecipeOpt = None,
+        optimizer: OptimizerOpt = None,
         hours_per_month: HoursOpt = None,
         schedule: ScheduleOpt = None,
         pricing: PricingOpt = None,

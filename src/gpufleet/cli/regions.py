@@ -31,6 +31,8 @@ def register(app: typer.Typer) -> None:
         tpot_ms: rc.TpotOpt = None,
         tokens: rc.TokensOpt = None,
         deadline_hours: rc.DeadlineOpt = None,
+        recipe: rc.RecipeOpt = None,
+        optimizer: rc.OptimizerOpt = None,
         hours_per_month: rc.HoursOpt = None,
         schedule: rc.ScheduleOpt = None,
         provider: rc.ProviderOpt = None,

@@ -380,10 +380,12 @@ def _adapter_base(q: _Query) -> str:
 
 def _hf_mode(q: _Query) -> HfMode | None:
     """The transformers eager training mode a query runs (:func:`_hf_training_parts`), None when the
-    generic model applies: only one GPU without ZeRO/offload (the moment-by-moment peak below is that of a
-    single process), bf16/fp16 AMP with SDPA/flash attention and the model's own loss, and a decoder layer
+    generic model applies: only one GPU without offload (the moment-by-moment peak below is that of a
+    single process; a ZeRO stage over one data-parallel rank shards nothing, so the layout search's ZeRO-1
+    key at dp=1 is the same single process and must not escape this model), bf16/fp16 AMP with SDPA/flash
+    attention and the model's own loss, and a decoder layer
     :func:`gpufleet.estimate.activations.hf_eager_supported` describes."""
-    if not q.hf_eager or (q.tp, q.pp, q.dp, q.ep, q.zero_stage) != (1, 1, 1, 1, 0):
+    if not q.hf_eager or (q.tp, q.pp, q.dp, q.ep) != (1, 1, 1, 1):
         return None
     if q.cpu_offload or q.chunked_loss or q.optimizer_in_backward or q.offload_checkpoints:
         return None

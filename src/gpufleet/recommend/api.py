@@ -162,7 +162,9 @@ def _check_commitments_used(w: Workload, path: str | Path | None) -> None:
 
 def _check_workload_context(w: Workload) -> None:
     """An inference workload whose prompt + output exceed the model's context, or a training workload whose
-    tokens do not fill one optimizer step, is an InputError."""
+    tokens do not fill one optimizer step, or a fine-tuning recipe or optimizer that is unknown or on a task
+    other than fine-tuning (a Workload built in Python skips the file reader's checks), is an InputError."""
+    _check_fine_tuning(w)
     if w.task != "inference":
         check_train_tokens(w.train_tokens, w.global_batch_sequences, w.seq_len_tokens)
         return
@@ -173,6 +175,27 @@ def _check_workload_context(w: Workload) -> None:
     except GpufleetError:
         return  # an estimator of its own may know the model; the engine reports unknown ones
     check_context(arch.id, arch.max_position_embeddings, w.input_len_tokens, w.output_len_tokens)
+
+
+def _check_fine_tuning(w: Workload) -> None:
+    """The workload's recipe and optimizer are known names (InputError naming the allowed ones) and given
+    only on a fine-tuning task (:data:`~gpufleet.recommend.workload.FINE_TUNING_TASKS`)."""
+    if w.recipe is None and w.optimizer is None:
+        return
+    from gpufleet.estimate.recipes import check_optimizer, get_recipe
+    from gpufleet.recommend.workload import FINE_TUNING_TASKS
+
+    if w.task not in FINE_TUNING_TASKS:
+        given = " and ".join(f"{n} {getattr(w, n)!r}" for n in ("recipe", "optimizer") if getattr(w, n))
+        raise InputError(
+            f"Workload {w.name!r} is a {w.task} workload but names {given}: the recipe presets and their "
+            f"optimizer are fine-tuning settings. Allowed with task {', '.join(FINE_TUNING_TASKS)}; remove "
+            "them or set the fine-tuning task."
+        )
+    if w.recipe is not None:
+        get_recipe(w.recipe)  # an unknown name raises, naming the allowed ones
+    if w.optimizer is not None:
+        check_optimizer(w.optimizer)
 
 
 def _ranked_rows(top: int | None, limit: int) -> int:

@@ -58,6 +58,11 @@ def _tried_configs(table: OfferTable, w: Workload, est: Estimator) -> list[Confi
     return [c for gpu, g in shapes for c in cached_configs(est, w, gpu, g)]
 
 
+def _tuning(w: Workload) -> str:
+    """``, recipe hf_trainer, optimizer adamw8bit`` for the settings that sized a fine-tune, else ''."""
+    return "".join(f", {n} {getattr(w, n)}" for n in ("recipe", "optimizer") if getattr(w, n) is not None)
+
+
 def analyse_cannot_fit(
     table: OfferTable, w: Workload, est: Estimator, spot: dict[str, SpotAssumption], full_table: OfferTable
 ) -> CannotFit:
@@ -76,8 +81,8 @@ def analyse_cannot_fit(
     largest_node = float((mem * cnt).max()) if mem.size else 0.0
     best_try = min(configs, key=lambda c: c.mem_per_gpu_gib / max(c.mem_capacity_gib, 1e-9), default=None)
     reason = (
-        f"{w.model} ({w.task}, {w.precision}) needs about {need_1:,.1f} GiB on a single GPU. The largest "
-        f"GPU among the offers considered has {largest_gpu:,.1f} GiB and the largest node "
+        f"{w.model} ({w.task}, {w.precision}{_tuning(w)}) needs about {need_1:,.1f} GiB on a single GPU. "
+        f"The largest GPU among the offers considered has {largest_gpu:,.1f} GiB and the largest node "
         f"{largest_node:,.1f} GiB in total, up to {w.max_nodes} node(s) per replica."
     )
     if best_try is not None:

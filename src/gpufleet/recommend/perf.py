@@ -12,13 +12,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from gpufleet.errors import InputError, UnknownNameError
 from gpufleet.estimate.comms import NodeNetwork
 from gpufleet.estimate.types import Interval
 from gpufleet.recommend.types import Workload
 from gpufleet.units import MS_PER_S, SECONDS_PER_HOUR
+
+if TYPE_CHECKING:
+    from gpufleet.estimate.recipes import TrainingOptions
 
 #: fine-tuning tasks run without pipeline parallelism whenever a layout without it fits, with any ZeRO/FSDP
 #: stage and recompute (torchtune, HF Trainer/PEFT, Axolotl and Unsloth shard with FSDP/DeepSpeed ZeRO and
@@ -145,6 +148,8 @@ class DefaultEstimator:
         model = self._model(workload.model)
         from gpufleet.estimate.performance import estimate_training
 
+        options = fine_tuning_options(workload, gpu_count)
+
         def run(pp: int | None, zero_stage: int | None = None, recompute: str | None = None) -> Any:
             return estimate_training(
                 model=model,
@@ -161,6 +166,7 @@ class DefaultEstimator:
                 pp=pp,
                 zero_stage=zero_stage,
                 recompute=recompute,
+                options=options,
             )
 
         best = run(None)
@@ -172,6 +178,18 @@ class DefaultEstimator:
             if flat.fits and flat.time_to_train_s is not None:
                 return flat
         return best
+
+
+def fine_tuning_options(w: Workload, gpu_count: int) -> TrainingOptions | None:
+    """The fine-tuning options sizing ``w`` on ``gpu_count`` GPUs: its recipe preset with its optimizer on
+    top (:func:`gpufleet.estimate.recipes.training_options`; a recipe's optimizer and recompute differ on one
+    GPU and on several, so the options are built per GPU count); None when the workload names neither, which
+    keeps the estimator's generic defaults (AdamW, fp32 master weights, the layout search's recompute)."""
+    if w.recipe is None and w.optimizer is None:
+        return None
+    from gpufleet.estimate.recipes import training_options
+
+    return training_options(task=w.task, gpu_count=gpu_count, recipe=w.recipe, optimizer=w.optimizer)
 
 
 _CALLS: dict[tuple[object, ...], Any] = {}
@@ -206,7 +224,8 @@ def cached_training(
 ) -> Any:
     """``est_fn.training`` memoised on everything it reads."""
     key = ("train", id(est_fn), w.model, w.task, w.precision, w.global_batch_sequences, w.seq_len_tokens,
-           w.train_tokens, gpu, gpu_count, gpus_per_node, w.allow_fallback, node_network)  # fmt: skip
+           w.train_tokens, gpu, gpu_count, gpus_per_node, w.allow_fallback, node_network, w.recipe,
+           w.optimizer)  # fmt: skip
     if node_network is None:  # single node: the network is never used (keeps simple fakes working)
         return _memo(key, lambda: est_fn.training(gpu=gpu, precision=w.precision, gpu_count=gpu_count,
                                                   gpus_per_node=gpus_per_node, workload=w))  # fmt: skip
@@ -278,6 +297,8 @@ class Config:
     saturated_unit_output_tokens_per_s: float | None = None  # inference, one unit at the saturated batch
     notes: tuple[str, ...] = ()
     ep: int = 1  # inference: expert-parallel degree of a MoE model's routed experts (1 = split by TP)
+    recipe: str | None = None  # training: the fine-tuning recipe that sized the memory (None: generic)
+    optimizer: str | None = None  # training: the optimizer the memory was sized for (None: inference)
 
     @property
     def gpus_per_replica(self) -> int:
@@ -587,6 +608,8 @@ def training_configs(
                 weights_per_gpu_gib=_weights_gib(est),
                 time_to_train_s=est.time_to_train_s if fits else None,
                 notes=tuple(est.notes),
+                recipe=getattr(est, "recipe", None),  # estimators without recipes (tests' fakes) keep working
+                optimizer=getattr(est, "optimizer", None),
             )
         )
     return out
@@ -620,6 +643,8 @@ def perf_cache_key(w: Workload) -> tuple[object, ...]:
         w.max_nodes,
         w.confidence,
         w.allow_fallback,
+        w.recipe,
+        w.optimizer,
     )
 
 

@@ -406,6 +406,8 @@ def materialise(
         generation_year=spec.release_year,
         ep=cfg.ep,
         notes=cfg.notes,
+        recipe=cfg.recipe,
+        optimizer=cfg.optimizer,
     )
 
 

@@ -86,6 +86,12 @@ class Workload:
     # a run the schedule's month holds when a run takes longer than hours_per_month [count]
     global_batch_sequences: int = 256  # sequences per optimizer step [count]
     seq_len_tokens: int = 4096
+    #: fine-tuning trainer preset sizing the memory (gpufleet.estimate.recipes.RECIPES; fine-tuning tasks
+    #: only); None = the estimator's generic defaults (AdamW, fp32 master weights)
+    recipe: str | None = None
+    #: fine-tuning optimizer (gpufleet.estimate.memory.OPTIMIZERS), overriding the recipe's; None = the
+    #: recipe's, else AdamW
+    optimizer: str | None = None
     # schedule and pricing
     hours_per_month: float = 730.0  # hours the workload runs per month [h]
     pricing: str = "on_demand"  # one of PRICINGS
@@ -222,6 +228,10 @@ class Candidate:
     risk: str = "low"  # one of RISK_LEVELS
     risk_reasons: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    #: training: the fine-tuning recipe preset that sized the memory (None: the estimator's generic defaults)
+    recipe: str | None = None
+    #: training: the optimizer the memory and the optimizer step were sized for (None: inference)
+    optimizer: str | None = None
 
     @property
     def speed(self) -> float:

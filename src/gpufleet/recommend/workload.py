@@ -47,6 +47,10 @@ from gpufleet.validation import (
     MAXIMA,
 )
 
+#: the tasks a fine-tuning ``recipe`` / ``optimizer`` applies to (gpufleet.estimate.recipes presets are
+#: fine-tuning trainers' defaults; pre-training stacks set their own, inference has no optimizer)
+FINE_TUNING_TASKS: tuple[str, ...] = ("full_finetune", "lora", "qlora")
+
 
 class _Current(NoBoolNumbers):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -113,6 +117,8 @@ class WorkloadSpec(NoBoolNumbers):
     deadline_h: float | None = Field(None, gt=0, le=MAX_HOURS)
     global_batch_sequences: int = Field(256, gt=0, le=MAX_BATCH)
     seq_len_tokens: int = Field(4096, gt=0, le=MAX_SEQUENCE_TOKENS)
+    recipe: str | None = Field(None, max_length=100)
+    optimizer: str | None = Field(None, max_length=100)
     schedule: Literal["24/7"] | None = None
     hours_per_month: float | None = Field(None, gt=0, le=HOURS_PER_MONTH)
     hours_per_day: float | None = Field(None, gt=0, le=24)
@@ -150,6 +156,32 @@ class WorkloadSpec(NoBoolNumbers):
             return check_precision(v)
         except GpufleetError as exc:
             raise ValueError(f"unknown precision; allowed: {', '.join(PRECISIONS)}") from exc
+
+    @field_validator("recipe")
+    @classmethod
+    def _recipe(cls, v: str | None) -> str | None:
+        from gpufleet.estimate.recipes import RECIPES
+
+        key = None if v is None else v.strip().lower()
+        if key is not None and key not in RECIPES:
+            raise ValueError(
+                f"unknown fine-tuning recipe; allowed: {', '.join(RECIPES)} (the trainer you fine-tune "
+                "with), or leave it out for the estimator's generic defaults"
+            )
+        return key
+
+    @field_validator("optimizer")
+    @classmethod
+    def _optimizer(cls, v: str | None) -> str | None:
+        from gpufleet.estimate.memory import OPTIMIZERS
+
+        key = None if v is None else v.strip().lower()
+        if key is not None and key not in OPTIMIZERS:
+            raise ValueError(
+                f"unknown optimizer; allowed: {', '.join(OPTIMIZERS)}, or leave it out for the recipe's "
+                "(else AdamW)"
+            )
+        return key
 
     @field_validator(
         "providers", "regions", "gpu_vendors", "geos", "exclude_providers", "provider_classes", mode="before"
@@ -281,6 +313,14 @@ class WorkloadSpec(NoBoolNumbers):
             )
             if getattr(self, n) is not None
         ]
+        tuning = [n for n in ("recipe", "optimizer") if getattr(self, n) is not None]
+        if tuning and self.task not in FINE_TUNING_TASKS:
+            raise ValueError(
+                f"{'an' if self.task == 'inference' else 'a'} {self.task} workload takes no "
+                f"{' or '.join(tuning)}: the recipe presets and their "
+                f"optimizer are fine-tuning settings; allowed with task {', '.join(FINE_TUNING_TASKS)}. "
+                "Remove them, or set the fine-tuning task"
+            )
         if self.task != "inference" and serving:
             raise ValueError(
                 f"a {self.task} workload takes no {', '.join(serving)} (serving targets): remove them, "
@@ -343,6 +383,8 @@ class WorkloadSpec(NoBoolNumbers):
             deadline_h=self.deadline_h,
             global_batch_sequences=self.global_batch_sequences,
             seq_len_tokens=self.seq_len_tokens,
+            recipe=self.recipe,
+            optimizer=self.optimizer,
             hours_per_month=hours.hours_per_month,
             pricing=self.pricing,
             commitments_file=self.commitments_file,

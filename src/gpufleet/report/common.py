@@ -185,7 +185,7 @@ def candidate_row(rank: int, c: Candidate) -> dict[str, str]:
         "gpus": f"{c.total_gpus} x {c.gpu}",
         "replicas": str(c.replicas),
         "parallelism": parallelism_text(c),
-        "fit": f"{c.mem_per_gpu_gib:.1f} / {c.mem_capacity_gib:.1f}",
+        "fit": f"{c.mem_per_gpu_gib:.1f} / {c.mem_capacity_gib:.1f}{sized_by_text(c)}",
         "speed": speed_text(c),
         "usd_per_hour": usd(c.cost_usd_per_hour),
         "usd_per_month": cost_text(c),
@@ -195,6 +195,19 @@ def candidate_row(rank: int, c: Candidate) -> dict[str, str]:
         "price_date": price_date_text(c),
         "risk": risk_text(c),
     }
+
+
+def sized_by_text(c: Candidate) -> str:
+    """`` (recipe hf_trainer, adamw)``: the fine-tuning recipe and optimizer that sized a training
+    candidate's memory, where they are not the estimator's generic defaults (no recipe, AdamW); else ''."""
+    if c.recipe is None and c.optimizer in (None, "adamw"):
+        return ""
+    return f" ({f'recipe {c.recipe}, ' if c.recipe else ''}{c.optimizer})"
+
+
+def fit_gib_text(c: Candidate) -> str:
+    """``48.4 / 95.6 GiB (recipe hf_trainer, adamw)``: memory used / per GPU and what sized it."""
+    return f"{c.mem_per_gpu_gib:.1f} / {c.mem_capacity_gib:.1f} GiB{sized_by_text(c)}"
 
 
 def candidate_label(c: Candidate) -> str:
@@ -248,6 +261,9 @@ def workload_lines(w: Workload) -> list[str]:
             lines.append(f"train tokens {w.train_tokens:,.0f}, sequence {w.seq_len_tokens} tokens")
         if w.deadline_h is not None:
             lines.append(f"deadline {w.deadline_h:g} h")
+        tuning = [f"{n} {getattr(w, n)}" for n in ("recipe", "optimizer") if getattr(w, n) is not None]
+        if tuning:
+            lines.append(f"fine-tuning {', '.join(tuning)} (sizes the memory)")
     else:
         lines.append(f"input {w.input_len_tokens} tokens, output {w.output_len_tokens} tokens")
         targets = []

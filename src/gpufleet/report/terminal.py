@@ -23,6 +23,7 @@ from gpufleet.report.common import (
     assumption_lines,
     candidate_label,
     candidate_row,
+    fit_gib_text,
     speed_text,
     suggestion_text,
     usd,
@@ -76,7 +77,7 @@ def candidate_table(cands: Sequence[Candidate], title: str, *, compact: bool = F
             table.add_row(
                 row["rank"],
                 f"{row['provider']}\n{row['instance']}\n{row['region']}\n{row['deploy']}\n{row['host']}",
-                f"{row['gpus']}\n{row['parallelism']}, x{row['replicas']}\n{row['fit']} GiB",
+                f"{row['gpus']}\n{row['parallelism']}, x{row['replicas']}\n{fit_gib_text(c)}",
                 row["speed"].replace(" (", "\n(", 1),
                 "\n".join(
                     (
