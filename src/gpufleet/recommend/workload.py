@@ -160,28 +160,22 @@ class WorkloadSpec(NoBoolNumbers):
     @field_validator("recipe")
     @classmethod
     def _recipe(cls, v: str | None) -> str | None:
-        from gpufleet.estimate.recipes import RECIPES
+        from gpufleet.estimate.recipes import get_recipe
 
-        key = None if v is None else v.strip().lower()
-        if key is not None and key not in RECIPES:
-            raise ValueError(
-                f"unknown fine-tuning recipe; allowed: {', '.join(RECIPES)} (the trainer you fine-tune "
-                "with), or leave it out for the estimator's generic defaults"
-            )
-        return key
+        try:  # the library's check, its message naming the allowed recipes
+            return None if v is None else get_recipe(v).name
+        except GpufleetError as exc:
+            raise ValueError(str(exc)) from exc
 
     @field_validator("optimizer")
     @classmethod
     def _optimizer(cls, v: str | None) -> str | None:
-        from gpufleet.estimate.memory import OPTIMIZERS
+        from gpufleet.estimate.recipes import check_optimizer
 
-        key = None if v is None else v.strip().lower()
-        if key is not None and key not in OPTIMIZERS:
-            raise ValueError(
-                f"unknown optimizer; allowed: {', '.join(OPTIMIZERS)}, or leave it out for the recipe's "
-                "(else AdamW)"
-            )
-        return key
+        try:  # the library's check, its message naming the allowed optimizers
+            return None if v is None else check_optimizer(v)
+        except GpufleetError as exc:
+            raise ValueError(str(exc)) from exc
 
     @field_validator(
         "providers", "regions", "gpu_vendors", "geos", "exclude_providers", "provider_classes", mode="before"
