@@ -198,13 +198,16 @@ def test_help_lists_every_optimizer_and_recipe(command: str) -> None:
 
 def test_hf_trainer_recipe_sizes_memory_as_the_transformers_code_measured_on_an_h200() -> None:
     """PEFT LoRA r=16 of Llama-3.1-8B, batch 2 x 2048, no checkpointing, measured at 47.98 GiB allocated on an
-    H200 (shipped case P-lora-llama-3.1-8b-H200-SXM-b2-s2048-nockpt-mem): the hf_trainer recipe sizes it with
-    the Hugging Face eager model; the generic default is ~26 % lower. ``estimate train --software
-    transformers`` selects that recipe and runs its layout search on the same model."""
+    H200 (shipped case P-lora-llama-3.1-8b-H200-SXM-b2-s2048-nockpt-mem): the hf_trainer recipe (which
+    ``--software transformers`` selects on both commands) sizes it with the Hugging Face eager model; the
+    generic default is ~26 % lower; pre-training takes no fine-tuning preset."""
     lora = ["-m", "llama-3.1-8b", "-g", "h200", "--task", "lora", "--batch", "2", "--seq-len", "2048",
             "--recompute", "none"]  # fmt: skip
     hf = ok_json("memory", *lora, "--recipe", "hf_trainer")
     assert hf["allocated_gib"] == pytest.approx(47.98, rel=0.03)
+    assert ok_json("memory", *lora, "--software", "transformers")["allocated_gib"] == hf["allocated_gib"]
     assert ok_json("memory", *lora)["allocated_gib"] < 0.8 * hf["allocated_gib"]
+    pre = [*lora[:5], "pretrain", *lora[6:]]
+    assert ok_json("memory", *pre, "--software", "transformers")["recipe"] is None
     train = ok_json("train", *lora, "--gpus", "1", "--software", "transformers")
     assert train["recipe"] == "hf_trainer" and train["step_time_s"]["central"] > 0

@@ -147,7 +147,14 @@ def memory(
     ] = "selective",
     optimizer: OptimizerOpt = None,
     recipe: RecipeOpt = None,
-    engine: Annotated[str, typer.Option("--engine", "--software", help="Serving engine (reserve).")] = "vllm",
+    engine: Annotated[
+        str,
+        typer.Option(
+            "--engine",
+            "--software",
+            help="Serving engine (reserve); on a fine-tuning task, transformers selects --recipe hf_trainer.",
+        ),
+    ] = "vllm",
     profile: ProfileOption = None,
     output_format: FormatOpt = OutFormat.table,
     allow_fallback: FallbackOpt = False,
@@ -172,7 +179,10 @@ def memory(
         )
     if seq_len is None:
         seq_len = (input_len or 0) + (output_len or 0) or 2048
-    choice = fine_tuning_choice(task, recipe=recipe, optimizer=optimizer, recompute=recompute)
+    typed_engine = engine if given_options(["engine"], default_ok=False) else None
+    choice = fine_tuning_choice(
+        task, recipe=recipe, optimizer=optimizer, recompute=recompute, software=typed_engine
+    )
     fine: dict[str, Any] = {}
     if choice is not None:
         from gpufleet.estimate.recipes import training_options

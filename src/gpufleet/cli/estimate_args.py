@@ -30,17 +30,25 @@ def require_positive(**values: float | None) -> None:
 
 
 def fine_tuning_choice(
-    task: str, *, recipe: str | None, optimizer: str | None, recompute: str
+    task: str, *, recipe: str | None, optimizer: str | None, recompute: str, software: str | None = None
 ) -> dict[str, str | None] | None:
     """The fine-tuning choices of ``estimate memory`` for recipes.training_options (``--recompute`` only
     where typed, so a recipe's own recompute applies otherwise); None for an inference or load task or when
-    neither ``--recipe`` nor ``--optimizer`` is given (the estimator's generic defaults)."""
+    neither ``--recipe`` nor ``--optimizer`` is given and ``software`` (the typed ``--software``) names no
+    trainer (the estimator's generic defaults). ``--software transformers`` on a fine-tuning task selects
+    the hf_trainer recipe, as on ``estimate train``; the presets are fine-tuning recipes, so not for
+    pretrain."""
     from gpufleet.cli.given import given_options
+    from gpufleet.estimate.recipes import recipe_for
 
-    if task in ("inference", "load") or (recipe is None and optimizer is None):
+    if task in ("inference", "load"):
+        return None
+    trainer = software if task != "pretrain" and recipe_for(software) is not None else None
+    if recipe is None and optimizer is None and trainer is None:
         return None
     typed = bool(given_options(["recompute"], default_ok=False))
-    return {"recipe": recipe, "optimizer": optimizer, "recompute": recompute if typed else None}
+    return {"recipe": recipe, "optimizer": optimizer, "recompute": recompute if typed else None,
+            "software": trainer}  # fmt: skip
 
 
 def model_arg(name: str) -> ModelArch:
