@@ -175,3 +175,14 @@ def test_zero_stage_on_one_data_parallel_rank_keeps_the_eager_model() -> None:
     assert est.dp == 1 and est.recipe == "hf_trainer"
     assert est.memory.per_gpu_gib == pytest.approx(48.4, abs=0.1)
     assert generic.memory.per_gpu_gib == pytest.approx(36.0, abs=0.1)
+
+
+def test_qwen3_per_head_qk_norms_match_saved_tensor_measurement() -> None:
+    """Qwen3 normalises each head of q and k (RMSNorm, ModelArch.qk_norm): the fp32 upcast of q_proj/k_proj
+    outputs, plus the bf16 normalised tensor where the norm weight trains. Measured on CPU with
+    benchmarks/hf_saved_bytes.py (qwen3-8b, 128 tokens); the formula leaves out the per-head rsqrt values
+    (4 B x (32 + 8) heads + the two layer norms' 8 B = 168 B)."""
+    m = resolve_model("qwen3-8b")
+    assert m.qk_norm and not resolve_model("llama-3.1-8b").qk_norm
+    for mode, measured in (("amp_full", 256_296), ("lora", 221_704), ("bf16_full", 215_336)):
+        assert hf_eager_layer_bytes(m, tokens=1, mode=mode) + 168 == measured, mode  # type: ignore[arg-type]

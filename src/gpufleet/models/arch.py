@@ -41,6 +41,7 @@ class ModelArch:
     lm_head_bias: bool = False  # GPT-J's lm_head has a bias [vocab_size]
     norm_kind: NormKind = "rmsnorm"
     norms_per_layer: int = 2  # Llama: 2; GPT-J / Falcon-7B: 1; Falcon-40B: 2; Gemma-2: 4
+    qk_norm: bool = False  # RMSNorm over each head of q and k before RoPE (Qwen3, Gemma 3); weights uncounted
     embedding_norm: bool = False  # BERT: LayerNorm after the embeddings
     final_norm: bool = True  # decoders: a norm before lm_head; BERT (post-LN) has none
     pooler: bool = False  # BERT pooler dense h x h + bias (counted as in BertModel)

@@ -36,6 +36,8 @@ from gpufleet.validation import (
 )
 
 _LLAMA_LIKE = ("deepseek", "mixtral", "qwen2", "phi3", "mistral", "gemma", "llama")
+#: ``model_type`` values whose attention normalises each head of q and k (RMSNorm) before RoPE
+QK_NORM_MODEL_TYPES = ("qwen3", "qwen3_moe", "gemma3", "gemma3_text")
 #: ``model_type`` values whose modules the counting above matches (qwen3 adds per-head q/k norms: 2 x head_dim
 #: per layer, not counted; qwen3_moe = Mixtral-style routed experts of ``moe_intermediate_size``, no shared
 #: expert; gemma3 = Gemma 2's four norms per layer with 5 of 6 layers on the sliding window; gpt_oss = routed
@@ -332,6 +334,8 @@ def _llama_like(r: _Reader, family: str) -> dict[str, Any]:
         "qkv_bias": family == "qwen2" or r.bool("attention_bias", False),
         "tie_word_embeddings": r.bool("tie_word_embeddings", family in ("gemma", "gemma2")),
         "norms_per_layer": 4 if family == "gemma2" else 2,
+        # transformers 5.17.0 Qwen3Attention / Gemma3Attention: q_norm and k_norm over each head
+        "qk_norm": mtype in QK_NORM_MODEL_TYPES,
     }
     window = r.int("sliding_window", "attention_chunk_size", required=False)
     if family == "qwen2" and not r.bool("use_sliding_window", False):
