@@ -40,10 +40,11 @@ def fine_tuning_choice(
     pretrain."""
     from gpufleet.cli.given import given_options
     from gpufleet.estimate.recipes import recipe_for
+    from gpufleet.estimate.types import FINE_TUNING_TASKS
 
     if task in ("inference", "load"):
         return None
-    trainer = software if task != "pretrain" and recipe_for(software) is not None else None
+    trainer = software if task in FINE_TUNING_TASKS and recipe_for(software) is not None else None
     if recipe is None and optimizer is None and trainer is None:
         return None
     typed = bool(given_options(["recompute"], default_ok=False))

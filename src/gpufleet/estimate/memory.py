@@ -12,7 +12,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from functools import cache, lru_cache
-from typing import Literal
+from typing import Any, Literal
 
 from gpufleet.catalog.specs import AcceleratorSpec, get_spec
 from gpufleet.errors import InputError, UnsupportedError
@@ -803,17 +803,12 @@ def training_fits(
     recompute: str,
     optimizer: str = "adamw",
     master_weights: bool = True,
-    optimizer_in_backward: bool = False,
-    chunked_loss: bool = False,
-    adapter_fp32: bool = True,
-    lora_dropout: str = "none",
-    offload_checkpoints: bool = False,
-    kbit_upcast: bool = False,
-    hf_eager: bool = False,
+    **knobs: Any,
 ) -> bool:
     """Whether :func:`estimate_memory` (training ``task``, ``batch=1``, ``engine="pytorch"``, ``optimizer``
-    and ``master_weights`` and the other fine-tuning knobs named here as given (recipes.TrainingOptions
-    ``memory_kwargs``), every other argument at its default) on a GPU of ``memory_gib``
+    and ``master_weights`` and the fine-tuning ``knobs`` as given (recipes.TrainingOptions ``knobs``: the
+    :class:`_Query` fields of the same names, so a new knob needs no change here), every other argument at
+    its default) on a GPU of ``memory_gib``
     reports ``fits``: the same slack computation
     (:func:`_assemble`), without building the estimate. The layout search screens thousands of layouts with
     it and builds full estimates only for those it keeps; the caller validates the shared arguments once
@@ -824,9 +819,7 @@ def training_fits(
         m=model, task=task, precision=check_precision(precision), engine="pytorch", tp=tp, pp=pp, dp=dp,
         ep=ep, batch=1, seq_len=seq_len, kv_precision=None, zero_stage=zero_stage, recompute=recompute,
         optimizer=optimizer, lora_rank=16, fp32_grads=False, sequence_parallel=True, flash_attention=True,
-        master_weights=master_weights, optimizer_in_backward=optimizer_in_backward, chunked_loss=chunked_loss,
-        adapter_fp32=adapter_fp32, lora_dropout=lora_dropout, offload_checkpoints=offload_checkpoints,
-        kbit_upcast=kbit_upcast, hf_eager=hf_eager,
+        master_weights=master_weights, **knobs,
     )  # fmt: skip
     return _slack(q, memory_gib * GIB)[2] >= 0.0
 

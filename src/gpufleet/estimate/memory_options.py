@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from gpufleet.estimate.memory import MemoryEstimate, estimate_memory
+from gpufleet.estimate.types import FINE_TUNING_TASKS
 
 #: (recompute, ZeRO stage) in the order the training layout search relaxes them
 RELAXATIONS: tuple[tuple[str, int], ...] = (("selective", 1), ("selective", 3), ("full", 1), ("full", 3))
@@ -186,8 +187,6 @@ MAX_GPU_FACTOR = 64
 #: recipes (paged 8-bit AdamW, optimizer in backward, offloaded activations), unsloth's (8-bit AdamW,
 #: offloaded checkpoints), the bitsandbytes low-memory recipe (recipes.RECIPES)
 LIGHTER_RECIPES: tuple[str, ...] = ("torchtune", "unsloth", "bitsandbytes")
-#: tasks the recipe hints apply to (the presets are fine-tuning recipes)
-FINE_TUNING_TASKS: tuple[str, ...] = ("full_finetune", "lora", "qlora")
 
 
 def recipe_hint(*, task: str, recompute: str, choice: Choice | None = None, **kwargs: Any) -> str | None:

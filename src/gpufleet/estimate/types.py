@@ -8,6 +8,9 @@ from typing import Literal, get_args
 Task = Literal["inference", "pretrain", "full_finetune", "lora", "qlora", "load"]
 TASKS: tuple[str, ...] = get_args(Task)
 TRAINING_TASKS: tuple[str, ...] = ("pretrain", "full_finetune", "lora", "qlora")
+#: the tasks a fine-tuning recipe / optimizer applies to (gpufleet.estimate.recipes presets are fine-tuning
+#: trainers' defaults; pre-training stacks set their own, inference has no optimizer)
+FINE_TUNING_TASKS: tuple[str, ...] = ("full_finetune", "lora", "qlora")
 #: software stacks the calibration-case schema names (blank = unknown); also what --engine/--software accept
 SOFTWARES: tuple[str, ...] = (
     "nemo",

@@ -179,11 +179,11 @@ def _check_workload_context(w: Workload) -> None:
 
 def _check_fine_tuning(w: Workload) -> None:
     """The workload's recipe and optimizer are known names (InputError naming the allowed ones) and given
-    only on a fine-tuning task (:data:`~gpufleet.recommend.workload.FINE_TUNING_TASKS`)."""
+    only on a fine-tuning task (:data:`~gpufleet.estimate.types.FINE_TUNING_TASKS`)."""
     if w.recipe is None and w.optimizer is None:
         return
     from gpufleet.estimate.recipes import check_optimizer, get_recipe
-    from gpufleet.recommend.workload import FINE_TUNING_TASKS
+    from gpufleet.estimate.types import FINE_TUNING_TASKS
 
     if w.task not in FINE_TUNING_TASKS:
         given = " and ".join(f"{n} {getattr(w, n)!r}" for n in ("recipe", "optimizer") if getattr(w, n))

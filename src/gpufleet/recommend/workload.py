@@ -17,6 +17,7 @@ from gpufleet.catalog.provider_class import check_provider_classes
 from gpufleet.catalog.regions import expand_geos
 from gpufleet.cost.schedule import Schedule
 from gpufleet.errors import ConfigFileError, GpufleetError
+from gpufleet.estimate.types import FINE_TUNING_TASKS
 from gpufleet.fileio import document_kind, parse_yaml_or_json, read_user_text
 from gpufleet.precision import PRECISIONS, check_precision
 from gpufleet.recommend.filter_values import check_vendors, gpu_family, split_values
@@ -46,10 +47,6 @@ from gpufleet.validation import (
     MAX_USD,
     MAXIMA,
 )
-
-#: the tasks a fine-tuning ``recipe`` / ``optimizer`` applies to (gpufleet.estimate.recipes presets are
-#: fine-tuning trainers' defaults; pre-training stacks set their own, inference has no optimizer)
-FINE_TUNING_TASKS: tuple[str, ...] = ("full_finetune", "lora", "qlora")
 
 
 class _Current(NoBoolNumbers):
