@@ -65,8 +65,12 @@ class TrainPoint:
     @classmethod
     def parse(cls, text: str) -> TrainPoint:
         parts = text.strip().split(":")
-        if len(parts) != 5 or parts[0] not in TASKS or parts[4] not in ("0", "1"):
-            raise ProbeError(f"point {text!r}: expected task:model:batch:seq_len:0|1 with task in {TASKS}")
+        sizes_ok = len(parts) == 5 and all(x.isdigit() and int(x) > 0 for x in parts[2:4])
+        if not sizes_ok or parts[0] not in TASKS or parts[4] not in ("0", "1"):
+            raise ProbeError(
+                f"point {text!r}: expected task:model:batch:seq_len:0|1 with task in {TASKS} and positive "
+                "integer batch and seq_len"
+            )
         return cls(task=parts[0], model_id=parts[1], batch=int(parts[2]), seq_len=int(parts[3]),
                    checkpointing=parts[4] == "1")  # fmt: skip
 
@@ -184,7 +188,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     import torch
     import transformers
 
-    points = [TrainPoint.parse(t) for t in args.points.split(",") if t.strip()]
+    try:
+        points = [TrainPoint.parse(t) for t in args.points.split(",") if t.strip()]
+    except ProbeError as exc:
+        ap.error(str(exc))  # exit 2 with the usage line, no traceback
     device_name = torch.cuda.get_device_name(0)
     gpu = args.gpu or gpu_id_for_device(device_name)
     versions = f"torch {torch.__version__}, transformers {transformers.__version__}, peft {peft.__version__}"

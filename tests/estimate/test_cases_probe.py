@@ -126,7 +126,9 @@ def test_training_points_parse_and_refuse_bad_ones() -> None:
     p = probe_train.TrainPoint.parse("lora:llama-3.1-8b:4:2048:1")
     got = (p.task, p.model_id, p.batch, p.seq_len, p.checkpointing)
     assert got == ("lora", "llama-3.1-8b", 4, 2048, True)
-    for bad in ("pretrain:llama-3.1-8b:4:2048:0", "lora:llama-3.1-8b:4:2048", "lora:llama-3.1-8b:4:2048:2"):
+    bad_points = ("pretrain:llama-3.1-8b:4:2048:0", "lora:llama-3.1-8b:4:2048", "lora:llama-3.1-8b:4:2048:2",
+                  "lora:llama-3.1-8b:four:2048:0", "lora:llama-3.1-8b:0:2048:0")  # fmt: skip
+    for bad in bad_points:
         with pytest.raises(probe.ProbeError, match="task:model:batch:seq_len"):
             probe_train.TrainPoint.parse(bad)
     for point in probe_train.DEFAULT_POINTS:  # every default point names a shipped model
