@@ -222,3 +222,13 @@ def test_touched_experts_are_at_most_all_experts_and_at_most_k_per_token(
     touched = cx.moe_expected_experts(experts, k, tokens)
     assert touched <= min(experts, k * tokens) + 1e-9
     assert touched >= 0.0
+
+
+def test_layout_note_states_the_saturated_ranking_and_the_asked_batch() -> None:
+    """The kept layout is the fastest at saturation; with a batch given, the note shows both sets of
+    figures, so a user sees why a layout faster at their batch was not kept."""
+    asked = _dsv3(batch=1024)
+    note = next(n for n in asked.notes if n.startswith("MoE layouts timed at saturation"))
+    assert "at 1024 sequences per replica:" in note
+    saturated = next(n for n in _dsv3().notes if n.startswith("MoE layouts timed at saturation"))
+    assert "sequences per replica" not in saturated

@@ -726,12 +726,13 @@ def estimate_inference(
             f"ep={lay.ep} (routed experts {arch.num_experts // lay.ep} per GPU) with attention tp={lay.tp} x "
             f"dp={lay.attention_dp}, pp={lay.pp}"
         )
-    if len(runs) > 1:
-        notes.append(
-            "MoE layouts timed: "
-            + ", ".join(f"{r.layout.label} {r.tok_s or 0:,.0f} tok/s" for r in runs)
-            + "; the fastest kept."
-        )
+    if len(runs) > 1:  # the kept layout is the fastest saturated; say too what each does at the batch asked
+        timed = ", ".join(f"{r.layout.label} {r.tok_s or 0:,.0f} tok/s" for r in ranks)
+        given = ""
+        if ranks is not runs:
+            given = f" (at {batch} sequences per replica: " + ", ".join(f"{r.tok_s or 0:,.0f}" for r in runs)
+            given += " tok/s)"
+        notes.append(f"MoE layouts timed at saturation: {timed}; the fastest kept{given}.")
     stack_text = _software_text(sw, engine)
     why = "given" if batch else "saturated: KV cache / engine limit"
     placed = layout_note(best.replicas, layout_text, best.batch, why, stack_text)
