@@ -137,3 +137,33 @@ def test_autoscalers_start_warm_at_their_own_target(azure_conv: RequestTrace, l4
     )
     r = simulate_autoscale(short, l4_8b, make_policy("kpa", target_concurrency=4), compare_static_peak=False)
     assert r.series_replicas[0] == low
+
+
+def test_a_replay_that_serves_nothing_is_refused_with_the_reason(
+    azure_conv: RequestTrace, l4_8b: Deployment
+) -> None:
+    """Found by the API fuzz test at 1,500 examples: HPA from zero replicas never starts one (it scales on
+    the load of running replicas), and the result carried NaN percentiles with exit 0. Now refused."""
+    from gpufleet.errors import InfeasibleError
+
+    short = make_trace(
+        name="short",
+        layout="azure",
+        arrival_s=azure_conv.arrival_s[:200],
+        input_tokens=azure_conv.input_tokens[:200],
+        output_tokens=azure_conv.output_tokens[:200],
+    )
+    with pytest.raises(InfeasibleError, match=r"policy hpa started at 0 replicas.*min replicas >= 1"):
+        simulate_autoscale(short, l4_8b, make_policy("hpa"), min_replicas=0, initial_replicas=0)
+    too_long = make_trace(
+        name="too-long",
+        layout="azure",
+        arrival_s=[0.0, 5.0],
+        input_tokens=[10_000_000, 10_000_000],
+        output_tokens=[10, 10],
+    )
+    with pytest.raises(InfeasibleError, match="more KV cache than one replica"):
+        simulate_autoscale(too_long, l4_8b, make_policy("kpa"), compare_static_peak=False)
+    # KPA activates from zero on queued requests: the same start serves
+    r = simulate_autoscale(short, l4_8b, make_policy("kpa"), min_replicas=0, initial_replicas=0)
+    assert r.unfinished == 0 and np.isfinite(r.ttft.p95_s)

@@ -238,6 +238,30 @@ def deployment_for(
 _NEVER_S: Final = float(np.finfo(np.float64).max)
 
 
+def _nothing_served(
+    trace: RequestTrace,
+    deployment: Deployment,
+    policy: Policy,
+    raw: RawRun,
+    min_replicas: int,
+    initial_replicas: int | None,
+) -> str:
+    """Why a replay served no request at all: it has no latency to report, so it is refused, not returned
+    with empty percentiles."""
+    if raw.rejected >= len(trace):
+        return (
+            f"No request of {trace.name} was served: each needs more KV cache than one replica of "
+            f"{deployment.service.name} holds ({deployment.service.kv_capacity_tokens:,.0f} tokens). Serve "
+            "on a GPU with more memory or more GPUs per replica (--gpus-per-replica), or cut the lengths."
+        )
+    return (
+        f"No request of {trace.name} was served: policy {policy.name} started at {initial_replicas or 0} "
+        f"replicas with min replicas {min_replicas} and never started one (a policy that scales on the load "
+        "of running replicas, such as HPA, cannot scale up from zero). Set min replicas >= 1 or initial "
+        "replicas >= 1, or use a policy that activates from zero on queued requests (kpa)."
+    )
+
+
 def _stats(x: np.ndarray) -> LatencyStats:
     return LatencyStats(
         p50_s=percentile(x, 50),
@@ -466,6 +490,8 @@ def simulate_autoscale(
     out = trace.output_tokens
     tpot = np.where(out > 1, (raw.done_s - raw.first_token_s) / np.maximum(out - 1, 1), 0.0)
     tpot[~np.isfinite(raw.done_s)] = np.nan
+    if not np.isfinite(ttft).any():
+        raise InfeasibleError(_nothing_served(trace, deployment, policy, raw, min_replicas, initial_replicas))
     ok = (ttft <= slo_ttft_s) & (tpot <= slo_tpot_s)
     cost = _cost(deployment, raw)
     peak = (
