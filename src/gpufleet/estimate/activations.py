@@ -140,7 +140,7 @@ def inference_activation_bytes(m: ModelArch, *, tokens: int, tp: int = 1, act_by
 
 # ---- Hugging Face transformers eager training (docs/memory.md "HF eager training") -------------------
 
-HfMode = Literal["amp_full", "bf16_full", "lora"]
+HfMode = Literal["amp_full", "bf16_full", "lora", "qlora"]
 #: bytes per logit element alive at the end of the forward, inside ``torch.autocast``: the 16-bit logits
 #: (2, held by the model output), their fp32 upcast (4, ``logits = logits.float()`` in transformers 5.17.0
 #: loss/loss_utils.py ``ForCausalLMLoss``) and the fp32 ``log_softmax`` output that ``cross_entropy`` saves
@@ -206,6 +206,15 @@ def hf_eager_layer_bytes(m: ModelArch, *, tokens: int, mode: HfMode, lora_rank: 
       qwen3-8b at 128 tokens): amp_full 256 296, lora 221 704, bf16_full 215 336 B/token/layer, the formula
       to within the 168 B of per-head rsqrt values.
 
+    - ``qlora``: PEFT ``prepare_model_for_kbit_training`` (peft 0.21.2 ``utils/other.py``) casts every
+      parameter that is not ``Params4bit`` to fp32 (embeddings, norms, lm_head), so the residual stream is
+      fp32, and bitsandbytes' ``Linear4bit`` returns its output in its input's dtype: the LoRA terms above
+      plus the SwiGLU's three saved tensors (gate output, up output, silu output) in fp32 instead of bf16,
+      6I. The 4-bit base saves no input (bitsandbytes ``MatMul4Bit`` keeps only the quantised weight for
+      the input gradient). Measured (same method, bitsandbytes 0.50.2 NF4 ``Linear4bit`` with bf16
+      compute): llama-3.2-1b 166 248 B/token/layer (formula + the 8-byte rsqrt values); without the
+      prepare step a QLoRA layer saves exactly what ``lora`` does (117 096).
+
     The residual additions save nothing (``add`` needs no inputs for its backward).
     """
     h = float(m.hidden_size)
@@ -223,8 +232,10 @@ def hf_eager_layer_bytes(m: ModelArch, *, tokens: int, mode: HfMode, lora_rank: 
     else:
         norms = 2.0 * _FP32 * h
         inputs = _BF16 * (5.0 * h + q) + _BF16 * _LORA_MODULES * lora_rank  # down's copy is the 4th 2I
+        if mode == "qlora":
+            mlp += 3.0 * (_FP32 - _BF16) * inter  # gate, up and silu outputs kept in fp32
     if m.qk_norm:
-        norms += (_FP32 + (0.0 if mode == "lora" else _BF16)) * (q + kv)
+        norms += (_FP32 + (0.0 if mode in ("lora", "qlora") else _BF16)) * (q + kv)
     return float(tokens) * (norms + inputs + attention + mlp)
 
 
@@ -244,5 +255,6 @@ def hf_eager_checkpoint_bytes(m: ModelArch, *, tokens: int, mode: HfMode) -> flo
     """One checkpointed layer input under non-reentrant checkpointing [bytes]: transformers 5.17.0
     ``modeling_layers.GradientCheckpointingLayer`` calls ``torch.utils.checkpoint.checkpoint(...,
     use_reentrant=False)``, whose saved-tensor hooks drop everything the layer saves and keep its inputs:
-    the residual stream, fp32 under AMP (fp32 embeddings, fp32 residual adds) and bf16 in a bf16 model."""
-    return float(tokens) * m.hidden_size * (_FP32 if mode == "amp_full" else _BF16)
+    the residual stream, fp32 under AMP (fp32 embeddings, fp32 residual adds) and after QLoRA's fp32 upcast
+    of the embeddings, bf16 in a bf16 model."""
+    return float(tokens) * m.hidden_size * (_FP32 if mode in ("amp_full", "qlora") else _BF16)

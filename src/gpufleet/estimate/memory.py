@@ -389,14 +389,19 @@ def _hf_mode(q: _Query) -> HfMode | None:
         return None
     if q.cpu_offload or q.chunked_loss or q.optimizer_in_backward or q.offload_checkpoints:
         return None
-    if q.precision not in ("bf16", "fp16") or not q.flash_attention or q.fp32_grads:
+    nf4_qlora = q.task == "qlora" and _adapter_base(q) == "nf4"  # bitsandbytes NF4 base, bf16 compute
+    if (q.precision not in ("bf16", "fp16") and not nf4_qlora) or not q.flash_attention or q.fp32_grads:
         return None
     if not hf_eager_supported(q.m) or q.recompute not in ("none", "selective", "full"):
         return None
     if q.task in ("pretrain", "full_finetune"):
         return "amp_full" if q.master_weights else "bf16_full"
-    if q.task == "lora" and q.adapter_fp32 and q.lora_dropout == "none":
+    if not q.adapter_fp32 or q.lora_dropout != "none":
+        return None
+    if q.task == "lora":
         return "lora"
+    if nf4_qlora:  # without prepare_model_for_kbit_training a QLoRA layer saves what a LoRA layer does
+        return "qlora" if q.kbit_upcast else "lora"
     return None
 
 
@@ -450,12 +455,17 @@ def _hf_training_parts(q: _Query, st: _Stage, mode: HfMode) -> dict[str, float]:
         copies = 0.0  # autocast casts nothing already in bf16
     else:
         parts["weights"] = _weight_bytes(st, _adapter_base(q))
+        if mode == "qlora":  # prepare_model_for_kbit_training: embeddings and lm_head in fp32
+            parts["weights"] += st.embed_params * (4.0 - UNQUANTISED_BYTES_PER_ELEMENT)
         trainable = lora_params(m, q.lora_rank) * st.layers / m.num_layers
         bpp = optimizer_bytes_per_param(q.optimizer, "fp32")  # PEFT's fp32 adapters
         parts["lora_adapters"] = trainable * bpp.weights
         grads = trainable * bpp.gradients
         static_states = trainable * bpp.optimizer_states
         copies = 0.0  # bf16 base weights need no cast; the fp32 adapters' bf16 copies are ~0
+    # QLoRA's fp32 lm_head: autocast casts it to bf16 for the matmul (not cached: it is frozen), and the
+    # matmul keeps that copy for the input gradient until lm_head's backward (CPU: 2 V h bytes, measured)
+    head_copy = 2.0 * m.vocab_size * m.hidden_size if mode == "qlora" and st.last else 0.0
     if q.optimizer in PAGED_OPTIMIZERS:
         parts["optimizer_states_paged"] = static_states
     else:
@@ -476,10 +486,11 @@ def _hf_training_parts(q: _Query, st: _Stage, mode: HfMode) -> dict[str, float]:
     tied_grad = (
         2.0 * (grads / trainable if trainable else 0.0) * m.vocab_size * m.hidden_size if tied else 0.0
     )
+    loss_copies = (0.0 if ckpt else copies) + head_copy
     timeline: dict[str, dict[str, float]] = {
-        "forward_end": {"activations": saved, "autocast_weight_copies": copies,
+        "forward_end": {"activations": saved, "autocast_weight_copies": copies + head_copy,
                         "logits": HF_LOSS_FORWARD_BYTES * logit_elems, "gradients": 0.0},
-        "loss_backward": {"activations": saved, "autocast_weight_copies": 0.0 if ckpt else copies,
+        "loss_backward": {"activations": saved, "autocast_weight_copies": loss_copies,
                           "logits": HF_LOSS_BACKWARD_BYTES * logit_elems, "gradients": 0.0},
         "backward_end": {"activations": 0.0, "autocast_weight_copies": 0.0, "logits": 0.0,
                          "gradients": grads + tied_grad},
@@ -1099,6 +1110,8 @@ def _training_assumptions(q: _Query) -> list[str]:
             "amp_full": "fp32 residual stream and RMSNorm, bf16 copies of each linear input",
             "bf16_full": "fp32 RMSNorm upcasts, bf16 linear inputs",
             "lora": "fp32 RMSNorm upcasts, a bf16 copy of each LoRA input",
+            "qlora": "fp32 residual stream and SwiGLU tensors after prepare_model_for_kbit_training, a bf16 "
+            "copy of each LoRA input, no input of the NF4 base, lm_head's bf16 cast",
         }[mode]
         kept = "checkpointed layer inputs (non-reentrant)" if q.recompute == "full" else "no checkpointing"
         a.append(
