@@ -201,3 +201,15 @@ def test_training_bad_input(kw: dict[str, Any], err: type[GpufleetError]) -> Non
 
 
 # ---- speed -------------------------------------------------------------------------------------------------
+
+
+def test_eager_transformers_decode_says_it_is_host_bound() -> None:
+    """The H200 probe's eager decode rows run 0.4-0.8x of the estimate and 2x apart between hosts: the
+    estimate says so where the stack is HF transformers, and only there."""
+    from gpufleet.estimate.inference import estimate_inference
+
+    kw = dict(model="llama-3.1-8b", gpu="H200-SXM", precision="bf16", input_len=512, output_len=32, batch=1)
+    eager = estimate_inference(software="transformers", **kw)  # type: ignore[arg-type]
+    engine = estimate_inference(software="vllm", **kw)  # type: ignore[arg-type]
+    assert any("bound by the host CPU" in n for n in eager.notes)
+    assert not any("bound by the host CPU" in n for n in engine.notes)

@@ -74,6 +74,10 @@ ENGINE_MAX_BATCH: dict[str, int] = {
 }  # fmt: skip
 #: stacks without in-flight (continuous) batching: HF transformers ``generate`` runs static batches
 STATIC_BATCHING_STACKS = frozenset({"transformers"})
+#: stacks whose decode step is bound by the host CPU (one Python forward per token, eager kernel launches):
+#: the same H200 type gave llama-3.1-8b 22-38 ms per token on one machine and 46-59 ms on another with HF
+#: transformers 5.17.0 eager generate (benchmarks/gpu_probe.py 2026-11-26; estimate/data/PROVENANCE.md)
+HOST_BOUND_DECODE_STACKS = frozenset({"transformers"})
 #: in-flight batching stacks that prefill new requests in forward passes of their own while the running
 #: batch waits, instead of carrying prompt chunks inside the decode steps: TGI v1-v2 (router
 #: ``batching_task``: a ``prefill`` call on the new entries, then the running batch resumes ``decode``;
@@ -720,6 +724,12 @@ def estimate_inference(
         )  # fmt: skip
     widen = st.widen
     notes += best.notes
+    if sw in HOST_BOUND_DECODE_STACKS:
+        notes.append(
+            "Eager decode is bound by the host CPU (one Python forward per token, its cost growing with the "
+            "layers): the same GPU type measured ~2x apart on two hosts, and TPOT here may be low by up to "
+            "2x (H200, transformers 5.17: 0.4-0.8 of measured); compile or serve with an engine for speed."
+        )
     layout_text = f"tp={lay.tp} pp={lay.pp}"
     if lay.ep > 1:
         layout_text = (
