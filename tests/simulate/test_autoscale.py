@@ -34,14 +34,19 @@ def test_mooncake_replays_with_long_contexts(mooncake: RequestTrace) -> None:
     assert r.ttft.p50_s > 0.05  # 7k-token prompts take real prefill time
 
 
-def test_every_policy_runs(azure_conv: RequestTrace, l4_8b: Deployment) -> None:
-    short = make_trace(
+def _first(trace: RequestTrace, n: int) -> RequestTrace:
+    """The first ``n`` requests of ``trace``."""
+    return make_trace(
         name="short",
         layout="azure",
-        arrival_s=azure_conv.arrival_s[:1500],
-        input_tokens=azure_conv.input_tokens[:1500],
-        output_tokens=azure_conv.output_tokens[:1500],
+        arrival_s=trace.arrival_s[:n],
+        input_tokens=trace.input_tokens[:n],
+        output_tokens=trace.output_tokens[:n],
     )
+
+
+def test_every_policy_runs(azure_conv: RequestTrace, l4_8b: Deployment) -> None:
+    short = _first(azure_conv, 1500)
     for name in POLICIES:
         params = {"schedule": ((0.0, 3), (19.0, 4))} if name == "scheduled" else {}
         r = simulate_autoscale(short, l4_8b, make_policy(name, **params), compare_static_peak=False)
@@ -146,13 +151,7 @@ def test_a_replay_that_serves_nothing_is_refused_with_the_reason(
     the load of running replicas), and the result carried NaN percentiles with exit 0. Now refused."""
     from gpufleet.errors import InfeasibleError
 
-    short = make_trace(
-        name="short",
-        layout="azure",
-        arrival_s=azure_conv.arrival_s[:200],
-        input_tokens=azure_conv.input_tokens[:200],
-        output_tokens=azure_conv.output_tokens[:200],
-    )
+    short = _first(azure_conv, 200)
     with pytest.raises(InfeasibleError, match=r"policy hpa started at 0 replicas.*min replicas >= 1"):
         simulate_autoscale(short, l4_8b, make_policy("hpa"), min_replicas=0, initial_replicas=0)
     too_long = make_trace(
