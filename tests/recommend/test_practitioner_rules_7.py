@@ -1,5 +1,5 @@
-"""Practitioners' rules, seventh audit: 43 more asks read as a senior ML platform engineer reads them
-(docs/recommend.md, "Practitioners' rules we check", rules 24-28; docs/fleet.md rule M4).
+"""Practitioners' rules, seventh audit: 45 more asks read as a senior ML platform engineer reads them
+(docs/recommend.md, "Practitioners' rules we check", rules 24-30; docs/fleet.md rule M4).
 
 The earlier audits (``test_practitioner_rules.py`` rules 1-15, ``test_practitioner_rules_5.py`` rules 16-23)
 cover chat, RAG, batch serving, fine-tuning and pre-training. This one adds asks they did not: 0.5B-3B models
@@ -93,6 +93,9 @@ TRAINING: tuple[Ask, ...] = (
     Ask("full ft qwen2.5-32b hyperscaler", _train("qwen2.5-32b", "full_finetune", 1e9,
                                                   provider_class="hyperscaler")),
     Ask("lora llama-3.1-70b eu", _train("llama-3.1-70b", "lora", 5e8, geo="eu")),
+    Ask("qlora llama-3.1-70b spot", _train("llama-3.1-70b", "qlora", 2e8, pricing="spot")),
+    Ask("qlora qwen3-30b-a3b hyperscaler",
+        _train("qwen3-30b-a3b", "qlora", 2e8, provider_class="hyperscaler")),
     Ask("full ft llama-3.1-70b 7 days", _train("llama-3.1-70b", "full_finetune", 5e9, deadline_hours=168)),
     Ask("lora gpt-oss-120b", _train("gpt-oss-120b", "lora", 2e8)),
     Ask("lora deepseek-v3", _train("deepseek-v3", "lora", 1e8)),
@@ -308,6 +311,55 @@ def test_cost_per_request_in_the_range_of_api_prices(label: str) -> None:
                 f"{c.provider} {c.instance_type}: ${ours:.5f} per request at saturation vs API ${api:.5f}"
             )
     assert bad == [], f"{label}: {bad}"
+
+
+# ---- rule 29: QLoRA runs where bitsandbytes does -----------------------------------------------------------
+#: accelerator vendors bitsandbytes' 4-bit (NF4) kernels support: CUDA, ROCm, Intel XPU/Gaudi (bitsandbytes
+#: "Installation", multi-backend support); none for XLA/TPU (Google) or Neuron (AWS Trainium/Inferentia)
+BITSANDBYTES_VENDORS: tuple[str, ...] = ("NVIDIA", "AMD", "Intel")
+
+
+@pytest.mark.parametrize("label", [a.label for a in TRAINING if a.fields["task"] == "qlora"])
+def test_qlora_runs_where_bitsandbytes_runs(label: str) -> None:
+    """Rule 29: a QLoRA pick runs on an accelerator with a bitsandbytes backend (NVIDIA, AMD, Intel).
+
+    Sources: QLoRA (Dettmers et al. 2023) defines the NF4 base in bitsandbytes; PEFT, TRL, Axolotl and
+    Unsloth load it with ``BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4")``; bitsandbytes
+    ships CUDA, ROCm and Intel backends; Hugging Face optimum-tpu and optimum-neuron fine-tune TPUs and
+    Trainium with LoRA on a 16-bit base. Before the fix QLoRA of Llama-3.1-70B on spot went to TPU v6e."""
+    bad = [
+        f"{c.provider} {c.instance_type} ({c.gpu}, {c.gpu_vendor})"
+        for c in _picks(label)
+        if c.gpu_vendor not in BITSANDBYTES_VENDORS
+    ]
+    assert bad == [], f"{label}: QLoRA on accelerators without bitsandbytes: {bad}"
+
+
+# ---- rule 30: a precision no offered GPU computes is named as the reason, never "0.0 GiB" ----------------
+UNSUPPORTED: tuple[Ask, ...] = (
+    Ask("qwen2.5-7b fp8 on A100", _serve("qwen2.5-7b", 5, 500, 40, precision="fp8", gpu="A100")),
+    Ask("llama-3.1-8b bf16 on T4", _serve("llama-3.1-8b", 1, 2000, 100, gpu="T4")),
+    Ask("full ft llama-3.2-1b bf16 on V100", _train("llama-3.2-1b", "full_finetune", 1e8, gpu="V100")),
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("ask", UNSUPPORTED, ids=lambda a: a.label)
+def test_unsupported_precision_is_the_stated_reason(ask: Ask) -> None:
+    """Rule 30: when no offered GPU computes the precision (fp8 on Ampere, bf16 on Turing/Volta, without
+    ``allow_fallback``), the CANNOT FIT reason names the GPUs and the precision, and the memory shown is the
+    model's, not 0.
+
+    Sources: NVIDIA A100/T4/V100 datasheets (no fp8; no bf16 before Ampere); PyTorch
+    ``torch.cuda.is_bf16_supported()`` (False below sm80); docs/recommend.md rule 8. Before the fix the reason
+    read "needs about 0.0 GiB on a single GPU. The largest GPU among the offers considered has 80.0 GiB",
+    which points at memory, not at the precision."""
+    r = recommend(offers=_table(), estimator=_estimator(), limit=TOP, **ask.fields)
+    assert r.status == "cannot_fit" and r.cannot_fit is not None, r.status
+    prec = r.workload.precision
+    assert f"computes {prec}" in r.cannot_fit.reason, r.cannot_fit.reason
+    assert "0.0 GiB" not in r.cannot_fit.reason, r.cannot_fit.reason
+    if not r.workload.is_training:
+        assert r.cannot_fit.mem_needed_single_gpu_gib > 1.0
 
 
 # ---- rules 17, 19, 20 of the fifth audit and rules 1-15 of the first, on the new asks ----------------------

@@ -53,6 +53,13 @@ B = npt.NDArray[np.bool_]
 #: accelerators never offered for training: AWS Inf1/Inf2 instance pages describe them as inference
 #: accelerators (https://aws.amazon.com/ec2/instance-types/inf2/), training is Trn1/Trn2's role
 INFERENCE_ONLY: tuple[str, ...] = ("Inferentia1", "Inferentia2")
+#: accelerator vendors with no QLoRA stack: QLoRA's frozen NF4 base is bitsandbytes' 4-bit format (Dettmers
+#: et al. 2023; PEFT, TRL, Axolotl and Unsloth load it with ``BitsAndBytesConfig(load_in_4bit=True,
+#: bnb_4bit_quant_type="nf4")``), whose kernels exist for CUDA, ROCm and Intel XPU/Gaudi (bitsandbytes
+#: "Installation", multi-backend support) but not for XLA/TPU or AWS Neuron: Hugging Face optimum-tpu and
+#: optimum-neuron fine-tune with LoRA on a 16-bit base. Before, QLoRA of Llama-3.1-70B on spot was proposed
+#: on TPU v6e slices.
+NO_QLORA_VENDORS: tuple[str, ...] = ("Google", "AWS")
 
 _CONFIG_CACHE: dict[tuple[object, ...], tuple[Config, ...]] = {}
 _CACHE_MAX = 100_000
@@ -234,6 +241,11 @@ def _eligible_mask(table: OfferTable, w: Workload) -> B:
         m &= _match(table, "region", in_globs, ("globs", *globs))
     if w.is_training:  # Inferentia is an inference accelerator: AWS positions Trn1/Trn2 for training
         m &= _match(table, "gpu", lambda g: g not in INFERENCE_ONLY, ("training",))
+    if w.task == "qlora":
+        specs_q = load_specs()
+        m &= _match(
+            table, "gpu", lambda g: g in specs_q and specs_q[g].vendor not in NO_QLORA_VENDORS, ("qlora",)
+        )
     if w.gpu_vendors:
         specs = load_specs()
         wanted_v = {v.lower() for v in w.gpu_vendors}
