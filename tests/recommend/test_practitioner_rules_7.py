@@ -1,5 +1,5 @@
-"""Practitioners' rules, seventh audit: 45 more asks read as a senior ML platform engineer reads them
-(docs/recommend.md, "Practitioners' rules we check", rules 24-30; docs/fleet.md rule M4).
+"""Practitioners' rules, seventh audit: 46 more asks read as a senior ML platform engineer reads them
+(docs/recommend.md, "Practitioners' rules we check", rules 24-31; docs/fleet.md rule M4).
 
 The earlier audits (``test_practitioner_rules.py`` rules 1-15, ``test_practitioner_rules_5.py`` rules 16-23)
 cover chat, RAG, batch serving, fine-tuning and pre-training. This one adds asks they did not: 0.5B-3B models
@@ -49,6 +49,7 @@ class Ask:
 SERVING: tuple[Ask, ...] = (
     Ask("qwen2.5-0.5b 30 req/s tight SLOs", _serve("qwen2.5-0.5b", 30, 150, 15, input_len=512,
                                                    output_len=128)),
+    Ask("qwen2.5-0.5b spot", _serve("qwen2.5-0.5b", 5, None, None, pricing="spot")),
     Ask("llama-3.2-1b spot batch", _serve("llama-3.2-1b", 10, None, None, pricing="spot", output_len=256)),
     Ask("llama-3.2-3b fp8 eu", _serve("llama-3.2-3b", 8, 300, 25, precision="fp8", geo="eu")),
     Ask("llama-3.1-8b int4", _serve("llama-3.1-8b", 10, 500, 40, precision="int4")),
@@ -333,6 +334,22 @@ def test_qlora_runs_where_bitsandbytes_runs(label: str) -> None:
         if c.gpu_vendor not in BITSANDBYTES_VENDORS
     ]
     assert bad == [], f"{label}: QLoRA on accelerators without bitsandbytes: {bad}"
+
+
+# ---- rule 31: a generative LLM is served on accelerators that have an LLM stack ---------------------------
+#: accelerators no LLM serving stack targets: first-generation Inferentia (NeuronCore-v1)
+NO_LLM_STACK: tuple[str, ...] = ("Inferentia1",)
+
+
+@pytest.mark.parametrize("label", [a.label for a in SERVING])
+def test_llm_serving_has_a_stack(label: str) -> None:
+    """Rule 31: a decoder LLM is not served on first-generation Inferentia (Inf1).
+
+    Sources: AWS transformers-neuronx README ("LLM performant inference on second-generation Neuron hardware
+    (See: NeuronCore-v2)"); NxD Inference supports Inf2, Trn1 and Trn2; Inf1 (NeuronCore-v1, neuron-cc)
+    compiles encoders and vision models. Before the fix a spot Qwen2.5-0.5B service went to inf1.2xlarge."""
+    bad = [f"{c.provider} {c.instance_type} ({c.gpu})" for c in _picks(label) if c.gpu in NO_LLM_STACK]
+    assert bad == [], f"{label}: {bad}"
 
 
 # ---- rule 30: a precision no offered GPU computes is named as the reason, never "0.0 GiB" ----------------
