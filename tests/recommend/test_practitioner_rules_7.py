@@ -18,12 +18,15 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gpufleet.catalog.regions import region_location
 from gpufleet.estimate.memory import estimate_memory, weights_bytes
+from gpufleet.fleet.plan import plan_fleet
+from gpufleet.fleet.spec import read_fleet_file
 from gpufleet.models.params import count_params
 from gpufleet.models.registry import resolve_model
 from gpufleet.recommend.api import migrate, recommend
@@ -36,6 +39,7 @@ from .test_practitioner_rules import _estimator, _table, _violations
 from .test_practitioner_rules_5 import _scaleup_gpus, _tp1_replicas_serve
 
 TOP = 3
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass(frozen=True)
@@ -495,3 +499,23 @@ def test_zero3_lora_base_of_a_moe_is_not_split_twice(model: str, task: str, ep: 
     assert held >= 0.95 * whole, (
         f"{model} {task} EP{ep} DP{dp}: {held:.0f} GiB held of a {whole:.0f} GiB base"
     )
+
+
+# ---- P12: a plan's savings waterfall shows money, not float residue ----------------------------------------
+
+
+@pytest.mark.parametrize("example", ["assessment-platform", "mig-inference", "multicloud"])
+def test_savings_waterfall_shows_no_float_residue(example: str) -> None:
+    """P12 (docs/fleet.md): a lever that saves nothing shows $0, never a float residue such as $1.82e-12
+    (the same plan's cost summed in another order); every saving is zero or at least half a cent.
+
+    Source: FinOps Foundation, Reporting & Analytics (savings are reported in currency units); a report line
+    "saved $1.82e-12" reads as a rendering bug to a FinOps reader. Before the fix the multicloud example's
+    schedule lever read $1.82e-12 (1.76e-14 %)."""
+    plan = plan_fleet(read_fleet_file(ROOT / "examples" / "fleets" / f"{example}.yaml"))
+    bad = [
+        f"{lv.name}: {lv.savings_usd_per_month!r}"
+        for lv in plan.levers
+        if lv.savings_usd_per_month is not None and 0 < abs(lv.savings_usd_per_month) < 0.005
+    ]
+    assert bad == [], f"{example}: {bad}"
