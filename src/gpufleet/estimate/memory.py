@@ -527,7 +527,16 @@ def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
     parts: dict[str, float] = {}
     if q.task in ("lora", "qlora"):
         base = _adapter_base(q)
-        parts["weights"] = _weight_bytes(st, base) / (sharded if q.zero_stage >= 3 else 1)
+        parts["weights"] = _weight_bytes(st, base)
+        if q.zero_stage >= 3:
+            # the frozen base shards like the trainable weights of a full fine-tune (``shard``): the routed
+            # experts, already split over ep by the stage (``_stages``), shard only over their dp / ep
+            # expert-data-parallel group, the rest over all ``sharded`` ranks (Megatron expert-data-parallel;
+            # DeepSpeed MoE ``expert_data_parallel_group``). Dividing the whole stage by ``sharded`` split
+            # the experts twice: a LoRA of DeepSeek-V3 at TP1 EP8 DP8 held 23 GiB of weights per GPU, 8 GPUs
+            # 184 GiB of a 1,250 GiB bf16 base.
+            routed = max(st.expert_params, 0.0) * BYTES_PER_ELEMENT[base]
+            parts["weights"] = (parts["weights"] - routed) / sharded + routed / expert_dp
         if q.kbit_upcast and q.task == "qlora":
             # PEFT prepare_model_for_kbit_training casts every fp16/bf16 parameter that is not Params4bit
             # (embeddings, lm_head, norms) to fp32 (peft 0.21.2 utils/other.py); axolotl patches it to

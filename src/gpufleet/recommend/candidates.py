@@ -24,7 +24,9 @@ from gpufleet.cost.spot import (
     replicas_to_provision,
     spot_training,
 )
+from gpufleet.errors import GpufleetError
 from gpufleet.estimate.comms import NodeNetwork
+from gpufleet.models.registry import resolve_model
 from gpufleet.recommend.deploy import (
     DEFAULT_HOST_RULES,
     STALE_PRICE_DAYS,
@@ -53,6 +55,19 @@ B = npt.NDArray[np.bool_]
 #: accelerators never offered for training: AWS Inf1/Inf2 instance pages describe them as inference
 #: accelerators (https://aws.amazon.com/ec2/instance-types/inf2/), training is Trn1/Trn2's role
 INFERENCE_ONLY: tuple[str, ...] = ("Inferentia1", "Inferentia2")
+#: accelerator vendors with no QLoRA stack: QLoRA's frozen NF4 base is bitsandbytes' 4-bit format (Dettmers
+#: et al. 2023; PEFT, TRL, Axolotl and Unsloth load it with ``BitsAndBytesConfig(load_in_4bit=True,
+#: bnb_4bit_quant_type="nf4")``), whose kernels exist for CUDA, ROCm and Intel XPU/Gaudi (bitsandbytes
+#: "Installation", multi-backend support) but not for XLA/TPU or AWS Neuron: Hugging Face optimum-tpu and
+#: optimum-neuron fine-tune with LoRA on a 16-bit base. Before, QLoRA of Llama-3.1-70B on spot was proposed
+#: on TPU v6e slices.
+NO_QLORA_VENDORS: tuple[str, ...] = ("Google", "AWS")
+#: accelerators that serve no decoder (generative) LLM: first-generation Inferentia (NeuronCore-v1). AWS's LLM
+#: libraries target NeuronCore-v2 and later (transformers-neuronx README: "large language model (LLM)
+#: performant inference on second-generation Neuron hardware (See: NeuronCore-v2)"; NxD Inference supports
+#: Inf2/Trn1/Trn2); Inf1 runs encoders and vision models through neuron-cc. Before, a spot Qwen2.5-0.5B
+#: service was proposed on inf1.2xlarge.
+NO_DECODER_SERVING: tuple[str, ...] = ("Inferentia1",)
 
 _CONFIG_CACHE: dict[tuple[object, ...], tuple[Config, ...]] = {}
 _CACHE_MAX = 100_000
@@ -210,6 +225,15 @@ def eligible_mask(table: OfferTable, w: Workload) -> B:
     return m
 
 
+def serves_decoder(model: str) -> bool:
+    """Whether ``model`` is a generative (decoder) model of the registry or a config.json; False for an
+    encoder and for a name only the caller's estimator knows (the engine takes any :class:`Estimator`)."""
+    try:
+        return resolve_model(model).is_decoder
+    except GpufleetError:
+        return False
+
+
 def _eligible_mask(table: OfferTable, w: Workload) -> B:
     count = table.column("gpu_count")
     m: B = (count >= 1) & (np.mod(count, 1.0) == 0) & _match(table, "gpu", lambda g: g != "", ("named",))
@@ -234,6 +258,13 @@ def _eligible_mask(table: OfferTable, w: Workload) -> B:
         m &= _match(table, "region", in_globs, ("globs", *globs))
     if w.is_training:  # Inferentia is an inference accelerator: AWS positions Trn1/Trn2 for training
         m &= _match(table, "gpu", lambda g: g not in INFERENCE_ONLY, ("training",))
+    if not w.is_training and serves_decoder(w.model):
+        m &= _match(table, "gpu", lambda g: g not in NO_DECODER_SERVING, ("decoder serving",))
+    if w.task == "qlora":
+        specs_q = load_specs()
+        m &= _match(
+            table, "gpu", lambda g: g in specs_q and specs_q[g].vendor not in NO_QLORA_VENDORS, ("qlora",)
+        )
     if w.gpu_vendors:
         specs = load_specs()
         wanted_v = {v.lower() for v in w.gpu_vendors}

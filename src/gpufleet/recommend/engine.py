@@ -18,7 +18,7 @@ from gpufleet.recommend.fit import analyse_cannot_fit
 from gpufleet.recommend.perf import Estimator
 from gpufleet.recommend.rank import check_objective, materialise, order, pareto_rows, within_risk
 from gpufleet.recommend.risk import check_max_risk
-from gpufleet.recommend.types import Candidate, Recommendation, Workload
+from gpufleet.recommend.types import DEFAULT_TRAINING_HORIZON_H, Candidate, Recommendation, Workload
 from gpufleet.validation import checked_output
 
 #: most Pareto points returned
@@ -57,6 +57,18 @@ def _dedupe(cs: CandidateSet, rows: npt.NDArray[np.int64], limit: int) -> list[i
         if len(out) >= limit:
             break
     return out
+
+
+def horizon_note(w: Workload, cs: CandidateSet) -> tuple[str, ...]:
+    """Says so when the default training horizon (no deadline given) drops a candidate that fits."""
+    if not w.is_training or w.deadline_h != DEFAULT_TRAINING_HORIZON_H or bool(cs.meets_slo.all()):
+        return ()
+    h = DEFAULT_TRAINING_HORIZON_H
+    return (
+        f"Runs longer than {h / 24:.0f} days ({h:,.0f} h at the {w.confidence} end of the estimate) are not "
+        "proposed when no deadline is given: prices and GPU generations turn over about yearly; pass "
+        "deadline_hours (--deadline-hours) to set another.",
+    )
 
 
 def _spot_note(w: Workload, cs: CandidateSet, spot: dict[str, SpotAssumption]) -> tuple[str, ...]:
@@ -246,7 +258,7 @@ def recommend_on(
     check_max_risk(w.max_risk)
     considered = int(priced_mask(table, w).sum())
     cs = build_candidates(table, w, est, spot, host_rules)
-    notes = w.notes + cs.notes + _spot_note(w, cs, spot) + commitment_note(table, w)
+    notes = w.notes + cs.notes + horizon_note(w, cs) + _spot_note(w, cs, spot) + commitment_note(table, w)
     base: dict[str, Any] = {
         "workload": w,
         "objective": obj,

@@ -13,6 +13,7 @@ from typing import Literal
 import numpy as np
 
 from gpufleet.catalog.offers import OfferTable
+from gpufleet.catalog.specs import load_specs
 from gpufleet.cost.spot import SpotAssumption
 from gpufleet.recommend.candidates import build_candidates, cached_configs, eligible_mask
 from gpufleet.recommend.perf import Config, Estimator, unique_shapes
@@ -63,6 +64,64 @@ def _tuning(w: Workload) -> str:
     return "".join(f", {n} {getattr(w, n)}" for n in ("recipe", "optimizer") if getattr(w, n) is not None)
 
 
+def _precision_refused(table: OfferTable, w: Workload) -> tuple[list[str], str]:
+    """(GPU ids among the eligible offers that cannot compute ``w.precision``, the first refusal's reason)."""
+    from gpufleet.errors import UnsupportedError
+    from gpufleet.estimate.support import precision_support
+
+    specs = load_specs()
+    refused: list[str] = []
+    why = ""
+    for gpu in sorted({str(g) for g in table.column("gpu")[eligible_mask(table, w)]}):
+        if gpu not in specs:
+            continue
+        try:
+            precision_support(specs[gpu], w.precision, allow_fallback=w.allow_fallback)
+        except UnsupportedError as exc:
+            refused.append(gpu)
+            why = why or str(exc)
+    return refused, why
+
+
+def _precision_reason(table: OfferTable, w: Workload) -> str | None:
+    """Why nothing was even tried when no eligible GPU computes the precision (bf16 on a T4, fp8 on an A100
+    without ``allow_fallback``), else None. Before, such an ask read "needs about 0.0 GiB on a single GPU"."""
+    refused, why = _precision_refused(table, w)
+    m = eligible_mask(table, w)
+    gpus = {str(g) for g in table.column("gpu")[m]}
+    if not refused or len(refused) < len(gpus):
+        return None
+    shown = ", ".join(refused[:6]) + (f" and {len(refused) - 6} more" if len(refused) > 6 else "")
+    return (
+        f"no GPU among the offers considered ({shown}) computes {w.precision}: {why} A lower precision the "
+        "GPUs run, if any, is suggested below."
+    )
+
+
+def _weights_and_one_sequence_gib(table: OfferTable, w: Workload) -> float:
+    """Memory of one replica of ``w`` on one of the eligible GPUs (as if it computed the precision): the
+    figure a CANNOT FIT for an unsupported precision shows instead of nothing; 0 where even that fails."""
+    from gpufleet.errors import GpufleetError
+    from gpufleet.estimate.memory import estimate_memory
+
+    gpus = sorted({str(g) for g in table.column("gpu")[eligible_mask(table, w)]})
+    for gpu in gpus:
+        try:
+            seq = w.input_len_tokens + w.output_len_tokens
+            mem = estimate_memory(
+                model=w.model,
+                task="inference",
+                precision=w.precision,
+                gpu=gpu,
+                seq_len=seq,
+                allow_fallback=True,
+            )
+        except GpufleetError:
+            continue
+        return mem.per_gpu_gib
+    return 0.0
+
+
 def analyse_cannot_fit(
     table: OfferTable, w: Workload, est: Estimator, spot: dict[str, SpotAssumption], full_table: OfferTable
 ) -> CannotFit:
@@ -80,8 +139,14 @@ def analyse_cannot_fit(
     largest_gpu = float(mem.max()) if mem.size else 0.0
     largest_node = float((mem * cnt).max()) if mem.size else 0.0
     best_try = min(configs, key=lambda c: c.mem_per_gpu_gib / max(c.mem_capacity_gib, 1e-9), default=None)
+    unsupported = _precision_reason(table, w) if not configs else None
+    if unsupported is not None and not w.is_training:
+        need_1 = _weights_and_one_sequence_gib(table, w)
+    what = f"{w.model} ({w.task}, {w.precision}{_tuning(w)})"
     reason = (
-        f"{w.model} ({w.task}, {w.precision}{_tuning(w)}) needs about {need_1:,.1f} GiB on a single GPU. "
+        f"{what}: {unsupported}"
+        if unsupported is not None
+        else f"{what} needs about {need_1:,.1f} GiB on a single GPU. "
         f"The largest GPU among the offers considered has {largest_gpu:,.1f} GiB and the largest node "
         f"{largest_node:,.1f} GiB in total, up to {w.max_nodes} node(s) per replica."
     )

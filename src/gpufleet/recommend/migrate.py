@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from gpufleet.catalog.offers import OfferTable
+from gpufleet.catalog.regions import region_location
 from gpufleet.cost.schedule import COMMITTED_KINDS
 from gpufleet.cost.spot import SpotAssumption
 from gpufleet.errors import GpufleetError, InputError, UnknownNameError
@@ -177,9 +178,19 @@ def current_candidate(
     wc = dataclasses.replace(
         w,
         budget_usd_per_month=None,
+        # the deployment as it runs today passes none of the filters meant for the alternatives: before, a
+        # workload with --geo us and a current deployment in eu-west-1 read "cannot hold the model"
         providers=(),
         regions=(),
         gpu_vendors=(),
+        geos=(),
+        exclude_providers=(),
+        provider_classes=(),
+        gpu_choices=(),
+        min_gpu_memory_gib=None,
+        gpus_per_node=(),
+        max_price_per_gpu_usd_per_hour=None,
+        allow_embargoed_countries=True,
         max_nodes=max(count, 1),
         tier="dev",  # the deployment as it runs today: no tier exclusions, fallbacks or risk filter
         allow_fallback=True,
@@ -435,6 +446,23 @@ def _beats(w: Workload, objective: str, cur: Candidate, new: Candidate) -> bool:
     return new.cost_usd_per_month < cur.cost_usd_per_month * 0.9999
 
 
+def _current_geo(w: Workload) -> str | None:
+    """The geo a migration stays in when the workload names no geos or regions: the stated current region's.
+
+    A platform engineer moves a running service within its geography unless told otherwise: the users'
+    round trip (a trans-Pacific hop adds ~100-150 ms RTT, far beyond a chat TTFT budget's network share;
+    AWS "Regions and Zones": choose the Region near your users) and the data's jurisdiction (GDPR Art. 44:
+    personal data leaves the EU/EEA only under Chapter V safeguards) go with the region; AWS Compute
+    Optimizer, Azure Advisor and GCP Recommender right-size in place and never propose another region.
+    None when the workload already filters geos or regions, or the current region is not stated or not in
+    regions.csv (then nothing is assumed)."""
+    cur = w.current
+    if cur is None or cur.region is None or w.geos or w.regions:
+        return None
+    geo = region_location(cur.provider, cur.region).geo
+    return None if geo == "unknown" else geo
+
+
 def migrate_on(
     table: OfferTable,
     w: Workload,
@@ -460,6 +488,14 @@ def migrate_on(
         notes.append(
             f"Alternatives are limited to risk <= {MIGRATE_DEFAULT_MAX_RISK} (a move of a running "
             "deployment); set max_risk: high (--max-risk high) to see every option."
+        )
+    stay = _current_geo(w)
+    if stay is not None:
+        target_w = dataclasses.replace(target_w, geos=(stay,))
+        notes.append(
+            f"Alternatives are limited to geo {stay}, where the current deployment runs "
+            f"({w.current.provider} {w.current.region}): a move keeps its users' latency and its data's "
+            "jurisdiction; pass geos (--geo) or regions (--region) to look elsewhere."
         )
     if (
         not w.is_training

@@ -34,7 +34,7 @@ from gpufleet.cost.spot import (
 )
 from gpufleet.errors import InputError, UnsupportedError
 from gpufleet.estimate.types import Interval
-from gpufleet.recommend.candidates import CandidateSet
+from gpufleet.recommend.candidates import NO_DECODER_SERVING, NO_QLORA_VENDORS, CandidateSet, serves_decoder
 from gpufleet.recommend.deploy import STALE_PRICE_DAYS, OfferInfo, offer_info
 from gpufleet.recommend.perf import Config, Estimator, configs_for, slo_gap, target_output_tokens_per_s
 from gpufleet.recommend.risk import assess, within
@@ -460,6 +460,10 @@ def brute_force_best(
         if rec.region.strip().lower() in NO_REGION:
             continue
         if w.is_training and rec.gpu.startswith("Inferentia"):
+            continue
+        if w.task == "qlora" and get_spec(rec.gpu).vendor in NO_QLORA_VENDORS:  # no bitsandbytes backend
+            continue
+        if not w.is_training and rec.gpu in NO_DECODER_SERVING and serves_decoder(w.model):
             continue
         if w.providers and rec.provider not in {p.lower() for p in w.providers}:
             continue

@@ -51,6 +51,18 @@ NEAR_TIE_FRACTION = 0.03
 MAX_NEAR_TIE_FRACTION = 0.5
 
 
+#: a training job given no deadline must still finish within this horizon [h] (365 days). Beyond it the
+#: plan is not one anyone runs: the catalog's prices are current for about a year (the production tier
+#: calls a price older than 365 days stale: AWS cut P4/P5 prices by up to 45 % in June 2025), a new GPU
+#: generation ships about yearly (NVIDIA's one-year cadence, Computex 2024: Hopper 2022, Blackwell 2024,
+#: Blackwell Ultra 2025), and Epoch AI ("The Longest Training Run", Sevilla et al. 2022) finds runs longer
+#: than ~15 months lose to starting later on better hardware; published pre-training runs take weeks to a
+#: few months (Llama 2: 184k A100-hours for 7B over 2T tokens on a few thousand GPUs; Llama 3 405B: 54 days
+#: of the run reported). Before, a 2T-token pre-train of Llama-2-7B was proposed on one 4 x L40S host for
+#: 48,000 h (5.5 years).
+DEFAULT_TRAINING_HORIZON_H = 365.0 * 24.0
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CurrentDeployment:
     """What the workload runs on today (for migration analysis)."""

@@ -23,6 +23,7 @@ from gpufleet.precision import PRECISIONS, check_precision
 from gpufleet.recommend.filter_values import check_vendors, gpu_family, split_values
 from gpufleet.recommend.types import (
     CONFIDENCES,
+    DEFAULT_TRAINING_HORIZON_H,
     MAX_NEAR_TIE_FRACTION,
     NEAR_TIE_FRACTION,
     OBJECTIVES,
@@ -324,6 +325,14 @@ class WorkloadSpec(NoBoolNumbers):
         slo = self.ttft_p95_ms is not None or self.tpot_p95_ms is not None
         return "production" if self.task == "inference" and slo else "batch"
 
+    def _training_deadline(self) -> float | None:
+        """The deadline a training run is checked against: the one given, else
+        :data:`DEFAULT_TRAINING_HORIZON_H` (serving: none). The engine notes the horizon where it drops a
+        candidate (``engine.horizon_note``)."""
+        if self.task == "inference" or self.deadline_h is not None:
+            return self.deadline_h
+        return DEFAULT_TRAINING_HORIZON_H
+
     def _precision_served(self) -> tuple[str, tuple[str, ...]]:
         """The precision to serve at: the one given, else, for inference of a model whose weights are
         published below 16 bit (FP8 DeepSeek-V3/R1, MXFP4 gpt-oss), that format, which is what a deployment
@@ -353,6 +362,7 @@ class WorkloadSpec(NoBoolNumbers):
         if self.dataset_tokens is not None:
             tokens = self.dataset_tokens * (self.epochs or 1.0)
         precision, notes = self._precision_served()
+        deadline_h = self._training_deadline()
         cur = self.current
         g = self.gpus
         gpu_names = g if isinstance(g, list) else (g.any_of or g.ordered or [])
@@ -371,7 +381,7 @@ class WorkloadSpec(NoBoolNumbers):
             ttft_p95_s=self.ttft_p95_ms / MS_PER_S if self.ttft_p95_ms else None,
             tpot_p95_s=self.tpot_p95_ms / MS_PER_S if self.tpot_p95_ms else None,
             train_tokens=tokens,
-            deadline_h=self.deadline_h,
+            deadline_h=deadline_h,
             global_batch_sequences=self.global_batch_sequences,
             seq_len_tokens=self.seq_len_tokens,
             recipe=self.recipe,

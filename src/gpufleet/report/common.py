@@ -11,6 +11,7 @@ from typing import Literal, get_args
 
 from gpufleet.estimate.types import Interval
 from gpufleet.recommend.types import (
+    DEFAULT_TRAINING_HORIZON_H,
     Candidate,
     FitSuggestion,
     Migration,
@@ -259,7 +260,9 @@ def workload_lines(w: Workload) -> list[str]:
     if w.is_training:
         if w.train_tokens is not None:
             lines.append(f"train tokens {w.train_tokens:,.0f}, sequence {w.seq_len_tokens} tokens")
-        if w.deadline_h is not None:
+        if w.deadline_h == DEFAULT_TRAINING_HORIZON_H:
+            lines.append(f"deadline {w.deadline_h:g} h (365 days: the horizon when none is given)")
+        elif w.deadline_h is not None:
             lines.append(f"deadline {w.deadline_h:g} h")
         tuning = [f"{n} {getattr(w, n)}" for n in ("recipe", "optimizer") if getattr(w, n) is not None]
         if tuning:
