@@ -1,5 +1,5 @@
 """Practitioners' rules, seventh audit: 46 more asks read as a senior ML platform engineer reads them
-(docs/recommend.md, "Practitioners' rules we check", rules 24-31; docs/fleet.md rule M4).
+(docs/recommend.md, "Practitioners' rules we check", rules 24-32; docs/fleet.md rule M4).
 
 The earlier audits (``test_practitioner_rules.py`` rules 1-15, ``test_practitioner_rules_5.py`` rules 16-23)
 cover chat, RAG, batch serving, fine-tuning and pre-training. This one adds asks they did not: 0.5B-3B models
@@ -519,3 +519,39 @@ def test_savings_waterfall_shows_no_float_residue(example: str) -> None:
         if lv.savings_usd_per_month is not None and 0 < abs(lv.savings_usd_per_month) < 0.005
     ]
     assert bad == [], f"{example}: {bad}"
+
+
+# ---- rule 32: production serving runs on data-centre GPUs, not GeForce cards ---------------------------
+def _consumer(gpu: str) -> bool:
+    from gpufleet.catalog.specs import load_specs
+
+    specs = load_specs()
+    return gpu in specs and "consumer" in specs[gpu].form_factor.lower()
+
+
+@pytest.mark.parametrize("label", [a.label for a in SERVING])
+def test_production_serving_avoids_consumer_gpus(label: str) -> None:
+    """Rule 32: the production tier leaves GeForce cards out unless the workload allows them.
+
+    Sources: NVIDIA GeForce Software License Agreement sec. 2.1.3 ("No Datacenter Deployment"); the cards
+    have no ECC memory and no NVLink (RTX 4090/5090 specifications); no hyperscaler lists them. Before the
+    fix Qwen3-30B-A3B fp8 at 10 req/s went to 2 x (2 x RTX 5090) in production."""
+    r = _rec(label)
+    if r.workload.tier != "production":
+        pytest.skip("not a production ask")
+    bad = [f"{c.provider} {c.instance_type} ({c.gpu})" for c in _picks(label) if _consumer(c.gpu)]
+    assert bad == [], f"{label}: {bad}"
+
+
+def test_production_on_consumer_gpus_only_says_why_and_how_to_allow() -> None:
+    ask = _serve("llama-3.1-8b", 2, 800, None, gpu="RTX-4090")
+    r = recommend(offers=_table(), estimator=_estimator(), limit=TOP, **ask)
+    assert r.status == "no_offers" and r.workload.tier == "production"
+    assert "consumer (GeForce) GPUs" in r.message and "allow_consumer_gpus: true" in r.message
+    allowed = recommend(
+        offers=_table(), estimator=_estimator(), limit=TOP, **ask, allow_consumer_gpus=True,
+        allow_marketplace=True, allow_stale_prices=True,
+    )  # fmt: skip
+    assert allowed.status != "no_offers"  # left to the risk limit: marketplace hosts are high risk here
+    batch = recommend(offers=_table(), estimator=_estimator(), limit=TOP, **(ask | {"tier": "batch"}))
+    assert batch.status == "ok"

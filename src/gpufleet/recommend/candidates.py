@@ -225,6 +225,21 @@ def eligible_mask(table: OfferTable, w: Workload) -> B:
     return m
 
 
+def is_consumer_gpu(gpu: str) -> bool:
+    """Whether ``gpu`` is a consumer (GeForce) card, which the production tier leaves out: NVIDIA's GeForce
+    driver licence excludes data-centre deployment ("No Datacenter Deployment. The SOFTWARE is not licensed
+    for datacenter deployment, except that blockchain processing in a datacenter is permitted", NVIDIA
+    GeForce Software License Agreement, sec. 2.1.3), and the cards have no ECC memory, no NVLink and
+    consumer warranties (NVIDIA GeForce RTX 4090/5090 product specifications); no hyperscaler offers them."""
+    specs = load_specs()
+    return gpu in specs and "consumer" in specs[gpu].form_factor.lower()
+
+
+def is_consumer_gpu_mask(table: OfferTable) -> B:
+    """Rows of ``table`` on a consumer GPU (:func:`is_consumer_gpu`), read-only."""
+    return _match(table, "gpu", is_consumer_gpu, ("consumer",))
+
+
 def serves_decoder(model: str) -> bool:
     """Whether ``model`` is a generative (decoder) model of the registry or a config.json; False for an
     encoder and for a name only the caller's estimator knows (the engine takes any :class:`Estimator`)."""
@@ -242,6 +257,8 @@ def _eligible_mask(table: OfferTable, w: Workload) -> B:
         info = offer_info(table)
         if not w.allow_marketplace:
             m &= info.provider_class != "marketplace"
+        if not w.allow_consumer_gpus:
+            m &= ~is_consumer_gpu_mask(table)
         if not w.allow_stale_prices:
             with np.errstate(invalid="ignore"):
                 m &= info.price_age_days <= STALE_PRICE_DAYS

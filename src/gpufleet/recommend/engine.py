@@ -12,8 +12,15 @@ from gpufleet.catalog.offers import OfferTable
 from gpufleet.catalog.specs import load_specs
 from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
 from gpufleet.cost.spot import SpotAssumption, assumption_for
-from gpufleet.recommend.candidates import CandidateSet, build_candidates, distinct, eligible_mask, text_codes
-from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, HostRules
+from gpufleet.recommend.candidates import (
+    CandidateSet,
+    build_candidates,
+    distinct,
+    eligible_mask,
+    is_consumer_gpu_mask,
+    text_codes,
+)
+from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, STALE_PRICE_DAYS, HostRules, offer_info
 from gpufleet.recommend.fit import analyse_cannot_fit
 from gpufleet.recommend.perf import Estimator
 from gpufleet.recommend.rank import check_objective, materialise, order, pareto_rows, within_risk
@@ -169,6 +176,37 @@ _NO_EXTRA_FILTERS: dict[str, Any] = {
 }
 
 
+def _production_tier_message(table: OfferTable, w: Workload, filters: str) -> str | None:
+    """Why the filters keep offers in the batch tier but none in production: how many of them each
+    production exclusion (:func:`gpufleet.recommend.candidates.eligible_mask`) takes, and what allows it."""
+    if w.tier != "production":
+        return None
+    left = eligible_mask(table, replace(w, tier="batch"))
+    if not left.any():
+        return None
+    info = offer_info(table)
+    with np.errstate(invalid="ignore"):
+        excluded = (
+            (is_consumer_gpu_mask(table), w.allow_consumer_gpus, "consumer (GeForce) GPUs",
+             "`allow_consumer_gpus: true`"),
+            (info.provider_class == "marketplace", w.allow_marketplace, "marketplace/community hosts",
+             "`allow_marketplace: true`"),
+            (~(info.price_age_days <= STALE_PRICE_DAYS), w.allow_stale_prices,
+             "prices older than a year or undated", "`allow_stale_prices: true`"),
+            (~(np.isfinite(info.vcpus) & np.isfinite(info.ram_gib)), False, "hosts of unknown RAM/vCPUs", ""),
+        )  # fmt: skip
+    parts = []
+    for mask, allowed, what, field in excluded:
+        n = int((left & mask).sum())
+        if n and not allowed:
+            parts.append(f"{n} on {what}" + (f" ({field} in the workload file)" if field else ""))
+    return (
+        f"No offer passes the production tier under the filters ({filters}): of the {int(left.sum())} "
+        f"offers they keep, {'; '.join(parts)}. Allow those, or use --tier batch (no replica or host rules) "
+        "for a test or internal service."
+    )
+
+
 def no_offers_message(table: OfferTable, w: Workload) -> str:
     """Why no offer is left (a filter matching nothing, or no price of the chosen kind) and how to fix it."""
     label = PRICING_LABEL.get(w.pricing, w.pricing)
@@ -192,6 +230,8 @@ def no_offers_message(table: OfferTable, w: Workload) -> str:
             f"the filters but none lists a {label} price. Providers with {label} prices for this workload: "
             f"{with_kind or 'none'}. {alt}, or widen the provider/region filters."
         )
+    if (tier := _production_tier_message(table, w, filters)) is not None:
+        return tier
     bare = replace(w, providers=(), regions=(), gpu_vendors=(), **_NO_EXTRA_FILTERS)
     if not eligible_mask(table, bare).any():
         return (

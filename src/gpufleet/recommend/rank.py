@@ -34,7 +34,13 @@ from gpufleet.cost.spot import (
 )
 from gpufleet.errors import InputError, UnsupportedError
 from gpufleet.estimate.types import Interval
-from gpufleet.recommend.candidates import NO_DECODER_SERVING, NO_QLORA_VENDORS, CandidateSet, serves_decoder
+from gpufleet.recommend.candidates import (
+    NO_DECODER_SERVING,
+    NO_QLORA_VENDORS,
+    CandidateSet,
+    is_consumer_gpu,
+    serves_decoder,
+)
 from gpufleet.recommend.deploy import STALE_PRICE_DAYS, OfferInfo, offer_info
 from gpufleet.recommend.perf import Config, Estimator, configs_for, slo_gap, target_output_tokens_per_s
 from gpufleet.recommend.risk import assess, within
@@ -473,6 +479,8 @@ def brute_force_best(
             continue
         if w.tier == "production":
             if not w.allow_marketplace and offer_class(rec.provider, rec.instance_type) == "marketplace":
+                continue
+            if not w.allow_consumer_gpus and is_consumer_gpu(rec.gpu):
                 continue
             if not w.allow_stale_prices and not (ages[i] <= STALE_PRICE_DAYS):
                 continue

@@ -119,6 +119,7 @@ class Workload:
     max_risk: str | None = None  # drop candidates above this risk level (one of RISK_LEVELS)
     allow_fallback: bool = False  # let a GPU run the precision through a fallback (e.g. bf16 as fp16 on V100)
     allow_marketplace: bool = False  # production tier: also marketplace/community hosts
+    allow_consumer_gpus: bool = False  # production tier: also GeForce (consumer) cards
     allow_stale_prices: bool = False  # production tier: also prices older than the staleness limit / undated
     allow_embargoed_countries: bool = False  # offers in filters.EMBARGOED_COUNTRIES too
     geos: tuple[str, ...] = ()  # geo buckets (gpufleet.catalog.regions.GEOS); empty = all

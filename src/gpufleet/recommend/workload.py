@@ -140,6 +140,7 @@ class WorkloadSpec(NoBoolNumbers):
     max_risk: Literal["low", "medium", "high"] | None = None
     allow_fallback: bool = False
     allow_marketplace: bool = False
+    allow_consumer_gpus: bool = False
     allow_stale_prices: bool = False
     allow_embargoed_countries: bool = False
     budget_usd_per_month: float | None = Field(None, le=MAX_USD)
@@ -408,6 +409,7 @@ class WorkloadSpec(NoBoolNumbers):
             or ("medium" if (self.tier or self.default_tier()) == "production" else None),
             allow_fallback=self.allow_fallback,
             allow_marketplace=self.allow_marketplace,
+            allow_consumer_gpus=self.allow_consumer_gpus,
             allow_stale_prices=self.allow_stale_prices,
             allow_embargoed_countries=self.allow_embargoed_countries,
             budget_usd_per_month=self.budget_usd_per_month,
