@@ -341,14 +341,15 @@ def check_top_level(
             problems.append(f"needs a non-empty list under '{key}:' (it holds {held} there)")
     unknown = [k for k in doc if not isinstance(k, str) or k not in allowed]
     if unknown:
-        from gpufleet.errors import close_matches
+        from gpufleet.errors import MAX_LISTED, capped_list, close_matches
 
         hints = []
-        for key in unknown:
+        for key in unknown[:MAX_LISTED]:
             near = close_matches(str(key), allowed, n=1)
             hints.append(f"{str(key)!r} (did you mean {near[0]!r}?)" if near else repr(str(key)))
         problems.append(
-            f"has unknown top-level key(s) {', '.join(hints)} (names are case-sensitive; rename or remove "
+            f"has unknown top-level key(s) {capped_list(hints, total=len(unknown))} "
+            "(names are case-sensitive; rename or remove "
             "them)"
         )
     if problems:
