@@ -16,6 +16,13 @@ Before the fix each case tests, it hung, failed with a traceback, or exited 0 wi
 - a batch fleet pool naming an unknown GPU with its own price: simulated under the misspelt name;
 - ``estimate memory --task pretrain --kv-precision fp8``: ignored (a training step keeps no KV cache);
 - ``recommend --provider aws --exclude-provider aws``: "no offers" instead of naming the contradiction;
+- ``calibrate -o profile.csv``: JSON written under a CSV name;
+- a user catalog given twice, or one machine in two catalogs: listed and ranked twice, discounts applied
+  twice; two price overrides (repeated, or overlapping region globs) on one offer: discounts compounded
+  (0.3 twice = 51 % off);
+- a Hugging Face config.json with ``head_dim: 100000`` on a 4,096-wide model: estimated silently;
+- a spot availability trace of 300,000 ticks (208 days at 60 s) that never changes: 90 s (scanned again per
+  run, region and strategy);
 - files with thousands of unknown keys: every key listed, with the allowed fields once per key (a 1 MB
   workload file of 100,000 keys made a 78 MB message in 13 s); now the first few and a count.
 
@@ -24,12 +31,13 @@ Before the fix each case tests, it hung, failed with a traceback, or exited 0 wi
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 from corpus_files import Content, materialise
-from test_cli_corpus import WORKLOAD, _check, runner
+from test_cli_corpus import WORKLOAD, _check, _hf, runner
 from test_cli_corpus_new import EXPO, JOBS, TRACE
 
 from gpufleet._yaml_loader import _C_FROM_CHARS, _SafeLoader, load_yaml
@@ -38,9 +46,11 @@ from gpufleet.errors import MAX_LISTED
 
 ROOT = Path(__file__).parents[2]
 SIM_FLEET = (ROOT / "tests" / "data" / "simulate" / "fleet.yaml").read_bytes()
+ONPREM = (ROOT / "tests" / "data" / "user_catalogs" / "onprem.yaml").read_bytes()
+SMALL_CASES = (ROOT / "tests" / "data" / "cases" / "small.csv").read_bytes()
 SA = ["simulate", "autoscale", "{t}", "--gpu", "l4"]
 TI = ["telemetry", "ingest", "{p}", "--store", "{tmp}/st"]
-EM = ["estimate", "memory", "-m", "llama-3-8b", "-g", "h100"]
+EM = ["estimate", "memory", "-g", "h100", "-m", "llama-3-8b"]
 SB = ["simulate", "batch", "{j}", "--fleet", "{f}"]
 SW = ["simulate", "sweep", "{s}", "--workers", "1"]
 EMPTY_PATH = ["empty path", "leave the option out"]
@@ -162,7 +172,49 @@ CASES: list[tuple[str, list[str], dict[str, Content], list[str]]] = [
         {"w.yaml": WORKLOAD + b"providers: [lambda, aws]\nexclude_providers: [lambda]\n"},
         ["exclude_providers", "lambda"],
     ),
-    # 7. thousands of unknown keys: the first few and a count, not every key
+    # 7. calibration: a profile named as CSV
+    (
+        "calibrate-profile-as-csv",
+        ["calibrate", "{c}", "-o", "{tmp}/profile.csv"],
+        {"c.csv": SMALL_CASES},
+        [".csv", "JSON calibration profile", "profile.json"],
+    ),
+    # 8. user catalogs: the same file twice, one machine in two files, overlapping price overrides
+    (
+        "catalog-given-twice",
+        ["catalog", "offers", "--catalog", "{k}", "--catalog", "{k}"],
+        {"k.yaml": ONPREM},
+        ["given twice", "discounts applied twice"],
+    ),
+    (
+        "catalog-offer-in-two-files",
+        ["recommend", "--model", "llama-3-8b", "--catalog", "{k}", "--catalog", "{k2}"],
+        {"k.yaml": ONPREM, "k2.yaml": ONPREM},
+        ["both list the offer onprem dgx-h100", "one catalog"],
+    ),
+    (
+        "catalog-override-repeated",
+        ["catalog", "offers", "--catalog", "{k}"],
+        {"k.yaml": ONPREM + ONPREM[ONPREM.index(b"  - provider: aws") :]},
+        ["price_overrides[0]", "price_overrides[2]", "compound", "narrow the region globs"],
+    ),
+    (
+        "catalog-override-overlapping-globs",
+        ["catalog", "offers", "--catalog", "{k}"],
+        {
+            "k.yaml": ONPREM
+            + b"  - {provider: aws, instance_type: p5.48xlarge, region: us-east-1, discount_fraction: 0.1}\n"
+        },
+        ["price_overrides[0]", "price_overrides[2]", "us-east-1"],
+    ),
+    # 9. a Hugging Face config with a 100,000-wide attention head on a 4,096-wide model
+    (
+        "hf-head-dim-absurd",
+        [*EM[:-1], "{c}"],
+        {"c.json": _hf(head_dim=100_000)},
+        ["field 'head_dim'", "100000", "at most 1,024"],
+    ),
+    # 10. thousands of unknown keys: the first few and a count, not every key
     ("workload-3000-keys", ["recommend", "{w}"], {"w.yaml": _many_keys(3000, WORKLOAD)}, ["and 2,992 more"]),
     ("batch-fleet-3000-keys", SB, {"j.csv": JOBS, "f.yaml": _many_keys(3000)}, ["'k7', and 2,992 more"]),
 ]
@@ -178,6 +230,8 @@ GOOD: list[tuple[str, list[str], dict[str, Content]]] = [
     ("batch-fleet-alias", SB, {"j.csv": JOBS, "f.yaml": SIM_FLEET}),
     ("memory-inference-kv-precision", [*EM, "--kv-precision", "fp8"], {}),
     ("expo-ms", TI, {"p.prom": EXPO}),
+    ("catalog-onprem", ["catalog", "offers", "--catalog", "{k}"], {"k.yaml": ONPREM}),
+    ("calibrate-profile-json", ["calibrate", "{c}", "-o", "{tmp}/profile.json"], {"c.csv": SMALL_CASES}),
     ("workload-big-file", ["recommend", "{w}"], {"w.yaml": WORKLOAD + b"#" + b" padding" * 4000 + b"\n"}),
 ]
 
@@ -241,6 +295,17 @@ def test_large_yaml_same_as_pure_python_loader() -> None:
     ):
         with pytest.raises(ValueError, match=words):
             load_yaml(bad)
+
+
+def test_long_constant_spot_trace_is_answered_quickly(tmp_path: Path) -> None:
+    """A spot availability trace of 300,000 ticks that never changes (208 days at 60 s) took 90 s: each of
+    the 100 runs, regions and strategies scanned it again. Within the 10 s alarm now (~3 s here)."""
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"metadata": {"gap_seconds": 60}, "data": [1] * 300_000}), encoding="utf-8")
+    res = runner.invoke(
+        app, ["simulate", "spot", "--model", "llama-3-8b", "--tokens", "1e9", "--interruptions", str(path)]
+    )
+    assert res.exit_code == 0 and "Traceback" not in res.output, res.output[-800:]
 
 
 def test_capped_list() -> None:
