@@ -23,6 +23,7 @@ Before the fix each case tests, it hung, failed with a traceback, or exited 0 wi
 - a Hugging Face config.json with ``head_dim: 100000`` on a 4,096-wide model: estimated silently;
 - a spot availability trace of 300,000 ticks (208 days at 60 s) that never changes: 90 s (scanned again per
   run, region and strategy);
+- ``PYTHONIOENCODING=ascii`` (or a legacy code page): a UnicodeEncodeError traceback at the first ``×``;
 - files with thousands of unknown keys: every key listed, with the allowed fields once per key (a 1 MB
   workload file of 100,000 keys made a 78 MB message in 13 s); now the first few and a count.
 
@@ -31,7 +32,9 @@ Before the fix each case tests, it hung, failed with a traceback, or exited 0 wi
 
 from __future__ import annotations
 
+import io
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -306,6 +309,22 @@ def test_long_constant_spot_trace_is_answered_quickly(tmp_path: Path) -> None:
         app, ["simulate", "spot", "--model", "llama-3-8b", "--tokens", "1e9", "--interruptions", str(path)]
     )
     assert res.exit_code == 0 and "Traceback" not in res.output, res.output[-800:]
+
+
+def test_ascii_stdout_replaces_what_it_cannot_encode(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``PYTHONIOENCODING=ascii gpufleet estimate infer ...`` ended in a UnicodeEncodeError traceback at the
+    first ``×``; the console script now has such streams print ``?`` (UTF-8 streams are left alone)."""
+    from gpufleet.cli.entry import _replace_unencodable
+
+    ascii_out = io.TextIOWrapper(io.BytesIO(), encoding="ascii")
+    utf8_out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdout", ascii_out)
+    monkeypatch.setattr(sys, "stderr", utf8_out)
+    _replace_unencodable()
+    ascii_out.write("1\u00d7 H100 (p10\u2013p90)")
+    ascii_out.flush()
+    assert ascii_out.buffer.getvalue() == b"1? H100 (p10?p90)"  # type: ignore[attr-defined]
+    assert utf8_out.errors == "strict"
 
 
 def test_capped_list() -> None:
