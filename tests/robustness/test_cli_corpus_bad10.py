@@ -23,6 +23,7 @@ Before the fix each case tests, it hung, failed with a traceback, or exited 0 wi
 - a Hugging Face config.json with ``head_dim: 100000`` on a 4,096-wide model: estimated silently;
 - a spot availability trace of 300,000 ticks (208 days at 60 s) that never changes: 90 s (scanned again per
   run, region and strategy);
+- ``--prometheus`` URL with a line break: an httpx.InvalidURL traceback;
 - ``PYTHONIOENCODING=ascii`` (or a legacy code page): a UnicodeEncodeError traceback at the first ``×``;
 - files with thousands of unknown keys: every key listed, with the allowed fields once per key (a 1 MB
   workload file of 100,000 keys made a 78 MB message in 13 s); now the first few and a count.
@@ -217,7 +218,20 @@ CASES: list[tuple[str, list[str], dict[str, Content], list[str]]] = [
         {"c.json": _hf(head_dim=100_000)},
         ["field 'head_dim'", "100000", "at most 1,024"],
     ),
-    # 10. thousands of unknown keys: the first few and a count, not every key
+    # 10. a Prometheus URL with a line break or a space inside (httpx.InvalidURL traceback)
+    (
+        "prometheus-url-newline",
+        ["telemetry", "ingest", "--prometheus", "http://127.0.0.1:1\n", "--start", "2026-01-01"],
+        {},
+        ["--prometheus", "not an http(s) URL"],
+    ),
+    (
+        "prometheus-url-space",
+        ["telemetry", "ingest", "--prometheus", "http://prom etheus:9090", "--start", "2026-01-01"],
+        {},
+        ["--prometheus", "not an http(s) URL"],
+    ),
+    # 11. thousands of unknown keys: the first few and a count, not every key
     ("workload-3000-keys", ["recommend", "{w}"], {"w.yaml": _many_keys(3000, WORKLOAD)}, ["and 2,992 more"]),
     ("batch-fleet-3000-keys", SB, {"j.csv": JOBS, "f.yaml": _many_keys(3000)}, ["'k7', and 2,992 more"]),
 ]
