@@ -23,6 +23,7 @@ Before the fix each case tests, it hung, failed with a traceback, or exited 0 wi
 - a Hugging Face config.json with ``head_dim: 100000`` on a 4,096-wide model: estimated silently;
 - a spot availability trace of 300,000 ticks (208 days at 60 s) that never changes: 90 s (scanned again per
   run, region and strategy);
+- a CloudWatch row whose Unit does not measure its metric (a utilisation in Bytes): stored as percent;
 - ``--prometheus`` URL with a line break: an httpx.InvalidURL traceback;
 - ``PYTHONIOENCODING=ascii`` (or a legacy code page): a UnicodeEncodeError traceback at the first ``×``;
 - files with thousands of unknown keys: every key listed, with the allowed fields once per key (a 1 MB
@@ -58,6 +59,7 @@ EM = ["estimate", "memory", "-g", "h100", "-m", "llama-3-8b"]
 SB = ["simulate", "batch", "{j}", "--fleet", "{f}"]
 SW = ["simulate", "sweep", "{s}", "--workers", "1"]
 EMPTY_PATH = ["empty path", "leave the option out"]
+CW_HEADER = b"Timestamp,MetricName,Value,Unit,host,index\n"
 
 
 def _expo_line(ts: object) -> bytes:
@@ -93,6 +95,18 @@ CASES: list[tuple[str, list[str], dict[str, Content], list[str]]] = [
     ("expo-ts-1e30", TI, {"p.prom": _expo_line(10**30)}, ["clock_skew", "year 9999", "No sample"]),
     ("expo-ts-400-digits", TI, {"p.prom": _expo_line("9" * 400)}, ["clock_skew", "No sample"]),
     ("expo-ts-neg-400-digits", TI, {"p.prom": _expo_line("-" + "9" * 400)}, ["before_epoch"]),
+    (
+        "cloudwatch-utilisation-in-bytes",
+        ["telemetry", "ingest", "{c}", "--store", "{tmp}/st", "--input-format", "cloudwatch"],
+        {"c.csv": CW_HEADER + b"2026-05-01T00:00:00Z,nvidia_smi_utilization_gpu,50,Bytes,n1,0\n"},
+        ["unit 'Bytes' does not measure gpu_util_pct", "percent", "No sample"],
+    ),
+    (
+        "cloudwatch-power-in-percent",
+        ["telemetry", "ingest", "{c}", "--store", "{tmp}/st", "--input-format", "cloudwatch"],
+        {"c.csv": CW_HEADER + b"2026-05-01T00:00:00Z,nvidia_smi_power_draw,50,Percent,n1,0\n"},
+        ["unit 'Percent' does not measure power_w"],
+    ),
     # 3. autoscaling policy parameters: a hang, zeros read as "the default", a division by zero
     ("tick-zero", [*SA, "--param", "tick_s=0"], {"t.csv": TRACE}, ["tick_s", "shortest", ">= 1"]),
     ("tick-tiny", [*SA, "-p", "hpa", "--param", "tick_s=1e-9"], {"t.csv": TRACE}, ["tick_s", ">= 1"]),
@@ -247,6 +261,15 @@ GOOD: list[tuple[str, list[str], dict[str, Content]]] = [
     ("batch-fleet-alias", SB, {"j.csv": JOBS, "f.yaml": SIM_FLEET}),
     ("memory-inference-kv-precision", [*EM, "--kv-precision", "fp8"], {}),
     ("expo-ms", TI, {"p.prom": EXPO}),
+    (
+        "cloudwatch-units",
+        ["telemetry", "ingest", "{c}", "--store", "{tmp}/st", "--input-format", "cloudwatch"],
+        {
+            "c.csv": CW_HEADER + b"2026-05-01T00:00:00Z,nvidia_smi_utilization_gpu,50,Percent,n1,0\n"
+            b"2026-05-01T00:00:00Z,nvidia_smi_power_draw,300,None,n1,0\n"
+            b"2026-05-01T00:00:00Z,nvidia_smi_temperature_gpu,60,,n1,0\n"
+        },
+    ),
     ("catalog-onprem", ["catalog", "offers", "--catalog", "{k}"], {"k.yaml": ONPREM}),
     ("calibrate-profile-json", ["calibrate", "{c}", "-o", "{tmp}/profile.json"], {"c.csv": SMALL_CASES}),
     ("workload-big-file", ["recommend", "{w}"], {"w.yaml": WORKLOAD + b"#" + b" padding" * 4000 + b"\n"}),
