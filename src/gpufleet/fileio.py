@@ -341,14 +341,15 @@ def check_top_level(
             problems.append(f"needs a non-empty list under '{key}:' (it holds {held} there)")
     unknown = [k for k in doc if not isinstance(k, str) or k not in allowed]
     if unknown:
-        from gpufleet.errors import close_matches
+        from gpufleet.errors import MAX_LISTED, capped_list, close_matches
 
         hints = []
-        for key in unknown:
+        for key in unknown[:MAX_LISTED]:
             near = close_matches(str(key), allowed, n=1)
             hints.append(f"{str(key)!r} (did you mean {near[0]!r}?)" if near else repr(str(key)))
         problems.append(
-            f"has unknown top-level key(s) {', '.join(hints)} (names are case-sensitive; rename or remove "
+            f"has unknown top-level key(s) {capped_list(hints, total=len(unknown))} "
+            "(names are case-sensitive; rename or remove "
             "them)"
         )
     if problems:
@@ -554,17 +555,28 @@ _FORMAT_SUFFIX = {"json": ".json", "html": ".html", "markdown": ".md", "csv": ".
 
 
 def check_output_suffix(
-    path: str | Path, fmt: str, *, flag: str = "-o/--output", what: str | None = None
+    path: str | Path,
+    fmt: str,
+    *,
+    flag: str = "-o/--output",
+    what: str | None = None,
+    fixed: str | None = None,
 ) -> None:
     """:class:`InputError` when ``path`` cannot be written (:func:`check_output_path`, reported first) or its
     extension names another format than ``fmt`` (``--format json -o report.html`` wrote JSON into a file a
-    browser opens as a page). Unknown extensions and none pass."""
+    browser opens as a page). Unknown extensions and none pass. ``fixed``: what the command always writes
+    (no --format to pick), e.g. "a JSON calibration profile"."""
     check_output_path(path, what=what or f"output file ({flag})")
     suffix = Path(str(path)).suffix.lower()
     kind, formats = _SUFFIX_FORMATS.get(suffix, ("", frozenset()))
     if not formats or fmt in formats:
         return
     better = f"{Path(str(path)).with_suffix('')}{_FORMAT_SUFFIX.get(fmt, '.txt')}"
+    if fixed:
+        raise InputError(
+            f"{flag} {path} ends in {suffix}, the extension of {kind} files, but it receives {fixed}. "
+            f"Name the file for its content (e.g. {better})."
+        )
     raise InputError(
         f"{flag} {path} ends in {suffix}, the extension of {kind} files, but --format {fmt} writes "
         f"{fmt}. Name the file for its content (e.g. {better}), or pick the --format its name says."

@@ -27,7 +27,7 @@ from gpufleet.catalog.offer_table import (
     OfferTable,
 )
 from gpufleet.catalog.specs import load_specs
-from gpufleet.errors import DataError, GpufleetError
+from gpufleet.errors import DataError, GpufleetError, InputError
 from gpufleet.validation import checked_output
 
 _SHIPPED_FILE = "offers.csv"
@@ -224,8 +224,27 @@ def load_offers(user_catalogs: Sequence[Path | str] = (), include_refreshed: boo
     if user_catalogs:
         from gpufleet.catalog.user import apply_user_catalog, read_user_catalog
 
+        seen: dict[Path, Path | str] = {}
+        added: dict[tuple[str, str, str | None, str], Path | str] = {}
         for path in user_catalogs:
-            table = apply_user_catalog(table, read_user_catalog(Path(path)))
+            key = Path(path).resolve()
+            if key in seen:  # its offers would be added twice and its discounts applied twice
+                raise InputError(
+                    f"The user catalog {path} is given twice (also as {seen[key]}): its offers would be "
+                    "listed twice and its price discounts applied twice. Give each catalog once."
+                )
+            seen[key] = path
+            catalog = read_user_catalog(Path(path))
+            for o in catalog.offers:  # one machine in two catalogs: listed twice, ranked twice
+                ident = (o.provider, o.region, o.zone, o.instance_type)
+                if ident in added:
+                    raise InputError(
+                        f"The user catalogs {added[ident]} and {path} both list the offer {o.provider} "
+                        f"{o.instance_type} in {o.region}: it would be listed and ranked twice. Keep it in "
+                        "one catalog."
+                    )
+                added[ident] = path
+            table = apply_user_catalog(table, catalog)
     return table
 
 

@@ -473,7 +473,8 @@ def apply_user_catalog(table: OfferTable, catalog: UserCatalog) -> OfferTable:
     cols = {c: table.column(c).copy() for c in OFFER_COLUMNS}
     od, spot = cols["price_on_demand_usd_per_hour"], cols["price_spot_usd_per_hour"]
     regions = cols["region"]
-    for ov in catalog.price_overrides:
+    by: np.ndarray = np.full(len(od), -1, dtype=np.int64)  # the override entry that set each offer's price
+    for k, ov in enumerate(catalog.price_overrides):
         m = (cols["provider"] == ov.provider) & (cols["instance_type"] == ov.instance_type)
         if ov.region_glob != "*":
             hits = [
@@ -487,6 +488,17 @@ def apply_user_catalog(table: OfferTable, catalog: UserCatalog) -> OfferTable:
                 f"region "
                 "glob against `gpufleet catalog offers --provider ... --format csv`.",
             )
+        twice = m & (by >= 0)
+        if twice.any():  # a repeated entry, or overlapping region globs: discounts compounded silently
+            o = int(np.flatnonzero(twice)[0])
+            raise _fail(
+                catalog.path,
+                f"entries {catalog.price_overrides[int(by[o])].entry} and {ov.entry} both apply to "
+                f"{cols['provider'][o]} {cols['instance_type'][o]} in {regions[o]}, so the second would "
+                "replace or compound the first (two discounts of 0.3 are 51 % off). Keep one entry per "
+                "offer: narrow the region globs or merge the entries.",
+            )
+        by[m] = k
         if ov.price_on_demand_usd_per_hour is not None:
             od[m] = ov.price_on_demand_usd_per_hour
         if ov.discount_fraction is not None:

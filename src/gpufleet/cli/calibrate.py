@@ -67,10 +67,12 @@ def calibrate(
     from gpufleet.estimate.calibration import PRIORS, fit_profile, save_profile
     from gpufleet.estimate.cases import read_cases
     from gpufleet.estimate.validate import validate_cases
-    from gpufleet.fileio import check_output_path
+    from gpufleet.fileio import check_output_suffix
 
-    check_output_path(output, what="profile file (-o/--output)")  # before the fit, not after it
     cases = read_cases(cases_file)
+    # before the fit, not after it (after reading the cases: -o onto them is named as such); a profile is
+    # JSON (-o profile.csv wrote JSON into a CSV name)
+    check_output_suffix(output, "json", what="profile file (-o/--output)", fixed="a JSON calibration profile")
     before = validate_cases(cases).summary
     fitted = fit_profile(cases)
     try:

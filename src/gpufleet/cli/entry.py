@@ -17,12 +17,25 @@ traverse them: 0.47-0.50 s -> 0.41 s of CPU for that command (medians of 9 fresh
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import os
 import sys
 
 #: first-generation collection threshold of the console-script process (Python's default: 700)
 GC_GEN0_THRESHOLD = 10_000
+
+
+def _replace_unencodable() -> None:
+    """Output streams whose encoding lacks characters gpufleet prints (``×``, ``–``, box drawing) replace
+    them with ``?`` instead of failing: with ``PYTHONIOENCODING=ascii`` (or a legacy code page) every table
+    ended in a UnicodeEncodeError traceback. UTF-8 streams are left as they are."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        if encoding and not encoding.startswith("utf") and hasattr(stream, "reconfigure"):
+            # a closed or detached stream (ValueError, OSError): nothing to print to anyway
+            with contextlib.suppress(ValueError, OSError):
+                stream.reconfigure(errors="replace")
 
 
 def main() -> None:
@@ -36,6 +49,7 @@ def main() -> None:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # before numpy is imported (module doc)
     gen0, *older = gc.get_threshold()
     gc.set_threshold(max(gen0, GC_GEN0_THRESHOLD), *older)  # fewer collections of short-lived objects
+    _replace_unencodable()
     from gpufleet.cli.app import main as app_main
 
     try:

@@ -209,6 +209,12 @@ def memory(
             fix="Leave those options out, or pass a training --task (pretrain, full_finetune, lora or "
             "qlora).",
         )
+    else:  # a training task: the same answer with and without --kv-precision
+        reject_ignored(
+            ["kv_precision"],
+            why=f"with --task {task} (a training step keeps no KV cache: activations are sized instead)",
+            fix="Leave it out, or pass --task inference to size a KV cache.",
+        )
     if task == "load":
         reject_ignored(
             ["batch", "seq_len", "input_len", "output_len", "kv_precision", "engine"],

@@ -23,7 +23,16 @@ from typing import Any
 
 from typer._click.core import Context, Parameter
 from typer._click.exceptions import UsageError
-from typer._click.types import FloatParamType, FloatRange, IntParamType, IntRange, ParamType, Tuple
+from typer._click.types import (
+    File,
+    FloatParamType,
+    FloatRange,
+    IntParamType,
+    IntRange,
+    ParamType,
+    Tuple,
+)
+from typer.models import TyperPath
 
 #: A number followed by a unit or suffix: ``5 GiB``, ``10ms``, ``2.5h``, ``80%``.
 _WITH_UNIT = re.compile(r"^[-+]?(\d[\d_]*\.?\d*|\.\d+)([eE][-+]?\d+)?\s*([^\d\s.,+-].*)$")
@@ -140,7 +149,40 @@ class AsciiIntRange(IntRange):
         return _convert(self, IntRange, value, True, param, ctx)
 
 
+#: path types made to refuse a blank value, by the click type they extend (one subclass per type)
+_NON_BLANK: dict[type[ParamType], type[ParamType]] = {}
+
+
+def _refuse_blank(value: Any, kind: ParamType, param: Parameter | None, ctx: Context | None) -> None:
+    """Refuse a blank path: click reads ``--store ""`` as ``Path("")``, which is ``.``, the working folder
+    (a store was created there, an input was reported as "the folder ."), so the value is refused as typed."""
+    if isinstance(value, str) and not value.strip():
+        kind.fail(
+            f"{value!r} is an empty path. Give the path of a file or folder, or leave the option out.",
+            param,
+            ctx,
+        )
+
+
+def _non_blank_path(kind: ParamType) -> ParamType:
+    """``kind`` (typer's ``Path`` or click's ``File``) with a type that first refuses a blank value."""
+    base = type(kind)
+    sub = _NON_BLANK.get(base)
+    if sub is None:
+
+        def convert(self: Any, value: Any, param: Parameter | None, ctx: Context | None) -> Any:
+            _refuse_blank(value, self, param, ctx)
+            return base.convert(self, value, param, ctx)
+
+        sub = type(f"NonBlank{base.__name__}", (base,), {"convert": convert, "__slots__": ()})
+        _NON_BLANK[base] = sub
+    kind.__class__ = sub
+    return kind
+
+
 def _finite(kind: ParamType) -> ParamType:
+    if isinstance(kind, TyperPath | File) and type(kind) not in _NON_BLANK.values():
+        return _non_blank_path(kind)
     if type(kind) is FloatParamType:
         return FiniteFloat()
     if type(kind) is FloatRange:

@@ -27,7 +27,7 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from gpufleet.errors import ConfigFileError
+from gpufleet.errors import ConfigFileError, capped_list
 from gpufleet.fileio import document_kind, load_structured_file
 from gpufleet.fleet.types import (
     Budget,
@@ -263,7 +263,7 @@ def _message(exc: ValidationError, source: str) -> str:
         parts.append(f"{loc}{shown}: {msg}")
     return (
         f"Fleet file {source}: "
-        + "; ".join(parts)
+        + capped_list(parts, sep="; ", what="more problems")
         + ". Fix these fields; docs/fleet.md lists each with its unit."
     )
 

@@ -143,6 +143,10 @@ _ZERO_OK = {"n_shared_experts", "first_k_dense_replace", "q_lora_rank", "type_vo
 #: heads / 256 experts for DeepSeek-V3; vocab 256k for Gemma; context 10M for Llama 4 Scout). They bound the
 #: arithmetic (no overflow, no hang in layout searches) and catch typos such as 1e300.
 _MAX_ANY = 1_000_000_000
+#: Widest attention head accepted [dimensions]: 1,024. Released models use 64-256 (Gemma 256; DeepSeek-V3's
+#: MLA 192 = 128 + 64); ``head_dim: 100000`` on a 4,096-wide model was estimated silently under the old bound
+#: (the hidden-size limit).
+MAX_HEAD_DIM = 1024
 _MAXIMA: dict[str, int] = {
     "hidden_size": MAX_HIDDEN_SIZE,
     "n_embd": MAX_HIDDEN_SIZE,
@@ -154,7 +158,7 @@ _MAXIMA: dict[str, int] = {
     "n_head": MAX_HEADS,
     "num_key_value_heads": MAX_HEADS,
     "num_kv_heads": MAX_HEADS,
-    "head_dim": MAX_HIDDEN_SIZE,
+    "head_dim": MAX_HEAD_DIM,
     "intermediate_size": 100 * MAX_HIDDEN_SIZE,
     "moe_intermediate_size": 100 * MAX_HIDDEN_SIZE,
     "n_inner": 100 * MAX_HIDDEN_SIZE,

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from gpufleet.catalog.provider_class import check_provider_classes
 from gpufleet.catalog.regions import expand_geos
 from gpufleet.cost.schedule import Schedule
-from gpufleet.errors import ConfigFileError, GpufleetError
+from gpufleet.errors import ConfigFileError, GpufleetError, capped_list
 from gpufleet.estimate.types import FINE_TUNING_TASKS
 from gpufleet.fileio import document_kind, parse_yaml_or_json, read_user_text
 from gpufleet.precision import PRECISIONS, check_precision
@@ -314,6 +314,12 @@ class WorkloadSpec(NoBoolNumbers):
                 f"optimizer are fine-tuning settings; allowed with task {', '.join(FINE_TUNING_TASKS)}. "
                 "Remove them, or set the fine-tuning task"
             )
+        both = sorted({p.lower() for p in self.providers} & {p.lower() for p in self.exclude_providers})
+        if both:
+            raise ValueError(
+                f"providers and exclude_providers (--provider, --exclude-provider) both name "
+                f"{', '.join(both)}, so no offer could match; name each provider in one of the two"
+            )
         if self.task != "inference" and serving:
             raise ValueError(
                 f"a {self.task} workload takes no {', '.join(serving)} (serving targets): remove them, "
@@ -452,6 +458,7 @@ def validation_message(
     it the message speaks of those names instead of a file entry.
     """
     parts = []
+    unknown: list[str] = []
     for err in exc.errors():
         loc = ".".join(str(x) for x in err["loc"]) or "(workload)"
         top = str(err["loc"][0]) if err["loc"] else ""
@@ -463,8 +470,7 @@ def validation_message(
             nested = data.get(top)
             value = nested.get(sub, "<missing>") if isinstance(nested, Mapping) else value
         if err["type"] == "extra_forbidden":
-            allowed = ", ".join(sorted(WorkloadSpec.model_fields))
-            parts.append(f"{name} is not a workload field (allowed: {allowed})")
+            unknown.append(name)
             continue
         hint = _ALLOWED_HINT.get(top, "")
         msg = err["msg"].removeprefix("Value error, ").rstrip(".")
@@ -473,13 +479,17 @@ def validation_message(
         elif "allowed" in msg:
             hint = ""  # the message already lists the allowed values
         parts.append(f"{name} = {value!r}: {msg}" + (f" (allowed: {hint})" if hint else ""))
+    if unknown:  # named once, with the allowed fields once (100,000 unknown keys made a 78 MB message)
+        allowed = ", ".join(sorted(WorkloadSpec.model_fields))
+        verb = "is not a workload field" if len(unknown) == 1 else "are not workload fields"
+        parts.append(f"{capped_list(unknown)} {verb} (allowed: {allowed})")
     where = f"{source}: " if labels else f"Workload file {source}, entry {entry!r}: "
     fix = (
         "Fix these options; `gpufleet recommend --help` gives each unit."
         if labels
         else "Fix these fields; docs/recommend.md lists every field with its unit."
     )
-    return where + "; ".join(parts) + ". " + fix
+    return where + capped_list(parts, sep="; ", what="more problems") + ". " + fix
 
 
 def workload_from_dict(

@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from gpufleet.errors import ConfigFileError, InputError
+from gpufleet.errors import ConfigFileError, InputError, UnknownNameError
 from gpufleet.fileio import check_top_level, load_structured_file
 from gpufleet.simulate.core import make_rng, new_environment, percentile
 from gpufleet.simulate.jobs import Job
@@ -168,7 +168,13 @@ def _resolve_fleet(doc: Any, source: str) -> Fleet:
             f"({', '.join(POOL_KINDS)}); see docs/simulate.md for every key and its unit."
         ) from None
     pools = []
+    from gpufleet.catalog.specs import get_spec
+
     for k, raw in enumerate(spec.pools):
+        try:
+            get_spec(raw.gpu)  # a misspelt GPU with its own price was simulated under that name, unchecked
+        except UnknownNameError as exc:
+            raise ConfigFileError(f"The fleet file {source}, pool {raw.name or k}: {exc}") from None
         price = raw.price_usd_per_node_hour
         if price is None:
             price = _catalog_price(raw.gpu, raw.gpus_per_node, raw.kind == "spot")

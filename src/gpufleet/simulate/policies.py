@@ -229,6 +229,12 @@ class HpaPolicy:
             raise InputError(f"HPA metric {self.metric!r}: allowed kv_usage, concurrency.")
         if (self.target is not None and self.target <= 0) or self.tolerance < 0:
             raise InputError("HPA target must be > 0 and tolerance >= 0.")
+        if self.metric == "kv_usage" and self.target is not None and self.target > 1:
+            raise InputError(
+                f"HPA target {self.target:g} with metric kv_usage: the KV-cache usage is a fraction 0-1, so "
+                "the target is never reached and the policy never scales up. Give a fraction such as "
+                "target=0.8."
+            )
         if self.scale_up_percent < 0 or self.scale_up_pods < 0 or self.scale_up_period_s <= 0:
             raise InputError(
                 "HPA scale-up policy: scale_up_percent and scale_up_pods must be >= 0 and scale_up_period_s "
@@ -405,6 +411,27 @@ Policy = StaticPolicy | ScheduledPolicy | HpaPolicy | KpaPolicy | RayServePolicy
 #: Largest value of a numeric policy parameter: 10^9 (seconds: ~30 years; requests per replica: far beyond any
 #: engine's batch cap); a bound against typos such as 1e300.
 MAX_POLICY_PARAM = 1e9
+#: Shortest controller tick accepted [s]. The controller wakes every ``tick_s`` until the trace is served:
+#: ``tick_s=0`` never advanced the clock (the command hung) and 1e-9 s made ~10^10 wake-ups. Controllers tick
+#: every 2 s (Knative KPA) to 15 s (Kubernetes HPA sync period); 1 s is finer than any of them.
+MIN_TICK_S = 1.0
+#: Parameters that divide or set a window, a rate or a target: 0 is no setting of theirs (``target_concurrency
+#: = 0`` silently meant the default, ``scale_down_utilisation = 0`` divided by zero), so they must be > 0.
+POSITIVE_POLICY_PARAMS = frozenset(
+    {
+        "target",
+        "target_concurrency",
+        "target_ongoing_requests",
+        "stable_window_s",
+        "panic_window_percentage",
+        "panic_threshold_percentage",
+        "max_scale_up_rate",
+        "max_scale_down_rate",
+        "look_back_period_s",
+        "window_s",
+        "scale_down_utilisation",
+    }
+)
 
 
 def make_policy(name: str, **params: float | str | tuple[tuple[float, int], ...] | None) -> Policy:
@@ -431,6 +458,16 @@ def make_policy(name: str, **params: float | str | tuple[tuple[float, int], ...]
             raise InputError(
                 f"policy {name}: parameter {k} = {v!r} must be a finite number from 0 to "
                 f"{MAX_POLICY_PARAM:g} (seconds, requests per replica or a fraction)."
+            )
+        if isinstance(v, int | float) and k == "tick_s" and v < MIN_TICK_S:
+            raise InputError(
+                f"policy {name}: parameter tick_s = {v!r} is below the shortest controller tick of "
+                f"{MIN_TICK_S:g} s (KPA ticks every 2 s, HPA every 15 s). Give tick_s >= {MIN_TICK_S:g}."
+            )
+        if isinstance(v, int | float) and k in POSITIVE_POLICY_PARAMS and v <= 0:
+            raise InputError(
+                f"policy {name}: parameter {k} = {v!r} must be > 0 (0 sets no {k}); give a positive value, "
+                "or leave the parameter out for its default."
             )
     policy: Policy = cls(**params)
     return policy

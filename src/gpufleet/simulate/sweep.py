@@ -192,6 +192,20 @@ def check_sweep_spec(spec: SweepSpec) -> None:
         raise InputError(
             f"sweep spec ({spec.kind}): unknown names {unknown[:5]}. Allowed: {', '.join(sorted(allowed))}."
         )
+    both = sorted(str(k) for k in spec.base if k in spec.grid)
+    if both:
+        raise InputError(
+            f"sweep spec ({spec.kind}): {', '.join(both)} is set in both base and grid, and the grid's "
+            "values would silently replace base's. Keep it in one of the two (in grid to vary it)."
+        )
+    for k, values in spec.grid.items():
+        shown = [repr(v) for v in values]
+        repeated = sorted({v for v in shown if shown.count(v) > 1})
+        if repeated:
+            raise InputError(
+                f"sweep spec ({spec.kind}): grid {k} lists {', '.join(repeated)} more than once (the same "
+                "runs twice); give each value once."
+            )
     missing = [k for k in _SWEEP_REQUIRED[spec.kind] if k not in keys]
     if missing:
         raise InputError(f"sweep spec ({spec.kind}): {', '.join(missing)} is required (in base or grid).")

@@ -42,6 +42,15 @@ _MEMORY_UNIT_TO_MIB: Final[dict[str, float]] = {
     "megabytes": MB / MIB,
     "gigabytes": 1e9 / MIB,
 }
+#: CloudWatch units each non-memory metric may carry ("" or "None": nvidia-smi's own unit). A utilisation
+#: in Bytes or a power in Percent was stored as if in the metric's unit.
+_OTHER_UNITS: Final[dict[str, frozenset[str]]] = {
+    "gpu_util_pct": frozenset({"", "none", "percent"}),
+    "mem_copy_util_pct": frozenset({"", "none", "percent"}),
+    "power_w": frozenset({"", "none", "watts"}),
+    "gpu_temp_c": frozenset({"", "none"}),
+    "sm_clock_mhz": frozenset({"", "none"}),
+}
 REQUIRED: Final = ("Timestamp", "MetricName", "Value")
 
 
@@ -90,6 +99,14 @@ def read_cloudwatch_csv(text: str, *, source: str, batch: SampleBatch, problems:
                 )
                 continue
             value *= factor
+        elif row.get("Unit", "").lower() not in _OTHER_UNITS.get(metric, frozenset({""})):
+            allowed = ", ".join(sorted(u or "(blank)" for u in _OTHER_UNITS.get(metric, frozenset({""}))))
+            problems.add(
+                source,
+                "malformed_line",
+                f"{example} (unit {row.get('Unit')!r} does not measure {metric}; allowed: {allowed})",
+            )
+            continue
         labels = {"source": "cloudwatch", "host": row.get("host", ""), "provider": "aws"}
         for col, key in (
             ("model", "name"),

@@ -121,6 +121,20 @@ def parse_index(text: str) -> int | None:
 #: Earliest sample time stored [µs since 1970]: 2000-01-01 00:00 UTC. DCGM (2018) and nvidia-smi CSV logs
 #: are far younger; a 1970 date is a seconds value read as milliseconds or an unset clock.
 EARLIEST_TS_US = 946_684_800 * 1_000_000
+#: Latest sample time that is a time at all [µs since 1970]: 10000-01-01 00:00 UTC (253,402,300,800 s, the
+#: end of what datetime and DuckDB represent). A later one (``10**30`` ms in an exposition line) overflowed
+#: the store's int64 microseconds with a traceback; it is counted as ``clock_skew`` and dropped.
+LATEST_TS_US = 253_402_300_800 * 1_000_000
+
+
+def timestamp_us(value: float) -> int:
+    """``value`` [µs] as an int, with a non-finite or out-of-range value clipped to just outside
+    [0, :data:`LATEST_TS_US`] so that :func:`add_checked` counts it (``before_epoch`` or ``clock_skew``)."""
+    if value > LATEST_TS_US:
+        return LATEST_TS_US + 1
+    if not value >= 0:  # negative or NaN
+        return -1
+    return int(value)
 
 
 def lo_hi_ok(metric: str, value: float) -> bool:
@@ -151,6 +165,9 @@ def add_checked(
         return
     if ts_us < EARLIEST_TS_US:
         problems.add(where, "before_2000", example)
+        return
+    if ts_us > LATEST_TS_US:
+        problems.add(where, "clock_skew", f"{example} (after the year 9999)")
         return
     lo, hi = VALUE_RANGE[metric]
     if not lo <= value <= hi:

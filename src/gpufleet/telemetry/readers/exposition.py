@@ -15,10 +15,12 @@ from typing import Final
 from gpufleet.telemetry.readers.common import (
     DCGM_METRICS,
     EARLIEST_TS_US,
+    LATEST_TS_US,
     add_checked,
     canonical_labels,
     lo_hi_ok,
     parse_index,
+    timestamp_us,
 )
 from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
 from gpufleet.units import MS_PER_S, US_PER_S
@@ -118,9 +120,9 @@ def read_exposition(
             ts_us = scrape_ts_us
             problems.add(source, "no_timestamp", f"line {lineno}: {line[:160]}")
         else:
-            ts_us = int(float(m.group("ts")) * us_per_unit)
+            ts_us = timestamp_us(float(m.group("ts")) * us_per_unit)
         value *= factor
-        if ts_us >= EARLIEST_TS_US and lo_hi_ok(metric, value):
+        if EARLIEST_TS_US <= ts_us <= LATEST_TS_US and lo_hi_ok(metric, value):
             batch.add_sample(lid, ts_us, metric, value)
         else:
             add_checked(

@@ -30,7 +30,14 @@ MAX_TIMEOUT_S: Final = 3600.0
 
 
 def _hostname(url: str) -> str | None:
-    """The host of ``url``; None when it has none or cannot be parsed (``http://[::1``)."""
+    """The host of ``url``; None when it has none or cannot be parsed (``http://[::1``), or when httpx
+    would refuse it (a line break or a space in it raised httpx.InvalidURL, a traceback)."""
+    if any(ch.isspace() or not ch.isprintable() for ch in url):
+        return None
+    try:
+        httpx.URL(url)
+    except httpx.InvalidURL:
+        return None
     try:
         return urlsplit(url).hostname
     except ValueError:
