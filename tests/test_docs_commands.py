@@ -8,7 +8,8 @@ workload, ``FLEET.yaml``: the assessment platform, ``dcgm.prom``: the seeded tel
 Commands that need the network or take more than ~2 s are listed in :data:`NOT_RUN` with the reason; an
 entry there that no longer matches a documented command fails, as does a documented command whose file
 the scratch folder does not provide. Synopsis lines (``[--gpu ID]``, ``a|b``, ``...``) are not run, but each
-option they name must exist on their command. Runs in ~15 s on two shared cores.
+option they name must exist on their command, as must each option of a `gpufleet CMD ...` code span in the
+running text. Runs in ~15 s on two shared cores.
 """
 
 from __future__ import annotations
@@ -222,6 +223,28 @@ def test_synopsis_lines_name_existing_options() -> None:
         for opt in re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", " ".join(words[len(name.split()) :])):
             if opt not in options[name]:
                 bad.append(f"{c.where}: `gpufleet {name}` has no {opt}: {c.text}")
+    assert not bad, "\n".join(bad)
+
+
+#: options the docs name on purpose although no command has them (a usage-error timing row in the README)
+INLINE_BAD_OPTIONS_ON_PURPOSE = {"--bogus"}
+
+
+def test_inline_commands_name_existing_options() -> None:
+    """`gpufleet CMD --opt ...` in running text (code spans) names options CMD has."""
+    options = _options()
+    bad = []
+    for path in DOC_FILES:
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for span in re.findall(r"`(gpufleet [^`]+)`", line):
+                words = span.split()[1:]
+                try:
+                    name = _command_name(words, options)
+                except AssertionError:  # a group (`gpufleet telemetry`) or `gpufleet --version`
+                    continue
+                for opt in re.findall(r"(?<![\w-])(--?[a-zA-Z][\w-]*)", " ".join(words[len(name.split()) :])):
+                    if opt not in options[name] and opt not in INLINE_BAD_OPTIONS_ON_PURPOSE | {"--help"}:
+                        bad.append(f"{path.relative_to(ROOT)}:{n}: `gpufleet {name}` has no {opt}: {span}")
     assert not bad, "\n".join(bad)
 
 
