@@ -65,6 +65,23 @@ def test_plan_exports(tmp_path: Path) -> None:
     assert list(sky.glob("*.sky.yaml"))
 
 
+def test_plan_skypilot_creates_the_task_folder(tmp_path: Path) -> None:
+    """docs/fleet.md's `gpufleet plan FLEET.yaml -f skypilot -o sky/`: a new folder in an existing one is
+    created (it used to exit 2 asking for an existing folder); a file or a missing parent still exits 2."""
+    f = _file(tmp_path, SMALL)
+    sky = tmp_path / "sky"
+    res = runner.invoke(app, ["plan", str(f), "-f", "skypilot", "-o", f"{sky}/", "--no-savings"])
+    assert res.exit_code == 0, res.output
+    assert sky.is_dir() and list(sky.glob("*.sky.yaml"))
+    afile = tmp_path / "plan.txt"
+    afile.write_text("x")
+    res = runner.invoke(app, ["plan", str(f), "-f", "skypilot", "-o", str(afile)])
+    assert res.exit_code == 2 and "is a file" in res.output and "Traceback" not in res.output
+    res = runner.invoke(app, ["plan", str(f), "-f", "skypilot", "-o", str(tmp_path / "no" / "sky")])
+    assert res.exit_code == 2 and "mkdir -p" in res.output
+    assert not (tmp_path / "no").exists()
+
+
 def test_plan_user_errors_exit_2(tmp_path: Path) -> None:
     bad = dict(SMALL, constraints={"quotas": [{"provider": "aws", "limit": -1}]})
     res = runner.invoke(app, ["plan", str(_file(tmp_path, bad))])

@@ -51,6 +51,26 @@ def _write(path: Path, text: str) -> None:
     err_console.print(f"Written to {path}", highlight=False)
 
 
+def _skypilot_folder(output: Path) -> Path:
+    """``output`` as the folder for the SkyPilot task files: an existing folder, or a new one in an existing
+    folder (created when the tasks are written, as ``-o sky/`` in docs/fleet.md expects); checked before
+    the solve so a bad path fails fast."""
+    if output.is_dir():
+        return output
+    if output.exists():
+        raise InputError(
+            f"--output {output} is a file, but --format skypilot writes one task file per placement into a "
+            "folder. Give a folder path (a new folder is created)."
+        )
+    if not output.parent.is_dir():
+        raise InputError(
+            f"--output {output}: the folder {output.parent} does not exist, so the SkyPilot task folder "
+            f"cannot be created in it. Create it first (mkdir -p {output.parent}) or give a folder in an "
+            "existing one."
+        )
+    return output
+
+
 def register(app: typer.Typer) -> None:
     """Attach `gpufleet plan` to the root app."""
 
@@ -65,7 +85,11 @@ def register(app: typer.Typer) -> None:
         ] = PlanFormat.table,
         output: Annotated[
             Path | None,
-            typer.Option("--output", "-o", help="File to write (skypilot: a folder for the task files)."),
+            typer.Option(
+                "--output",
+                "-o",
+                help="File to write (skypilot: a folder for the task files, created if missing).",
+            ),
         ] = None,
         time_limit: Annotated[
             float,
@@ -98,6 +122,8 @@ def register(app: typer.Typer) -> None:
                 "--format skypilot writes one file per placement: give a folder with -o/--output."
             )
         start = _period(period)
+        if fmt is PlanFormat.skypilot and output is not None:
+            output = _skypilot_folder(output)
         if image and (not image.strip() or any(c.isspace() or not c.isprintable() for c in image)):
             raise InputError(
                 f"--image {image!r} is not a container image reference: it holds spaces or control "
@@ -158,8 +184,13 @@ def register(app: typer.Typer) -> None:
             return
         if fmt is PlanFormat.skypilot:
             assert output is not None
-            if not output.is_dir():
-                raise InputError(f"--output {output} must be an existing folder for the SkyPilot task files.")
+            try:
+                output.mkdir(exist_ok=True)
+            except OSError as exc:
+                raise InputError(
+                    f"Cannot create the SkyPilot task folder {output}: {exc.strerror or exc}. "
+                    "Give another folder."
+                ) from None
             tasks_out = export.skypilot_tasks(plan, jobs=export.job_names(fleet))
             for name, text in tasks_out.items():
                 _write(output / name, text)
