@@ -1,5 +1,5 @@
 """Practitioners' rules, seventh audit: 46 more asks read as a senior ML platform engineer reads them
-(docs/recommend.md, "Practitioners' rules we check", rules 24-32; docs/fleet.md rule M4).
+(docs/recommend.md, "Practitioners' rules we check", rules 24-33; docs/fleet.md rule M4).
 
 The earlier audits (``test_practitioner_rules.py`` rules 1-15, ``test_practitioner_rules_5.py`` rules 16-23)
 cover chat, RAG, batch serving, fine-tuning and pre-training. This one adds asks they did not: 0.5B-3B models
@@ -555,3 +555,34 @@ def test_production_on_consumer_gpus_only_says_why_and_how_to_allow() -> None:
     assert allowed.status != "no_offers"  # left to the risk limit: marketplace hosts are high risk here
     batch = recommend(offers=_table(), estimator=_estimator(), limit=TOP, **(ask | {"tier": "batch"}))
     assert batch.status == "ok"
+
+
+# ---- rule 33: a training run's start-up is billed on every GPU it holds ---------------------------------
+def test_short_jobs_do_not_take_a_slice_they_mostly_spend_starting() -> None:
+    """Rule 33: provisioning, image pull, weight load and warm-up (cost.startup, ~2 min) are paid per run on
+    every GPU, so a short job's pick runs at least 10x its start-up. Before, a 2e8-token LoRA of Mistral-7B on
+    spot went to a 256-chip TPU v6e slice for ~2 minutes (the 64-, 128- and 256-chip slices all cost the
+    same without the start-up)."""
+    from gpufleet.cost.startup import training_startup_s
+
+    ask = _train("mistral-7b", "lora", 2e8, pricing="spot")
+    r = recommend(offers=_table(), estimator=_estimator(), limit=TOP, **ask)
+    assert r.status == "ok"
+    for c in r.ranked[:TOP]:
+        assert c.time_to_train_s is not None
+        assert c.time_to_train_s.central >= 10 * training_startup_s(0.0), (c.gpu, c.gpus_per_node)
+
+
+def test_startup_is_part_of_the_time_to_train() -> None:
+    from gpufleet.cost.startup import DEFAULT_LOAD_BANDWIDTH_BYTES_PER_S, training_startup_s
+    from gpufleet.recommend.perf import training_configs
+
+    assert training_startup_s(0.0) == pytest.approx(110.0)  # 60 + 30 + 20 s
+    assert training_startup_s(16e9) == pytest.approx(110.0 + 16e9 / DEFAULT_LOAD_BANDWIDTH_BYTES_PER_S)
+    w = Workload(name="lora-8b", model="llama-3.1-8b", task="lora", train_tokens=1e8, precision="bf16")
+    (cfg,) = training_configs(_estimator(), w, "H100-SXM", 1)
+    est = _estimator().training(gpu="H100-SXM", precision="bf16", gpu_count=1, gpus_per_node=1, workload=w)
+    assert cfg.time_to_train_s is not None and est.time_to_train_s is not None
+    extra = cfg.time_to_train_s.central - est.time_to_train_s.central
+    assert extra == pytest.approx(training_startup_s(cfg.weights_per_gpu_gib * GIB))
+    assert any("Start-up" in n for n in cfg.notes)

@@ -1,14 +1,7 @@
 """Cold start of a serving replica: provisioning + image pull + weight load + warm-up [s].
 
-Defaults are priors from fleet-anchors section F (secondary sources, marked so there; every part can be
-overridden):
-
-* provisioning 60 s: node/GPU provisioning 10-60 s (paralleliq.ai, spheron.network); the upper end, since
-  GPU nodes are the slow case;
-* image pull 30 s: 5-30 s for a cached image, 4-8 min uncached for 15-18 GB images; the cached upper end;
-* weight load = weight bytes / load bandwidth, 2 GB/s: "7B = 8 s from fast NVMe" (16 GB / 8 s = 2 GB/s)
-  and "70B = 40-45 s" (140 GB / 42 s = 3.3 GB/s); the slower figure;
-* warm-up 20 s: CUDA graph capture 10-30 s; the midpoint.
+Defaults (sources) in :mod:`gpufleet.cost.startup`, shared with the start-up of a training run; every
+part can be overridden.
 """
 
 from __future__ import annotations
@@ -16,14 +9,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gpufleet.cost.startup import (
+    DEFAULT_IMAGE_PULL_S,
+    DEFAULT_LOAD_BANDWIDTH_BYTES_PER_S,
+    DEFAULT_PROVISIONING_S,
+    DEFAULT_WARMUP_S,
+)
 from gpufleet.errors import InputError
-from gpufleet.units import GB
 from gpufleet.validation import MAX_COLD_START_S
-
-DEFAULT_PROVISIONING_S = 60.0
-DEFAULT_IMAGE_PULL_S = 30.0
-DEFAULT_LOAD_BANDWIDTH_BYTES_PER_S = 2.0 * GB
-DEFAULT_WARMUP_S = 20.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -456,9 +456,9 @@ def simulate_spot(
     catalog, hazards from ``cost/spot.py``'s assumptions or a SkyPilot availability trace."""
     from gpufleet.catalog.offers import Offer, load_offers
     from gpufleet.cost.spot import assumption_for, expected_wall_time_factor, load_spot_assumptions
+    from gpufleet.cost.startup import DEFAULT_IMAGE_PULL_S, DEFAULT_PROVISIONING_S
     from gpufleet.estimate.performance import estimate_training
     from gpufleet.models import count_params, resolve_model
-    from gpufleet.simulate.coldstart import DEFAULT_IMAGE_PULL_S, DEFAULT_PROVISIONING_S
     from gpufleet.simulate.spot_traces import read_spot_trace
     from gpufleet.units import SECONDS_PER_HOUR
 
