@@ -91,25 +91,32 @@ def _demand(rng: np.random.Generator) -> dict[str, Any]:
     return {"hourly": [round(float(v), 2) for v in shape]}
 
 
-def _catalog_places() -> set[tuple[str, str, str]]:
-    """(provider, GPU spec id, geo) present in the shipped catalog (users ask for GPUs their clouds have)."""
+def _catalog_places() -> dict[tuple[str, str, str], list[tuple[int, float]]]:
+    """(provider, GPU spec id, geo) -> [(GPUs, vCPUs) per node] in the shipped catalog (users ask for GPUs
+    their clouds have, in node sizes they sell)."""
     from gpufleet.fleet.refdata import region_info
 
     t = load_offers()
-    out = set()
-    for p, g, r in set(zip(t.column("provider"), t.column("gpu"), t.column("region"), strict=True)):
+    out: dict[tuple[str, str, str], set[tuple[int, float]]] = {}
+    cols = ("provider", "gpu", "region", "gpu_count", "vcpus")
+    for p, g, r, n, v in set(zip(*(t.column(c) for c in cols), strict=True)):
         info = region_info(str(p), str(r))
-        out.add((str(p), str(g), info.geo.lower() if info else ""))
-    return out
+        key = (str(p), str(g), info.geo.lower() if info else "")
+        out.setdefault(key, set()).add((int(n), float(v)))
+    return {k: sorted(v) for k, v in out.items()}
 
 
-def _available(places: set[tuple[str, str, str]], w: dict[str, Any]) -> bool:
+def _available(places: dict[tuple[str, str, str], list[tuple[int, float]]], w: dict[str, Any]) -> bool:
+    """Some allowed offer holds one replica on one node (a replica spans nodes only over an RDMA fabric,
+    which the planner allows on few offers: ``fleet.sizing.candidates``)."""
     geos = set(w.get("geos", ()))
+    r = w["resources"]
     return any(
         p in w["providers"]
-        and any(fnmatch.fnmatchcase(g, pat) for pat in w["resources"]["gpus"])
+        and any(fnmatch.fnmatchcase(g, pat) for pat in r["gpus"])
         and (not geos or geo in geos)
-        for p, g, geo in places
+        and any(n >= r["gpus_per_replica"] and (not r["vcpus"] or v >= r["vcpus"]) for n, v in nodes)
+        for (p, g, geo), nodes in places.items()
     )
 
 
