@@ -16,8 +16,9 @@ quota rows bind (the unconstrained plan is not timed).
 
 Both run under per-provider GPU quotas (a separate AWS spot quota, a GCP A100 quota, Azure vCPUs), a fleet
 budget, a budget per team (different per team), existing reservations and at most 4 providers. Stages:
-parse (file -> typed fleet), sizing (every fitting catalog offer, exact pruning), build (MILP), HiGHS, decode
-and the independent check. The gap is what HiGHS reports. "CPU s" is the process's CPU time over all stages
+parse (file -> typed fleet), sizing (every fitting catalog offer, exact pruning), build (MILP), HiGHS (with
+the LP-rounding start), decode and the independent check. The gap is what the solver proves against its
+bound. "CPU s" is the process's CPU time over all stages
 (on a shared machine wall time overstates it). Prints a markdown table and the load average.
 """
 
@@ -269,6 +270,7 @@ def run(size: int, mode: str, gap: float, time_limit_s: float, seed: int, bindin
         "cpu_s": time.process_time() - c0,
         "violations": len(solved.violations),
         "cost": solved.cost_usd_per_month,
+        "aws_quotas": [q for q in data["constraints"]["quotas"] if q["provider"] == "aws"],
     }
 
 
@@ -287,8 +289,9 @@ def main() -> None:
     a = ap.parse_args()
     print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     head = "workloads | mode | status | options (generated -> kept) | vars / rows | gap | parse s | sizing s"
-    print(f"| {head} | build s | HiGHS s | decode+check s | total s | CPU s | violations |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| {head} | build s | HiGHS s | decode+check s | total s | CPU s | violations | USD/month |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    caps: list[str] = []
     for n in a.sizes:
         for mode in a.modes:
             r = run(n, mode, a.gap, a.time_limit, a.seed, a.binding)
@@ -307,8 +310,13 @@ def main() -> None:
                 f"{r['total_s']:.1f}",
                 f"{r['cpu_s']:.1f}",
                 str(r["violations"]),
+                "-" if r["cost"] is None else f"{r['cost']:,.2f}",
             ]
             print("| " + " | ".join(cells) + " |", flush=True)
+            if a.binding:
+                caps.append(f"{n:,} {mode}: " + ", ".join(f"{q['name']} {q['limit']:g}" for q in r["aws_quotas"]))
+    if caps:
+        print("binding AWS quotas (GPUs): " + "; ".join(caps))
     print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 

@@ -13,8 +13,9 @@ Prog. 102, 2005):
 
 1. *RENS*: every integer variable the LP set to an integer is fixed there; each fractional one may take its
    floor or its ceiling. Tiny, and its optimum is the best rounding of the LP.
-2. *Support*: if no rounding is feasible (a quota the LP filled to its limit), every integer variable the LP
-   set to zero stays zero and the others are free within their bounds: the LP's choices, re-mixed.
+2. *Support*: every integer variable the LP set to zero stays zero and the others are free within their
+   bounds: the LP's choices re-mixed (it finds a plan where no rounding is feasible, e.g. a quota the LP
+   filled to its limit, and improves on RENS where a rounding is); the cheaper of the two is the start.
 
 Both are ordinary MILPs over the same rows, so whatever they return satisfies every row; it is checked again
 (``Problem.violated_rows``) before it is used. The LP optimum is also a valid lower bound on the plan's cost.
@@ -34,6 +35,8 @@ from gpufleet.fleet.solve import highs_lp, highs_model
 
 #: an LP value this close to an integer counts as integral
 INTEGRAL_TOL = 1e-6
+#: relative gap the sub-MILPs stop at (they are small: HiGHS proves it at the root on the benchmarks)
+SUB_MIP_GAP = 1e-6
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,9 +51,10 @@ class Incumbent:
 
 
 def _sub_mip(lp: Any, lb: np.ndarray, ub: np.ndarray, *, time_limit_s: float) -> np.ndarray | None:
-    """A feasible point of the MILP ``lp`` with column bounds ``lb``/``ub`` (its best within the limit)."""
+    """The best feasible point of the MILP ``lp`` with column bounds ``lb``/``ub`` found within the limit."""
     h = highs_model(lp, lb=lb, ub=ub)
     h.setOptionValue("time_limit", max(time_limit_s, 0.01))
+    h.setOptionValue("mip_rel_gap", SUB_MIP_GAP)
     h.run()
     if h.getInfo().primal_solution_status != 2:  # kSolutionStatusFeasible: none found
         return None
@@ -107,16 +111,22 @@ def lp_round(p: Problem, lp: Any | None = None, *, time_limit_s: float) -> Incum
     # 1. RENS: integral values fixed, fractional ones between floor and ceiling
     lb = np.where(integer, np.where(frac_mask, np.floor(x), np.round(x)), lb0)
     ub = np.where(integer, np.where(frac_mask, np.ceil(x), np.round(x)), ub0)
+    y = None
     if left() > 0:
         y = _sub_mip(lp, np.maximum(lb, lb0), np.minimum(ub, ub0), time_limit_s=left())
-        if y is not None:
-            return done(y, "rens", bound, frac)
-    # 2. the LP's support: integer variables at zero stay there, the others are free
+    # 2. the LP's support: integer variables at zero stay there, the others are free (a superset of RENS's
+    # choices; on 10,000 distinct binding workloads 2.4 s and $334/month less). Not started from the RENS
+    # point: with it as a start HiGHS 1.16 stopped at that point (1,000 distinct binding: $9,808,271 vs
+    # $9,806,938/month without)
     zero = integer & (np.abs(x) <= INTEGRAL_TOL) & (lb0 <= 0.0)
+    z = None
     if left() > 0:
-        y = _sub_mip(lp, lb0, np.where(zero, 0.0, ub0), time_limit_s=left())
-        if y is not None:
-            return done(y, "support", bound, frac)
+        z = _sub_mip(lp, lb0, np.where(zero, 0.0, ub0), time_limit_s=left())
+    cost = np.asarray(p.cost, dtype=float)
+    if z is not None and (y is None or float(cost @ z) <= float(cost @ y)):
+        return done(z, "support", bound, frac)
+    if y is not None:
+        return done(y, "rens", bound, frac)
     return done(None, "none", bound, frac)
 
 
