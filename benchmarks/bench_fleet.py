@@ -314,7 +314,8 @@ def main() -> None:
             ]
             print("| " + " | ".join(cells) + " |", flush=True)
             if a.binding:
-                caps.append(f"{n:,} {mode}: " + ", ".join(f"{q['name']} {q['limit']:g}" for q in r["aws_quotas"]))
+                quotas = ", ".join(f"{q['name']} {q['limit']:g}" for q in r["aws_quotas"])
+                caps.append(f"{n:,} {mode}: {quotas}")
     if caps:
         print("binding AWS quotas (GPUs): " + "; ".join(caps))
     print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
