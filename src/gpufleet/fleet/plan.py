@@ -218,7 +218,7 @@ def solve_fleet(
     p = model.problem
     build_s = time.perf_counter() - t0
 
-    solver = "HiGHS (highspy), started from a rounding of the LP relaxation"
+    solver = "HiGHS (highspy)"
 
     def stats(solve_s: float, gap: float | None, nodes: int | None) -> SolveStats:
         return SolveStats(
@@ -249,6 +249,8 @@ def solve_fleet(
     sol = solve(p, time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap)
     if sol.source != "HiGHS":
         solver = "HiGHS (highspy): LP relaxation rounded within the gap (no branching needed)"
+    elif sol.incumbent_objective is not None:
+        solver = "HiGHS (highspy), started from a rounding of the LP relaxation"
     if sol.status in ("optimal", "feasible"):
         lines = _decode(fleet, model, sol.x, kept)
         pools, lines = decode_pools(model.pools, sol.x, lines)
