@@ -72,21 +72,26 @@ def lp_round(p: Problem, lp: Any | None = None, *, time_limit_s: float) -> Incum
         return time_limit_s - (time.perf_counter() - t0)
 
     def done(
-        x: np.ndarray | None, stage: str, bound: float | None, frac: int, infeasible: bool = False
+        points: list[tuple[np.ndarray, str]], bound: float | None, frac: int, infeasible: bool = False
     ) -> Incumbent:
-        if x is not None:
+        """The cheapest of ``points`` that satisfies every row (checked again here), or none."""
+        integer = np.array(p.integer, dtype=bool)
+        best: tuple[float, np.ndarray, str] | None = None
+        for x, stage in points:
             x = np.round(x, 9)
-            integer = np.array(p.integer, dtype=bool)
             x[integer] = np.round(x[integer])
             if p.violated_rows(x.tolist()):  # never hand out a point that breaks a row
-                x, stage = None, "none"
+                continue
+            obj = p.objective(x.tolist())
+            if best is None or obj < best[0]:
+                best = (obj, x, stage)
         return Incumbent(
-            x=None if x is None else tuple(float(v) for v in x),
-            objective=None if x is None else p.objective(x.tolist()),
+            x=None if best is None else tuple(float(v) for v in best[1]),
+            objective=None if best is None else best[0],
             lp_bound=bound,
             lp_infeasible=infeasible,
             fractional=frac,
-            stage=stage if x is not None else "none",
+            stage="none" if best is None else best[2],
             time_s=time.perf_counter() - t0,
         )
 
@@ -98,16 +103,16 @@ def lp_round(p: Problem, lp: Any | None = None, *, time_limit_s: float) -> Incum
     h.run()
     status = h.getModelStatus()
     if status == highspy.HighsModelStatus.kInfeasible:
-        return done(None, "none", None, 0, infeasible=True)
+        return done([], None, 0, infeasible=True)
     if status != highspy.HighsModelStatus.kOptimal:
-        return done(None, "none", None, 0)
+        return done([], None, 0)
     x = np.array(h.getSolution().col_value, dtype=float)
     bound = float(h.getInfo().objective_function_value) + p.constant
     integer = np.array(p.integer, dtype=bool)
     frac_mask = integer & (np.abs(x - np.round(x)) > INTEGRAL_TOL)
     frac = int(frac_mask.sum())
     if frac == 0:
-        return done(x, "rens", bound, 0)
+        return done([(x, "rens")], bound, 0)
     # 1. RENS: integral values fixed, fractional ones between floor and ceiling
     lb = np.where(integer, np.where(frac_mask, np.floor(x), np.round(x)), lb0)
     ub = np.where(integer, np.where(frac_mask, np.ceil(x), np.round(x)), ub0)
@@ -122,12 +127,7 @@ def lp_round(p: Problem, lp: Any | None = None, *, time_limit_s: float) -> Incum
     z = None
     if left() > 0:
         z = _sub_mip(lp, lb0, np.where(zero, 0.0, ub0), time_limit_s=left())
-    cost = np.asarray(p.cost, dtype=float)
-    if z is not None and (y is None or float(cost @ z) <= float(cost @ y)):
-        return done(z, "support", bound, frac)
-    if y is not None:
-        return done(y, "rens", bound, frac)
-    return done(None, "none", bound, frac)
+    return done([(v, stage) for v, stage in ((z, "support"), (y, "rens")) if v is not None], bound, frac)
 
 
 def relative_gap(objective: float, bound: float) -> float:

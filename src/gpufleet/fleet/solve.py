@@ -187,11 +187,14 @@ def solve(p: Problem, *, time_limit_s: float = 60.0, mip_rel_gap: float = 1e-6) 
     if inc.lp_bound is not None:  # the LP bound holds too (HiGHS may stop before its own root bound)
         bound = inc.lp_bound - p.constant if bound is None else max(bound, inc.lp_bound - p.constant)
     nodes = int(info.mip_node_count)
-    if has_x and status != highspy.HighsModelStatus.kInfeasible:
-        x = tuple(float(v) for v in np.round(np.asarray(h.getSolution().col_value), 6))
-        obj = p.objective(list(x))
+    if (has_x and status != highspy.HighsModelStatus.kInfeasible) or inc.x is not None:
+        x: tuple[float, ...] = ()
+        obj = math.inf
+        if has_x and status != highspy.HighsModelStatus.kInfeasible:
+            x = tuple(float(v) for v in np.round(np.asarray(h.getSolution().col_value), 6))
+            obj = p.objective(list(x))
         if inc.x is not None and inc.objective is not None and inc.objective < obj:
-            x, obj = inc.x, inc.objective  # (HiGHS keeps the better one; never return a worse plan)
+            x, obj = inc.x, inc.objective  # never return a plan worse than the start (HiGHS keeps it too)
         mip_gap = relative_gap(obj, bound + p.constant) if bound is not None else None
         optimal = status == highspy.HighsModelStatus.kOptimal or (
             mip_gap is not None and mip_gap <= mip_rel_gap
