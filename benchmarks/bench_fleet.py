@@ -16,8 +16,9 @@ quota rows bind (the unconstrained plan is not timed).
 
 Both run under per-provider GPU quotas (a separate AWS spot quota, a GCP A100 quota, Azure vCPUs), a fleet
 budget, a budget per team (different per team), existing reservations and at most 4 providers. Stages:
-parse (file -> typed fleet), sizing (every fitting catalog offer, exact pruning), build (MILP), HiGHS, decode
-and the independent check. The gap is what HiGHS reports. "CPU s" is the process's CPU time over all stages
+parse (file -> typed fleet), sizing (every fitting catalog offer, exact pruning), build (MILP), HiGHS (with
+the LP-rounding start), decode and the independent check. The gap is what the solver proves against its
+bound. "CPU s" is the process's CPU time over all stages
 (on a shared machine wall time overstates it). Prints a markdown table and the load average.
 """
 
@@ -91,25 +92,32 @@ def _demand(rng: np.random.Generator) -> dict[str, Any]:
     return {"hourly": [round(float(v), 2) for v in shape]}
 
 
-def _catalog_places() -> set[tuple[str, str, str]]:
-    """(provider, GPU spec id, geo) present in the shipped catalog (users ask for GPUs their clouds have)."""
+def _catalog_places() -> dict[tuple[str, str, str], list[tuple[int, float]]]:
+    """(provider, GPU spec id, geo) -> [(GPUs, vCPUs) per node] in the shipped catalog (users ask for GPUs
+    their clouds have, in node sizes they sell)."""
     from gpufleet.fleet.refdata import region_info
 
     t = load_offers()
-    out = set()
-    for p, g, r in set(zip(t.column("provider"), t.column("gpu"), t.column("region"), strict=True)):
+    out: dict[tuple[str, str, str], set[tuple[int, float]]] = {}
+    cols = ("provider", "gpu", "region", "gpu_count", "vcpus")
+    for p, g, r, n, v in set(zip(*(t.column(c) for c in cols), strict=True)):
         info = region_info(str(p), str(r))
-        out.add((str(p), str(g), info.geo.lower() if info else ""))
-    return out
+        key = (str(p), str(g), info.geo.lower() if info else "")
+        out.setdefault(key, set()).add((int(n), float(v)))
+    return {k: sorted(v) for k, v in out.items()}
 
 
-def _available(places: set[tuple[str, str, str]], w: dict[str, Any]) -> bool:
+def _available(places: dict[tuple[str, str, str], list[tuple[int, float]]], w: dict[str, Any]) -> bool:
+    """Some allowed offer holds one replica on one node (a replica spans nodes only over an RDMA fabric,
+    which the planner allows on few offers: ``fleet.sizing.candidates``)."""
     geos = set(w.get("geos", ()))
+    r = w["resources"]
     return any(
         p in w["providers"]
-        and any(fnmatch.fnmatchcase(g, pat) for pat in w["resources"]["gpus"])
+        and any(fnmatch.fnmatchcase(g, pat) for pat in r["gpus"])
         and (not geos or geo in geos)
-        for p, g, geo in places
+        and any(n >= r["gpus_per_replica"] and (not r["vcpus"] or v >= r["vcpus"]) for n, v in nodes)
+        for (p, g, geo), nodes in places.items()
     )
 
 
@@ -262,6 +270,7 @@ def run(size: int, mode: str, gap: float, time_limit_s: float, seed: int, bindin
         "cpu_s": time.process_time() - c0,
         "violations": len(solved.violations),
         "cost": solved.cost_usd_per_month,
+        "aws_quotas": [q for q in data["constraints"]["quotas"] if q["provider"] == "aws"],
     }
 
 
@@ -280,8 +289,9 @@ def main() -> None:
     a = ap.parse_args()
     print(f"load average before: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
     head = "workloads | mode | status | options (generated -> kept) | vars / rows | gap | parse s | sizing s"
-    print(f"| {head} | build s | HiGHS s | decode+check s | total s | CPU s | violations |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print(f"| {head} | build s | HiGHS s | decode+check s | total s | CPU s | violations | USD/month |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    caps: list[str] = []
     for n in a.sizes:
         for mode in a.modes:
             r = run(n, mode, a.gap, a.time_limit, a.seed, a.binding)
@@ -300,8 +310,14 @@ def main() -> None:
                 f"{r['total_s']:.1f}",
                 f"{r['cpu_s']:.1f}",
                 str(r["violations"]),
+                "-" if r["cost"] is None else f"{r['cost']:,.2f}",
             ]
             print("| " + " | ".join(cells) + " |", flush=True)
+            if a.binding:
+                quotas = ", ".join(f"{q['name']} {q['limit']:g}" for q in r["aws_quotas"])
+                caps.append(f"{n:,} {mode}: {quotas}")
+    if caps:
+        print("binding AWS quotas (GPUs): " + "; ".join(caps))
     print(f"load average after: {' '.join(f'{v:.2f}' for v in os.getloadavg())}")
 
 

@@ -218,6 +218,8 @@ def solve_fleet(
     p = model.problem
     build_s = time.perf_counter() - t0
 
+    solver = "HiGHS (highspy)"
+
     def stats(solve_s: float, gap: float | None, nodes: int | None) -> SolveStats:
         return SolveStats(
             variables=p.n_vars,
@@ -229,7 +231,7 @@ def solve_fleet(
             build_time_s=build_s,
             mip_gap=gap,
             mip_nodes=nodes,
-            solver="HiGHS via scipy.optimize.milp",
+            solver=solver,
         )
 
     if missing:
@@ -245,6 +247,10 @@ def solve_fleet(
             options=all_opts,
         )
     sol = solve(p, time_limit_s=time_limit_s, mip_rel_gap=mip_rel_gap)
+    if sol.source != "HiGHS":
+        solver = "HiGHS (highspy): LP relaxation rounded within the gap (no branching needed)"
+    elif sol.incumbent_objective is not None:
+        solver = "HiGHS (highspy), started from a rounding of the LP relaxation"
     if sol.status in ("optimal", "feasible"):
         lines = _decode(fleet, model, sol.x, kept)
         pools, lines = decode_pools(model.pools, sol.x, lines)
@@ -259,6 +265,12 @@ def solve_fleet(
             f"{'OPTIMAL' if sol.status == 'optimal' else 'FEASIBLE (time limit)'}: ${total:,.2f}/month for "
             f"{len(fleet.workloads)} workloads ({gap_txt}, HiGHS {sol.solve_time_s:.2f} s)."
         )
+        if sol.status == "feasible":
+            bound = f"${sol.dual_bound:,.2f}/month" if sol.dual_bound is not None else "not known"
+            msg += (
+                f" The best plan found within the {time_limit_s:g} s limit; no plan costs less than {bound}. "
+                "Raise --time-limit (time_limit_s) or --gap (mip_rel_gap) to prove a tighter one."
+            )
         return Solved(
             status=sol.status,
             message=msg,
@@ -289,9 +301,18 @@ def solve_fleet(
             violations=(),
             options=all_opts,
         )
+    bound = (
+        f" No plan can cost less than ${sol.dual_bound:,.2f}/month (lower bound)."
+        if sol.dual_bound is not None
+        else ""
+    )
     return Solved(
         status="error",
-        message=f"The solver stopped without a plan: {sol.message}",
+        message=(
+            f"NO PLAN: HiGHS stopped ({sol.message}) after {sol.solve_time_s:.1f} s without a feasible plan, "
+            f"and no rounding of the LP relaxation met every constraint.{bound} Raise --time-limit "
+            f"(time_limit_s; now {time_limit_s:g} s) or loosen the quotas and budgets."
+        ),
         cost_usd_per_month=None,
         lines=(),
         binding=(),
