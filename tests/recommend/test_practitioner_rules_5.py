@@ -25,15 +25,11 @@ import pytest
 from gpufleet.catalog.specs import get_spec
 from gpufleet.errors import UnknownNameError
 from gpufleet.estimate.inference import estimate_inference
-from gpufleet.estimate.memory import weights_bytes
 from gpufleet.fleet.plan import plan_fleet
 from gpufleet.fleet.spec import fleet_from_dict
-from gpufleet.models.params import count_params
-from gpufleet.models.registry import resolve_model
-from gpufleet.recommend.api import recommend
-from gpufleet.recommend.types import Candidate, Recommendation, Workload
-from gpufleet.units import GIB
+from gpufleet.recommend.types import Candidate, Workload
 
+from .asks import recommender, weights_gib
 from .asks import serve as _serve
 from .asks import train as _train
 from .test_practitioner_rules import _estimator, _table, _violations
@@ -103,21 +99,8 @@ TRAINING: tuple[Ask, ...] = (
 ASKS = SERVING + TRAINING
 
 
-@cache
-def _rec(label: str) -> Recommendation:
-    ask = next(a for a in ASKS if a.label == label)
-    return recommend(offers=_table(), estimator=_estimator(), limit=TOP, **ask.fields)
-
-
-def _picks(label: str) -> tuple[Candidate, ...]:
-    r = _rec(label)
-    assert r.status == "ok", f"{label}: {r.status}: {r.message}"
-    return r.ranked[:TOP]
-
-
-@cache
-def _weights_gib(model: str, precision: str) -> float:
-    return weights_bytes(count_params(resolve_model(model)).total, precision) / GIB
+_rec, _picks = recommender(ASKS, TOP)
+_weights_gib = weights_gib
 
 
 # ---- rule 16: QLoRA shards the NF4 base with DDP / FSDP, never with tensor parallelism ---------------------

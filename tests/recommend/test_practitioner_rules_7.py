@@ -24,15 +24,16 @@ from typing import Any
 import pytest
 
 from gpufleet.catalog.regions import region_location
-from gpufleet.estimate.memory import estimate_memory, weights_bytes
+from gpufleet.estimate.memory import estimate_memory
 from gpufleet.fleet.plan import plan_fleet
 from gpufleet.fleet.spec import read_fleet_file
 from gpufleet.models.params import count_params
 from gpufleet.models.registry import resolve_model
 from gpufleet.recommend.api import migrate, recommend
-from gpufleet.recommend.types import Candidate, Migration, Recommendation, Workload
+from gpufleet.recommend.types import Migration, Workload
 from gpufleet.units import GIB, SECONDS_PER_HOUR
 
+from .asks import recommender, weights_gib
 from .asks import serve as _serve
 from .asks import train as _train
 from .test_practitioner_rules import _estimator, _table, _violations
@@ -118,21 +119,8 @@ TRAINING: tuple[Ask, ...] = (
 ASKS = SERVING + TRAINING
 
 
-@cache
-def _rec(label: str) -> Recommendation:
-    ask = next(a for a in ASKS if a.label == label)
-    return recommend(offers=_table(), estimator=_estimator(), limit=TOP, **ask.fields)
-
-
-def _picks(label: str) -> tuple[Candidate, ...]:
-    r = _rec(label)
-    assert r.status == "ok", f"{label}: {r.status}: {r.message}"
-    return r.ranked[:TOP]
-
-
-@cache
-def _weights_gib(model: str, precision: str) -> float:
-    return weights_bytes(count_params(resolve_model(model)).total, precision) / GIB
+_rec, _picks = recommender(ASKS, TOP)
+_weights_gib = weights_gib
 
 
 def _base_precision(w: Workload) -> str:
