@@ -68,3 +68,35 @@ def test_worker_error_reaches_the_caller(monkeypatch: pytest.MonkeyPatch) -> Non
     fleet = _fleet(1)
     with pytest.raises(Boom, match="no offer can carry it"):
         build_options(fleet, load_offers(), DefaultEstimator(), load_spot_assumptions(), workers=2)
+
+
+def test_identical_model_workloads_are_sized_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fleet listing one service many times (found by the bad-input sweep: 300 copies took 2 min 47 s)
+    sizes it once; each copy gets the same options under its own name and keys."""
+    fleet = read_fleet_file(EXAMPLES / "mig-inference.yaml")
+    first = fleet.workloads[0]
+    assert first.workload is not None
+    model = first.workload
+    copies = tuple(
+        dataclasses.replace(first, name=f"copy{i}", workload=dataclasses.replace(model, name=f"c{i}"))
+        for i in range(3)
+    )
+    fleet = dataclasses.replace(fleet, workloads=(*fleet.workloads, *copies))
+    calls: list[str] = []
+    real = options_mod._size_one
+
+    def counting(ctx: object, fw: object) -> object:
+        calls.append(fw.name)  # type: ignore[attr-defined]
+        return real(ctx, fw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(options_mod, "_size_one", counting)
+    out = build_options(fleet, load_offers(), DefaultEstimator(), load_spot_assumptions(), workers=1)
+    assert sorted(calls) == sorted(w.name for w in fleet.workloads[: len(fleet.workloads) - 3])
+    by = {w.workload: w for w in out}
+    for c in copies:
+        mine, theirs = by[c.name].options, by[first.name].options
+        assert len(mine) == len(theirs) > 0
+        for a, b in zip(mine, theirs, strict=True):
+            assert a.workload == c.name and a.key.startswith(f"{c.name}#")
+            assert a.key.rpartition("#")[2] == b.key.rpartition("#")[2]
+            assert repr(dataclasses.replace(a, key=b.key, workload=b.workload)) == repr(b)  # NaN-safe

@@ -569,22 +569,23 @@ _CTX: _Context | None = None  # set only around a forked pool (see _size_paralle
 
 
 def _cache_key(fw: FleetWorkload) -> object:
-    """Workloads with equal keys size alike (capacity workloads only; a model workload is sized by name)."""
-    if fw.resources is None:
+    """Workloads with equal keys size alike: every field sizing reads (not the name, team, priority or the
+    autoscaling savings, which the model applies after sizing); None when a field cannot be hashed."""
+    place = (
+        fw.demand, fw.providers, fw.regions, fw.geos, fw.countries, fw.ha_regions, fw.data,
+        fw.preemptible_fraction, fw.lifetime_months, fw.current,
+    )  # fmt: skip
+    if fw.resources is not None:
+        key: tuple[object, ...] = (fw.resources, *place)
+    elif fw.workload is not None:  # a model workload: sized by the recommend engine, which reads no name
+        key = ("model", replace(fw.workload, name=""), fw.sharing, *place)
+    else:
         return None
-    return (
-        fw.resources,
-        fw.demand,
-        fw.providers,
-        fw.regions,
-        fw.geos,
-        fw.countries,
-        fw.ha_regions,
-        fw.data,
-        fw.preemptible_fraction,
-        fw.lifetime_months,
-        fw.current,
-    )
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _size_one(ctx: _Context, fw: FleetWorkload) -> _Sized:
@@ -708,7 +709,8 @@ def build_options(
     for i, fw in enumerate(fleet.workloads):
         opts, reason, notes, generated = sized[rep[i]]
         if rep[i] != i:
-            opts = [replace(o, key=f"{fw.name}#{j}", workload=fw.name) for j, o in enumerate(opts)]
+            # the representative's option numbers, under this workload's name
+            opts = [replace(o, key=f"{fw.name}#{o.key.rpartition('#')[2]}", workload=fw.name) for o in opts]
         out.append(
             WorkloadOptions(
                 workload=fw.name, options=tuple(opts), reason=reason, notes=notes, generated=generated
