@@ -149,13 +149,16 @@ def _qlora(**kw: object) -> dict[str, float]:
     return dict(est.breakdown_gib)
 
 
-def test_qlora_without_the_prepare_step_saves_what_lora_saves() -> None:
-    # measured: a QLoRA layer without prepare_model_for_kbit_training saves 117 096 B/token, the LoRA figure
-    lora = estimate_memory(
-        model="llama-3.1-8b", task="lora", precision="bf16", gpu="RTX-4090", batch=2, seq_len=2048,
-        recompute="full", hf_eager=True, adapter_fp32=True,
+def test_qlora_without_the_prepare_step_keeps_the_generic_model() -> None:
+    # measured: without prepare_model_for_kbit_training a QLoRA layer saves what a LoRA layer does, but the
+    # trainers that skip it differ elsewhere (TRL 1.16 casts QLoRA adapters to bf16, axolotl keeps 16-bit
+    # embeddings), so only the measured PEFT path runs the eager model
+    generic = estimate_memory(
+        model="llama-3.1-8b", task="qlora", precision="nf4", gpu="RTX-4090", batch=2, seq_len=2048,
+        recompute="full", adapter_fp32=True,
     )  # fmt: skip
-    assert _qlora()["activations"] == pytest.approx(lora.breakdown_gib["activations"])
+    assert _qlora()["activations"] == pytest.approx(generic.breakdown_gib["activations"])
+    assert "autocast_weight_copies" not in _qlora()
 
 
 def test_qlora_prepare_step_upcasts_embeddings_and_casts_lm_head_per_step() -> None:

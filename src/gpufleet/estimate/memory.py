@@ -400,8 +400,8 @@ def _hf_mode(q: _Query) -> HfMode | None:
         return None
     if q.task == "lora":
         return "lora"
-    if nf4_qlora:  # without prepare_model_for_kbit_training a QLoRA layer saves what a LoRA layer does
-        return "qlora" if q.kbit_upcast else "lora"
+    if nf4_qlora and q.kbit_upcast:  # PEFT prepare_model_for_kbit_training, as measured; other QLoRA
+        return "qlora"  # trainers differ (TRL keeps bf16 adapters, axolotl 16-bit embeddings): generic model
     return None
 
 
