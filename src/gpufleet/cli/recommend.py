@@ -111,7 +111,8 @@ def _flag_fields(params: dict[str, Any]) -> dict[str, Any]:
 
 #: the workload flags `recommend` and `migrate` share (as Python parameter names)
 WORKLOAD_FLAGS: tuple[str, ...] = (
-    "model", "task", "precision", "input_len", "output_len", "concurrency", "target_rps", "target_tps",
+    "model", "task", "precision", "input_len", "output_len", "seq_len", "batch", "concurrency", "target_rps",
+    "target_tps",
     "ttft_ms", "tpot_ms", "tokens", "deadline_hours", "hours_per_month", "schedule", "pricing", "provider",
     "region", "vendor", "budget", "objective", "tier", "confidence", "max_risk", "allow_fallback", "geo",
     "gpu", "min_gpu_memory", "gpus_per_node", "max_nodes", "max_price_per_gpu_hour", "exclude_provider",
@@ -165,6 +166,7 @@ def resolve_workload(
             "targets "
             "and SLOs as needed). See `gpufleet recommend --help`."
         )
+    _check_length_flags(fields)
     data = dict(fields)
     if current:
         data["current"] = current
@@ -175,6 +177,35 @@ def resolve_workload(
     return workload_from_dict(
         data, source="Command-line options", entry=str(data.get("name", "workload")), labels=labels
     )
+
+
+def _check_length_flags(fields: dict[str, Any]) -> None:
+    """Refuse length flags the task ignores: a training job is sized by --seq-len and --batch, a service by
+    --input-len and --output-len (a workload file's fields are checked by the workload model)."""
+    from gpufleet.estimate.types import TRAINING_TASKS
+
+    training = fields.get("task") in TRAINING_TASKS
+    ignored = (
+        ("input_len_tokens", "output_len_tokens")
+        if training
+        else ("seq_len_tokens", "global_batch_sequences")
+    )
+    given = [
+        "--" + flag.replace("_", "-")
+        for flag, field in FLAG_FIELDS.items()
+        if field in ignored and field in fields
+    ]
+    if given:
+        what = f"--task {fields.get('task')}" if training else "an inference workload"
+        fix = (
+            "A training job's sequences are --seq-len tokens, --batch of them per optimizer step."
+            if training
+            else "Requests are --input-len prompt and --output-len generated tokens; --seq-len and --batch "
+            "size a training job (--task pretrain, full_finetune, lora or qlora)."
+        )
+        raise InputError(
+            f"{', '.join(given)} has no effect with {what}, so it would be silently ignored. {fix}"
+        )
 
 
 # --- options shared by `recommend` and `migrate` ----------------------------------------------------------
@@ -196,6 +227,12 @@ TaskOpt = Annotated[
 PrecisionOpt = Annotated[str | None, typer.Option("--precision", help="bf16, fp16, fp8, int8, int4, ...")]
 InputLenOpt = Annotated[int | None, typer.Option("--input-len", help="Prompt length (tokens).")]
 OutputLenOpt = Annotated[int | None, typer.Option("--output-len", help="Generated length (tokens).")]
+SeqLenOpt = Annotated[
+    int | None, typer.Option("--seq-len", help="Training: tokens per sequence (default 4096).")
+]
+BatchOpt = Annotated[
+    int | None, typer.Option("--batch", help="Training: global batch in sequences (default 256).")
+]
 ConcurrencyOpt = Annotated[int | None, typer.Option("--concurrency", help="Concurrent requests to serve.")]
 RpsOpt = Annotated[float | None, typer.Option("--target-rps", help="Target throughput (requests/s).")]
 TpsOpt = Annotated[float | None, typer.Option("--target-tps", help="Target throughput (output tokens/s).")]
@@ -360,6 +397,8 @@ def register(app: typer.Typer) -> None:
         precision: PrecisionOpt = None,
         input_len: InputLenOpt = None,
         output_len: OutputLenOpt = None,
+        seq_len: SeqLenOpt = None,
+        batch: BatchOpt = None,
         concurrency: ConcurrencyOpt = None,
         target_rps: RpsOpt = None,
         target_tps: TpsOpt = None,
@@ -425,6 +464,8 @@ def register(app: typer.Typer) -> None:
         precision: PrecisionOpt = None,
         input_len: InputLenOpt = None,
         output_len: OutputLenOpt = None,
+        seq_len: SeqLenOpt = None,
+        batch: BatchOpt = None,
         concurrency: ConcurrencyOpt = None,
         target_rps: RpsOpt = None,
         target_tps: TpsOpt = None,

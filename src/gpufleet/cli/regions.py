@@ -24,6 +24,8 @@ def register(app: typer.Typer) -> None:
         precision: rc.PrecisionOpt = None,
         input_len: rc.InputLenOpt = None,
         output_len: rc.OutputLenOpt = None,
+        seq_len: rc.SeqLenOpt = None,
+        batch: rc.BatchOpt = None,
         concurrency: rc.ConcurrencyOpt = None,
         target_rps: rc.RpsOpt = None,
         target_tps: rc.TpsOpt = None,

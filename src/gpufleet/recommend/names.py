@@ -11,6 +11,8 @@ CLI_NAMES: dict[str, str] = {
     "tpot_ms": "tpot_p95_ms",
     "input_len": "input_len_tokens",
     "output_len": "output_len_tokens",
+    "seq_len": "seq_len_tokens",
+    "batch": "global_batch_sequences",
     "tokens": "train_tokens",
     "deadline_hours": "deadline_h",
     "provider": "providers",
