@@ -160,13 +160,18 @@ def test_tensor_parallelism_only_when_one_gpu_is_not_enough(label: str) -> None:
     Sources: vLLM "Distributed inference and serving" ("If your model fits in a single GPU, you probably don't
     need to use distributed inference. Just use the single GPU to run the inference."); NVIDIA NIM / TRT-LLM
     deployment guides (TP for models that do not fit or for latency; replicas for throughput)."""
-    r = _rec(label)
+    bad = tp_violations(_picks(label), _rec(label).workload)
+    assert bad == [], f"{label}: {bad}"
+
+
+def tp_violations(picks: tuple[Candidate, ...], w: Workload) -> list[str]:
+    """Rule 17's violations among ``picks``: TP where TP1 replicas on the same nodes would serve."""
     bad = []
-    for c in _picks(label):
-        why = _tp1_replicas_serve(c, r.workload)
+    for c in picks:
+        why = _tp1_replicas_serve(c, w)
         if why is not None:
             bad.append(f"{c.provider} {c.instance_type} TP{c.tp} x {c.replicas}: {why}")
-    assert bad == [], f"{label}: {bad}"
+    return bad
 
 
 # ---- rule 18: the pick's layout note agrees with the pick --------------------------------------------------

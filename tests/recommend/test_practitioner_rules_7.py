@@ -37,7 +37,7 @@ from .asks import recommender, weights_gib
 from .asks import serve as _serve
 from .asks import train as _train
 from .test_practitioner_rules import _estimator, _table, _violations
-from .test_practitioner_rules_5 import _scaleup_gpus, _tp1_replicas_serve
+from .test_practitioner_rules_5 import _scaleup_gpus, tp_violations
 
 TOP = 3
 ROOT = Path(__file__).resolve().parents[2]
@@ -378,12 +378,8 @@ def test_unsupported_precision_is_the_stated_reason(ask: Ask) -> None:
 def test_serving_rules_of_the_fifth_audit_hold(label: str) -> None:
     """Rule 17 (TP only when one GPU is not enough) and rule 19 (a TP group beyond the NVLink domain is
     flagged) of ``test_practitioner_rules_5.py`` (sources there)."""
-    r = _rec(label)
-    bad = []
+    bad = [f"rule 17: {v}" for v in tp_violations(_picks(label), _rec(label).workload)]
     for c in _picks(label):
-        why = _tp1_replicas_serve(c, r.workload)
-        if why is not None:
-            bad.append(f"rule 17: {c.provider} {c.instance_type} TP{c.tp}: {why}")
         span = max(c.tp, c.ep) * c.pp // max(1, c.nodes_per_replica)
         if span > _scaleup_gpus(c.gpu) and not any("over PCIe" in x for x in c.risk_reasons):
             bad.append(f"rule 19: {c.provider} {c.instance_type}: {span} x {c.gpu} over PCIe, not flagged")

@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from corpus_files import Content, materialise
+from corpus_files import Content, invoke_good, materialise
 from test_cli_corpus import WORKLOAD, _check, _hf, runner
 from test_cli_corpus_new import EXPO, JOBS, TRACE
 
@@ -288,10 +288,7 @@ def test_bad10(tmp_path: Path, argv: list[str], files: dict[str, Content], words
 
 @pytest.mark.parametrize(("argv", "files"), [pytest.param(a, f, id=i) for i, a, f in GOOD])
 def test_good10(tmp_path: Path, argv: list[str], files: dict[str, Content]) -> None:
-    subs = materialise(tmp_path, files)
-    for key, value in subs.items():
-        argv = [a.replace("{" + key + "}", value) for a in argv]
-    res = runner.invoke(app, argv)
+    res = invoke_good(runner, app, tmp_path, argv, files)
     assert res.exit_code == 0 and "Traceback" not in res.output, res.output[-800:]
 
 

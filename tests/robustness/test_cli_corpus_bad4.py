@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from corpus_files import Content, materialise
+from corpus_files import Content, invoke_good, materialise
 from test_cli_corpus import CATALOG, WORKLOAD, _check, runner
 from test_cli_corpus_new import EXPO, JOBS, TRACE
 
@@ -589,10 +589,7 @@ GOOD: list[tuple[str, list[str], dict[str, Content]]] = [
 
 @pytest.mark.parametrize(("argv", "files"), [pytest.param(a, f, id=i) for i, a, f in GOOD])
 def test_good(tmp_path: Path, argv: list[str], files: dict[str, Content]) -> None:
-    subs = materialise(tmp_path, files)
-    for key, value in subs.items():
-        argv = [a.replace("{" + key + "}", value) for a in argv]
-    res = runner.invoke(app, argv)
+    res = invoke_good(runner, app, tmp_path, argv, files)
     assert "Traceback" not in res.output, res.output
     assert res.exit_code == 0, f"exit {res.exit_code} ({res.exception!r}): {res.output[-800:]}"
 
