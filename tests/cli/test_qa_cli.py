@@ -12,6 +12,8 @@ from typer.testing import CliRunner
 
 from gpufleet.cli.app import app
 
+from .clirun import run_cli
+
 runner = CliRunner()
 
 OFFER_KEYS = [
@@ -36,11 +38,7 @@ OFFER_KEYS = [
 ]
 
 
-def _run(*args: str) -> Any:
-    r = runner.invoke(app, list(args))
-    assert "Traceback" not in r.output
-    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
-    return r
+_run = run_cli
 
 
 def _rec_json(*args: str) -> dict[str, Any]:

@@ -13,18 +13,15 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from gpufleet.cli.app import app
 from gpufleet.recommend import api
 from report import samples
+
+from .clirun import run_cli
 
 runner = CliRunner()
 
 
-def _run(*args: str) -> Any:
-    r = runner.invoke(app, list(args))
-    assert "Traceback" not in r.output
-    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
-    return r
+_run = run_cli
 
 
 @pytest.fixture()

@@ -13,16 +13,14 @@ from gpufleet.cli.app import app
 from gpufleet.estimate.memory import OPTIMIZERS
 from gpufleet.estimate.recipes import RECIPES
 
+from .clirun import run_cli
+
 runner = CliRunner()
 FFT_4090 = ["--model", "llama-3.1-8b", "--task", "full_finetune", "--tokens", "1e8", "--gpu", "RTX-4090",
             "--gpus-per-node", "1", "--max-nodes", "1"]  # fmt: skip
 
 
-def _run(*args: str) -> Any:
-    r = runner.invoke(app, list(args))
-    assert "Traceback" not in r.output
-    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
-    return r
+_run = run_cli
 
 
 def _json(*args: str) -> dict[str, Any]:

@@ -10,20 +10,17 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from gpufleet.cli.app import app
 from gpufleet.recommend import api
 from gpufleet.recommend.scenarios import load_scenarios
 from gpufleet.recommend.types import ScenarioResult, ScenarioSetResult
 from report import samples
 
+from .clirun import run_cli
+
 runner = CliRunner()
 
 
-def _run(*args: str) -> Any:
-    r = runner.invoke(app, list(args))
-    assert "Traceback" not in r.output
-    assert r.exception is None or isinstance(r.exception, SystemExit), r.exception
-    return r
+_run = run_cli
 
 
 @pytest.fixture()

@@ -14,14 +14,19 @@ from gpufleet.estimate.cases import METRIC_UNITS, parse_cases_csv, write_cases_c
 from gpufleet.units import GIB
 
 
-def _probe() -> ModuleType:
-    path = Path(__file__).parents[2] / "benchmarks" / "gpu_probe.py"
-    spec = importlib.util.spec_from_file_location("gpu_probe", path)
+def _script(name: str) -> ModuleType:
+    """``benchmarks/NAME.py`` imported as module ``NAME`` (registered, so a later script can import it)."""
+    path = Path(__file__).parents[2] / "benchmarks" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_probe"] = module
+    sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def _probe() -> ModuleType:
+    return _script("gpu_probe")
 
 
 probe = _probe()
@@ -105,13 +110,7 @@ def test_unknown_device_asks_for_gpu_flag() -> None:
 
 
 def _probe_train() -> ModuleType:
-    path = Path(__file__).parents[2] / "benchmarks" / "gpu_probe_train.py"
-    spec = importlib.util.spec_from_file_location("gpu_probe_train", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["gpu_probe_train"] = module
-    spec.loader.exec_module(module)  # imports gpu_probe, registered above
-    return module
+    return _script("gpu_probe_train")  # imports gpu_probe, registered above
 
 
 probe_train = _probe_train()

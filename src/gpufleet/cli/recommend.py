@@ -204,7 +204,8 @@ def _check_length_flags(fields: dict[str, Any]) -> None:
             "size a training job (--task pretrain, full_finetune, lora or qlora)."
         )
         raise InputError(
-            f"{', '.join(given)} has no effect with {what}, so it would be silently ignored. {fix}"
+            f"{', '.join(given)} {'has' if len(given) == 1 else 'have'} no effect with {what}, so "
+            f"{'it' if len(given) == 1 else 'they'} would be silently ignored. {fix}"
         )
 
 
