@@ -20,8 +20,11 @@ def run(*args: str) -> Any:
 
 
 def ok(*args: str) -> Any:
+    """An answer: exit 0, or exit 5 (gpufleet.cli.exit_codes.DOES_NOT_FIT) after the table when it says the
+    configuration does not fit."""
     result = run(*args)
-    assert result.exit_code == 0, result.output
+    assert result.exit_code in (0, 5), result.output
+    assert (result.exit_code == 5) == ("Exit 5 (does_not_fit)" in result.stderr), result.output
     return result
 
 

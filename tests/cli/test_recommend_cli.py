@@ -287,7 +287,7 @@ def test_end_to_end_recommend_json() -> None:
 def test_end_to_end_infeasible_slo_is_a_status() -> None:
     r = _run("recommend", "--model", "llama-3.1-8b", "--target-tps", "2000", "--ttft-ms", "0.001",
              "--provider", "lambda")  # fmt: skip
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 3, r.output  # no candidate (gpufleet.cli.exit_codes), after the whole table
     assert "INFEASIBLE" in r.stdout and "Closest options" in r.stdout
 
 
@@ -301,7 +301,7 @@ def test_end_to_end_cannot_fit(tmp_path: Path) -> None:
     r = _run(
         "recommend", "--model", "llama-3.1-70b", "--provider", "acme", "--catalog", str(cat), "-f", "markdown"
     )
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 3, r.output
     assert "CANNOT FIT" in r.stdout and "## Why it cannot fit" in r.stdout
 
 

@@ -65,14 +65,16 @@ def test_run_one(fake_engine: list[Any]) -> None:
 
 def test_run_set_with_progress_and_all_formats(fake_engine: list[Any], tmp_path: Path) -> None:
     r = _run("scenarios", "run-set", "basic_demos", "--format", "json")
-    assert r.exit_code == 0, r.output
+    # the sample set holds an infeasible scenario: exit 3 (no candidate) after the whole report
+    assert r.exit_code == 3, r.output
+    assert "1 of 2 scenarios have no answer" in r.stderr or "scenarios have no answer" in r.stderr
     assert json.loads(r.stdout)["kind"] == "scenario_set"
     assert fake_engine[0][3] is not None  # a progress callback was passed
     out = tmp_path / "report.html"
     r = _run("scenarios", "run-set", "basic_demos", "--format", "html", "-o", str(out))
-    assert r.exit_code == 0 and out.read_text(encoding="utf-8").count("<svg") >= 3
+    assert r.exit_code == 3 and out.read_text(encoding="utf-8").count("<svg") >= 3
     r = _run("scenarios", "run-set", "basic_demos", "--no-progress")
-    assert r.exit_code == 0 and "Scenario set basic_demos" in r.stdout
+    assert r.exit_code == 3 and "Scenario set basic_demos" in r.stdout
     r = _run("scenarios", "run-set", "basic_demos", "--format", "markdown")
     assert r.stdout.startswith("# Scenario set: basic_demos")
 

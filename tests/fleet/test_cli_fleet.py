@@ -94,10 +94,10 @@ def test_plan_user_errors_exit_2(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "YYYY-MM" in res.output
 
 
-def test_infeasible_plan_is_a_status_not_an_error(tmp_path: Path) -> None:
+def test_infeasible_plan_is_a_reported_status_then_exit_4(tmp_path: Path) -> None:
     data = dict(SMALL, constraints={"budgets": [{"name": "tiny", "usd_per_month": 5}]})
     res = runner.invoke(app, ["plan", str(_file(tmp_path, data)), "-f", "json", "--no-savings"])
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 4, res.output  # gpufleet.cli.exit_codes.INFEASIBLE_PLAN, after the JSON
     plan = json.loads(res.stdout)["result"]
     assert plan["status"] == "infeasible" and any(b.startswith("tiny") for b in plan["binding"])
 

@@ -212,3 +212,79 @@ def test_lines_csv_sums_to_the_plan(platform_plan: FleetPlan) -> None:
     rows = list(csv.DictReader(io.StringIO(lines_csv(platform_plan))))
     assert platform_plan.cost_usd_per_month is not None
     assert math.isclose(sum(float(r["cost_usd_per_month"]) for r in rows), platform_plan.cost_usd_per_month)
+
+
+# ---- issue 22 item 7: exports complete or say what they left out -----------------------------------------
+def _moved(plan: FleetPlan, provider: str, region: str) -> FleetPlan:
+    """``plan`` with its first cloud placement line moved to ``provider``/``region`` (the export reads only
+    the lines' fields)."""
+    import dataclasses
+
+    lines = list(plan.lines)
+    i = next(
+        k for k, ln in enumerate(lines) if ln.pay_kind not in ("data_transfer", "on_prem") and not ln.pool
+    )
+    lines[i] = dataclasses.replace(lines[i], provider=provider, region=region)
+    return dataclasses.replace(plan, lines=tuple(lines))
+
+
+def test_every_catalog_provider_is_a_skypilot_cloud_or_a_listed_refusal() -> None:
+    from gpufleet.catalog.offers import load_offers
+    from gpufleet.fleet.export import skypilot_clouds
+
+    sky = skypilot_clouds()
+    assert sky.skypilot_version and "sky/clouds" in sky.source
+    assert set(sky.provider_to_cloud.values()) <= set(sky.clouds)
+    providers = set(load_offers().column("provider").tolist())
+    assert providers <= set(sky.provider_to_cloud) | set(sky.not_supported)
+    assert not set(sky.provider_to_cloud) & set(sky.not_supported)
+    # SkyPilot 0.14.1 has Verda and Seeweb clouds: make demo's staging on Verda gets a task
+    assert sky.provider_to_cloud["verda"] == "verda" and sky.provider_to_cloud["seeweb"] == "seeweb"
+
+
+def test_skypilot_writes_a_verda_task_and_lists_a_hyperstack_placement(platform_plan: FleetPlan) -> None:
+    from gpufleet.fleet.export import skypilot_export
+
+    verda = skypilot_export(_moved(platform_plan, "verda", "FIN-01"))
+    assert verda.left_out == ()
+    clouds = {yaml.safe_load(t)["resources"]["cloud"] for t in verda.tasks.values()}
+    assert "verda" in clouds
+    hs = skypilot_export(_moved(platform_plan, "hyperstack", "NORWAY-1"))
+    assert len(hs.left_out) == 1 and "hyperstack/NORWAY-1" in hs.left_out[0]
+    assert len(hs.tasks) == len(verda.tasks) - 1  # the other placements are still written
+
+
+def test_k8s_local_zone_selects_the_parent_region_and_the_zone_names(platform_plan: FleetPlan) -> None:
+    plan = _moved(platform_plan, "aws", "us-west-2-lax1")
+    schema = json.loads(SCHEMA.read_text())
+    validator = jsonschema.validators.validator_for(schema)(schema)
+    req = "requiredDuringSchedulingIgnoredDuringExecution"
+    given = {("aws", "us-west-2-lax1"): ("usw2-lax1-az1", "usw2-lax1-az2")}
+    for zone_ids in (given, None):  # None: the shipped catalog's zone IDs
+        docs = k8s_manifests(plan, zone_ids=zone_ids)
+        pods = [d["spec"]["template"]["spec"] for d in docs]  # type: ignore[index]
+        regions = {p["nodeSelector"].get("topology.kubernetes.io/region") for p in pods}
+        assert (
+            "us-west-2-lax1" not in regions and "us-west-2" in regions
+        )  # no node carries a Local Zone region
+        lz = [p for p in pods if "affinity" in p]
+        assert lz  # the moved placement (and any Local Zone placement the plan already has)
+        terms = [
+            p["affinity"]["nodeAffinity"][req]["nodeSelectorTerms"][0]["matchExpressions"][0] for p in lz
+        ]
+        assert all(t["key"] == "topology.kubernetes.io/zone" and t["operator"] == "In" for t in terms)
+        assert ["us-west-2-lax-1a", "us-west-2-lax-1b"] in [t["values"] for t in terms]
+        for p, t in zip(lz, terms, strict=True):  # a zone name = parent region + metro + number + letter
+            assert all(
+                v.startswith(p["nodeSelector"]["topology.kubernetes.io/region"] + "-") for v in t["values"]
+            )
+        for d in docs:
+            validator.validate(d)
+
+
+def test_k8s_topology_of_ordinary_regions_is_unchanged() -> None:
+    from gpufleet.fleet.export import k8s_topology
+
+    assert k8s_topology("aws", "us-east-1") == ("us-east-1", ())
+    assert k8s_topology("gcp", "us-central1") == ("us-central1", ())
+    assert k8s_topology("aws", "us-east-1-atl2", ("use1-atl2-az1",)) == ("us-east-1", ("us-east-1-atl-2a",))

@@ -33,8 +33,9 @@ def test_cheapest_meets_target_and_costs_add_up() -> None:
     assert b.cost_usd_per_hour == pytest.approx(b.price_usd_per_node_hour * b.total_nodes)
     assert b.cost_usd_per_month == pytest.approx(b.cost_usd_per_hour * 300)
     assert b.output_tokens_per_s is not None and b.output_tokens_per_s.central >= 2 * 256
-    per_mtok = b.cost_usd_per_hour / (b.output_tokens_per_s.central * SECONDS_PER_HOUR) * MILLION
-    assert b.cost_usd_per_million_output_tokens == pytest.approx(per_mtok)
+    # USD per month / output tokens per month at the user's load (2 req/s x 256 tokens over 300 h)
+    per_mtok = b.cost_usd_per_month / (2 * 256 * 300 * SECONDS_PER_HOUR) * MILLION
+    assert b.cost_usd_per_million_output_tokens_at_load == pytest.approx(per_mtok)
     costs = [c.cost_usd_per_month for c in r.ranked]
     assert costs == sorted(costs)
     assert len({(c.provider, c.instance_type) for c in r.ranked}) == len(r.ranked)  # one row per offer type

@@ -230,7 +230,8 @@ COST_TOLERANCE = 1e-6
 @pytest.mark.parametrize("label", [a.label for a in ASKS])
 def test_costs_add_up(label: str) -> None:
     """Rule 27: $/h = node price x nodes (on-demand and commitments); $/month = $/h x the hours a month bills
-    (730 for 24/7 and for commitments); $/1M output tokens = $/h / (output tokens/s x 3,600) x 1e6;
+    (730 for 24/7 and for commitments); $/1M output tokens at the user's load = $/month / (load output
+    tokens/s x 3,600 x the schedule's hours a month) x 1e6;
     training: $/month = $/run x runs per month, and an on-demand run costs $/h x its time to train.
 
     Sources: FinOps Foundation "Cloud cost allocation" (unit economics: cost per unit = cost / units);
@@ -262,10 +263,17 @@ def test_costs_add_up(label: str) -> None:
             bad.append(
                 f"{where}: ${c.cost_usd_per_month:.2f}/month != ${c.cost_usd_per_hour:.4f}/h x {hours:g} h"
             )
-        assert c.output_tokens_per_s is not None and c.cost_usd_per_million_output_tokens is not None
-        per_m = c.cost_usd_per_hour / (c.output_tokens_per_s.central * SECONDS_PER_HOUR) * 1e6
-        if off(c.cost_usd_per_million_output_tokens, per_m):
-            bad.append(f"{where}: ${c.cost_usd_per_million_output_tokens:.4f}/1M tokens != {per_m:.4f}")
+        if c.load_output_tokens_per_s is None:  # no load stated: no unit cost at a load
+            assert c.cost_usd_per_million_output_tokens_at_load is None
+            continue
+        assert c.cost_usd_per_million_output_tokens_at_load is not None
+        per_m = (
+            c.cost_usd_per_month / (c.load_output_tokens_per_s * w.hours_per_month * SECONDS_PER_HOUR) * 1e6
+        )
+        if off(c.cost_usd_per_million_output_tokens_at_load, per_m):
+            bad.append(
+                f"{where}: ${c.cost_usd_per_million_output_tokens_at_load:.4f}/1M tokens != {per_m:.4f}"
+            )
     assert bad == [], f"{label}: {bad}"
 
 

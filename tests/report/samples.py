@@ -6,6 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from gpufleet.estimate.types import Interval
+from gpufleet.recommend.rank import with_unit_costs
 from gpufleet.recommend.types import (
     Candidate,
     CannotFit,
@@ -56,7 +57,7 @@ def candidate(**overrides: Any) -> Candidate:
         price_usd_per_node_hour=2.49,
         cost_usd_per_hour=4.98,
         cost_usd_per_month=3635.4,
-        cost_usd_per_million_output_tokens=0.2306,
+        cost_usd_per_million_output_tokens_at_load=None,
         cost_usd_per_run=None,
         mem_per_gpu_gib=41.5,
         mem_capacity_gib=79.6,
@@ -74,10 +75,14 @@ def candidate(**overrides: Any) -> Candidate:
         host_memory_gib=200.0,
         price_date="2026-08-01",
         price_age_days=121,
-        cost_usd_per_million_output_tokens_saturated=0.1,
         notes=(),
     )
-    return replace(base, **overrides)
+    c = replace(base, **overrides)
+    return with_unit_costs(
+        replace(c, saturated_output_tokens_per_s=1.25 * c.output_tokens_per_s.central),  # type: ignore[union-attr]
+        WORKLOAD.target_output_tokens_per_s,
+        WORKLOAD.hours_per_month,
+    )
 
 
 A = candidate()
@@ -92,7 +97,6 @@ B = candidate(
     price_usd_per_node_hour=1.19,
     cost_usd_per_hour=3.57,
     cost_usd_per_month=2606.1,
-    cost_usd_per_million_output_tokens=0.1983,
     output_tokens_per_s=Interval(central=5000.0, p10=3900.0, p90=6100.0),
     generation_year=2020,
     fabric="TCP 25 Gb/s (assumed), single node",
@@ -116,7 +120,6 @@ SPOT = candidate(
     price_usd_per_node_hour=0.62,
     cost_usd_per_hour=2.48,
     cost_usd_per_month=1810.4,
-    cost_usd_per_million_output_tokens=0.1379,
     output_tokens_per_s=Interval(central=5000.0, p10=3600.0, p90=6300.0),
     spot=SpotCost(
         price_usd_per_hour=0.62,
@@ -147,7 +150,6 @@ SLOW = candidate(
     price_usd_per_node_hour=3.67,
     cost_usd_per_hour=3.67,
     cost_usd_per_month=2679.1,
-    cost_usd_per_million_output_tokens=0.3059,
     output_tokens_per_s=Interval(central=2430.0, p10=1900.0, p90=3000.0),
     meets_slo=False,
     slo_misses=("throughput 2,430 tok/s < target 5,000 tok/s",),
@@ -171,7 +173,6 @@ CURRENT = candidate(
     price_usd_per_node_hour=21.96,
     cost_usd_per_hour=21.96,
     cost_usd_per_month=16030.8,
-    cost_usd_per_million_output_tokens=0.4075,
     mem_capacity_gib=39.4,
     output_tokens_per_s=Interval(central=14970.0, p10=11200.0, p90=18500.0),
     provider_class="hyperscaler",

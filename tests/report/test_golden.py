@@ -46,9 +46,9 @@ def test_json_nan_becomes_null() -> None:
     from dataclasses import replace
 
     rec = samples.recommendation()
-    best = replace(rec.best, cost_usd_per_million_output_tokens=float("nan"))  # type: ignore[arg-type]
+    best = replace(rec.best, cost_usd_per_million_output_tokens_at_load=float("nan"))  # type: ignore[arg-type]
     doc = json.loads(render_json(replace(rec, best=best)))
-    assert doc["result"]["best"]["cost_usd_per_million_output_tokens"] is None
+    assert doc["result"]["best"]["cost_usd_per_million_output_tokens_at_load"] is None
 
 
 def test_json_rejects_unknown_objects() -> None:

@@ -21,10 +21,11 @@ from typer.core import TyperCommand, TyperGroup
 
 import gpufleet.cli.console  # noqa: F401  (the consoles' environment is the one at start-up; no rich yet)
 from gpufleet.cli.console import user_text
+from gpufleet.cli.exit_codes import ExitCode
 from gpufleet.cli.finite import finite_floats
 from gpufleet.errors import GpufleetError
 
-USER_ERROR_EXIT_CODE = 2
+USER_ERROR_EXIT_CODE = ExitCode.USER_ERROR
 
 #: A click command or group (typer >= 0.26 vendors click as ``typer._click``; older typer uses ``click``).
 Command = Any

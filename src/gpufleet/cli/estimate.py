@@ -113,6 +113,18 @@ def _emit_json(result: Any, kind: str) -> None:
     typer.echo(json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False))
 
 
+def _exit_if_not_fit(fits: bool, needed_gib: float, usable_gib: float) -> None:
+    """Exit 5 (gpufleet.cli.exit_codes) after the output where the configuration does not fit."""
+    if not fits:
+        from gpufleet.cli.exit_codes import ExitCode, exit_with
+
+        exit_with(
+            ExitCode.DOES_NOT_FIT,
+            f"does not fit: {needed_gib:,.1f} GiB needed per GPU, {usable_gib:,.1f} GiB usable (see the "
+            "notes for a layout that fits).",
+        )
+
+
 def _print_estimate(main: Table, est: InferenceEstimate | TrainingEstimate) -> None:
     """A performance estimate's own table, then its memory per GPU, then its notes and assumptions."""
     console.print(main)
@@ -264,12 +276,14 @@ def memory(
         mem = dataclasses.replace(mem, assumptions=(*hint, *mem.assumptions))
     if output_format is OutFormat.json:
         _emit_json(mem, "estimate_memory")
-        return
-    title = (
-        f"{arch.id} {task} on {spec.id}, {prec}, batch {batch} × {seq_len} tokens, TP {tp} PP {pp} DP {dp}"
-    )
-    console.print(memory_table(mem, title))
-    console.print(notes_table(mem.assumptions))
+    else:
+        title = (
+            f"{arch.id} {task} on {spec.id}, {prec}, batch {batch} × {seq_len} tokens, "
+            f"TP {tp} PP {pp} DP {dp}"
+        )
+        console.print(memory_table(mem, title))
+        console.print(notes_table(mem.assumptions))
+    _exit_if_not_fit(mem.fits, mem.per_gpu_gib, mem.usable_gib)
 
 
 def _lighter(task: str, dp: int = 1) -> str:
@@ -352,9 +366,10 @@ def infer(
         est = dataclasses.replace(est, notes=(*inference_fit_hints(prec, gpus, kw), *est.notes))
     if output_format is OutFormat.json:
         _emit_json(est, "estimate_inference")
-        return
-    title = f"{arch.id} inference on {gpus}× {spec.id}, {prec}, {input_len} in / {output_len} out tokens"
-    _print_estimate(inference_table(est, title), est)
+    else:
+        title = f"{arch.id} inference on {gpus}× {spec.id}, {prec}, {input_len} in / {output_len} out tokens"
+        _print_estimate(inference_table(est, title), est)
+    _exit_if_not_fit(est.fits, est.memory.per_gpu_gib, est.memory.usable_gib)
 
 
 @app.command("train")
@@ -424,6 +439,7 @@ def train(
         est = dataclasses.replace(est, notes=(*training_fit_hints(task, gpus, kw, choice), *est.notes))
     if output_format is OutFormat.json:
         _emit_json(est, "estimate_training")
-        return
-    title = f"{arch.id} {task} on {gpus}× {spec.id}, {prec}, global batch {batch} × {seq_len} tokens"
-    _print_estimate(training_table(est, title), est)
+    else:
+        title = f"{arch.id} {task} on {gpus}× {spec.id}, {prec}, global batch {batch} × {seq_len} tokens"
+        _print_estimate(training_table(est, title), est)
+    _exit_if_not_fit(est.fits, est.memory.per_gpu_gib, est.memory.usable_gib)

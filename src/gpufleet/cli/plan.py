@@ -1,8 +1,10 @@
 """`gpufleet plan FLEET.yaml`: plan a whole fleet (MILP, HiGHS) and export it.
 
 Formats: table (terminal), json, markdown, html (charts), csv (plan lines), focus (FOCUS-shaped CSV),
-skypilot (one task YAML per placement, into the -o folder), k8s (Kubernetes manifests). An infeasible fleet is
-a reported status naming the binding constraints (exit 0); a bad fleet file exits 2.
+skypilot (one task YAML per placement, into the -o folder), k8s (Kubernetes manifests). Exit codes
+(gpufleet.cli.exit_codes): an infeasible fleet is reported with the binding constraints, then exits 4; a
+SkyPilot export that leaves placements out (providers SkyPilot has no cloud for, on-premises sites) lists
+each on stderr and exits 6; a bad fleet file exits 2.
 """
 
 from __future__ import annotations
@@ -10,13 +12,17 @@ from __future__ import annotations
 from datetime import UTC, date, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from gpufleet.cli.console import console, err_console
 from gpufleet.cli.given import reject_ignored
 from gpufleet.errors import InputError
+
+if TYPE_CHECKING:
+    from gpufleet.catalog.offers import OfferTable
+    from gpufleet.fleet.types import Fleet, FleetPlan
 
 
 class PlanFormat(StrEnum):
@@ -110,12 +116,9 @@ def register(app: typer.Typer) -> None:
         """Plan every workload of a fleet under quotas, budgets, commitments and regions (proven optimal)."""
         from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
-        from gpufleet import __version__
         from gpufleet.catalog.offers import load_offers
-        from gpufleet.fleet import export
         from gpufleet.fleet.plan import plan_fleet
         from gpufleet.fleet.spec import read_fleet_file
-        from gpufleet.report import fleet_report as fr
 
         if fmt is PlanFormat.skypilot and output is None:
             raise InputError(
@@ -170,48 +173,90 @@ def register(app: typer.Typer) -> None:
                 savings=savings,
                 progress=progress,
             )
-        if fmt is PlanFormat.table:
-            if output is None:
-                console.print(fr.render_plan_terminal(plan))
-                return
-            from io import StringIO
+        _output(plan, fmt, output, fleet, image=image, start=start, offers=offers)
+        _exit_if_infeasible(plan)
 
-            from rich.console import Console
 
-            buf = StringIO()
-            Console(file=buf, width=200, color_system=None).print(fr.render_plan_terminal(plan))
-            _write(output, buf.getvalue())
-            return
-        if fmt is PlanFormat.skypilot:
-            assert output is not None
-            try:
-                output.mkdir(exist_ok=True)
-            except OSError as exc:
-                raise InputError(
-                    f"Cannot create the SkyPilot task folder {output}: {exc.strerror or exc}. "
-                    "Give another folder."
-                ) from None
-            tasks_out = export.skypilot_tasks(plan, jobs=export.job_names(fleet))
-            for name, text in tasks_out.items():
-                _write(output / name, text)
-            if not tasks_out:
-                err_console.print(
-                    "No cloud placement in the plan: no SkyPilot task written.", highlight=False
-                )
-            return
-        text = {
-            PlanFormat.json: lambda: fr.render_plan_json(plan),
-            PlanFormat.markdown: lambda: fr.render_plan_markdown(plan),
-            PlanFormat.html: lambda: fr.render_plan_html(plan),
-            PlanFormat.csv: lambda: export.lines_csv(plan),
-            PlanFormat.focus: lambda: export.focus_csv(plan, period_start=start, version=__version__),
-            PlanFormat.k8s: lambda: export.k8s_yaml(
-                export.k8s_manifests(plan, image=image, jobs=export.job_names(fleet))
-            ),
-        }[fmt]()
-        if fmt is PlanFormat.html and output is None:
-            output = Path("gpufleet-plan.html")
+def _exit_if_infeasible(plan: FleetPlan) -> None:
+    """Exit 4 (after the output) where the solver found no feasible plan."""
+    if plan.status in ("infeasible", "error"):
+        from gpufleet.cli.exit_codes import ExitCode, exit_with
+
+        exit_with(ExitCode.INFEASIBLE_PLAN, f"plan {plan.status}: {plan.message}")
+
+
+def _output(
+    plan: FleetPlan,
+    fmt: PlanFormat,
+    output: Path | None,
+    fleet: Fleet,
+    *,
+    image: str,
+    start: date,
+    offers: OfferTable | None,
+) -> None:
+    """Print or write ``plan`` in ``fmt``; a SkyPilot export that left placements out exits 6 after listing
+    them (an infeasible plan exits 4 first: it has no placements to export)."""
+    from gpufleet import __version__
+    from gpufleet.fleet import export
+    from gpufleet.report import fleet_report as fr
+
+    if fmt is PlanFormat.table:
         if output is None:
-            typer.echo(text, nl=False)
-        else:
-            _write(output, text)
+            console.print(fr.render_plan_terminal(plan))
+            return
+        from io import StringIO
+
+        from rich.console import Console
+
+        buf = StringIO()
+        Console(file=buf, width=200, color_system=None).print(fr.render_plan_terminal(plan))
+        _write(output, buf.getvalue())
+        return
+    if fmt is PlanFormat.skypilot:
+        assert output is not None
+        try:
+            output.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise InputError(
+                f"Cannot create the SkyPilot task folder {output}: {exc.strerror or exc}. "
+                "Give another folder."
+            ) from None
+        sky = export.skypilot_export(plan, jobs=export.job_names(fleet))
+        for name, text in sky.tasks.items():
+            _write(output / name, text)
+        if not sky.tasks and not sky.left_out:
+            err_console.print("No placement in the plan: no SkyPilot task written.", highlight=False)
+        if sky.left_out:
+            from gpufleet.cli.console import user_text
+            from gpufleet.cli.exit_codes import ExitCode, exit_with
+
+            for line in sky.left_out:
+                err_console.print(f"Left out: {user_text(line)}", highlight=False, soft_wrap=True)
+            exit_with(
+                ExitCode.INCOMPLETE_EXPORT,
+                f"{len(sky.tasks)} SkyPilot task(s) written to {output}, {len(sky.left_out)} "
+                "placement(s) left out (listed above).",
+            )
+        return
+    text = {
+        PlanFormat.json: lambda: fr.render_plan_json(plan),
+        PlanFormat.markdown: lambda: fr.render_plan_markdown(plan),
+        PlanFormat.html: lambda: fr.render_plan_html(plan),
+        PlanFormat.csv: lambda: export.lines_csv(plan),
+        PlanFormat.focus: lambda: export.focus_csv(plan, period_start=start, version=__version__),
+        PlanFormat.k8s: lambda: export.k8s_yaml(
+            export.k8s_manifests(
+                plan,
+                image=image,
+                jobs=export.job_names(fleet),
+                zone_ids=export.catalog_zone_ids(offers) if offers is not None else None,
+            )
+        ),
+    }[fmt]()
+    if fmt is PlanFormat.html and output is None:
+        output = Path("gpufleet-plan.html")
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        _write(output, text)

@@ -1,8 +1,9 @@
 """`gpufleet recommend` and `gpufleet migrate`, plus the report output shared with `gpufleet scenarios`.
 
 A workload comes from a file (WORKLOAD.yaml; our format or GPU Fleet Optimizer workloads.json) or from flags,
-not both. Exit codes: 0 with a result (an infeasible SLO or a model that cannot fit is a reported status,
-not an error); 2 for bad input (unknown names, malformed files, a zero budget).
+not both. Exit codes (gpufleet.cli.exit_codes): 0 with a candidate; 3 when no candidate meets the workload
+(an infeasible SLO, a budget nobody fits, a model that cannot fit: reported in the output first, then the
+exit); 2 for bad input (unknown names, malformed files, a zero budget).
 """
 
 from __future__ import annotations
@@ -386,6 +387,45 @@ def catalog_offers(catalogs: list[Path] | None) -> OfferTable | None:
     return load_offers(catalogs) if catalogs else None
 
 
+def no_candidate_reason(result: Result) -> str | None:
+    """Why ``result`` has no answer meeting its workload (exit 3), or None where it has one: a
+    recommendation (or a scenario's) with a status other than ok; a migration with no alternative while the
+    current deployment itself misses the workload (staying on a deployment that meets it is an answer)."""
+    from gpufleet.recommend.types import Migration, Recommendation, ScenarioResult, ScenarioSetResult
+
+    if isinstance(result, ScenarioSetResult):
+        whys = [w for w in (no_candidate_reason(r) for r in result.results) if w]
+        if whys:
+            return f"{len(whys)} of {len(result.results)} scenarios have no answer: " + "; ".join(whys)
+        return None
+    if isinstance(result, ScenarioResult):
+        if result.error is not None:
+            return f"scenario {result.name}: {result.error}"
+        inner = result.migration if result.migration is not None else result.recommendation
+        why = no_candidate_reason(inner) if inner is not None else "no result"
+        return f"scenario {result.name}: {why}" if why else None
+    if isinstance(result, Recommendation):
+        return None if result.status == "ok" else f"status {result.status}: {result.message}"
+    if isinstance(result, Migration):
+        from gpufleet.recommend.migrate import current_shortfall
+
+        cur = result.current
+        misses = not cur.meets_slo or bool(current_shortfall(result.workload, cur))
+        if result.recommended is None and misses:
+            return f"no alternative meets the workload and the current deployment misses it: {result.verdict}"
+        return None
+    return None
+
+
+def exit_if_no_candidate(result: Result) -> None:
+    """Exit 3 (after the output is printed) where ``result`` has no answer meeting its workload."""
+    from gpufleet.cli.exit_codes import ExitCode, exit_with
+
+    why = no_candidate_reason(result)
+    if why is not None:
+        exit_with(ExitCode.NO_CANDIDATE, why)
+
+
 def register(app: typer.Typer) -> None:
     """Attach `gpufleet recommend` and `gpufleet migrate` to the root app."""
 
@@ -438,8 +478,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Rank where to run a workload: offers x GPU counts x parallelism, with cost, speed and risk.
 
-        An SLO nobody meets, a budget nobody fits or a model that fits nowhere is reported (exit 0) with the
-        closest options or what would fit; bad input exits 2.
+        An SLO nobody meets, a budget nobody fits or a model that fits nowhere is reported with the closest
+        options or what would fit, then exits 3; bad input exits 2.
         """
         from gpufleet.recommend.api import recommend
 
@@ -447,6 +487,7 @@ def register(app: typer.Typer) -> None:
         w = resolve_workload(workload_file, name, fields)
         rec = recommend(w, offers=catalog_offers(catalog), limit=top, commitments=commitments)
         emit(rec, fmt, output, assumption_notes([w], commitments))
+        exit_if_no_candidate(rec)
 
     @app.command("migrate")
     def migrate_cmd(
@@ -526,3 +567,4 @@ def register(app: typer.Typer) -> None:
         w = resolve_workload(workload_file, name, fields, current)
         mig = migrate(w, offers=catalog_offers(catalog), limit=top, commitments=commitments)
         emit(mig, fmt, output, assumption_notes([w], commitments))
+        exit_if_no_candidate(mig)

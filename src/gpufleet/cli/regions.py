@@ -84,6 +84,7 @@ def register(app: typer.Typer) -> None:
         )
         if fmt is rc.Format.table and output is None:
             console.print(fr.render_regions_terminal(a))
+            _exit_if_no_region(a.rows)
             return
         render = {
             rc.Format.json: fr.render_regions_json,
@@ -97,7 +98,17 @@ def register(app: typer.Typer) -> None:
             output = Path("gpufleet-regions.html")
         if output is None:
             typer.echo(text, nl=False)
+            _exit_if_no_region(a.rows)
             return
         from gpufleet.cli.plan import _write
 
         _write(output, text)
+        _exit_if_no_region(a.rows)
+
+
+def _exit_if_no_region(rows: object) -> None:
+    """Exit 3 (gpufleet.cli.exit_codes) after the output where no region can run the workload."""
+    if not rows:
+        from gpufleet.cli.exit_codes import ExitCode, exit_with
+
+        exit_with(ExitCode.NO_CANDIDATE, "no region can run the workload with these filters (see the notes).")

@@ -18,6 +18,7 @@ from gpufleet.cli.recommend import (
     assumption_notes,
     catalog_offers,
     emit,
+    exit_if_no_candidate,
 )
 
 app = typer.Typer(
@@ -120,6 +121,7 @@ def run_cmd(
     workload = get_scenario(scenario_id)
     result = run_scenario(scenario_id, offers=catalog_offers(catalog), limit=top)
     emit(result, fmt, output, assumption_notes([workload]))
+    exit_if_no_candidate(result)
 
 
 @app.command("run-set")
@@ -157,3 +159,4 @@ def run_set_cmd(
 
         result = run_scenario_set(name, offers=catalog_offers(catalog), limit=top, progress=advance)
     emit(result, fmt, output, assumption_notes([get_scenario(s) for s in members]))
+    exit_if_no_candidate(result)

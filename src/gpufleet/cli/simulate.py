@@ -227,6 +227,14 @@ def spot_cmd(
         seed=seed,
     )
     _emit(result, fmt, output)
+    if result.best is None:
+        from gpufleet.cli.exit_codes import ExitCode, exit_with
+
+        exit_with(
+            ExitCode.NO_CANDIDATE,
+            f"no strategy meets the {result.deadline_h or 0:g} h deadline with P(miss) <= 5 % (the output "
+            "shows each strategy's P(miss)); extend the deadline or add GPUs.",
+        )
 
 
 @app.command("batch")

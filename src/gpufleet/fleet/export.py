@@ -15,15 +15,20 @@ import csv
 import io
 import json
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
+from functools import cache
+from typing import TYPE_CHECKING
 
 import yaml
 
 from gpufleet.fleet.mig import k8s_resource
 from gpufleet.fleet.types import Fleet, FleetPlan, PlanLine
 from gpufleet.units import HOURS_PER_MONTH
+
+if TYPE_CHECKING:
+    from gpufleet.catalog.offers import OfferTable
 
 #: FOCUS 1.2 columns written, in order (mandatory ones first)
 FOCUS_COLUMNS: tuple[str, ...] = (
@@ -318,36 +323,78 @@ def k8s_name(*parts: str) -> str:
     return text[:63].rstrip("-") or "workload"
 
 
-_SKY_CLOUD = {
-    "aws": "aws",
-    "gcp": "gcp",
-    "azure": "azure",
-    "oci": "oci",
-    "lambda": "lambda",
-    "runpod": "runpod",
-    "nebius": "nebius",
-    "cudo": "cudo",
-    "fluidstack": "fluidstack",
-    "paperspace": "paperspace",
-    "do": "do",
-    "vast": "vast",
-}
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkyPilotClouds:
+    """The clouds a SkyPilot task may name and the catalog providers they map to (data/skypilot_clouds.json,
+    with its source and SkyPilot version)."""
+
+    skypilot_version: str
+    source: str
+    clouds: tuple[str, ...]
+    provider_to_cloud: dict[str, str]
+    not_supported: dict[str, str]  # provider -> why
+
+
+@cache
+def skypilot_clouds() -> SkyPilotClouds:
+    from importlib import resources
+
+    raw = json.loads(
+        resources.files("gpufleet.fleet").joinpath("data", "skypilot_clouds.json").read_text(encoding="utf-8")
+    )
+    return SkyPilotClouds(
+        skypilot_version=raw["skypilot_version"],
+        source=raw["source"],
+        clouds=tuple(raw["clouds"]),
+        provider_to_cloud=dict(raw["provider_to_cloud"]),
+        not_supported=dict(raw["not_supported"]),
+    )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkyPilotExport:
+    """The task files written and every placement left out, each with why (``plan -f skypilot`` lists them
+    and exits 6: gpufleet.cli.exit_codes)."""
+
+    tasks: dict[str, str]  # file name -> task YAML
+    left_out: tuple[str, ...]  # one line per placement without a task
+
+
+def _left_out(plan_provider: str, what: str) -> str:
+    sky = skypilot_clouds()
+    why = sky.not_supported.get(plan_provider, f"no {plan_provider} cloud in SkyPilot {sky.skypilot_version}")
+    return (
+        f"{what}: {why} (SkyPilot clouds: {', '.join(sky.clouds)}); launch it with the provider's own tools"
+    )
 
 
 def skypilot_tasks(plan: FleetPlan, *, jobs: Collection[str] = ()) -> dict[str, str]:
-    """file name -> SkyPilot task YAML (sky launch / sky jobs launch), one per cloud placement; a workload in
+    """file name -> SkyPilot task YAML of :func:`skypilot_export` (the placements left out are not listed)."""
+    return skypilot_export(plan, jobs=jobs).tasks
+
+
+def skypilot_export(plan: FleetPlan, *, jobs: Collection[str] = ()) -> SkyPilotExport:
+    """SkyPilot task YAMLs (sky launch / sky jobs launch), one per placement on a provider SkyPilot supports
+    (:func:`skypilot_clouds`), and the placements left out (other providers, on-premises sites); a workload in
     ``jobs`` (:func:`job_names`) is one multi-node task, ``num_nodes`` = its nodes (SkyPilot "Distributed
     multi-node jobs": one task launches every node and sets ``SKYPILOT_NODE_RANK``), a service one copy per
     node."""
+    cloud_of = skypilot_clouds().provider_to_cloud
     out: dict[str, str] = {}
+    left: list[str] = []
     for pool in plan.pools:  # one task launches the shared nodes; MIG is configured on them (mig-parted)
-        if pool.provider not in _SKY_CLOUD or pool.nodes <= 0:
+        if pool.nodes <= 0:
+            continue
+        if pool.provider not in cloud_of:
+            left.append(
+                _left_out(pool.provider, f"shared MIG pool {pool.key} ({pool.provider} {pool.region})")
+            )
             continue
         task = {
             "name": k8s_name("mig-pool", pool.instance_type),
             "num_nodes": pool.nodes,
             "resources": {
-                "cloud": _SKY_CLOUD[pool.provider],
+                "cloud": cloud_of[pool.provider],
                 "region": pool.region,
                 "instance_type": pool.instance_type,
                 "use_spot": False,
@@ -368,14 +415,24 @@ def skypilot_tasks(plan: FleetPlan, *, jobs: Collection[str] = ()) -> dict[str, 
             task, sort_keys=False
         )
     for p in placements(plan):
-        if p.on_prem or p.provider not in _SKY_CLOUD or p.mig_profile:
+        if p.mig_profile:  # on its shared pool's task (or listed with the pool)
+            continue
+        what = f"workload {p.workload}: {p.nodes} x {p.instance_type} in {p.provider}/{p.region}"
+        if p.on_prem:
+            left.append(
+                f"{what}: an on-premises site is not a SkyPilot cloud task; register the site's nodes with "
+                "SkyPilot's ssh or kubernetes infra and launch there"
+            )
+            continue
+        if p.provider not in cloud_of:
+            left.append(_left_out(p.provider, what))
             continue
         job = p.workload in jobs
         task = {
             "name": k8s_name(p.workload, "spot" if p.spot else "od"),
             "num_nodes": p.nodes if job else 1,
             "resources": {
-                "cloud": _SKY_CLOUD[p.provider],
+                "cloud": cloud_of[p.provider],
                 "region": p.region,
                 "instance_type": p.instance_type,
                 "use_spot": p.spot,
@@ -393,7 +450,7 @@ def skypilot_tasks(plan: FleetPlan, *, jobs: Collection[str] = ()) -> dict[str, 
         out[f"{task['name']}-{k8s_name(p.provider, p.region)}.sky.yaml"] = header + yaml.safe_dump(
             task, sort_keys=False
         )
-    return out
+    return SkyPilotExport(tasks=out, left_out=tuple(left))
 
 
 def job_names(fleet: Fleet) -> frozenset[str]:
@@ -407,7 +464,40 @@ def job_names(fleet: Fleet) -> frozenset[str]:
     )
 
 
-def k8s_manifests(plan: FleetPlan, *, image: str = "", jobs: Collection[str] = ()) -> list[dict[str, object]]:
+#: AWS Local Zone regions as the catalog names them: parent region, a dash, metro code and number
+#: (us-west-2-lax1 = the Local Zone group us-west-2-lax-1 of parent region us-west-2)
+_AWS_LOCAL_ZONE = re.compile(r"^([a-z]{2}-[a-z]+-\d)-([a-z]{3})(\d+)$")
+#: an AWS zone ID's number (usw2-lax1-az2 -> 2)
+_AWS_ZONE_NUMBER = re.compile(r"-az(\d+)$")
+
+
+def k8s_topology(provider: str, region: str, zone_ids: Sequence[str] = ()) -> tuple[str, tuple[str, ...]]:
+    """(``topology.kubernetes.io/region`` value, ``topology.kubernetes.io/zone`` values) that the nodes of
+    a placement carry. The kubelet / cloud controller set the region label to the cloud region and the zone
+    label to the zone name (Kubernetes "Well-Known Labels": topology.kubernetes.io/region, .../zone). An AWS
+    Local Zone is a zone of its parent region: its nodes carry region ``us-west-2`` and zone
+    ``us-west-2-lax-1a``, never ``us-west-2-lax1`` (AWS Local Zones user guide: a Local Zone's name is its
+    zone group plus a letter, zone ID ``usw2-lax1-az1`` = ``us-west-2-lax-1a``, ``-az2`` = ``-1b``; EKS nodes
+    in a Local Zone are labelled with that zone name). ``zone_ids``: the catalog's zone IDs of the region
+    (none: the group's first zone, ``a``). Other regions: the region, no zone constraint."""
+    m = _AWS_LOCAL_ZONE.match(region) if provider == "aws" else None
+    if m is None:
+        return region, ()
+    parent, metro, number = m.groups()
+    group = f"{parent}-{metro}-{number}"
+    letters = sorted(
+        {chr(ord("a") + int(z.group(1)) - 1) for z in (_AWS_ZONE_NUMBER.search(i) for i in zone_ids) if z}
+    )
+    return parent, tuple(f"{group}{c}" for c in (letters or ["a"]))
+
+
+def k8s_manifests(
+    plan: FleetPlan,
+    *,
+    image: str = "",
+    jobs: Collection[str] = (),
+    zone_ids: Mapping[tuple[str, str], Sequence[str]] | None = None,
+) -> list[dict[str, object]]:
     """A Deployment per serving placement: one pod per node, GPUs as limits, nodeSelector and the GPU
     toleration (as in the assessment seed's kubernetes_gpu_scheduling block). MIG placements: one pod per
     slice requesting ``nvidia.com/mig-<profile>: 1``, the resource name the NVIDIA GPU Operator /
@@ -419,17 +509,27 @@ def k8s_manifests(plan: FleetPlan, *, image: str = "", jobs: Collection[str] = (
     per node, all at once (``parallelism`` = ``completions`` = nodes) with ``completionMode: Indexed``, the
     rank a torchrun/JobSet-style launcher reads from ``JOB_COMPLETION_INDEX``, and ``restartPolicy: Never``
     (Kubernetes "Jobs": Indexed completion mode; Kueue admits batch/v1 Jobs, JobSets and Kubeflow
-    PyTorchJobs, not Deployments)."""
+    PyTorchJobs, not Deployments).
+
+    Region and zone selectors are the labels nodes carry (:func:`k8s_topology`): an AWS Local Zone placement
+    selects its parent region and the Local Zone's zone names. ``zone_ids``: (provider, region) -> the
+    catalog's zone IDs (default: the shipped catalog's)."""
+    if zone_ids is None:
+        zone_ids = catalog_zone_ids()
     docs: list[dict[str, object]] = []
     for p in placements(plan):
         name = k8s_name(p.workload, p.region, "spot" if p.spot else "od")
         labels = {"app.kubernetes.io/name": k8s_name(p.workload), "gpufleet.io/team": k8s_name(p.team)}
         selector: dict[str, str] = {}
+        zones: tuple[str, ...] = ()
         if p.on_prem:
             selector["gpufleet.io/site"] = k8s_name(p.instance_type)
         else:
+            region, zones = k8s_topology(p.provider, p.region, zone_ids.get((p.provider, p.region), ()))
             selector["node.kubernetes.io/instance-type"] = p.instance_type
-            selector["topology.kubernetes.io/region"] = p.region
+            selector["topology.kubernetes.io/region"] = region
+            if len(zones) == 1:
+                selector["topology.kubernetes.io/zone"] = zones[0]
             selector["karpenter.sh/capacity-type"] = "spot" if p.spot else "on-demand"
         container: dict[str, object] = {"name": k8s_name(p.workload)}
         if image:
@@ -445,6 +545,15 @@ def k8s_manifests(plan: FleetPlan, *, image: str = "", jobs: Collection[str] = (
                 "requests": {"nvidia.com/gpu": gpus},
             }
         pod: dict[str, object] = {"nodeSelector": selector, "containers": [container]}
+        if not p.on_prem and len(zones) > 1:  # any zone of the Local Zone group: node affinity, In
+            term = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(zones)}
+            pod["affinity"] = {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                        {"matchExpressions": [term]}
+                    ]}
+                }
+            }  # fmt: skip
         if p.mig_profile:
             labels = {**labels, "gpufleet.io/mig-profile": p.mig_profile}
         if gpus > 0:
@@ -480,6 +589,20 @@ def k8s_manifests(plan: FleetPlan, *, image: str = "", jobs: Collection[str] = (
             }
         )
     return docs
+
+
+def catalog_zone_ids(offers: OfferTable | None = None) -> dict[tuple[str, str], tuple[str, ...]]:
+    """(provider, region) -> the zone IDs the catalog lists there, for the AWS Local Zone regions only (the
+    zones :func:`k8s_topology` names)."""
+    from gpufleet.catalog.offers import load_offers
+
+    t = offers if offers is not None else load_offers()
+    out: dict[tuple[str, str], set[str]] = {}
+    for p, r, z in zip(t.column("provider").tolist(), t.column("region").tolist(), t.column("zone").tolist(),
+                       strict=True):  # fmt: skip
+        if p == "aws" and z and _AWS_LOCAL_ZONE.match(r):
+            out.setdefault((p, r), set()).add(str(z))
+    return {k: tuple(sorted(v)) for k, v in out.items()}
 
 
 def k8s_yaml(docs: Sequence[dict[str, object]]) -> str:

@@ -308,8 +308,10 @@ class CandidateSet:
     cost_usd_per_hour: F64
     cost_usd_per_month: F64
     cost_usd_per_run: F64  # NaN for inference
-    cost_usd_per_million_output_tokens: F64  # NaN for training
-    cost_usd_per_million_output_tokens_saturated: F64  # NaN for training
+    cost_usd_per_million_output_tokens_at_load: F64  # $/month / tokens/month at the user's load; NaN: none
+    cost_usd_per_million_output_tokens_saturated: F64  # $/month / tokens/month at full capacity
+    load_output_tokens_per_s: F64  # the user's load [output tokens/s]; NaN for training or no load
+    saturated_output_tokens_per_s: F64  # every paid replica at its saturated batch [output tokens/s]
     runs_per_month: F64  # NaN for inference
     output_tokens_per_s: F64  # inference, deployment [tokens/s]; training: tokens/s
     time_to_train_s: F64  # NaN for inference; spot includes the expected slowdown
@@ -490,10 +492,22 @@ def _host_ok(cols: F64, cfg_i: I64, w: Workload, rules: HostRules, ram_gib: F64,
 
 
 #: columns of :func:`_columns`, one per value the costing reads from a config
-(_NODES, _UNITS, _WEIGHTS_NODE, _GPN, _TPUT_CONF, _TPS, _TTT, _TTT_CONF, _GAP, _TPUT, _SAT, _SPEED) = range(
-    12
-)
-_NCOLS = 12
+(
+    _NODES,
+    _UNITS,
+    _WEIGHTS_NODE,
+    _GPN,
+    _TPUT_CONF,
+    _TPS,
+    _TTT,
+    _TTT_CONF,
+    _GAP,
+    _TPUT,
+    _SAT,
+    _SPEED,
+    _STREAM,
+) = range(13)
+_NCOLS = 13
 _COLUMNS: dict[int, tuple[tuple[Config, ...], F64]] = {}
 
 
@@ -520,6 +534,7 @@ def _columns(entry: tuple[Config, ...], w: Workload) -> F64:
             c.unit_output_tokens_per_s.central if c.unit_output_tokens_per_s else nan,
             c.saturated_unit_output_tokens_per_s or nan,
             1.0 / c.tpot_s.central if c.tpot_s else 0.0,
+            _stream_output_tokens_per_s(c),
         )
         for c in entry
         if c.fits
@@ -529,6 +544,26 @@ def _columns(entry: tuple[Config, ...], w: Workload) -> F64:
         _COLUMNS.clear()
     _COLUMNS[id(entry)] = (entry, cols)
     return cols
+
+
+def _stream_output_tokens_per_s(c: Config) -> float:
+    """Output tokens/s one request stream receives at the config's operating batch (central): the unit's
+    throughput shared by its replicas x concurrent sequences; NaN where it does not apply."""
+    if c.unit_output_tokens_per_s is None or not c.batch_per_replica or not c.replicas_per_unit:
+        return np.nan
+    return c.unit_output_tokens_per_s.central / (c.replicas_per_unit * c.batch_per_replica)
+
+
+def load_output_tokens_per_s(w: Workload, stream_output_tokens_per_s: F64) -> F64:
+    """The user's load as output tokens/s (central), per row: the target rate (requests/s x output length, or
+    the output tokens/s given); for a concurrency, the streams x what one stream receives at the operating
+    batch (closed loop); NaN where the workload states no load (docs/contracts.md "Figures and labels")."""
+    target = target_output_tokens_per_s(w)
+    if target is not None:
+        return np.full(stream_output_tokens_per_s.shape, target)
+    if w.concurrency is not None:
+        return w.concurrency * stream_output_tokens_per_s
+    return np.full(stream_output_tokens_per_s.shape, np.nan)
 
 
 def _col(cols: F64, cfg_i: I64, k: int) -> F64:
@@ -558,6 +593,8 @@ def _cost(
     cost_month = cost_h * billed_h
     nan = np.full(offer.shape, np.nan)
     per_mtok_sat = nan
+    load = nan
+    sat_tput = nan
     runs = nan
     if w.is_training:
         tps = _col(cols, cfg_i, _TPS)
@@ -587,9 +624,15 @@ def _cost(
     else:
         unit_tput = _col(cols, cfg_i, _TPUT)
         tput = unit_tput * need
-        per_mtok = cost_h / (tput * SECONDS_PER_HOUR) * MILLION
-        sat = _col(cols, cfg_i, _SAT)
-        per_mtok_sat = cost_h / (sat * paid * SECONDS_PER_HOUR) * MILLION
+        # one unit-cost semantics: USD per month / output tokens per month over the service hours
+        # (docs/contracts.md "Figures and labels"): at the user's load, and at full capacity (every replica
+        # paid for at its saturated batch)
+        service_s = w.hours_per_month * SECONDS_PER_HOUR
+        load = load_output_tokens_per_s(w, _col(cols, cfg_i, _STREAM))
+        sat_tput = _col(cols, cfg_i, _SAT) * paid
+        with np.errstate(invalid="ignore", divide="ignore"):
+            per_mtok = cost_month / (load * service_s) * MILLION
+            per_mtok_sat = cost_month / (sat_tput * service_s) * MILLION
         cost_run = nan
         ttt = nan
         speed = _col(cols, cfg_i, _SPEED)
@@ -610,8 +653,10 @@ def _cost(
         cost_usd_per_hour=cost_h,
         cost_usd_per_month=cost_month,
         cost_usd_per_run=cost_run,
-        cost_usd_per_million_output_tokens=per_mtok,
+        cost_usd_per_million_output_tokens_at_load=per_mtok,
         cost_usd_per_million_output_tokens_saturated=per_mtok_sat,
+        load_output_tokens_per_s=load,
+        saturated_output_tokens_per_s=sat_tput,
         runs_per_month=runs,
         output_tokens_per_s=tput,
         time_to_train_s=ttt,

@@ -21,7 +21,7 @@ from gpufleet.recommend.candidates import build_candidates
 from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, HostRules
 from gpufleet.recommend.engine import recommend_on
 from gpufleet.recommend.perf import Estimator, target_output_tokens_per_s, user_tpot
-from gpufleet.recommend.rank import materialise
+from gpufleet.recommend.rank import materialise, with_unit_costs
 from gpufleet.recommend.types import (
     Candidate,
     Complexity,
@@ -234,6 +234,9 @@ def current_candidate(
                 if cand.output_tokens_per_s
                 else None,
                 requests_per_s=cand.requests_per_s.scaled(scale) if cand.requests_per_s else None,
+                saturated_output_tokens_per_s=cand.saturated_output_tokens_per_s * scale
+                if cand.saturated_output_tokens_per_s is not None
+                else None,
             )
     if not cand.meets_slo:
         notes.append(
@@ -242,6 +245,19 @@ def current_candidate(
             + "."
         )
     return cand, notes
+
+
+def _current_unit_costs(w: Workload, cur: Candidate) -> Candidate:
+    """The current deployment's unit costs at the load the alternatives are sized for (``w``: the user's
+    target, else the current deployment's own capacity, like-for-like); a concurrency is the streams x what
+    one stream receives on the current deployment."""
+    if w.is_training:
+        return cur
+    load = target_output_tokens_per_s(w)
+    tput = cur.output_tokens_per_s
+    if load is None and w.concurrency is not None and tput is not None and cur.batch_per_replica:
+        load = w.concurrency * tput.central / (cur.replicas * cur.batch_per_replica)
+    return with_unit_costs(cur, load, w.hours_per_month)
 
 
 def _ratio(new: float | None, old: float | None) -> float | None:
@@ -523,6 +539,7 @@ def migrate_on(
     )
     if new is not None and (same or (not shortfall and not _beats(w, obj, cur, new))):
         new = None
+    cur = _current_unit_costs(target_w, cur)
     cur_m = cur.cost_usd_per_month
     if new is None:
         why = rec.message if rec.status != "ok" else f"no candidate beats it on {obj}"
@@ -551,6 +568,7 @@ def migrate_on(
         cur, load_note = current_at_load(est, w, cur, new.batch_per_replica * new.replicas)
         if load_note:
             rec = dataclasses.replace(rec, notes=(*rec.notes, load_note))
+        cur = _current_unit_costs(target_w, cur)
     risk, reasons, cx, cx_reasons = assess_risk(w, cur, new)
     new_m = work_equivalent_month_usd(w, cur, new)
     save = cur_m - new_m

@@ -13,6 +13,7 @@ Remaining ties break on the offer's row order in the catalog table, so results a
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import math
 from functools import lru_cache
@@ -45,7 +46,7 @@ from gpufleet.recommend.deploy import STALE_PRICE_DAYS, OfferInfo, offer_info
 from gpufleet.recommend.perf import Config, Estimator, configs_for, slo_gap, target_output_tokens_per_s
 from gpufleet.recommend.risk import assess, within
 from gpufleet.recommend.types import OBJECTIVES, RISK_LEVELS, Candidate, SpotCost, Workload
-from gpufleet.units import SECONDS_PER_HOUR, SECONDS_PER_MINUTE
+from gpufleet.units import MILLION, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 
 
 def check_objective(objective: str) -> str:
@@ -326,6 +327,34 @@ def _iv(x: Interval | None, factor: float) -> Interval | None:
     return x.scaled(factor) if x is not None else None
 
 
+def with_unit_costs(
+    c: Candidate, load_output_tokens_per_s: float | None, hours_per_month: float
+) -> Candidate:
+    """``c`` with its load and unit-cost fields recomputed from its own monthly cost and capacity for a load
+    (output tokens/s; None = no load stated) served ``hours_per_month``: the one definition of
+    ``cost_usd_per_million_output_tokens_at_load`` and ``..._saturated`` (docs/contracts.md "Figures and
+    labels"), for a candidate built outside the vectorised costing (migrate's current deployment)."""
+    if c.saturated_output_tokens_per_s is None and load_output_tokens_per_s is None:
+        return c
+    service_s = hours_per_month * SECONDS_PER_HOUR
+    load = load_output_tokens_per_s
+    sat = c.saturated_output_tokens_per_s
+    month_load = load * service_s if load else None
+    month_sat = sat * service_s if sat else None
+    return dataclasses.replace(
+        c,
+        load_output_tokens_per_s=load,
+        output_tokens_per_month_at_load=month_load,
+        output_tokens_per_month_saturated=month_sat,
+        cost_usd_per_million_output_tokens_at_load=c.cost_usd_per_month / month_load * MILLION
+        if month_load
+        else None,
+        cost_usd_per_million_output_tokens_saturated=c.cost_usd_per_month / month_sat * MILLION
+        if month_sat
+        else None,
+    )
+
+
 def materialise(
     cs: CandidateSet, w: Workload, row: int, spot_assumptions: dict[str, SpotAssumption] | None = None
 ) -> Candidate:
@@ -353,7 +382,10 @@ def materialise(
         )
     factor = float(cs.spot_factor[row])
     level, reasons = row_risk(cs, w, row)
-    per_mtok = float(cs.cost_usd_per_million_output_tokens[row])
+    per_mtok = float(cs.cost_usd_per_million_output_tokens_at_load[row])
+    load = float(cs.load_output_tokens_per_s[row])
+    sat_tput = float(cs.saturated_output_tokens_per_s[row])
+    service_s = w.hours_per_month * SECONDS_PER_HOUR
     per_mtok_sat = float(cs.cost_usd_per_million_output_tokens_saturated[row])
     per_run = float(cs.cost_usd_per_run[row])
     runs = float(cs.runs_per_month[row])
@@ -380,6 +412,10 @@ def materialise(
         price_age_days=None if math.isnan(age) else int(age),
         runs_per_month=None if math.isnan(runs) else runs,
         cost_usd_per_million_output_tokens_saturated=None if math.isnan(per_mtok_sat) else per_mtok_sat,
+        load_output_tokens_per_s=None if math.isnan(load) else load,
+        output_tokens_per_month_at_load=None if math.isnan(load) else load * service_s,
+        saturated_output_tokens_per_s=None if math.isnan(sat_tput) else sat_tput,
+        output_tokens_per_month_saturated=None if math.isnan(sat_tput) else sat_tput * service_s,
         risk=level,
         risk_reasons=reasons,
         gpus_per_node=cfg.gpus_per_node,
@@ -394,7 +430,7 @@ def materialise(
         price_usd_per_node_hour=float(cs.price_usd_per_node_hour[row]),
         cost_usd_per_hour=float(cs.cost_usd_per_hour[row]),
         cost_usd_per_month=float(cs.cost_usd_per_month[row]),
-        cost_usd_per_million_output_tokens=None if math.isnan(per_mtok) else per_mtok,
+        cost_usd_per_million_output_tokens_at_load=None if math.isnan(per_mtok) else per_mtok,
         cost_usd_per_run=None if math.isnan(per_run) else per_run,
         mem_per_gpu_gib=cfg.mem_per_gpu_gib,
         mem_capacity_gib=cfg.mem_capacity_gib,

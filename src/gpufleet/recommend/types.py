@@ -206,12 +206,15 @@ class Candidate:
     cost_usd_per_hour: float  # all billed nodes while running (spot: expected) [USD/h]
     cost_usd_per_month: float  # inference: on the workload's schedule (commitments bill 730 h); training:
     # runs_per_month x cost_usd_per_run [USD/month]
-    cost_usd_per_million_output_tokens: float | None  # inference, at the operating throughput
+    # inference: USD per month / output tokens per month at the user's load (load_output_tokens_per_s over
+    # the workload's hours_per_month); None for training or where the workload states no load [USD/1M tok]
+    cost_usd_per_million_output_tokens_at_load: float | None
     cost_usd_per_run: float | None  # training: the whole run
     mem_per_gpu_gib: float  # memory needed per GPU
     mem_capacity_gib: float  # per GPU, device-reported
     # performance (None where it does not apply)
-    output_tokens_per_s: Interval | None = None  # inference, whole deployment at operating batch
+    # inference: capacity of the replicas the load needs at the operating (SLO-meeting) batch [tokens/s]
+    output_tokens_per_s: Interval | None = None
     requests_per_s: Interval | None = None
     ttft_s: Interval | None = None
     tpot_s: Interval | None = None
@@ -237,7 +240,13 @@ class Candidate:
     price_age_days: int | None = None  # days from price_date to the catalog's newest capture; None = unknown
     # what the user pays for (training: one run; runs per month on the schedule)
     runs_per_month: float | None = None  # training: runs paid for per month (cost_usd_per_month / per run)
-    cost_usd_per_million_output_tokens_saturated: float | None = None  # inference at the saturated batch
+    # inference: USD per month / output tokens per month at full capacity (saturated_output_tokens_per_s over
+    # the workload's hours_per_month) [USD/1M tok]
+    cost_usd_per_million_output_tokens_saturated: float | None = None
+    load_output_tokens_per_s: float | None = None  # the user's load, central [output tokens/s]
+    output_tokens_per_month_at_load: float | None = None  # the load over hours_per_month [tokens/month]
+    saturated_output_tokens_per_s: float | None = None  # every paid replica at its saturated batch [tokens/s]
+    output_tokens_per_month_saturated: float | None = None  # that over hours_per_month [tokens/month]
     risk: str = "low"  # one of RISK_LEVELS
     risk_reasons: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()

@@ -45,7 +45,7 @@ CANDIDATE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("replicas", "Replicas"),
     ("parallelism", "Parallelism"),
     ("fit", "Memory (GiB used / per GPU)"),
-    ("speed", "Speed (p10-p90)"),
+    ("speed", "Capacity at the SLO batch (p10-p90); training: time to train"),
     ("usd_per_hour", "$/h"),
     ("usd_per_month", "Cost (training: $/run first)"),
     ("unit_cost", "Unit cost"),
@@ -96,9 +96,10 @@ def duration_h(seconds: float) -> str:
 
 
 def speed_text(c: Candidate) -> str:
-    """Inference: output tokens/s with p10-p90; training: time to train with p10-p90."""
+    """Inference: output tokens/s the replicas the load needs deliver at their operating (SLO-meeting) batch,
+    with p10-p90 (a capacity, not the load); training: time to train with p10-p90."""
     if c.output_tokens_per_s is not None:
-        return interval(c.output_tokens_per_s, unit="tok/s")
+        return interval(c.output_tokens_per_s, unit="tok/s capacity")
     if c.time_to_train_s is not None:
         t = c.time_to_train_s
         return f"{duration_h(t.central)} ({duration_h(t.p10)}-{duration_h(t.p90)})"
@@ -108,12 +109,20 @@ def speed_text(c: Candidate) -> str:
 
 
 def unit_cost_text(c: Candidate) -> str:
-    """Inference: $/1M output tokens at the user's load and at saturation (full batch); training: $/run."""
-    if c.cost_usd_per_million_output_tokens is not None:
-        text = f"{usd(c.cost_usd_per_million_output_tokens)}/1M output tok at your load"
-        if c.cost_usd_per_million_output_tokens_saturated is not None:
-            text += f"; {usd(c.cost_usd_per_million_output_tokens_saturated)} at saturation"
-        return text
+    """Inference: USD per 1M output tokens = the month's cost / the output tokens of the month's service hours
+    at the user's load (``cost_usd_per_million_output_tokens_at_load``, the load shown), then at full capacity
+    (every replica paid for at its saturated batch, ``..._saturated``); training: $/run."""
+    at_load = c.cost_usd_per_million_output_tokens_at_load
+    sat = c.cost_usd_per_million_output_tokens_saturated
+    parts = []
+    if at_load is not None and c.load_output_tokens_per_s:
+        parts.append(f"{usd(at_load)}/1M tok at your load ({num(c.load_output_tokens_per_s)} tok/s)")
+    elif sat is not None:
+        parts.append("no load given")
+    if sat is not None:
+        parts.append(f"{usd(sat)}/1M tok at full capacity")
+    if parts:
+        return "; ".join(parts)
     if c.cost_usd_per_run is not None:
         return f"{usd(c.cost_usd_per_run)}/run"
     return "-"

@@ -35,11 +35,15 @@ def migration_rows(m: Migration) -> list[tuple[str, str, str]]:
             usd(m.new_cost_usd_per_month),
         ),
         (
-            "Time to train" if m.workload.is_training else "Speed (p10-p90)",
+            "Time to train" if m.workload.is_training else "Capacity at the SLO batch (p10-p90)",
             speed_text(m.current),
             cell(after, speed_text(after) if after else ""),
         ),
-        ("Unit cost", unit_cost_text(m.current), cell(after, unit_cost_text(after) if after else "")),
+        (
+            "Unit cost [USD/1M output tok]" if not m.workload.is_training else "Unit cost",
+            unit_cost_text(m.current),
+            cell(after, unit_cost_text(after) if after else ""),
+        ),
     ]
     return rows
 

@@ -60,7 +60,14 @@ def candidate_table(cands: Sequence[Candidate], title: str, *, compact: bool = F
     table = Table(title=title, title_justify="left", header_style="bold", expand=False, pad_edge=False)
     if compact:
         table.box = box.SIMPLE_HEAD
-        for header in ("#", "Option", "GPUs, layout, GiB used / per GPU", "Speed (p10-p90)", "Cost", "Risk"):
+        for header in (
+            "#",
+            "Option",
+            "GPUs, layout, GiB used / per GPU",
+            "Capacity (p10-p90)",
+            "Cost",
+            "Risk",
+        ):
             table.add_column(
                 header,
                 justify="right" if header == "#" else "left",
