@@ -4,7 +4,8 @@ Users copy these commands and trust them, so each one runs in-process (typer's C
 in a scratch folder that holds stand-ins for the files the docs name (``workload.yaml``: a shipped example
 workload, ``FLEET.yaml``: the assessment platform, ``dcgm.prom``: the seeded telemetry example, ...), with
 ``GPUFLEET_DATA_DIR`` pointed into it. A command must exit 0 with no traceback, unless its comment says
-``exits 2`` (an example of a user error): then it must exit 2 with an error message and no traceback.
+``exits N``: ``exits 2`` (an example of a user error) must exit 2 with an error message and no traceback;
+``exits 3``-``6`` (an answer "no": gpufleet.cli.exit_codes) must exit with that code, after its output.
 Commands that need the network or take more than ~2 s are listed in :data:`NOT_RUN` with the reason; an
 entry there that no longer matches a documented command fails, as does a documented command whose file
 the scratch folder does not provide. Synopsis lines (``[--gpu ID]``, ``a|b``, ``...``) are not run, but each
@@ -279,7 +280,8 @@ def test_documented_commands_run(
             continue
         r = runner.invoke(app, c.argv)
         ran += 1
-        want = 2 if EXIT_2_MARK in c.comment else 0
+        mark = re.search(r"exits ([2-9])\b", c.comment)  # "exits 2" (user error), "exits 3" (no candidate), ...
+        want = int(mark.group(1)) if mark else 0
         crashed = r.exception is not None and not isinstance(r.exception, SystemExit)
         if r.exit_code != want or crashed or "Traceback" in r.output:
             failures.append(f"{c.where}: exit {r.exit_code} (want {want}): {c.text}\n{r.output[-800:]}")
