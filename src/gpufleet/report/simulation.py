@@ -65,7 +65,7 @@ def _autoscale(r: Any) -> Layout:
         ),
         ("cold start", f"{r.cold_start.total_s:.0f} s"),
         ("replica-hours", f"{r.replica_hours:.2f} (spot {r.spot_replica_hours:.2f})"),
-        ("cost", _usd(r.cost_usd)),
+        ("cost", f"{_usd(r.cost_usd)} over the {r.duration_s / 60:.1f}-min trace (replica-hours x price)"),
         (
             "SLO attainment",
             f"{_pct(r.slo_attainment)} (TTFT <= {_s(r.slo_ttft_s)} and TPOT <= {_s(r.slo_tpot_s)})",
@@ -141,8 +141,8 @@ def _spot(r: Any) -> Layout:
         lay.facts.append(("closed form E[T]/W", f"{r.closed_form_wall_time_factor:.3f} (cost/spot.py)"))
     headers = [
         "strategy",
-        "E[cost]",
-        "p95 cost",
+        "E[cost]/run",
+        "p95 cost/run",
         "E[hours]",
         "p50 h",
         "p95 h",
@@ -185,7 +185,7 @@ def _batch(r: Any) -> Layout:
         ("makespan", f"{r.makespan_h:.1f} h"),
         ("wait", f"p50 {r.wait_p50_h:.2f} h, p95 {r.wait_p95_h:.2f} h"),
         ("utilisation", _pct(r.utilisation)),
-        ("cost", _usd(r.cost_usd)),
+        ("cost", f"{_usd(r.cost_usd)} over the {r.makespan_h:.1f} h makespan (GPU-hours run + reserved pools)"),
         ("deadline misses", str(r.deadline_misses)),
         ("preemptions", str(r.preemptions)),
     ]
