@@ -129,3 +129,21 @@ def test_simulate_spot_with_no_strategy_meeting_the_deadline_exits_3() -> None:
     assert r.exit_code == ExitCode.NO_CANDIDATE, r.output
     assert json.loads(r.stdout)["result"]["best"] is None
     assert run_cli(*args, "--deadline-hours", "10000").exit_code == 0
+
+
+def test_migrate_exits_3_only_when_nothing_meets_the_workload() -> None:
+    """Staying on a current deployment that meets the workload is an answer (0); no alternative while the
+    current one misses it is not (3)."""
+    from dataclasses import replace
+
+    from gpufleet.cli.recommend import no_candidate_reason
+    from report import samples
+
+    mig = samples.migration()
+    assert no_candidate_reason(mig) is None  # a move
+    stay = replace(mig, recommended=None, new_cost_usd_per_month=None, savings_usd_per_month=None)
+    assert no_candidate_reason(stay) is None  # the current deployment meets the workload: stay
+    missing = replace(stay, current=replace(mig.current, meets_slo=False, slo_misses=("TTFT",)))
+    assert no_candidate_reason(missing) is not None
+    assert no_candidate_reason(samples.infeasible()) is not None
+    assert no_candidate_reason(samples.recommendation()) is None
