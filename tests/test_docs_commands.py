@@ -280,7 +280,7 @@ def test_documented_commands_run(
             continue
         r = runner.invoke(app, c.argv)
         ran += 1
-        mark = re.search(r"exits ([2-9])\b", c.comment)  # "exits 2" (user error), "exits 3" (no candidate), ...
+        mark = re.search(r"exits ([2-9])\b", c.comment)  # exits 2: user error; 3-6: an answer "no"
         want = int(mark.group(1)) if mark else 0
         crashed = r.exception is not None and not isinstance(r.exception, SystemExit)
         if r.exit_code != want or crashed or "Traceback" in r.output:

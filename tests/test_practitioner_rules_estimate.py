@@ -31,15 +31,17 @@ VLLM_GPU_MEMORY_UTILIZATION = 0.9
 
 
 def cli(*args: str) -> str:
+    """The table of an estimate: exit 0, or 5 (gpufleet.cli.exit_codes.DOES_NOT_FIT) when it says so."""
     res = runner.invoke(app, ["estimate", *args], env=WIDE)
-    assert res.exit_code == 0, res.output
-    return " ".join(res.output.split())
+    assert res.exit_code in (0, 5), res.output
+    assert (res.exit_code == 5) == ("Exit 5 (does_not_fit)" in res.stderr), res.output
+    return " ".join(res.stdout.split())
 
 
 def cli_json(*args: str) -> dict[str, Any]:
     res = runner.invoke(app, ["estimate", *args, "--format", "json"], env=WIDE)
-    assert res.exit_code == 0, res.output
-    doc: dict[str, Any] = json.loads(res.output)
+    doc: dict[str, Any] = json.loads(res.stdout)
+    assert res.exit_code == (0 if doc["fits"] else 5), res.output  # 5: does not fit (cli.exit_codes)
     return doc
 
 

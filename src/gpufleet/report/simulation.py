@@ -185,7 +185,10 @@ def _batch(r: Any) -> Layout:
         ("makespan", f"{r.makespan_h:.1f} h"),
         ("wait", f"p50 {r.wait_p50_h:.2f} h, p95 {r.wait_p95_h:.2f} h"),
         ("utilisation", _pct(r.utilisation)),
-        ("cost", f"{_usd(r.cost_usd)} over the {r.makespan_h:.1f} h makespan (GPU-hours run + reserved pools)"),
+        (
+            "cost",
+            f"{_usd(r.cost_usd)} over the {r.makespan_h:.1f} h makespan (GPU-hours run + reserved pools)",
+        ),
         ("deadline misses", str(r.deadline_misses)),
         ("preemptions", str(r.preemptions)),
     ]
