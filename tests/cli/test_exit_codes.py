@@ -147,3 +147,17 @@ def test_migrate_exits_3_only_when_nothing_meets_the_workload() -> None:
     assert no_candidate_reason(missing) is not None
     assert no_candidate_reason(samples.infeasible()) is not None
     assert no_candidate_reason(samples.recommendation()) is None
+
+
+def test_regions_with_no_region_able_to_run_it_exits_3(tmp_path: Path) -> None:
+    cat = tmp_path / "t4.yaml"
+    cat.write_text(
+        "offers:\n  - {provider: acme, region: dc1, instance_type: t4box, gpu: T4, gpu_count: 1,\n"
+        "     price_on_demand_usd_per_hour: 0.5}\n",
+        encoding="utf-8",
+    )
+    r = run_cli(
+        "regions", "--model", "llama-3.1-405b", "--provider", "acme", "--catalog", str(cat), "-f", "json"
+    )
+    assert r.exit_code == ExitCode.NO_CANDIDATE, r.output
+    assert json.loads(r.stdout)["result"]["rows"] == []
