@@ -288,3 +288,16 @@ def test_k8s_topology_of_ordinary_regions_is_unchanged() -> None:
     assert k8s_topology("aws", "us-east-1") == ("us-east-1", ())
     assert k8s_topology("gcp", "us-central1") == ("us-central1", ())
     assert k8s_topology("aws", "us-east-1-atl2", ("use1-atl2-az1",)) == ("us-east-1", ("us-east-1-atl-2a",))
+
+
+def test_skypilot_local_zone_names_the_parent_region_and_its_zones(platform_plan: FleetPlan) -> None:
+    from gpufleet.fleet.export import skypilot_export
+
+    plan = _moved(platform_plan, "aws", "us-west-2-lax1")
+    sky = skypilot_export(plan, zone_ids={("aws", "us-west-2-lax1"): ("usw2-lax1-az1", "usw2-lax1-az2")})
+    res = [yaml.safe_load(t)["resources"] for t in sky.tasks.values()]
+    assert all(r["region"] != "us-west-2-lax1" for r in res)
+    lz = [r for r in res if "any_of" in r]
+    assert lz and all(r["region"] == "us-west-2" for r in lz)
+    assert {"zone": "us-west-2-lax-1a"} in lz[0]["any_of"] and {"zone": "us-west-2-lax-1b"} in lz[0]["any_of"]
+    assert all(set(r) <= SKY_RESOURCE_KEYS for r in res)

@@ -222,7 +222,11 @@ def _output(
                 f"Cannot create the SkyPilot task folder {output}: {exc.strerror or exc}. "
                 "Give another folder."
             ) from None
-        sky = export.skypilot_export(plan, jobs=export.job_names(fleet))
+        sky = export.skypilot_export(
+            plan,
+            jobs=export.job_names(fleet),
+            zone_ids=export.catalog_zone_ids(offers) if offers is not None else None,
+        )
         for name, text in sky.tasks.items():
             _write(output / name, text)
         if not sky.tasks and not sky.left_out:

@@ -373,13 +373,22 @@ def skypilot_tasks(plan: FleetPlan, *, jobs: Collection[str] = ()) -> dict[str, 
     return skypilot_export(plan, jobs=jobs).tasks
 
 
-def skypilot_export(plan: FleetPlan, *, jobs: Collection[str] = ()) -> SkyPilotExport:
+def skypilot_export(
+    plan: FleetPlan,
+    *,
+    jobs: Collection[str] = (),
+    zone_ids: Mapping[tuple[str, str], Sequence[str]] | None = None,
+) -> SkyPilotExport:
     """SkyPilot task YAMLs (sky launch / sky jobs launch), one per placement on a provider SkyPilot supports
-    (:func:`skypilot_clouds`), and the placements left out (other providers, on-premises sites); a workload in
+    (:func:`skypilot_clouds`), and the placements left out (other providers, on-premises sites). An AWS Local
+    Zone placement names its parent region and the Local Zone's zone(s) (:func:`k8s_topology`; ``zone_ids``
+    as for :func:`k8s_manifests`), as SkyPilot's AWS regions hold them; a workload in
     ``jobs`` (:func:`job_names`) is one multi-node task, ``num_nodes`` = its nodes (SkyPilot "Distributed
     multi-node jobs": one task launches every node and sets ``SKYPILOT_NODE_RANK``), a service one copy per
     node."""
     cloud_of = skypilot_clouds().provider_to_cloud
+    if zone_ids is None:
+        zone_ids = catalog_zone_ids() if any(_AWS_LOCAL_ZONE.match(ln.region) for ln in plan.lines) else {}
     out: dict[str, str] = {}
     left: list[str] = []
     for pool in plan.pools:  # one task launches the shared nodes; MIG is configured on them (mig-parted)
@@ -428,15 +437,22 @@ def skypilot_export(plan: FleetPlan, *, jobs: Collection[str] = ()) -> SkyPilotE
             left.append(_left_out(p.provider, what))
             continue
         job = p.workload in jobs
+        # an AWS Local Zone is a zone of its parent region for SkyPilot too (resources.region/zone)
+        region, zones = k8s_topology(p.provider, p.region, zone_ids.get((p.provider, p.region), ()))
+        resources: dict[str, object] = {
+            "cloud": cloud_of[p.provider],
+            "region": region,
+            "instance_type": p.instance_type,
+            "use_spot": p.spot,
+        }
+        if len(zones) == 1:
+            resources["zone"] = zones[0]
+        elif zones:  # any zone of the Local Zone group (SkyPilot "any_of" resources)
+            resources["any_of"] = [{"zone": z} for z in zones]
         task = {
             "name": k8s_name(p.workload, "spot" if p.spot else "od"),
             "num_nodes": p.nodes if job else 1,
-            "resources": {
-                "cloud": cloud_of[p.provider],
-                "region": p.region,
-                "instance_type": p.instance_type,
-                "use_spot": p.spot,
-            },
+            "resources": resources,
         }
         header = (
             f"# gpufleet plan {plan.fleet}: workload {p.workload} (team {p.team}), {p.nodes} node(s) of "
@@ -515,7 +531,7 @@ def k8s_manifests(
     selects its parent region and the Local Zone's zone names. ``zone_ids``: (provider, region) -> the
     catalog's zone IDs (default: the shipped catalog's)."""
     if zone_ids is None:
-        zone_ids = catalog_zone_ids()
+        zone_ids = catalog_zone_ids() if any(_AWS_LOCAL_ZONE.match(ln.region) for ln in plan.lines) else {}
     docs: list[dict[str, object]] = []
     for p in placements(plan):
         name = k8s_name(p.workload, p.region, "spot" if p.spot else "od")
