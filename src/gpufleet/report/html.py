@@ -116,7 +116,9 @@ def cost_speed_chart(rec: Recommendation) -> str:
                 x_high=sv[2],
             )
         )
-    kind = "output tokens/s" if not rec.workload.is_training else "training tokens/s"
+    kind = (
+        "output tokens/s, capacity at the SLO batch" if not rec.workload.is_training else "training tokens/s"
+    )
     return scatter_chart(
         points,
         title="Cost against throughput (p10-p90 bars)",
