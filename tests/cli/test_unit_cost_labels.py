@@ -61,6 +61,7 @@ def test_the_table_labels_each_unit_cost_with_its_load() -> None:
     at_load = best["cost_usd_per_month"] / (1280 * 730 * SECONDS_PER_HOUR) * 1e6
     assert f"${at_load:.3g}/1M tok at your load (1,280 tok/s)" in r.output
     assert "at full capacity" in r.output
+    assert "Unit cost ($/month ÷ output tokens/month" in r.output  # the period of the ratio
     assert "at saturation" not in r.output  # the old label, which put the capacity figure under "your load"
 
 

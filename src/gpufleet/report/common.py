@@ -48,7 +48,7 @@ CANDIDATE_COLUMNS: tuple[tuple[str, str], ...] = (
     ("speed", "Capacity at the SLO batch (p10-p90); training: time to train"),
     ("usd_per_hour", "$/h"),
     ("usd_per_month", "Cost (training: $/run first)"),
-    ("unit_cost", "Unit cost"),
+    ("unit_cost", "Unit cost ($/month ÷ output tokens/month; training: $/run)"),
     ("host", "Host vCPU / RAM"),
     ("deploy", "Provider class, fabric"),
     ("price_date", "Price date"),

@@ -40,7 +40,9 @@ def migration_rows(m: Migration) -> list[tuple[str, str, str]]:
             cell(after, speed_text(after) if after else ""),
         ),
         (
-            "Unit cost [USD/1M output tok]" if not m.workload.is_training else "Unit cost",
+            "Unit cost [USD/1M output tok: $/month ÷ tokens/month]"
+            if not m.workload.is_training
+            else "Unit cost",
             unit_cost_text(m.current),
             cell(after, unit_cost_text(after) if after else ""),
         ),
