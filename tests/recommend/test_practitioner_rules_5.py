@@ -306,7 +306,7 @@ def test_cannot_fit_hint_never_proposes_the_task_already_run() -> None:
 
     args = ["estimate", "memory", "-m", "llama-3.1-70b", "-g", "RTX-4090", "--task", "qlora", "--batch", "1"]
     r = CliRunner().invoke(app, [*args, "--seq-len", "2048"], env={"COLUMNS": "400"})
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 5, r.output  # does not fit (gpufleet.cli.exit_codes), after the table and hint
     assert "does not fit" in r.output
     assert "--task lora/qlora" not in r.output and "FSDP" in r.output
 
