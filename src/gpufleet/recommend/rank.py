@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import fnmatch
 import math
+from collections import defaultdict
 from functools import lru_cache
 from typing import Any
 
@@ -42,6 +43,8 @@ from gpufleet.recommend.candidates import (
     serves_decoder,
 )
 from gpufleet.recommend.deploy import STALE_PRICE_DAYS, OfferInfo, offer_info
+from gpufleet.recommend.deployability import production_exclusion
+from gpufleet.recommend.failure import survives_text
 from gpufleet.recommend.perf import Config, Estimator, configs_for, slo_gap, target_output_tokens_per_s
 from gpufleet.recommend.risk import assess, within
 from gpufleet.recommend.types import OBJECTIVES, RISK_LEVELS, Candidate, SpotCost, Workload
@@ -382,6 +385,7 @@ def materialise(
         cost_usd_per_million_output_tokens_saturated=None if math.isnan(per_mtok_sat) else per_mtok_sat,
         risk=level,
         risk_reasons=reasons,
+        survives=survives_text(w, need, cfg.nodes_per_unit),
         gpus_per_node=cfg.gpus_per_node,
         nodes_per_replica=cfg.nodes_per_unit,
         tp=cfg.tp,
@@ -460,6 +464,10 @@ def brute_force_best(
     vendors = {v.lower() for v in w.gpu_vendors}
     rules = DEFAULT_HOST_RULES
     placements: list[tuple[int, Any, Any, float, Any]] = []  # (row, record, config, price, fabric)
+    zones: dict[tuple[str, str, str], set[str]] = defaultdict(set)  # zones listing each instance type
+    for rec in table.records():
+        if rec.zone:
+            zones[rec.provider, rec.region, rec.instance_type].add(rec.zone)
     for i, rec in enumerate(table.records()):
         if rec.gpu is None or rec.gpu_count < 1 or rec.gpu_count != int(rec.gpu_count):
             continue
@@ -486,6 +494,15 @@ def brute_force_best(
                 continue
             if rec.vcpus is None or rec.ram_gib is None:
                 continue
+            latency = not w.is_training and (w.ttft_p95_s is not None or w.tpot_p95_s is not None)
+            if production_exclusion(rec.gpu, serving=not w.is_training, latency=latency):
+                continue
+            if (
+                w.min_zones >= 2
+                and not w.is_training
+                and len(zones[rec.provider, rec.region, rec.instance_type]) < w.min_zones
+            ):
+                continue
         if kind == "on_demand":
             price = rec.price_on_demand_usd_per_hour
         elif kind == "spot":
@@ -501,7 +518,8 @@ def brute_force_best(
         for cfg in configs_for(est, w, rec.gpu, g, node_network(fabric) if scale_out else None):
             if not cfg.fits:
                 continue
-            ram_need = rules.ram_per_weight * cfg.weights_per_gpu_gib * g + rules.ram_base_gib
+            state = max(cfg.weights_per_gpu_gib, cfg.checkpoint_per_gpu_gib)
+            ram_need = rules.ram_per_weight * state * g + rules.ram_base_gib
             cpu_need = rules.vcpus_needed(g, training=w.is_training)
             if rec.ram_gib is not None and rec.ram_gib < ram_need - 1e-9:
                 continue
@@ -517,8 +535,11 @@ def brute_force_best(
         if not w.is_training and target is not None:
             assert cfg.unit_output_tokens_per_s is not None
             need = max(need, math.ceil(target / rate_at_confidence(cfg.unit_output_tokens_per_s, w) - 1e-9))
-        if not w.is_training:
-            need = max(need, w.min_replicas)
+        need_load = need
+        if not w.is_training and w.tier == "production":  # N+1 (and a zone's loss with min_zones >= 2)
+            need += 1
+            while w.min_zones >= 2 and need - math.ceil(need / w.min_zones) < need_load:
+                need += 1
         paid, factor = need, 1.0
         if kind == "spot":
             a = assumption_for(rec.provider, spot_assumptions)
