@@ -56,13 +56,21 @@ def units_with_spare_array(needed: npt.NDArray[np.int64], w: Workload) -> npt.ND
     return out
 
 
+def load_units(units: int, w: Workload) -> int:
+    """The units that carry the load in a deployment of ``units`` sized by :func:`units_with_spare`."""
+    if not needs_spare(w):
+        return units
+    needed = max(1, units - 1)
+    while needed > 1 and units_with_spare(needed, w) > units:
+        needed -= 1
+    return needed
+
+
 def survives_text(w: Workload, units: int, nodes_per_unit: int) -> str:
     """The failure the deployment keeps its SLOs through, in words ("" outside production serving)."""
     if not needs_spare(w):
         return ""
-    needed = units - 1
-    while needed > 1 and units_with_spare(needed, w) > units:
-        needed -= 1
+    needed = load_units(units, w)
     lost = "one node" if nodes_per_unit == 1 else f"one node (a unit of {nodes_per_unit} nodes)"
     zones = f" or one of {w.min_zones} zones" if w.min_zones >= 2 else ""
     return (
@@ -71,4 +79,11 @@ def survives_text(w: Workload, units: int, nodes_per_unit: int) -> str:
     )
 
 
-__all__ = ["MAX_ZONES", "needs_spare", "survives_text", "units_with_spare", "units_with_spare_array"]
+__all__ = [
+    "MAX_ZONES",
+    "load_units",
+    "needs_spare",
+    "survives_text",
+    "units_with_spare",
+    "units_with_spare_array",
+]
