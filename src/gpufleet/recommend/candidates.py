@@ -6,7 +6,6 @@ expectations and costs are broadcast over all offers sharing that shape. Nothing
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpufleet.catalog.offers import OfferTable
+from gpufleet.catalog.regions import region_matches
 from gpufleet.catalog.specs import load_specs
 from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
 from gpufleet.cost.schedule import Schedule
@@ -314,7 +314,7 @@ def _eligible_mask(table: OfferTable, w: Workload) -> B:
         globs = [g.lower() for g in w.regions]
 
         def in_globs(r: str) -> bool:
-            return any(fnmatch.fnmatchcase(r.lower(), g) for g in globs)
+            return any(region_matches(r, g) for g in globs)
 
         m &= _match(table, "region", in_globs, ("globs", *globs))
     if w.is_training:  # Inferentia is an inference accelerator: AWS positions Trn1/Trn2 for training

@@ -24,6 +24,7 @@ from gpufleet.recommend.candidates import (
 )
 from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, STALE_PRICE_DAYS, HostRules, offer_info
 from gpufleet.recommend.fit import analyse_cannot_fit
+from gpufleet.recommend.near_ties import explain_near_ties
 from gpufleet.recommend.perf import Estimator
 from gpufleet.recommend.rank import check_objective, materialise, order, pareto_rows, within_risk
 from gpufleet.recommend.risk import check_max_risk
@@ -353,7 +354,7 @@ def recommend_on(
         )  # fmt: skip
     if feasible.size:
         ranked_rows = order(cs, w, obj, feasible, w.near_tie_fraction)
-        ranked = mat(_dedupe(cs, ranked_rows, limit))
+        ranked = explain_near_ties(mat(_dedupe(cs, ranked_rows, limit)), w, obj)
         pareto = mat([int(r) for r in pareto_rows(cs, w, feasible)[:MAX_PARETO]])
         pareto_lat = mat([int(r) for r in pareto_rows(cs, w, feasible, "latency")[:MAX_PARETO]])
         best = ranked[0]

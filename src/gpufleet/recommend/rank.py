@@ -13,7 +13,6 @@ Remaining ties break on the offer's row order in the catalog table, so results a
 
 from __future__ import annotations
 
-import fnmatch
 import math
 from collections import defaultdict
 from functools import lru_cache
@@ -23,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpufleet.catalog.offers import OfferTable
+from gpufleet.catalog.regions import region_matches
 from gpufleet.catalog.specs import AcceleratorSpec, get_spec
 from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
 from gpufleet.cost.schedule import Schedule
@@ -481,7 +481,7 @@ def brute_force_best(
             continue
         if w.providers and rec.provider not in {p.lower() for p in w.providers}:
             continue
-        if w.regions and not any(fnmatch.fnmatchcase(rec.region.lower(), g.lower()) for g in w.regions):
+        if w.regions and not any(region_matches(rec.region, g) for g in w.regions):
             continue
         if vendors and get_spec(rec.gpu).vendor.lower() not in vendors:
             continue

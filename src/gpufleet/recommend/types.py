@@ -252,6 +252,9 @@ class Candidate:
     #: production serving: the failure it keeps its SLOs through, e.g. "one node lost: 3 replica units
     #: deployed, 2 carry the load at p90 (N+1)"; "" where nothing is claimed (gpufleet.recommend.failure)
     survives: str = ""
+    #: why this candidate ranks above a better one on the objective (the near-tie rule), e.g. "near tie:
+    #: within 3 % of #2 ($2.35/h), ranked first as simpler: fewer GPUs (1 vs 2)"; "" when it does not
+    rank_note: str = ""
 
     @property
     def speed(self) -> float:

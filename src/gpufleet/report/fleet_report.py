@@ -9,6 +9,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from gpufleet import __version__
+from gpufleet.catalog.regions import region_text
 from gpufleet.report.charts import StackedBar, bar_chart, stacked_bar_chart
 from gpufleet.report.common import num, pct, usd
 from gpufleet.report.json_report import to_jsonable
@@ -81,7 +82,7 @@ def line_rows(plan: FleetPlan) -> list[list[str]]:
             ln.workload,
             ln.team,
             ln.provider,
-            ln.region,
+            region_text(ln.region),
             ln.instance_type,
             (ln.gpu or "cpu") + (" (MIG)" if ln.pool else ""),
             ln.pay_kind,
