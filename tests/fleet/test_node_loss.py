@@ -114,3 +114,11 @@ def test_the_checker_catches_whole_gpu_serving_without_a_spare() -> None:
     tight = dataclasses.replace(o, replicas_needed=o.nodes_peak // o.nodes_per_replica)
     bad = check_plan(f, {**plan.options, key: tight}, plan.lines, plan.cost_usd_per_month, pools=plan.pools)
     assert any("one lost" in b for b in bad), bad
+
+
+def test_the_plan_says_what_failure_it_survives() -> None:
+    from gpufleet.fleet.plan import _model_notes
+
+    f = read_fleet_file(_path("mig-inference.yaml"))
+    note = next(n for n in _model_notes(f) if "survives one lost node" in n)
+    assert all(w.name in note for w in f.workloads if w.production_serving)
