@@ -414,6 +414,7 @@ def _inference_config(w: Workload, gpu: str, g: int, nodes: int, tp: int, pp: in
     at = pl.at
     sat_mem_gib = float(sat.memory.per_gpu_gib)
     sat_tput = float(sat.output_tokens_per_s.central)
+    headroom_capped = False
     if w.tier == "production":  # >= 10 % of device memory stays free at the operating point
         capped = _headroom_batch(at, max_b, float(sat.memory.capacity_gib))
         if capped == 0:
@@ -424,6 +425,7 @@ def _inference_config(w: Workload, gpu: str, g: int, nodes: int, tp: int, pp: in
                                  "GPU",))  # fmt: skip
         if capped < max_b:
             max_b = capped
+            headroom_capped = True
             sat_mem_gib = float(at(max_b).memory.per_gpu_gib)
             capped_tput = at(max_b).output_tokens_per_s
             sat_tput = float(capped_tput.central) if capped_tput is not None else sat_tput
@@ -463,7 +465,9 @@ def _inference_config(w: Workload, gpu: str, g: int, nodes: int, tp: int, pp: in
         saturated_unit_output_tokens_per_s=sat_tput,
         ttft_s=est.ttft_s,
         tpot_s=user_tpot(est),
-        notes=_operating_notes(est, replicas, nodes, b_op, why=_batch_reason(w, b_op, b_slo, max_b)),
+        notes=_operating_notes(
+            est, replicas, nodes, b_op, why=_batch_reason(w, b_op, b_slo, max_b, headroom_capped)
+        ),
     )
 
 
@@ -493,10 +497,12 @@ def _headroom_batch(at: Any, max_b: int, capacity_gib: float) -> int:
     return b
 
 
-def _batch_reason(w: Workload, b_op: int, b_slo: int, max_b: int) -> str:
+def _batch_reason(w: Workload, b_op: int, b_slo: int, max_b: int, headroom: bool = False) -> str:
     """Why a replica runs ``b_op`` concurrent sequences (what vLLM's ``--max-num-seqs`` is set to)."""
     if w.concurrency is not None and b_op < b_slo:
         return "the stated concurrency spread over the replicas"
+    if b_op >= max_b and headroom:
+        return f"production keeps {PRODUCTION_MEMORY_HEADROOM:.0%} of GPU memory free"
     if b_op >= max_b:
         return "saturated: KV cache / engine limit"
     return f"the largest batch meeting the latency SLOs at {w.confidence}; KV cache and engine allow {max_b}"
