@@ -1,4 +1,4 @@
-"""`--min-zones` (issue 22 item 3): production serving over >= 2 zones, sized for a lost zone; bad values exit 2."""
+"""`--min-zones` (issue 22 item 3): production serving over >= 2 zones, sized for a lost zone."""
 
 from __future__ import annotations
 
