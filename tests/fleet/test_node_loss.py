@@ -122,3 +122,18 @@ def test_the_plan_says_what_failure_it_survives() -> None:
     f = read_fleet_file(_path("mig-inference.yaml"))
     note = next(n for n in _model_notes(f) if "survives one lost node" in n)
     assert all(w.name in note for w in f.workloads if w.production_serving)
+
+
+def test_the_mig_table_shows_the_mirror_and_the_nodes() -> None:
+    from gpufleet.fleet.types import FleetPlan
+    from gpufleet.report.fleet_report import pool_rows
+
+    _f, solved = _solved("mig-inference.yaml")
+    plan = FleetPlan(
+        fleet="mig-inference", status=solved.status, message=solved.message,
+        cost_usd_per_month=solved.cost_usd_per_month, lines=solved.lines, new_commitments=(), binding=(),
+        levers=(), stats=None, check_violations=solved.violations, pools=solved.pools,
+    )  # fmt: skip
+    rows = pool_rows(plan)
+    assert rows and "mirrored halves (survives a lost node)" in rows[0][2]
+    assert "on nodes 0, 1" in rows[0][4]
