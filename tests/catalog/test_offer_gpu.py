@@ -33,6 +33,7 @@ from gpufleet.errors import UnknownNameError
         ("A100", "vast", "1x-A100_SXM4-32-65536", 40960, "A100-SXM-40GB"),
         ("A100", "vast", "2x-A100_SXM4-32-65536", 81920, "A100-SXM-80GB"),
         ("A100", "seeweb", "ECS1GPU5", 81920, "A100-SXM-80GB"),
+        ("A100-80GB", "fluidstack", "A100_PCIE_80GB::1", 81920, "A100-PCIe-80GB"),
         ("A100", "aws", "p4d.24xlarge", 40960, "A100-SXM-40GB"),
         ("A100", "gcp", "a2-highgpu-1g", None, "A100-SXM-40GB"),
         ("RTX3060", "vast", "2x-RTX_3060_Ti-32-65536", 8192, "RTX-3060-Ti"),
@@ -65,3 +66,11 @@ def test_unknown_name_lists_close_matches() -> None:
         resolve_offer_gpu("H10O", "aws", "p5.48xlarge", None)
     msg = str(err.value)
     assert "H10O" in msg and "Did you mean" in msg and "aws" in msg
+
+
+def test_shipped_fluidstack_a100_pcie_rows_are_pcie() -> None:
+    """Issue 22: fluidstack A100_PCIE_80GB::N rows were labelled A100-SXM-80GB (NVLink/SXM figures)."""
+    from gpufleet.catalog.offers import load_offers
+
+    rows = [o for o in load_offers().records() if o.provider == "fluidstack" and "A100" in o.instance_type]
+    assert rows and {o.gpu for o in rows} == {"A100-PCIe-80GB"}

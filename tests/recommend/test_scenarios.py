@@ -32,7 +32,7 @@ def test_inference_small_p5_parameters() -> None:
     w = get_scenario("inference_small_p5")
     assert w.description == "Serving 13B model on 1x P5 H100"
     assert (w.model, w.precision, w.hours_per_month, w.pricing) == ("SMALL", "fp16", 720, "on_demand")
-    assert w.current is not None and w.current.gpu_count == 1
+    assert w.current is not None and (w.current.instance_type, w.current.count) == ("p5.4xlarge", 1)  # 1 H100
 
 
 def test_every_scenario_has_a_current_deployment() -> None:

@@ -112,6 +112,14 @@ RULES: tuple[OfferGpuRule, ...] = (
         instance_pattern=r"_h100_pcie$",
         cites=f"{_N_H100}: Lambda gpu_1x_h100_pcie = H100 PCIe",
     ),
+    # --- Fluidstack: the instance type names the form factor ------------------------------------------------
+    OfferGpuRule(
+        provider="fluidstack",
+        name="A100-80GB",
+        spec_id="A100-PCIe-80GB",
+        instance_pattern=r"A100_PCIE",
+        cites=f"{_N_A100_80}: Fluidstack A100_PCIE_80GB::N types (SkyPilot fluidstack/vms.csv) = PCIe",
+    ),
     # --- Vast: per row, from the host name and GpuInfo MiB --------------------------------------------------
     OfferGpuRule(
         provider="vast",

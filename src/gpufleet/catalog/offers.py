@@ -85,6 +85,10 @@ def _date_bounds(captured_at: str) -> tuple[date, date] | None:
     return min(starts), max(ends)
 
 
+#: captured_at of a user catalog row given without a date (gpufleet.catalog.user.USER_CAPTURED_AT)
+USER_CAPTURED_AT = "user"
+
+
 def _months(days: float) -> int:
     return max(0, round(days / 30.44))
 
@@ -101,6 +105,7 @@ def catalog_age(table: OfferTable | None = None, today: date | None = None) -> l
     out = []
     for p, caps in by_provider.items():
         bounds = [b for b in (_date_bounds(c) for c in caps) if b is not None]
+        user = USER_CAPTURED_AT in caps  # rows of a user catalog given without a capture date
         if not bounds:
             out.append(
                 ProviderAge(
@@ -108,7 +113,11 @@ def catalog_age(table: OfferTable | None = None, today: date | None = None) -> l
                     captured_at=tuple(caps),
                     newest_age_days=None,
                     oldest_age_days=None,
-                    human="unknown date (old)",
+                    human=(
+                        "your prices, no capture date given (add captured_at to date them)"
+                        if user and len(caps) == 1
+                        else "unknown date (old)"
+                    ),
                 )
             )
             continue
@@ -117,7 +126,7 @@ def catalog_age(table: OfferTable | None = None, today: date | None = None) -> l
         lo, hi = _months(newest), _months(oldest)
         human = f"{lo} months old" if lo == hi else f"{lo}-{hi} months old"
         if len(bounds) < len(caps):
-            human += " (some rows of unknown date)"
+            human += " (some rows yours without a capture date)" if user else " (some rows of unknown date)"
         out.append(
             ProviderAge(
                 provider=p,

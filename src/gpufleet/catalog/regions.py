@@ -15,6 +15,7 @@ when that is unambiguous, else geo ``unknown``.
 from __future__ import annotations
 
 import csv
+import fnmatch
 import math
 import re
 from dataclasses import dataclass, replace
@@ -128,6 +129,19 @@ def region_location(provider: str, region: str) -> RegionLocation:
         return replace(parent, region=region, city_or_area=f"Local Zone of {parent.region}",
                        latitude_deg=None, longitude_deg=None, verified=False)  # fmt: skip
     return _by_region_string().get(region.strip().lower(), UNKNOWN_LOCATION)
+
+
+def region_text(region: str) -> str:
+    """A region as shown to people: a marketplace region string whose first part (state/city) is empty, as
+    Vast hosts report it (SkyPilot vast/vms.csv ", US, NA"), reads without the empty part ("US, NA"). The
+    catalog keeps the provider's string (exports and launches need it); region filters accept both."""
+    return region.lstrip(", ") or region
+
+
+def region_matches(region: str, glob: str) -> bool:
+    """Whether ``region`` (or its :func:`region_text`) matches the glob, case-insensitively."""
+    r, g = region.lower(), glob.lower()
+    return fnmatch.fnmatchcase(r, g) or fnmatch.fnmatchcase(region_text(r), g)
 
 
 #: AWS Local Zone region names: the parent region, a dash, a metro code and a number (us-west-2-lax1)

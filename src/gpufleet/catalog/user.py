@@ -25,13 +25,14 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from gpufleet.catalog.offers import OFFER_COLUMNS, Offer, OfferTable
+from gpufleet.catalog.offers import USER_CAPTURED_AT as _USER_CAPTURED_AT
 from gpufleet.catalog.specs import get_spec, strip_vendor_prefix
 from gpufleet.errors import ConfigFileError, UnknownNameError
 from gpufleet.fileio import document_kind, parse_yaml_or_json, read_user_text
 from gpufleet.strict_model import NoBoolNumbers
 from gpufleet.validation import MAX_GPU_MEMORY_GIB, MAX_PRICE_USD_PER_HOUR
 
-USER_CAPTURED_AT = "user"
+USER_CAPTURED_AT = _USER_CAPTURED_AT
 #: Most GPUs in one machine of a user catalog (a GB200 NVL72 rack is 72; a DGX SuperPOD row far less than
 #: this); a bound against typos such as 1e12 (memory per GPU and prices: gpufleet.validation maxima).
 MAX_GPUS_PER_MACHINE = 1024

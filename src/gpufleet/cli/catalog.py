@@ -255,6 +255,7 @@ def _offers_table(table: OfferTable, shown: OfferTable, spot: bool, *, narrow: b
     price the sort does not use (spot without --spot, on-demand with it)."""
     from rich.table import Table
 
+    from gpufleet.catalog.regions import region_text
     from gpufleet.catalog.specs import load_specs
 
     specs = load_specs()
@@ -295,7 +296,7 @@ def _offers_table(table: OfferTable, shown: OfferTable, spot: bool, *, narrow: b
             per_gpu = o.price_spot_usd_per_hour / o.gpu_count
         cells = [
             o.provider,
-            o.region + (f" ({o.zone})" if o.zone else ""),
+            region_text(o.region) + (f" ({o.zone})" if o.zone else ""),
             o.instance_type,
             f"{o.gpu_count:g}x {o.gpu}" if o.gpu else "CPU only",
             _num(o.gpu_memory_gib) if o.gpu else "-",

@@ -117,7 +117,7 @@ WORKLOAD_FLAGS: tuple[str, ...] = (
     "ttft_ms", "tpot_ms", "tokens", "deadline_hours", "hours_per_month", "schedule", "pricing", "provider",
     "region", "vendor", "budget", "objective", "tier", "confidence", "max_risk", "allow_fallback", "geo",
     "gpu", "min_gpu_memory", "gpus_per_node", "max_nodes", "max_price_per_gpu_hour", "exclude_provider",
-    "provider_class", "near_tie_pct", "recipe", "optimizer",
+    "provider_class", "near_tie_pct", "recipe", "optimizer", "min_zones",
 )  # fmt: skip
 
 #: command-line flag (as a Python name) -> workload field, where they differ (shared with the Python API)
@@ -295,7 +295,8 @@ TierOpt = Annotated[
     typer.Option(
         "--tier",
         help="dev, batch or production. production: no marketplace/community hosts, no stale prices, "
-        "at least 2 replicas. Default: production for serving with a latency SLO, else batch.",
+        "N+1 replicas on >= 2 nodes (one node lost keeps the SLOs), no end-of-support or workstation GPUs. "
+        "Default: production for serving with a latency SLO, else batch.",
     ),
 ]
 ConfidenceOpt = Annotated[
@@ -338,6 +339,14 @@ GpusPerNodeOpt = Annotated[
 ]
 MaxNodesOpt = Annotated[
     int | None, typer.Option("--max-nodes", help="Most nodes (instances) per offer considered (count, 1-64).")
+]
+MinZonesOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--min-zones",
+        help="Production serving: spread the replicas over at least this many zones of the region and size "
+        "them to survive one zone's loss (1-6; default 1: survive one node's loss).",
+    ),
 ]
 MaxPricePerGpuOpt = Annotated[
     float | None,
@@ -466,6 +475,7 @@ def register(app: typer.Typer) -> None:
         min_gpu_memory: MinGpuMemOpt = None,
         gpus_per_node: GpusPerNodeOpt = None,
         max_nodes: MaxNodesOpt = None,
+        min_zones: MinZonesOpt = None,
         max_price_per_gpu_hour: MaxPricePerGpuOpt = None,
         exclude_provider: ExcludeProviderOpt = None,
         provider_class: ProviderClassOpt = None,
@@ -534,6 +544,7 @@ def register(app: typer.Typer) -> None:
         min_gpu_memory: MinGpuMemOpt = None,
         gpus_per_node: GpusPerNodeOpt = None,
         max_nodes: MaxNodesOpt = None,
+        min_zones: MinZonesOpt = None,
         max_price_per_gpu_hour: MaxPricePerGpuOpt = None,
         exclude_provider: ExcludeProviderOpt = None,
         provider_class: ProviderClassOpt = None,

@@ -148,10 +148,18 @@ def _pools(
         demand: dict[str, int] = {}
         for ln in mine:
             demand[ln.mig_profile] = demand.get(ln.mig_profile, 0) + ln.nodes
-        gpus, layouts = min_gpus(t.gpu, demand)
-        nodes = math.ceil(gpus / int(t.gpus_per_node))
+        prod = {ln.workload for ln in mine if options[ln.option].survives_node_loss}
+        if prod:  # two mirrored halves, each holding half of every profile's slices (rounded up)
+            gpus, layouts = min_gpus(t.gpu, {p: -(-n // 2) for p, n in demand.items()})
+            nodes = 2 * math.ceil(gpus / int(t.gpus_per_node))
+            layouts = [(c, 2 * n) for c, n in layouts]
+        else:
+            gpus, layouts = min_gpus(t.gpu, demand)
+            nodes = math.ceil(gpus / int(t.gpus_per_node))
         kind, price = cheapest_pay(t, fleet.constraints.commitment_terms, [life[ln.workload] for ln in mine])
-        pool, priced = build_pool(t, {kind: nodes}, {kind: price}, layouts, mine)
+        pool, priced = build_pool(
+            t, {kind: nodes}, {kind: price}, layouts, mine, mirrored=bool(prod), production=prod
+        )
         cost += pool.cost_usd_per_month
         pools.append(pool)
         out += priced

@@ -1,8 +1,9 @@
 """Independent feasibility check of a plan: re-derives every constraint from the plan lines and the fleet.
 
 It does not read the MILP: it recomputes node counts per block, pay-kind eligibility, unit prices, costs,
-quota use, budgets, commitment and on-prem capacity, provider count, placement filters, data residency and
-HA spread from the plan lines themselves, with its own matching code. An empty list means feasible.
+quota use, budgets, commitment and on-prem capacity, provider count, placement filters, data residency, HA
+spread and production serving's survival of one lost node (N+1, MIG slices per node) from the plan lines
+themselves, with its own matching code. An empty list means feasible.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from fnmatch import fnmatchcase
 
 from gpufleet.fleet.pools import IDLE_WORKLOAD, check_pools
 from gpufleet.fleet.refdata import region_info
-from gpufleet.fleet.types import Fleet, Option, PlanLine, SharedPool
+from gpufleet.fleet.types import Fleet, FleetWorkload, Option, PlanLine, SharedPool
 from gpufleet.units import HOURS_PER_MONTH
 
 _TOL = 1e-6
@@ -42,6 +43,43 @@ def _unit_price(line: PlanLine, o: Option) -> float | None:
             o.on_prem_fixed_usd_per_node_month + o.on_prem_energy_usd_per_node_hour * b.hours_per_month
         ) / HOURS_PER_MONTH
     return None
+
+
+def _units_on(nodes: int, units_per_node: int, nodes_per_unit: int) -> int:
+    """Whole replica units ``nodes`` nodes hold."""
+    return nodes * units_per_node if nodes_per_unit == 1 else nodes // nodes_per_unit
+
+
+def _check_node_loss(fw: FleetWorkload, opts: Sequence[Option]) -> list[str]:
+    """Production serving survives one lost node (N+1) in each placement: at peak the replica units paid for
+    exceed the units the load needs by one whole node's worth, they span >= 2 nodes, and even the lowest
+    demand block runs 2 units. MIG placements are re-checked slice by slice in the pool
+    (:func:`gpufleet.fleet.pools.check_pools`)."""
+    if not fw.production_serving:
+        return []
+    bad = []
+    for o in opts:
+        if not o.survives_node_loss:
+            bad.append(f"{fw.name}: production serving on {o.key} is not sized to survive a lost node")
+            continue
+        if o.is_mig:
+            continue
+        npu = max(1, o.nodes_per_replica)
+        upn = max(1, o.units_per_node)
+
+        units = _units_on(o.nodes_peak, upn, npu)
+        left = _units_on(max(0, o.nodes_peak - 1), upn, npu)
+        base = _units_on(o.blocks[0].nodes, upn, npu) if o.blocks else 0
+        if left < o.replicas_needed or o.nodes_peak < 2:
+            bad.append(
+                f"{fw.name}: {units} replica unit(s) on {o.nodes_peak} node(s) at peak in {o.key}; one lost "
+                f"leaves {left}, the load needs {o.replicas_needed}"
+            )
+        if o.blocks and o.blocks[0].nodes < 2:
+            bad.append(
+                f"{fw.name}: {o.key} runs {base} replica unit(s) in its base block (one lost node stops it)"
+            )
+    return bad
 
 
 def check_plan(
@@ -145,6 +183,7 @@ def check_plan(
             bad.append(f"{fw.name}: placed in {len(opts)} option(s), needs {fw.ha_regions}")
         if len({(o.provider, o.region) for o in opts}) != len(opts):
             bad.append(f"{fw.name}: two placements share a region (HA needs distinct regions)")
+        bad += _check_node_loss(fw, opts)
         for o in opts:
             for bi, b in enumerate(o.blocks):
                 if nodes_in_block[(o.key, bi)] != b.nodes:

@@ -22,7 +22,9 @@ from gpufleet.cost.spot import SpotAssumption, assumption_for, replica_availabil
 from gpufleet.fleet.model import LEVER_SETS
 from gpufleet.fleet.refdata import cpu_offers, egress_tiers, priced_gib, region_info, transfer_usd
 from gpufleet.fleet.types import Block, Fleet, FleetWorkload, OnPremSite, Option
+from gpufleet.recommend.failure import load_units, needs_spare, units_with_spare
 from gpufleet.recommend.perf import Estimator
+from gpufleet.recommend.types import Workload
 from gpufleet.units import HOURS_PER_MONTH
 
 ONPREM = "onprem"
@@ -202,9 +204,25 @@ def _option(
     notes: set[str],
     blocks: tuple[Block, ...] | None = None,
     spot_factor: float | None = None,
+    serving: Workload | None = None,
 ) -> Option | None:
-    """One option; ``blocks`` and ``spot_factor`` may be given when the caller computed them already."""
+    """One option; ``blocks`` and ``spot_factor`` may be given when the caller computed them already.
+    ``serving``: the model workload whose ``units_peak`` carry the load; production serving adds the spare
+    units (N+1, :func:`gpufleet.recommend.failure.units_with_spare`) at every hour with demand."""
     units = _units_for(fw, units_peak)
+    load = 0
+    if serving is None and fw.production_serving:  # capacity serving: one node's units spare (N+1)
+        load = units
+        units = load + _capacity_spare(units_per_node, nodes_per_unit)
+        if blocks is None:
+            blocks = _capacity_blocks(fw, load, units_per_node, nodes_per_unit)
+    elif serving is not None and needs_spare(serving):
+        load = units
+        spare = units_with_spare(load, serving) - load
+        units = load + spare
+        blocks = _blocks(
+            lambda k: fw.demand.hours_needing(max(1, k - spare), load), units, units_per_node, nodes_per_unit
+        )
     if blocks is None:
         blocks = _blocks(lambda k: fw.demand.hours_needing(k, units), units, units_per_node, nodes_per_unit)
     if not blocks:
@@ -240,6 +258,27 @@ def _option(
         on_prem_site=site.name if site else None,
         on_prem_fixed_usd_per_node_month=site.fixed_usd_per_node_month if site else 0.0,
         on_prem_energy_usd_per_node_hour=site.energy_usd_per_node_hour if site else 0.0,
+        replicas_needed=load,
+        units_per_node=units_per_node,
+    )
+
+
+def _capacity_spare(units_per_node: int, nodes_per_unit: int) -> int:
+    """Units one lost node takes with it: all its units (one node) or the unit it belongs to."""
+    return units_per_node if nodes_per_unit == 1 else 1
+
+
+def _capacity_blocks(
+    fw: FleetWorkload, load: int, units_per_node: int, nodes_per_unit: int
+) -> tuple[Block, ...]:
+    """Blocks of a production capacity workload: the units the demand needs plus one node's worth at every
+    hour with demand."""
+    spare = _capacity_spare(units_per_node, nodes_per_unit)
+    return _blocks(
+        lambda k: fw.demand.hours_needing(max(1, k - spare), load),
+        load + spare,
+        units_per_node,
+        nodes_per_unit,
     )
 
 
@@ -300,9 +339,13 @@ class _Sizer:
         shape_code = cand.units_per_node * 4096 + cand.nodes_per_unit
         for sc in np.unique(shape_code).tolist():
             upn, npu = divmod(int(sc), 4096)
-            key = (fw.demand, units, upn, npu)
+            key = (fw.demand, units, upn, npu, fw.production_serving)
             if key not in self.blocks:
-                self.blocks[key] = _blocks(lambda k: fw.demand.hours_needing(k, units), units, upn, npu)
+                self.blocks[key] = (
+                    _capacity_blocks(fw, units, upn, npu)
+                    if fw.production_serving
+                    else _blocks(lambda k: fw.demand.hours_needing(k, units), units, upn, npu)
+                )
             bl = self.blocks[key]
             if not bl:
                 return [], 0  # no demand hours: no shape has a block
@@ -477,7 +520,7 @@ def _model_options(
         if not _allowed_place(fw, prov, reg, sites):
             continue
         cfg = cs.configs[int(cs.cfg[row])]
-        units = int(cs.replicas_needed[row])
+        units = load_units(int(cs.replicas_needed[row]), w)  # the spare is added per region by _option
         vc = t.column("vcpus")[o]
         opt = _option(
             fw,
@@ -497,6 +540,7 @@ def _model_options(
             training=w.is_training,
             sites=sites,
             notes=notes,
+            serving=w,
         )
         if opt is not None:
             out.append(opt)

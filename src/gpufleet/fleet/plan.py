@@ -435,6 +435,13 @@ def _model_notes(f: Fleet) -> tuple[str, ...]:
         "Spot is an expected cost: price x interruption factor (training: checkpoint/restart slowdown; "
         "inference: over-provisioning 1/availability), only for the workload's preemptible share.",
     ]
+    prod = [w.name for w in f.workloads if w.production_serving]
+    if prod:
+        out.append(
+            f"Production serving ({', '.join(prod)}) survives one lost node: each placement keeps one node's "
+            "worth of replica units above its load at every hour with demand, on >= 2 nodes (N+1); MIG "
+            "slices of a production service sit in two mirrored halves of their pool (checked per GPU)."
+        )
     if any(w.ha_regions > 1 for w in f.workloads):
         out.append(
             "HA over N regions sizes every region for the peak / (N - 1) replicas (survives one region)."

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 
 from gpufleet.fleet.mig import Config, config_is_valid, mig_configs, mig_shapes, shape_of
 from gpufleet.fleet.problem import Problem
-from gpufleet.fleet.types import Fleet, Option, PlanLine, SharedPool
+from gpufleet.fleet.types import Fleet, Option, PlanLine, PoolGpu, SharedPool
 from gpufleet.units import HOURS_PER_MONTH
 
 #: workload name and team of a pool's idle-capacity line
@@ -58,6 +58,8 @@ class PoolVars:
     g: list[int] = field(default_factory=list)  # GPUs per configuration
     configs: tuple[Config, ...] = ()
     slot_terms: dict[str, list[tuple[int, float]]] = field(default_factory=dict)  # profile -> (s var, slices)
+    mirrored: bool = False  # two identical halves (a production tenant may use the pool)
+    production: frozenset[str] = frozenset()  # workloads whose slices must survive a lost node
 
 
 def add_pools(
@@ -87,6 +89,9 @@ def add_pools(
         for o, _s, mult in members:
             worst[o.workload] = max(worst[o.workload], o.mig_slices * mult)
         ub = math.ceil(sum(worst.values()) / gpn)
+        mirrored = any(o.survives_node_loss for o, _s, _m in members)
+        if mirrored:
+            ub = 2 * max(1, math.ceil(ub / 2))
         pv = PoolVars(key=key, template=t)
         for kind, price in pool_pay_kinds(t, terms, commitments).items():
             pv.price[kind] = price
@@ -116,6 +121,21 @@ def add_pools(
             p.add_var(f"pool_gpus[{key},{'+'.join(f'{n}x{q}' for q, n in c)}]", ub=float(ub * gpn))
             for c in pv.configs
         ]
+        pv.mirrored = mirrored
+        pv.production = frozenset(o.workload for o, _s, _m in members if o.survives_node_loss)
+        if mirrored:  # N+1 over nodes: two identical halves, so nodes and GPUs per layout come in pairs
+            for name, v in [(f"nodes {k}", x) for k, x in pv.n.items()] + [
+                (f"GPUs of layout {i}", x) for i, x in enumerate(pv.g)
+            ]:
+                half = p.add_var(f"pool_half[{key},{name}]", ub=math.ceil(p.ub[v] / 2))
+                p.add_row(
+                    f"pool {key}: {name} in two mirrored halves",
+                    "mig_mirror",
+                    [(v, 1.0), (half, -2.0)],
+                    lo=0.0,
+                    hi=0.0,
+                    elastic=False,
+                )
         p.add_row(
             f"MIG GPUs of pool {key} (<= {gpn} per node)",
             "mig_gpus",
@@ -171,15 +191,81 @@ def slice_line(
     )
 
 
+def place_slices(
+    gpus_per_node: int,
+    nodes: int,
+    layouts: Sequence[tuple[Config, int]],
+    slices: Sequence[tuple[str, str, int]],
+    *,
+    mirrored: bool = False,
+    production: Iterable[str] = (),
+) -> tuple[PoolGpu, ...]:
+    """Where each slice runs: the configured GPUs laid out node by node and every (workload, profile, count)
+    placed on free slots of its profile. ``mirrored``: the pool is two identical halves (nodes and GPUs per
+    layout even); a ``production`` workload's slices go half to each half, so losing any node (or GPU) leaves
+    the other half's. Within a half a workload's slices spread over nodes (fewest of its slices first)."""
+    halves = 2 if mirrored else 1
+    per_half = nodes // halves
+    gpu_node: list[int] = []
+    gpu_layout: list[Config] = []
+    gpu_half: list[int] = []
+    for h in range(halves):
+        i = 0
+        for layout, n in layouts:
+            for _ in range(n // halves if mirrored else n):
+                gpu_node.append(h * per_half + i // gpus_per_node)
+                gpu_layout.append(layout)
+                gpu_half.append(h)
+                i += 1
+    free = [dict(layout) for layout in gpu_layout]
+    placed: list[dict[tuple[str, str], int]] = [defaultdict(int) for _ in gpu_layout]
+    on_node: dict[tuple[str, int], int] = defaultdict(int)
+    prod = set(production)
+
+    def put(workload: str, profile: str, count: int, half: int | None) -> None:
+        for _ in range(count):
+            cands = [
+                g
+                for g in range(len(free))
+                if free[g].get(profile, 0) > 0 and (half is None or gpu_half[g] == half)
+            ]
+            if not cands:
+                raise AssertionError(f"no free {profile} slot for {workload} (pool packing)")
+            g = min(cands, key=lambda g: (on_node[(workload, gpu_node[g])], gpu_node[g], g))
+            free[g][profile] -= 1
+            placed[g][(workload, profile)] += 1
+            on_node[(workload, gpu_node[g])] += 1
+
+    order = sorted(slices, key=lambda x: (x[0] not in prod, x[0], x[1]))
+    for workload, profile, count in order:
+        if mirrored and workload in prod:
+            put(workload, profile, count - count // 2, 0)
+            put(workload, profile, count // 2, 1)
+        else:
+            put(workload, profile, count, None)
+    return tuple(
+        PoolGpu(
+            node=gpu_node[g],
+            layout=gpu_layout[g],
+            tenants=tuple((w, prof, n) for (w, prof), n in sorted(placed[g].items())),
+        )
+        for g in range(len(gpu_layout))
+    )
+
+
 def build_pool(
     t: Option,
     nodes: Mapping[str, int],
     prices: Mapping[str, float],
     layouts: Sequence[tuple[Config, int]],
     slice_lines: Sequence[PlanLine],
+    *,
+    mirrored: bool = False,
+    production: Iterable[str] = (),
 ) -> tuple[SharedPool, list[PlanLine]]:
     """The pool with ``nodes`` per pay kind (USD/node-hour in ``prices``), its slice lines re-priced at the
-    pool's cost per compute slice, and its idle line: the lines sum to what the nodes cost."""
+    pool's cost per compute slice, and its idle line: the lines sum to what the nodes cost. ``mirrored``
+    and ``production``: see :func:`place_slices`."""
     gpn = int(t.gpus_per_node)
     total = t.mig_compute_slices_total
     n_all = sum(nodes.values())
@@ -215,6 +301,15 @@ def build_pool(
         cost_usd_per_month=cost,
         layouts=tuple((c, n) for c, n in layouts if n > 0),
         slices=tuple((ln.workload, ln.mig_profile, ln.nodes) for ln in slice_lines),
+        gpus=place_slices(
+            gpn,
+            n_all,
+            [(c, n) for c, n in layouts if n > 0],
+            [(ln.workload, ln.mig_profile, ln.nodes) for ln in slice_lines],
+            mirrored=mirrored,
+            production=production,
+        ),
+        mirrored=mirrored,
     )
     idle = n_all * gpn * total - used
     if idle > 0:
@@ -254,7 +349,9 @@ def decode_pools(
         if not any(nodes.values()) and not mine:
             continue
         layouts = [(c, round(x[v])) for c, v in zip(pv.configs, pv.g, strict=True)]
-        pool, priced = build_pool(pv.template, nodes, pv.price, layouts, mine)
+        pool, priced = build_pool(
+            pv.template, nodes, pv.price, layouts, mine, mirrored=pv.mirrored, production=pv.production
+        )
         out.append(pool)
         mig_lines += priced
     return out, [ln for ln in lines if not ln.mig_profile] + mig_lines
@@ -357,6 +454,7 @@ def check_pools(
                 bad.append(f"pool {pl.key}: {k} {prof} slices placed, {supply.get(prof, 0)} configured")
         if sorted(pl.slices) != sorted((ln.workload, ln.mig_profile, ln.nodes) for ln in mig_lines[pl.key]):
             bad.append(f"pool {pl.key}: its slice list differs from the plan's slice lines")
+        bad += _check_placement(pl, options, mig_lines[pl.key])
         idle = pl.nodes * pl.gpus_per_node * total - compute
         idle_n = sum(ln.nodes for ln in idle_lines[pl.key])
         if idle != idle_n:
@@ -364,6 +462,60 @@ def check_pools(
         lines_cost = sum(ln.cost_usd_per_month for ln in mig_lines[pl.key] + idle_lines[pl.key])
         if not math.isclose(cost, lines_cost, rel_tol=1e-7, abs_tol=1e-6):
             bad.append(f"pool {pl.key}: lines cost ${lines_cost:,.2f}, its {pl.nodes} nodes ${cost:,.2f}")
+    return bad
+
+
+def _check_placement(pl: SharedPool, options: Mapping[str, Option], lines: Sequence[PlanLine]) -> list[str]:
+    """The pool's per-GPU placement: GPUs within its nodes, the same layouts, slices within each GPU's
+    slots and matching the slice lines, and each production tenant keeping the slices its load needs with
+    any one node (hence any one GPU) lost, on at least 2 nodes."""
+    bad: list[str] = []
+    needed: dict[str, int] = {}
+    for ln in lines:
+        o = options.get(ln.option)
+        if o is not None and o.survives_node_loss:
+            needed[ln.workload] = max(needed.get(ln.workload, 0), o.replicas_needed)
+    if not pl.gpus:
+        if needed:
+            bad.append(f"pool {pl.key}: no placement of its slices, so N+1 of {', '.join(sorted(needed))} "
+                       "cannot be shown")  # fmt: skip
+        return bad
+    per_node: dict[int, int] = defaultdict(int)
+    layouts: dict[tuple[tuple[str, int], ...], int] = defaultdict(int)
+    total: dict[tuple[str, str], int] = defaultdict(int)
+    by_node: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    for g in pl.gpus:
+        if not 0 <= g.node < pl.nodes:
+            bad.append(f"pool {pl.key}: a GPU sits on node {g.node} of {pl.nodes}")
+        per_node[g.node] += 1
+        layouts[tuple(g.layout)] += 1
+        used: dict[str, int] = defaultdict(int)
+        for w, prof, n in g.tenants:
+            used[prof] += n
+            total[(w, prof)] += n
+            by_node[w][g.node] += n
+        for prof, n in used.items():
+            if n > dict(g.layout).get(prof, 0):
+                bad.append(f"pool {pl.key}: node {g.node} GPU holds {n} {prof} slices, its layout has "
+                           f"{dict(g.layout).get(prof, 0)}")  # fmt: skip
+    if any(n > pl.gpus_per_node for n in per_node.values()):
+        bad.append(f"pool {pl.key}: a node holds more than its {pl.gpus_per_node} GPUs")
+    if dict(layouts) != {tuple(c): n for c, n in pl.layouts if n}:
+        bad.append(f"pool {pl.key}: the per-GPU layouts differ from the pool's layouts")
+    want: dict[tuple[str, str], int] = defaultdict(int)
+    for ln in lines:
+        want[(ln.workload, ln.mig_profile)] += ln.nodes
+    if dict(total) != dict(want):
+        bad.append(f"pool {pl.key}: the slices placed on its GPUs differ from the plan's slice lines")
+    for w, n_load in sorted(needed.items()):
+        nodes = by_node.get(w, {})
+        have = sum(nodes.values())
+        worst = max(nodes.values(), default=0)
+        if len(nodes) < 2 or have - worst < n_load:
+            bad.append(
+                f"{w}: {have} MIG slices on {len(nodes)} node(s) of pool {pl.key}; losing the node with "
+                f"{worst} leaves {have - worst}, its load needs {n_load} (production survives one lost node)"
+            )
     return bad
 
 
@@ -376,6 +528,7 @@ __all__ = [
     "cheapest_pay",
     "check_pools",
     "decode_pools",
+    "place_slices",
     "pool_pay_kinds",
     "slice_line",
 ]

@@ -20,6 +20,7 @@ from typing import Any
 
 from gpufleet.fleet.mig import MigShape, mig_shapes, slice_spec, useful_shapes
 from gpufleet.fleet.types import Fleet, FleetWorkload, Option
+from gpufleet.recommend.failure import needs_spare
 
 #: candidate pools per GPU model and workload: the cheapest offers per GPU-hour (a cap on the MILP's size)
 MAX_POOLS_PER_GPU = 8
@@ -69,7 +70,8 @@ _SLICES: dict[tuple[object, ...], tuple[int, str]] = {}
 
 def slices_needed(w: Any, shape: MigShape) -> tuple[int, str]:
     """(slices of ``shape`` that carry workload ``w`` at its SLOs, concurrency and throughput target, why not
-    when 0). One model replica per slice (TP = PP = 1)."""
+    when 0). One model replica per slice (TP = PP = 1). Production serving deploys twice as many, one set
+    in each half of a mirrored pool (:func:`mig_options`)."""
     from gpufleet.catalog.specs import get_spec
     from gpufleet.errors import GpufleetError
     from gpufleet.recommend.perf import (
@@ -87,7 +89,6 @@ def slices_needed(w: Any, shape: MigShape) -> tuple[int, str]:
         w.tpot_p95_s,
         w.confidence,
         target_output_tokens_per_s(w),
-        w.min_replicas,
         shape,
     )
     hit = _SLICES.get(key)
@@ -104,7 +105,7 @@ def slices_needed(w: Any, shape: MigShape) -> tuple[int, str]:
         elif not cfg.meets_slo:
             out = (0, f"misses its SLOs on {shape.profile}: " + "; ".join(cfg.slo_misses))
         else:
-            need = max(cfg.units, w.min_replicas)
+            need = max(cfg.units, 1)
             target = target_output_tokens_per_s(w)
             if target is not None and cfg.unit_output_tokens_per_s is not None:
                 need = max(
@@ -177,6 +178,10 @@ def mig_options(
             vc = table.column("vcpus")[o]
             for s, n in fit:
                 n_region = math.ceil(n / (fw.ha_regions - 1)) if fw.ha_regions >= 2 else n
+                # production (N+1 over nodes): the N slices the load needs in each half of a mirrored pool,
+                # so one lost node or GPU leaves a whole half's N (gpufleet.fleet.pools.place_slices)
+                load = n_region if needs_spare(w) else 0
+                n_region = 2 * n_region if needs_spare(w) else n_region
                 out.append(
                     Option(
                         key=f"{fw.name}#mig{start + len(out)}",
@@ -200,6 +205,7 @@ def mig_options(
                         mig_slices=n_region,
                         mig_compute_slices=s.compute_slices,
                         mig_compute_slices_total=s.compute_slices_total,
+                        replicas_needed=load,
                     )
                 )
     return out, tuple(sorted(notes))

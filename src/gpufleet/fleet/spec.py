@@ -119,11 +119,15 @@ class ResourcesSpec(_Strict):
     ram_gib: float = Field(0.0, ge=0, le=1_000_000)  # and ~10^4 GiB of RAM: typo guards
     arch: list[Literal["arm64", "x86_64"]] = Field(default_factory=list)
     job: bool = False  # checkpointed batch/training job (spot: checkpoint/restart slowdown, not replicas)
+    # production serving: `replicas` carry the peak and one node's worth more is planned (N+1)
+    tier: Literal["dev", "batch", "production"] = "batch"
 
     @model_validator(mode="after")
     def _cpu(self) -> ResourcesSpec:
         if self.gpus_per_replica == 0 and self.vcpus <= 0:
             raise ValueError("CPU work (gpus_per_replica: 0) needs vcpus > 0")
+        if self.tier == "production" and self.job:
+            raise ValueError("tier: production is for serving; a job (job: true) is batch or dev")
         return self
 
 
@@ -365,6 +369,7 @@ def fleet_from_dict(data: Any, *, source: str = "<fleet>") -> Fleet:
                     ram_gib=r.ram_gib,
                     arch=tuple(r.arch),
                     job=r.job,
+                    tier=r.tier,
                 )
                 if r
                 else None,

@@ -79,6 +79,8 @@ class Resources:
     ram_gib: float = 0.0  # per replica, minimum
     arch: tuple[str, ...] = ()  # CPU work: allowed architectures (arm64 = Graviton, x86_64); empty = any
     job: bool = False  # a checkpointed batch/training job: spot uses the checkpoint/restart slowdown
+    #: production serving: ``replicas`` carry the peak; the plan adds one node's worth (N+1)
+    tier: str = "batch"
 
     @property
     def cpu_only(self) -> bool:
@@ -128,6 +130,13 @@ class FleetWorkload:
     current: CurrentUse | None = None
     autoscaling_savings_pct: float | None = None  # from the simulators/telemetry, when given [%]
     sharing: str = "none"  # SharingMode: small inference may run on MIG slices of shared GPUs
+
+    @property
+    def production_serving(self) -> bool:
+        """Serving users (the production tier, not a training job): the plan must survive a lost node."""
+        if self.workload is not None:
+            return self.workload.tier == "production" and not self.workload.is_training
+        return self.resources is not None and self.resources.tier == "production" and not self.resources.job
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -266,6 +275,15 @@ class Option:
     mig_slices: int = 0  # [count]
     mig_compute_slices: int = 0  # compute slices of one slice of the profile [count]
     mig_compute_slices_total: int = 0  # compute slices of the whole GPU [count]
+    #: production serving (N+1, gpufleet.recommend.failure): the replica units (MIG: slices) that carry the
+    #: peak load in this region; the option deploys more so that one lost node (or MIG-hosting GPU) leaves
+    #: them. 0 = no failure claim (batch, dev, training, capacity workloads)
+    replicas_needed: int = 0
+    units_per_node: int = 1  # replica units one node holds (capacity workloads may stack several) [count]
+
+    @property
+    def survives_node_loss(self) -> bool:
+        return self.replicas_needed > 0
 
     @property
     def nodes_peak(self) -> int:
@@ -381,6 +399,19 @@ class SharedPool:
     cost_usd_per_month: float
     layouts: tuple[tuple[tuple[tuple[str, int], ...], int], ...]
     slices: tuple[tuple[str, str, int], ...]
+    #: where every slice runs: one entry per configured GPU (gpufleet.fleet.pools.place_slices); a pool
+    #: that carries production serving is two mirrored halves (``mirrored``) so one lost node leaves a half
+    gpus: tuple[PoolGpu, ...] = ()
+    mirrored: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PoolGpu:
+    """One GPU of a shared pool: the node it sits in, its MIG layout and the slices placed on it."""
+
+    node: int  # index of the pool's node [0, nodes)
+    layout: tuple[tuple[str, int], ...]  # (profile, count) of its MIG configuration
+    tenants: tuple[tuple[str, str, int], ...]  # (workload, profile, slices) on this GPU
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

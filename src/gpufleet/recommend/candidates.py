@@ -6,7 +6,6 @@ expectations and costs are broadcast over all offers sharing that shape. Nothing
 
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpufleet.catalog.offers import OfferTable
+from gpufleet.catalog.regions import region_matches
 from gpufleet.catalog.specs import load_specs
 from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
 from gpufleet.cost.schedule import Schedule
@@ -34,6 +34,8 @@ from gpufleet.recommend.deploy import (
     offer_info,
     trains_across_nodes,
 )
+from gpufleet.recommend.deployability import latency_bound, production_exclusion
+from gpufleet.recommend.failure import needs_spare, units_with_spare_array
 from gpufleet.recommend.filters import filter_mask
 from gpufleet.recommend.perf import (
     Config,
@@ -240,6 +242,45 @@ def is_consumer_gpu_mask(table: OfferTable) -> B:
     return _match(table, "gpu", is_consumer_gpu, ("consumer",))
 
 
+def production_excluded_mask(table: OfferTable, w: Workload) -> B:
+    """Rows the production tier leaves out for their accelerator (:mod:`gpufleet.recommend.deployability`:
+    end-of-support GPUs; for serving, workstation cards and, under a latency SLO, Trainium1), read-only."""
+    serving = not w.is_training
+    latency = serving and latency_bound(w.ttft_p95_s, w.tpot_p95_s)
+    return _match(
+        table,
+        "gpu",
+        lambda g: bool(production_exclusion(g, serving=serving, latency=latency)),
+        ("production accelerators", serving, latency),
+    )
+
+
+def zones_mask(table: OfferTable, zones: int) -> B:
+    """Rows whose instance type the catalog lists in at least ``zones`` zones of its region (a catalog
+    without zones for a provider proves no spread), read-only."""
+    key = (id(table), "zones", zones)
+    hit = _MATCHES.get(key)
+    if hit is not None and hit[0] is table:
+        return hit[1]
+    prov, reg, zone, inst = (table.column(c) for c in ("provider", "region", "zone", "instance_type"))
+    seen: dict[tuple[str, str, str], set[str]] = {}
+    for p_, r_, z_, i_ in zip(prov.tolist(), reg.tolist(), zone.tolist(), inst.tolist(), strict=True):
+        if z_:
+            seen.setdefault((str(p_), str(r_), str(i_)), set()).add(str(z_))
+    mask: B = np.array(
+        [
+            len(seen.get((str(p_), str(r_), str(i_)), ())) >= zones
+            for p_, r_, i_ in zip(prov.tolist(), reg.tolist(), inst.tolist(), strict=True)
+        ],
+        dtype=bool,
+    )
+    mask.flags.writeable = False
+    if len(_MATCHES) >= 256:
+        _MATCHES.clear()
+    _MATCHES[key] = (table, mask)
+    return mask
+
+
 def serves_decoder(model: str) -> bool:
     """Whether ``model`` is a generative (decoder) model of the registry or a config.json; False for an
     encoder and for a name only the caller's estimator knows (the engine takes any :class:`Estimator`)."""
@@ -263,6 +304,9 @@ def _eligible_mask(table: OfferTable, w: Workload) -> B:
             with np.errstate(invalid="ignore"):
                 m &= info.price_age_days <= STALE_PRICE_DAYS
         m &= np.isfinite(info.vcpus) & np.isfinite(info.ram_gib)
+        m &= ~production_excluded_mask(table, w)
+        if w.min_zones >= 2 and not w.is_training:
+            m &= zones_mask(table, w.min_zones)
     if w.providers:
         wanted = {p.lower() for p in w.providers}
         m &= _match(table, "provider", lambda p: p in wanted, ("in", frozenset(wanted)))
@@ -270,7 +314,7 @@ def _eligible_mask(table: OfferTable, w: Workload) -> B:
         globs = [g.lower() for g in w.regions]
 
         def in_globs(r: str) -> bool:
-            return any(fnmatch.fnmatchcase(r.lower(), g) for g in globs)
+            return any(region_matches(r, g) for g in globs)
 
         m &= _match(table, "region", in_globs, ("globs", *globs))
     if w.is_training:  # Inferentia is an inference accelerator: AWS positions Trn1/Trn2 for training
@@ -426,7 +470,9 @@ def build_candidates(
     if host_dropped:
         notes.append(
             f"{host_dropped} offer placements dropped for too little host RAM or too few vCPUs (host RAM >= "
-            f"{host_rules.ram_per_weight:g} x the node's weights + {host_rules.ram_base_gib:g} GiB; vCPUs >= "
+            f"{host_rules.ram_per_weight:g} x the node's weights"
+            + (" and optimizer states (the checkpoint staged in RAM)" if w.is_training else "")
+            + f" + {host_rules.ram_base_gib:g} GiB; vCPUs >= "
             + (f"{host_rules.vcpus_per_gpu_training:g} per GPU" if w.is_training else
                f"{host_rules.vcpus_base_inference:g} + {host_rules.vcpus_per_gpu_inference:g} per GPU")
             + "; docs/recommend.md)."
@@ -441,8 +487,8 @@ def build_candidates(
     if not w.is_training and target is not None and cfg_i.size:
         unit_tput = _col(cols, cfg_i, _TPUT_CONF)
         need = np.maximum(need, np.ceil(target / unit_tput - 1e-9).astype(np.int64))
-    if not w.is_training and w.min_replicas > 1 and cfg_i.size:  # replicas on >= 2 separate nodes
-        need = np.maximum(need, w.min_replicas)
+    if needs_spare(w) and cfg_i.size:  # N+1: one node (or zone) lost leaves the units the load needs
+        need = units_with_spare_array(need, w)
     paid = need.copy()
     factor = np.ones(offer.shape)
     valid = np.ones(offer.shape, dtype=bool)
@@ -524,7 +570,7 @@ def _columns(entry: tuple[Config, ...], w: Workload) -> F64:
         (
             c.nodes_per_unit,
             c.units,
-            c.weights_per_gpu_gib * c.gpus_per_node,
+            max(c.weights_per_gpu_gib, c.checkpoint_per_gpu_gib) * c.gpus_per_node,
             c.gpus_per_node,
             rate_at_confidence(c.unit_output_tokens_per_s, w) if c.unit_output_tokens_per_s else nan,
             c.tokens_per_s.central if c.tokens_per_s else nan,

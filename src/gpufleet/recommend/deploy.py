@@ -38,7 +38,12 @@ class HostRules:
       the GPU: vLLM/TGI default loaders; PyTorch ``torch.load`` / ``from_pretrained``), and a training
       checkpoint is gathered to CPU to be written; so the node needs at least one copy of its share of the
       weights in RAM, plus the OS, CUDA host allocations and the engine process (8 GiB: vLLM's former default
-      CPU swap space was 4 GiB per GPU; a base of 8 GiB is the smaller, per-node figure).
+      CPU swap space was 4 GiB per GPU; a base of 8 GiB is the smaller, per-node figure). Training counts
+      the node's whole checkpoint state (weights, optimizer states, adapters): an asynchronous checkpoint
+      copies every rank's model and optimizer state dict into host memory before writing it
+      (``torch.distributed.checkpoint.async_save``: "the state_dict is first staged to CPU memory"; Megatron
+      and NeMo async checkpointing do the same), so a 4 x H100 node holding ~300 GiB of training state with
+      64 GiB of RAM cannot checkpoint without stalling or swapping.
     - vCPUs, inference: ``2 + GPUs`` (vLLM "CPU resources for GPU deployments": one busy process per GPU
       worker, plus the API server and the engine core).
     - vCPUs, training: ``vcpus_per_gpu_training`` x GPUs (the training process and 2-3 DataLoader workers per

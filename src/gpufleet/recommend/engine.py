@@ -18,10 +18,13 @@ from gpufleet.recommend.candidates import (
     distinct,
     eligible_mask,
     is_consumer_gpu_mask,
+    production_excluded_mask,
     text_codes,
+    zones_mask,
 )
 from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, STALE_PRICE_DAYS, HostRules, offer_info
 from gpufleet.recommend.fit import analyse_cannot_fit
+from gpufleet.recommend.near_ties import explain_near_ties
 from gpufleet.recommend.perf import Estimator
 from gpufleet.recommend.rank import check_objective, materialise, order, pareto_rows, within_risk
 from gpufleet.recommend.risk import check_max_risk
@@ -194,12 +197,20 @@ def _production_tier_message(table: OfferTable, w: Workload, filters: str) -> st
             (~(info.price_age_days <= STALE_PRICE_DAYS), w.allow_stale_prices,
              "prices older than a year or undated", "`allow_stale_prices: true`"),
             (~(np.isfinite(info.vcpus) & np.isfinite(info.ram_gib)), False, "hosts of unknown RAM/vCPUs", ""),
+            (production_excluded_mask(table, w), False,
+             "GPUs production leaves out (end of support: Kepler-Volta, dropped by CUDA 13; workstation "
+             "cards; Trainium1 for latency-bound serving; docs/recommend.md rules 34-36)", ""),
+            (~zones_mask(table, w.min_zones) if w.min_zones >= 2 and not w.is_training else left & False,
+             False, f"instance types the catalog lists in fewer than {w.min_zones} zones of their region",
+             "a lower `min_zones`"),
         )  # fmt: skip
     parts = []
     for mask, allowed, what, field in excluded:
         n = int((left & mask).sum())
         if n and not allowed:
             parts.append(f"{n} on {what}" + (f" ({field} in the workload file)" if field else ""))
+    if not parts:
+        return None
     return (
         f"No offer passes the production tier under the filters ({filters}): of the {int(left.sum())} "
         f"offers they keep, {'; '.join(parts)}. Allow those, or use --tier batch (no replica or host rules) "
@@ -343,7 +354,7 @@ def recommend_on(
         )  # fmt: skip
     if feasible.size:
         ranked_rows = order(cs, w, obj, feasible, w.near_tie_fraction)
-        ranked = mat(_dedupe(cs, ranked_rows, limit))
+        ranked = explain_near_ties(mat(_dedupe(cs, ranked_rows, limit)), w, obj)
         pareto = mat([int(r) for r in pareto_rows(cs, w, feasible)[:MAX_PARETO]])
         pareto_lat = mat([int(r) for r in pareto_rows(cs, w, feasible, "latency")[:MAX_PARETO]])
         best = ranked[0]

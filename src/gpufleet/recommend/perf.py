@@ -18,6 +18,7 @@ from gpufleet.cost.startup import training_startup_s
 from gpufleet.errors import InputError, UnknownNameError
 from gpufleet.estimate.comms import NodeNetwork
 from gpufleet.estimate.types import Interval
+from gpufleet.recommend.deployability import PRODUCTION_MEMORY_HEADROOM
 from gpufleet.recommend.types import Workload
 from gpufleet.units import GIB, MS_PER_S, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
 
@@ -295,6 +296,9 @@ class Config:
     tokens_per_s: Interval | None = None  # training
     time_to_train_s: Interval | None = None  # training, on demand (no interruptions)
     weights_per_gpu_gib: float = 0.0  # model weights held per GPU (host RAM rule) [GiB]
+    #: training: the checkpoint state held per GPU (weights, optimizer states, adapters), which an
+    #: asynchronous checkpoint stages in host RAM (host RAM rule; deploy.HostRules) [GiB]
+    checkpoint_per_gpu_gib: float = 0.0
     saturated_unit_output_tokens_per_s: float | None = None  # inference, one unit at the saturated batch
     notes: tuple[str, ...] = ()
     ep: int = 1  # inference: expert-parallel degree of a MoE model's routed experts (1 = split by TP)
@@ -407,8 +411,26 @@ def _inference_config(w: Workload, gpu: str, g: int, nodes: int, tp: int, pp: in
     # the saturated operating batch (KV cache and engine limit), never above the KV bound
     max_b = max(1, min(int(sat.max_concurrency_per_replica), int(sat.batch_per_replica or 10**9)))
     # largest ladder batch (<= the KV bound) meeting the SLOs; latencies grow with batch -> bisect the ladder
-    ladder = [b for b in BATCH_LADDER if b < max_b] + [max_b]
     at = pl.at
+    sat_mem_gib = float(sat.memory.per_gpu_gib)
+    sat_tput = float(sat.output_tokens_per_s.central)
+    headroom_capped = False
+    if w.tier == "production":  # >= 10 % of device memory stays free at the operating point
+        capped = _headroom_batch(at, max_b, float(sat.memory.capacity_gib))
+        if capped == 0:
+            need = float(at(1).memory.per_gpu_gib)
+            return Config(**common, replicas_per_unit=0, units=0, fits=False, meets_slo=False, slo_misses=(),
+                          notes=(f"production keeps {PRODUCTION_MEMORY_HEADROOM:.0%} of GPU memory free: one "
+                                 f"sequence needs {need:.1f} of {float(sat.memory.capacity_gib):.1f} GiB per "
+                                 "GPU",))  # fmt: skip
+        if capped < max_b:
+            max_b = capped
+            headroom_capped = True
+            sat_mem_gib = float(at(max_b).memory.per_gpu_gib)
+            capped_tput = at(max_b).output_tokens_per_s
+            sat_tput = float(capped_tput.central) if capped_tput is not None else sat_tput
+            common["mem_per_gpu_gib"] = sat_mem_gib
+    ladder = [b for b in BATCH_LADDER if b < max_b] + [max_b]
     lo, hi, best = 0, len(ladder) - 1, -1
     # no latency SLO, or the saturated batch already meets it: no search (latency grows with batch)
     if (w.ttft_p95_s is None and w.tpot_p95_s is None) or _meets(at(ladder[hi]), w):
@@ -440,17 +462,47 @@ def _inference_config(w: Workload, gpu: str, g: int, nodes: int, tp: int, pp: in
         batch_per_replica=b_op,
         unit_output_tokens_per_s=unit_tput,
         unit_requests_per_s=est.requests_per_s,
-        saturated_unit_output_tokens_per_s=float(sat.output_tokens_per_s.central),
+        saturated_unit_output_tokens_per_s=sat_tput,
         ttft_s=est.ttft_s,
         tpot_s=user_tpot(est),
-        notes=_operating_notes(est, replicas, nodes, b_op, why=_batch_reason(w, b_op, b_slo, max_b)),
+        notes=_operating_notes(
+            est, replicas, nodes, b_op, why=_batch_reason(w, b_op, b_slo, max_b, headroom_capped)
+        ),
     )
 
 
-def _batch_reason(w: Workload, b_op: int, b_slo: int, max_b: int) -> str:
+def _headroom_batch(at: Any, max_b: int, capacity_gib: float) -> int:
+    """Largest batch <= ``max_b`` whose memory per GPU leaves :data:`PRODUCTION_MEMORY_HEADROOM` of
+    ``capacity_gib`` free (0 when one sequence does not). Memory grows about linearly with the batch (the
+    KV cache), so a secant guess through batch 1 and ``max_b`` is checked and stepped down."""
+    cap = (1.0 - PRODUCTION_MEMORY_HEADROOM) * capacity_gib
+
+    def mem(b: int) -> float:
+        m = getattr(at(b), "memory", None)
+        return float(m.per_gpu_gib) if m is not None else 0.0
+
+    if mem(max_b) <= cap:
+        return max_b
+    m1 = mem(1)
+    if m1 > cap:
+        return 0
+    if max_b <= 1:
+        return 1
+    per_seq = (mem(max_b) - m1) / (max_b - 1)
+    b = max(1, min(max_b - 1, 1 + int((cap - m1) / per_seq))) if per_seq > 0 else 1
+    while b > 1 and mem(b) > cap:
+        b -= 1
+    while b + 1 < max_b and mem(b + 1) <= cap:
+        b += 1
+    return b
+
+
+def _batch_reason(w: Workload, b_op: int, b_slo: int, max_b: int, headroom: bool = False) -> str:
     """Why a replica runs ``b_op`` concurrent sequences (what vLLM's ``--max-num-seqs`` is set to)."""
     if w.concurrency is not None and b_op < b_slo:
         return "the stated concurrency spread over the replicas"
+    if b_op >= max_b and headroom:
+        return f"production keeps {PRODUCTION_MEMORY_HEADROOM:.0%} of GPU memory free"
     if b_op >= max_b:
         return "saturated: KV cache / engine limit"
     return f"the largest batch meeting the latency SLOs at {w.confidence}; KV cache and engine allow {max_b}"
@@ -469,6 +521,14 @@ def _operating_notes(est: Any, replicas: int, nodes: int, b_op: int, why: str) -
     where = "per node" if nodes == 1 else f"per {nodes} nodes"
     placed = layout_note(replicas, est.layout_text, b_op, why, est.stack_text, where=where)
     return tuple(placed if n == note else n for n in est.notes)
+
+
+def _checkpoint_gib(est: Any) -> float:
+    """Checkpoint state held per GPU [GiB]: weights, optimizer states and adapters from an estimate's memory
+    breakdown (0 when it gives none)."""
+    mem = getattr(est, "memory", None)
+    breakdown = getattr(mem, "breakdown_gib", None) or {}
+    return float(sum(breakdown.get(k, 0.0) for k in ("weights", "optimizer_states", "lora_adapters")))
 
 
 def _weights_gib(est: Any) -> float:
@@ -614,6 +674,7 @@ def training_configs(
                 slo_misses=misses,
                 tokens_per_s=est.tokens_per_s if fits else None,
                 weights_per_gpu_gib=_weights_gib(est),
+                checkpoint_per_gpu_gib=_checkpoint_gib(est),
                 time_to_train_s=ttt if fits else None,
                 notes=notes,
                 recipe=getattr(est, "recipe", None),  # estimators without recipes (tests' fakes) keep working
@@ -653,6 +714,7 @@ def perf_cache_key(w: Workload) -> tuple[object, ...]:
         w.allow_fallback,
         w.recipe,
         w.optimizer,
+        w.tier == "production",  # memory headroom (deployability.PRODUCTION_MEMORY_HEADROOM)
     )
 
 

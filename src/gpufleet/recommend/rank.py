@@ -14,8 +14,8 @@ Remaining ties break on the offer's row order in the catalog table, so results a
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import math
+from collections import defaultdict
 from functools import lru_cache
 from typing import Any
 
@@ -23,6 +23,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gpufleet.catalog.offers import OfferTable
+from gpufleet.catalog.regions import region_matches
 from gpufleet.catalog.specs import AcceleratorSpec, get_spec
 from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
 from gpufleet.cost.schedule import Schedule
@@ -43,6 +44,8 @@ from gpufleet.recommend.candidates import (
     serves_decoder,
 )
 from gpufleet.recommend.deploy import STALE_PRICE_DAYS, OfferInfo, offer_info
+from gpufleet.recommend.deployability import production_exclusion
+from gpufleet.recommend.failure import survives_text
 from gpufleet.recommend.perf import Config, Estimator, configs_for, slo_gap, target_output_tokens_per_s
 from gpufleet.recommend.risk import assess, within
 from gpufleet.recommend.types import OBJECTIVES, RISK_LEVELS, Candidate, SpotCost, Workload
@@ -418,6 +421,7 @@ def materialise(
         output_tokens_per_month_saturated=None if math.isnan(sat_tput) else sat_tput * service_s,
         risk=level,
         risk_reasons=reasons,
+        survives=survives_text(w, need, cfg.nodes_per_unit),
         gpus_per_node=cfg.gpus_per_node,
         nodes_per_replica=cfg.nodes_per_unit,
         tp=cfg.tp,
@@ -496,6 +500,10 @@ def brute_force_best(
     vendors = {v.lower() for v in w.gpu_vendors}
     rules = DEFAULT_HOST_RULES
     placements: list[tuple[int, Any, Any, float, Any]] = []  # (row, record, config, price, fabric)
+    zones: dict[tuple[str, str, str], set[str]] = defaultdict(set)  # zones listing each instance type
+    for rec in table.records():
+        if rec.zone:
+            zones[rec.provider, rec.region, rec.instance_type].add(rec.zone)
     for i, rec in enumerate(table.records()):
         if rec.gpu is None or rec.gpu_count < 1 or rec.gpu_count != int(rec.gpu_count):
             continue
@@ -509,7 +517,7 @@ def brute_force_best(
             continue
         if w.providers and rec.provider not in {p.lower() for p in w.providers}:
             continue
-        if w.regions and not any(fnmatch.fnmatchcase(rec.region.lower(), g.lower()) for g in w.regions):
+        if w.regions and not any(region_matches(rec.region, g) for g in w.regions):
             continue
         if vendors and get_spec(rec.gpu).vendor.lower() not in vendors:
             continue
@@ -521,6 +529,15 @@ def brute_force_best(
             if not w.allow_stale_prices and not (ages[i] <= STALE_PRICE_DAYS):
                 continue
             if rec.vcpus is None or rec.ram_gib is None:
+                continue
+            latency = not w.is_training and (w.ttft_p95_s is not None or w.tpot_p95_s is not None)
+            if production_exclusion(rec.gpu, serving=not w.is_training, latency=latency):
+                continue
+            if (
+                w.min_zones >= 2
+                and not w.is_training
+                and len(zones[rec.provider, rec.region, rec.instance_type]) < w.min_zones
+            ):
                 continue
         if kind == "on_demand":
             price = rec.price_on_demand_usd_per_hour
@@ -537,7 +554,8 @@ def brute_force_best(
         for cfg in configs_for(est, w, rec.gpu, g, node_network(fabric) if scale_out else None):
             if not cfg.fits:
                 continue
-            ram_need = rules.ram_per_weight * cfg.weights_per_gpu_gib * g + rules.ram_base_gib
+            state = max(cfg.weights_per_gpu_gib, cfg.checkpoint_per_gpu_gib)
+            ram_need = rules.ram_per_weight * state * g + rules.ram_base_gib
             cpu_need = rules.vcpus_needed(g, training=w.is_training)
             if rec.ram_gib is not None and rec.ram_gib < ram_need - 1e-9:
                 continue
@@ -553,8 +571,11 @@ def brute_force_best(
         if not w.is_training and target is not None:
             assert cfg.unit_output_tokens_per_s is not None
             need = max(need, math.ceil(target / rate_at_confidence(cfg.unit_output_tokens_per_s, w) - 1e-9))
-        if not w.is_training:
-            need = max(need, w.min_replicas)
+        need_load = need
+        if not w.is_training and w.tier == "production":  # N+1 (and a zone's loss with min_zones >= 2)
+            need += 1
+            while w.min_zones >= 2 and need - math.ceil(need / w.min_zones) < need_load:
+                need += 1
         paid, factor = need, 1.0
         if kind == "spot":
             a = assumption_for(rec.provider, spot_assumptions)

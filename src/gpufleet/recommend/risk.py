@@ -25,6 +25,7 @@ from gpufleet.catalog.specs import get_spec
 from gpufleet.estimate.comms import scaleup_group_gpus
 from gpufleet.estimate.types import Interval
 from gpufleet.recommend.deploy import STALE_PRICE_DAYS
+from gpufleet.recommend.deployability import production_exclusion
 from gpufleet.recommend.types import RISK_LEVELS, Workload
 
 #: p90 / p10 of the main performance figure above which the estimate is called wide: GPUs the profile is
@@ -120,6 +121,10 @@ def assess(
         )
     if price_kind.startswith(("commit", "reserved", "savings_plan", "cud")):
         med.append(f"commitment lock-in ({price_kind})")
+    latency = w.ttft_p95_s is not None or w.tpot_p95_s is not None
+    excluded = production_exclusion(gpu, serving=not w.is_training, latency=latency)
+    if excluded:  # the production tier leaves these out (deployability); other tiers see why
+        med.append(excluded + " (not for production)")
     try:
         vendor = get_spec(gpu).vendor
         if vendor.lower() != "nvidia":

@@ -113,6 +113,9 @@ class Workload:
     regions: tuple[str, ...] = ()  # glob patterns; empty = all
     gpu_vendors: tuple[str, ...] = ()  # e.g. ("NVIDIA", "AMD"); empty = all
     max_nodes: int = 8  # largest node count considered per offer [count]
+    #: production serving: spread the replica units over at least this many zones of the region and size
+    #: them to survive one zone's loss (gpufleet.recommend.failure); 1 = one node's loss only
+    min_zones: int = 1
     # practice (docs/recommend.md "Defaults")
     tier: str = "dev"  # one of TIERS
     confidence: str = "p90"  # one of CONFIDENCES
@@ -158,7 +161,8 @@ class Workload:
         """Replica units a serving deployment keeps at least: 2 in production (one can fail or be updated),
         each on nodes of its own (a unit is the node(s) holding one or more replicas), so that a node
         failure or a rolling update never takes every replica down (Kubernetes pod anti-affinity /
-        topology spread across nodes; docs/recommend.md "Practitioners' rules we check")."""
+        topology spread across nodes; docs/recommend.md "Practitioners' rules we check"). Production also
+        keeps one unit spare above the load (N+1, :mod:`gpufleet.recommend.failure`)."""
         return 2 if self.tier == "production" and not self.is_training else 1
 
     @property
@@ -254,6 +258,12 @@ class Candidate:
     recipe: str | None = None
     #: training: the optimizer the memory and the optimizer step were sized for (None: inference)
     optimizer: str | None = None
+    #: production serving: the failure it keeps its SLOs through, e.g. "one node lost: 3 replica units
+    #: deployed, 2 carry the load at p90 (N+1)"; "" where nothing is claimed (gpufleet.recommend.failure)
+    survives: str = ""
+    #: why this candidate ranks above a better one on the objective (the near-tie rule), e.g. "near tie:
+    #: within 3 % of #2 ($2.35/h), ranked first as simpler: fewer GPUs (1 vs 2)"; "" when it does not
+    rank_note: str = ""
 
     @property
     def speed(self) -> float:

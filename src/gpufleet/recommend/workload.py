@@ -20,6 +20,7 @@ from gpufleet.errors import ConfigFileError, GpufleetError, capped_list
 from gpufleet.estimate.types import FINE_TUNING_TASKS
 from gpufleet.fileio import document_kind, parse_yaml_or_json, read_user_text
 from gpufleet.precision import PRECISIONS, check_precision
+from gpufleet.recommend.failure import MAX_ZONES
 from gpufleet.recommend.filter_values import check_vendors, gpu_family, split_values
 from gpufleet.recommend.types import (
     CONFIDENCES,
@@ -134,6 +135,7 @@ class WorkloadSpec(NoBoolNumbers):
     gpus_per_node: list[int] = Field(default_factory=list, max_length=1000)
     max_price_per_gpu_usd_per_hour: float | None = Field(None, gt=0, le=MAX_PRICE_USD_PER_HOUR)
     max_nodes: int = Field(8, ge=1, le=64)
+    min_zones: int = Field(1, ge=1, le=MAX_ZONES)
     runs_per_month: float | None = Field(None, gt=0, le=1e6)
     tier: Literal["dev", "batch", "production"] | None = None
     confidence: Literal["p50", "p90"] = "p90"
@@ -408,6 +410,7 @@ class WorkloadSpec(NoBoolNumbers):
             gpus_per_node=tuple(self.gpus_per_node),
             max_price_per_gpu_usd_per_hour=self.max_price_per_gpu_usd_per_hour,
             max_nodes=self.max_nodes,
+            min_zones=self.min_zones,
             runs_per_month=self.runs_per_month,
             tier=self.tier or self.default_tier(),
             confidence=self.confidence,

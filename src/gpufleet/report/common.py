@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 from typing import Literal, get_args
 
+from gpufleet.catalog.regions import region_text
 from gpufleet.estimate.types import Interval
 from gpufleet.recommend.types import (
     DEFAULT_TRAINING_HORIZON_H,
@@ -190,7 +191,7 @@ def candidate_row(rank: int, c: Candidate) -> dict[str, str]:
     return {
         "rank": str(rank),
         "provider": c.provider,
-        "region": c.region,
+        "region": region_text(c.region),
         "instance": f"{c.total_nodes} x {c.instance_type}" if c.total_nodes > 1 else c.instance_type,
         "gpus": f"{c.total_gpus} x {c.gpu}",
         "replicas": str(c.replicas),
@@ -198,7 +199,7 @@ def candidate_row(rank: int, c: Candidate) -> dict[str, str]:
         "fit": f"{c.mem_per_gpu_gib:.1f} / {c.mem_capacity_gib:.1f}{sized_by_text(c)}",
         "speed": speed_text(c),
         "usd_per_hour": usd(c.cost_usd_per_hour),
-        "usd_per_month": cost_text(c),
+        "usd_per_month": cost_text(c) + (f" ({c.rank_note})" if c.rank_note else ""),
         "unit_cost": unit_cost_text(c),
         "host": host_text(c),
         "deploy": deploy_text(c),
@@ -222,7 +223,7 @@ def fit_gib_text(c: Candidate) -> str:
 
 def candidate_label(c: Candidate) -> str:
     nodes = f"{c.total_nodes}x " if c.total_nodes > 1 else ""
-    return f"{c.provider} {nodes}{c.instance_type} ({c.region})"
+    return f"{c.provider} {nodes}{c.instance_type} ({region_text(c.region)})"
 
 
 def cost_breakdown(c: Candidate, hours_per_month: float) -> dict[str, float]:

@@ -9,6 +9,7 @@ from html import escape
 from typing import TYPE_CHECKING, Any
 
 from gpufleet import __version__
+from gpufleet.catalog.regions import region_text
 from gpufleet.report.charts import StackedBar, bar_chart, stacked_bar_chart
 from gpufleet.report.common import num, pct, usd
 from gpufleet.report.json_report import to_jsonable
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
     from gpufleet.fleet.regions import RegionAnalysis
-    from gpufleet.fleet.types import FleetPlan
+    from gpufleet.fleet.types import FleetPlan, SharedPool
 
 LINE_COLUMNS = (
     "Workload",
@@ -81,7 +82,7 @@ def line_rows(plan: FleetPlan) -> list[list[str]]:
             ln.workload,
             ln.team,
             ln.provider,
-            ln.region,
+            region_text(ln.region),
             ln.instance_type,
             (ln.gpu or "cpu") + (" (MIG)" if ln.pool else ""),
             ln.pay_kind,
@@ -93,6 +94,12 @@ def line_rows(plan: FleetPlan) -> list[list[str]]:
     ]
 
 
+def _on_nodes(pool: SharedPool, workload: str) -> str:
+    """`` on nodes 0, 1``: the pool nodes a workload's slices sit on (from the per-GPU placement)."""
+    nodes = sorted({g.node for g in pool.gpus for w, _p, _n in g.tenants if w == workload})
+    return f" on node{'s' if len(nodes) > 1 else ''} {', '.join(map(str, nodes))}" if nodes else ""
+
+
 def pool_rows(plan: FleetPlan) -> list[list[str]]:
     from gpufleet.fleet.mig import k8s_resource
 
@@ -100,11 +107,12 @@ def pool_rows(plan: FleetPlan) -> list[list[str]]:
         [
             p.key,
             p.gpu,
-            f"{p.nodes} x {p.gpus_per_node} GPUs",
+            f"{p.nodes} x {p.gpus_per_node} GPUs"
+            + (" in 2 mirrored halves (survives a lost node)" if p.mirrored else ""),
             "; ".join(
                 " + ".join(f"{k} x {prof}" for prof, k in layout) + f" (x{n})" for layout, n in p.layouts
             ),
-            "; ".join(f"{w}: {n} x {k8s_resource(prof)}" for w, prof, n in p.slices),
+            "; ".join(f"{w}: {n} x {k8s_resource(prof)}" + _on_nodes(p, w) for w, prof, n in p.slices),
             usd(p.cost_usd_per_month),
         ]
         for p in plan.pools

@@ -145,6 +145,7 @@ def _recommendation(rec: Recommendation, extra: Sequence[str]) -> str:
         out.append(
             f"<p><strong>Best: {escape(candidate_label(b))}</strong>, {b.total_gpus} x {escape(b.gpu)}, "
             f"{escape(usd(b.cost_usd_per_month))}/month, {escape(speed_text(b))}</p>"
+            + (f"<p><strong>Survives:</strong> {escape(b.survives)}</p>" if b.survives else "")
         )
     shown = rec.ranked or rec.closest
     if shown:

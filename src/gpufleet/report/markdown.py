@@ -60,7 +60,7 @@ def _recommendation(rec: Recommendation, level: int, extra: Sequence[str]) -> li
         b = rec.best
         out.append(
             f"{h} Best option\n\n**{candidate_label(b)}**: {b.total_gpus} x {b.gpu}, "
-            f"{cost_text(b)}, {speed_text(b)}"
+            f"{cost_text(b)}, {speed_text(b)}" + (f"\n\n**Survives:** {b.survives}" if b.survives else "")
         )
     if rec.ranked:
         out.append(f"{h} Top candidates\n\n{_candidates(rec.ranked)}")

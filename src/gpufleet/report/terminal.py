@@ -136,6 +136,8 @@ def recommendation_view(rec: Recommendation, extra: Sequence[str] = ()) -> Rende
                 f"  {b.total_gpus} x {b.gpu}, {usd(b.cost_usd_per_month)}/month, {speed_text(b)}",
             )
         )
+        if b.survives:
+            parts.append(Text.assemble(("Survives: ", "bold"), b.survives))
     if rec.ranked:
         parts.append(_Candidates(rec.ranked, "Top candidates"))
     if rec.closest:
