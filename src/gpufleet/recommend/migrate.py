@@ -23,11 +23,13 @@ from gpufleet.recommend.engine import recommend_on
 from gpufleet.recommend.perf import Estimator, target_output_tokens_per_s, user_tpot
 from gpufleet.recommend.rank import materialise
 from gpufleet.recommend.types import (
+    RISK_LEVELS,
     Candidate,
     Complexity,
     CurrentDeployment,
     Migration,
     PerformanceChange,
+    Recommendation,
     RiskLevel,
     Workload,
 )
@@ -47,6 +49,14 @@ STACKS = {
 SLO_HEADROOM = 0.2
 #: the highest risk a migration proposes by default (the workload's max_risk overrides it)
 MIGRATE_DEFAULT_MAX_RISK = "medium"
+#: ranked alternatives examined for a move within the migration's risk limit (the candidate's own risk is only
+#: a part of the move's: a cross-provider move adds two medium factors, a stack change a high one)
+MIGRATE_POOL = 60
+#: the region a provider's current deployment is taken to run in when none is stated: AWS sends requests to
+#: us-east-1 when no region is configured (AWS General Reference, "Service endpoints": us-east-1 is the
+#: default of the global endpoints; the console's first region). Other providers: the cheapest region that
+#: lists the instance (stated in the answer either way)
+PROVIDER_DEFAULT_REGION: dict[str, str] = {"aws": "us-east-1"}
 #: the current deployment is costed as it runs: no host RAM/vCPU minimums applied to it
 AS_DEPLOYED = HostRules(
     ram_per_weight=0.0,
@@ -393,6 +403,22 @@ def assess_risk(
     if not (high or med or low):
         low.append("same provider and accelerator vendor: only the instance type or count changes")
     risk: RiskLevel = "high" if high or len(med) >= 3 or new.risk == "high" else "medium" if med else "low"
+    if high:
+        basis = f"{len(high)} high factor(s)"
+    elif len(med) >= 3:
+        basis = f"{len(med)} medium factors (3 or more medium factors make a move high)"
+    elif new.risk == "high":
+        basis = f"the new deployment's own risk is high ({new.provider} {new.instance_type})"
+    elif med:
+        basis = f"{len(med)} medium factor(s) (fewer than 3, no high factor)"
+    else:
+        basis = "low factors only"
+    factors = (
+        [f"risk {risk} because of {basis}"]
+        + [f"high: {r}" for r in high]
+        + [f"medium: {r}" for r in med]
+        + [f"low: {r}" for r in low]
+    )
     complexity: Complexity = (
         "high"
         if any("stack" in c for c in cx)
@@ -402,7 +428,7 @@ def assess_risk(
     )
     if not cx:
         cx.append("same GPU and provider: change the instance type / count only")
-    return risk, tuple(high + med + low), complexity, tuple(cx)
+    return risk, tuple(factors), complexity, tuple(cx)
 
 
 def current_shortfall(w: Workload, cur: Candidate) -> str:
@@ -454,13 +480,83 @@ def _current_geo(w: Workload) -> str | None:
     AWS "Regions and Zones": choose the Region near your users) and the data's jurisdiction (GDPR Art. 44:
     personal data leaves the EU/EEA only under Chapter V safeguards) go with the region; AWS Compute
     Optimizer, Azure Advisor and GCP Recommender right-size in place and never propose another region.
-    None when the workload already filters geos or regions, or the current region is not stated or not in
-    regions.csv (then nothing is assumed)."""
+    None when the workload already filters geos or regions, or the current region is not in regions.csv
+    (then nothing is assumed). The region is always known here (:func:`with_current_region`)."""
     cur = w.current
     if cur is None or cur.region is None or w.geos or w.regions:
         return None
     geo = region_location(cur.provider, cur.region).geo
     return None if geo == "unknown" else geo
+
+
+def with_current_region(table: OfferTable, w: Workload) -> tuple[Workload, str]:
+    """``w`` with its current deployment's region stated, and a note saying where it came from: the given
+    one, else the provider's default region (:data:`PROVIDER_DEFAULT_REGION`) where the instance is listed
+    there, else the cheapest region listing the instance (the same rule as :func:`resolve_current`)."""
+    cur = w.current
+    assert cur is not None
+    if cur.region is not None:
+        return w, ""
+    from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
+
+    mask = check_current_names(table, cur)
+    listed = {str(r) for r in table.column("region")[mask]}
+    default = PROVIDER_DEFAULT_REGION.get(cur.provider)
+    if default is not None and default in listed:
+        region, why = default, f"the default region of {cur.provider}"
+    else:
+        kind_prices = node_prices_usd_per_hour(table, price_kind_for(w.pricing), w.commitments_file)
+        row, _count, _notes = resolve_current(table, cur, kind_prices, w.pricing)
+        region, why = str(table.column("region")[row]), f"the cheapest region listing {cur.instance_type}"
+    note = (
+        f"Current region not given: {cur.provider} {cur.instance_type} is taken to run in {region} ({why}); "
+        "pass --current-region (current: region) if it runs elsewhere."
+    )
+    return dataclasses.replace(w, current=dataclasses.replace(cur, region=region)), note
+
+
+def _risk_over(level: str, limit: str) -> bool:
+    return RISK_LEVELS.index(level) > RISK_LEVELS.index(limit)  # type: ignore[arg-type]
+
+
+def _within_move_risk(
+    w: Workload, cur: Candidate, rec: Recommendation, max_risk: str, limit: int
+) -> Recommendation:
+    """``rec`` with only the alternatives whose *move* (:func:`assess_risk`, not the candidate's own risk)
+    is at most ``max_risk``, the top ``limit`` of them; the best one passed over is named in the message."""
+    if rec.status != "ok":
+        return rec
+    kept: list[Candidate] = []
+    over: list[tuple[Candidate, str, tuple[str, ...]]] = []
+    for c in rec.ranked:
+        level, reasons, _cx, _cxr = assess_risk(w, cur, c)
+        if _risk_over(level, max_risk):
+            over.append((c, level, reasons))
+        else:
+            kept.append(c)
+    if not over:
+        return dataclasses.replace(rec, ranked=rec.ranked[:limit])
+    c0, level0, reasons0 = over[0]
+    passed = (
+        f"{len(over)} of the {len(rec.ranked)} best alternatives are passed over because the move to them is "
+        f"above risk {max_risk}; the first, {c0.provider} {c0.instance_type} ({c0.region}), is a "
+        f"{level0}-risk move ({'; '.join(reasons0)}). Raise max_risk (--max-risk high) to consider them."
+    )
+    if not kept:
+        return dataclasses.replace(
+            rec,
+            status="over_risk",
+            best=None,
+            ranked=(),
+            closest=tuple(c for c, _l, _r in over[:3]),
+            message=f"OVER RISK: {passed}",
+        )
+    best = kept[0]
+    msg = (
+        f"{rec.message} Best move within risk {max_risk}: {best.provider} {best.instance_type} "
+        f"({best.region}) x{best.total_nodes}. {passed}"
+    )
+    return dataclasses.replace(rec, best=best, ranked=tuple(kept[:limit]), message=msg)
 
 
 def migrate_on(
@@ -481,13 +577,18 @@ def migrate_on(
             "Add current: {provider, instance_type, count, region} to the workload, or use "
             "recommend() for a new workload."
         )
+    w, region_note = with_current_region(table, w)
     cur, notes = current_candidate(table, w, est, spot)
+    if region_note:
+        notes.insert(0, region_note)
     target_w = w
+    max_risk = w.max_risk or MIGRATE_DEFAULT_MAX_RISK
     if w.max_risk is None:  # moving what runs today: never to a high-risk candidate unless asked
         target_w = dataclasses.replace(w, max_risk=MIGRATE_DEFAULT_MAX_RISK)
         notes.append(
-            f"Alternatives are limited to risk <= {MIGRATE_DEFAULT_MAX_RISK} (a move of a running "
-            "deployment); set max_risk: high (--max-risk high) to see every option."
+            f"Moves are limited to risk <= {MIGRATE_DEFAULT_MAX_RISK} (the risk of the move, its factors "
+            "listed under Risk; a running deployment); set max_risk: high (--max-risk high) to see every "
+            "option."
         )
     stay = _current_geo(w)
     if stay is not None:
@@ -509,8 +610,9 @@ def migrate_on(
             f"No throughput target given: alternatives must match the current deployment's estimated "
             f"{cur.output_tokens_per_s.central:,.0f} output tokens/s (like-for-like)."
         )
-    rec = recommend_on(table, target_w, est, spot, objective=objective, limit=limit, full_table=full_table,
-                       host_rules=host_rules or DEFAULT_HOST_RULES)  # fmt: skip
+    rec = recommend_on(table, target_w, est, spot, objective=objective, limit=max(limit, MIGRATE_POOL),
+                       full_table=full_table, host_rules=host_rules or DEFAULT_HOST_RULES)  # fmt: skip
+    rec = _within_move_risk(w, cur, rec, max_risk, limit)
     rec = dataclasses.replace(rec, notes=rec.notes + tuple(notes))
     obj = rec.objective
     new = rec.best
