@@ -71,7 +71,8 @@ def test_config_check_reads_vendor_prefixed_gpus_and_custom_sizes() -> None:
         ["config", "check", str(GUIDE / "gpu_instances.json"), str(GUIDE / "model_config_extra_large.json")],
     )
     assert r.exit_code == 0, r.output
-    assert "2 offers (aws)" in r.output and "EXTRA_LARGE -> size:200B" in r.output
+    assert "2 AWS family prices (G6e $0.4375/GPU-h, P5 $6.25/GPU-h)" in r.output  # $3.50 / 8, $50 / 8
+    assert "EXTRA_LARGE -> size:200B" in r.output
 
 
 def test_guide_workload_sets_name_gpufleet_scenarios() -> None:

@@ -33,7 +33,7 @@ from gpufleet.recommend.types import (
     RiskLevel,
     Workload,
 )
-from gpufleet.units import SECONDS_PER_HOUR
+from gpufleet.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
 
 #: software stack per accelerator vendor (as written in gpu_specs.csv ``vendor``)
 STACKS = {
@@ -175,6 +175,13 @@ def resolve_current(
     return int(rows[int(np.argmin(prices))]), count, notes
 
 
+def current_pricing(w: Workload) -> str:
+    """How the current deployment is billed: its own ``pricing`` (a GPU Fleet Optimizer ``use_spot`` asks
+    for spot alternatives to an on-demand deployment), else the workload's."""
+    assert w.current is not None
+    return w.current.pricing or w.pricing
+
+
 def current_candidate(
     table: OfferTable, w: Workload, est: Estimator, spot: dict[str, SpotAssumption]
 ) -> tuple[Candidate, list[str]]:
@@ -182,11 +189,13 @@ def current_candidate(
     from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
 
     assert w.current is not None
-    kind_prices = node_prices_usd_per_hour(table, price_kind_for(w.pricing), w.commitments_file)
-    row, count, notes = resolve_current(table, w.current, kind_prices, w.pricing)
+    pricing = current_pricing(w)
+    kind_prices = node_prices_usd_per_hour(table, price_kind_for(pricing), w.commitments_file)
+    row, count, notes = resolve_current(table, w.current, kind_prices, pricing)
     one = table.take(np.array([row]))
     wc = dataclasses.replace(
         w,
+        pricing=pricing,
         budget_usd_per_month=None,
         # the deployment as it runs today passes none of the filters meant for the alternatives: before, a
         # workload with --geo us and a current deployment in eu-west-1 read "cannot hold the model"
@@ -398,7 +407,8 @@ def assess_risk(
             f"thin TPOT headroom: {new.tpot_s.central * 1e3:.1f} ms vs SLO {w.tpot_p95_s * 1e3:.1f} ms"
         )
     for reason in new.risk_reasons:  # the candidate's own risk (class, fabric, price age, estimate, ...)
-        if reason not in high + med and "software stack" not in reason:  # the stack change is said above
+        said = "software stack" in reason or (new.spot is not None and reason.startswith("spot capacity"))
+        if reason not in high + med and not said:  # the stack change and spot are said above, once
             med.append(reason)
     if not (high or med or low):
         low.append("same provider and accelerator vendor: only the instance type or count changes")
@@ -505,14 +515,95 @@ def with_current_region(table: OfferTable, w: Workload) -> tuple[Workload, str]:
     if default is not None and default in listed:
         region, why = default, f"the default region of {cur.provider}"
     else:
-        kind_prices = node_prices_usd_per_hour(table, price_kind_for(w.pricing), w.commitments_file)
-        row, _count, _notes = resolve_current(table, cur, kind_prices, w.pricing)
+        pricing = current_pricing(w)
+        kind_prices = node_prices_usd_per_hour(table, price_kind_for(pricing), w.commitments_file)
+        row, _count, _notes = resolve_current(table, cur, kind_prices, pricing)
         region, why = str(table.column("region")[row]), f"the cheapest region listing {cur.instance_type}"
     note = (
         f"Current region not given: {cur.provider} {cur.instance_type} is taken to run in {region} ({why}); "
         "pass --current-region (current: region) if it runs elsewhere."
     )
     return dataclasses.replace(w, current=dataclasses.replace(cur, region=region)), note
+
+
+#: training steps the probe of the current deployment's throughput is sized for (tokens/s does not depend on
+#: the run length; only the time to train does, and it is recomputed with the resolved tokens)
+_PROBE_STEPS = 1000
+#: most instances of the family's largest size tried when the stated current deployment cannot hold the model
+_MAX_SCALED_NODES = 64
+
+
+def _current_as_stated_or_scaled(
+    table: OfferTable, w: Workload, est: Estimator, spot: dict[str, SpotAssumption]
+) -> tuple[Workload, Candidate, list[str]]:
+    """The current deployment as a candidate. A GPU Fleet Optimizer-style statement (``gpu_count`` given:
+    "2x P5") that cannot hold the model is analysed from the smallest deployment of the same family and GPU
+    that can (the guide's remedy for "CANNOT FIT MODEL": increase the GPU count), said first in the notes;
+    any other current deployment that cannot hold it stays an error."""
+    probe = w
+    if w.train_tokens_from_current:  # a provisional run length: only tokens/s is read from this probe
+        probe = dataclasses.replace(
+            w, train_tokens=float(_PROBE_STEPS * w.global_batch_sequences * w.seq_len_tokens)
+        )
+    cur_dep = w.current
+    assert cur_dep is not None
+    try:
+        cur, notes = current_candidate(table, probe, est, spot)
+        return w, cur, notes
+    except InputError as exc:
+        if cur_dep.gpu_count is None or "cannot hold" not in str(exc):
+            raise
+        first = exc
+    prov, inst, gpu = table.column("provider"), table.column("instance_type"), table.column("gpu")
+    gcount = table.column("gpu_count")
+    family = cur_dep.instance_type.split(".")[0] + "."
+    rows0 = np.flatnonzero((prov == cur_dep.provider) & (inst == cur_dep.instance_type))
+    same = np.array([str(i).startswith(family) for i in inst]) & (prov == cur_dep.provider)
+    same &= gpu == gpu[rows0[0]]
+    largest = str(inst[np.flatnonzero(same)[int(np.argmax(gcount[same]))]])
+    per_node = int(gcount[np.flatnonzero(inst == largest)[0]])
+    start = max(1, math.ceil((cur_dep.gpu_count or 1) / per_node))
+    for n in range(start, _MAX_SCALED_NODES + 1):
+        scaled = dataclasses.replace(cur_dep, instance_type=largest, count=n, gpu_count=None)
+        try:
+            cur, notes = current_candidate(table, dataclasses.replace(probe, current=scaled), est, spot)
+        except InputError:
+            continue
+        note = (
+            f"The current deployment as stated ({cur_dep.gpu_count} x {gpu[rows0[0]]}, "
+            f"{cur_dep.instance_type} family) cannot hold {w.model} at {w.precision} for {w.task}; the "
+            f"smallest {family[:-1]} deployment that can, {largest} x{n} ({n * per_node} GPUs), is analysed "
+            "as today's (the optimizer's remedy for CANNOT FIT: more GPUs)."
+        )
+        return dataclasses.replace(w, current=scaled), cur, [note, *notes]
+    raise first
+
+
+def _tokens_from_current(
+    table: OfferTable, w: Workload, est: Estimator, spot: dict[str, SpotAssumption], cur: Candidate
+) -> tuple[Workload, Candidate, list[str]]:
+    """``w`` with ``train_tokens`` = what the current deployment trains in ``hours_per_month`` (its estimated
+    tokens/s x hours x 3600): the GPU Fleet Optimizer's ``monthly_hours`` for a training workload, so that
+    now and after do the same work a month; the current deployment re-costed for that run."""
+    tps = cur.tokens_per_s.central if cur.tokens_per_s is not None else None
+    if not tps or tps <= 0:
+        raise InputError(
+            f"The current deployment's training throughput for {w.model} could not be estimated, so the "
+            "tokens it trains a month are unknown. Give train_tokens (the run's tokens) instead."
+        )
+    tokens = tps * w.hours_per_month * SECONDS_PER_HOUR
+    # a month's work must be done within the month to keep up: the deadline is at most a month
+    deadline = min(w.deadline_h, HOURS_PER_MONTH) if w.deadline_h is not None else HOURS_PER_MONTH
+    resolved = dataclasses.replace(
+        w, train_tokens=tokens, train_tokens_from_current=False, deadline_h=deadline
+    )
+    cur, notes = current_candidate(table, resolved, est, spot)
+    note = (
+        f"Training work per month: what the current deployment trains in {w.hours_per_month:g} h "
+        f"(monthly hours) at its estimated {tps:,.0f} tokens/s = {tokens:,.3g} tokens; the alternatives "
+        f"are costed for the same tokens a month and must train them within {deadline:g} h."
+    )
+    return resolved, cur, [note, *notes]
 
 
 def _risk_over(level: str, limit: str) -> bool:
@@ -548,7 +639,7 @@ def _within_move_risk(
             status="over_risk",
             best=None,
             ranked=(),
-            closest=tuple(c for c, _l, _r in over[:3]),
+            closest=(),  # the report would label them by SLO misses or budget; the message names the first
             message=f"OVER RISK: {passed}",
         )
     best = kept[0]
@@ -578,9 +669,17 @@ def migrate_on(
             "recommend() for a new workload."
         )
     w, region_note = with_current_region(table, w)
-    cur, notes = current_candidate(table, w, est, spot)
+    w, cur, notes = _current_as_stated_or_scaled(table, w, est, spot)
+    if w.train_tokens_from_current:
+        w, cur, token_notes = _tokens_from_current(table, w, est, spot, cur)
+        notes += token_notes
     if region_note:
         notes.insert(0, region_note)
+    if w.current is not None and w.current.pricing is not None and w.current.pricing != w.pricing:
+        notes.append(
+            f"The current deployment is costed at {w.current.pricing} prices, as it is billed today; the "
+            f"alternatives at {w.pricing}."
+        )
     target_w = w
     max_risk = w.max_risk or MIGRATE_DEFAULT_MAX_RISK
     if w.max_risk is None:  # moving what runs today: never to a high-risk candidate unless asked
