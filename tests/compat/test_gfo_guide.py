@@ -22,18 +22,6 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def fast_estimator(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The engine's estimator replaced by the engine tests' roofline stand-in: these tests check that the
-    guide's scripts run unchanged and print reports, not the estimates (tested in tests/estimate), and the
-    real training estimator takes tens of seconds per training scenario."""
-    from gpufleet.recommend import api
-    from recommend import fakes  # tests/ is on sys.path (rootdir-relative packages)
-
-    monkeypatch.setitem(fakes.PARAMS, "llama-3.1-8b", 8.0e9)  # the shipped scenarios' other model
-    monkeypatch.setattr(api, "_DEFAULT_ESTIMATOR", fakes.FakeEstimator())
-
-
-@pytest.fixture
 def gfo_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A working directory laid out as the optimizer's: config/ holds the guide's three files."""
     (tmp_path / "config").mkdir()

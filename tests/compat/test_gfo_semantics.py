@@ -16,7 +16,7 @@ import pytest
 from gpu_migration_analyzer import AWSGPUMigrationAnalyzer, ModelSize, WorkloadType
 from gpufleet.catalog.regions import region_location
 
-from .test_gfo_guide import CONFIG, GUIDE, _run, fast_estimator  # noqa: F401  (fixture)
+from .test_gfo_guide import CONFIG, GUIDE, _run
 
 P5 = json.loads((GUIDE / "gpu_instances.json").read_text())["gpu_instances"]["P5"]
 
@@ -54,13 +54,19 @@ def _after(report: str) -> tuple[str, str] | None:
 
 
 def _p5_inference(analyzer: AWSGPUMigrationAnalyzer) -> str:
-    return analyzer.generate_migration_report(current_instance="P5", current_gpu_count=1,
-                                              workload_type=WorkloadType.INFERENCE, model_size=ModelSize.SMALL)  # fmt: skip
+    return analyzer.generate_migration_report(
+        current_instance="P5",
+        current_gpu_count=1,
+        workload_type=WorkloadType.INFERENCE,
+        model_size=ModelSize.SMALL,
+    )
 
 
 def test_the_files_p5_price_is_the_price_used(gfo_dir: Path, fast_estimator: None) -> None:
     # "1x P5" = p5.4xlarge: 1 of the family's 8 GPUs, at the file's $50/h per 8 GPUs, 720 h a month
-    now = _cells(_p5_inference(AWSGPUMigrationAnalyzer()), "Cost")[0]
+    report = _p5_inference(AWSGPUMigrationAnalyzer())
+    assert "price date unknown" not in report  # the file's prices are dated by the file (kept current)
+    now = _cells(report, "Cost")[0]
     assert _usd(now) == pytest.approx(P5["on_demand_cost_per_hour"] / P5["gpus_per_instance"] * 720, abs=1)
     # the guide's "Update Pricing": edit the P5 price, and the analysis uses it
     doc = json.loads((gfo_dir / "config" / "gpu_instances.json").read_text())
@@ -95,8 +101,12 @@ def test_p5_workloads_stay_in_their_geo_on_every_cloud(wid: str, gfo_dir: Path, 
 
 
 def _training(analyzer: AWSGPUMigrationAnalyzer, **kw: Any) -> str:
-    args: dict[str, Any] = {"current_instance": "P5", "current_gpu_count": 2,
-                            "workload_type": WorkloadType.TRAINING, "model_size": ModelSize.LARGE}  # fmt: skip
+    args: dict[str, Any] = {
+        "current_instance": "P5",
+        "current_gpu_count": 2,
+        "workload_type": WorkloadType.TRAINING,
+        "model_size": ModelSize.LARGE,
+    }
     return analyzer.generate_migration_report(**(args | kw))
 
 

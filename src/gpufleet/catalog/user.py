@@ -518,8 +518,14 @@ def _read_gfo(path: Path, data: dict[str, Any]) -> UserCatalog:
 def _apply_family_prices(table: OfferTable, catalog: UserCatalog) -> OfferTable:
     """Every AWS instance of a family the GFO file prices, at the file's price per GPU x its GPUs, in every
     region (the file names no region); a family the catalog does not list is added as the file's offer."""
+    import datetime as dt
+
     cols = {c: table.column(c).copy() for c in OFFER_COLUMNS}
     prov, inst, gpu = cols["provider"], cols["instance_type"], cols["gpu"]
+    try:  # the guide: "Update Pricing: modify config/gpu_instances.json for current market rates"
+        dated = dt.date.fromtimestamp(catalog.path.stat().st_mtime).isoformat()
+    except OSError:
+        dated = USER_CAPTURED_AT
     family = np.array([instance_family(str(i)) for i in inst], dtype=object)
     extra: list[Offer] = []
     for fp in catalog.family_prices:
@@ -531,8 +537,8 @@ def _apply_family_prices(table: OfferTable, catalog: UserCatalog) -> OfferTable:
         cols["price_on_demand_usd_per_hour"][m] = fp.on_demand_usd_per_gpu_hour * count
         if fp.spot_usd_per_gpu_hour is not None:
             cols["price_spot_usd_per_hour"][m] = fp.spot_usd_per_gpu_hour * count
-        cols["captured_at"][m] = USER_CAPTURED_AT
-        label = f"{catalog.path.name} {fp.entry} (GPU Fleet Optimizer price, per GPU)"
+        cols["captured_at"][m] = dated  # the file the user keeps current, as of its last edit
+        label = f"{catalog.path.name} {fp.entry} (GPU Fleet Optimizer price per GPU, file dated {dated})"
         cols["source"][m] = np.array([label] * int(m.sum()), dtype=object)
     out = OfferTable(cols)
     return OfferTable.concat([out, OfferTable.from_offers(extra)]) if extra else out
