@@ -82,9 +82,11 @@ def register(app: typer.Typer) -> None:
         fmt: rc.FormatOpt = rc.Format.table,
         output: rc.OutputOpt = None,
     ) -> None:
-        """Where should this run for these users and this data: regions ranked by total monthly cost (compute,
-        egress, data transfer) within the filters of `recommend` and --max-rtt-ms of the users, with price
-        kinds, depth, spot, transfer time, RTT and carbon (gCO2e/month); the data's region always shown."""
+        """Where to run for these users and this data: regions by total monthly cost, RTT, carbon.
+
+        Regions ranked by total monthly cost (compute, egress, data transfer) within the filters of
+        `recommend` and --max-rtt-ms of the users, with price kinds, depth, spot, transfer time, RTT and
+        carbon (gCO2e/month); the data's region always shown."""
         from gpufleet.fleet.regions import analyze_regions
         from gpufleet.report import fleet_report as fr
 
