@@ -607,7 +607,7 @@ def _tokens_from_current(
 
 
 def _risk_over(level: str, limit: str) -> bool:
-    return RISK_LEVELS.index(level) > RISK_LEVELS.index(limit)  # type: ignore[arg-type]
+    return RISK_LEVELS.index(level) > RISK_LEVELS.index(limit)
 
 
 def _within_move_risk(
@@ -690,6 +690,7 @@ def migrate_on(
             "option."
         )
     stay = _current_geo(w)
+    assert w.current is not None
     if stay is not None:
         target_w = dataclasses.replace(target_w, geos=(stay,))
         notes.append(
