@@ -22,7 +22,7 @@ report text. ``python -m gpu_migration_analyzer`` (or running this file) runs th
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from enum import Enum
 from pathlib import Path
@@ -61,15 +61,21 @@ def _key(value: Any) -> str:
 
 
 class AWSGPUMigrationAnalyzer:
-    """Migration analysis for the optimizer's workloads, answered by gpufleet (all providers it knows)."""
+    """Migration analysis for the optimizer's workloads, answered by gpufleet (within AWS by default)."""
 
     @checked_arguments("optimizer set-up")
-    def __init__(self, config_dir: str | Path = "config") -> None:
+    def __init__(self, config_dir: str | Path = "config", providers: Sequence[str] | None = ("aws",)) -> None:
+        """``providers``: where alternatives are looked for. The optimizer analyses AWS instances (its guide
+        promises G6/G6e, P5/P6): AWS by default; name others (``("aws", "gcp")``), or None for every
+        provider gpufleet knows. A workload that names its own providers keeps them."""
         from gpufleet.catalog.offers import load_offers
         from gpufleet.fileio import load_structured_file
         from gpufleet.recommend.gfo import parse_gfo_model_config, parse_gfo_workloads
         from gpufleet.recommend.scenarios import load_scenarios
 
+        if isinstance(providers, str):
+            providers = (providers,)
+        self.providers = tuple(p.strip().lower() for p in providers) if providers else ()
         self.config_dir = Path(config_dir)
         if self.config_dir.exists() and not self.config_dir.is_dir():
             raise ConfigFileError(
@@ -155,7 +161,7 @@ class AWSGPUMigrationAnalyzer:
             "workload_type": _key(workload_type),
             "model_size": _key(model_size),
             "monthly_hours": monthly_hours,
-            "pricing": "spot" if use_spot else "on_demand",
+            "use_spot": use_spot,  # the guide's meaning: spot alternatives to today's on-demand deployment
             "precision": precision,
         }
         name = f"{_key(model_size).lower()}_{_key(workload_type).lower()}_{current_instance}"
@@ -188,9 +194,24 @@ class AWSGPUMigrationAnalyzer:
         from gpufleet.recommend.api import evaluate_workload
         from gpufleet.report import render_text
 
+        if self.providers and not workload.providers:
+            scope = ", ".join(self.providers)
+            workload = replace(
+                workload,
+                providers=self.providers,
+                notes=(
+                    *workload.notes,
+                    f"Alternatives within {scope} (AWSGPUMigrationAnalyzer's scope; pass providers=None "
+                    "for every cloud gpufleet knows).",
+                ),
+            )
         result = evaluate_workload(workload, offers=self._offers, limit=5)
         head = ""
-        if result.error is not None and workload.current is not None:
+        if (
+            result.error is not None
+            and workload.current is not None
+            and not workload.train_tokens_from_current
+        ):
             # e.g. the current instance cannot hold the model ("CANNOT FIT"): say so, then where it fits
             head = f"# {workload.name}\n\nNo migration analysis: {result.error}\n\n"
             result = evaluate_workload(replace(workload, current=None), offers=self._offers, limit=5)

@@ -61,3 +61,12 @@ def gb_per_s_from_gbit_per_s(gbit_per_s: float) -> float:
 def gib_from_bytes(n_bytes: float) -> float:
     """Bytes -> GiB."""
     return n_bytes / GIB
+
+
+# --- energy ---
+WH_PER_KWH = 1000.0
+
+
+def kwh_from_wh(wh: float) -> float:
+    """Watt-hours -> kilowatt-hours."""
+    return wh / WH_PER_KWH

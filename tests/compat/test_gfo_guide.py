@@ -22,18 +22,6 @@ runner = CliRunner()
 
 
 @pytest.fixture
-def fast_estimator(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The engine's estimator replaced by the engine tests' roofline stand-in: these tests check that the
-    guide's scripts run unchanged and print reports, not the estimates (tested in tests/estimate), and the
-    real training estimator takes tens of seconds per training scenario."""
-    from gpufleet.recommend import api
-    from recommend import fakes  # tests/ is on sys.path (rootdir-relative packages)
-
-    monkeypatch.setitem(fakes.PARAMS, "llama-3.1-8b", 8.0e9)  # the shipped scenarios' other model
-    monkeypatch.setattr(api, "_DEFAULT_ESTIMATOR", fakes.FakeEstimator())
-
-
-@pytest.fixture
 def gfo_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A working directory laid out as the optimizer's: config/ holds the guide's three files."""
     (tmp_path / "config").mkdir()
@@ -71,7 +59,8 @@ def test_config_check_reads_vendor_prefixed_gpus_and_custom_sizes() -> None:
         ["config", "check", str(GUIDE / "gpu_instances.json"), str(GUIDE / "model_config_extra_large.json")],
     )
     assert r.exit_code == 0, r.output
-    assert "2 offers (aws)" in r.output and "EXTRA_LARGE -> size:200B" in r.output
+    assert "2 AWS family prices (G6e $0.4375/GPU-h, P5 $6.25/GPU-h)" in r.output  # $3.50 / 8, $50 / 8
+    assert "EXTRA_LARGE -> size:200B" in r.output
 
 
 def test_guide_workload_sets_name_gpufleet_scenarios() -> None:

@@ -55,6 +55,43 @@ GFO_GPU_TYPES: Mapping[str, str] = {
 }
 
 
+#: GPU Fleet Optimizer instance family key (its gpu_instances.json ids and the guide's
+#: ``current_instance``) -> the AWS instance type with all the family's GPUs. Families and GPUs per AWS's
+#: instance type pages (https://aws.amazon.com/ec2/instance-types/); P5e is sold as p5en in the catalog.
+GFO_FAMILY_INSTANCES: Mapping[str, str] = {
+    "G4DN": "g4dn.metal",
+    "G5": "g5.48xlarge",
+    "G6": "g6.48xlarge",
+    "G6E": "g6e.48xlarge",
+    "P4D": "p4d.24xlarge",
+    "P4DE": "p4de.24xlarge",
+    "P5": "p5.48xlarge",
+    "P5E": "p5en.48xlarge",
+    "P6": "p6-b200.48xlarge",
+}
+
+
+def instance_family(instance_type: str) -> str:
+    """The AWS family of an instance type: the part before the dot (``p5.4xlarge`` -> ``p5``)."""
+    return instance_type.split(".", 1)[0].lower()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FamilyPrice:
+    """A GPU Fleet Optimizer gpu_instances.json price for an AWS family it names (``P5``): the price of every
+    catalog instance of that family and GPU, pro-rated per GPU (the file prices the family's
+    ``gpus_per_instance`` GPUs; AWS prices a family's sizes in proportion to their GPUs: p5.4xlarge is 1/8
+    of p5.48xlarge)."""
+
+    key: str  # the file's id (P5)
+    family: str  # AWS family prefix (p5)
+    gpu: str  # spec id the family's instances carry
+    on_demand_usd_per_gpu_hour: float
+    spot_usd_per_gpu_hour: float | None
+    entry: str
+    offer: Offer  # the file's instance as an offer, used when the catalog lists no instance of the family
+
+
 def _positive_price(v: float | None, *, optional: bool) -> float | None:
     if v is None:
         if optional:
@@ -287,6 +324,7 @@ class UserCatalog:
     path: Path
     offers: tuple[Offer, ...]
     price_overrides: tuple[PriceOverride, ...]
+    family_prices: tuple[FamilyPrice, ...] = ()  # GPU Fleet Optimizer family entries (P5, G6e, ...)
 
 
 # --- reading ------------------------------------------------------------------------------------------------
@@ -419,6 +457,7 @@ def _read_gfo(path: Path, data: dict[str, Any]) -> UserCatalog:
     except ValidationError as exc:
         raise _describe(path, exc, data) from exc
     offers = []
+    families: list[FamilyPrice] = []
     seen: dict[str, str] = {}  # instance name (case-folded) -> the key that gave it
     for key, inst in sorted(doc.gpu_instances.items()):
         entry = f"gpu_instances / {key}"
@@ -440,33 +479,79 @@ def _read_gfo(path: Path, data: dict[str, Any]) -> UserCatalog:
                 "GPU's datasheet memory, so the file's value would be silently ignored. Fix gpu_memory_gb "
                 "(GB per GPU, not per instance), or name the GPU variant (e.g. 'NVIDIA A100 40GB')."
             )
-        offers.append(
-            Offer(
-                provider="aws",
-                region=GFO_REGION,
-                zone=None,
-                instance_type=inst.name,
-                gpu=spec_id,
-                gpu_count=inst.gpus_per_instance,
-                gpu_memory_gib=get_spec(spec_id).memory_gib,
-                vcpus=inst.vcpus,
-                ram_gib=None,
-                arch=None,
-                price_on_demand_usd_per_hour=inst.on_demand_cost_per_hour,
-                price_spot_usd_per_hour=inst.spot_cost_per_hour,
-                captured_at=USER_CAPTURED_AT,
-                source=f"user catalog {path.name} (GPU Fleet Optimizer format)",
-            )
+        offer = Offer(
+            provider="aws",
+            region=GFO_REGION,
+            zone=None,
+            instance_type=inst.name,
+            gpu=spec_id,
+            gpu_count=inst.gpus_per_instance,
+            gpu_memory_gib=get_spec(spec_id).memory_gib,
+            vcpus=inst.vcpus,
+            ram_gib=None,
+            arch=None,
+            price_on_demand_usd_per_hour=inst.on_demand_cost_per_hour,
+            price_spot_usd_per_hour=inst.spot_cost_per_hour,
+            captured_at=USER_CAPTURED_AT,
+            source=f"user catalog {path.name} (GPU Fleet Optimizer format)",
         )
-    return UserCatalog(path=path, offers=tuple(offers), price_overrides=())
+        family = GFO_FAMILY_INSTANCES.get(key.upper())
+        if family is not None:  # the guide's "Update Pricing": the family's current price, not another offer
+            gpus = inst.gpus_per_instance
+            spot = inst.spot_cost_per_hour
+            families.append(
+                FamilyPrice(
+                    key=key,
+                    family=instance_family(family),
+                    gpu=spec_id,
+                    on_demand_usd_per_gpu_hour=inst.on_demand_cost_per_hour / gpus,
+                    spot_usd_per_gpu_hour=None if spot is None else spot / gpus,
+                    entry=entry,
+                    offer=offer,
+                )
+            )
+        else:
+            offers.append(offer)
+    return UserCatalog(path=path, offers=tuple(offers), price_overrides=(), family_prices=tuple(families))
 
 
 # --- applying -----------------------------------------------------------------------------------------------
+def _apply_family_prices(table: OfferTable, catalog: UserCatalog) -> OfferTable:
+    """Every AWS instance of a family the GFO file prices, at the file's price per GPU x its GPUs, in every
+    region (the file names no region); a family the catalog does not list is added as the file's offer."""
+    import datetime as dt
+
+    cols = {c: table.column(c).copy() for c in OFFER_COLUMNS}
+    prov, inst, gpu = cols["provider"], cols["instance_type"], cols["gpu"]
+    try:  # the guide: "Update Pricing: modify config/gpu_instances.json for current market rates"
+        dated = dt.date.fromtimestamp(catalog.path.stat().st_mtime).isoformat()
+    except OSError:
+        dated = USER_CAPTURED_AT
+    family = np.array([instance_family(str(i)) for i in inst], dtype=object)
+    extra: list[Offer] = []
+    for fp in catalog.family_prices:
+        m = (prov == "aws") & (family == fp.family) & (gpu == fp.gpu)
+        if not m.any():
+            extra.append(fp.offer)
+            continue
+        count = cols["gpu_count"][m].astype(float)
+        cols["price_on_demand_usd_per_hour"][m] = fp.on_demand_usd_per_gpu_hour * count
+        if fp.spot_usd_per_gpu_hour is not None:
+            cols["price_spot_usd_per_hour"][m] = fp.spot_usd_per_gpu_hour * count
+        cols["captured_at"][m] = dated  # the file the user keeps current, as of its last edit
+        label = f"{catalog.path.name} {fp.entry} (GPU Fleet Optimizer price per GPU, file dated {dated})"
+        cols["source"][m] = np.array([label] * int(m.sum()), dtype=object)
+    out = OfferTable(cols)
+    return OfferTable.concat([out, OfferTable.from_offers(extra)]) if extra else out
+
+
 def apply_user_catalog(table: OfferTable, catalog: UserCatalog) -> OfferTable:
     """``table`` plus the catalog's offers, with its price overrides applied (vectorised per override).
 
     An override that matches no offer is an error (most likely a typo in the provider or instance type).
     """
+    if catalog.family_prices:
+        table = _apply_family_prices(table, catalog)
     if catalog.offers:
         table = OfferTable.concat([table, OfferTable.from_offers(catalog.offers)])
     if not catalog.price_overrides:
@@ -513,7 +598,9 @@ def apply_user_catalog(table: OfferTable, catalog: UserCatalog) -> OfferTable:
 
 
 __all__ = [
+    "GFO_FAMILY_INSTANCES",
     "GFO_GPU_TYPES",
+    "FamilyPrice",
     "PriceOverride",
     "UserCatalog",
     "apply_user_catalog",

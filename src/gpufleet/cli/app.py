@@ -81,9 +81,7 @@ COMMANDS: tuple[CommandEntry, ...] = (
         name="regions",
         module="regions",
         group=False,
-        help=(
-            "Compare regions for a workload: cost by price kind, depth, spot, egress, transfer, RTT, carbon."
-        ),
+        help=("Where to run for these users and this data: regions by total monthly cost, RTT, carbon."),
     ),
     CommandEntry(
         name="catalog",

@@ -95,10 +95,14 @@ def _check_catalog(path: Path) -> list[str]:
 
     cat = read_user_catalog(path)
     providers = sorted({o.provider for o in cat.offers})
-    return [
+    lines = [
         f"{len(cat.offers)} offers" + (f" ({', '.join(providers)})" if providers else ""),
         f"{len(cat.price_overrides)} price overrides",
     ]
+    if cat.family_prices:  # GPU Fleet Optimizer ids of AWS families: the family's current price per GPU
+        keys = ", ".join(f"{fp.key} ${fp.on_demand_usd_per_gpu_hour:,.4g}/GPU-h" for fp in cat.family_prices)
+        lines.append(f"{len(cat.family_prices)} AWS family prices ({keys})")
+    return lines
 
 
 def _check_offers_csv(path: Path) -> list[str]:

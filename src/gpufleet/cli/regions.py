@@ -40,6 +40,17 @@ def register(app: typer.Typer) -> None:
         provider: rc.ProviderOpt = None,
         region: rc.RegionOpt = None,
         vendor: rc.VendorOpt = None,
+        geo: rc.GeoOpt = None,
+        tier: rc.TierOpt = None,
+        provider_class: rc.ProviderClassOpt = None,
+        exclude_provider: rc.ExcludeProviderOpt = None,
+        gpu: rc.GpuOpt = None,
+        min_gpu_memory: rc.MinGpuMemOpt = None,
+        gpus_per_node: rc.GpusPerNodeOpt = None,
+        max_nodes: rc.MaxNodesOpt = None,
+        max_price_per_gpu_hour: rc.MaxPricePerGpuOpt = None,
+        confidence: rc.ConfidenceOpt = None,
+        allow_fallback: rc.FallbackOpt = None,
         user_lat: Annotated[float | None, typer.Option("--user-lat", help="Users' latitude (deg).")] = None,
         user_lon: Annotated[float | None, typer.Option("--user-lon", help="Users' longitude (deg).")] = None,
         data_provider: Annotated[
@@ -48,8 +59,21 @@ def register(app: typer.Typer) -> None:
         data_region: Annotated[str | None, typer.Option("--data-region", help="Region of the data.")] = None,
         data_gib: Annotated[float, typer.Option("--data-gib", help="Dataset to move in (GiB).")] = 0.0,
         serving_gib: Annotated[
-            float, typer.Option("--serving-gib", help="Responses served to the internet (GiB/month).")
-        ] = 0.0,
+            float | None,
+            typer.Option(
+                "--serving-gib",
+                help="Responses served to the internet (GiB/month). Default: estimated from a serving "
+                "workload's target (output tokens/s x hours x 4 B/token).",
+            ),
+        ] = None,
+        max_rtt_ms: Annotated[
+            float | None,
+            typer.Option(
+                "--max-rtt-ms",
+                help="Leave out regions farther than this round trip from the users (ms; needs --user-lat/"
+                "--user-lon; regions without coordinates are left out too).",
+            ),
+        ] = None,
         bandwidth: Annotated[
             float, typer.Option("--bandwidth-gbps", help="Transfer bandwidth (Gbit/s).")
         ] = 10.0,
@@ -58,7 +82,11 @@ def register(app: typer.Typer) -> None:
         fmt: rc.FormatOpt = rc.Format.table,
         output: rc.OutputOpt = None,
     ) -> None:
-        """Compare regions for a workload: cost by price kind, depth, spot, egress, transfer, RTT, carbon."""
+        """Where to run for these users and this data: regions by total monthly cost, RTT, carbon.
+
+        Regions ranked by total monthly cost (compute, egress, data transfer) within the filters of
+        `recommend` and --max-rtt-ms of the users, with price kinds, depth, spot, transfer time, RTT and
+        carbon (gCO2e/month); the data's region always shown."""
         from gpufleet.fleet.regions import analyze_regions
         from gpufleet.report import fleet_report as fr
 
@@ -80,6 +108,7 @@ def register(app: typer.Typer) -> None:
             data_size_gib=data_gib,
             serving_egress_gib_per_month=serving_gib,
             bandwidth_gbit_s=bandwidth,
+            max_rtt_ms=max_rtt_ms,
             limit=limit,
         )
         if fmt is rc.Format.table and output is None:

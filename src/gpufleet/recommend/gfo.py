@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from gpufleet.catalog.user import GFO_FAMILY_INSTANCES
 from gpufleet.errors import ConfigFileError, UnknownNameError
 from gpufleet.fileio import document_kind, parse_yaml_or_json, read_user_text
 from gpufleet.recommend.types import Workload
@@ -91,21 +92,11 @@ _PRICING = {
 }
 #: GFO instance family key (its gpu_instances.json ids and the guide's ``current_instance``) -> the AWS
 #: instance type with all the family's GPUs; a ``current_gpu_count`` below that picks the same family's
-#: smaller size (see :func:`gpufleet.recommend.migrate.resolve_current`). Families and GPUs per AWS's
-#: instance type pages (https://aws.amazon.com/ec2/instance-types/); P5e is sold as p5en in the catalog.
-GFO_INSTANCES: dict[str, str] = {
-    "G4DN": "g4dn.metal",
-    "G5": "g5.48xlarge",
-    "G6": "g6.48xlarge",
-    "G6E": "g6e.48xlarge",
-    "P4D": "p4d.24xlarge",
-    "P4DE": "p4de.24xlarge",
-    "P5": "p5.48xlarge",
-    "P5E": "p5en.48xlarge",
-    "P6": "p6-b200.48xlarge",
-}
+#: smaller size (see :func:`gpufleet.recommend.migrate.resolve_current`). Defined with the GFO catalog reader.
+GFO_INSTANCES: Mapping[str, str] = GFO_FAMILY_INSTANCES
 
-#: default tokens for a GFO training workload with none stated: 1 B tokens per run (documented assumption)
+#: tokens for a GFO training workload with neither tokens nor a current instance: 1 B tokens per run (stated;
+#: with a current instance the tokens are what it trains in monthly_hours, ``train_tokens_from_current``)
 DEFAULT_GFO_TRAIN_TOKENS = 1e9
 
 
@@ -222,11 +213,15 @@ def gfo_entry_to_dict(
         hit = _pick(entry, field)
         if hit is not None and (not isinstance(hit[1], str) or not hit[1].strip()):
             raise _bad(source, name, hit[0], hit[1], "a non-empty string")
+    spot_alternatives = False
     for key in [k for k in entry if str(k).lower() == "use_spot"]:
         if not isinstance(entry[key], bool):
             raise _bad(source, name, key, entry[key], "true or false")
         if entry[key] and _pick(entry, "pricing") is None:
-            entry["pricing"] = "spot"  # the guide's use_spot: true = spot pricing
+            # the guide's use_spot: true = "enable spot pricing" (its remedy for high monthly costs, "60-70 %
+            # savings"): the alternatives at spot, the deployment of today as it is billed, on demand
+            entry["pricing"] = "spot"
+            spot_alternatives = True
     mval = str(model[1]).strip()
     out["model"] = (models or {}).get(mval.upper(), mval)
     if model[0].lower() in _SIZE_KEYS and mval.upper() not in (models or {}):
@@ -253,9 +248,12 @@ def gfo_entry_to_dict(
             out[ours] = hit[1]
     if (bs := _pick(entry, "batch_size")) is not None:
         out["global_batch_sequences" if task != "inference" else "concurrency"] = bs[1]
-    if task != "inference" and "train_tokens" not in out:
-        out["train_tokens"] = DEFAULT_GFO_TRAIN_TOKENS
     inst = _pick(entry, "instance_type")
+    if task != "inference" and "train_tokens" not in out:
+        if inst is not None:  # monthly_hours: the current deployment trains that many hours a month
+            out["train_tokens_from_current"] = True
+        else:
+            out["train_tokens"] = DEFAULT_GFO_TRAIN_TOKENS
     if inst is not None:
         cur: dict[str, Any] = {"provider": "aws"}
         if (prov := _pick(entry, "provider")) is not None:
@@ -267,6 +265,8 @@ def gfo_entry_to_dict(
             cur["gpu_count"] = gc[1]
         if (ic := _pick(entry, "instance_count")) is not None:
             cur["count"] = ic[1]
+        if spot_alternatives:
+            cur["pricing"] = "on_demand"
         out["current"] = cur
     return out
 

@@ -23,15 +23,17 @@ from gpufleet.recommend.engine import recommend_on
 from gpufleet.recommend.perf import Estimator, target_output_tokens_per_s, user_tpot
 from gpufleet.recommend.rank import materialise, with_unit_costs
 from gpufleet.recommend.types import (
+    RISK_LEVELS,
     Candidate,
     Complexity,
     CurrentDeployment,
     Migration,
     PerformanceChange,
+    Recommendation,
     RiskLevel,
     Workload,
 )
-from gpufleet.units import SECONDS_PER_HOUR
+from gpufleet.units import HOURS_PER_MONTH, SECONDS_PER_HOUR
 
 #: software stack per accelerator vendor (as written in gpu_specs.csv ``vendor``)
 STACKS = {
@@ -47,6 +49,14 @@ STACKS = {
 SLO_HEADROOM = 0.2
 #: the highest risk a migration proposes by default (the workload's max_risk overrides it)
 MIGRATE_DEFAULT_MAX_RISK = "medium"
+#: ranked alternatives examined for a move within the migration's risk limit (the candidate's own risk is only
+#: a part of the move's: a cross-provider move adds two medium factors, a stack change a high one)
+MIGRATE_POOL = 60
+#: the region a provider's current deployment is taken to run in when none is stated: AWS sends requests to
+#: us-east-1 when no region is configured (AWS General Reference, "Service endpoints": us-east-1 is the
+#: default of the global endpoints; the console's first region). Other providers: the cheapest region that
+#: lists the instance (stated in the answer either way)
+PROVIDER_DEFAULT_REGION: dict[str, str] = {"aws": "us-east-1"}
 #: the current deployment is costed as it runs: no host RAM/vCPU minimums applied to it
 AS_DEPLOYED = HostRules(
     ram_per_weight=0.0,
@@ -165,6 +175,13 @@ def resolve_current(
     return int(rows[int(np.argmin(prices))]), count, notes
 
 
+def current_pricing(w: Workload) -> str:
+    """How the current deployment is billed: its own ``pricing`` (a GPU Fleet Optimizer ``use_spot`` asks
+    for spot alternatives to an on-demand deployment), else the workload's."""
+    assert w.current is not None
+    return w.current.pricing or w.pricing
+
+
 def current_candidate(
     table: OfferTable, w: Workload, est: Estimator, spot: dict[str, SpotAssumption]
 ) -> tuple[Candidate, list[str]]:
@@ -172,11 +189,13 @@ def current_candidate(
     from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
 
     assert w.current is not None
-    kind_prices = node_prices_usd_per_hour(table, price_kind_for(w.pricing), w.commitments_file)
-    row, count, notes = resolve_current(table, w.current, kind_prices, w.pricing)
+    pricing = current_pricing(w)
+    kind_prices = node_prices_usd_per_hour(table, price_kind_for(pricing), w.commitments_file)
+    row, count, notes = resolve_current(table, w.current, kind_prices, pricing)
     one = table.take(np.array([row]))
     wc = dataclasses.replace(
         w,
+        pricing=pricing,
         budget_usd_per_month=None,
         # the deployment as it runs today passes none of the filters meant for the alternatives: before, a
         # workload with --geo us and a current deployment in eu-west-1 read "cannot hold the model"
@@ -404,11 +423,28 @@ def assess_risk(
             f"thin TPOT headroom: {new.tpot_s.central * 1e3:.1f} ms vs SLO {w.tpot_p95_s * 1e3:.1f} ms"
         )
     for reason in new.risk_reasons:  # the candidate's own risk (class, fabric, price age, estimate, ...)
-        if reason not in high + med and "software stack" not in reason:  # the stack change is said above
+        said = "software stack" in reason or (new.spot is not None and reason.startswith("spot capacity"))
+        if reason not in high + med and not said:  # the stack change and spot are said above, once
             med.append(reason)
     if not (high or med or low):
         low.append("same provider and accelerator vendor: only the instance type or count changes")
     risk: RiskLevel = "high" if high or len(med) >= 3 or new.risk == "high" else "medium" if med else "low"
+    if high:
+        basis = f"{len(high)} high factor(s)"
+    elif len(med) >= 3:
+        basis = f"{len(med)} medium factors (3 or more medium factors make a move high)"
+    elif new.risk == "high":
+        basis = f"the new deployment's own risk is high ({new.provider} {new.instance_type})"
+    elif med:
+        basis = f"{len(med)} medium factor(s) (fewer than 3, no high factor)"
+    else:
+        basis = "low factors only"
+    factors = (
+        [f"risk {risk} because of {basis}"]
+        + [f"high: {r}" for r in high]
+        + [f"medium: {r}" for r in med]
+        + [f"low: {r}" for r in low]
+    )
     complexity: Complexity = (
         "high"
         if any("stack" in c for c in cx)
@@ -418,7 +454,7 @@ def assess_risk(
     )
     if not cx:
         cx.append("same GPU and provider: change the instance type / count only")
-    return risk, tuple(high + med + low), complexity, tuple(cx)
+    return risk, tuple(factors), complexity, tuple(cx)
 
 
 def current_shortfall(w: Workload, cur: Candidate) -> str:
@@ -470,13 +506,164 @@ def _current_geo(w: Workload) -> str | None:
     AWS "Regions and Zones": choose the Region near your users) and the data's jurisdiction (GDPR Art. 44:
     personal data leaves the EU/EEA only under Chapter V safeguards) go with the region; AWS Compute
     Optimizer, Azure Advisor and GCP Recommender right-size in place and never propose another region.
-    None when the workload already filters geos or regions, or the current region is not stated or not in
-    regions.csv (then nothing is assumed)."""
+    None when the workload already filters geos or regions, or the current region is not in regions.csv
+    (then nothing is assumed). The region is always known here (:func:`with_current_region`)."""
     cur = w.current
     if cur is None or cur.region is None or w.geos or w.regions:
         return None
     geo = region_location(cur.provider, cur.region).geo
     return None if geo == "unknown" else geo
+
+
+def with_current_region(table: OfferTable, w: Workload) -> tuple[Workload, str]:
+    """``w`` with its current deployment's region stated, and a note saying where it came from: the given
+    one, else the provider's default region (:data:`PROVIDER_DEFAULT_REGION`) where the instance is listed
+    there, else the cheapest region listing the instance (the same rule as :func:`resolve_current`)."""
+    cur = w.current
+    assert cur is not None
+    if cur.region is not None:
+        return w, ""
+    from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
+
+    mask = check_current_names(table, cur)
+    listed = {str(r) for r in table.column("region")[mask]}
+    default = PROVIDER_DEFAULT_REGION.get(cur.provider)
+    if default is not None and default in listed:
+        region, why = default, f"the default region of {cur.provider}"
+    else:
+        pricing = current_pricing(w)
+        kind_prices = node_prices_usd_per_hour(table, price_kind_for(pricing), w.commitments_file)
+        row, _count, _notes = resolve_current(table, cur, kind_prices, pricing)
+        region, why = str(table.column("region")[row]), f"the cheapest region listing {cur.instance_type}"
+    note = (
+        f"Current region not given: {cur.provider} {cur.instance_type} is taken to run in {region} ({why}); "
+        "pass --current-region (current: region) if it runs elsewhere."
+    )
+    return dataclasses.replace(w, current=dataclasses.replace(cur, region=region)), note
+
+
+#: training steps the probe of the current deployment's throughput is sized for (tokens/s does not depend on
+#: the run length; only the time to train does, and it is recomputed with the resolved tokens)
+_PROBE_STEPS = 1000
+#: most instances of the family's largest size tried when the stated current deployment cannot hold the model
+_MAX_SCALED_NODES = 64
+
+
+def _current_as_stated_or_scaled(
+    table: OfferTable, w: Workload, est: Estimator, spot: dict[str, SpotAssumption]
+) -> tuple[Workload, Candidate, list[str]]:
+    """The current deployment as a candidate. A GPU Fleet Optimizer-style statement (``gpu_count`` given:
+    "2x P5") that cannot hold the model is analysed from the smallest deployment of the same family and GPU
+    that can (the guide's remedy for "CANNOT FIT MODEL": increase the GPU count), said first in the notes;
+    any other current deployment that cannot hold it stays an error."""
+    probe = w
+    if w.train_tokens_from_current:  # a provisional run length: only tokens/s is read from this probe
+        probe = dataclasses.replace(
+            w, train_tokens=float(_PROBE_STEPS * w.global_batch_sequences * w.seq_len_tokens)
+        )
+    cur_dep = w.current
+    assert cur_dep is not None
+    try:
+        cur, notes = current_candidate(table, probe, est, spot)
+        return w, cur, notes
+    except InputError as exc:
+        if cur_dep.gpu_count is None or "cannot hold" not in str(exc):
+            raise
+        first = exc
+    prov, inst, gpu = table.column("provider"), table.column("instance_type"), table.column("gpu")
+    gcount = table.column("gpu_count")
+    family = cur_dep.instance_type.split(".")[0] + "."
+    rows0 = np.flatnonzero((prov == cur_dep.provider) & (inst == cur_dep.instance_type))
+    same = np.array([str(i).startswith(family) for i in inst]) & (prov == cur_dep.provider)
+    same &= gpu == gpu[rows0[0]]
+    largest = str(inst[np.flatnonzero(same)[int(np.argmax(gcount[same]))]])
+    per_node = int(gcount[np.flatnonzero(inst == largest)[0]])
+    start = max(1, math.ceil((cur_dep.gpu_count or 1) / per_node))
+    for n in range(start, _MAX_SCALED_NODES + 1):
+        scaled = dataclasses.replace(cur_dep, instance_type=largest, count=n, gpu_count=None)
+        try:
+            cur, notes = current_candidate(table, dataclasses.replace(probe, current=scaled), est, spot)
+        except InputError:
+            continue
+        note = (
+            f"The current deployment as stated ({cur_dep.gpu_count} x {gpu[rows0[0]]}, "
+            f"{cur_dep.instance_type} family) cannot hold {w.model} at {w.precision} for {w.task}; the "
+            f"smallest {family[:-1]} deployment that can, {largest} x{n} ({n * per_node} GPUs), is analysed "
+            "as today's (the optimizer's remedy for CANNOT FIT: more GPUs)."
+        )
+        return dataclasses.replace(w, current=scaled), cur, [note, *notes]
+    raise first
+
+
+def _tokens_from_current(
+    table: OfferTable, w: Workload, est: Estimator, spot: dict[str, SpotAssumption], cur: Candidate
+) -> tuple[Workload, Candidate, list[str]]:
+    """``w`` with ``train_tokens`` = what the current deployment trains in ``hours_per_month`` (its estimated
+    tokens/s x hours x 3600): the GPU Fleet Optimizer's ``monthly_hours`` for a training workload, so that
+    now and after do the same work a month; the current deployment re-costed for that run."""
+    tps = cur.tokens_per_s.central if cur.tokens_per_s is not None else None
+    if not tps or tps <= 0:
+        raise InputError(
+            f"The current deployment's training throughput for {w.model} could not be estimated, so the "
+            "tokens it trains a month are unknown. Give train_tokens (the run's tokens) instead."
+        )
+    tokens = tps * w.hours_per_month * SECONDS_PER_HOUR
+    # a month's work must be done within the month to keep up: the deadline is at most a month
+    deadline = min(w.deadline_h, HOURS_PER_MONTH) if w.deadline_h is not None else HOURS_PER_MONTH
+    resolved = dataclasses.replace(
+        w, train_tokens=tokens, train_tokens_from_current=False, deadline_h=deadline
+    )
+    cur, notes = current_candidate(table, resolved, est, spot)
+    note = (
+        f"Training work per month: what the current deployment trains in {w.hours_per_month:g} h "
+        f"(monthly hours) at its estimated {tps:,.0f} tokens/s = {tokens:,.3g} tokens; the alternatives "
+        f"are costed for the same tokens a month and must train them within {deadline:g} h."
+    )
+    return resolved, cur, [note, *notes]
+
+
+def _risk_over(level: str, limit: str) -> bool:
+    return RISK_LEVELS.index(level) > RISK_LEVELS.index(limit)
+
+
+def _within_move_risk(
+    w: Workload, cur: Candidate, rec: Recommendation, max_risk: str, limit: int
+) -> Recommendation:
+    """``rec`` with only the alternatives whose *move* (:func:`assess_risk`, not the candidate's own risk)
+    is at most ``max_risk``, the top ``limit`` of them; the best one passed over is named in the message."""
+    if rec.status != "ok":
+        return rec
+    kept: list[Candidate] = []
+    over: list[tuple[Candidate, str, tuple[str, ...]]] = []
+    for c in rec.ranked:
+        level, reasons, _cx, _cxr = assess_risk(w, cur, c)
+        if _risk_over(level, max_risk):
+            over.append((c, level, reasons))
+        else:
+            kept.append(c)
+    if not over:
+        return dataclasses.replace(rec, ranked=rec.ranked[:limit])
+    c0, level0, reasons0 = over[0]
+    passed = (
+        f"{len(over)} of the {len(rec.ranked)} best alternatives are passed over because the move to them is "
+        f"above risk {max_risk}; the first, {c0.provider} {c0.instance_type} ({c0.region}), is a "
+        f"{level0}-risk move ({'; '.join(reasons0)}). Raise max_risk (--max-risk high) to consider them."
+    )
+    if not kept:
+        return dataclasses.replace(
+            rec,
+            status="over_risk",
+            best=None,
+            ranked=(),
+            closest=(),  # the report would label them by SLO misses or budget; the message names the first
+            message=f"OVER RISK: {passed}",
+        )
+    best = kept[0]
+    msg = (
+        f"{rec.message} Best move within risk {max_risk}: {best.provider} {best.instance_type} "
+        f"({best.region}) x{best.total_nodes}. {passed}"
+    )
+    return dataclasses.replace(rec, best=best, ranked=tuple(kept[:limit]), message=msg)
 
 
 def migrate_on(
@@ -497,15 +684,29 @@ def migrate_on(
             "Add current: {provider, instance_type, count, region} to the workload, or use "
             "recommend() for a new workload."
         )
-    cur, notes = current_candidate(table, w, est, spot)
+    w, region_note = with_current_region(table, w)
+    w, cur, notes = _current_as_stated_or_scaled(table, w, est, spot)
+    if w.train_tokens_from_current:
+        w, cur, token_notes = _tokens_from_current(table, w, est, spot, cur)
+        notes += token_notes
+    if region_note:
+        notes.insert(0, region_note)
+    if w.current is not None and w.current.pricing is not None and w.current.pricing != w.pricing:
+        notes.append(
+            f"The current deployment is costed at {w.current.pricing} prices, as it is billed today; the "
+            f"alternatives at {w.pricing}."
+        )
     target_w = w
+    max_risk = w.max_risk or MIGRATE_DEFAULT_MAX_RISK
     if w.max_risk is None:  # moving what runs today: never to a high-risk candidate unless asked
         target_w = dataclasses.replace(w, max_risk=MIGRATE_DEFAULT_MAX_RISK)
         notes.append(
-            f"Alternatives are limited to risk <= {MIGRATE_DEFAULT_MAX_RISK} (a move of a running "
-            "deployment); set max_risk: high (--max-risk high) to see every option."
+            f"Moves are limited to risk <= {MIGRATE_DEFAULT_MAX_RISK} (the risk of the move, its factors "
+            "listed under Risk; a running deployment); set max_risk: high (--max-risk high) to see every "
+            "option."
         )
     stay = _current_geo(w)
+    assert w.current is not None
     if stay is not None:
         target_w = dataclasses.replace(target_w, geos=(stay,))
         notes.append(
@@ -525,8 +726,9 @@ def migrate_on(
             f"No throughput target given: alternatives must match the current deployment's estimated "
             f"{cur.output_tokens_per_s.central:,.0f} output tokens/s (like-for-like)."
         )
-    rec = recommend_on(table, target_w, est, spot, objective=objective, limit=limit, full_table=full_table,
-                       host_rules=host_rules or DEFAULT_HOST_RULES)  # fmt: skip
+    rec = recommend_on(table, target_w, est, spot, objective=objective, limit=max(limit, MIGRATE_POOL),
+                       full_table=full_table, host_rules=host_rules or DEFAULT_HOST_RULES)  # fmt: skip
+    rec = _within_move_risk(w, cur, rec, max_risk, limit)
     rec = dataclasses.replace(rec, notes=rec.notes + tuple(notes))
     obj = rec.objective
     new = rec.best

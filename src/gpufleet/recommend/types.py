@@ -73,6 +73,7 @@ class CurrentDeployment:
     region: str | None = None  # None = the cheapest region the catalog lists for that instance
     gpu_count: int | None = None  # total GPUs as the source states it (GPU Fleet Optimizer "1x P5"); when it
     # differs from count x GPUs of the instance, the same-family instance with that many GPUs is used
+    pricing: str | None = None  # how it is billed today (on_demand, spot, 1y, 3y); None = the workload's
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -93,6 +94,8 @@ class Workload:
     tpot_p95_s: float | None = None  # SLO on time per output token [s]
     # training
     train_tokens: float | None = None  # tokens processed in the run (dataset tokens x epochs) [tokens]
+    train_tokens_from_current: bool = False  # migrate: train_tokens = what the current deployment trains in
+    # hours_per_month (GPU Fleet Optimizer monthly_hours); resolved by migrate before anything is ranked
     deadline_h: float | None = None  # the run must finish within [h]
     runs_per_month: float | None = None  # training runs per month; None = one run a month, or the share of
     # a run the schedule's month holds when a run takes longer than hours_per_month [count]

@@ -58,6 +58,8 @@ class _Current(NoBoolNumbers):
     count: int = Field(1, ge=1, le=4096)
     region: str | None = None
     gpu_count: int | None = Field(None, ge=1, le=MAX_GPUS)
+    pricing: Literal["on_demand", "spot", "1y", "3y"] | None = None  # how it is billed today (default: the
+    # workload's pricing)
 
 
 class _GpuPreference(BaseModel):
@@ -111,6 +113,8 @@ class WorkloadSpec(NoBoolNumbers):
     ttft_p95_ms: float | None = Field(None, gt=0, le=MAX_HOURS * SECONDS_PER_HOUR * MS_PER_S)
     tpot_p95_ms: float | None = Field(None, gt=0, le=MAX_HOURS * SECONDS_PER_HOUR * MS_PER_S)
     train_tokens: float | None = Field(None, gt=0, le=MAX_TRAIN_TOKENS)
+    train_tokens_from_current: bool = False  # training: the tokens the current deployment trains in
+    # hours_per_month (the GPU Fleet Optimizer's monthly_hours); needs current, excludes train_tokens
     dataset_tokens: float | None = Field(None, gt=0, le=MAX_TRAIN_TOKENS)
     epochs: float | None = Field(None, gt=0, le=10_000)
     deadline_h: float | None = Field(None, gt=0, le=MAX_HOURS)
@@ -263,7 +267,17 @@ class WorkloadSpec(NoBoolNumbers):
             )
         if (self.hours_per_day is None) != (self.days_per_month is None):
             raise ValueError("hours_per_day and days_per_month go together (e.g. 8 and 22)")
-        if self.task != "inference" and self.train_tokens is None and self.dataset_tokens is None:
+        if self.train_tokens_from_current:
+            if self.task == "inference" or self.current is None:
+                raise ValueError(
+                    "train_tokens_from_current applies to a training task with a current deployment (the "
+                    "tokens are what it trains in hours_per_month); add current, or give train_tokens"
+                )
+            if self.train_tokens is not None or self.dataset_tokens is not None:
+                raise ValueError(
+                    "give train_tokens (or dataset_tokens) or train_tokens_from_current, not both"
+                )
+        elif self.task != "inference" and self.train_tokens is None and self.dataset_tokens is None:
             raise ValueError(f"a {self.task} workload needs train_tokens (or dataset_tokens with epochs)")
         if self.runs_per_month is not None and self.task == "inference":
             raise ValueError("runs_per_month applies to training tasks only (inference runs on the schedule)")
@@ -390,6 +404,7 @@ class WorkloadSpec(NoBoolNumbers):
             ttft_p95_s=self.ttft_p95_ms / MS_PER_S if self.ttft_p95_ms else None,
             tpot_p95_s=self.tpot_p95_ms / MS_PER_S if self.tpot_p95_ms else None,
             train_tokens=tokens,
+            train_tokens_from_current=self.train_tokens_from_current,
             deadline_h=deadline_h,
             global_batch_sequences=self.global_batch_sequences,
             seq_len_tokens=self.seq_len_tokens,
@@ -430,6 +445,7 @@ class WorkloadSpec(NoBoolNumbers):
                 count=cur.count,
                 region=cur.region,
                 gpu_count=cur.gpu_count,
+                pricing=cur.pricing,
             )
             if cur
             else None,

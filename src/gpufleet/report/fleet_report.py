@@ -50,6 +50,7 @@ LEVER_COLUMNS = (
     "Note",
 )
 REGION_COLUMNS = (
+    "#",
     "Workload",
     "Provider",
     "Region",
@@ -64,6 +65,8 @@ REGION_COLUMNS = (
     "Transfer h",
     "RTT ms",
     "gCO2e/kWh",
+    "gCO2e/month",
+    "Total $/month",
 )
 
 
@@ -284,9 +287,10 @@ def region_rows(a: RegionAnalysis) -> list[list[str]]:
 
     return [
         [
+            "-" if r.rank is None else str(r.rank),
             r.workload,
             r.provider,
-            r.region,
+            r.region + (" (data)" if r.is_data_region else ""),
             r.instance_type,
             opt(r.on_demand_usd_per_month),
             opt(r.spot_usd_per_month),
@@ -298,6 +302,8 @@ def region_rows(a: RegionAnalysis) -> list[list[str]]:
             opt(r.transfer_time_h, "n"),
             opt(r.rtt_ms, "n"),
             opt(r.carbon_gco2e_per_kwh, "n"),
+            opt(r.carbon_gco2e_per_month, "n"),
+            opt(r.total_usd_per_month),
         ]
         for r in a.rows
     ]
