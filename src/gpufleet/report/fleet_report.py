@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
     from gpufleet.fleet.regions import RegionAnalysis
-    from gpufleet.fleet.types import FleetPlan
+    from gpufleet.fleet.types import FleetPlan, NewCommitment
 
 LINE_COLUMNS = (
     "Workload",
@@ -138,13 +138,23 @@ def summary_lines(plan: FleetPlan) -> list[str]:
         )
     out += [f"Binding: {b}" for b in plan.binding]
     out += [f"Check: {v}" for v in plan.check_violations]
-    out += [
-        f"New commitment: {c.nodes} x {c.instance_type} {c.term} in {c.provider}/{c.region} "
-        f"({usd(c.usd_per_month)}/month)"
-        for c in plan.new_commitments
-    ]
+    out += [commitment_line(c) for c in plan.new_commitments]
     out += [f"Team {t}: {usd(v)}/month" for t, v in plan.cost_by_team_usd_per_month]
     return out
+
+
+def commitment_line(c: NewCommitment) -> str:
+    """One new commitment with its rate, the rate's source, break-even and the on-demand alternative."""
+    flag = "verified" if c.rate_verified else "UNVERIFIED (used because allow_unverified_commitments is set)"
+    return (
+        f"New commitment: {c.nodes} x {c.instance_type} {c.term} in {c.provider}/{c.region} "
+        f"({usd(c.usd_per_month)}/month billed, 730 h/node): rate ${c.rate_usd_per_hour:.4f}/node-h, "
+        f"{c.discount_fraction:.0%} off on-demand ${c.on_demand_usd_per_hour:.4f}/node-h "
+        f"[{c.rate_program or '?'} {c.rate_basis or '?'}, {flag}: {c.rate_source}]; expected use "
+        f"{c.expected_utilisation:.0%} of 730 h vs break-even {c.break_even_utilisation:.0%} (margin "
+        f"{c.margin_fraction:.0%}); pays back after {c.break_even_months:.1f} of {c.term_months:g} months; "
+        f"on-demand alternative {usd(c.on_demand_usd_per_month)}/month for the same hours"
+    )
 
 
 def render_plan_json(plan: FleetPlan) -> str:
