@@ -245,10 +245,21 @@ def no_offers_message(table: OfferTable, w: Workload) -> str:
             if w.pricing != "on_demand" and n_od
             else "Choose another pricing"
         )
+        commit = ""
+        if w.pricing in ("1y", "3y"):
+            from gpufleet.catalog.pricing import unverified_allowed
+
+            commit = (
+                " Only verified commitment rates are used (fetched per offer by "
+                "`gpufleet catalog update`, or your own --commitments file); --allow-unverified-commitments also uses the shipped "
+                "providers' unverified 'up to' ceilings."
+                if not unverified_allowed()
+                else ""
+            )
         return (
             f"No offer has a {label} price under the filters ({filters}): {int(passing.sum())} offers pass "
             f"the filters but none lists a {label} price. Providers with {label} prices for this workload: "
-            f"{with_kind or 'none'}. {alt}, or widen the provider/region filters."
+            f"{with_kind or 'none'}. {alt}, or widen the provider/region filters.{commit}"
         )
     if (tier := _production_tier_message(table, w, filters)) is not None:
         return tier
