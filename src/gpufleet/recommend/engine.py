@@ -251,8 +251,8 @@ def no_offers_message(table: OfferTable, w: Workload) -> str:
 
             commit = (
                 " Only verified commitment rates are used (fetched per offer by "
-                "`gpufleet catalog update`, or your own --commitments file); --allow-unverified-commitments also uses the shipped "
-                "providers' unverified 'up to' ceilings."
+                "`gpufleet catalog update`, or your own --commitments file); "
+                "--allow-unverified-commitments also uses the shipped providers' unverified 'up to' ceilings."
                 if not unverified_allowed()
                 else ""
             )
