@@ -143,6 +143,7 @@ def test_examples_buy_no_unverified_or_unprofitable_commitment(name: str) -> Non
     assert commitment_violations(f, p.new_commitments) == []
     for nc in p.new_commitments:
         assert nc.rate_verified or f.constraints.allow_unverified_commitments
-        assert nc.break_even_utilisation <= (1 - f.constraints.commitment_margin_fraction) * (
-            nc.expected_utilisation
-        ) + 1e-9
+        assert (
+            nc.break_even_utilisation
+            <= (1 - f.constraints.commitment_margin_fraction) * (nc.expected_utilisation) + 1e-9
+        )
