@@ -11,12 +11,14 @@ from pathlib import Path
 
 from gpufleet.catalog.offers import OfferTable, load_offers
 from gpufleet.cost.spot import load_spot_assumptions
-from gpufleet.errors import UnknownNameError
+from gpufleet.errors import InputError, UnknownNameError
+from gpufleet.fleet.carbon import plan_emissions
 from gpufleet.fleet.check import check_plan
 from gpufleet.fleet.commitments import commitment_violations, new_commitments
 from gpufleet.fleet.model import Levers, Model, build_model
 from gpufleet.fleet.names import check_fleet_names
-from gpufleet.fleet.options import build_options
+from gpufleet.fleet.onprem import on_prem_tco
+from gpufleet.fleet.options import ONPREM, build_options
 from gpufleet.fleet.pools import decode_pools, slice_line
 from gpufleet.fleet.prune import prune_options
 from gpufleet.fleet.sharing import options_for_levers
@@ -366,6 +368,14 @@ def _plan(
     known = table.providers()
     for fw in f.workloads:  # an unknown provider is an error, not an empty answer
         for p in fw.providers:
+            if p.lower() == ONPREM:  # the fleet's own sites (docs/fleet.md): needs one declared
+                if not f.on_prem:
+                    raise InputError(
+                        f"Workload {fw.name}: provider {ONPREM!r} means the fleet's own on-prem sites, and "
+                        "the fleet file declares none. Add an `on_prem:` site (name, gpu, gpus_per_node, "
+                        "nodes, capex_usd_per_node, ...; docs/fleet.md) or drop onprem from providers."
+                    )
+                continue
             if p.lower() not in known:
                 raise UnknownNameError(
                     "provider",
@@ -402,6 +412,7 @@ def _plan(
     status = solved.status
     msg = solved.message
     bought = new_commitments(solved.lines, solved.pools, f)
+    emissions, emissions_total = plan_emissions(solved.lines, f.on_prem)
     violations = (*solved.violations, *commitment_violations(f, bought))
     if violations:
         status, msg = (
@@ -422,6 +433,9 @@ def _plan(
         notes=tuple(notes) + _model_notes(f),
         cost_by_team_usd_per_month=tuple(sorted(teams.items())),
         pools=solved.pools,
+        emissions=emissions,
+        emissions_kg_co2e_per_month=emissions_total,
+        on_prem_tco=on_prem_tco(f, solved.lines, options),
     )
 
 

@@ -239,6 +239,8 @@ class OnPremSpec(_Strict):
     ram_gib_per_node: float = Field(0.0, ge=0)
     geo: str = ""
     country: str = ""
+    # gCO2e/kWh of the site's electricity (the highest national grids are ~1,000; 2,000 catches typos)
+    grid_gco2e_per_kwh: float | None = Field(None, ge=0, le=2000)
 
 
 class FleetSpec(_Strict):

@@ -193,6 +193,9 @@ class OnPremSite:
     ram_gib_per_node: float = 0.0
     geo: str = ""
     country: str = ""
+    # the site's grid carbon intensity [gCO2e/kWh] (your utility's or grid operator's figure); None: its
+    # emissions are reported as unknown
+    grid_gco2e_per_kwh: float | None = None
 
     @property
     def fixed_usd_per_node_month(self) -> float:
@@ -445,6 +448,44 @@ class SolveStats:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class OnPremTco:
+    """One workload's placement on an owned site, its cost parts and the cloud alternative."""
+
+    workload: str
+    site: str
+    nodes: int
+    node_hours_per_month: float
+    capex_usd: float  # nodes x capex per node; 0 when the capex is sunk
+    depreciation_months: float
+    capex_amortisation_usd_per_month: float
+    power_kw_per_node: float  # IT power [kW]
+    pue: float
+    usd_per_kwh: float
+    power_usd_per_month: float  # IT power x PUE x price x node-hours
+    operations_usd_per_month: float
+    total_usd_per_month: float
+    cloud_alternative: str  # provider/region instance x nodes (pay kind); "" when the workload has none
+    cloud_alternative_usd_per_month: float | None
+    break_even_months: (
+        float | None
+    )  # capex / monthly saving vs the alternative; None: never or no alternative
+    note: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkloadEmissions:
+    """A workload's operational emissions in a plan; ``unknown_node_hours_per_month`` ran where no grid
+    figure exists (not counted in ``kg_co2e_per_month``)."""
+
+    workload: str
+    kg_co2e_per_month: float | None  # None when no placement of the workload has a figure
+    energy_kwh_per_month: float
+    unknown_node_hours_per_month: float
+    places: tuple[str, ...]  # provider/region (grid gCO2e/kWh, source) of each placement
+    basis: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FleetPlan:
     fleet: str
     status: str  # PlanStatus
@@ -459,3 +500,7 @@ class FleetPlan:
     notes: tuple[str, ...] = ()
     cost_by_team_usd_per_month: tuple[tuple[str, float], ...] = ()
     pools: tuple[SharedPool, ...] = ()  # GPUs shared through MIG slices
+    # operational emissions per workload and in all (gpufleet.fleet.carbon); None: no placement has a figure
+    emissions: tuple[WorkloadEmissions, ...] = ()
+    emissions_kg_co2e_per_month: float | None = None
+    on_prem_tco: tuple[OnPremTco, ...] = ()  # owned sites vs the best cloud alternative (fleet.onprem)
