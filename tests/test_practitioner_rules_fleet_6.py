@@ -210,9 +210,18 @@ def test_focus_contracted_cost_excludes_commitment_discounts() -> None:
     present, while excluding negotiated commitment discounts or any other discounts" (FOCUS 1.2
     columns/contractedunitprice.md; fleet-anchors G), so a committed row's ContractedCost is the catalog's
     on-demand rate x its hours (no negotiated discount is an input) and ContractedCost - EffectiveCost is what
-    the commitment saves, as FinOps tools read it. The shipped assessment platform commits 3 T4 nodes for 3
-    years; each committed row is checked against the catalog's on-demand price of its instance and region."""
+    the commitment saves, as FinOps tools read it. The shipped assessment platform, with a 36-month lifetime
+    on production and the unverified table rates allowed (the example itself buys no commitment: issue 22),
+    commits T4 nodes for 3 years; each committed row is checked against the catalog's on-demand price of its
+    instance and region."""
     fleet = read_fleet_file(ROOT / "examples" / "fleets" / "assessment-platform.yaml")
+    fleet = replace(
+        fleet,
+        workloads=tuple(
+            replace(w, lifetime_months=36.0) if w.name == "production" else w for w in fleet.workloads
+        ),
+        constraints=replace(fleet.constraints, allow_unverified_commitments=True),
+    )
     plan = plan_fleet(fleet)
     rows = focus_rows(plan, period_start=date(2026, 12, 1), version="test")
     committed = [r for r in rows if r["PricingCategory"] == "Committed"]

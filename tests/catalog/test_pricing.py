@@ -16,6 +16,8 @@ from gpufleet.catalog.pricing import (
     PRICE_KINDS,
     CommitmentAssumption,
     CommitmentAssumptions,
+    allow_unverified_commitments,
+    commitment_rate_info,
     describe_assumptions,
     load_commitment_assumptions,
     prices_usd_per_hour,
@@ -70,7 +72,10 @@ def _reference(o: Offer, kind: str, a: CommitmentAssumptions) -> float:
     table = [
         r.discount_fraction
         for r in a.rows
-        if r.provider == o.provider and r.program in programs and r.term_years == years
+        if r.provider == o.provider
+        and r.program in programs
+        and r.term_years == years
+        and (r.verified or a.allow_unverified)
     ]
     d = max(fetched) if fetched else (max(table) if table else math.nan)
     return o.price_on_demand_usd_per_hour * (1 - d)
@@ -134,7 +139,9 @@ def test_vectorised_equals_scalar_reference(
             price = o.price_on_demand_usd_per_hour * data.draw(st.floats(0.2, 1.0))
             prog = data.draw(st.sampled_from(("reserved", "savings_plan", "cud")))
             fetched.append(_rate(o, prog, data.draw(st.sampled_from((1, 3))), price))
-    a = CommitmentAssumptions(rows=tuple(uniq), fetched=tuple(fetched))
+    a = CommitmentAssumptions(
+        rows=tuple(uniq), fetched=tuple(fetched), allow_unverified=data.draw(st.booleans())
+    )
     table = OfferTable.from_offers(offers)
     od = table.column("price_on_demand_usd_per_hour")
     for kind in PRICE_KINDS:
@@ -149,8 +156,20 @@ def test_vectorised_equals_scalar_reference(
             assert np.all(np.isnan(got[lam]))  # no sourced program: no price, never invented
 
 
+def test_shipped_defaults_are_unverified_and_unused_without_opt_in() -> None:
+    """No shipped row has a per-offer source, so none prices an offer unless the user opts in (issue 22)."""
+    a = load_commitment_assumptions(include_fetched=False)
+    assert a.rows and not any(r.verified for r in a.rows)
+    t = OfferTable.from_offers([_offer(p, "r", "x", 10.0, 4.0) for p in PROVIDERS])
+    for kind in PRICE_KINDS[2:]:
+        assert np.isnan(prices_usd_per_hour(t, kind, a)).all(), kind
+    with allow_unverified_commitments():
+        assert prices_usd_per_hour(t, "commit_3y", a)[0] == pytest.approx(3.4)
+    assert np.isnan(prices_usd_per_hour(t, "commit_3y", a)[0])  # the opt-in ends with its block
+
+
 def test_shipped_defaults_exact() -> None:
-    a = load_commitment_assumptions()
+    a = load_commitment_assumptions(allow_unverified=True)
     offers = [_offer(p, "r", "x", 10.0, 4.0) for p in PROVIDERS]
     t = OfferTable.from_offers(offers)
     got = {k: prices_usd_per_hour(t, k, a).tolist() for k in PRICE_KINDS}
@@ -180,10 +199,18 @@ def test_fetched_rate_wins_over_table_for_commit() -> None:
         source="AWS price list",
     )
     a = load_commitment_assumptions(include_fetched=False)
-    a = CommitmentAssumptions(rows=a.rows, fetched=(rate,))
+    a = CommitmentAssumptions(rows=a.rows, fetched=(rate,), allow_unverified=True)
     t = OfferTable.from_offers([o, _offer("aws", "us-west-2", "p4d.24xlarge", 20.0, None, 8.0)])
     # fetched discount 50 % (12/24) applied to this offer's on-demand; the other region keeps the 66 % default
     np.testing.assert_allclose(prices_usd_per_hour(t, "commit_3y", a), [10.0, 20.0 * 0.34])
+    # without the opt-in only the fetched (verified) rate prices anything
+    strict = CommitmentAssumptions(rows=a.rows, fetched=(rate,))
+    np.testing.assert_allclose(prices_usd_per_hour(t, "commit_3y", strict), [10.0, math.nan])
+    info = commitment_rate_info("aws", "us-east-1", "p4d.24xlarge", "T4", 8.0, "commit_3y", strict)
+    assert info is not None and info.verified and info.basis == "fetched" and "captured t" in info.source
+    assert commitment_rate_info("aws", "us-west-2", "p4d.24xlarge", "T4", 8.0, "commit_3y", strict) is None
+    ceiling = commitment_rate_info("aws", "us-west-2", "p4d.24xlarge", "T4", 8.0, "commit_3y", a)
+    assert ceiling is not None and not ceiling.verified and ceiling.discount_fraction == pytest.approx(0.66)
     np.testing.assert_allclose(prices_usd_per_hour(t, "reserved_3y", a), [10.0, 20.0 * 0.34])
     rows = describe_assumptions(a)
     fetched = [r for r in rows if r.basis == "fetched"]
@@ -193,12 +220,8 @@ def test_fetched_rate_wins_over_table_for_commit() -> None:
 def test_describe_marks_unverified_and_sources() -> None:
     rows = describe_assumptions(load_commitment_assumptions())
     assert rows and all(r.source and r.note for r in rows)
-    assert {(r.provider, r.verified) for r in rows} == {
-        ("aws", False),
-        ("azure", False),
-        ("gcp", True),
-        ("gcp", False),
-    }
+    # no shipped row has a per-offer source: every one is unverified (issue 22)
+    assert {(r.provider, r.verified) for r in rows} == {("aws", False), ("azure", False), ("gcp", False)}
     assert all(0 <= r.discount_fraction < 1 for r in rows)
 
 

@@ -52,11 +52,28 @@ def test_merge_adds_and_replaces(tmp_path: Path) -> None:
     a = load_commitment_assumptions(p)
     assert a.discount("aws", "reserved", 1) == 0.35
     assert a.discount("gcp", "cud", 3) == 0.5
-    assert a.discount("azure", "reserved", 3) == 0.72  # untouched shipped row
+    assert math.isnan(a.discount("azure", "reserved", 3))  # untouched shipped row: unverified, not used
+    assert load_commitment_assumptions(p, allow_unverified=True).discount("azure", "reserved", 3) == 0.72
     row = next(
         r for r in describe_assumptions(a) if (r.provider, r.program, r.term_years) == ("aws", "reserved", 1)
     )
     assert str(p) in row.source
+
+
+def test_user_rows_are_verified_unless_they_say_not(tmp_path: Path) -> None:
+    """A user's own rate (quote, contract) is sourced and used; one marked ``verified: false`` needs the
+    same opt-in as the shipped ceilings (issue 22)."""
+    p = _write(
+        tmp_path,
+        "commitments:\n"
+        "  - {provider: aws, program: reserved, term_years: 1, discount_fraction: 0.3, source: our quote}\n"
+        "  - {provider: azure, program: reserved, term_years: 1, discount_fraction: 0.3, source: a guess, "
+        "verified: false}\n",
+    )
+    a = load_commitment_assumptions(p)
+    assert a.discount("aws", "reserved", 1) == 0.3
+    assert math.isnan(a.discount("azure", "reserved", 1))
+    assert load_commitment_assumptions(p, allow_unverified=True).discount("azure", "reserved", 1) == 0.3
 
 
 def test_null_removes_a_default(tmp_path: Path) -> None:

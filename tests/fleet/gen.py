@@ -60,11 +60,15 @@ def random_fleet(seed: int) -> tuple[Fleet, dict[str, list[Option]]]:
         )
         for k, v in pool_price.items()
     }
+    # issue 22's rules (no lifetime given, the commitment margin) from a stream of their own, so the seeds'
+    # other draws stay as they were
+    extra = np.random.default_rng(seed + 1_000_003)
     for w in range(n_w):
         name = f"w{w}"
         ha = 2 if rng.random() < 0.2 else 1
         pre = float(rng.choice([0.0, 0.5, 1.0]))
-        life = float(rng.choice([6.0, 12.0, 36.0]))
+        drawn = float(rng.choice([6.0, 12.0, 36.0]))
+        life = None if extra.random() < 0.15 else drawn
         workloads.append(
             FleetWorkload(
                 name=name,
@@ -221,6 +225,7 @@ def random_fleet(seed: int) -> tuple[Fleet, dict[str, list[Option]]]:
         existing=tuple(existing),
         max_providers=int(rng.integers(1, 3)) if rng.random() < 0.3 else None,
         commitment_terms=("1y", "3y") if rng.random() < 0.8 else ("1y",),
+        commitment_margin_fraction=float(extra.choice([0.0, 0.1, 0.2, 0.3])),
     )
     fleet = Fleet(
         name=f"random-{seed}",

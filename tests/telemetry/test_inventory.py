@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from gpufleet.catalog.pricing import allow_unverified_commitments
 from gpufleet.errors import ConfigFileError
 from gpufleet.telemetry.analyze import gpu_stats, resolve_window
 from gpufleet.telemetry.findings import find
@@ -38,7 +39,10 @@ def test_inventory_yaml_csv_and_errors(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     inv = load_inventory(y)
-    c = resolve_cost(host="gpu-7", gpu_uuid=None, labels={}, model=None, inventory=inv)
+    with pytest.raises(ConfigFileError, match="no verified rate"):  # the shipped 3y rate is a ceiling
+        resolve_cost(host="gpu-7", gpu_uuid=None, labels={}, model=None, inventory=inv)
+    with allow_unverified_commitments():
+        c = resolve_cost(host="gpu-7", gpu_uuid=None, labels={}, model=None, inventory=inv)
     assert c.price_basis == "inventory" and c.team == "vision" and c.gpu == "A10G"
     assert c.price_usd_per_gpu_hour is not None and c.on_demand_usd_per_gpu_hour is not None
     assert c.price_usd_per_gpu_hour < c.on_demand_usd_per_gpu_hour  # the commitment price

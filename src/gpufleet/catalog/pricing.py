@@ -9,6 +9,13 @@ A commitment price is ``on_demand x (1 - discount)``. The discount comes, per of
    docs/pricing.md for why each default was chosen), which a user file can override; else
 3. nothing: NaN. A provider without a sourced program gets no commitment price, never an invented one.
 
+A table row is *unverified* when it has no per-offer source (a provider's "up to" marketing figure is a
+ceiling over all instance families, not the rate of a GPU offer): every shipped row is. Unverified rows are
+used only when the caller opts in (``allow_unverified=True``, :func:`allow_unverified_commitments`, the CLI's
+``--allow-unverified-commitments``, a fleet's ``allow_unverified_commitments: true``); otherwise such an
+offer has no commitment price (NaN). Fetched rates are per offer and dated, so always verified; a user's
+override row counts as verified unless it says ``verified: false``.
+
 ``commit_1y`` / ``commit_3y`` are the provider's cheapest program for that term.
 """
 
@@ -84,13 +91,21 @@ class CommitmentAssumptions:
 
     rows: tuple[CommitmentAssumption, ...]
     fetched: tuple[CommitmentRate, ...] = ()
+    allow_unverified: bool = False  # use table rows without a per-offer source (opt-in)
 
-    def discount(self, provider: str, program: str, term_years: int) -> float:
-        """Table discount [fraction], NaN where the table has no such row."""
+    def row(self, provider: str, program: str, term_years: int) -> CommitmentAssumption | None:
+        """The usable table row (verified, or any when unverified rows are allowed), None where none."""
+        allow = self.allow_unverified or _ALLOW_UNVERIFIED.get()
         for r in self.rows:
             if (r.provider, r.program, r.term_years) == (provider, program, term_years):
-                return r.discount_fraction
-        return math.nan
+                return r if (r.verified or allow) else None
+        return None
+
+    def discount(self, provider: str, program: str, term_years: int) -> float:
+        """Usable table discount [fraction], NaN where the table has no such row or it is unverified and
+        unverified rates are not allowed."""
+        r = self.row(provider, program, term_years)
+        return math.nan if r is None else r.discount_fraction
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,7 +152,7 @@ class _Entry(NoBoolNumbers):
     term_years: Literal[1, 3]
     discount_fraction: float | None = Field(ge=0.0, lt=1.0)  # None removes the row: no default
     source: str = Field(min_length=1)
-    verified: bool = False
+    verified: bool = True  # a user's own rate (quote, contract) is sourced; write false for a guess
     note: str = ""
 
     @field_validator("term_years", mode="before")
@@ -205,7 +220,8 @@ def _describe_validation(path: Path, data: Any, exc: ValidationError) -> str:
         "term_years": "1 or 3",
         "discount_fraction": "a number with 0 <= value < 1 (0.4 = 40 %), or null to remove the default",
         "source": "a non-empty citation of where the figure comes from",
-        "verified": "true or false",
+        "verified": "true (default: your own sourced rate) or false (used only with "
+        "--allow-unverified-commitments)",
         "mode": "merge (entries replace matching rows) or replace (the file is the whole table)",
         "commitments": "a list of entries with provider, program, term_years, discount_fraction, source",
     }
@@ -249,6 +265,24 @@ def _describe_validation(path: Path, data: Any, exc: ValidationError) -> str:
 
 
 _IN_FORCE: ContextVar[CommitmentAssumptions | None] = ContextVar("gpufleet_commitments", default=None)
+_ALLOW_UNVERIFIED: ContextVar[bool] = ContextVar("gpufleet_allow_unverified_commitments", default=False)
+
+
+@contextmanager
+def allow_unverified_commitments(allow: bool = True) -> Iterator[bool]:
+    """Within the block, table rates without a per-offer source are used (the user opted in), whatever
+    assumptions are passed or in force. ``allow=False`` changes nothing (a no-op block)."""
+    token = _ALLOW_UNVERIFIED.set(allow or _ALLOW_UNVERIFIED.get())
+    try:
+        yield _ALLOW_UNVERIFIED.get()
+    finally:
+        _ALLOW_UNVERIFIED.reset(token)
+
+
+def unverified_allowed(assumptions: CommitmentAssumptions | None = None) -> bool:
+    """Whether unverified table rates are in use here (opt-in by argument, assumptions or context)."""
+    a = assumptions or _IN_FORCE.get()
+    return bool(_ALLOW_UNVERIFIED.get() or (a is not None and a.allow_unverified))
 
 
 @contextmanager
@@ -263,13 +297,14 @@ def commitments_in_force(assumptions: CommitmentAssumptions) -> Iterator[Commitm
 
 
 def load_commitment_assumptions(
-    override: Path | None = None, *, include_fetched: bool = True
+    override: Path | None = None, *, include_fetched: bool = True, allow_unverified: bool = False
 ) -> CommitmentAssumptions:
     """The shipped discount table, with ``override`` (YAML/JSON) applied, plus fetched rates (if any).
 
     Override entries replace the shipped row with the same (provider, program, term_years) and add new ones;
     ``discount_fraction: null`` removes a default; ``mode: replace`` makes the file the whole table.
     ``include_fetched``: read rates written by ``gpufleet catalog update`` (no network; reads local files).
+    ``allow_unverified``: use table rows without a per-offer source (every shipped row; opt-in).
     """
     rows = list(_shipped_rows())
     if override is not None:
@@ -282,7 +317,7 @@ def load_commitment_assumptions(
         rows = [r for r in rows if (r.provider, r.program, r.term_years) not in keys] + new
     rows = [r for r in rows if not math.isnan(r.discount_fraction)]
     fetched = _fetched_rates() if include_fetched else ()
-    return CommitmentAssumptions(rows=tuple(rows), fetched=fetched)
+    return CommitmentAssumptions(rows=tuple(rows), fetched=fetched, allow_unverified=allow_unverified)
 
 
 def _check_override_rows(rows: Sequence[CommitmentAssumption], mode: str, path: str) -> None:
@@ -432,6 +467,66 @@ def prices_usd_per_hour(
     return on_demand * (1.0 - best)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CommitmentRateInfo:
+    """Where one offer's commitment price of one kind comes from (what :func:`prices_usd_per_hour` used)."""
+
+    discount_fraction: float  # 1 - commitment / on-demand [fraction]
+    program: str  # reserved | savings_plan | cud | flexible_cud
+    term_years: int
+    basis: str  # "fetched" (price API, per offer) or "table" (a per-provider figure)
+    verified: bool  # False: no per-offer source (used only on opt-in)
+    source: str  # citation; fetched rates: API, option and capture time
+
+
+def commitment_rate_info(
+    provider: str,
+    region: str,
+    instance_type: str,
+    gpu: str,
+    gpu_count: float,
+    kind: str,
+    assumptions: CommitmentAssumptions | None = None,
+) -> CommitmentRateInfo | None:
+    """The rate :func:`prices_usd_per_hour` applies to this offer for ``kind``, None where it has none."""
+    if kind not in COMMITMENT_KINDS:
+        raise UnknownNameError("commitment kind", kind, tuple(COMMITMENT_KINDS))
+    a = assumptions or _IN_FORCE.get() or load_commitment_assumptions()
+    programs, term = COMMITMENT_KINDS[kind]
+    key = rate_key(provider, region, instance_type, gpu, gpu_count)
+    fetched = [
+        f
+        for f in a.fetched
+        if f.program in programs
+        and f.term_years == term
+        and rate_key(f.provider, f.region, f.instance_type, f.gpu, f.gpu_count) == key
+    ]
+    if fetched:
+        best = max(fetched, key=lambda f: f.discount_fraction)
+        option = f", {best.option}" if best.option else ""
+        return CommitmentRateInfo(
+            discount_fraction=best.discount_fraction,
+            program=best.program,
+            term_years=term,
+            basis="fetched",
+            verified=True,
+            source=f"{best.source}{option}, captured {best.captured_at}",
+        )
+    rows = [r for p in programs if (r := a.row(provider, p, term)) is not None]
+    if not rows:
+        return None
+    r = max(rows, key=lambda r: r.discount_fraction)
+    origin = "" if r.origin == "shipped" else f" (override file {r.origin})"
+    return CommitmentRateInfo(
+        discount_fraction=r.discount_fraction,
+        program=r.program,
+        term_years=term,
+        basis="table",
+        verified=r.verified,
+        source=r.source + origin,
+    )
+
+
 def with_override(a: CommitmentAssumptions, row: CommitmentAssumption) -> CommitmentAssumptions:
     """``a`` with ``row`` replacing its (provider, program, term_years) entry (for programmatic what-ifs)."""
     rest = tuple(
@@ -448,9 +543,13 @@ __all__ = [
     "AssumptionRow",
     "CommitmentAssumption",
     "CommitmentAssumptions",
+    "CommitmentRateInfo",
     "PriceKind",
+    "allow_unverified_commitments",
+    "commitment_rate_info",
     "describe_assumptions",
     "load_commitment_assumptions",
     "prices_usd_per_hour",
+    "unverified_allowed",
     "with_override",
 ]

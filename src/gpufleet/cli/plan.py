@@ -112,6 +112,14 @@ def register(app: typer.Typer) -> None:
         catalog: Annotated[
             list[Path] | None, typer.Option("--catalog", help="User catalog (repeatable).")
         ] = None,
+        allow_unverified_commitments: Annotated[
+            bool,
+            typer.Option(
+                "--allow-unverified-commitments",
+                help="Also price new commitments with rates that have no per-offer source (the shipped "
+                "providers' 'up to' ceilings); same as the fleet's allow_unverified_commitments: true.",
+            ),
+        ] = False,
     ) -> None:
         """Plan every workload of a fleet under quotas, budgets, commitments and regions (proven optimal)."""
         from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -145,6 +153,10 @@ def register(app: typer.Typer) -> None:
                 fix="Leave --period out, or pass --format focus.",
             )
         fleet = read_fleet_file(fleet_file)
+        if allow_unverified_commitments:
+            from dataclasses import replace
+
+            fleet = replace(fleet, constraints=replace(fleet.constraints, allow_unverified_commitments=True))
         offers = load_offers(catalog) if catalog else None
         if output is not None and fmt is not PlanFormat.skypilot:  # after the inputs, before the solve
             from gpufleet.fileio import check_output_suffix

@@ -47,7 +47,9 @@ OutputOpt = Annotated[
 ]
 
 
-def assumption_notes(workloads: Sequence[Workload], commitments: Path | None = None) -> list[str]:
+def assumption_notes(
+    workloads: Sequence[Workload], commitments: Path | None = None, allow_unverified: bool = False
+) -> list[str]:
     """Pricing assumptions in force for these workloads: commitment discounts (1y/3y) and the spot model."""
     pricings = {w.pricing for w in workloads} | {"on_demand" for w in workloads if w.current is not None}
     if not commitments and not pricings & {"1y", "3y", "spot"}:
@@ -60,7 +62,8 @@ def assumption_notes(workloads: Sequence[Workload], commitments: Path | None = N
     lines: list[str] = []
     for pricing, term in (("1y", 1), ("3y", 3)):
         if pricing in pricings:
-            lines += commitment_lines(describe_assumptions(assumptions), term_years=term)
+            rows = describe_assumptions(assumptions)
+            lines += commitment_lines(rows, term_years=term, allow_unverified=allow_unverified)
     if "spot" in pricings:
         lines += spot_lines(load_spot_assumptions())
     return lines
@@ -373,6 +376,14 @@ CommitmentsOpt = Annotated[
         "for --pricing 1y/3y.",
     ),
 ]
+AllowUnverifiedOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-unverified-commitments",
+        help="With --pricing 1y/3y: also use commitment rates without a per-offer source (the shipped "
+        "providers' 'up to' ceilings); off by default, and the answer says when they are used.",
+    ),
+]
 NearTieOpt = Annotated[
     float | None,
     typer.Option(
@@ -480,6 +491,7 @@ def register(app: typer.Typer) -> None:
         exclude_provider: ExcludeProviderOpt = None,
         provider_class: ProviderClassOpt = None,
         commitments: CommitmentsOpt = None,
+        allow_unverified_commitments: AllowUnverifiedOpt = False,
         near_tie_pct: NearTieOpt = None,
         top: TopOpt = 5,
         catalog: CatalogOpt = None,
@@ -495,8 +507,14 @@ def register(app: typer.Typer) -> None:
 
         fields = _flag_fields(locals())
         w = resolve_workload(workload_file, name, fields)
-        rec = recommend(w, offers=catalog_offers(catalog), limit=top, commitments=commitments)
-        emit(rec, fmt, output, assumption_notes([w], commitments))
+        rec = recommend(
+            w,
+            offers=catalog_offers(catalog),
+            limit=top,
+            commitments=commitments,
+            allow_unverified_commitments=allow_unverified_commitments,
+        )
+        emit(rec, fmt, output, assumption_notes([w], commitments, allow_unverified_commitments))
         exit_if_no_candidate(rec)
 
     @app.command("migrate")
@@ -549,6 +567,7 @@ def register(app: typer.Typer) -> None:
         exclude_provider: ExcludeProviderOpt = None,
         provider_class: ProviderClassOpt = None,
         commitments: CommitmentsOpt = None,
+        allow_unverified_commitments: AllowUnverifiedOpt = False,
         near_tie_pct: NearTieOpt = None,
         top: TopOpt = 5,
         catalog: CatalogOpt = None,
@@ -576,6 +595,12 @@ def register(app: typer.Typer) -> None:
                 "aws, and --current-count), or a workload file with a `current:` section."
             )
         w = resolve_workload(workload_file, name, fields, current)
-        mig = migrate(w, offers=catalog_offers(catalog), limit=top, commitments=commitments)
-        emit(mig, fmt, output, assumption_notes([w], commitments))
+        mig = migrate(
+            w,
+            offers=catalog_offers(catalog),
+            limit=top,
+            commitments=commitments,
+            allow_unverified_commitments=allow_unverified_commitments,
+        )
+        emit(mig, fmt, output, assumption_notes([w], commitments, allow_unverified_commitments))
         exit_if_no_candidate(mig)

@@ -16,6 +16,7 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from gpufleet.cost.commitment import TERM_MONTHS, commitment_pays, term_allowed
 from gpufleet.fleet.check import check_plan
 from gpufleet.fleet.mig import min_gpus
 from gpufleet.fleet.pools import build_pool, cheapest_pay, slice_line
@@ -39,15 +40,12 @@ def _kinds(fleet: Fleet, fw: FleetWorkload, o: Option) -> list[tuple[str, float,
         return [("on_prem", math.nan, HOURS_PER_MONTH, None)]
     if math.isfinite(o.price_on_demand_usd_per_hour):
         out.append(("on_demand", o.price_on_demand_usd_per_hour, -1.0, None))
-    for kind, price, months in (
-        ("commit_1y", o.price_commit_1y_usd_per_hour, 12.0),
-        ("commit_3y", o.price_commit_3y_usd_per_hour, 36.0),
+    for kind, price in (
+        ("commit_1y", o.price_commit_1y_usd_per_hour),
+        ("commit_3y", o.price_commit_3y_usd_per_hour),
     ):
-        term = kind.removeprefix("commit_")
-        if (
-            math.isfinite(price)
-            and term in fleet.constraints.commitment_terms
-            and fw.lifetime_months >= months
+        if math.isfinite(price) and term_allowed(
+            kind, fleet.constraints.commitment_terms, fw.lifetime_months
         ):
             out.append((kind, price, HOURS_PER_MONTH, None))
     if fw.preemptible_fraction > 0 and math.isfinite(o.price_spot_usd_per_hour):
@@ -73,9 +71,15 @@ def _splits(n: int, k: int) -> Iterator[tuple[int, ...]]:
 
 
 def _option_configs(fleet: Fleet, fw: FleetWorkload, o: Option) -> list[list[PlanLine]]:
-    kinds = _kinds(fleet, fw, o)
+    margin = fleet.constraints.commitment_margin_fraction
     per_block: list[list[list[PlanLine]]] = [[[slice_line(o, fw.name, fw.team)]]] if o.is_mig else []
     for bi, b in enumerate(o.blocks):
+        kinds = [  # a new term only where it pays with the margin at this block's hours
+            k
+            for k in _kinds(fleet, fw, o)
+            if k[0] not in TERM_MONTHS
+            or commitment_pays(k[1], o.price_on_demand_usd_per_hour, b.hours_per_month, margin)
+        ]
         choices = []
         for split in _splits(b.nodes, len(kinds)):
             lines = []
@@ -156,7 +160,12 @@ def _pools(
         else:
             gpus, layouts = min_gpus(t.gpu, demand)
             nodes = math.ceil(gpus / int(t.gpus_per_node))
-        kind, price = cheapest_pay(t, fleet.constraints.commitment_terms, [life[ln.workload] for ln in mine])
+        kind, price = cheapest_pay(
+            t,
+            fleet.constraints.commitment_terms,
+            [life[ln.workload] for ln in mine],
+            margin_fraction=fleet.constraints.commitment_margin_fraction,
+        )
         pool, priced = build_pool(
             t, {kind: nodes}, {kind: price}, layouts, mine, mirrored=bool(prod), production=prod
         )

@@ -13,6 +13,7 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from fnmatch import fnmatchcase
 
+from gpufleet.cost.commitment import TERM_MONTHS, commitment_pays
 from gpufleet.fleet.pools import IDLE_WORKLOAD, check_pools
 from gpufleet.fleet.refdata import region_info
 from gpufleet.fleet.types import Fleet, FleetWorkload, Option, PlanLine, SharedPool
@@ -211,12 +212,22 @@ def check_plan(
     for ln in lines:
         if ln.pay_kind in ("commit_1y", "commit_3y"):
             lw = workloads.get(ln.workload)
-            months = 12.0 if ln.pay_kind == "commit_1y" else 36.0
+            months = TERM_MONTHS[ln.pay_kind]
             if ln.pay_kind.removeprefix("commit_") not in c.commitment_terms:
                 bad.append(f"{ln.workload}: {ln.pay_kind} is not an allowed commitment term")
-            if lw is not None and lw.lifetime_months < months:
+            if lw is not None and (lw.lifetime_months is None or lw.lifetime_months < months):
+                life = "no lifetime given" if lw.lifetime_months is None else f"{lw.lifetime_months:g} months"
+                bad.append(f"{ln.workload}: {ln.pay_kind} outlives the workload ({life})")
+            if not ln.pool and not commitment_pays(
+                ln.unit_price_usd_per_hour,
+                ln.list_unit_price_usd_per_hour,
+                ln.hours_per_month,
+                c.commitment_margin_fraction,
+            ):
                 bad.append(
-                    f"{ln.workload}: {ln.pay_kind} outlives the workload ({lw.lifetime_months:g} months)"
+                    f"{ln.workload}: {ln.pay_kind} on {ln.instance_type} at "
+                    f"${ln.unit_price_usd_per_hour:.4f}/h for {ln.hours_per_month:g} h/month does not pay "
+                    f"with a {c.commitment_margin_fraction:.0%} margin against on-demand"
                 )
     for q in c.quotas:
         used = 0.0

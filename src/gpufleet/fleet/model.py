@@ -23,13 +23,11 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from gpufleet.cost.commitment import commitment_pays, term_allowed
 from gpufleet.fleet.pools import PoolVars, add_pools
 from gpufleet.fleet.problem import Problem
 from gpufleet.fleet.types import Block, ExistingCommitment, Fleet, FleetWorkload, Option, Quota
 from gpufleet.units import HOURS_PER_MONTH
-
-#: months a workload must still run for a new commitment of each term
-TERM_MONTHS = {"commit_1y": 12.0, "commit_3y": 36.0}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -53,9 +51,15 @@ LEVER_SETS: tuple[Levers, ...] = (
 
 
 def regular_kind(
-    fw: FleetWorkload, o: Option, b: Block, terms: tuple[str, ...], levers: Levers
+    fw: FleetWorkload,
+    o: Option,
+    b: Block,
+    terms: tuple[str, ...],
+    levers: Levers,
+    margin_fraction: float,
 ) -> tuple[str, float]:
-    """(pay kind, USD/month per node) of the cheapest non-spot, non-existing way to pay block ``b``."""
+    """(pay kind, USD/month per node) of the cheapest non-spot, non-existing way to pay block ``b``: a new
+    term only where the lifetime covers it and it pays with ``margin_fraction`` (gpufleet.cost.commitment)."""
     if o.on_prem_site is not None:
         return (
             "on_prem",
@@ -67,9 +71,10 @@ def regular_kind(
             ("commit_1y", o.price_commit_1y_usd_per_hour),
             ("commit_3y", o.price_commit_3y_usd_per_hour),
         ):
-            if kind.removeprefix("commit_") not in terms or fw.lifetime_months < TERM_MONTHS[kind]:
+            if not term_allowed(kind, terms, fw.lifetime_months):
                 continue
-            if math.isfinite(price) and price * HOURS_PER_MONTH < best[1] - 1e-9:
+            pays = commitment_pays(price, o.price_on_demand_usd_per_hour, b.hours_per_month, margin_fraction)
+            if pays and price * HOURS_PER_MONTH < best[1] - 1e-9:
                 best = (kind, price * HOURS_PER_MONTH)
     return best
 
@@ -275,7 +280,7 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
         budgets = _workload_budgets(fleet, fw) if levers.budgets else []
         ovs: list[OptionVars] = []
         for o in opts:
-            regs = [regular_kind(fw, o, b, terms, levers) for b in o.blocks]
+            regs = [regular_kind(fw, o, b, terms, levers, c.commitment_margin_fraction) for b in o.blocks]
             fixed = (
                 sum(b.nodes * r[1] for b, r in zip(o.blocks, regs, strict=True)) + o.transfer_usd_per_month
             )
@@ -396,6 +401,7 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
         terms=terms,
         commitments=levers.commitments,
         lifetime_months={w.name: w.lifetime_months for w in fleet.workloads},
+        margin_fraction=c.commitment_margin_fraction,
     )
     for key, pv in model.pools.items():  # pool nodes: quotas (not spot), whole-fleet budgets, providers
         t = pv.template

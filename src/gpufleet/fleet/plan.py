@@ -11,17 +11,20 @@ from pathlib import Path
 
 from gpufleet.catalog.offers import OfferTable, load_offers
 from gpufleet.cost.spot import load_spot_assumptions
-from gpufleet.errors import UnknownNameError
+from gpufleet.errors import InputError, UnknownNameError
+from gpufleet.fleet.carbon import plan_emissions
 from gpufleet.fleet.check import check_plan
+from gpufleet.fleet.commitments import commitment_violations, new_commitments
 from gpufleet.fleet.model import Levers, Model, build_model
 from gpufleet.fleet.names import check_fleet_names
-from gpufleet.fleet.options import build_options
+from gpufleet.fleet.onprem import on_prem_tco
+from gpufleet.fleet.options import ONPREM, build_options
 from gpufleet.fleet.pools import decode_pools, slice_line
 from gpufleet.fleet.prune import prune_options
 from gpufleet.fleet.sharing import options_for_levers
 from gpufleet.fleet.solve import binding_rows, solve
 from gpufleet.fleet.spec import read_fleet_file
-from gpufleet.fleet.types import Fleet, FleetPlan, NewCommitment, Option, PlanLine, SharedPool, SolveStats
+from gpufleet.fleet.types import Fleet, FleetPlan, Option, PlanLine, SharedPool, SolveStats
 from gpufleet.recommend.perf import DefaultEstimator, Estimator
 from gpufleet.units import HOURS_PER_MONTH
 from gpufleet.validation import MAX_TIME_LIMIT_S, check_number, checked_arguments
@@ -322,29 +325,6 @@ def solve_fleet(
     )
 
 
-def new_commitments(lines: Sequence[PlanLine], pools: Sequence[SharedPool] = ()) -> tuple[NewCommitment, ...]:
-    agg: dict[tuple[str, str, str, str], list[float]] = defaultdict(lambda: [0.0, 0.0])
-    for pl in pools:  # shared MIG pools: their nodes (their lines count slices)
-        for kind, n in pl.nodes_by_pay_kind:
-            if kind in ("commit_1y", "commit_3y"):
-                a = agg[(pl.provider, pl.region, pl.instance_type, kind.removeprefix("commit_"))]
-                a[0] += n
-                a[1] += sum(
-                    ln.cost_usd_per_month for ln in lines if ln.pool == pl.key and ln.pay_kind == kind
-                )
-    for ln in lines:
-        if ln.pay_kind in ("commit_1y", "commit_3y") and not ln.pool:
-            a = agg[(ln.provider, ln.region, ln.instance_type, ln.pay_kind.removeprefix("commit_"))]
-            a[0] += ln.nodes
-            a[1] += ln.cost_usd_per_month
-    return tuple(
-        NewCommitment(
-            provider=k[0], region=k[1], instance_type=k[2], term=k[3], nodes=int(v[0]), usd_per_month=v[1]
-        )
-        for k, v in sorted(agg.items())
-    )
-
-
 @checked_arguments("fleet plan")
 def plan_fleet(
     fleet: Fleet | str | Path,
@@ -361,15 +341,41 @@ def plan_fleet(
 
     Never raises for an infeasible fleet: that is ``status == "infeasible"`` with the binding constraints.
     """
-    from gpufleet.fleet.savings import savings_by_lever
 
     check_number("time_limit_s", time_limit_s, maximum=MAX_TIME_LIMIT_S, flag="--time-limit (time_limit_s)")
     check_number("mip_rel_gap", mip_rel_gap, allow_zero=True, maximum=0.5, flag="--gap (mip_rel_gap)")
     f = read_fleet_file(fleet) if isinstance(fleet, (str, Path)) else fleet
+    from gpufleet.catalog.pricing import allow_unverified_commitments
+
+    # the fleet's opt-in lets table rates without a per-offer source price its commitments (docs/fleet.md)
+    with allow_unverified_commitments(f.constraints.allow_unverified_commitments):
+        return _plan(f, offers, estimator, spot_assumptions, time_limit_s, mip_rel_gap, savings, progress)
+
+
+def _plan(
+    f: Fleet,
+    offers: OfferTable | None,
+    estimator: Estimator | None,
+    spot_assumptions: Path | None,
+    time_limit_s: float,
+    mip_rel_gap: float,
+    savings: bool,
+    progress: Progress | None,
+) -> FleetPlan:
+    from gpufleet.fleet.savings import savings_by_lever
+
     table = offers if offers is not None else load_offers()
     known = table.providers()
     for fw in f.workloads:  # an unknown provider is an error, not an empty answer
         for p in fw.providers:
+            if p.lower() == ONPREM:  # the fleet's own sites (docs/fleet.md): needs one declared
+                if not f.on_prem:
+                    raise InputError(
+                        f"Workload {fw.name}: provider {ONPREM!r} means the fleet's own on-prem sites, and "
+                        "the fleet file declares none. Add an `on_prem:` site (name, gpu, gpus_per_node, "
+                        "nodes, capex_usd_per_node, ...; docs/fleet.md) or drop onprem from providers."
+                    )
+                continue
             if p.lower() not in known:
                 raise UnknownNameError(
                     "provider",
@@ -405,10 +411,13 @@ def plan_fleet(
         teams[ln.team] += ln.cost_usd_per_month
     status = solved.status
     msg = solved.message
-    if solved.violations:
+    bought = new_commitments(solved.lines, solved.pools, f)
+    emissions, emissions_total = plan_emissions(solved.lines, f.on_prem)
+    violations = (*solved.violations, *commitment_violations(f, bought))
+    if violations:
         status, msg = (
             "error",
-            msg + " The independent check found violations: " + "; ".join(solved.violations),
+            msg + " The independent check found violations: " + "; ".join(violations),
         )
     return FleetPlan(
         fleet=f.name,
@@ -416,14 +425,17 @@ def plan_fleet(
         message=msg,
         cost_usd_per_month=solved.cost_usd_per_month,
         lines=solved.lines,
-        new_commitments=new_commitments(solved.lines, solved.pools),
+        new_commitments=bought,
         binding=solved.binding,
         levers=tuple(levers),
         stats=replace(solved.stats, options_before_pruning=sum(w.generated for w in wopts)),
-        check_violations=solved.violations,
+        check_violations=violations,
         notes=tuple(notes) + _model_notes(f),
         cost_by_team_usd_per_month=tuple(sorted(teams.items())),
         pools=solved.pools,
+        emissions=emissions,
+        emissions_kg_co2e_per_month=emissions_total,
+        on_prem_tco=on_prem_tco(f, solved.lines, options),
     )
 
 
@@ -432,6 +444,7 @@ def _model_notes(f: Fleet) -> tuple[str, ...]:
         "Quotas count a placement's peak nodes (workloads that never overlap in time are not netted).",
         "New commitments are sized per workload block (commit the base load, on-demand above); they are not "
         "shared between workloads whose schedules interleave.",
+        _commitment_note(f),
         "Spot is an expected cost: price x interruption factor (training: checkpoint/restart slowdown; "
         "inference: over-provisioning 1/availability), only for the workload's preemptible share.",
     ]
@@ -457,6 +470,27 @@ def _model_notes(f: Fleet) -> tuple[str, ...]:
             "Egress is priced from egress_prices.csv per workload without free allowances (conservative)."
         )
     return tuple(out)
+
+
+def _commitment_note(f: Fleet) -> str:
+    c = f.constraints
+    no_life = sorted(w.name for w in f.workloads if w.lifetime_months is None)
+    rates = (
+        "unverified table rates (provider 'up to' ceilings without a per-offer source) ARE used: the fleet "
+        "sets allow_unverified_commitments"
+        if c.allow_unverified_commitments
+        else "only verified rates (fetched per offer by `gpufleet catalog update`, or your own override "
+        "file) are used; table ceilings without a per-offer source are not "
+        "(allow_unverified_commitments: true)"
+    )
+    out = (
+        f"Commitments: a new term is bought only where it costs <= {1 - c.commitment_margin_fraction:.0%} of "
+        f"on-demand at the expected use (a {c.commitment_margin_fraction:.0%} margin for demand below the "
+        f"forecast) and the workload's lifetime covers it; {rates}."
+    )
+    if no_life:
+        out += f" No lifetime_months given (no new commitment): {', '.join(no_life)}."
+    return out
 
 
 def _isfinite(v: float | None) -> bool:

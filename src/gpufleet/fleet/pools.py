@@ -14,6 +14,13 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
+from gpufleet.cost.commitment import (
+    DEFAULT_MARGIN_FRACTION,
+    TERM_MONTHS,
+    commitment_pays,
+    shortest_lifetime,
+    term_allowed,
+)
 from gpufleet.fleet.mig import Config, config_is_valid, mig_configs, mig_shapes, shape_of
 from gpufleet.fleet.problem import Problem
 from gpufleet.fleet.types import Fleet, Option, PlanLine, PoolGpu, SharedPool
@@ -23,30 +30,52 @@ from gpufleet.units import HOURS_PER_MONTH
 IDLE_WORKLOAD = "(idle MIG slices)"
 SHARED_TEAM = "(shared)"
 #: months a workload must still run for a pool node on each commitment term
-_TERM_MONTHS = {"commit_1y": 12.0, "commit_3y": 36.0}
+_TERM_MONTHS = TERM_MONTHS
 
 
-def pool_pay_kinds(t: Option, terms: Sequence[str], commitments: bool = True) -> dict[str, float]:
-    """Ways to pay a pool node [USD/h]: on demand, and 1y/3y commitments the fleet allows where cheaper.
-    A pool runs all month, so a commitment is billed the same 730 h as on demand."""
-    out = {"on_demand": t.price_on_demand_usd_per_hour}
+def pool_pay_kinds(
+    t: Option,
+    terms: Sequence[str],
+    commitments: bool = True,
+    margin_fraction: float = DEFAULT_MARGIN_FRACTION,
+) -> dict[str, float]:
+    """Ways to pay a pool node [USD/h]: on demand, and 1y/3y commitments the fleet allows where they pay with
+    ``margin_fraction`` (gpufleet.cost.commitment). A pool runs all month, so a commitment is billed the same
+    730 h as on demand."""
+    od = t.price_on_demand_usd_per_hour
+    out = {"on_demand": od}
     if commitments:
         for kind, price in (
             ("commit_1y", t.price_commit_1y_usd_per_hour),
             ("commit_3y", t.price_commit_3y_usd_per_hour),
         ):
-            if kind.removeprefix("commit_") in terms and math.isfinite(price) and price < out["on_demand"]:
+            if kind.removeprefix("commit_") in terms and commitment_pays(
+                price, od, HOURS_PER_MONTH, margin_fraction
+            ):
                 out[kind] = price
     return out
 
 
 def cheapest_pay(
-    t: Option, terms: Sequence[str], lifetimes_months: Iterable[float], commitments: bool = True
+    t: Option,
+    terms: Sequence[str],
+    lifetimes_months: Iterable[float | None],
+    commitments: bool = True,
+    margin_fraction: float = DEFAULT_MARGIN_FRACTION,
 ) -> tuple[str, float]:
-    """The cheapest way to pay a pool's nodes when tenants living ``lifetimes_months`` share it."""
-    life = min(lifetimes_months, default=math.inf)
-    kinds = pool_pay_kinds(t, terms, commitments)
-    return min(((k, v) for k, v in kinds.items() if life >= _TERM_MONTHS.get(k, 0.0)), key=lambda kv: kv[1])
+    """The cheapest way to pay a pool's nodes when tenants living ``lifetimes_months`` share it (a tenant
+    without a lifetime: on demand)."""
+    life = shortest_lifetime(lifetimes_months)
+    kinds = pool_pay_kinds(t, terms, commitments, margin_fraction)
+    return min(
+        ((k, v) for k, v in kinds.items() if k not in _TERM_MONTHS or term_allowed(k, terms, life)),
+        key=lambda kv: kv[1],
+    )
+
+
+def _outlives(life: float | None, kind: str) -> bool:
+    """A tenant living ``life`` months (None: not given) cannot share a pool node on ``kind``."""
+    return kind in _TERM_MONTHS and (life is None or life < _TERM_MONTHS[kind])
 
 
 @dataclass(slots=True)
@@ -68,7 +97,8 @@ def add_pools(
     *,
     terms: Sequence[str] = ("1y", "3y"),
     commitments: bool = True,
-    lifetime_months: Mapping[str, float] | None = None,
+    lifetime_months: Mapping[str, float | None] | None = None,
+    margin_fraction: float = DEFAULT_MARGIN_FRACTION,
 ) -> dict[str, PoolVars]:
     """Pool variables and packing rows for the chosen-option variables of MIG options (team and workload
     budgets see a workload's slices at their on-demand chargeback, ``Option.mig_slice_usd_per_hour``).
@@ -93,11 +123,11 @@ def add_pools(
         if mirrored:
             ub = 2 * max(1, math.ceil(ub / 2))
         pv = PoolVars(key=key, template=t)
-        for kind, price in pool_pay_kinds(t, terms, commitments).items():
+        for kind, price in pool_pay_kinds(t, terms, commitments, margin_fraction).items():
             pv.price[kind] = price
             pv.n[kind] = p.add_var(f"pool_nodes[{key},{kind}]", ub=float(ub), cost=price * HOURS_PER_MONTH)
             short = [
-                (s, m) for o, s, m in members if life.get(o.workload, math.inf) < _TERM_MONTHS.get(kind, 0)
+                (s, m) for o, s, m in members if o.workload in life and _outlives(life[o.workload], kind)
             ]
             if short:
                 y = p.add_var(f"pool_commit[{key},{kind}]", ub=1.0)
@@ -406,11 +436,15 @@ def check_pools(
             if kind in _TERM_MONTHS:
                 if kind.removeprefix("commit_") not in fleet.constraints.commitment_terms:
                     bad.append(f"pool {pl.key}: {kind} is not an allowed commitment term")
-                short = [
-                    ln.workload for ln in mig_lines[pl.key] if life.get(ln.workload, 0) < _TERM_MONTHS[kind]
-                ]
+                short = [ln.workload for ln in mig_lines[pl.key] if _outlives(life.get(ln.workload), kind)]
                 if short:
                     bad.append(f"pool {pl.key}: {kind} outlives its tenants {', '.join(sorted(set(short)))}")
+                margin = fleet.constraints.commitment_margin_fraction
+                if not commitment_pays(price, t.price_on_demand_usd_per_hour, HOURS_PER_MONTH, margin):
+                    bad.append(
+                        f"pool {pl.key}: {kind} at ${price:.4f}/h does not pay with a {margin:.0%} margin "
+                        f"against ${t.price_on_demand_usd_per_hour:.4f}/h on demand"
+                    )
         if sum(n for _k, n in pl.nodes_by_pay_kind) != pl.nodes:
             bad.append(f"pool {pl.key}: nodes by pay kind do not add up to {pl.nodes}")
         if not math.isclose(cost, pl.cost_usd_per_month, rel_tol=1e-9, abs_tol=1e-6):

@@ -33,7 +33,9 @@ def _profile(
     c = fleet.constraints
     existing = c.existing if levers.existing else ()
     ex = tuple(matching_existing(o, existing))
-    regs = [regular_kind(fw, o, b, c.commitment_terms, levers) for b in o.blocks]
+    regs = [
+        regular_kind(fw, o, b, c.commitment_terms, levers, c.commitment_margin_fraction) for b in o.blocks
+    ]
     cost_max = sum(b.nodes * r[1] for b, r in zip(o.blocks, regs, strict=True)) + o.transfer_usd_per_month
     spot_ok = [spot_usd_per_node_month(fw, o, b, levers) for b in o.blocks]
     save = 0.0
@@ -84,7 +86,9 @@ def _mirror_key(
 ) -> tuple[tuple[object, ...], list[float]]:
     """(shape key, cost vector): options with the same key can copy each other's pay split node for node."""
     c = fleet.constraints
-    regs = [regular_kind(fw, o, b, c.commitment_terms, levers)[1] for b in o.blocks]
+    regs = [
+        regular_kind(fw, o, b, c.commitment_terms, levers, c.commitment_margin_fraction)[1] for b in o.blocks
+    ]
     spots = [spot_usd_per_node_month(fw, o, b, levers) for b in o.blocks]
     has_spot = tuple(sc is not None for sc in spots)
     units = tuple((qi, quota_units_per_node(q, o)) for qi, q in enumerate(c.quotas) if quota_matches(q, o))

@@ -29,7 +29,8 @@ import numpy as np
 import numpy.typing as npt
 
 from gpufleet.catalog.offer_table import OfferTable
-from gpufleet.fleet.model import TERM_MONTHS, Levers
+from gpufleet.cost.commitment import TERM_MONTHS, term_allowed
+from gpufleet.fleet.model import Levers
 from gpufleet.fleet.types import Block, Fleet, FleetWorkload
 from gpufleet.units import HOURS_PER_MONTH
 
@@ -370,10 +371,7 @@ def effective_levers(fw: FleetWorkload, fleet: Fleet, levers: Levers, any_existi
     terms = fleet.constraints.commitment_terms
     return (
         levers.spot and fw.preemptible_fraction > 0,
-        *(
-            levers.commitments and k.removeprefix("commit_") in terms and fw.lifetime_months >= m
-            for k, m in TERM_MONTHS.items()
-        ),
+        *(levers.commitments and term_allowed(k, terms, fw.lifetime_months) for k in TERM_MONTHS),
         levers.existing and any_existing,
     )
 
@@ -404,10 +402,8 @@ def survivors(
     c = fleet.constraints
     terms = c.commitment_terms
     od, sp = ix.od[off], ix.sp[off] * spot_factor
-    allow = {
-        k: levers.commitments and k.removeprefix("commit_") in terms and fw.lifetime_months >= TERM_MONTHS[k]
-        for k in TERM_MONTHS
-    }
+    allow = {k: levers.commitments and term_allowed(k, terms, fw.lifetime_months) for k in TERM_MONTHS}
+    keep_od = 1.0 - c.commitment_margin_fraction  # a term pays only at <= this share of on-demand
     spot_ok = levers.spot and fw.preemptible_fraction > 0
     has_spot: B8 = np.asarray(np.isfinite(sp) & spot_ok, dtype=bool)
     ex_bits = ix.existing[:, off].T if levers.existing else np.zeros((n, 0), dtype=bool)
@@ -430,11 +426,12 @@ def survivors(
             continue
         shape_id[rows] = sid
         h = sd.hours[None, :]
-        reg = od[rows, None] * h
+        reg_od = od[rows, None] * h
+        reg = reg_od
         for k, col in (("commit_1y", ix.c1), ("commit_3y", ix.c3)):
             if allow[k]:
                 cm = col[off[rows]][:, None] * HOURS_PER_MONTH
-                better = np.isfinite(cm) & (cm < reg - _EPS)
+                better = np.isfinite(cm) & (cm <= keep_od * reg_od + 1e-9) & (cm < reg - _EPS)
                 reg = np.where(better, cm, reg)
         spot = np.where(has_spot[rows, None], sp[rows, None] * h, 0.0)
         nb = sd.nodes[None, :]

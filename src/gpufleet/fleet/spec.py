@@ -161,7 +161,8 @@ class WorkloadEntry(_Strict):
     countries: list[str] = Field(default_factory=list)
     ha_regions: int = Field(1, ge=1, le=8)
     preemptible_fraction: float = Field(0.0, ge=0, le=1)
-    lifetime_months: float = Field(36.0, gt=0, le=1200)  # at most 100 years
+    # not given: no new commitment (a term is paid in full even if the workload stops); at most 100 years
+    lifetime_months: float | None = Field(None, gt=0, le=1200)
     data: DataSpec | None = None
     current: CurrentSpec | None = None
     autoscaling_savings_pct: float | None = Field(None, ge=0, lt=100)
@@ -220,6 +221,9 @@ class ConstraintsSpec(_Strict):
     existing_commitments: list[ExistingSpec] = Field(default_factory=list)
     max_providers: int | None = Field(None, ge=1)
     commitment_terms: list[Literal["1y", "3y"]] = Field(default_factory=_both_terms)
+    # a new term must cost <= (1 - margin) x on-demand at the expected use (docs/fleet.md, "Commitments")
+    commitment_margin_fraction: float = Field(0.2, ge=0.0, lt=1.0)
+    allow_unverified_commitments: bool = False
 
 
 class OnPremSpec(_Strict):
@@ -239,6 +243,8 @@ class OnPremSpec(_Strict):
     ram_gib_per_node: float = Field(0.0, ge=0)
     geo: str = ""
     country: str = ""
+    # gCO2e/kWh of the site's electricity (the highest national grids are ~1,000; 2,000 catches typos)
+    grid_gco2e_per_kwh: float | None = Field(None, ge=0, le=2000)
 
 
 class FleetSpec(_Strict):
@@ -429,6 +435,8 @@ def fleet_from_dict(data: Any, *, source: str = "<fleet>") -> Fleet:
         ),
         max_providers=c.max_providers,
         commitment_terms=tuple(c.commitment_terms),
+        commitment_margin_fraction=c.commitment_margin_fraction,
+        allow_unverified_commitments=c.allow_unverified_commitments,
     )
     for site in spec.on_prem:
         _check_site_location(site, source)

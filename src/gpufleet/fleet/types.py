@@ -7,6 +7,7 @@ month (``_h_per_month``; a month is ``units.HOURS_PER_MONTH`` = 730 h), memory i
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Literal
 
@@ -125,7 +126,8 @@ class FleetWorkload:
     countries: tuple[str, ...] = ()  # data residency: allowed ISO country codes
     ha_regions: int = 1  # spread over at least this many regions, each sized to survive one region's loss
     preemptible_fraction: float = 0.0  # share of the nodes that may run on spot [0..1]
-    lifetime_months: float = 36.0  # how long the workload will run: 1y/3y commitments need 12/36
+    # how long the workload will run [months]; None = not given: no new commitment (1y/3y need >= 12/36)
+    lifetime_months: float | None = None
     data: DataLocation | None = None
     current: CurrentUse | None = None
     autoscaling_savings_pct: float | None = None  # from the simulators/telemetry, when given [%]
@@ -200,6 +202,9 @@ class OnPremSite:
     ram_gib_per_node: float = 0.0
     geo: str = ""
     country: str = ""
+    # the site's grid carbon intensity [gCO2e/kWh] (your utility's or grid operator's figure); None: its
+    # emissions are reported as unknown
+    grid_gco2e_per_kwh: float | None = None
 
     @property
     def fixed_usd_per_node_month(self) -> float:
@@ -218,6 +223,11 @@ class Constraints:
     existing: tuple[ExistingCommitment, ...] = ()
     max_providers: int | None = None
     commitment_terms: tuple[str, ...] = ("1y", "3y")  # new commitments allowed
+    # a new term is bought only where it costs <= (1 - margin) x on-demand at the expected use
+    # (gpufleet.cost.commitment) [fraction]
+    commitment_margin_fraction: float = 0.2
+    # commitment rates without a per-offer source (table ceilings) are used only when this is set
+    allow_unverified_commitments: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -416,14 +426,29 @@ class PoolGpu:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class NewCommitment:
-    """A commitment the plan buys, summed over workloads."""
+    """A commitment the plan buys, summed over workloads, with why it pays (gpufleet.cost.commitment)."""
 
     provider: str
     region: str
     instance_type: str
     term: str  # 1y | 3y
     nodes: int
-    usd_per_month: float
+    usd_per_month: float  # what the term bills a month (nodes x rate x 730 h)
+    gpu: str = ""
+    rate_usd_per_hour: float = math.nan  # commitment price of one node-hour (upfront fees amortised)
+    on_demand_usd_per_hour: float = math.nan  # on-demand price of one node-hour, same offer
+    discount_fraction: float = math.nan  # 1 - rate / on-demand
+    rate_program: str = ""  # reserved | savings_plan | cud | flexible_cud
+    rate_basis: str = ""  # "fetched" (a provider price API, per offer) or "table" (a per-provider figure)
+    rate_source: str = ""  # where the rate comes from (API and capture date, or the table's citation)
+    rate_verified: bool = False  # False: no per-offer source; used only with allow_unverified_commitments
+    term_months: float = math.nan
+    used_node_hours_per_month: float = 0.0  # node-hours the committed nodes run a month [h/month]
+    expected_utilisation: float = math.nan  # used node-hours / (nodes x 730 h) [fraction]
+    break_even_utilisation: float = math.nan  # rate / on-demand [fraction of 730 h]
+    break_even_months: float = math.nan  # months the workload must run for the term to beat on-demand
+    on_demand_usd_per_month: float = math.nan  # the same nodes on demand for the hours used [USD/month]
+    margin_fraction: float = math.nan  # the margin the purchase rule demanded [fraction]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -454,6 +479,44 @@ class SolveStats:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class OnPremTco:
+    """One workload's placement on an owned site, its cost parts and the cloud alternative."""
+
+    workload: str
+    site: str
+    nodes: int
+    node_hours_per_month: float
+    capex_usd: float  # nodes x capex per node; 0 when the capex is sunk
+    depreciation_months: float
+    capex_amortisation_usd_per_month: float
+    power_kw_per_node: float  # IT power [kW]
+    pue: float
+    usd_per_kwh: float
+    power_usd_per_month: float  # IT power x PUE x price x node-hours
+    operations_usd_per_month: float
+    total_usd_per_month: float
+    cloud_alternative: str  # provider/region instance x nodes (pay kind); "" when the workload has none
+    cloud_alternative_usd_per_month: float | None
+    break_even_months: (
+        float | None
+    )  # capex / monthly saving vs the alternative; None: never or no alternative
+    note: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class WorkloadEmissions:
+    """A workload's operational emissions in a plan; ``unknown_node_hours_per_month`` ran where no grid
+    figure exists (not counted in ``kg_co2e_per_month``)."""
+
+    workload: str
+    kg_co2e_per_month: float | None  # None when no placement of the workload has a figure
+    energy_kwh_per_month: float
+    unknown_node_hours_per_month: float
+    places: tuple[str, ...]  # provider/region (grid gCO2e/kWh, source) of each placement
+    basis: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FleetPlan:
     fleet: str
     status: str  # PlanStatus
@@ -468,3 +531,7 @@ class FleetPlan:
     notes: tuple[str, ...] = ()
     cost_by_team_usd_per_month: tuple[tuple[str, float], ...] = ()
     pools: tuple[SharedPool, ...] = ()  # GPUs shared through MIG slices
+    # operational emissions per workload and in all (gpufleet.fleet.carbon); None: no placement has a figure
+    emissions: tuple[WorkloadEmissions, ...] = ()
+    emissions_kg_co2e_per_month: float | None = None
+    on_prem_tco: tuple[OnPremTco, ...] = ()  # owned sites vs the best cloud alternative (fleet.onprem)

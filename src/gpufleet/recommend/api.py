@@ -138,12 +138,23 @@ def run_filtered(table: OfferTable, w: Workload, run: Callable[[Workload], R]) -
     return _with_notes(run(w), notes)
 
 
-def _commitments(path: str | Path | None) -> AbstractContextManager[object]:
-    if path is None:
+def _commitments(path: str | Path | None, allow_unverified: bool = False) -> AbstractContextManager[object]:
+    """The override file in force and, on opt-in, unverified table rates (docs/pricing.md)."""
+    if path is None and not allow_unverified:
         return nullcontext()
-    from gpufleet.catalog.pricing import commitments_in_force, load_commitment_assumptions
+    from contextlib import ExitStack
 
-    return commitments_in_force(load_commitment_assumptions(Path(path)))
+    from gpufleet.catalog.pricing import (
+        allow_unverified_commitments,
+        commitments_in_force,
+        load_commitment_assumptions,
+    )
+
+    stack = ExitStack()
+    stack.enter_context(allow_unverified_commitments(allow_unverified))
+    if path is not None:
+        stack.enter_context(commitments_in_force(load_commitment_assumptions(Path(path))))
+    return stack
 
 
 def _check_commitments_used(w: Workload, path: str | Path | None) -> None:
@@ -217,6 +228,7 @@ def recommend(
     limit: int = 10,
     host_rules: HostRules | None = None,
     top: int | None = None,
+    allow_unverified_commitments: bool = False,
     **fields: Any,
 ) -> Recommendation:
     """Rank every catalog offer for ``workload`` (a Workload, a mapping, a file path, or keyword fields).
@@ -224,7 +236,9 @@ def recommend(
     ``host_rules`` overrides the host RAM / vCPU minimums (:class:`HostRules`, docs/recommend.md).
     Keyword fields take the workload file's names or the CLI's (``target_rps=2``, ``ttft_ms=500``,
     ``provider="aws,gcp"``; see :data:`CLI_NAMES`). ``commitments``: a commitment-discount override file
-    (the format of `gpufleet catalog commitments`). ``top`` is the CLI's name for ``limit``.
+    (the format of `gpufleet catalog commitments`). ``allow_unverified_commitments``: price 1y/3y with table
+    rates that have no per-offer source (provider ceilings; off by default, the answer's notes say when on).
+    ``top`` is the CLI's name for ``limit``.
     Never raises for an unmet SLO, budget or memory: those are statuses of the :class:`Recommendation`.
     """
     limit = _ranked_rows(top, limit)
@@ -237,7 +251,7 @@ def recommend(
 
         check_current_names(table, w.current)
     rules = host_rules or DEFAULT_HOST_RULES
-    with _commitments(commitments):
+    with _commitments(commitments, allow_unverified_commitments):
         return run_filtered(
             table,
             w,
@@ -259,6 +273,7 @@ def migrate(
     limit: int = 10,
     host_rules: HostRules | None = None,
     top: int | None = None,
+    allow_unverified_commitments: bool = False,
     **fields: Any,
 ) -> Migration:
     """Compare the workload's current deployment with the best alternative: savings, performance, risk.
@@ -270,7 +285,7 @@ def migrate(
     _check_workload_context(w)
     _check_commitments_used(w, commitments)
     table, est, spot = _engine_inputs(offers, estimator, spot_assumptions)
-    with _commitments(commitments):
+    with _commitments(commitments, allow_unverified_commitments):
         return run_filtered(
             table,
             w,

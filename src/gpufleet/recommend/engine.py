@@ -128,20 +128,40 @@ def commitment_note(table: OfferTable, w: Workload) -> tuple[str, ...]:
     sources used, docs/pricing.md)."""
     if w.pricing not in ("1y", "3y"):
         return ()
+    from gpufleet.catalog.pricing import load_commitment_assumptions, unverified_allowed
+
+    label = PRICING_LABEL[w.pricing]
+    used: tuple[str, ...] = ()
+    if unverified_allowed():
+        used = (
+            f"Unverified {label} rates are in use (--allow-unverified-commitments): where no rate was "
+            "fetched per offer, a provider's 'up to' ceiling from the shipped table prices the commitment; "
+            "it is likely optimistic for GPUs, so check a quote before buying.",
+        )
     prices = _prices(table, w)
     passing = eligible_mask(table, w)
     with np.errstate(invalid="ignore"):
         missing = passing & ~(np.isfinite(prices) & (prices > 0))
     provs = sorted({str(p) for p in table.column("provider")[missing]})
     if not provs:
-        return ()
-    label = PRICING_LABEL[w.pricing]
-    return (
-        f"No {label} rate for {', '.join(provs)}: no published {label} discount is in the shipped table "
-        "(catalog/data/commitment_discounts.csv) and no rate was fetched, so their offers are left out. Give "
+        return used
+
+    term = 1 if w.pricing == "1y" else 3
+    rows = load_commitment_assumptions(include_fetched=False).rows
+    ceiling = sorted({r.provider for r in rows if r.term_years == term and not r.verified} & set(provs))
+    out = [
+        f"No {label} rate for {', '.join(provs)}: no verified {label} rate (fetched per offer, or your own "
+        "override file) is in force, so their offers are left out. Give "
         "your negotiated or published rates with --commitments FILE (workload field commitments_file; "
-        "format in docs/pricing.md) or fetch them with `gpufleet catalog update --provider NAME`.",
-    )
+        "format in docs/pricing.md) or fetch them with `gpufleet catalog update --provider NAME`."
+    ]
+    if ceiling:
+        out.append(
+            f"{', '.join(ceiling)}: the shipped table holds only an unverified {label} ceiling (a provider's "
+            "'up to' figure without a per-offer source); --allow-unverified-commitments uses it, and the "
+            "answer then says so."
+        )
+    return used + tuple(out)
 
 
 def _filters_text(w: Workload) -> str:
@@ -236,10 +256,21 @@ def no_offers_message(table: OfferTable, w: Workload) -> str:
             if w.pricing != "on_demand" and n_od
             else "Choose another pricing"
         )
+        commit = ""
+        if w.pricing in ("1y", "3y"):
+            from gpufleet.catalog.pricing import unverified_allowed
+
+            commit = (
+                " Only verified commitment rates are used (fetched per offer by "
+                "`gpufleet catalog update`, or your own --commitments file); "
+                "--allow-unverified-commitments also uses the shipped providers' unverified 'up to' ceilings."
+                if not unverified_allowed()
+                else ""
+            )
         return (
             f"No offer has a {label} price under the filters ({filters}): {int(passing.sum())} offers pass "
             f"the filters but none lists a {label} price. Providers with {label} prices for this workload: "
-            f"{with_kind or 'none'}. {alt}, or widen the provider/region filters."
+            f"{with_kind or 'none'}. {alt}, or widen the provider/region filters.{commit}"
         )
     if (tier := _production_tier_message(table, w, filters)) is not None:
         return tier

@@ -8,13 +8,22 @@ from gpufleet.catalog.pricing import AssumptionRow
 from gpufleet.cost.spot import SpotAssumption
 
 
-def commitment_lines(rows: Iterable[AssumptionRow], term_years: int | None = None) -> list[str]:
-    """One line per commitment discount (optionally of one term), with its basis and verification."""
+def commitment_lines(
+    rows: Iterable[AssumptionRow], term_years: int | None = None, allow_unverified: bool | None = None
+) -> list[str]:
+    """One line per commitment discount (optionally of one term), with its basis and verification; with
+    ``allow_unverified`` given, whether an unverified row is used (only on the user's opt-in)."""
     out = []
     for r in rows:
         if term_years is not None and r.term_years != term_years:
             continue
         flag = "verified" if r.verified else "unverified"
+        if not r.verified and allow_unverified is not None:
+            flag += (
+                ", used: --allow-unverified-commitments"
+                if allow_unverified
+                else ", not used without --allow-unverified-commitments"
+            )
         out.append(
             f"commitment discount {r.provider} {r.program} {r.term_years}y: {r.discount_fraction:.0%} "
             f"({r.basis}, {flag})"

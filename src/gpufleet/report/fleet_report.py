@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from rich.console import RenderableType
 
     from gpufleet.fleet.regions import RegionAnalysis
-    from gpufleet.fleet.types import FleetPlan, SharedPool
+    from gpufleet.fleet.types import FleetPlan, NewCommitment, OnPremTco, SharedPool
 
 LINE_COLUMNS = (
     "Workload",
@@ -149,13 +149,69 @@ def summary_lines(plan: FleetPlan) -> list[str]:
         )
     out += [f"Binding: {b}" for b in plan.binding]
     out += [f"Check: {v}" for v in plan.check_violations]
-    out += [
-        f"New commitment: {c.nodes} x {c.instance_type} {c.term} in {c.provider}/{c.region} "
-        f"({usd(c.usd_per_month)}/month)"
-        for c in plan.new_commitments
-    ]
+    out += [commitment_line(c) for c in plan.new_commitments]
+    out += [tco_line(t) for t in plan.on_prem_tco]
+    out += emission_lines(plan)
     out += [f"Team {t}: {usd(v)}/month" for t, v in plan.cost_by_team_usd_per_month]
     return out
+
+
+def tco_line(t: OnPremTco) -> str:
+    """An owned site's monthly cost by part and its break-even against the best cloud alternative."""
+    capex = (
+        "capex sunk ($0/month)"
+        if t.capex_usd == 0
+        else f"capex {usd(t.capex_usd)} / {t.depreciation_months:g} months = "
+        f"{usd(t.capex_amortisation_usd_per_month)}/month"
+    )
+    alt = (
+        f"best cloud alternative at the same load: {t.cloud_alternative} "
+        f"{usd(t.cloud_alternative_usd_per_month)}/month"
+        if t.cloud_alternative_usd_per_month is not None
+        else "no cloud alternative"
+    )
+    be = "-" if t.break_even_months is None else f"{t.break_even_months:.1f} months"
+    return (
+        f"On-prem {t.site} for {t.workload}: {t.nodes} node(s), {t.node_hours_per_month:g} node-h/month; "
+        f"{capex} + power {t.power_kw_per_node:g} kW x PUE {t.pue:g} x ${t.usd_per_kwh:g}/kWh = "
+        f"{usd(t.power_usd_per_month)}/month + operations {usd(t.operations_usd_per_month)}/month = "
+        f"{usd(t.total_usd_per_month)}/month; {alt}; break-even {be} ({t.note})"
+    )
+
+
+def emission_lines(plan: FleetPlan) -> list[str]:
+    """The plan's operational emissions [kgCO2e/month], per workload, and what has no grid figure."""
+    if not plan.emissions:
+        return []
+    unknown = [e.workload for e in plan.emissions if e.unknown_node_hours_per_month > 0]
+    total = plan.emissions_kg_co2e_per_month
+    head = (
+        "Emissions: no placement has a grid carbon figure"
+        if total is None
+        else f"Emissions: {total:,.0f} kgCO2e/month (operational, at the planned hours)"
+    )
+    if unknown:
+        head += f"; not counted (no grid figure): {', '.join(unknown)}"
+    out = [head]
+    for e in plan.emissions:
+        kg = "unknown" if e.kg_co2e_per_month is None else f"{e.kg_co2e_per_month:,.1f} kgCO2e/month"
+        basis = f" [{e.basis}]" if e.basis else ""
+        out.append(f"Emissions {e.workload}: {kg} at {'; '.join(e.places)}{basis}")
+    return out
+
+
+def commitment_line(c: NewCommitment) -> str:
+    """One new commitment with its rate, the rate's source, break-even and the on-demand alternative."""
+    flag = "verified" if c.rate_verified else "UNVERIFIED (used because allow_unverified_commitments is set)"
+    return (
+        f"New commitment: {c.nodes} x {c.instance_type} {c.term} in {c.provider}/{c.region} "
+        f"({usd(c.usd_per_month)}/month billed, 730 h/node): rate ${c.rate_usd_per_hour:.4f}/node-h, "
+        f"{c.discount_fraction:.0%} off on-demand ${c.on_demand_usd_per_hour:.4f}/node-h "
+        f"[{c.rate_program or '?'} {c.rate_basis or '?'}, {flag}: {c.rate_source}]; expected use "
+        f"{c.expected_utilisation:.0%} of 730 h vs break-even {c.break_even_utilisation:.0%} (margin "
+        f"{c.margin_fraction:.0%}); pays back after {c.break_even_months:.1f} of {c.term_months:g} months; "
+        f"on-demand alternative {usd(c.on_demand_usd_per_month)}/month for the same hours"
+    )
 
 
 def render_plan_json(plan: FleetPlan) -> str:

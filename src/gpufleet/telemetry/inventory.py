@@ -30,7 +30,7 @@ from typing import Any, Final
 import numpy as np
 from pydantic import ConfigDict, ValidationError
 
-from gpufleet.catalog.pricing import PRICE_KINDS, prices_usd_per_hour
+from gpufleet.catalog.pricing import PRICE_KINDS, prices_usd_per_hour, unverified_allowed
 from gpufleet.catalog.specs import AcceleratorSpec, get_spec
 from gpufleet.errors import ConfigFileError, GpufleetError, close_matches
 from gpufleet.fileio import check_top_level, load_structured_file, read_csv_file
@@ -209,8 +209,9 @@ def _match_offer(provider: str, instance_type: str, region: str | None) -> Any:
 
 @cache
 def _per_gpu_cached(
-    provider: str, instance_type: str, region: str | None, kind: str
+    provider: str, instance_type: str, region: str | None, kind: str, unverified: bool = False
 ) -> tuple[float | None, float | None, float | None, str | None]:
+    """Per-GPU prices; ``unverified`` (whether unverified commitment rates are allowed) keys the cache."""
     return _per_gpu(_match_offer(provider, instance_type, region), kind)
 
 
@@ -326,7 +327,7 @@ def resolve_cost(
                 + ". Check the instance type (gpufleet catalog offers --provider ...) or add it with a "
                 "user catalog."
             )
-        price, od, count, gpu = _per_gpu_cached(provider, itype, region, kind)
+        price, od, count, gpu = _per_gpu_cached(provider, itype, region, kind, unverified_allowed())
         if basis == "inventory" and spec is not None and gpu and _family(gpu) != _family(spec.id):
             raise ConfigFileError(
                 f"Host {host}: the inventory puts it on {provider} {itype}, whose GPU is {gpu}, but its "
@@ -338,7 +339,9 @@ def resolve_cost(
             raise ConfigFileError(
                 f"Host {host}: the catalog has no {kind} price for {provider} {itype}"
                 + (f" in {region}" if region else "")
-                + " (no default rate for that program and term). Run `gpufleet catalog update --provider "
+                + " (no verified rate for that program and term: the shipped table holds unverified "
+                "ceilings only, used within gpufleet.catalog.pricing.allow_unverified_commitments()). Run "
+                "`gpufleet catalog update --provider "
                 f"{provider}` to fetch real rates, or give a price_kind with a known rate (e.g. on_demand, "
                 "commit_3y)."
             )

@@ -61,10 +61,14 @@ def test_normalise_keeps_cheapest_option_and_counts_unmapped(shipped: OfferTable
     by = {m.shape.instance_type: m for m in machines}
     assert set(by) == {"p4d.24xlarge", "p5.48xlarge"}
     p4d = by["p4d.24xlarge"]
-    assert p4d.commitments[("reserved", 1)] == (pytest.approx(13.599658, abs=1e-6), "standard All Upfront")
+    # each rate is dated with its term's own effectiveDate (issue 22: dated and sourced like on-demand)
+    assert p4d.commitments[("reserved", 1)] == (
+        pytest.approx(13.599658, abs=1e-6),
+        "standard All Upfront, effectiveDate 2026-06-01T00:00:00Z",
+    )
     assert p4d.commitments[("reserved", 3)] == (
         pytest.approx(10.579193, abs=1e-6),
-        "standard Partial Upfront",
+        "standard Partial Upfront, effectiveDate 2026-06-01T00:00:00Z",
     )
     assert "effectiveDate 2026-06-01" in p4d.note and "publicationDate 2026-07-01" in p4d.note
     assert by["p5.48xlarge"].on_demand_usd_per_hour == 55.04

@@ -49,7 +49,9 @@ def test_normalise_maps_counts_and_takes_latest(shipped: OfferTable) -> None:
     t4 = by_sku["Standard_NC4as_T4_v3"]
     assert t4.on_demand_usd_per_hour == 0.55  # the 2025-09-01 row beats the 2021-06-01 row
     assert t4.spot_usd_per_hour is None
-    assert t4.commitments == {("savings_plan", 1): (0.3911, ""), ("savings_plan", 3): (0.2701, "")}
+    # the savings-plan entries sit on the older on-demand row: their own date says so (issue 22)
+    dated = "effectiveStartDate 2021-06-01T00:00:00Z"
+    assert t4.commitments == {("savings_plan", 1): (0.3911, dated), ("savings_plan", 3): (0.2701, dated)}
     a100 = by_sku["Standard_NC24ads_A100_v4"]
     assert a100.shape.gpu == "A100-PCIe-80GB"
     assert a100.commitments[("reserved", 3)][0] == pytest.approx(1.485753, abs=1e-6)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -170,5 +171,9 @@ def test_written_rates_drive_commitment_prices(fake_api: list[httpx.Request], sh
     assert np.isnan(reserved_1y[t4_west][0])  # no fetched rate, no sourced 1-year default
     commit_3y = prices_usd_per_hour(table, "commit_3y", a)
     assert commit_3y[a100][0] == pytest.approx(39045.6 / 26280, abs=1e-6)  # reserved 3y beats SP 3y (1.7854)
-    assert commit_3y[t4_west][0] == pytest.approx(0.6 * (1 - 0.72))  # table default (unverified ceiling)
+    # the table's 72 % is an unverified ceiling: no price without the opt-in, the ceiling with it
+    assert np.isnan(commit_3y[t4_west][0])
+    opted = prices_usd_per_hour(table, "commit_3y", replace(a, allow_unverified=True))
+    assert opted[t4_west][0] == pytest.approx(0.6 * (1 - 0.72))
+    assert opted[a100][0] == pytest.approx(39045.6 / 26280, abs=1e-6)  # a fetched rate still wins
     assert any(r.basis == "fetched" and r.provider == "azure" for r in describe_assumptions(a))

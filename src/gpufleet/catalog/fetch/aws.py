@@ -198,6 +198,8 @@ def normalise(
         commitments: dict[tuple[str, int], tuple[float, str]] = {}
         for r in parsed.reserved.get(sku, []):
             option = f"{r.offering_class} {r.purchase_option}".strip()
+            if r.effective_date:  # the term's own date: prices move (market_assumptions.md)
+                option += f", effectiveDate {r.effective_date}"
             keep_cheapest(commitments, ("reserved", r.term_years), r.price_usd_per_hour, option)
         out.extend(
             MachinePrices(

@@ -178,7 +178,8 @@ def normalise(
         commitments: dict[tuple[str, int], tuple[float, str]] = {}
         for p in prices:
             if p.kind in ("reserved", "savings_plan"):
-                keep_cheapest(commitments, (p.kind, p.term_years), p.price_usd_per_hour, "")
+                dated = f"effectiveStartDate {p.effective_start}" if p.effective_start else ""
+                keep_cheapest(commitments, (p.kind, p.term_years), p.price_usd_per_hour, dated)
         out.extend(
             MachinePrices(
                 region=region,
