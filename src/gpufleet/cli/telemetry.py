@@ -15,7 +15,7 @@ from gpufleet.errors import InputError
 
 if TYPE_CHECKING:
     from gpufleet.telemetry.analyze import Window
-    from gpufleet.telemetry.findings import FleetFindings
+    from gpufleet.telemetry.findings import FleetFindings, Thresholds
     from gpufleet.telemetry.inventory import InventoryEntry
     from gpufleet.telemetry.store import TelemetryStore
 
@@ -49,6 +49,20 @@ EndOpt = Annotated[
     str | None, typer.Option("--end", help="End of the window (ISO 8601, UTC); default: latest sample.")
 ]
 OutOpt = Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file instead of stdout.")]
+TierOpt = Annotated[
+    str,
+    typer.Option(
+        "--tier",
+        help="Recommender tier the options obey: auto (production for serving workloads, else batch), dev, "
+        "batch, production (never a marketplace host). An inventory entry's tier wins.",
+    ),
+]
+TtftOpt = Annotated[
+    float, typer.Option("--ttft-slo", help="TTFT SLO [s] checked on serving histograms (default 2).")
+]
+TpotOpt = Annotated[
+    float, typer.Option("--tpot-slo", help="TPOT SLO [s] checked on serving histograms (default 0.2).")
+]
 
 
 def _store(path: Path | None) -> TelemetryStore:
@@ -168,6 +182,17 @@ def ingest(
         raise InputError("No sample could be stored from the input (see the problems above).")
 
 
+def _thresholds(headroom: float, ttft_slo: float, tpot_slo: float) -> Thresholds:
+    from gpufleet.telemetry.findings import Thresholds
+
+    if not 0 <= headroom <= 2:
+        raise InputError(f"--headroom {headroom} must be between 0 and 2 (0.2 = 20 %).")
+    for flag, v in (("--ttft-slo", ttft_slo), ("--tpot-slo", tpot_slo)):
+        if not 0 < v <= 3600:
+            raise InputError(f"{flag} {v} must be a latency in seconds above 0 (e.g. 2 or 0.2).")
+    return Thresholds(headroom=headroom, ttft_slo_s=ttft_slo, tpot_slo_s=tpot_slo)
+
+
 def _findings(
     store: Path | None,
     lookback: float,
@@ -175,17 +200,33 @@ def _findings(
     headroom: float,
     inventory: Path | None,
     end: str | None,
+    tier: str = "auto",
+    ttft_slo: float = 2.0,
+    tpot_slo: float = 0.2,
 ) -> tuple[TelemetryStore, Window, FleetFindings, tuple[InventoryEntry, ...]]:
     from gpufleet.telemetry.analyze import gpu_stats, resolve_window
-    from gpufleet.telemetry.findings import Thresholds, find
-    from gpufleet.telemetry.inventory import load_inventory
+    from gpufleet.telemetry.analyze_workloads import workload_and_serving_stats
+    from gpufleet.telemetry.findings import find
+    from gpufleet.telemetry.inventory import inventory_for
 
-    if not 0 <= headroom <= 2:
-        raise InputError(f"--headroom {headroom} must be between 0 and 2 (0.2 = 20 %).")
+    th = _thresholds(headroom, ttft_slo, tpot_slo)
     st = _store(store)
     window = resolve_window(st, lookback, _time(end, "--end"), percentile)
-    inv = load_inventory(inventory) if inventory else ()
-    return st, window, find(gpu_stats(st, window), window, Thresholds(headroom=headroom), inv), inv
+    inv, rules, used = inventory_for(st.root, inventory)
+    if used is not None and inventory is None:
+        err_console.print(f"Inventory: {used} (kept in the store by an earlier --inventory)")
+    workloads, serving = workload_and_serving_stats(st, window, rules)
+    ff = find(
+        gpu_stats(st, window),
+        window,
+        th,
+        inv,
+        workloads=workloads,
+        serving=serving,
+        rules=rules,
+        tier=tier,
+    )
+    return st, window, ff, inv
 
 
 @app.command()
@@ -200,8 +241,11 @@ def findings(
         Format, typer.Option("--format", help="table, json, markdown, html or csv.")
     ] = Format.table,
     output: OutOpt = None,
+    tier: TierOpt = "auto",
+    ttft_slo: TtftOpt = 2.0,
+    tpot_slo: TpotOpt = 0.2,
 ) -> None:
-    """Idle / over- / under-provisioned / optimized GPUs with priced options."""
+    """Idle / over- / under-provisioned / optimized GPUs and workloads with priced options."""
     report(
         store=store,
         lookback=lookback,
@@ -211,6 +255,9 @@ def findings(
         end=end,
         fmt=fmt,
         output=output,
+        tier=tier,
+        ttft_slo=ttft_slo,
+        tpot_slo=tpot_slo,
     )
 
 
@@ -226,13 +273,18 @@ def report(
         Format, typer.Option("--format", help="table, json, markdown, html or csv.")
     ] = Format.table,
     output: OutOpt = None,
+    tier: TierOpt = "auto",
+    ttft_slo: TtftOpt = 2.0,
+    tpot_slo: TpotOpt = 0.2,
 ) -> None:
     """Fleet summary (GPU-hours, idle share, cost, savings by finding and team), findings and charts."""
     from gpufleet.report import telemetry as rt
     from gpufleet.telemetry.analyze import hourly_heatmap
     from gpufleet.telemetry.summary import summarize
 
-    st, window, ff, _ = _findings(store, lookback, percentile, headroom, inventory, end)
+    st, window, ff, _ = _findings(
+        store, lookback, percentile, headroom, inventory, end, tier, ttft_slo, tpot_slo
+    )
     s = summarize(ff)
     if fmt == Format.table:
         if output is not None:
@@ -283,7 +335,7 @@ def alerts(
     from gpufleet.report import telemetry as rt
     from gpufleet.telemetry.alerts import default_rules_text, evaluate, load_rules, prometheus_rules
     from gpufleet.telemetry.analyze import resolve_window
-    from gpufleet.telemetry.inventory import load_inventory
+    from gpufleet.telemetry.inventory import inventory_for
 
     if show_defaults:
         reject_ignored(
@@ -294,7 +346,7 @@ def alerts(
         _emit(default_rules_text(), output)
         return
     rs = load_rules(rules)
-    inv = load_inventory(inventory) if inventory else ()
+    inv = inventory_for(_store(store).root, inventory)[0]
     if export is not None:
         if export != "prometheus":
             raise InputError(f"--export {export!r}: only 'prometheus' is supported.")

@@ -8,9 +8,10 @@ from pathlib import Path
 
 from gpufleet.telemetry.alerts import AlertEvent, evaluate, load_rules
 from gpufleet.telemetry.analyze import gpu_stats, resolve_window
+from gpufleet.telemetry.analyze_workloads import workload_and_serving_stats
 from gpufleet.telemetry.findings import FleetFindings, Thresholds, find
 from gpufleet.telemetry.ingest import ingest_files
-from gpufleet.telemetry.inventory import load_inventory
+from gpufleet.telemetry.inventory import inventory_for
 from gpufleet.telemetry.schema import IngestReport
 from gpufleet.telemetry.store import TelemetryStore
 from gpufleet.validation import checked_arguments
@@ -42,12 +43,24 @@ def analyze_fleet(
     thresholds: Thresholds | None = None,
     inventory: Path | str | None = None,
     end: datetime | None = None,
+    tier: str = "auto",
 ) -> FleetFindings:
-    """Findings per GPU, node and workload over the lookback window ending at ``end`` (default: latest)."""
+    """Findings per GPU, node and workload over the lookback window ending at ``end`` (default: latest).
+    ``inventory``: given, it is kept in the store for later calls; absent, the kept one is used."""
     st = _store(store)
     window = resolve_window(st, lookback_days, end, percentile)
-    inv = load_inventory(inventory) if inventory else ()
-    return find(gpu_stats(st, window), window, thresholds, inv)
+    inv, rules, _ = inventory_for(st.root, inventory)
+    workloads, serving = workload_and_serving_stats(st, window, rules)
+    return find(
+        gpu_stats(st, window),
+        window,
+        thresholds,
+        inv,
+        workloads=workloads,
+        serving=serving,
+        rules=rules,
+        tier=tier,
+    )
 
 
 @checked_arguments("alert evaluation")
@@ -63,7 +76,7 @@ def evaluate_alerts(
     """Alert events of a rule file (default: the seed's thresholds) over the stored telemetry."""
     st = _store(store)
     window = resolve_window(st, lookback_days, end, 0.95)
-    inv = load_inventory(inventory) if inventory else ()
+    inv, _, _ = inventory_for(st.root, inventory)
     return evaluate(st, window, load_rules(rules), step_s=step_s, inventory=inv)
 
 

@@ -51,7 +51,18 @@ DEFAULT_SKEW_TOLERANCE_S: Final = 300.0
 #: Series attributes (besides the id) kept in the series table.
 SERIES_COLUMNS: Final[tuple[str, ...]] = ("gpu_key", "metric", "host", "gpu_index", *LABEL_COLUMNS, "source")
 #: Labels that make a new series on the same GPU and metric (a new pod = a new series).
-SERIES_IDENTITY: Final[tuple[str, ...]] = ("gpu_key", "metric", "pod", "namespace", "job", "container")
+SERIES_IDENTITY: Final[tuple[str, ...]] = ("gpu_key", "metric", "pod", "namespace", "job", "container", "le")
+
+
+def _series_select(con: Any, files: Sequence[str]) -> str:
+    """``SELECT`` of the series files with every column of :data:`SERIES_COLUMNS`: a store written before a
+    label column existed (``le``, histogram buckets) reads it as NULL."""
+    have = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({_sql_list(files)})").fetchall()}
+    cols = ", ".join(
+        c if c in have else f"NULL::{'INTEGER' if c == 'gpu_index' else 'VARCHAR'} AS {c}"
+        for c in ("series_id", *SERIES_COLUMNS)
+    )
+    return f"SELECT {cols} FROM read_parquet({_sql_list(files)})"
 
 
 def default_store_dir() -> Path:
@@ -204,7 +215,7 @@ class TelemetryStore:
                 "NULL::DOUBLE value WHERE false"
             )
         if series:
-            con.execute(f"CREATE VIEW series AS SELECT * FROM read_parquet({_sql_list(series[-1:])})")
+            con.execute(f"CREATE VIEW series AS {_series_select(con, series[-1:])}")
         else:
             cols = ", ".join(
                 f"NULL::{'INTEGER' if c == 'gpu_index' else 'VARCHAR'} {c}" for c in SERIES_COLUMNS
@@ -301,9 +312,7 @@ class TelemetryStore:
             old_series = [str(self.root / f) for f in doc["series_files"][-1:]]
             self._check_files(old_series)
             if old_series:
-                con.execute(
-                    f"CREATE TEMP TABLE series AS SELECT * FROM read_parquet({_sql_list(old_series)})"
-                )
+                con.execute(f"CREATE TEMP TABLE series AS {_series_select(con, old_series)}")
             else:
                 con.execute(
                     "CREATE TEMP TABLE series AS SELECT 0::INTEGER series_id, "
