@@ -36,7 +36,7 @@ def main() -> None:
     for lid, ts, metric, value in zip(batch.label_idx, batch.ts_us, batch.metric, batch.value, strict=True):
         if metric not in NAMES:
             continue
-        _, host, gpu, uuid, model, _, _, pod, ns, _, _, _, itype, region, _ = batch.label_rows[lid]
+        _, host, gpu, uuid, model, _, _, pod, ns, _, _, _, itype, region, _, _ = batch.label_rows[lid]
         lab = (
             f'gpu="{gpu}",UUID="{uuid}",modelName="{model}",Hostname="{host}",namespace="{ns}",pod="{pod}",'
             f'node_kubernetes_io_instance_type="{itype}",provider="aws",region="{region}"'

@@ -291,7 +291,7 @@ class TelemetryStore:
             # Out of order within a series (input order): warned, then sorted on store.
             ooo = con.execute(
                 "SELECT count(*), any_value(gpu_key || ' ' || metric) FROM (SELECT gpu_key, metric, ts_us, "
-                "lag(ts_us) OVER (PARTITION BY gpu_key, metric ORDER BY rn) AS prev FROM raw) WHERE ts_us < "
+                "lag(ts_us) OVER (PARTITION BY gpu_key, metric, le ORDER BY rn) AS prev FROM raw) WHERE ts_us < "
                 "prev"
             ).fetchone()
             if ooo and ooo[0]:
@@ -299,14 +299,14 @@ class TelemetryStore:
             # Duplicates inside the input: keep the first.
             dup = con.execute(
                 "SELECT count(*), any_value(gpu_key || ' ' || metric || ' ' || CAST(ts_us AS VARCHAR)) FROM "
-                "(SELECT gpu_key, metric, ts_us, row_number() OVER (PARTITION BY gpu_key, metric, ts_us "
+                "(SELECT gpu_key, metric, ts_us, row_number() OVER (PARTITION BY gpu_key, metric, le, ts_us "
                 "ORDER BY rn) AS k FROM raw) WHERE k > 1"
             ).fetchone()
             if dup and dup[0]:
                 problems.add(where, "duplicate_sample", f"{dup[1]} given more than once", n=dup[0])
                 con.execute(
                     "DELETE FROM raw WHERE rn IN (SELECT rn FROM (SELECT rn, row_number() OVER (PARTITION BY "
-                    "gpu_key, metric, ts_us ORDER BY rn) AS k FROM raw) WHERE k > 1)"
+                    "gpu_key, metric, le, ts_us ORDER BY rn) AS k FROM raw) WHERE k > 1)"
                 )
             # Series ids: reuse existing ones, number new ones after the largest.
             old_series = [str(self.root / f) for f in doc["series_files"][-1:]]
