@@ -1,6 +1,6 @@
-"""Issue 23, items 1-2: findings from the right evidence (a busy GPU is not Underprovisioned; memory or serving
-evidence is), options under the recommender's tiers, workload-level right-sizing across short-lived pods, the
-observed span vs the lookback, the node option's own cost, one pricing path per store."""
+"""Issue 23, items 1-2: findings from the right evidence (a busy GPU is not Underprovisioned; memory or
+serving evidence is), options under the recommender's tiers, workload-level right-sizing across short-lived
+pods, the observed span vs the lookback, the node option's own cost, one pricing path per store."""
 
 from __future__ import annotations
 

@@ -80,7 +80,10 @@ def test_corrupt_manifest_and_empty_store_errors(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def fleet(tmp_path_factory: pytest.TempPathFactory) -> tuple[TelemetryStore, list, object]:  # type: ignore[type-arg]
     b, truth = synthetic_fleet(
-        seed=7, counts={"idle": 4, "over": 4, "migable": 4, "busy": 2, "memstarved": 2, "healthy": 4}, days=2.0, labels=P5
+        seed=7,
+        counts={"idle": 4, "over": 4, "migable": 4, "busy": 2, "memstarved": 2, "healthy": 4},
+        days=2.0,
+        labels=P5,
     )
     s = TelemetryStore(tmp_path_factory.mktemp("fleet"))
     s.append(b, ProblemCounter(), sources=["synthetic"], rows_read=len(b), now_us=NOW_US)

@@ -291,8 +291,8 @@ class TelemetryStore:
             # Out of order within a series (input order): warned, then sorted on store.
             ooo = con.execute(
                 "SELECT count(*), any_value(gpu_key || ' ' || metric) FROM (SELECT gpu_key, metric, ts_us, "
-                "lag(ts_us) OVER (PARTITION BY gpu_key, metric, le ORDER BY rn) AS prev FROM raw) WHERE ts_us < "
-                "prev"
+                "lag(ts_us) OVER (PARTITION BY gpu_key, metric, le ORDER BY rn) AS prev FROM raw) "
+                "WHERE ts_us < prev"
             ).fetchone()
             if ooo and ooo[0]:
                 problems.add(where, "out_of_order", f"timestamps go backwards in {ooo[1]}", n=ooo[0])

@@ -5,18 +5,14 @@ The same text is read by ``gpufleet telemetry ingest`` (file path) and backfille
 Timestamps are seconds (OpenMetrics). Each case is a workload with its pods, the GPUs they ran on, and the
 finding expected for every GPU and for the workload (default ``Thresholds``):
 
-======================  ======================================================  ==================  ==================
-case                    what runs                                               GPU finding         workload finding
-======================  ======================================================  ==================  ==================
-idle                    a StatefulSet notebook holding nothing                  Idle                Idle
-over                    a Deployment at 15 % SM, 50 % memory                    Overprovisioned     Overprovisioned
-busy                    a training Job at 93 % SM, 77 % memory, no serving      Optimized           Optimized
-busy-serving            vLLM at 85 % SM, queue empty, TTFT 0.3 s                Optimized           Optimized
-memory-starved          a fine-tune at 60 % SM, 96 % memory                     Underprovisioned    Underprovisioned
-slo-violating           vLLM at 80 % SM: requests wait, KV 97 %, TTFT ~4 s      Underprovisioned    Underprovisioned
-short-lived pods        3 successive pods of a Deployment (14 h each, one GPU    InsufficientData    Overprovisioned
-                        each): 6 % SM, 19-47 GiB used
-======================  ======================================================  ==================  ==================
+- idle: a StatefulSet notebook holding nothing -> GPU Idle, workload Idle;
+- over: a Deployment at 15 % SM, 50 % memory -> Overprovisioned, Overprovisioned;
+- busy: a training Job at 93 % SM, 77 % memory, no serving metrics -> Optimized, Optimized;
+- busy-serving: vLLM at 85 % SM, queue empty, TTFT p95 0.75 s -> Optimized, Optimized;
+- memory-starved: a fine-tune at 60 % SM, 96 % memory -> Underprovisioned, Underprovisioned;
+- slo-violating: vLLM at 80 % SM, requests waiting, KV cache 97 %, TTFT p95 4.75 s -> Underprovisioned both;
+- short-lived pods: 3 successive pods of one Deployment (14 h each, one GPU each), 6 % SM, 19-47 GiB used
+  -> every GPU InsufficientData, the workload (42 h) Overprovisioned.
 """
 
 from __future__ import annotations
