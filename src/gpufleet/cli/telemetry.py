@@ -60,6 +60,23 @@ TierOpt = Annotated[
 TtftOpt = Annotated[
     float, typer.Option("--ttft-slo", help="TTFT SLO [s] checked on serving histograms (default 2).")
 ]
+PromOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--prometheus",
+        help="Compute the statistics inside this Prometheus, Thanos or Mimir (PromQL pushdown), not --store.",
+    ),
+]
+PromTimeoutOpt = Annotated[float, typer.Option("--timeout", help="With --prometheus: seconds per query.")]
+ChunkHostsOpt = Annotated[
+    int, typer.Option("--chunk-hosts", help="With --prometheus: hosts (or namespaces) per query.")
+]
+ChunkDaysOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--chunk-days", help="With --prometheus: days per query range (default: the whole lookback)."
+    ),
+]
 TpotOpt = Annotated[
     float, typer.Option("--tpot-slo", help="TPOT SLO [s] checked on serving histograms (default 0.2).")
 ]
@@ -204,6 +221,7 @@ def _findings(
     ttft_slo: float = 2.0,
     tpot_slo: float = 0.2,
 ) -> tuple[TelemetryStore, Window, FleetFindings, tuple[InventoryEntry, ...]]:
+    """Findings from the local store."""
     from gpufleet.telemetry.analyze import gpu_stats, resolve_window
     from gpufleet.telemetry.analyze_workloads import workload_and_serving_stats
     from gpufleet.telemetry.findings import find
@@ -244,6 +262,10 @@ def findings(
     tier: TierOpt = "auto",
     ttft_slo: TtftOpt = 2.0,
     tpot_slo: TpotOpt = 0.2,
+    prometheus: PromOpt = None,
+    timeout: PromTimeoutOpt = 60.0,
+    chunk_hosts: ChunkHostsOpt = 50,
+    chunk_days: ChunkDaysOpt = None,
 ) -> None:
     """Idle / over- / under-provisioned / optimized GPUs and workloads with priced options."""
     report(
@@ -258,6 +280,10 @@ def findings(
         tier=tier,
         ttft_slo=ttft_slo,
         tpot_slo=tpot_slo,
+        prometheus=prometheus,
+        timeout=timeout,
+        chunk_hosts=chunk_hosts,
+        chunk_days=chunk_days,
     )
 
 
@@ -276,15 +302,49 @@ def report(
     tier: TierOpt = "auto",
     ttft_slo: TtftOpt = 2.0,
     tpot_slo: TpotOpt = 0.2,
+    prometheus: PromOpt = None,
+    timeout: PromTimeoutOpt = 60.0,
+    chunk_hosts: ChunkHostsOpt = 50,
+    chunk_days: ChunkDaysOpt = None,
 ) -> None:
     """Fleet summary (GPU-hours, idle share, cost, savings by finding and team), findings and charts."""
     from gpufleet.report import telemetry as rt
     from gpufleet.telemetry.analyze import hourly_heatmap
     from gpufleet.telemetry.summary import summarize
 
-    st, window, ff, _ = _findings(
-        store, lookback, percentile, headroom, inventory, end, tier, ttft_slo, tpot_slo
-    )
+    st: TelemetryStore | None = None
+    if prometheus:
+        from gpufleet.telemetry.api import analyze_prometheus
+
+        reject_ignored(
+            ["store"],
+            why="with --prometheus (the statistics are computed by that server, not read from a store)",
+            fix="Leave --store out, or drop --prometheus to analyse the store.",
+        )
+        if not 0 < timeout <= 3600:
+            raise InputError(f"--timeout {timeout} must be between 0 and 3600 seconds.")
+        ff = analyze_prometheus(
+            prometheus,
+            lookback_days=lookback,
+            percentile=percentile,
+            thresholds=_thresholds(headroom, ttft_slo, tpot_slo),
+            inventory=inventory,
+            end=_time(end, "--end"),
+            tier=tier,
+            timeout_s=timeout,
+            chunk_hosts=chunk_hosts,
+            chunk_days=chunk_days,
+        )
+        window = ff.window
+    else:
+        reject_ignored(
+            ["timeout", "chunk_hosts", "chunk_days"],
+            why="without --prometheus (they size the queries sent to a Prometheus server)",
+            fix="Leave those options out, or add --prometheus URL.",
+        )
+        st, window, ff, _ = _findings(
+            store, lookback, percentile, headroom, inventory, end, tier, ttft_slo, tpot_slo
+        )
     s = summarize(ff)
     if fmt == Format.table:
         if output is not None:
@@ -303,7 +363,13 @@ def report(
         text = rt.render_findings_csv(ff)
     else:
         signal = next(iter(sorted(s.compute_signals, key=lambda k: -s.compute_signals[k])), "sm_active_ratio")
-        heat = hourly_heatmap(st, window, signal)
+        if st is None and prometheus:
+            from gpufleet.telemetry.promql import prometheus_heatmap
+
+            heat = prometheus_heatmap(prometheus, window, signal, timeout)
+        else:
+            assert st is not None
+            heat = hourly_heatmap(st, window, signal)
         if signal == "gpu_util_pct":
             heat = [(t, v / 100) for t, v in heat]
         text = rt.render_findings_html(ff, s, heat)

@@ -153,6 +153,9 @@ def summary_lines(s: FleetSummary, ff: FleetFindings) -> list[str]:
         f"({s.savings_share:.0%} of cost)",
         "Compute ranked on: " + ", ".join(f"{k} ({v} GPUs)" for k, v in sorted(s.compute_signals.items())),
     ]
+    if ff.source != "store":
+        out.append(f"Statistics computed by {ff.source} (PromQL pushdown; only summaries fetched)")
+    out += [f"Caveat: {c}" for c in ff.caveats]
     if any(k != "sm_active_ratio" for k in s.compute_signals):
         out.append(
             "Caveat: GPUs without SM_ACTIVE are ranked on GR_ENGINE_ACTIVE or GPU_UTIL, an upper bound."

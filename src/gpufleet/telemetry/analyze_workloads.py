@@ -34,6 +34,13 @@ from gpufleet.units import SECONDS_PER_HOUR, US_PER_S
 #: Step of the per-workload series [s] and of the coverage count [s].
 STEP_S: Final = 60.0
 COVERAGE_STEP_S: Final = 300.0
+#: Prometheus path: hosts (GPU queries) or namespaces (workload queries) per query (docs/telemetry.md).
+DEFAULT_CHUNK_HOSTS: Final = 50
+#: Prometheus path with --chunk-days shorter than the lookback: how quantiles were merged.
+TIME_CHUNK_CAVEAT: Final = (
+    "percentiles merged over time chunks (--chunk-days): each is the largest chunk's percentile, an upper "
+    "bound of the window's"
+)
 _GAUGES: Final = ("queue_requests", "kv_cache_usage_ratio", "running_requests")
 _COUNTERS: Final = ("preemptions_total", "ttft_s_bucket", "tpot_s_bucket")
 
@@ -270,7 +277,9 @@ def serving_from(v: dict[str, Any]) -> ServingStats:
 
 __all__ = [
     "COVERAGE_STEP_S",
+    "DEFAULT_CHUNK_HOSTS",
     "STEP_S",
+    "TIME_CHUNK_CAVEAT",
     "FleetStats",
     "ServingStats",
     "WorkloadStats",

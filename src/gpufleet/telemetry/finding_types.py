@@ -206,6 +206,10 @@ class FleetFindings:
     #: first and last sample in the window (the observed span; the window is the lookback)
     observed_start: datetime | None = None
     observed_end: datetime | None = None
+    #: fleet-level caveats (e.g. how a Prometheus path merged time chunks)
+    caveats: tuple[str, ...] = ()
+    #: where the statistics were computed: "store" (DuckDB over Parquet) or "prometheus <url>"
+    source: str = "store"
 
 
 __all__ = [
