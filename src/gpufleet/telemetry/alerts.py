@@ -357,7 +357,7 @@ def evaluate(
         if r.metric in _WINDOWED:
             con.register("vtab", _windowed_values(store, window, r.metric))
             sql = "WITH v AS (SELECT * FROM vtab)" + _RUNS_SQL.format(op=r.op, peak=peak)
-            args = [r.threshold, max(max_gap_s, step), step, r.for_s]
+            args: list[Any] = [r.threshold, max(max_gap_s, step), step, r.for_s]
         else:
             sql = _series_sql(r.metric, step) + _RUNS_SQL.format(op=r.op, peak=peak)
             args = [

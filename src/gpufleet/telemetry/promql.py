@@ -466,10 +466,10 @@ def _workload_stats(
 ) -> tuple[list[WorkloadStats], dict[str, ServingStats]]:
     namespaces: list[str] = []
     ns_label = ""
-    for lab in LABEL_VARIANTS["namespace"]:
-        namespaces = c.label_values(lab, _any_gpu(), start_s, end_s)
+    for variant in LABEL_VARIANTS["namespace"]:
+        namespaces = c.label_values(variant, _any_gpu(), start_s, end_s)
         if namespaces:
-            ns_label = lab
+            ns_label = variant
             break
     matchers = [_matcher(ns_label, ch) for ch in _chunks(namespaces, chunk)] if ns_label else [""]
     grp = f"{_NS}, {_WL}"
@@ -544,8 +544,7 @@ def _workload_stats(
                 labels.setdefault(wid.key, lab)
     _serving(c, edges, p, rules, sv, hist)
     for (wkey, metric), buckets in hist.items():
-        q = histogram_quantile(p, list(buckets.items()))
-        sv[wkey][metric] = q
+        sv[wkey][metric] = histogram_quantile(p, list(buckets.items()))
         if metric == "ttft_s_bucket" and buckets:
             sv[wkey]["requests"] = max(buckets.values())
     per: dict[str, dict[str, MetricStats]] = defaultdict(dict)

@@ -226,7 +226,7 @@ def expected_ttft_p95_s(serving: str) -> float:
     prev_le, prev_c = 0.0, 0.0
     for le, c in zip(TTFT_LE, cum, strict=True):
         if c >= rank:
-            return prev_le + (float(le) - prev_le) * (rank - prev_c) / (c - prev_c)
+            return float(prev_le + (float(le) - prev_le) * (rank - prev_c) / (c - prev_c))
         prev_le, prev_c = float(le), float(c)
     return math.nan
 
