@@ -33,7 +33,6 @@ import httpx
 from gpufleet.telemetry.findings import find
 from gpufleet.telemetry.promql import prometheus_fleet_stats, prometheus_window
 
-
 #: Kubernetes' generated-name alphabet (pod suffixes), so the pods group into their Deployments.
 _SAFE = "bcdfghjklmnpqrstvwxz2456789"
 
