@@ -239,3 +239,32 @@ def test_serving_metric_names_are_read(tmp_path: Path) -> None:
         "preemptions_total",
     ]
     assert cols["le"][5] == "0.5" and cols["host"][0] == "svc:s/a-b2c4d" and cols["gpu_index"][0] == -1
+
+
+def test_store_written_before_the_le_label_still_reads(tmp_path: Path) -> None:
+    """A series file without the ``le`` column (a store from before serving histograms) reads as NULL, and
+    a new ingest into it works."""
+    import duckdb
+
+    s = _busy_store(tmp_path, labels={})
+    series = tmp_path / s.manifest()["series_files"][-1]
+    con = duckdb.connect()
+    old = tmp_path / "old.parquet"
+    con.execute(f"COPY (SELECT * EXCLUDE (le) FROM read_parquet('{series}')) TO '{old}' (FORMAT parquet)")
+    old.replace(series)
+    assert "le" not in {
+        r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet('{series}')").fetchall()
+    }
+    w = resolve_window(s, 14, None, 0.95)
+    (g,) = find(gpu_stats(s, w), w).gpus
+    assert g.finding == "Optimized"
+    b = SampleBatch()
+    b.add(
+        labels={"host": "svc:s/a-b2c4d", "namespace": "s", "pod": "a-b2c4d", "le": "0.5", "source": "t"},
+        gpu_index=-1,
+        ts_us=T0_S * 1_000_000,
+        metric="ttft_s_bucket",
+        value=3.0,
+    )
+    r = s.append(b, ProblemCounter(), sources=["t"], rows_read=1, now_us=NOW_US)
+    assert r.rows_stored == 1
