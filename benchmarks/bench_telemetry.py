@@ -23,6 +23,7 @@ from pathlib import Path
 
 from gpufleet.telemetry.alerts import evaluate, load_rules
 from gpufleet.telemetry.analyze import gpu_stats, resolve_window
+from gpufleet.telemetry.analyze_workloads import workload_and_serving_stats
 from gpufleet.telemetry.findings import find
 from gpufleet.telemetry.ingest import ingest_files
 from gpufleet.telemetry.store import TelemetryStore
@@ -142,6 +143,11 @@ def bench_analysis(root: Path, gpus: int, days: int, metrics: int) -> list[tuple
     t_all = time.perf_counter() - t
     assert len(ff.gpus) == gpus
     t = time.perf_counter()
+    workloads, serving = workload_and_serving_stats(store, window)
+    wf = find(stats, window, workloads=workloads, serving=serving)
+    t_work = time.perf_counter() - t
+    assert len(wf.workloads) == gpus  # one pod per GPU in the generated store
+    t = time.perf_counter()
     events = evaluate(store, window, load_rules())
     t_alerts = time.perf_counter() - t
     counts = json.dumps(
@@ -157,7 +163,15 @@ def bench_analysis(root: Path, gpus: int, days: int, metrics: int) -> list[tuple
             f"{t_all:.1f} s (SQL statistics {t_stats:.1f} s, findings + options {t_all - t_stats:.1f} s) "
             f"{counts}",
         ),
-        (f"alert rules (4 seed defaults) over the same store ({len(events)} events)", f"{t_alerts:.1f} s"),
+        (
+            f"workload statistics (per-minute busiest replica, coverage, serving) + workload findings, "
+            f"{len(workloads):,} workloads, on top of the above",
+            f"{t_work:.1f} s",
+        ),
+        (
+            f"alert rules ({len(load_rules())} defaults) over the same store ({len(events)} events)",
+            f"{t_alerts:.1f} s",
+        ),
     ]
 
 

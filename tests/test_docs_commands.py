@@ -49,6 +49,9 @@ NOT_RUN: dict[str, str] = {
     "gpufleet scenarios run-set cost_optimization_focus --format markdown": (
         "~2 s (three scenarios); tests/cli/test_scenarios_cli.py runs scenario sets"
     ),
+    "gpufleet telemetry findings --prometheus http://prometheus:9090 --lookback 14 --format markdown": (
+        "needs a Prometheus server; tests/telemetry/test_promql_pushdown.py runs it against a real one"
+    ),
     "gpufleet plan examples/fleets/multicloud.yaml -f html -o plan.html": (
         "~2.5 s (MILP with savings by lever); tests/fleet/test_cli_fleet.py covers -f html"
     ),

@@ -152,7 +152,10 @@ def _edge_gpus(b: SampleBatch) -> None:
 @pytest.fixture(scope="module")
 def telemetry(tmp_path_factory: pytest.TempPathFactory) -> tuple[TelemetryStore, FleetFindings]:
     b, _ = synthetic_fleet(
-        seed=11, counts={"idle": 2, "over": 2, "migable": 3, "under": 2, "healthy": 3}, days=DAYS, labels=P5
+        seed=11,
+        counts={"idle": 2, "over": 2, "migable": 3, "busy": 1, "memstarved": 1, "healthy": 3},
+        days=DAYS,
+        labels=P5,
     )
     _edge_gpus(b)
     store = TelemetryStore(tmp_path_factory.mktemp("rules-telemetry"))

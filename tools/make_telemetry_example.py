@@ -30,13 +30,13 @@ def main() -> None:
     ap.add_argument("--days", type=float, default=3.0)
     args = ap.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
-    counts = {"idle": 2, "over": 2, "migable": 2, "under": 2, "healthy": 2}
+    counts = {"idle": 2, "over": 2, "migable": 2, "busy": 1, "memstarved": 1, "healthy": 2}
     batch, _ = synthetic_fleet(seed=args.seed, counts=counts, days=args.days, labels=NODE_LABELS)
     lines = []
     for lid, ts, metric, value in zip(batch.label_idx, batch.ts_us, batch.metric, batch.value, strict=True):
         if metric not in NAMES:
             continue
-        _, host, gpu, uuid, model, _, _, pod, ns, _, _, _, itype, region, _ = batch.label_rows[lid]
+        _, host, gpu, uuid, model, _, _, pod, ns, _, _, _, itype, region, _, _ = batch.label_rows[lid]
         lab = (
             f'gpu="{gpu}",UUID="{uuid}",modelName="{model}",Hostname="{host}",namespace="{ns}",pod="{pod}",'
             f'node_kubernetes_io_instance_type="{itype}",provider="aws",region="{region}"'

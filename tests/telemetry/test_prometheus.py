@@ -5,29 +5,21 @@ from __future__ import annotations
 
 import contextlib
 import http.server
-import shutil
-import socket
-import subprocess
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from gpufleet.errors import FetchError
 from gpufleet.telemetry.ingest import ingest_prometheus
 from gpufleet.telemetry.store import TelemetryStore
 
+from .promserver import free_port, prometheus_with
+
 NOW_S = int(time.time()) // 60 * 60
 START_S = NOW_S - 3 * 3600  # inside Prometheus's default 15-day retention
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _openmetrics() -> str:
@@ -55,46 +47,8 @@ def _openmetrics() -> str:
 
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    prom, promtool = shutil.which("prometheus"), shutil.which("promtool")
-    if prom is None or promtool is None:
-        pytest.skip(
-            "prometheus/promtool are not installed and could not be (tools/system-deps.sh needs root and apt)"
-        )
-    d = tmp_path_factory.mktemp("prom")
-    (d / "data.om").write_text(_openmetrics(), encoding="utf-8")
-    subprocess.run(
-        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(d / "data.om"), str(d / "tsdb")],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    (d / "prometheus.yml").write_text("global:\n  scrape_interval: 1m\n", encoding="utf-8")
-    port = _free_port()
-    proc = subprocess.Popen(
-        [
-            prom,
-            f"--config.file={d / 'prometheus.yml'}",
-            f"--storage.tsdb.path={d / 'tsdb'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(300):
-            try:
-                if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        else:
-            pytest.fail("Prometheus did not become ready within 30 s")
+    with prometheus_with(_openmetrics(), tmp_path_factory.mktemp("prom")) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def test_ingest_from_live_prometheus(prometheus: str, tmp_path: Path) -> None:
@@ -115,7 +69,7 @@ def test_ingest_from_live_prometheus(prometheus: str, tmp_path: Path) -> None:
 
 
 def test_prometheus_down() -> None:
-    url = f"http://127.0.0.1:{_free_port()}"
+    url = f"http://127.0.0.1:{free_port()}"
     with pytest.raises(FetchError, match="cannot be reached"):
         ingest_prometheus(
             url, start_s=START_S, end_s=NOW_S, step_s=60, store=TelemetryStore("/nonexistent-unused")

@@ -15,7 +15,7 @@ from gpufleet.errors import InputError
 
 if TYPE_CHECKING:
     from gpufleet.telemetry.analyze import Window
-    from gpufleet.telemetry.findings import FleetFindings
+    from gpufleet.telemetry.findings import FleetFindings, Thresholds
     from gpufleet.telemetry.inventory import InventoryEntry
     from gpufleet.telemetry.store import TelemetryStore
 
@@ -49,6 +49,37 @@ EndOpt = Annotated[
     str | None, typer.Option("--end", help="End of the window (ISO 8601, UTC); default: latest sample.")
 ]
 OutOpt = Annotated[Path | None, typer.Option("-o", "--output", help="Write to this file instead of stdout.")]
+TierOpt = Annotated[
+    str,
+    typer.Option(
+        "--tier",
+        help="Recommender tier the options obey: auto (production for serving workloads, else batch), dev, "
+        "batch, production (never a marketplace host). An inventory entry's tier wins.",
+    ),
+]
+TtftOpt = Annotated[
+    float, typer.Option("--ttft-slo", help="TTFT SLO [s] checked on serving histograms (default 2).")
+]
+PromOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--prometheus",
+        help="Compute the statistics inside this Prometheus, Thanos or Mimir (PromQL pushdown), not --store.",
+    ),
+]
+PromTimeoutOpt = Annotated[float, typer.Option("--timeout", help="With --prometheus: seconds per query.")]
+ChunkHostsOpt = Annotated[
+    int, typer.Option("--chunk-hosts", help="With --prometheus: hosts (or namespaces) per query.")
+]
+ChunkDaysOpt = Annotated[
+    float | None,
+    typer.Option(
+        "--chunk-days", help="With --prometheus: days per query range (default: the whole lookback)."
+    ),
+]
+TpotOpt = Annotated[
+    float, typer.Option("--tpot-slo", help="TPOT SLO [s] checked on serving histograms (default 0.2).")
+]
 
 
 def _store(path: Path | None) -> TelemetryStore:
@@ -168,6 +199,17 @@ def ingest(
         raise InputError("No sample could be stored from the input (see the problems above).")
 
 
+def _thresholds(headroom: float, ttft_slo: float, tpot_slo: float) -> Thresholds:
+    from gpufleet.telemetry.findings import Thresholds
+
+    if not 0 <= headroom <= 2:
+        raise InputError(f"--headroom {headroom} must be between 0 and 2 (0.2 = 20 %).")
+    for flag, v in (("--ttft-slo", ttft_slo), ("--tpot-slo", tpot_slo)):
+        if not 0 < v <= 3600:
+            raise InputError(f"{flag} {v} must be a latency in seconds above 0 (e.g. 2 or 0.2).")
+    return Thresholds(headroom=headroom, ttft_slo_s=ttft_slo, tpot_slo_s=tpot_slo)
+
+
 def _findings(
     store: Path | None,
     lookback: float,
@@ -175,17 +217,34 @@ def _findings(
     headroom: float,
     inventory: Path | None,
     end: str | None,
+    tier: str = "auto",
+    ttft_slo: float = 2.0,
+    tpot_slo: float = 0.2,
 ) -> tuple[TelemetryStore, Window, FleetFindings, tuple[InventoryEntry, ...]]:
+    """Findings from the local store."""
     from gpufleet.telemetry.analyze import gpu_stats, resolve_window
-    from gpufleet.telemetry.findings import Thresholds, find
-    from gpufleet.telemetry.inventory import load_inventory
+    from gpufleet.telemetry.analyze_workloads import workload_and_serving_stats
+    from gpufleet.telemetry.findings import find
+    from gpufleet.telemetry.inventory import inventory_for
 
-    if not 0 <= headroom <= 2:
-        raise InputError(f"--headroom {headroom} must be between 0 and 2 (0.2 = 20 %).")
+    th = _thresholds(headroom, ttft_slo, tpot_slo)
     st = _store(store)
     window = resolve_window(st, lookback, _time(end, "--end"), percentile)
-    inv = load_inventory(inventory) if inventory else ()
-    return st, window, find(gpu_stats(st, window), window, Thresholds(headroom=headroom), inv), inv
+    inv, rules, used = inventory_for(st.root, inventory)
+    if used is not None and inventory is None:
+        err_console.print(f"Inventory: {used} (kept in the store by an earlier --inventory)")
+    workloads, serving = workload_and_serving_stats(st, window, rules)
+    ff = find(
+        gpu_stats(st, window),
+        window,
+        th,
+        inv,
+        workloads=workloads,
+        serving=serving,
+        rules=rules,
+        tier=tier,
+    )
+    return st, window, ff, inv
 
 
 @app.command()
@@ -200,8 +259,15 @@ def findings(
         Format, typer.Option("--format", help="table, json, markdown, html or csv.")
     ] = Format.table,
     output: OutOpt = None,
+    tier: TierOpt = "auto",
+    ttft_slo: TtftOpt = 2.0,
+    tpot_slo: TpotOpt = 0.2,
+    prometheus: PromOpt = None,
+    timeout: PromTimeoutOpt = 60.0,
+    chunk_hosts: ChunkHostsOpt = 50,
+    chunk_days: ChunkDaysOpt = None,
 ) -> None:
-    """Idle / over- / under-provisioned / optimized GPUs with priced options."""
+    """Idle / over- / under-provisioned / optimized GPUs and workloads with priced options."""
     report(
         store=store,
         lookback=lookback,
@@ -211,6 +277,13 @@ def findings(
         end=end,
         fmt=fmt,
         output=output,
+        tier=tier,
+        ttft_slo=ttft_slo,
+        tpot_slo=tpot_slo,
+        prometheus=prometheus,
+        timeout=timeout,
+        chunk_hosts=chunk_hosts,
+        chunk_days=chunk_days,
     )
 
 
@@ -226,13 +299,52 @@ def report(
         Format, typer.Option("--format", help="table, json, markdown, html or csv.")
     ] = Format.table,
     output: OutOpt = None,
+    tier: TierOpt = "auto",
+    ttft_slo: TtftOpt = 2.0,
+    tpot_slo: TpotOpt = 0.2,
+    prometheus: PromOpt = None,
+    timeout: PromTimeoutOpt = 60.0,
+    chunk_hosts: ChunkHostsOpt = 50,
+    chunk_days: ChunkDaysOpt = None,
 ) -> None:
     """Fleet summary (GPU-hours, idle share, cost, savings by finding and team), findings and charts."""
     from gpufleet.report import telemetry as rt
     from gpufleet.telemetry.analyze import hourly_heatmap
     from gpufleet.telemetry.summary import summarize
 
-    st, window, ff, _ = _findings(store, lookback, percentile, headroom, inventory, end)
+    st: TelemetryStore | None = None
+    if prometheus:
+        from gpufleet.telemetry.api import analyze_prometheus
+
+        reject_ignored(
+            ["store"],
+            why="with --prometheus (the statistics are computed by that server, not read from a store)",
+            fix="Leave --store out, or drop --prometheus to analyse the store.",
+        )
+        if not 0 < timeout <= 3600:
+            raise InputError(f"--timeout {timeout} must be between 0 and 3600 seconds.")
+        ff = analyze_prometheus(
+            prometheus,
+            lookback_days=lookback,
+            percentile=percentile,
+            thresholds=_thresholds(headroom, ttft_slo, tpot_slo),
+            inventory=inventory,
+            end=_time(end, "--end"),
+            tier=tier,
+            timeout_s=timeout,
+            chunk_hosts=chunk_hosts,
+            chunk_days=chunk_days,
+        )
+        window = ff.window
+    else:
+        reject_ignored(
+            ["timeout", "chunk_hosts", "chunk_days"],
+            why="without --prometheus (they size the queries sent to a Prometheus server)",
+            fix="Leave those options out, or add --prometheus URL.",
+        )
+        st, window, ff, _ = _findings(
+            store, lookback, percentile, headroom, inventory, end, tier, ttft_slo, tpot_slo
+        )
     s = summarize(ff)
     if fmt == Format.table:
         if output is not None:
@@ -251,7 +363,13 @@ def report(
         text = rt.render_findings_csv(ff)
     else:
         signal = next(iter(sorted(s.compute_signals, key=lambda k: -s.compute_signals[k])), "sm_active_ratio")
-        heat = hourly_heatmap(st, window, signal)
+        if st is None and prometheus:
+            from gpufleet.telemetry.promql import prometheus_heatmap
+
+            heat = prometheus_heatmap(prometheus, window, signal, timeout)
+        else:
+            assert st is not None
+            heat = hourly_heatmap(st, window, signal)
         if signal == "gpu_util_pct":
             heat = [(t, v / 100) for t, v in heat]
         text = rt.render_findings_html(ff, s, heat)
@@ -283,7 +401,7 @@ def alerts(
     from gpufleet.report import telemetry as rt
     from gpufleet.telemetry.alerts import default_rules_text, evaluate, load_rules, prometheus_rules
     from gpufleet.telemetry.analyze import resolve_window
-    from gpufleet.telemetry.inventory import load_inventory
+    from gpufleet.telemetry.inventory import inventory_for
 
     if show_defaults:
         reject_ignored(
@@ -294,7 +412,7 @@ def alerts(
         _emit(default_rules_text(), output)
         return
     rs = load_rules(rules)
-    inv = load_inventory(inventory) if inventory else ()
+    inv = inventory_for(_store(store).root, inventory)[0]
     if export is not None:
         if export != "prometheus":
             raise InputError(f"--export {export!r}: only 'prometheus' is supported.")

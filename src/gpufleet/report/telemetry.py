@@ -71,6 +71,44 @@ FINDING_COLUMNS = (
 _TERMINAL_COLUMNS = (0, 2, 4, 6, 7, 8, 10, 11, 12)
 
 
+WORKLOAD_COLUMNS = (
+    "workload",
+    "team",
+    "tier",
+    "pods",
+    "replicas",
+    "hours",
+    "finding",
+    "recommendation",
+    "savings_month",
+    "cost_month",
+    "reasons",
+    "evidence",
+)
+
+
+def workload_rows(ff: FleetFindings) -> list[list[str]]:
+    rows = []
+    for w in sorted(ff.workloads, key=lambda w: (-w.savings_usd_per_month, w.key)):
+        rows.append(
+            [
+                w.key,
+                w.team or "-",
+                w.tier,
+                str(w.pods),
+                f"{w.replicas:.1f}",
+                f"{w.hours:.0f}",
+                w.finding,
+                w.recommendation,
+                _usd(w.savings_usd_per_month),
+                _usd(w.cost_usd_per_month),
+                " ".join(w.reason_codes) or "-",
+                "; ".join(w.evidence),
+            ]
+        )
+    return rows
+
+
 def finding_rows(ff: FleetFindings, limit: int | None = None) -> list[list[str]]:
     gs = sorted(ff.gpus, key=lambda g: -g.best_savings_usd_per_month)
     rows = []
@@ -99,10 +137,15 @@ def finding_rows(ff: FleetFindings, limit: int | None = None) -> list[list[str]]
 
 def summary_lines(s: FleetSummary, ff: FleetFindings) -> list[str]:
     w = ff.window
+    a, b = ff.observed_start, ff.observed_end
+    observed = (
+        f"observed {a:%Y-%m-%d %H:%M} to {b:%Y-%m-%d %H:%M} UTC ({(b - a).total_seconds() / 86400:.1f} days)"
+        if a is not None and b is not None
+        else "observed: no sample"
+    )
     out = [
-        f"Window: {w.start:%Y-%m-%d %H:%M} to {w.end:%Y-%m-%d %H:%M} UTC ({w.days:.1f} days), "
-        f"p{100 * w.percentile:g}, "
-        f"headroom {100 * ff.thresholds.headroom:.0f}%",
+        f"Lookback: {w.days:.1f} days ({w.start:%Y-%m-%d %H:%M} to {w.end:%Y-%m-%d %H:%M} UTC); {observed}; "
+        f"p{100 * w.percentile:g}, headroom {100 * ff.thresholds.headroom:.0f}%",
         f"GPUs: {s.gpus} ({s.priced_gpus} priced); GPU-hours {s.gpu_hours:,.0f}; idle {s.idle_share:.0%} of "
         "GPU-hours",
         f"Cost: {_usd(s.cost_usd)} over the window; {_usd(s.cost_usd_per_month)}/month at this rate",
@@ -110,6 +153,9 @@ def summary_lines(s: FleetSummary, ff: FleetFindings) -> list[str]:
         f"({s.savings_share:.0%} of cost)",
         "Compute ranked on: " + ", ".join(f"{k} ({v} GPUs)" for k, v in sorted(s.compute_signals.items())),
     ]
+    if ff.source != "store":
+        out.append(f"Statistics computed by {ff.source} (PromQL pushdown; only summaries fetched)")
+    out += [f"Caveat: {c}" for c in ff.caveats]
     if any(k != "sm_active_ratio" for k in s.compute_signals):
         out.append(
             "Caveat: GPUs without SM_ACTIVE are ranked on GR_ENGINE_ACTIVE or GPU_UTIL, an upper bound."
@@ -135,7 +181,16 @@ def render_findings_terminal(ff: FleetFindings, s: FleetSummary, limit: int = 30
     parts.append(t)
     if ff.nodes:
         t = Table(title="Nodes")
-        for c in ("node", "GPUs", "idle", "finding", "cost/month", "node option", "option/month"):
+        for c in (
+            "node",
+            "GPUs",
+            "idle",
+            "finding",
+            "cost/month",
+            "node option",
+            "option cost/month",
+            "saves/month",
+        ):
             t.add_column(c, overflow="fold")
         for node in ff.nodes:
             o = node.options[0] if node.options else None
@@ -146,8 +201,16 @@ def render_findings_terminal(ff: FleetFindings, s: FleetSummary, limit: int = 30
                 node.finding,
                 _usd(node.cost_usd_per_month),
                 o.target if o else "-",
+                _usd(o.cost_usd_per_month) if o else "-",
                 _usd(o.savings_usd_per_month) if o else "-",
             )
+        parts.append(t)
+    if ff.workloads:
+        t = Table(title="Workloads (across their pods)")
+        for c in WORKLOAD_COLUMNS[:9]:
+            t.add_column(c, overflow="fold")
+        for row in workload_rows(ff):
+            t.add_row(*row[:9])
         parts.append(t)
     t = Table(title=f"GPU findings (top {limit} by savings)")
     for i in _TERMINAL_COLUMNS:
@@ -197,7 +260,8 @@ def render_findings_markdown(ff: FleetFindings, s: FleetSummary) -> str:
                 "cost/month",
                 "GPU savings/month",
                 "node option",
-                "option/month",
+                "option cost/month",
+                "option saves/month",
             ),
             [
                 (
@@ -208,10 +272,20 @@ def render_findings_markdown(ff: FleetFindings, s: FleetSummary) -> str:
                     _usd(n.cost_usd_per_month),
                     _usd(n.savings_usd_per_month),
                     n.options[0].target if n.options else "-",
+                    _usd(n.options[0].cost_usd_per_month) if n.options else "-",
                     _usd(n.options[0].savings_usd_per_month) if n.options else "-",
                 )
                 for n in ff.nodes
             ],
+        ),
+        "",
+        "## Workloads (across their pods; the 30 h minimum applies to the workload)",
+        _md_table(WORKLOAD_COLUMNS, workload_rows(ff)),
+        "",
+        "## Chargeback by team (workloads)",
+        _md_table(
+            ("team", "workloads", "GPU-hours", "cost in window", "cost/month", "savings/month"),
+            [(t, n, f"{h:,.0f}", _usd(c), _usd(m), _usd(v)) for t, (n, h, c, m, v) in s.chargeback.items()],
         ),
         "",
         "## GPU findings",

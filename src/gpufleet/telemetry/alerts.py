@@ -26,8 +26,8 @@ from gpufleet.fileio import check_top_level, load_structured_file, parse_yaml_or
 from gpufleet.strict_model import NoBoolNumbers
 from gpufleet.telemetry.analyze import Window
 from gpufleet.telemetry.inventory import InventoryEntry, resolve_cost
-from gpufleet.telemetry.readers.common import VALUE_RANGE
-from gpufleet.telemetry.schema import METRICS
+from gpufleet.telemetry.readers.common import VALUE_RANGE, exporter_names
+from gpufleet.telemetry.schema import METRICS, SERVICE_METRICS
 from gpufleet.telemetry.store import TelemetryStore
 from gpufleet.units import HOURS_PER_DAY, SECONDS_PER_HOUR, US_PER_S
 from gpufleet.validation import check_number
@@ -38,6 +38,9 @@ MAX_STEP_S: Final = 366 * 24 * 3600.0
 DERIVED: Final[dict[str, str]] = {
     "memory_used_pct": "FB used / capacity (memory.total, else used + free + reserved) x 100, per GPU",
     "request_latency_p95_s": "p95 of request_latency_s per 5-minute window, per service",
+    "ttft_p95_s": "p95 time to first token per 5-minute window, per pod (vLLM, SGLang TTFT histograms)",
+    "tpot_p95_s": "p95 time per output token per 5-minute window, per pod (vLLM, SGLang, TGI histograms)",
+    "preemptions_per_5m": "requests preempted per 5-minute window, per pod (vllm:num_preemptions_total)",
     "cost_usd_per_day": "fleet GPU-hours per UTC day x each GPU's price per hour (inventory/catalog)",
 }
 _DURATION_RE: Final = re.compile(r"^(\d+(?:\.\d+)?)(s|m|h|d)$")
@@ -202,6 +205,55 @@ HAVING epoch(max(t)) + ? - epoch(min(t)) >= ? ORDER BY t0, subject
 _CAPACITY_SQL: Final = "coalesce(total, used + free + coalesce(reserved, 0.0))"
 
 
+#: Derived metrics computed from counters per 5-minute window (histogram quantiles, counter increases).
+_WINDOWED: Final[dict[str, str]] = {
+    "ttft_p95_s": "ttft_s_bucket",
+    "tpot_p95_s": "tpot_s_bucket",
+    "preemptions_per_5m": "preemptions_total",
+}
+
+
+def _windowed_values(store: TelemetryStore, window: Window, metric: str) -> dict[str, Any]:
+    """Columns (subject, t, v) of a counter-derived metric per 5-minute window: increases per window (a drop
+    is a restart: the new value counts), then the histogram's p95 (Prometheus ``histogram_quantile``) or
+    the increase itself."""
+    from gpufleet.telemetry.analyze_workloads import histogram_quantile
+
+    base = _WINDOWED[metric]
+    con = store.connect(int(window.start.timestamp() * US_PER_S), int(window.end.timestamp() * US_PER_S))
+    rows = con.execute(
+        """WITH d AS (SELECT host, le, ts, value - lag(value) OVER (PARTITION BY series_id ORDER BY ts) AS dv,
+                             value FROM samples_l WHERE metric = ? AND ts >= ? AND ts < ?)
+           SELECT host, time_bucket(INTERVAL '300 seconds', ts) AS t, le,
+                  sum(CASE WHEN dv IS NULL THEN 0 WHEN dv < 0 THEN value ELSE dv END)
+           FROM d GROUP BY ALL ORDER BY host, t""",
+        [base, _naive(window.start), _naive(window.end)],
+    ).fetchall()
+    con.close()
+    per: dict[tuple[str, Any], list[tuple[float, float]]] = {}
+    for host, t, le, inc in rows:
+        bound = float("inf") if le is None else float(le) if le not in ("+Inf", "Inf") else float("inf")
+        per.setdefault((host, t), []).append((bound, float(inc)))
+    out: dict[str, list[Any]] = {"subject": [], "t": [], "v": []}
+    for (host, t), buckets in per.items():
+        if metric == "preemptions_per_5m":
+            v: float | None = sum(c for _, c in buckets)
+        else:
+            v = histogram_quantile(0.95, buckets)
+        if v is None:
+            continue
+        out["subject"].append(host)
+        out["t"].append(t)
+        out["v"].append(v)
+    import numpy as np
+
+    return {
+        "subject": np.asarray(out["subject"], dtype=object),
+        "t": np.asarray(out["t"], dtype="datetime64[us]"),
+        "v": np.asarray(out["v"], dtype=float),
+    }
+
+
 def _series_sql(metric: str, step_s: float) -> str:
     b = f"time_bucket(INTERVAL '{step_s:g} seconds', ts)"
     if metric == "memory_used_pct":
@@ -221,8 +273,9 @@ def _series_sql(metric: str, step_s: float) -> str:
             f"WITH v AS (SELECT host AS subject, {b5} AS t, quantile_cont(value, 0.95) AS v FROM samples_l "
             "WHERE metric = 'request_latency_s' AND ts >= ? AND ts < ? GROUP BY ALL)"
         )
+    subject = "host" if metric in SERVICE_METRICS else "gpu_key"  # a pod's serving engine: svc:<ns>/<pod>
     return (
-        f"WITH v AS (SELECT gpu_key AS subject, {b} AS t, avg(value) AS v FROM samples_l "
+        f"WITH v AS (SELECT {subject} AS subject, {b} AS t, avg(value) AS v FROM samples_l "
         f"WHERE metric = '{metric}' AND ts >= ? AND ts < ? GROUP BY ALL)"
     )
 
@@ -298,13 +351,24 @@ def evaluate(
                         )
                     )
             continue
-        step = 300.0 if r.metric == "request_latency_p95_s" else step_s
+        step = 300.0 if r.metric in ("request_latency_p95_s", *_WINDOWED) else step_s
         peak = "max" if r.op.startswith(">") else "min"
-        sql = _series_sql(r.metric, step) + _RUNS_SQL.format(op=r.op, peak=peak)
         con = store.connect(int(window.start.timestamp() * US_PER_S), int(window.end.timestamp() * US_PER_S))
-        rows = con.execute(
-            sql, [_naive(window.start), _naive(window.end), r.threshold, max(max_gap_s, step), step, r.for_s]
-        ).fetchall()
+        if r.metric in _WINDOWED:
+            con.register("vtab", _windowed_values(store, window, r.metric))
+            sql = "WITH v AS (SELECT * FROM vtab)" + _RUNS_SQL.format(op=r.op, peak=peak)
+            args: list[Any] = [r.threshold, max(max_gap_s, step), step, r.for_s]
+        else:
+            sql = _series_sql(r.metric, step) + _RUNS_SQL.format(op=r.op, peak=peak)
+            args = [
+                _naive(window.start),
+                _naive(window.end),
+                r.threshold,
+                max(max_gap_s, step),
+                step,
+                r.for_s,
+            ]
+        rows = con.execute(sql, args).fetchall()
         con.close()
         for subject, t0, t1, pk in rows:
             events.append(
@@ -320,6 +384,14 @@ def evaluate(
             )
     return tuple(events)
 
+
+def _names(canonical: str) -> str:
+    """A PromQL selector of every exporter name of ``canonical`` (``{__name__=~"a|b"}``)."""
+    return '{__name__=~"' + "|".join(exporter_names(canonical)) + '"}'
+
+
+#: p95 of a histogram per pod over 5 minutes (Prometheus docs, "Histograms and summaries").
+_HQ: Final = "histogram_quantile(0.95, sum by (le, namespace, pod) (rate({sel}[5m])))"
 
 #: PromQL per metric over dcgm-exporter series (DCGM metric names as the exporter writes them).
 _PROMQL: Final[dict[str, str]] = {
@@ -337,6 +409,13 @@ _PROMQL: Final[dict[str, str]] = {
     "(DCGM_FI_DEV_FB_RESERVED or DCGM_FI_DEV_FB_FREE * 0)) * 100",
     "request_latency_p95_s": "quantile_over_time(0.95, gpufleet_request_latency_seconds[5m])",
     "request_latency_s": "gpufleet_request_latency_seconds",
+    # serving engines: one expression over vLLM, TGI and SGLang names, per pod
+    "queue_requests": f"max by (namespace, pod) ({_names('queue_requests')})",
+    "running_requests": f"max by (namespace, pod) ({_names('running_requests')})",
+    "kv_cache_usage_ratio": f"max by (namespace, pod) ({_names('kv_cache_usage_ratio')})",
+    "ttft_p95_s": _HQ.format(sel=_names("ttft_s_bucket")),
+    "tpot_p95_s": _HQ.format(sel=_names("tpot_s_bucket")),
+    "preemptions_per_5m": f"sum by (namespace, pod) (increase({_names('preemptions_total')}[5m]))",
 }
 
 

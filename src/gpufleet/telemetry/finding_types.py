@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Final
 
 from gpufleet.telemetry.analyze import Window
@@ -27,6 +28,24 @@ REASON_CODES: Final[tuple[str, ...]] = (
     "GPUMemoryBandwidthOverprovisioned",
     "GPUMemoryBandwidthUnderprovisioned",
     "GPUPowerOverprovisioned",
+    # serving evidence (vLLM/TGI/SGLang metrics of the workload): a GPU is short only when users wait
+    "ServingQueueing",
+    "ServingKVCachePressure",
+    "ServingPreemptions",
+    "ServingTTFTAboveSLO",
+    "ServingTPOTAboveSLO",
+)
+#: Reason codes that make a GPU Underprovisioned. Compute or DRAM activity near 100 % is not one of them:
+#: a busy GPU is the goal (GPU_UTIL/SM_ACTIVE say the GPU is used, not that work waits); what says capacity
+#: is short is memory held near capacity, or users waiting (queue, TTFT, TPOT, KV-cache pressure,
+#: preemptions), which the serving engines export.
+UNDER_REASONS: Final[tuple[str, ...]] = (
+    "GPUMemoryUnderprovisioned",
+    "ServingQueueing",
+    "ServingKVCachePressure",
+    "ServingPreemptions",
+    "ServingTTFTAboveSLO",
+    "ServingTPOTAboveSLO",
 )
 UPPER_BOUND_CAVEAT: Final = (
     "compute from {signal}: an upper bound (a kernel running on one SM counts as busy); enable "
@@ -54,6 +73,16 @@ class Thresholds:
     #: fewer observed hours in the window: InsufficientData (AWS Compute Optimizer: >= 30 h of metrics within
     #: the lookback, docs.aws.amazon.com compute-optimizer/latest/ug/requirements; fleet-anchors A.1)
     min_observed_hours: float = 30.0
+    #: serving evidence (vLLM/TGI/SGLang): requests waiting at the percentile (>= 1: at more than
+    #: 1 - percentile of the steps some request waited for admission, i.e. the engine was saturated)
+    serving_queue_requests: float = 1.0
+    #: KV-cache blocks in use at the percentile (vLLM preempts requests when blocks run out)
+    kv_cache_pressure: float = 0.90
+    #: latency SLOs checked at the percentile when the engine exports TTFT/TPOT histograms. Defaults: MLPerf
+    #: Inference's Llama-2-70B Server-scenario constraints (TTFT 2 s, TPOT 200 ms; mlcommons.org inference
+    #: rules, v4.0); set your own with --ttft-slo / --tpot-slo
+    ttft_slo_s: float = 2.0
+    tpot_slo_s: float = 0.2
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -69,6 +98,8 @@ class Option:
     rank: int
     gpu_share: float | None = None  # MIG: compute slices / total slices of the current GPU
     notes: tuple[str, ...] = ()
+    #: what the option itself costs per month (on demand; per GPU replaced, or the node's instances)
+    cost_usd_per_month: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -104,6 +135,10 @@ class GpuFinding:
     #: that peaks above a GPU's memory fails with out-of-memory; Compute Optimizer uses the maximum of each
     #: 5-minute interval, Azure Advisor the P100 of memory; fleet-anchors A.1, A.3)
     memory_peak_gib: float | None = None
+    #: what the finding rests on, one line per signal (compute, memory, serving evidence or its absence)
+    evidence: tuple[str, ...] = ()
+    workload_key: str | None = None
+    tier: str | None = None  # the recommender's tier the options were filtered at
 
     @property
     def best_savings_usd_per_month(self) -> float:
@@ -132,24 +167,60 @@ class GroupFinding:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class WorkloadFinding:
+    """A workload (Deployment, StatefulSet, Job, batch job) across its pods: the data minimum, the finding
+    and the options apply to the workload, per replica; money is per replica x mean replicas."""
+
+    key: str
+    namespace: str | None
+    name: str
+    source: str  # how the pods were grouped: inventory, job, pod name, pod
+    team: str | None  # charged team: inventory workload team, inventory host team, else the namespace
+    tier: str
+    pods: int
+    gpus: int
+    replicas: float  # mean GPUs in use at once
+    hours: float  # observed hours of the workload (any pod)
+    gpu_hours: float
+    finding: str
+    reason_codes: tuple[str, ...]
+    evidence: tuple[str, ...]
+    recommendation: str  # GPU type, MIG profile or fraction per replica, or "keep"
+    gpu_fraction: float | None  # share of one GPU a replica needs (compute or memory, with headroom)
+    cost_usd: float | None  # GPU-hours in the window x price
+    cost_usd_per_month: float | None  # replicas x price x 730 h
+    savings_usd_per_month: float  # best option per replica x replicas, never negative
+    replica: GpuFinding  # the per-replica finding (options, caveats, compute and memory figures)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FleetFindings:
     window: Window
     thresholds: Thresholds
     gpus: tuple[GpuFinding, ...]
     nodes: tuple[GroupFinding, ...]
-    workloads: tuple[GroupFinding, ...]
+    workloads: tuple[WorkloadFinding, ...]
     consolidation: dict[str, tuple[int, int]] = field(
         default_factory=dict
     )  # spec -> (MIG-able GPUs, GPUs after packing)
+    #: first and last sample in the window (the observed span; the window is the lookback)
+    observed_start: datetime | None = None
+    observed_end: datetime | None = None
+    #: fleet-level caveats (e.g. how a Prometheus path merged time chunks)
+    caveats: tuple[str, ...] = ()
+    #: where the statistics were computed: "store" (DuckDB over Parquet) or "prometheus <url>"
+    source: str = "store"
 
 
 __all__ = [
     "FINDINGS",
     "REASON_CODES",
+    "UNDER_REASONS",
     "UPPER_BOUND_CAVEAT",
     "FleetFindings",
     "GpuFinding",
     "GroupFinding",
     "Option",
     "Thresholds",
+    "WorkloadFinding",
 ]

@@ -9,8 +9,10 @@ Rules (knobs in :class:`Thresholds`; percentiles from :mod:`gpufleet.telemetry.a
   no options, no savings.
 - ``Idle``: compute at the percentile < ``idle_compute`` (nothing useful runs) and memory p99 below
   ``idle_max_memory`` of capacity (no process holds the GPU); with memory held it is ``Overprovisioned``.
-- ``Underprovisioned``: compute >= ``under_compute``, memory p99 >= ``under_memory`` of capacity, or DRAM
-  active >= ``under_bandwidth``.
+- ``Underprovisioned``: memory p99 >= ``under_memory`` of capacity, or serving evidence of the GPU's
+  workload (vLLM/TGI/SGLang: requests waiting, KV cache near full, preemptions, TTFT or TPOT above the SLO).
+  Compute (SM_ACTIVE, GPU_UTIL) or DRAM activity near 100 % alone is **never** under-provisioned: a busy GPU
+  is the goal; it is Optimized, with its evidence listed.
 - ``Overprovisioned``: compute < ``over_compute`` (and not under-provisioned); memory and bandwidth reasons
   added when they are low too.
 - ``Optimized``: otherwise.
@@ -23,11 +25,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Final
 
 from gpufleet.catalog.specs import AcceleratorSpec, get_spec
+from gpufleet.errors import InputError
 from gpufleet.telemetry.analyze import GpuStats, Window
+from gpufleet.telemetry.analyze_workloads import ServingStats, WorkloadStats
 from gpufleet.telemetry.finding_types import (
     FINDINGS,
     REASON_CODES,
@@ -37,6 +41,7 @@ from gpufleet.telemetry.finding_types import (
     GroupFinding,
     Option,
     Thresholds,
+    WorkloadFinding,
 )
 from gpufleet.telemetry.inventory import (
     InventoryEntry,
@@ -52,6 +57,7 @@ from gpufleet.telemetry.options import (
     gpus_needed,
     performance_risk,
 )
+from gpufleet.telemetry.workloads import TIERS, WorkloadId, WorkloadRule, workload_of
 from gpufleet.units import HOURS_PER_MONTH, gib_from_mib
 
 _risk = performance_risk  # kept for callers of the old private name
@@ -84,10 +90,61 @@ def _capacity_gib(st: GpuStats, spec: AcceleratorSpec | None) -> float | None:
     return spec.memory_gib if spec else None
 
 
+def _serving_evidence(sv: ServingStats | None, th: Thresholds, pct: str) -> tuple[list[str], list[str]]:
+    """(reason codes, evidence lines) from the workload's serving-engine metrics."""
+    if sv is None:
+        return [], [
+            "no serving-engine metrics (vLLM, TGI, SGLang) for its workload: queueing and latency not judged"
+        ]
+    reasons: list[str] = []
+    ev: list[str] = []
+    if sv.queue_p is not None:
+        ev.append(f"requests waiting {pct} {sv.queue_p:g} (peak {sv.queue_max or 0:g})")
+        if sv.queue_p >= th.serving_queue_requests:
+            reasons.append("ServingQueueing")
+    if sv.kv_cache_p is not None:
+        ev.append(f"KV cache used {pct} {sv.kv_cache_p:.0%}")
+        if sv.kv_cache_p >= th.kv_cache_pressure:
+            reasons.append("ServingKVCachePressure")
+    if sv.preemptions is not None:
+        ev.append(f"preemptions in the window {sv.preemptions:,.0f}")
+        if sv.preemptions > 0:
+            reasons.append("ServingPreemptions")
+    if sv.ttft_p_s is not None:
+        ev.append(f"TTFT {pct} {sv.ttft_p_s:.3g} s (SLO {th.ttft_slo_s:g} s)")
+        if sv.ttft_p_s > th.ttft_slo_s:
+            reasons.append("ServingTTFTAboveSLO")
+    if sv.tpot_p_s is not None:
+        ev.append(f"TPOT {pct} {1000 * sv.tpot_p_s:.3g} ms (SLO {1000 * th.tpot_slo_s:g} ms)")
+        if sv.tpot_p_s > th.tpot_slo_s:
+            reasons.append("ServingTPOTAboveSLO")
+    return reasons, ev
+
+
+def resolve_tier(tier: str, cost_tier: str | None, rule_tier: str | None, serving: bool) -> str:
+    """The recommender's tier of a GPU or workload: the inventory's (host, then workload), else ``tier``;
+    ``auto``: production for a serving workload (its users wait on it), batch otherwise (the recommender's
+    default: production for serving with an SLO)."""
+    if cost_tier:
+        return cost_tier
+    if rule_tier:
+        return rule_tier
+    if tier != "auto":
+        return tier
+    return "production" if serving else "batch"
+
+
 def classify(
-    st: GpuStats, th: Thresholds, window: Window, inventory: Sequence[InventoryEntry] = ()
+    st: GpuStats,
+    th: Thresholds,
+    window: Window,
+    inventory: Sequence[InventoryEntry] = (),
+    serving: ServingStats | None = None,
+    *,
+    tier: str = "auto",
+    workload: WorkloadId | None = None,
 ) -> GpuFinding:
-    """The finding of one GPU (see the module docstring for the rules)."""
+    """The finding of one GPU, or of one replica of a workload (see the module docstring for the rules)."""
     signal, compute, compute_mean, caveats = _compute(st)
     spec = spec_for_model(st.model)
     cost = resolve_cost(
@@ -114,37 +171,50 @@ def classify(
         else None
     )
     util = m["gpu_util_pct"].p_hi / 100 if "gpu_util_pct" in m else None
+    pct = f"p{100 * window.percentile:g}"
+    evidence: list[str] = []
     under: list[str] = []
     over: list[str] = []
     if compute is not None:
-        if compute >= th.under_compute:
-            under.append("GPUUnderprovisioned")
-        elif compute < th.over_compute:
+        busy = compute >= th.under_compute
+        evidence.append(
+            f"compute ({signal}) {pct} {compute:.0%}, mean {compute_mean or 0:.0%}"
+            + (": busy, which is the goal on a GPU, not a shortage on its own" if busy else "")
+        )
+        if compute < th.over_compute:
             over.append("GPUOverprovisioned")
-    if mem_share is not None:
+    if mem_share is not None and mem is not None and cap:
+        evidence.append(
+            f"memory p99 {mem:.1f} of {cap:.1f} GiB ({mem_share:.0%}), peak {mem_peak or 0:.1f} GiB"
+        )
         if mem_share >= th.under_memory:
             under.append("GPUMemoryUnderprovisioned")
         elif mem_share < th.over_memory:
             over.append("GPUMemoryOverprovisioned")
     if dram is not None:
-        if dram >= th.under_bandwidth:
-            under.append("GPUMemoryBandwidthUnderprovisioned")
-        elif dram < th.over_bandwidth:
+        evidence.append(f"DRAM active {pct} {dram:.0%}")
+        if dram < th.over_bandwidth:
             over.append("GPUMemoryBandwidthOverprovisioned")
     if power is not None and power < th.over_power:
         over.append("GPUPowerOverprovisioned")
+    s_reasons, s_evidence = _serving_evidence(serving, th, pct)
+    under += s_reasons
+    evidence += s_evidence
     reasons: tuple[str, ...]
     holds_memory = mem_share is not None and mem_share >= th.idle_max_memory
     if st.hours < th.min_observed_hours:
         # Compute Optimizer recommends nothing below 30 h of metrics in the lookback (ug/requirements)
         finding, reasons = "InsufficientData", ()
+        what = "the workload (all its pods)" if workload is not None else "the window"
         caveats = (
             *caveats,
-            f"insufficient data: {st.hours:.1f} h observed in the window, {th.min_observed_hours:g} h needed "
+            f"insufficient data: {st.hours:.1f} h observed in {what}, {th.min_observed_hours:g} h needed "
             "(AWS Compute Optimizer's minimum); no finding or savings until more telemetry is stored",
         )
-    elif compute is not None and compute < th.idle_compute and not holds_memory:
+    elif compute is not None and compute < th.idle_compute and not holds_memory and not under:
         finding, reasons = "Idle", ("GPUOverprovisioned",)
+    elif under:
+        finding, reasons = "Underprovisioned", tuple(under)
     elif compute is not None and compute < th.idle_compute:
         # near-zero compute while a process holds the memory (a loaded model waiting for traffic): not idle,
         # releasing the GPU would kill that process (FB used = memory of active contexts, fleet-anchors C.5)
@@ -154,12 +224,11 @@ def classify(
             f"compute near zero but {mem:.1f} GiB held by a running process: not called idle; scale it "
             "to zero only where a cold start fits the latency SLO",
         )
-    elif under:
-        finding, reasons = "Underprovisioned", tuple(under)
     elif "GPUOverprovisioned" in over:
         finding, reasons = "Overprovisioned", tuple(over)
     else:
         finding, reasons = "Optimized", ()
+    gpu_tier = resolve_tier(tier, cost.tier, workload.tier if workload else None, serving is not None)
     hours = st.hours
     cost_usd = None if cost.price_usd_per_gpu_hour is None else cost.price_usd_per_gpu_hour * hours
     if cost.price_basis == "catalog median":
@@ -169,8 +238,14 @@ def classify(
     f = ObservedNeeds(
         finding=finding, compute_p=compute, memory_p99_gib=mem, dram_active_p=dram, memory_peak_gib=mem_peak
     )
-    options = gpu_options(st, f, spec, cost, th, window) if finding != "InsufficientData" else []
-    u_now = max(x for x in (compute or 0.0, mem_share or 0.0, dram or 0.0))
+    options = (
+        gpu_options(st, f, spec, cost, th, window, tier=gpu_tier, reasons=reasons)
+        if finding != "InsufficientData"
+        else []
+    )
+    # performance risk now: memory and serving evidence, not compute (a busy GPU is not at risk by itself)
+    u_now = max(mem_share or 0.0, (serving.kv_cache_p or 0.0) if serving else 0.0)
+    risk = "High" if finding == "Underprovisioned" else current_risk_level(u_now)
     return GpuFinding(
         gpu_key=st.gpu_key,
         host=st.host,
@@ -180,7 +255,7 @@ def classify(
         mig_profile=st.mig_profile,
         namespace=st.namespace,
         workload=st.pod or st.job,
-        team=cost.team or st.namespace,
+        team=(workload.team if workload else None) or cost.team or st.namespace,
         finding=finding,
         reason_codes=reasons,
         idle=finding == "Idle",
@@ -198,10 +273,13 @@ def classify(
         cost_usd_per_month=None
         if cost.price_usd_per_gpu_hour is None
         else cost.price_usd_per_gpu_hour * HOURS_PER_MONTH,
-        current_performance_risk=current_risk_level(u_now),
+        current_performance_risk=risk,
         options=tuple(options),
         caveats=caveats,
         memory_peak_gib=mem_peak,
+        evidence=tuple(evidence),
+        workload_key=workload.key if workload else None,
+        tier=gpu_tier,
     )
 
 
@@ -225,7 +303,8 @@ def _group(level: str, name: str, members: list[GpuFinding]) -> GroupFinding:
         if all(g.finding == "Idle" for g in members):
             worst = "Idle"
         needed = gpus_needed(members)
-        fewer = fewer_gpus_option(members, needed) if 0 < needed < len(members) else None
+        tier = "production" if any(g.tier == "production" for g in members) else (members[0].tier or "batch")
+        fewer = fewer_gpus_option(members, needed, tier) if 0 < needed < len(members) else None
         if fewer is not None:
             options = (fewer,)
             if not any(g.finding == "Underprovisioned" for g in members):
@@ -244,23 +323,90 @@ def _group(level: str, name: str, members: list[GpuFinding]) -> GroupFinding:
     )
 
 
+def _workload_finding(ws: WorkloadStats, g: GpuFinding) -> WorkloadFinding:
+    """A workload's finding from its per-replica finding ``g``: money scaled by the mean replicas."""
+    reps = ws.replicas
+    best = next((o for o in g.options if o.rank == 1), None)
+    mig = next((o for o in g.options if o.kind == "mig_slice"), None)
+    th_need = [
+        x
+        for x in (
+            g.compute_p,
+            None if not g.memory_capacity_gib else (g.memory_peak_gib or 0.0) / g.memory_capacity_gib,
+        )
+        if x is not None
+    ]
+    fraction = max(th_need) if th_need else None
+    if g.finding == "InsufficientData":
+        rec = "no recommendation (insufficient data)"
+    elif g.finding == "Idle":
+        rec = "release its GPUs"
+    elif g.finding == "Overprovisioned":
+        pick = mig or best
+        rec = (
+            f"{pick.target} per replica"
+            if pick is not None and pick.kind in ("mig_slice", "smaller_gpu")
+            else f"a {fraction:.2f} share of one {g.gpu or 'GPU'} per replica (time-slicing or MPS)"
+            if fraction is not None
+            else "a smaller share of its GPU"
+        )
+    elif g.finding == "Underprovisioned":
+        rec = best.target if best is not None else "more capacity (no larger offer at its tier)"
+    else:
+        rec = f"keep {g.gpu or 'its GPU'}"
+    price = g.cost.price_usd_per_gpu_hour
+    return WorkloadFinding(
+        key=ws.id.key,
+        namespace=ws.id.namespace,
+        name=ws.id.name,
+        source=ws.id.source,
+        team=g.team,
+        tier=g.tier or "batch",
+        pods=ws.pods,
+        gpus=ws.gpus,
+        replicas=reps,
+        hours=ws.replica.hours,
+        gpu_hours=ws.gpu_hours,
+        finding=g.finding,
+        reason_codes=g.reason_codes,
+        evidence=g.evidence,
+        recommendation=rec,
+        gpu_fraction=fraction,
+        cost_usd=None if price is None else price * ws.gpu_hours,
+        cost_usd_per_month=None if price is None else price * reps * HOURS_PER_MONTH,
+        savings_usd_per_month=g.best_savings_usd_per_month * reps,
+        replica=g,
+    )
+
+
 def find(
     stats: Sequence[GpuStats],
     window: Window,
     thresholds: Thresholds | None = None,
     inventory: Sequence[InventoryEntry] = (),
+    *,
+    workloads: Sequence[WorkloadStats] = (),
+    serving: Mapping[str, ServingStats] | None = None,
+    rules: Sequence[WorkloadRule] = (),
+    tier: str = "auto",
 ) -> FleetFindings:
-    """Findings for every GPU, node and workload in ``stats``."""
+    """Findings for every GPU, node and workload. ``workloads`` and ``serving`` come from
+    :mod:`gpufleet.telemetry.analyze_workloads` (local store) or :mod:`gpufleet.telemetry.promql`."""
     th = thresholds or Thresholds()
+    if tier not in TIERS:
+        raise InputError(f"--tier {tier!r} is not one of {', '.join(TIERS)}.")
+    serving = serving or {}
     check_inventory_matches(inventory, [(s.host, s.gpu_uuid) for s in stats])
-    gpus = tuple(classify(s, th, window, inventory) for s in stats)
+    gpus_l = []
+    for s in stats:
+        wid = workload_of(namespace=s.namespace, pod=s.pod, job=s.job, rules=rules)
+        sv = serving.get(wid.key) if wid else None
+        gpus_l.append(classify(s, th, window, inventory, sv, tier=tier, workload=wid))
+    gpus = tuple(gpus_l)
     by_host: dict[str, list[GpuFinding]] = defaultdict(list)
-    by_work: dict[str, list[GpuFinding]] = defaultdict(list)
     for g in gpus:
         if g.gpu_index >= 0:
             by_host[g.host].append(g)
-        if g.workload:
-            by_work[f"{g.namespace or '-'}/{g.workload}"].append(g)
     shares: dict[str, list[float]] = defaultdict(list)
     for g in gpus:
         mig = next((o for o in g.options if o.kind == "mig_slice"), None)
@@ -269,13 +415,23 @@ def find(
     # First-fit bound: whole GPUs needed to hold every MIG-able workload's slice (slices are sevenths or
     # quarters).
     packed = {k: (len(v), math.ceil(sum(v) - 1e-9)) for k, v in shares.items()}
+    wl = tuple(
+        _workload_finding(
+            ws, classify(ws.replica, th, window, inventory, serving.get(ws.id.key), tier=tier, workload=ws.id)
+        )
+        for ws in workloads
+    )
+    firsts = [s.first_ts for s in stats] + [w.replica.first_ts for w in workloads]
+    lasts = [s.last_ts for s in stats] + [w.replica.last_ts for w in workloads]
     return FleetFindings(
         window=window,
         thresholds=th,
         gpus=gpus,
         nodes=tuple(_group("node", h, m) for h, m in sorted(by_host.items())),
-        workloads=tuple(_group("workload", w, m) for w, m in sorted(by_work.items())),
+        workloads=wl,
         consolidation=packed,
+        observed_start=min(firsts) if firsts else None,
+        observed_end=max(lasts) if lasts else None,
     )
 
 
@@ -287,6 +443,8 @@ __all__ = [
     "GroupFinding",
     "Option",
     "Thresholds",
+    "WorkloadFinding",
     "classify",
     "find",
+    "resolve_tier",
 ]

@@ -93,6 +93,7 @@ class _Entry(NoBoolNumbers):
     price_kind: str = "on_demand"
     team: str | None = None
     model: str | None = None
+    tier: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -105,6 +106,7 @@ class InventoryEntry:
     price_kind: str
     team: str | None
     model: str | None
+    tier: str | None = None  # the recommender's tier its options are filtered at (dev, batch, production)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -122,6 +124,7 @@ class GpuCost:
     price_basis: str  # "inventory", "labels", "catalog median", "unknown"
     team: str | None
     model: str | None
+    tier: str | None = None
 
 
 def load_inventory(path: Path | str) -> tuple[InventoryEntry, ...]:
@@ -141,11 +144,16 @@ def load_inventory(path: Path | str) -> tuple[InventoryEntry, ...]:
         check_top_level(
             doc,
             source=f"The inventory file {p}",
-            allowed=("hosts",),
-            lists=("hosts",),
-            fix="Each entry gives a host (or gpu_uuid), its provider and instance_type (docs/telemetry.md).",
+            allowed=("hosts", "workloads"),
+            lists=("hosts",) if not isinstance(doc, dict) or "workloads" not in doc else (),
+            fix="Each hosts entry gives a host (or gpu_uuid), its provider and instance_type; each workloads "
+            "entry a pod glob and its workload (docs/telemetry.md).",
         )
+        if "hosts" not in doc:
+            return ()  # workloads only (gpufleet.telemetry.workloads.load_workload_rules reads them)
         rows = doc["hosts"]
+        if not isinstance(rows, list):
+            raise ConfigFileError(f"The inventory file {p}: 'hosts:' must be a list of entries.")
     if not rows:
         raise ConfigFileError(
             f"The inventory file {p} has no entries; give at least one host (or gpu_uuid) with its provider "
@@ -161,7 +169,8 @@ def load_inventory(path: Path | str) -> tuple[InventoryEntry, ...]:
             raise ConfigFileError(
                 f"The inventory file {p}, entry {i}: {'.'.join(str(x) for x in err['loc']) or 'entry'}: "
                 f"{str(err['msg']).removeprefix('Value error, ')}. "
-                "Allowed keys: host, gpu_uuid, provider, instance_type, region, price_kind, team, model."
+                "Allowed keys: host, gpu_uuid, provider, instance_type, region, price_kind, team, model, "
+                "tier."
             ) from None
         if not e.host and not e.gpu_uuid:
             raise ConfigFileError(f"The inventory file {p}, entry {i}: give 'host' (a glob) or 'gpu_uuid'.")
@@ -177,6 +186,11 @@ def load_inventory(path: Path | str) -> tuple[InventoryEntry, ...]:
                 f"The inventory file {p}, entry {i}: price_kind {e.price_kind!r} is not one of "
                 f"{', '.join(PRICE_KINDS)}."
             )
+        if e.tier is not None and e.tier not in ("dev", "batch", "production"):
+            raise ConfigFileError(
+                f"The inventory file {p}, entry {i}: tier {e.tier!r} is not one of dev, batch, production "
+                "(the recommender's tiers; production never moves work to a marketplace host)."
+            )
         if e.model:
             from gpufleet.models import resolve_model
 
@@ -186,6 +200,40 @@ def load_inventory(path: Path | str) -> tuple[InventoryEntry, ...]:
                 raise ConfigFileError(f"The inventory file {p}, entry {i}: model: {exc}") from None
         out.append(InventoryEntry(**e.model_dump()))
     return tuple(out)
+
+
+#: Name of the inventory copy kept in a telemetry store (suffix of the file given).
+STORED_INVENTORY: Final = "inventory"
+
+
+def inventory_for(
+    store_root: Path, path: Path | str | None
+) -> tuple[tuple[InventoryEntry, ...], tuple[Any, ...], Path | None]:
+    """One pricing path for every command on a store: the inventory given (checked, then kept in the store
+    as ``<store>/inventory.<suffix>``), else the one kept there by an earlier command, else none.
+
+    Returns (host entries, workload rules, the file used). Before this, ``findings --inventory`` and
+    ``report`` without it priced the same host differently (inventory vs catalog median)."""
+    from gpufleet.fileio import atomic_write_text, read_user_text
+    from gpufleet.telemetry.workloads import load_workload_rules
+
+    used: Path | None
+    if path is not None:
+        used = Path(path)
+        entries, rules = load_inventory(used), load_workload_rules(used)
+        if (store_root / "manifest.json").exists():
+            for old in store_root.glob(f"{STORED_INVENTORY}.*"):
+                old.unlink(missing_ok=True)
+            atomic_write_text(
+                store_root / f"{STORED_INVENTORY}{used.suffix.lower() or '.yaml'}",
+                read_user_text(used, what="inventory file"),
+            )
+        return entries, rules, used
+    kept = sorted(store_root.glob(f"{STORED_INVENTORY}.*")) if store_root.is_dir() else []
+    if not kept:
+        return (), (), None
+    used = kept[0]
+    return load_inventory(used), load_workload_rules(used), used
 
 
 @cache
@@ -357,6 +405,7 @@ def resolve_cost(
             price_basis=basis,
             team=entry.team if entry else None,
             model=entry.model if entry else None,
+            tier=entry.tier if entry else None,
         )
     median = catalog_median_usd_per_gpu_hour(spec.id) if spec else None
     return GpuCost(
@@ -375,10 +424,12 @@ def resolve_cost(
 
 
 __all__ = [
+    "STORED_INVENTORY",
     "GpuCost",
     "InventoryEntry",
     "catalog_median_usd_per_gpu_hour",
     "check_inventory_matches",
+    "inventory_for",
     "load_inventory",
     "resolve_cost",
     "spec_for_model",

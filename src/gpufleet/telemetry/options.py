@@ -42,21 +42,40 @@ def _peak(spec: AcceleratorSpec) -> float:
     return spec.bf16_tflops or spec.fp16_tflops or spec.fp32_tflops or 0.0
 
 
-def _offer_candidates(cost: GpuCost) -> list[tuple[str, str, str, float, float, float]]:
-    return _offer_candidates_for(cost.provider, cost.region, cost.price_kind)
+def _offer_candidates(cost: GpuCost, tier: str) -> list[tuple[str, str, str, float, float, float]]:
+    return _offer_candidates_for(cost.provider, cost.region, cost.price_kind, tier)
+
+
+def tier_mask(table: object, tier: str, serving: bool) -> np.ndarray:
+    """Offers the recommender would consider at ``tier``: its own filter
+    (:func:`gpufleet.recommend.candidates.eligible_mask`: whole GPUs, a named region; production: no
+    marketplace or community host, no consumer GPU, no stale or undated price, no host of unknown
+    RAM/vCPUs)."""
+    from gpufleet.recommend.candidates import eligible_mask
+    from gpufleet.recommend.types import Workload
+
+    w = Workload(
+        name="telemetry right-sizing",
+        model="telemetry",  # no model: no model-specific filter applies
+        task="inference" if serving else "pretrain",
+        precision="bf16",
+        tier=tier,
+    )
+    return eligible_mask(table, w)  # type: ignore[arg-type]
 
 
 @cache
 def _offer_candidates_for(
-    provider: str | None, region: str | None, price_kind: str
+    provider: str | None, region: str | None, price_kind: str, tier: str = "production"
 ) -> list[tuple[str, str, str, float, float, float]]:
     """(provider, instance_type, gpu, gpu_count, per-GPU on-demand, per-GPU at the GPU's kind) per offer of
-    the same provider (and region when known), cheapest per (instance type)."""
+    the same provider (and region when known) that the recommender allows at ``tier``, cheapest per
+    (instance type)."""
     from gpufleet.catalog.pricing import prices_usd_per_hour
     from gpufleet.telemetry.inventory import _offers
 
     t = _offers()
-    mask = np.ones(len(t), dtype=bool)
+    mask = np.asarray(tier_mask(t, tier, serving=tier == "production"), dtype=bool).copy()
     if provider:
         mask &= t.column("provider") == provider
     if region:
@@ -120,7 +139,12 @@ def gpu_options(
     cost: GpuCost,
     th: Thresholds,
     window: Window,
+    tier: str = "production",
+    reasons: tuple[str, ...] = (),
 ) -> list[Option]:
+    """Options for one GPU (or one replica of a workload), from offers the recommender allows at ``tier``.
+    Underprovisioned: a larger GPU (more memory for a memory shortage, more compute for a serving one) and,
+    for serving evidence, one more replica."""
     price = cost.on_demand_usd_per_gpu_hour
     kind_price = cost.price_usd_per_gpu_hour
     month = HOURS_PER_MONTH
@@ -147,6 +171,7 @@ def gpu_options(
                 kind="release",
                 target="release the GPU",
                 price_usd_per_gpu_hour=0.0,
+                cost_usd_per_month=0.0,
                 savings_usd_per_month=s,
                 savings_after_discounts_usd_per_month=sa,
                 savings_pct=pct,
@@ -184,6 +209,7 @@ def gpu_options(
                     projected_utilization=u,
                     rank=0,
                     gpu_share=share,
+                    cost_usd_per_month=None if price is None else price * share * month,
                     notes=(
                         f"{prof.compute_slices}/{prof.compute_slices_total} of the GPU; savings assume the "
                         "other "
@@ -201,8 +227,14 @@ def gpu_options(
     ):
         need_tflops = need_c * _peak(spec)
         need_bw = (f.dram_active_p or 0.0) * (1 + th.headroom) * spec.mem_bw_gb_per_s
+        if finding == "Underprovisioned":
+            # a larger GPU is larger on what is short: memory for a memory shortage, else compute
+            if "GPUMemoryUnderprovisioned" in reasons:
+                need_m = max(need_m, spec.memory_gib * 1.0001)
+            else:
+                need_tflops = max(need_tflops, _peak(spec) * 1.0001)
         best: tuple[float, Option] | None = None
-        for prov, itype, gpu, count, od, kp in _offer_candidates(cost):
+        for prov, itype, gpu, count, od, kp in _offer_candidates(cost, tier):
             if gpu == spec.id or (count < 1 and finding == "Underprovisioned"):
                 continue
             try:
@@ -240,12 +272,32 @@ def gpu_options(
                 performance_risk=performance_risk(u),
                 projected_utilization=u,
                 rank=0,
-                notes=tuple(n for n in (note,) if n),
+                notes=tuple(
+                    n for n in (note, f"offers allowed at the {tier} tier (recommender's filter)") if n
+                ),
+                cost_usd_per_month=per_gpu_od * month,
             )
             if best is None or per_gpu_od < best[0]:
                 best = (per_gpu_od, o)
         if best is not None:
             opts.append(best[1])
+    if finding == "Underprovisioned" and price is not None and any(r.startswith("Serving") for r in reasons):
+        opts.append(
+            Option(
+                kind="scale_out",
+                target="one more replica on the same GPU"
+                + (f" ({cost.provider} {cost.instance_type})" if cost.provider else ""),
+                price_usd_per_gpu_hour=price,
+                savings_usd_per_month=-price * month,
+                savings_after_discounts_usd_per_month=None if kind_price is None else -kind_price * month,
+                savings_pct=-100.0,
+                performance_risk=0.0,
+                projected_utilization=None,
+                rank=0,
+                notes=("users wait (serving evidence): capacity is added, not saved",),
+                cost_usd_per_month=price * month,
+            )
+        )
     busy_share = st.hours / (window.days * 24.0) if window.days > 0 else 0.0
     if (
         finding in ("Optimized", "Underprovisioned")
@@ -282,6 +334,7 @@ def gpu_options(
                         projected_utilization=None,
                         rank=0,
                         notes=(f"busy {busy_share:.0%} of the lookback; pays off only if it stays busy",),
+                        cost_usd_per_month=c1 * month,
                     )
                 )
     order = sorted(opts, key=lambda o: (o.performance_risk > 3, -(o.savings_usd_per_month or -1e18)))
@@ -306,7 +359,7 @@ def gpus_needed(members: Sequence[GpuFinding]) -> int:
     return whole + math.ceil(shares - 1e-9)
 
 
-def fewer_gpus_option(members: Sequence[GpuFinding], needed: int) -> Option | None:
+def fewer_gpus_option(members: Sequence[GpuFinding], needed: int, tier: str = "production") -> Option | None:
     """The cheapest instance of the same provider (and region) with the same GPU and at least ``needed`` of
     them, when it has fewer GPUs than the node; priced per month against the node's current GPUs."""
     first = members[0]
@@ -316,7 +369,9 @@ def fewer_gpus_option(members: Sequence[GpuFinding], needed: int) -> Option | No
     current_od = cost.on_demand_usd_per_gpu_hour * len(members)
     current_kind = (cost.price_usd_per_gpu_hour or cost.on_demand_usd_per_gpu_hour) * len(members)
     best: tuple[float, str, float, int] | None = None
-    for prov, itype, gpu, count, od, kp in _offer_candidates_for(cost.provider, cost.region, cost.price_kind):
+    for prov, itype, gpu, count, od, kp in _offer_candidates_for(
+        cost.provider, cost.region, cost.price_kind, tier
+    ):
         if gpu != first.gpu or count < 1:
             continue
         n_inst = math.ceil(
@@ -343,6 +398,7 @@ def fewer_gpus_option(members: Sequence[GpuFinding], needed: int) -> Option | No
         performance_risk=1.0 if n_inst == 1 else 2.0,
         projected_utilization=None,
         rank=1,
+        cost_usd_per_month=total_od * HOURS_PER_MONTH,
         notes=(
             f"the node's work needs {needed} of its {len(members)} GPUs (idle released, MIG-able packed)",
             *(
@@ -354,4 +410,4 @@ def fewer_gpus_option(members: Sequence[GpuFinding], needed: int) -> Option | No
     )
 
 
-__all__ = ["fewer_gpus_option", "gpu_options", "gpus_needed", "performance_risk"]
+__all__ = ["fewer_gpus_option", "gpu_options", "gpus_needed", "performance_risk", "tier_mask"]

@@ -36,7 +36,26 @@ METRICS: Final[dict[str, tuple[str, str]]] = {
     "memory_temp_c": ("degC", "memory temperature"),
     "sm_clock_mhz": ("MHz", "SM clock"),
     "request_latency_s": ("s", "request latency of a served model (e.g. a p95 gauge or single requests)"),
+    # Serving engines (per pod, no GPU label): vLLM, TGI and SGLang metric names in readers.common
+    "queue_requests": ("requests", "requests waiting for admission (vllm:num_requests_waiting)"),
+    "running_requests": ("requests", "requests being decoded (vllm:num_requests_running)"),
+    "kv_cache_usage_ratio": ("ratio", "KV-cache blocks in use (vllm:gpu_cache_usage_perc, 0-1)"),
+    "preemptions_total": ("count", "requests preempted since start, a counter (vllm:num_preemptions_total)"),
+    "ttft_s_bucket": ("count", "time-to-first-token histogram bucket, cumulative counter, label le [s]"),
+    "tpot_s_bucket": ("count", "time-per-output-token histogram bucket, cumulative counter, label le [s]"),
 }
+#: Metrics of a serving engine rather than a GPU: stored per pod (gpu_index -1, host ``svc:<ns>/<pod>``).
+SERVICE_METRICS: Final[frozenset[str]] = frozenset(
+    {
+        "request_latency_s",
+        "queue_requests",
+        "running_requests",
+        "kv_cache_usage_ratio",
+        "preemptions_total",
+        "ttft_s_bucket",
+        "tpot_s_bucket",
+    }
+)
 
 #: Columns of the canonical sample table, in order. ``ts_us``: UTC microseconds since the epoch.
 SAMPLE_COLUMNS: Final[tuple[str, ...]] = (
@@ -57,6 +76,7 @@ SAMPLE_COLUMNS: Final[tuple[str, ...]] = (
     "provider",
     "instance_type",
     "region",
+    "le",
     "source",
 )
 #: Label columns that may be absent (empty string in a batch, NULL in the store).
@@ -72,6 +92,7 @@ LABEL_COLUMNS: Final[tuple[str, ...]] = (
     "provider",
     "instance_type",
     "region",
+    "le",
 )
 SOURCES: Final[tuple[str, ...]] = (
     "nvidia_smi_csv",

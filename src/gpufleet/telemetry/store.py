@@ -51,7 +51,18 @@ DEFAULT_SKEW_TOLERANCE_S: Final = 300.0
 #: Series attributes (besides the id) kept in the series table.
 SERIES_COLUMNS: Final[tuple[str, ...]] = ("gpu_key", "metric", "host", "gpu_index", *LABEL_COLUMNS, "source")
 #: Labels that make a new series on the same GPU and metric (a new pod = a new series).
-SERIES_IDENTITY: Final[tuple[str, ...]] = ("gpu_key", "metric", "pod", "namespace", "job", "container")
+SERIES_IDENTITY: Final[tuple[str, ...]] = ("gpu_key", "metric", "pod", "namespace", "job", "container", "le")
+
+
+def _series_select(con: Any, files: Sequence[str]) -> str:
+    """``SELECT`` of the series files with every column of :data:`SERIES_COLUMNS`: a store written before a
+    label column existed (``le``, histogram buckets) reads it as NULL."""
+    have = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM read_parquet({_sql_list(files)})").fetchall()}
+    cols = ", ".join(
+        c if c in have else f"NULL::{'INTEGER' if c == 'gpu_index' else 'VARCHAR'} AS {c}"
+        for c in ("series_id", *SERIES_COLUMNS)
+    )
+    return f"SELECT {cols} FROM read_parquet({_sql_list(files)})"
 
 
 def default_store_dir() -> Path:
@@ -204,7 +215,7 @@ class TelemetryStore:
                 "NULL::DOUBLE value WHERE false"
             )
         if series:
-            con.execute(f"CREATE VIEW series AS SELECT * FROM read_parquet({_sql_list(series[-1:])})")
+            con.execute(f"CREATE VIEW series AS {_series_select(con, series[-1:])}")
         else:
             cols = ", ".join(
                 f"NULL::{'INTEGER' if c == 'gpu_index' else 'VARCHAR'} {c}" for c in SERIES_COLUMNS
@@ -280,30 +291,28 @@ class TelemetryStore:
             # Out of order within a series (input order): warned, then sorted on store.
             ooo = con.execute(
                 "SELECT count(*), any_value(gpu_key || ' ' || metric) FROM (SELECT gpu_key, metric, ts_us, "
-                "lag(ts_us) OVER (PARTITION BY gpu_key, metric ORDER BY rn) AS prev FROM raw) WHERE ts_us < "
-                "prev"
+                "lag(ts_us) OVER (PARTITION BY gpu_key, metric, le ORDER BY rn) AS prev FROM raw) "
+                "WHERE ts_us < prev"
             ).fetchone()
             if ooo and ooo[0]:
                 problems.add(where, "out_of_order", f"timestamps go backwards in {ooo[1]}", n=ooo[0])
             # Duplicates inside the input: keep the first.
             dup = con.execute(
                 "SELECT count(*), any_value(gpu_key || ' ' || metric || ' ' || CAST(ts_us AS VARCHAR)) FROM "
-                "(SELECT gpu_key, metric, ts_us, row_number() OVER (PARTITION BY gpu_key, metric, ts_us "
+                "(SELECT gpu_key, metric, ts_us, row_number() OVER (PARTITION BY gpu_key, metric, le, ts_us "
                 "ORDER BY rn) AS k FROM raw) WHERE k > 1"
             ).fetchone()
             if dup and dup[0]:
                 problems.add(where, "duplicate_sample", f"{dup[1]} given more than once", n=dup[0])
                 con.execute(
                     "DELETE FROM raw WHERE rn IN (SELECT rn FROM (SELECT rn, row_number() OVER (PARTITION BY "
-                    "gpu_key, metric, ts_us ORDER BY rn) AS k FROM raw) WHERE k > 1)"
+                    "gpu_key, metric, le, ts_us ORDER BY rn) AS k FROM raw) WHERE k > 1)"
                 )
             # Series ids: reuse existing ones, number new ones after the largest.
             old_series = [str(self.root / f) for f in doc["series_files"][-1:]]
             self._check_files(old_series)
             if old_series:
-                con.execute(
-                    f"CREATE TEMP TABLE series AS SELECT * FROM read_parquet({_sql_list(old_series)})"
-                )
+                con.execute(f"CREATE TEMP TABLE series AS {_series_select(con, old_series)}")
             else:
                 con.execute(
                     "CREATE TEMP TABLE series AS SELECT 0::INTEGER series_id, "

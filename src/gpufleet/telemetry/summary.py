@@ -4,7 +4,7 @@ lives in :mod:`gpufleet.report.telemetry`)."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -27,6 +27,9 @@ class FleetSummary:
     compute_p_values: tuple[float, ...]  # per GPU (for the distribution chart)
     gpu_util_p_values: tuple[float, ...]
     priced_gpus: int
+    #: team -> (workloads, GPU-hours, cost in the window USD, cost USD/month, savings USD/month), from the
+    #: workload findings (team: inventory workload team, inventory host team, else the namespace)
+    chargeback: dict[str, tuple[int, float, float, float, float]] = field(default_factory=dict)
 
 
 def summarize(ff: FleetFindings) -> FleetSummary:
@@ -47,6 +50,14 @@ def summarize(ff: FleetFindings) -> FleetSummary:
         t[1] += g.cost_usd_per_month or 0.0
         t[2] += g.best_savings_usd_per_month
         signals[g.compute_signal] += 1
+    charge: dict[str, list[float]] = defaultdict(lambda: [0, 0.0, 0.0, 0.0, 0.0])
+    for w in ff.workloads:
+        c = charge[w.team or "(no team label)"]
+        c[0] += 1
+        c[1] += w.gpu_hours
+        c[2] += w.cost_usd or 0.0
+        c[3] += w.cost_usd_per_month or 0.0
+        c[4] += w.savings_usd_per_month
     return FleetSummary(
         gpus=len(gpus),
         gpu_hours=hours,
@@ -63,6 +74,10 @@ def summarize(ff: FleetFindings) -> FleetSummary:
         compute_p_values=tuple(float(g.compute_p) for g in gpus if g.compute_p is not None),
         gpu_util_p_values=tuple(float(g.gpu_util_p) for g in gpus if g.gpu_util_p is not None),
         priced_gpus=sum(1 for g in gpus if g.cost.price_usd_per_gpu_hour is not None),
+        chargeback={
+            k: (int(v[0]), float(v[1]), float(v[2]), float(v[3]), float(v[4]))
+            for k, v in sorted(charge.items())
+        },
     )
 
 

@@ -8,7 +8,9 @@ long before the SMs do, so ``gpu_util = min(100, 100 * (sm / 0.35) ** 0.5)`` whi
 Classes (expected finding with default :class:`~gpufleet.telemetry.findings.Thresholds`):
 ``idle`` -> Idle; ``over`` (compute 0.15-0.25, memory 45-60 % of capacity) -> Overprovisioned without a MIG
 slice; ``migable`` (compute 0.05-0.12 high percentile, memory < 15 %) -> Overprovisioned with a MIG option;
-``under`` (compute ~0.93) -> Underprovisioned; ``healthy`` (compute 0.55-0.7, memory 60-75 %) -> Optimized.
+``busy`` (compute ~0.93, memory 70-80 %) -> Optimized (a busy GPU is the goal; nothing says work waits);
+``memstarved`` (compute 0.5-0.6, memory 92-97 % of capacity) -> Underprovisioned (GPUMemoryUnderprovisioned);
+``healthy`` (compute 0.55-0.7, memory 60-75 %) -> Optimized.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ EXPECTED: Final[dict[str, str]] = {
     "idle": "Idle",
     "over": "Overprovisioned",
     "migable": "Overprovisioned",
-    "under": "Underprovisioned",
+    "busy": "Optimized",
+    "memstarved": "Underprovisioned",
     "healthy": "Optimized",
 }
 _LEVELS: Final[dict[str, tuple[tuple[float, float], tuple[float, float]]]] = {
@@ -35,7 +38,8 @@ _LEVELS: Final[dict[str, tuple[tuple[float, float], tuple[float, float]]]] = {
     "idle": ((0.0, 0.01), (0.0, 0.02)),
     "over": ((0.15, 0.22), (0.45, 0.6)),
     "migable": ((0.04, 0.08), (0.05, 0.12)),
-    "under": ((0.9, 0.93), (0.7, 0.8)),
+    "busy": ((0.9, 0.93), (0.7, 0.8)),
+    "memstarved": ((0.5, 0.6), (0.95, 0.97)),
     "healthy": ((0.55, 0.65), (0.6, 0.72)),
 }
 

@@ -30,6 +30,40 @@ DCGM_METRICS: Final[dict[str, tuple[str, float]]] = {
     "DCGM_FI_DEV_SM_CLOCK": ("sm_clock_mhz", 1.0),
     # Served-model latency, in seconds (a gauge such as a recording rule of a p95, or single requests).
     "GPUFLEET_REQUEST_LATENCY_SECONDS": ("request_latency_s", 1.0),
+    # Serving engines. vLLM: docs.vllm.ai "Production Metrics" (vllm/engine/metrics.py; V1 renames
+    # gpu_cache_usage_perc to kv_cache_usage_perc and time_per_output_token to inter_token_latency; the
+    # "perc" gauges are 0-1). TGI: huggingface/text-generation-inference docs "Metrics" (tgi_queue_size,
+    # tgi_batch_current_size, tgi_request_mean_time_per_token_duration). SGLang: docs "Production Metrics"
+    # (sglang:num_queue_reqs, sglang:token_usage 0-1, sglang:time_to_first_token_seconds).
+    "VLLM:NUM_REQUESTS_WAITING": ("queue_requests", 1.0),
+    "TGI_QUEUE_SIZE": ("queue_requests", 1.0),
+    "SGLANG:NUM_QUEUE_REQS": ("queue_requests", 1.0),
+    "VLLM:NUM_REQUESTS_RUNNING": ("running_requests", 1.0),
+    "TGI_BATCH_CURRENT_SIZE": ("running_requests", 1.0),
+    "SGLANG:NUM_RUNNING_REQS": ("running_requests", 1.0),
+    "VLLM:GPU_CACHE_USAGE_PERC": ("kv_cache_usage_ratio", 1.0),
+    "VLLM:KV_CACHE_USAGE_PERC": ("kv_cache_usage_ratio", 1.0),
+    "SGLANG:TOKEN_USAGE": ("kv_cache_usage_ratio", 1.0),
+    "VLLM:NUM_PREEMPTIONS_TOTAL": ("preemptions_total", 1.0),
+    "VLLM:TIME_TO_FIRST_TOKEN_SECONDS_BUCKET": ("ttft_s_bucket", 1.0),
+    "SGLANG:TIME_TO_FIRST_TOKEN_SECONDS_BUCKET": ("ttft_s_bucket", 1.0),
+    "VLLM:TIME_PER_OUTPUT_TOKEN_SECONDS_BUCKET": ("tpot_s_bucket", 1.0),
+    "VLLM:INTER_TOKEN_LATENCY_SECONDS_BUCKET": ("tpot_s_bucket", 1.0),
+    "SGLANG:TIME_PER_OUTPUT_TOKEN_SECONDS_BUCKET": ("tpot_s_bucket", 1.0),
+    "SGLANG:INTER_TOKEN_LATENCY_SECONDS_BUCKET": ("tpot_s_bucket", 1.0),
+    "TGI_REQUEST_MEAN_TIME_PER_TOKEN_DURATION_BUCKET": ("tpot_s_bucket", 1.0),
+}
+
+
+#: The exporter names of each serving metric (for PromQL: ``{__name__=~"a|b"}``), from DCGM_METRICS.
+def exporter_names(canonical: str) -> tuple[str, ...]:
+    """The exporter metric names (as the exporters write them, case preserved) mapping to ``canonical``."""
+    return tuple(_EXPORTER_CASE.get(k, k) for k, (c, _) in DCGM_METRICS.items() if c == canonical)
+
+
+#: Names whose exporter spelling is lower case (Prometheus names are case-sensitive).
+_EXPORTER_CASE: Final[dict[str, str]] = {
+    k: k.lower() for k in DCGM_METRICS if k.startswith(("VLLM:", "TGI_", "SGLANG:", "GPUFLEET_"))
 }
 
 #: Physical range of each canonical metric (inclusive); values outside are refused as ``out_of_range``.
@@ -51,6 +85,12 @@ VALUE_RANGE: Final[dict[str, tuple[float, float]]] = {
     "memory_temp_c": (-50.0, 150.0),
     "sm_clock_mhz": (0.0, 5000.0),
     "request_latency_s": (0.0, SECONDS_PER_DAY),
+    "queue_requests": (0.0, 1.0e9),
+    "running_requests": (0.0, 1.0e9),
+    "kv_cache_usage_ratio": (0.0, 1.0),
+    "preemptions_total": (0.0, 1.0e18),
+    "ttft_s_bucket": (0.0, 1.0e18),
+    "tpot_s_bucket": (0.0, 1.0e18),
 }
 
 #: Label variants (dcgm-exporter render template, old names, Prometheus ``exported_*`` relabels, lower-cased
@@ -75,6 +115,7 @@ LABEL_VARIANTS: Final[dict[str, tuple[str, ...]]] = {
         "InstanceType",
     ),
     "region": ("region", "topology_kubernetes_io_region", "label_topology_kubernetes_io_region"),
+    "le": ("le",),
 }
 
 

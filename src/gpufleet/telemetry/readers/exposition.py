@@ -22,7 +22,7 @@ from gpufleet.telemetry.readers.common import (
     parse_index,
     timestamp_us,
 )
-from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
+from gpufleet.telemetry.schema import SERVICE_METRICS, ProblemCounter, SampleBatch
 from gpufleet.units import MS_PER_S, US_PER_S
 
 _SAMPLE_RE: Final = re.compile(
@@ -55,12 +55,18 @@ def _float(text: str) -> float | None:
 
 
 def service_labels(labels: dict[str, str]) -> tuple[dict[str, str], int] | None:
-    """Identity of a served-model latency sample (no GPU of its own): ``gpu_index`` -1, host = the service."""
+    """Identity of a serving-engine sample (no GPU of its own): ``gpu_index`` -1, host ``svc:<ns>/<pod>``
+    (the pod joins it to the GPUs dcgm-exporter maps to that pod), else the job or the host."""
     who = labels.get("pod") or labels.get("job") or labels.get("host")
     if not who:
         return None
     out = dict(labels)
-    out["host"] = labels.get("host") or f"svc:{labels.get('namespace', '')}/{who}"
+    out["host"] = (
+        f"svc:{labels.get('namespace', '')}/{labels['pod']}"
+        if labels.get("pod")
+        else labels.get("host") or f"svc:{labels.get('namespace', '')}/{who}"
+    )
+    out.pop("gpu_uuid", None)
     return out, -1
 
 
@@ -71,10 +77,10 @@ def _identity(labels_text: str, metric: str, batch: SampleBatch) -> tuple[int | 
         return None, "malformed_line"
     labels = canonical_labels(raw_labels, "dcgm_exposition")
     index = parse_index(labels.get("gpu_index", ""))
-    if metric == "request_latency_s" and index is None:
+    if metric in SERVICE_METRICS:
         svc = service_labels(labels)
         if svc is None:
-            return None, "missing_labels: latency without pod/job/host"
+            return None, "missing_labels: a serving metric without pod/job/host"
         labels, index = svc
     if index is None and labels.get("gpu_uuid"):
         index = -1  # UUID known, index not labelled
@@ -107,7 +113,7 @@ def read_exposition(
             problems.add(source, "unknown_metric", f"{m.group('name')} (line {lineno}: {line[:160]})")
             continue
         metric, factor = known
-        key = (m.group("labels") or "", metric == "request_latency_s")
+        key = (m.group("labels") or "", metric in SERVICE_METRICS)
         ident = identities.get(key)
         if ident is None:
             ident = identities[key] = _identity(key[0], metric, batch)

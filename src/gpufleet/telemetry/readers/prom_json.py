@@ -14,7 +14,7 @@ from typing import Any
 from gpufleet.errors import ConfigFileError
 from gpufleet.telemetry.readers.common import DCGM_METRICS, add_checked, canonical_labels, parse_index
 from gpufleet.telemetry.readers.exposition import service_labels
-from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
+from gpufleet.telemetry.schema import SERVICE_METRICS, ProblemCounter, SampleBatch
 from gpufleet.units import US_PER_S
 
 #: Timestamps beyond year 9999 (253,402,300,800 s after 1970) are not a time (``1e300``, a bool, NaN).
@@ -69,7 +69,7 @@ def read_query_range_json(
         metric, factor = known
         labels = canonical_labels(raw, source_kind)
         index = parse_index(labels.get("gpu_index", ""))
-        if metric == "request_latency_s" and index is None:
+        if metric in SERVICE_METRICS:
             svc = service_labels(labels)
             if svc is not None:
                 labels, index = svc
