@@ -37,6 +37,8 @@ class Layout:
 def _s(v: float) -> str:
     if v != v:  # NaN
         return "n/a"
+    if v == float("inf"):
+        return "never (not served)"
     return f"{v * 1000:.0f} ms" if v < 1 else f"{v:.2f} s"
 
 
@@ -68,7 +70,8 @@ def _autoscale(r: Any) -> Layout:
         ("cost", _usd(r.cost_usd)),
         (
             "SLO attainment",
-            f"{_pct(r.slo_attainment)} (TTFT <= {_s(r.slo_ttft_s)} and TPOT <= {_s(r.slo_tpot_s)})",
+            f"{_pct(r.slo_attainment)} (TTFT <= {_s(r.slo_ttft_s)} and TPOT <= {_s(r.slo_tpot_s)}"
+            + (f"; target {_pct(r.slo_attainment_target)})" if r.slo_attainment_target is not None else ")"),
         ),
         ("scale events", f"{len(r.scale_events)}; cold-start hits {r.cold_start_hits:,}"),
     ]
@@ -78,19 +81,20 @@ def _autoscale(r: Any) -> Layout:
         )
     if r.unfinished:
         lay.facts.append(("unfinished", f"{r.unfinished:,} requests never served"))
+    if r.slo_gaps:
+        lay.facts.append(("SLO missed", "; ".join(r.slo_gaps)))
     if r.static_peak is not None:
         sp = r.static_peak
-        if sp.meets_slo:
-            vs = f"{sp.replicas} replicas, {_usd(sp.cost_usd)}, p95 TTFT {_s(sp.ttft_p95_s)}: " + (
-                f"savings {_pct(r.savings_vs_static_peak)}"
-                + ("" if r.meets_slo else " (the policy misses the p95 TTFT SLO: not at equal SLO)")
-            )
+        base = (
+            f"{sp.replicas} replicas, {_usd(sp.cost_usd)}, p95 TTFT {_s(sp.ttft_p95_s)}, "
+            f"p95 TPOT {_s(sp.tpot_p95_s)}, attainment {_pct(sp.slo_attainment)}"
+        )
+        if r.not_comparable is None:
+            vs = f"{base}: savings {_pct(r.savings_vs_static_peak)} at equal SLOs"
+        elif sp.meets_slo:
+            vs = f"{base}: not comparable, {r.not_comparable}; no savings stated"
         else:
-            vs = (
-                f"no fixed count up to {sp.replicas} replicas meets the p95 TTFT SLO {_s(r.slo_ttft_s)} "
-                f"(p95 {_s(sp.ttft_p95_s)} at {sp.replicas}, {_usd(sp.cost_usd)}): no baseline at equal "
-                "service, no savings claimed"
-            )
+            vs = f"not comparable: {r.not_comparable} ({_usd(sp.cost_usd)}); no savings stated"
         lay.facts.append(("vs static peak", vs))
     rows = [
         [name, _s(st.p50_s), _s(st.p95_s), _s(st.p99_s), _s(st.mean_s)]
