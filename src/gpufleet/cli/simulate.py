@@ -205,7 +205,14 @@ def spot_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="Model trained.")],
     tokens: Annotated[float, typer.Option("--tokens", help="Training tokens, e.g. 2e10 or 20B.")],
     gpu: Annotated[str, typer.Option("--gpu", "-g")] = "h100",
-    gpus: Annotated[int, typer.Option("--gpus", help="GPUs of the job.")] = 8,
+    gpus: Annotated[
+        int | None,
+        typer.Option(
+            "--gpus",
+            help="GPUs of the job (default: search 1-512 GPUs, whole 8-GPU nodes beyond 8, for the "
+            "cheapest layout meeting the deadline).",
+        ),
+    ] = None,
     deadline_hours: Annotated[float | None, typer.Option("--deadline-hours")] = None,
     interruptions: Annotated[
         Path | None, typer.Option("--interruptions", help="SkyPilot spot-traces JSON.")

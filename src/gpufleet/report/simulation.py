@@ -141,6 +141,19 @@ def _spot(r: Any) -> Layout:
         ("interruptions", r.interruption_source),
         ("best", r.best or "none meets the deadline with P(miss) <= 5 %"),
     ]
+    if r.layouts:
+        lay.facts.insert(
+            0,
+            (
+                "layout",
+                f"{r.gpus} GPUs on {r.nodes} node(s): the cheapest of {len(r.layouts)} GPU counts searched "
+                + (
+                    "that meets the deadline"
+                    if r.best
+                    else "(none meets the deadline: the least likely to miss)"
+                ),
+            ),
+        )
     if r.closed_form_wall_time_factor is not None:
         lay.facts.append(("closed form E[T]/W", f"{r.closed_form_wall_time_factor:.3f} (cost/spot.py)"))
     headers = [
@@ -171,6 +184,25 @@ def _spot(r: Any) -> Layout:
         for o in r.outcomes
     ]
     lay.tables.append((f"Strategies ({r.outcomes[-1].runs} Monte-Carlo runs, seed {r.seed})", headers, rows))
+    if r.layouts:
+        lay.tables.append(
+            (
+                "Layouts searched",
+                ["GPUs", "nodes", "status", "best", "E[cost]", "P(miss)", "why"],
+                [
+                    [
+                        str(t.gpus),
+                        str(t.nodes) if t.nodes else "-",
+                        t.status,
+                        t.best or "-",
+                        _usd(t.expected_cost_usd) if t.expected_cost_usd is not None else "-",
+                        _pct(t.p_deadline_miss) if t.p_deadline_miss is not None else "-",
+                        t.why,
+                    ]
+                    for t in r.layouts
+                ],
+            )
+        )
     lay.charts.append(
         bar_chart(
             [(o.strategy, o.expected_cost_usd) for o in r.outcomes],
