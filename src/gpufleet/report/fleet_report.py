@@ -236,31 +236,24 @@ def render_plan_html(plan: FleetPlan) -> str:
 
 def render_plan_terminal(plan: FleetPlan) -> RenderableType:
     from rich.console import Group
-    from rich.table import Table
     from rich.text import Text
+
+    from gpufleet.report.termtable import whole_table
 
     parts: list[Any] = [Text(s) for s in summary_lines(plan)]
     if plan.lines:
-        t = Table(title="Placements")
-        for h in LINE_COLUMNS:
-            t.add_column(h, justify="right" if h in ("Nodes", "h/month", "$/month") else "left")
-        for r in line_rows(plan):
-            t.add_row(*r)
-        parts.append(t)
+        parts.append(whole_table(LINE_COLUMNS, line_rows(plan), title="Placements", status=("Pay",)))
     if plan.pools:
-        t = Table(title="GPUs shared through MIG")
-        for h in POOL_COLUMNS:
-            t.add_column(h, justify="right" if h == "$/month" else "left")
-        for r in pool_rows(plan):
-            t.add_row(*r)
-        parts.append(t)
+        parts.append(whole_table(POOL_COLUMNS, pool_rows(plan), title="GPUs shared through MIG"))
     if plan.levers:
-        t = Table(title="Savings by lever (waterfall from today's deployment)")
-        for h in LEVER_COLUMNS:
-            t.add_column(h)
-        for r in lever_rows(plan):
-            t.add_row(*r)
-        parts.append(t)
+        parts.append(
+            whole_table(
+                LEVER_COLUMNS,
+                lever_rows(plan),
+                title="Savings by lever (waterfall from today's deployment)",
+                status=("Lever",),
+            )
+        )
     parts += [Text(f"Note: {n}", style="dim") for n in plan.notes]
     return Group(*parts)
 
@@ -326,12 +319,9 @@ def render_regions_html(a: RegionAnalysis) -> str:
 
 def render_regions_terminal(a: RegionAnalysis) -> RenderableType:
     from rich.console import Group
-    from rich.table import Table
     from rich.text import Text
 
-    t = Table(title="Per workload and region")
-    for h in REGION_COLUMNS:
-        t.add_column(h)
-    for r in region_rows(a):
-        t.add_row(*r)
+    from gpufleet.report.termtable import whole_table
+
+    t = whole_table(REGION_COLUMNS, region_rows(a), title="Per workload and region")
     return Group(t, *[Text(f"Note: {n}", style="dim") for n in a.notes])

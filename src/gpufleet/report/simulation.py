@@ -21,6 +21,7 @@ from gpufleet import __version__
 from gpufleet.report.charts import bar_chart, line_chart
 from gpufleet.report.json_report import to_jsonable
 from gpufleet.report.markdown import table as md_table
+from gpufleet.report.termtable import whole_table
 
 SimResult = Any  # AutoscaleResult | SpotResult | BatchResult | SweepResult (imported lazily)
 
@@ -322,12 +323,7 @@ def render_simulation_terminal(result: SimResult) -> RenderableType:
         facts.add_row(Text(k, style="dim"), Text(v))
     items.append(facts)
     for title, headers, rows in lay.tables:
-        t = Table(title=title, title_justify="left")
-        for j, h in enumerate(headers):
-            t.add_column(h, justify="left" if j == 0 else "right")
-        for row in rows:
-            t.add_row(*row)
-        items.append(t)
+        items.append(whole_table(headers, rows, title=title, status=headers[:1]))
     if lay.notes:
         items.append(Text("\n".join(f"- {n}" for n in lay.notes), style="dim"))
     return Group(*items)

@@ -12,10 +12,9 @@ from datetime import datetime
 from html import escape
 from typing import Any
 
-from rich.table import Table
-
 from gpufleet import __version__
 from gpufleet.report.charts import PALETTE, bar_chart, fmt_number, nice_ticks
+from gpufleet.report.termtable import whole_table
 from gpufleet.telemetry.alerts import AlertEvent
 from gpufleet.telemetry.findings import FleetFindings, GpuFinding
 from gpufleet.telemetry.schema import IngestReport
@@ -121,40 +120,52 @@ def summary_lines(s: FleetSummary, ff: FleetFindings) -> list[str]:
 
 def render_findings_terminal(ff: FleetFindings, s: FleetSummary, limit: int = 30) -> list[Any]:
     parts: list[Any] = ["\n".join(summary_lines(s, ff))]
-    t = Table(title="Savings by finding")
-    for c in ("finding", "GPUs", "savings/month"):
-        t.add_column(c)
-    for f, (n, sv) in s.by_finding.items():
-        t.add_row(f, str(n), _usd(sv))
-    parts.append(t)
-    t = Table(title="By team")
-    for c in ("team", "GPUs", "cost/month", "savings/month"):
-        t.add_column(c)
-    for team, (n, cost, sv) in s.by_team.items():
-        t.add_row(team, str(n), _usd(cost), _usd(sv))
-    parts.append(t)
+    parts.append(
+        whole_table(
+            ("finding", "GPUs", "savings/month"),
+            [(f, str(n), _usd(sv)) for f, (n, sv) in s.by_finding.items()],
+            title="Savings by finding",
+            status=("finding",),
+        )
+    )
+    parts.append(
+        whole_table(
+            ("team", "GPUs", "cost/month", "savings/month"),
+            [(team, str(n), _usd(cost), _usd(sv)) for team, (n, cost, sv) in s.by_team.items()],
+            title="By team",
+        )
+    )
     if ff.nodes:
-        t = Table(title="Nodes")
-        for c in ("node", "GPUs", "idle", "finding", "cost/month", "node option", "option/month"):
-            t.add_column(c, overflow="fold")
+        rows = []
         for node in ff.nodes:
             o = node.options[0] if node.options else None
-            t.add_row(
-                node.name,
-                str(node.gpus),
-                str(node.idle_gpus),
-                node.finding,
-                _usd(node.cost_usd_per_month),
-                o.target if o else "-",
-                _usd(o.savings_usd_per_month) if o else "-",
+            rows.append(
+                (
+                    node.name,
+                    str(node.gpus),
+                    str(node.idle_gpus),
+                    node.finding,
+                    _usd(node.cost_usd_per_month),
+                    o.target if o else "-",
+                    _usd(o.savings_usd_per_month) if o else "-",
+                )
             )
-        parts.append(t)
-    t = Table(title=f"GPU findings (top {limit} by savings)")
-    for i in _TERMINAL_COLUMNS:
-        t.add_column(FINDING_COLUMNS[i], overflow="fold")
-    for row in finding_rows(ff, limit):
-        t.add_row(*(row[i] for i in _TERMINAL_COLUMNS))
-    parts.append(t)
+        parts.append(
+            whole_table(
+                ("node", "GPUs", "idle", "finding", "cost/month", "node option", "option/month"),
+                rows,
+                title="Nodes",
+                status=("finding",),
+            )
+        )
+    parts.append(
+        whole_table(
+            [FINDING_COLUMNS[i] for i in _TERMINAL_COLUMNS],
+            [[row[i] for i in _TERMINAL_COLUMNS] for row in finding_rows(ff, limit)],
+            title=f"GPU findings (top {limit} by savings)",
+            status=("finding", "risk"),
+        )
+    )
     dist = histogram(s.compute_p_values)
     peak = max((c for _, c in dist), default=1) or 1
     parts.append(
