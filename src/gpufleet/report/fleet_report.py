@@ -196,7 +196,8 @@ _CSS = (
     "body{font-family:system-ui,sans-serif;margin:2rem;max-width:1200px}table{border-collapse:collapse;"
     "margin:1rem 0}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}th{background:#f3f3f3}"
     ".charts{display:flex;flex-wrap:wrap;gap:1rem}.charts>div{flex:1 1 560px}"
-    ".charts svg{width:100%;height:auto}"
+    ".charts svg{width:100%;height:auto}td,th{overflow-wrap:anywhere}"
+    "@media print{body{margin:0}td,th{font-size:9px;padding:2px 3px}}"
 )
 
 
