@@ -4,12 +4,14 @@ JSON (``kind`` + ``gpufleet_version``)."""
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from html import escape
 from typing import TYPE_CHECKING, Any
 
 from gpufleet import __version__
 from gpufleet.report.charts import StackedBar, bar_chart, stacked_bar_chart
+from gpufleet.report.charts import waterfall_chart as waterfall
 from gpufleet.report.common import num, pct, usd
 from gpufleet.report.json_report import to_jsonable
 
@@ -186,10 +188,21 @@ def cost_chart(plan: FleetPlan) -> str:
 
 
 def waterfall_chart(plan: FleetPlan) -> str:
-    items = [
-        (lv.name, lv.savings_usd_per_month) for lv in plan.levers if lv.savings_usd_per_month is not None
+    """The savings waterfall: today's monthly cost, one floating bar per lever down (or up) from the level
+    before it, and the planned cost; a lever not evaluated moves nothing and reads "n/e"."""
+    first = next((lv for lv in plan.levers if lv.usd_per_month_before is not None), None)
+    if first is None or first.usd_per_month_before is None:
+        return waterfall(("today", math.nan), [], "planned", title=_WATERFALL, y_label="USD / month")
+    steps = [
+        (lv.name, None if lv.savings_usd_per_month is None else -lv.savings_usd_per_month)
+        for lv in plan.levers
     ]
-    return bar_chart(items, title="Savings by lever (USD / month)", y_label="USD / month saved")
+    return waterfall(
+        ("today", first.usd_per_month_before), steps, "planned", title=_WATERFALL, y_label="USD / month"
+    )
+
+
+_WATERFALL = "Savings waterfall: today's cost to the planned cost (USD / month)"
 
 
 _CSS = (

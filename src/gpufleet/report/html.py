@@ -50,7 +50,8 @@ th{background:#f3f5f7;font-weight:600}
 th,td{overflow-wrap:anywhere}td.num{text-align:right;font-variant-numeric:tabular-nums;overflow-wrap:normal}
 .scroll{overflow-x:auto}
 @media (max-width:1100px){table{font-size:12px}th,td{padding:4px 5px}}
-@media print{body{padding:0;background:#fff;font-size:11px}section,details{border:none;padding:4px 0;margin:8px 0}
+@media print{body{padding:0;background:#fff;font-size:11px}
+section,details{border:none;padding:4px 0;margin:8px 0}
 table{font-size:9px}th,td{padding:2px 3px}.scroll{overflow:visible}svg{max-width:100%;height:auto}}
 tr.best td{font-weight:600}
 .badge{display:inline-block;padding:2px 8px;border-radius:10px;font-size:12px;font-weight:600;color:#fff}
