@@ -255,7 +255,7 @@ def heatmap_svg(
     days = sorted({c[0].date() for c in cells})
     cw, ch, left, top = (width - 110) / 24, 14.0, 90.0, 40.0
     grid_bottom = top + ch * max(len(days), 1)
-    h = grid_bottom + 74
+    h = grid_bottom + 84
     out = [
         f'<svg class="chart heatmap" viewBox="0 0 {width:.0f} {h:.0f}" role="img" '
         'xmlns="http://www.w3.org/2000/svg">',
@@ -291,7 +291,7 @@ def heatmap_svg(
             f"{k * 25}</text>"
         )
     out.append(
-        f'<text class="scale-label" x="{sx + sw + 10:.0f}" y="{sy + 9:.0f}" font-size="11">'
+        f'<text class="scale-label" x="{sx:.0f}" y="{sy + 38:.0f}" font-size="11">'
         f"{escape(metric)} [{escape(unit)}]</text></g>"
     )
     out.append("</svg>")
@@ -353,7 +353,7 @@ def render_findings_html(ff: FleetFindings, s: FleetSummary, heat: Sequence[tupl
         "body{font:14px/1.45 system-ui,sans-serif;margin:24px 32px;color:#1f2933}"
         "table{border-collapse:collapse;"
         "font-size:13px}th,td{border-bottom:1px solid #e4e7eb;padding:4px "
-        "8px;text-align:left;overflow-wrap:anywhere}"
+        "8px;text-align:left;overflow-wrap:break-word}"
         ".charts{display:flex;flex-wrap:wrap;gap:16px}.charts>div{flex:1 1 460px}.scroll{overflow-x:auto}"
         ".charts svg{max-width:100%;height:auto}"
         "@media print{body{margin:0}table{font-size:9px}.scroll{overflow:visible}}"
