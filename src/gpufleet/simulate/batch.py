@@ -145,7 +145,7 @@ def _catalog_price(gpu: str, per_node: int, spot: bool, tier: str, provider: str
     table = (
         load_offers().filter(gpu=gpu, provider=provider) if provider != "*" else load_offers().filter(gpu=gpu)
     )
-    w = Workload(name="batch pool", model="llama-3.1-8b", task="pretrain", precision="bf16", tier=tier)  # type: ignore[arg-type]
+    w = Workload(name="batch pool", model="llama-3.1-8b", task="pretrain", precision="bf16", tier=tier)
     ok = eligible_mask(table, w)
     best: tuple[float, str] | None = None
     sizes: set[int] = set()

@@ -33,7 +33,7 @@ import bisect
 import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -454,10 +454,6 @@ DEFAULT_GLOBAL_BATCH = 256
 DEFAULT_SEQ_LEN = 4096
 
 
-#: GPU counts the layout search tries (``gpus`` None): powers of two up to 64 nodes of 8
-SEARCH_GPU_COUNTS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
-
-
 @checked_arguments("spot simulation")
 def simulate_spot(
     *,
@@ -479,10 +475,10 @@ def simulate_spot(
     """Price a training run on spot by simulation (module doc): work from the estimator, prices from the
     catalog, hazards from ``cost/spot.py``'s assumptions or a SkyPilot availability trace.
 
-    ``gpus`` None searches the layouts: every count of :data:`SEARCH_GPU_COUNTS` that fits is simulated
-    (unless it provably cannot meet the deadline or beat a cheaper one found), and the result is the cheapest
-    that meets the deadline with P(miss) <= 5 % (without a deadline: the cheapest); ``layouts`` lists them
-    all with why each was chosen, missed or skipped."""
+    ``gpus`` None searches the layouts (:mod:`gpufleet.simulate.spot_search`): every count that fits is
+    simulated (unless it provably cannot meet the deadline or beat a cheaper one found); the result is the
+    cheapest that meets the deadline with P(miss) <= 5 % (without a deadline: the cheapest); ``layouts``
+    lists them all with why each was chosen, missed or skipped."""
     kw: dict[str, Any] = {
         "model": model, "tokens": tokens, "gpu": gpu, "precision": precision, "task": task,
         "deadline_h": deadline_h, "interruptions": interruptions, "provider": provider,
@@ -492,132 +488,10 @@ def simulate_spot(
         out = _spot_layout(gpus=gpus, **kw)
         assert isinstance(out, SpotResult)
         return out
+    from gpufleet.simulate.spot_search import search_layouts
+
     check_number("deadline_h", deadline_h, flag="--deadline-hours", allow_none=True)
-    tried: list[SpotLayout] = []
-    results: dict[int, SpotResult] = {}
-    best_cost = math.inf
-    for n in SEARCH_GPU_COUNTS:
-        try:
-            pre = _dry(n, kw)
-        except InputError as exc:
-            tried.append(_skipped(n, str(exc).split(". ")[0] + "."))
-            continue
-        floor = pre.work_h * pre.spot_floor_usd_per_hour
-        on_demand_h = pre.work_h + pre.restart_overhead_h
-        if deadline_h is not None and pre.work_h > deadline_h:
-            tried.append(
-                _skipped(
-                    n,
-                    f"{pre.work_h:,.1f} h of work alone exceeds the {deadline_h:g} h deadline",
-                    nodes=pre.nodes,
-                    work_h=pre.work_h,
-                )
-            )
-            continue
-        if floor > best_cost:
-            tried.append(
-                _skipped(
-                    n,
-                    f"costs at least ${floor:,.0f} (work x the cheapest price), more than the "
-                    f"${best_cost:,.0f} of a layout already found",
-                    nodes=pre.nodes,
-                    work_h=pre.work_h,
-                )
-            )
-            continue
-        try:
-            r = _layout(n, kw)
-        except InputError as exc:  # e.g. a capacity trace that never holds this many nodes
-            tried.append(_skipped(n, str(exc).split(". ")[0].rstrip(".") + ".", nodes=pre.nodes))
-            continue
-        results[n] = r
-        pick = _pick(r)
-        meets = r.best is not None
-        tried.append(
-            SpotLayout(
-                gpus=n,
-                nodes=r.nodes,
-                offer=r.offer,
-                work_h=r.work_h,
-                best=r.best,
-                expected_cost_usd=pick.expected_cost_usd,
-                p_deadline_miss=pick.p_deadline_miss,
-                status="meets" if meets else "misses",
-                why=(
-                    f"{pick.strategy}: E[cost] ${pick.expected_cost_usd:,.0f}"
-                    + (f", P(miss) {pick.p_deadline_miss:.0%}" if pick.p_deadline_miss is not None else "")
-                    + ("" if meets else f"; on demand alone takes {on_demand_h:,.1f} h")
-                ),
-            )
-        )
-        if meets:
-            best_cost = min(best_cost, pick.expected_cost_usd)
-    meeting = [t for t in tried if t.status == "meets"]
-    if meeting:
-        chosen = min(meeting, key=lambda t: (t.expected_cost_usd or math.inf, t.gpus))
-        head = (
-            f"Layout search: {chosen.gpus} x {gpu} ({chosen.nodes} node(s)) is the cheapest of "
-            f"{len(tried)} GPU counts tried that "
-            + (f"meets the {deadline_h:g} h deadline" if deadline_h is not None else "finishes (no deadline)")
-            + f" ({chosen.best}, E[cost] ${chosen.expected_cost_usd or 0:,.0f})."
-        )
-    else:
-        simulated = [t for t in tried if t.status == "misses"]
-        if not simulated:
-            raise InputError(
-                f"No layout of {gpu} from {SEARCH_GPU_COUNTS[0]} to {SEARCH_GPU_COUNTS[-1]} GPUs could be "
-                f"simulated for {model}: "
-                + "; ".join(f"{t.gpus} GPUs: {t.why}" for t in tried[:4])
-                + ". Give a longer --deadline-hours, fewer --tokens, another --gpu, or --gpus."
-            )
-        chosen = min(simulated, key=lambda t: (t.p_deadline_miss or 0.0, t.expected_cost_usd or math.inf))
-        head = (
-            f"Layout search: no GPU count from {SEARCH_GPU_COUNTS[0]} to {SEARCH_GPU_COUNTS[-1]} meets the "
-            f"{deadline_h:g} h deadline with P(miss) <= 5 %; shown: {chosen.gpus} x {gpu}, the least likely "
-            "to miss. Give a longer deadline or fewer tokens."
-        )
-    r = results[chosen.gpus]
-    return replace(r, layouts=tuple(tried), notes=(head, *r.notes))
-
-
-#: GPUs per node in the layout search: up to 8 GPUs one node of that size; beyond, whole 8-GPU nodes (the
-#: NVLink domain of HGX H100/B200 servers; several 1-GPU machines are not a training node)
-SEARCH_NODE_GPUS = 8
-
-
-def _layout(gpus: int, kw: dict[str, Any]) -> SpotResult:
-    if "node_gpus" not in kw and "gpus" not in kw:
-        kw = {**kw, "node_gpus": min(gpus, SEARCH_NODE_GPUS)}
-    out = _spot_layout(gpus=gpus, **kw)
-    assert isinstance(out, SpotResult)
-    return out
-
-
-def _dry(gpus: int, kw: dict[str, Any]) -> _Dry:
-    out = _spot_layout(gpus=gpus, dry=True, node_gpus=min(gpus, SEARCH_NODE_GPUS), **kw)
-    assert isinstance(out, _Dry)
-    return out
-
-
-def _skipped(gpus: int, why: str, *, nodes: int = 0, work_h: float | None = None) -> SpotLayout:
-    return SpotLayout(
-        gpus=gpus,
-        nodes=nodes,
-        offer="",
-        work_h=work_h,
-        best=None,
-        expected_cost_usd=None,
-        p_deadline_miss=None,
-        status="skipped",
-        why=why,
-    )
-
-
-def _pick(r: SpotResult) -> StrategyOutcome:
-    """The best strategy's outcome, or (none meets the deadline) the one least likely to miss it."""
-    if r.best is not None:
-        return next(o for o in r.outcomes if o.strategy == r.best)
-    return min(r.outcomes, key=lambda o: (o.p_deadline_miss or 0.0, o.expected_cost_usd))
+    return search_layouts(kw)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
