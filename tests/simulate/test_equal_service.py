@@ -96,3 +96,10 @@ def test_report_says_not_comparable(ten_min: RequestTrace, dep: Deployment) -> N
         and "p95 TPOT" in line
         and "savings" not in line.replace("no savings stated", "")
     )
+
+
+def test_attainment_in_percent_is_refused(ten_min: RequestTrace, dep: Deployment) -> None:
+    from gpufleet.errors import InputError
+
+    with pytest.raises(InputError, match=r"fraction from 0 to 1 .* give 0.95"):
+        simulate_autoscale(ten_min, dep, make_policy("kpa"), slo_attainment=95, compare_static_peak=False)

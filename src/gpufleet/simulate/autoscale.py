@@ -536,6 +536,16 @@ def simulate_autoscale(
     spot_share = check_number("spot_share", spot_share, allow_zero=True, maximum=1.0, flag="--spot-share")  # type: ignore[assignment]
     slo_ttft_s = check_number("slo_ttft_s", slo_ttft_s, maximum=MAX_SLO_S, flag="--slo-ttft (s)")  # type: ignore[assignment]
     slo_tpot_s = check_number("slo_tpot_s", slo_tpot_s, maximum=MAX_SLO_S, flag="--slo-tpot (s)")  # type: ignore[assignment]
+    if (
+        isinstance(slo_attainment, int | float)
+        and not isinstance(slo_attainment, bool)
+        and 1 < slo_attainment <= 100
+    ):
+        raise InputError(
+            f"--slo-attainment {slo_attainment:g}: the attainment target is a fraction from 0 to 1 (the "
+            "share of requests meeting both TTFT and TPOT SLOs); for "
+            f"{slo_attainment:g} % give {slo_attainment / 100:g}."
+        )
     slo_attainment = check_number(
         "slo_attainment", slo_attainment, maximum=1.0, flag="--slo-attainment (fraction)", allow_none=True
     )
