@@ -120,7 +120,14 @@ def autoscale_cmd(
     spot_share: Annotated[float, typer.Option("--spot-share", help="Fraction of replicas on spot.")] = 0.0,
     rate: Annotated[float, typer.Option("--rate", help="Time-scale the trace: x k request rate.")] = 1.0,
     slo_ttft: Annotated[float, typer.Option("--slo-ttft", help="p95 TTFT SLO (s).")] = 2.0,
-    slo_tpot: Annotated[float, typer.Option("--slo-tpot", help="TPOT SLO (s).")] = 0.2,
+    slo_tpot: Annotated[float, typer.Option("--slo-tpot", help="p95 TPOT SLO (s).")] = 0.2,
+    slo_attainment: Annotated[
+        float | None,
+        typer.Option(
+            "--slo-attainment",
+            help="Least fraction of requests meeting both TTFT and TPOT SLOs, e.g. 0.95 (default: not set).",
+        ),
+    ] = None,
     cold_start: Annotated[
         float | None,
         typer.Option("--cold-start", help="Override the cold start (s; at most 86400 = one day)."),
@@ -184,6 +191,7 @@ def autoscale_cmd(
         spot_share=spot_share,
         slo_ttft_s=slo_ttft,
         slo_tpot_s=slo_tpot,
+        slo_attainment=slo_attainment,
         seed=seed,
         rate_factor=rate,
         compare_static_peak=not no_static,
@@ -197,7 +205,14 @@ def spot_cmd(
     model: Annotated[str, typer.Option("--model", "-m", help="Model trained.")],
     tokens: Annotated[float, typer.Option("--tokens", help="Training tokens, e.g. 2e10 or 20B.")],
     gpu: Annotated[str, typer.Option("--gpu", "-g")] = "h100",
-    gpus: Annotated[int, typer.Option("--gpus", help="GPUs of the job.")] = 8,
+    gpus: Annotated[
+        int | None,
+        typer.Option(
+            "--gpus",
+            help="GPUs of the job (default: search 1-512 GPUs, whole 8-GPU nodes beyond 8, for the "
+            "cheapest layout meeting the deadline).",
+        ),
+    ] = None,
     deadline_hours: Annotated[float | None, typer.Option("--deadline-hours")] = None,
     interruptions: Annotated[
         Path | None, typer.Option("--interruptions", help="SkyPilot spot-traces JSON.")

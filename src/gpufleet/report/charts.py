@@ -24,6 +24,31 @@ PALETTE: tuple[str, ...] = (
     "#000000",
 )
 _MUTED = "#9aa5b1"
+#: one colour per pay kind and per finding in every report (a stacked bar coloured by first-seen order gave
+#: "spot" another colour in each plan): Okabe-Ito hues, muted grey for what is not compute
+SERIES_COLOURS: dict[str, str] = {
+    # pay kinds (gpufleet.fleet.types.PayKind)
+    "on_demand": "#0072B2",
+    "spot": "#E69F00",
+    "commit_1y": "#56B4E9",
+    "commit_3y": "#009E73",
+    "existing": "#CC79A7",
+    "on_prem": "#000000",
+    "data_transfer": "#9aa5b1",
+    # telemetry findings (gpufleet.telemetry.finding_types.FINDINGS)
+    "Idle": "#D55E00",
+    "Overprovisioned": "#E69F00",
+    "Underprovisioned": "#CC79A7",
+    "Optimized": "#009E73",
+    "InsufficientData": "#9aa5b1",
+}
+
+
+def colour_for(name: str, index: int) -> str:
+    """The fixed colour of a pay kind or finding (:data:`SERIES_COLOURS`), else the palette's ``index``-th."""
+    return SERIES_COLOURS.get(name, PALETTE[index % len(PALETTE)])
+
+
 _AXIS = "#52606d"
 _GRID = "#e4e7eb"
 _FONT = "font-family:system-ui,-apple-system,'Segoe UI',Roboto,sans-serif"
@@ -67,15 +92,19 @@ class _Frame:
         return self.height - self.top - self.bottom
 
 
-def nice_ticks(lo: float, hi: float, count: int = 5) -> list[float]:
-    """Round tick values covering ``[lo, hi]`` (1-2-5 steps); at least two ticks."""
+def nice_ticks(lo: float, hi: float, count: int = 5, *, integer: bool = False) -> list[float]:
+    """Round tick values covering ``[lo, hi]`` (1-2-5 steps); at least two ticks. ``integer``: whole-number
+    steps only (counts: no tick at 0.5 GPU)."""
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return [0.0, 1.0]
     if hi <= lo:
         hi = lo + (abs(lo) if lo else 1.0)
     raw = (hi - lo) / max(count, 1)
     mag = 10 ** math.floor(math.log10(raw))
-    step = next(m * mag for m in (1, 2, 2.5, 5, 10) if m * mag >= raw)
+    steps = (1, 2, 5, 10) if integer else (1, 2, 2.5, 5, 10)
+    step = next(m * mag for m in steps if m * mag >= raw)
+    if integer:
+        step = max(1.0, float(round(step)))
     start = math.floor(lo / step) * step
     ticks = []
     t = start
@@ -289,7 +318,7 @@ def stacked_bar_chart(
             out.append(
                 f'<rect class="bar segment" x="{x:.1f}" y="{y1:.1f}" width="{bw:.1f}" '
                 f'height="{max(y0 - y1, 0.5):.1f}" '
-                f'fill="{PALETTE[j % len(PALETTE)]}"><title>{escape(b.label)}: {escape(name)} '
+                f'fill="{colour_for(name, j)}"><title>{escape(b.label)}: {escape(name)} '
                 f"{escape(fmt_number(v))}</title></rect>"
             )
             acc += v
@@ -299,16 +328,23 @@ def stacked_bar_chart(
 
 
 def bar_chart(
-    items: Sequence[tuple[str, float]], *, title: str, y_label: str, width: float = 680, height: float = 360
+    items: Sequence[tuple[str, float]],
+    *,
+    title: str,
+    y_label: str,
+    width: float = 680,
+    height: float = 360,
+    integer: bool = False,
 ) -> str:
-    """Vertical bars that may be negative (e.g. savings per scenario); negative bars are drawn in orange."""
+    """Vertical bars that may be negative (e.g. savings per scenario); negative bars are drawn in orange.
+    ``integer``: the values are counts, so the axis ticks at whole numbers only."""
     frame = _Frame(width, height, bottom=120.0)
     out = _open(frame, title, "bars")
     vals = [v for _, v in items if math.isfinite(v)]
     if not vals:
         out.append(_empty(frame))
         return "\n".join([*out, "</svg>"])
-    yt = nice_ticks(min(0.0, min(vals)), max(0.0, max(vals)))
+    yt = nice_ticks(min(0.0, min(vals)), max(0.0, max(vals)), integer=integer)
     sy = _Scale(yt[0], yt[-1], frame.top + frame.plot_h, frame.top)
     out += _y_axis(frame, yt, y_label, sy)
     zero = sy(0.0)
@@ -332,6 +368,81 @@ def bar_chart(
     return "\n".join([*out, "</svg>"])
 
 
+def waterfall_chart(
+    start: tuple[str, float],
+    steps: Sequence[tuple[str, float | None]],
+    end_label: str,
+    *,
+    title: str,
+    y_label: str,
+    colours: Mapping[str, str] | None = None,
+    width: float = 680,
+    height: float = 380,
+) -> str:
+    """A waterfall: a total bar from 0 to ``start``, then one floating bar per step from the running level
+    to the level plus its change (a saving is negative: the bar hangs down from the previous level), dashed
+    connectors between levels, and a total bar from 0 to the level reached (``end_label``). A step whose
+    change is None was not evaluated: its label shows "n/e" and the level does not move. Steps are green
+    when they lower the total and vermillion when they raise it, unless ``colours`` names a colour for the
+    step (e.g. one per finding)."""
+    frame = _Frame(width, height, bottom=110.0)
+    out = _open(frame, title, "waterfall")
+    label0, level = start
+    levels = [level]
+    for _, d in steps:
+        levels.append(levels[-1] + (d or 0.0))
+    if not all(math.isfinite(v) for v in levels):
+        out.append(_empty(frame))
+        return "\n".join([*out, "</svg>"])
+    yt = nice_ticks(min(0.0, *levels), max(0.0, *levels))
+    sy = _Scale(yt[0], yt[-1], frame.top + frame.plot_h, frame.top)
+    out += _y_axis(frame, yt, y_label, sy)
+    n = len(steps) + 2
+    slot = frame.plot_w / n
+    bw = min(56.0, slot * 0.6)
+
+    def bar(i: int, lo: float, hi: float, colour: str, css: str, label: str, value: str) -> None:
+        x = frame.left + slot * i + (slot - bw) / 2
+        top, bottom = sorted((sy(hi), sy(lo)))
+        out.append(
+            f'<rect class="bar {css}" x="{x:.1f}" y="{top:.1f}" width="{bw:.1f}" '
+            f'height="{max(bottom - top, 1.0):.1f}" fill="{colour}"><title>{escape(label)}: '
+            f"{escape(value)}</title></rect>"
+        )
+        out.append(
+            f'<text class="value" x="{x + bw / 2:.1f}" y="{top - 4:.1f}" font-size="10" fill="{_AXIS}" '
+            f'text-anchor="middle">{escape(value)}</text>'
+        )
+
+    def connector(i: int, v: float) -> None:
+        x0 = frame.left + slot * i + (slot + bw) / 2
+        out.append(
+            f'<line class="connector" x1="{x0:.1f}" x2="{x0 + slot - bw:.1f}" y1="{sy(v):.1f}" '
+            f'y2="{sy(v):.1f}" stroke="{_AXIS}" stroke-dasharray="3 3"/>'
+        )
+
+    bar(0, 0.0, levels[0], PALETTE[0], "total", label0, fmt_number(levels[0]))
+    out.append(_x_label(frame.left + slot * 0.5 + bw / 2, frame.top + frame.plot_h + 12, label0))
+    for i, (label, d) in enumerate(steps, start=1):
+        connector(i - 1, levels[i - 1])
+        cx = frame.left + slot * i + slot / 2
+        if d is None:
+            out.append(
+                f'<text class="not-evaluated" x="{cx:.1f}" y="{sy(levels[i]) - 4:.1f}" font-size="10" '
+                f'fill="{_MUTED}" text-anchor="middle">n/e<title>{escape(label)}: not evaluated</title>'
+                "</text>"
+            )
+        else:
+            colour = (colours or {}).get(label) or (PALETTE[2] if d <= 0 else PALETTE[3])
+            sign = "-" if d < 0 else "+"
+            bar(i, levels[i - 1], levels[i], colour, "step", label, f"{sign}{fmt_number(abs(d))}")
+        out.append(_x_label(cx + bw / 2, frame.top + frame.plot_h + 12, label))
+    connector(n - 2, levels[-1])
+    bar(n - 1, 0.0, levels[-1], PALETTE[0], "total", end_label, fmt_number(levels[-1]))
+    out.append(_x_label(frame.left + slot * (n - 0.5) + bw / 2, frame.top + frame.plot_h + 12, end_label))
+    return "\n".join([*out, "</svg>"])
+
+
 def _x_label(x: float, y: float, label: str) -> str:
     return (
         f'<text x="{x:.1f}" y="{y:.1f}" font-size="10" fill="{_AXIS}" text-anchor="end" '
@@ -345,7 +456,7 @@ def _legend(frame: _Frame, names: Sequence[str]) -> list[str]:
     x = frame.left
     for j, name in enumerate(names):
         out.append(
-            f'<rect x="{x:.0f}" y="29" width="10" height="10" fill="{PALETTE[j % len(PALETTE)]}"/>'
+            f'<rect x="{x:.0f}" y="29" width="10" height="10" fill="{colour_for(name, j)}"/>'
             f'<text x="{x + 14:.0f}" y="38" font-size="11" fill="{_AXIS}">{escape(name)}</text>'
         )
         x += 22 + 6.5 * len(name)

@@ -4,6 +4,7 @@ JSON (``kind`` + ``gpufleet_version``)."""
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from html import escape
 from typing import TYPE_CHECKING, Any
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from gpufleet import __version__
 from gpufleet.catalog.regions import region_text
 from gpufleet.report.charts import StackedBar, bar_chart, stacked_bar_chart
+from gpufleet.report.charts import waterfall_chart as waterfall
 from gpufleet.report.common import num, pct, usd
 from gpufleet.report.json_report import to_jsonable
 
@@ -253,17 +255,29 @@ def cost_chart(plan: FleetPlan) -> str:
 
 
 def waterfall_chart(plan: FleetPlan) -> str:
-    items = [
-        (lv.name, lv.savings_usd_per_month) for lv in plan.levers if lv.savings_usd_per_month is not None
+    """The savings waterfall: today's monthly cost, one floating bar per lever down (or up) from the level
+    before it, and the planned cost; a lever not evaluated moves nothing and reads "n/e"."""
+    first = next((lv for lv in plan.levers if lv.usd_per_month_before is not None), None)
+    if first is None or first.usd_per_month_before is None:
+        return waterfall(("today", math.nan), [], "planned", title=_WATERFALL, y_label="USD / month")
+    steps = [
+        (lv.name, None if lv.savings_usd_per_month is None else -lv.savings_usd_per_month)
+        for lv in plan.levers
     ]
-    return bar_chart(items, title="Savings by lever (USD / month)", y_label="USD / month saved")
+    return waterfall(
+        ("today", first.usd_per_month_before), steps, "planned", title=_WATERFALL, y_label="USD / month"
+    )
+
+
+_WATERFALL = "Savings waterfall: today's cost to the planned cost (USD / month)"
 
 
 _CSS = (
     "body{font-family:system-ui,sans-serif;margin:2rem;max-width:1200px}table{border-collapse:collapse;"
     "margin:1rem 0}td,th{border:1px solid #ccc;padding:4px 8px;font-size:13px}th{background:#f3f3f3}"
     ".charts{display:flex;flex-wrap:wrap;gap:1rem}.charts>div{flex:1 1 560px}"
-    ".charts svg{width:100%;height:auto}"
+    ".charts svg{width:100%;height:auto}td,th{overflow-wrap:anywhere}"
+    "@media print{body{margin:0}td,th{font-size:9px;padding:2px 3px}}"
 )
 
 
@@ -303,31 +317,24 @@ def render_plan_html(plan: FleetPlan) -> str:
 
 def render_plan_terminal(plan: FleetPlan) -> RenderableType:
     from rich.console import Group
-    from rich.table import Table
     from rich.text import Text
+
+    from gpufleet.report.termtable import whole_table
 
     parts: list[Any] = [Text(s) for s in summary_lines(plan)]
     if plan.lines:
-        t = Table(title="Placements")
-        for h in LINE_COLUMNS:
-            t.add_column(h, justify="right" if h in ("Nodes", "h/month", "$/month") else "left")
-        for r in line_rows(plan):
-            t.add_row(*r)
-        parts.append(t)
+        parts.append(whole_table(LINE_COLUMNS, line_rows(plan), title="Placements", status=("Pay",)))
     if plan.pools:
-        t = Table(title="GPUs shared through MIG")
-        for h in POOL_COLUMNS:
-            t.add_column(h, justify="right" if h == "$/month" else "left")
-        for r in pool_rows(plan):
-            t.add_row(*r)
-        parts.append(t)
+        parts.append(whole_table(POOL_COLUMNS, pool_rows(plan), title="GPUs shared through MIG"))
     if plan.levers:
-        t = Table(title="Savings by lever (waterfall from today's deployment)")
-        for h in LEVER_COLUMNS:
-            t.add_column(h)
-        for r in lever_rows(plan):
-            t.add_row(*r)
-        parts.append(t)
+        parts.append(
+            whole_table(
+                LEVER_COLUMNS,
+                lever_rows(plan),
+                title="Savings by lever (waterfall from today's deployment)",
+                status=("Lever",),
+            )
+        )
     parts += [Text(f"Note: {n}", style="dim") for n in plan.notes]
     return Group(*parts)
 
@@ -396,12 +403,9 @@ def render_regions_html(a: RegionAnalysis) -> str:
 
 def render_regions_terminal(a: RegionAnalysis) -> RenderableType:
     from rich.console import Group
-    from rich.table import Table
     from rich.text import Text
 
-    t = Table(title="Per workload and region")
-    for h in REGION_COLUMNS:
-        t.add_column(h)
-    for r in region_rows(a):
-        t.add_row(*r)
+    from gpufleet.report.termtable import whole_table
+
+    t = whole_table(REGION_COLUMNS, region_rows(a), title="Per workload and region")
     return Group(t, *[Text(f"Note: {n}", style="dim") for n in a.notes])

@@ -46,8 +46,13 @@ margin:14px 0}
 summary{cursor:pointer;font-weight:600;font-size:15px}
 table{border-collapse:collapse;margin:8px 0;font-size:13px;width:100%}
 th,td{border-bottom:1px solid var(--line);padding:5px 8px;text-align:left;vertical-align:top}
-th{background:#f3f5f7;font-weight:600}td{white-space:nowrap}td.num{text-align:right;font-variant-numeric:tabular-nums}
+th{background:#f3f5f7;font-weight:600}
+th,td{overflow-wrap:anywhere}td.num{text-align:right;font-variant-numeric:tabular-nums;overflow-wrap:normal}
 .scroll{overflow-x:auto}
+@media (max-width:1100px){table{font-size:12px}th,td{padding:4px 5px}}
+@media print{body{padding:0;background:#fff;font-size:11px}
+section,details{border:none;padding:4px 0;margin:8px 0}
+table{font-size:9px}th,td{padding:2px 3px}.scroll{overflow:visible}svg{max-width:100%;height:auto}}
 tr.best td{font-weight:600}
 .badge{display:inline-block;padding:2px 8px;border-radius:10px;font-size:12px;font-weight:600;color:#fff}
 .status-ok{background:var(--ok)}.status-infeasible_slo,.status-over_budget{background:var(--warn)}

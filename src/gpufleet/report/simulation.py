@@ -21,6 +21,7 @@ from gpufleet import __version__
 from gpufleet.report.charts import bar_chart, line_chart
 from gpufleet.report.json_report import to_jsonable
 from gpufleet.report.markdown import table as md_table
+from gpufleet.report.termtable import whole_table
 
 SimResult = Any  # AutoscaleResult | SpotResult | BatchResult | SweepResult (imported lazily)
 
@@ -37,6 +38,8 @@ class Layout:
 def _s(v: float) -> str:
     if v != v:  # NaN
         return "n/a"
+    if v == float("inf"):
+        return "never (not served)"
     return f"{v * 1000:.0f} ms" if v < 1 else f"{v:.2f} s"
 
 
@@ -68,7 +71,8 @@ def _autoscale(r: Any) -> Layout:
         ("cost", f"{_usd(r.cost_usd)} over the {r.duration_s / 60:.1f}-min trace (replica-hours x price)"),
         (
             "SLO attainment",
-            f"{_pct(r.slo_attainment)} (TTFT <= {_s(r.slo_ttft_s)} and TPOT <= {_s(r.slo_tpot_s)})",
+            f"{_pct(r.slo_attainment)} (TTFT <= {_s(r.slo_ttft_s)} and TPOT <= {_s(r.slo_tpot_s)}"
+            + (f"; target {_pct(r.slo_attainment_target)})" if r.slo_attainment_target is not None else ")"),
         ),
         ("scale events", f"{len(r.scale_events)}; cold-start hits {r.cold_start_hits:,}"),
     ]
@@ -78,19 +82,20 @@ def _autoscale(r: Any) -> Layout:
         )
     if r.unfinished:
         lay.facts.append(("unfinished", f"{r.unfinished:,} requests never served"))
+    if r.slo_gaps:
+        lay.facts.append(("SLO missed", "; ".join(r.slo_gaps)))
     if r.static_peak is not None:
         sp = r.static_peak
-        if sp.meets_slo:
-            vs = f"{sp.replicas} replicas, {_usd(sp.cost_usd)}, p95 TTFT {_s(sp.ttft_p95_s)}: " + (
-                f"savings {_pct(r.savings_vs_static_peak)}"
-                + ("" if r.meets_slo else " (the policy misses the p95 TTFT SLO: not at equal SLO)")
-            )
+        base = (
+            f"{sp.replicas} replicas, {_usd(sp.cost_usd)}, p95 TTFT {_s(sp.ttft_p95_s)}, "
+            f"p95 TPOT {_s(sp.tpot_p95_s)}, attainment {_pct(sp.slo_attainment)}"
+        )
+        if r.not_comparable is None:
+            vs = f"{base}: savings {_pct(r.savings_vs_static_peak)} at equal SLOs"
+        elif sp.meets_slo:
+            vs = f"{base}: not comparable, {r.not_comparable}; no savings stated"
         else:
-            vs = (
-                f"no fixed count up to {sp.replicas} replicas meets the p95 TTFT SLO {_s(r.slo_ttft_s)} "
-                f"(p95 {_s(sp.ttft_p95_s)} at {sp.replicas}, {_usd(sp.cost_usd)}): no baseline at equal "
-                "service, no savings claimed"
-            )
+            vs = f"not comparable: {r.not_comparable} ({_usd(sp.cost_usd)}); no savings stated"
         lay.facts.append(("vs static peak", vs))
     rows = [
         [name, _s(st.p50_s), _s(st.p95_s), _s(st.p99_s), _s(st.mean_s)]
@@ -137,6 +142,19 @@ def _spot(r: Any) -> Layout:
         ("interruptions", r.interruption_source),
         ("best", r.best or "none meets the deadline with P(miss) <= 5 %"),
     ]
+    if r.layouts:
+        lay.facts.insert(
+            0,
+            (
+                "layout",
+                f"{r.gpus} GPUs on {r.nodes} node(s): the cheapest of {len(r.layouts)} GPU counts searched "
+                + (
+                    "that meets the deadline"
+                    if r.best
+                    else "(none meets the deadline: the least likely to miss)"
+                ),
+            ),
+        )
     if r.closed_form_wall_time_factor is not None:
         lay.facts.append(("closed form E[T]/W", f"{r.closed_form_wall_time_factor:.3f} (cost/spot.py)"))
     headers = [
@@ -167,6 +185,25 @@ def _spot(r: Any) -> Layout:
         for o in r.outcomes
     ]
     lay.tables.append((f"Strategies ({r.outcomes[-1].runs} Monte-Carlo runs, seed {r.seed})", headers, rows))
+    if r.layouts:
+        lay.tables.append(
+            (
+                "Layouts searched",
+                ["GPUs", "nodes", "status", "best", "E[cost]", "P(miss)", "why"],
+                [
+                    [
+                        str(t.gpus),
+                        str(t.nodes) if t.nodes else "-",
+                        t.status,
+                        t.best or "-",
+                        _usd(t.expected_cost_usd) if t.expected_cost_usd is not None else "-",
+                        _pct(t.p_deadline_miss) if t.p_deadline_miss is not None else "-",
+                        t.why,
+                    ]
+                    for t in r.layouts
+                ],
+            )
+        )
     lay.charts.append(
         bar_chart(
             [(o.strategy, o.expected_cost_usd) for o in r.outcomes],
@@ -289,12 +326,7 @@ def render_simulation_terminal(result: SimResult) -> RenderableType:
         facts.add_row(Text(k, style="dim"), Text(v))
     items.append(facts)
     for title, headers, rows in lay.tables:
-        t = Table(title=title, title_justify="left")
-        for j, h in enumerate(headers):
-            t.add_column(h, justify="left" if j == 0 else "right")
-        for row in rows:
-            t.add_row(*row)
-        items.append(t)
+        items.append(whole_table(headers, rows, title=title, status=headers[:1]))
     if lay.notes:
         items.append(Text("\n".join(f"- {n}" for n in lay.notes), style="dim"))
     return Group(*items)

@@ -12,10 +12,9 @@ from datetime import datetime
 from html import escape
 from typing import Any
 
-from rich.table import Table
-
 from gpufleet import __version__
-from gpufleet.report.charts import PALETTE, bar_chart, fmt_number, nice_ticks
+from gpufleet.report.charts import SERIES_COLOURS, bar_chart, fmt_number, waterfall_chart
+from gpufleet.report.termtable import whole_table
 from gpufleet.telemetry.alerts import AlertEvent
 from gpufleet.telemetry.findings import FleetFindings, GpuFinding
 from gpufleet.telemetry.schema import IngestReport
@@ -167,57 +166,71 @@ def summary_lines(s: FleetSummary, ff: FleetFindings) -> list[str]:
 
 def render_findings_terminal(ff: FleetFindings, s: FleetSummary, limit: int = 30) -> list[Any]:
     parts: list[Any] = ["\n".join(summary_lines(s, ff))]
-    t = Table(title="Savings by finding")
-    for c in ("finding", "GPUs", "savings/month"):
-        t.add_column(c)
-    for f, (n, sv) in s.by_finding.items():
-        t.add_row(f, str(n), _usd(sv))
-    parts.append(t)
-    t = Table(title="By team")
-    for c in ("team", "GPUs", "cost/month", "savings/month"):
-        t.add_column(c)
-    for team, (n, cost, sv) in s.by_team.items():
-        t.add_row(team, str(n), _usd(cost), _usd(sv))
-    parts.append(t)
+    parts.append(
+        whole_table(
+            ("finding", "GPUs", "savings/month"),
+            [(f, str(n), _usd(sv)) for f, (n, sv) in s.by_finding.items()],
+            title="Savings by finding",
+            status=("finding",),
+        )
+    )
+    parts.append(
+        whole_table(
+            ("team", "GPUs", "cost/month", "savings/month"),
+            [(team, str(n), _usd(cost), _usd(sv)) for team, (n, cost, sv) in s.by_team.items()],
+            title="By team",
+        )
+    )
     if ff.nodes:
-        t = Table(title="Nodes")
-        for c in (
-            "node",
-            "GPUs",
-            "idle",
-            "finding",
-            "cost/month",
-            "node option",
-            "option cost/month",
-            "saves/month",
-        ):
-            t.add_column(c, overflow="fold")
+        rows = []
         for node in ff.nodes:
             o = node.options[0] if node.options else None
-            t.add_row(
-                node.name,
-                str(node.gpus),
-                str(node.idle_gpus),
-                node.finding,
-                _usd(node.cost_usd_per_month),
-                o.target if o else "-",
-                _usd(o.cost_usd_per_month) if o else "-",
-                _usd(o.savings_usd_per_month) if o else "-",
+            rows.append(
+                (
+                    node.name,
+                    str(node.gpus),
+                    str(node.idle_gpus),
+                    node.finding,
+                    _usd(node.cost_usd_per_month),
+                    o.target if o else "-",
+                    _usd(o.cost_usd_per_month) if o else "-",
+                    _usd(o.savings_usd_per_month) if o else "-",
+                )
             )
-        parts.append(t)
+        parts.append(
+            whole_table(
+                (
+                    "node",
+                    "GPUs",
+                    "idle",
+                    "finding",
+                    "cost/month",
+                    "node option",
+                    "option cost/month",
+                    "saves/month",
+                ),
+                rows,
+                title="Nodes",
+                status=("finding",),
+            )
+        )
     if ff.workloads:
-        t = Table(title="Workloads (across their pods)")
-        for c in WORKLOAD_COLUMNS[:9]:
-            t.add_column(c, overflow="fold")
-        for row in workload_rows(ff):
-            t.add_row(*row[:9])
-        parts.append(t)
-    t = Table(title=f"GPU findings (top {limit} by savings)")
-    for i in _TERMINAL_COLUMNS:
-        t.add_column(FINDING_COLUMNS[i], overflow="fold")
-    for row in finding_rows(ff, limit):
-        t.add_row(*(row[i] for i in _TERMINAL_COLUMNS))
-    parts.append(t)
+        parts.append(
+            whole_table(
+                WORKLOAD_COLUMNS[:9],
+                [row[:9] for row in workload_rows(ff)],
+                title="Workloads (across their pods)",
+                status=("finding",),
+            )
+        )
+    parts.append(
+        whole_table(
+            [FINDING_COLUMNS[i] for i in _TERMINAL_COLUMNS],
+            [[row[i] for i in _TERMINAL_COLUMNS] for row in finding_rows(ff, limit)],
+            title=f"GPU findings (top {limit} by savings)",
+            status=("finding", "risk"),
+        )
+    )
     dist = histogram(s.compute_p_values)
     peak = max((c for _, c in dist), default=1) or 1
     parts.append(
@@ -295,25 +308,43 @@ def render_findings_markdown(ff: FleetFindings, s: FleetSummary) -> str:
     return "\n".join(parts)
 
 
-def heatmap_svg(cells: Sequence[tuple[datetime, float]], *, title: str, width: float = 680) -> str:
-    """Days (rows) x hours (columns), colour = fleet mean (0-1)."""
+#: the heat map's colour at 0 and at 1 (white to the Okabe-Ito blue #0072B2)
+_HEAT_LOW, _HEAT_HIGH = (255, 255, 255), (0, 114, 178)
+
+
+def _heat(v: float) -> str:
+    f = max(0.0, min(1.0, v))
+    r, g, b = (round(lo + (hi - lo) * f) for lo, hi in zip(_HEAT_LOW, _HEAT_HIGH, strict=True))
+    return f"rgb({r},{g},{b})"
+
+
+def heatmap_svg(
+    cells: Sequence[tuple[datetime, float]],
+    *,
+    title: str,
+    width: float = 680,
+    metric: str = "fleet mean compute (SM_ACTIVE, else GPU_UTIL)",
+    unit: str = "% of the GPU",
+) -> str:
+    """Days (rows) x hours (columns), colour = the fleet mean of ``metric`` (0-1), with a colour scale
+    that names the metric and its unit."""
     days = sorted({c[0].date() for c in cells})
     cw, ch, left, top = (width - 110) / 24, 14.0, 90.0, 40.0
-    h = top + ch * max(len(days), 1) + 30
+    grid_bottom = top + ch * max(len(days), 1)
+    h = grid_bottom + 84
     out = [
-        f'<svg class="chart heatmap" viewBox="0 0 {width:.0f} {h:.0f}" role="img" xmlns="http://www.w3.org/2000/svg">',
+        f'<svg class="chart heatmap" viewBox="0 0 {width:.0f} {h:.0f}" role="img" '
+        'xmlns="http://www.w3.org/2000/svg">',
         f'<text x="{width / 2:.0f}" y="20" text-anchor="middle" font-size="14" '
         f'font-weight="600">{escape(title)}</text>',
     ]
     row = {d: i for i, d in enumerate(days)}
     for t, v in cells:
         x, y = left + cw * t.hour, top + ch * row[t.date()]
-        shade = max(0.0, min(1.0, v))
-        colour = f"rgb({int(255 - 255 * shade)},{int(255 - 141 * shade)},{int(255 - 77 * shade)})"
         out.append(
             f'<rect class="mark cell" x="{x:.1f}" y="{y:.1f}" width="{cw:.1f}" height="{ch:.1f}" '
-            f'fill="{colour}">'
-            f"<title>{t:%Y-%m-%d %H}:00 UTC: {100 * v:.0f}%</title></rect>"
+            f'fill="{_heat(v)}">'
+            f"<title>{t:%Y-%m-%d %H}:00 UTC: {escape(metric)} {100 * v:.0f} %</title></rect>"
         )
     for d, i in row.items():
         out.append(
@@ -322,54 +353,41 @@ def heatmap_svg(cells: Sequence[tuple[datetime, float]], *, title: str, width: f
         )
     for hh in range(0, 24, 3):
         out.append(f'<text x="{left + cw * hh:.1f}" y="{top - 4:.0f}" font-size="10">{hh:02d}h</text>')
+    # the colour scale: a gradient bar from 0 % to 100 %, ticks every 25 %, metric and unit
+    sx, sw, sy = left, min(240.0, width - left - 20), grid_bottom + 22
+    stops = "".join(f'<stop offset="{k * 25}%" stop-color="{_heat(k / 4)}"/>' for k in range(5))
+    out.append(
+        f'<defs><linearGradient id="heat-scale" x1="0" x2="1" y1="0" y2="0">{stops}</linearGradient></defs>'
+        f'<g class="colour-scale"><rect x="{sx:.0f}" y="{sy:.0f}" width="{sw:.0f}" height="10" '
+        'fill="url(#heat-scale)" stroke="#9aa5b1"/>'
+    )
+    for k in range(5):
+        out.append(
+            f'<text x="{sx + sw * k / 4:.1f}" y="{sy + 22:.0f}" font-size="10" text-anchor="middle">'
+            f"{k * 25}</text>"
+        )
+    out.append(
+        f'<text class="scale-label" x="{sx:.0f}" y="{sy + 38:.0f}" font-size="11">'
+        f"{escape(metric)} [{escape(unit)}]</text></g>"
+    )
     out.append("</svg>")
     return "\n".join(out)
 
 
-def waterfall_svg(s: FleetSummary, *, width: float = 680, height: float = 340) -> str:
-    """Monthly cost now -> minus savings per finding -> cost after the best options."""
-    steps = [("current", s.cost_usd_per_month)] + [(f, -v) for f, (_, v) in s.by_finding.items() if v > 0]
-    after = s.cost_usd_per_month - s.savings_usd_per_month
-    top_v = max(s.cost_usd_per_month, 1.0)
-    ticks = nice_ticks(0.0, top_v)
-    left, right, top, bottom = 80.0, 20.0, 40.0, 60.0
-    ph = height - top - bottom
-    n = len(steps) + 1
-    slot = (width - left - right) / n
-
-    def y(v: float) -> float:
-        return top + ph * (1 - v / ticks[-1])
-
-    out = [
-        f'<svg class="chart waterfall" viewBox="0 0 {width:.0f} {height:.0f}" role="img" xmlns="http://www.w3.org/2000/svg">',
-        f'<text x="{width / 2:.0f}" y="20" text-anchor="middle" font-size="14" font-weight="600">'
-        "Monthly cost and savings by finding (USD)</text>",
-    ]
-    for t in ticks:
-        out.append(
-            f'<text x="{left - 6:.0f}" y="{y(t) + 4:.1f}" font-size="10" '
-            f'text-anchor="end">{fmt_number(t)}</text>'
-        )
-    level = 0.0
-    for i, (label, v) in enumerate([*steps, ("after", after)]):
-        x = left + slot * i + slot * 0.2
-        if label in ("current", "after"):
-            lo, hi, colour = 0.0, v, PALETTE[0]
-            level = v
-        else:
-            lo, hi, colour = level + v, level, PALETTE[2]
-            level += v
-        out.append(
-            f'<rect class="bar" x="{x:.1f}" y="{y(hi):.1f}" width="{slot * 0.6:.1f}" '
-            f'height="{max(y(lo) - y(hi), 1):.1f}" fill="{colour}"><title>{escape(label)}: '
-            f"{fmt_number(abs(v))}</title></rect>"
-        )
-        out.append(
-            f'<text x="{x + slot * 0.3:.1f}" y="{height - bottom + 14:.0f}" font-size="10" '
-            f'text-anchor="middle">{escape(label)}</text>'
-        )
-    out.append("</svg>")
-    return "\n".join(out)
+def waterfall_svg(s: FleetSummary, *, width: float = 680, height: float = 380) -> str:
+    """Monthly cost now -> minus savings per finding (one colour per finding) -> cost after the best
+    options: a waterfall (:func:`gpufleet.report.charts.waterfall_chart`)."""
+    steps: list[tuple[str, float | None]] = [(f, -v) for f, (_, v) in s.by_finding.items() if v > 0]
+    return waterfall_chart(
+        ("current", s.cost_usd_per_month),
+        steps,
+        "after",
+        title="Monthly cost and savings by finding (USD)",
+        y_label="USD / month",
+        colours=SERIES_COLOURS,
+        width=width,
+        height=height,
+    )
 
 
 def render_findings_html(ff: FleetFindings, s: FleetSummary, heat: Sequence[tuple[datetime, float]]) -> str:
@@ -382,11 +400,13 @@ def render_findings_html(ff: FleetFindings, s: FleetSummary, heat: Sequence[tupl
         [(k, float(v)) for k, v in histogram(s.compute_p_values)],
         title="GPUs by compute at the percentile (SM_ACTIVE where present)",
         y_label="GPUs",
+        integer=True,
     )
     util = bar_chart(
         [(k, float(v)) for k, v in histogram(s.gpu_util_p_values)],
         title="GPUs by GPU_UTIL at the percentile (upper bound)",
         y_label="GPUs",
+        integer=True,
     )
     body = "".join(
         [
@@ -409,8 +429,10 @@ def render_findings_html(ff: FleetFindings, s: FleetSummary, heat: Sequence[tupl
         "body{font:14px/1.45 system-ui,sans-serif;margin:24px 32px;color:#1f2933}"
         "table{border-collapse:collapse;"
         "font-size:13px}th,td{border-bottom:1px solid #e4e7eb;padding:4px "
-        "8px;text-align:left;white-space:nowrap}"
+        "8px;text-align:left;overflow-wrap:break-word}"
         ".charts{display:flex;flex-wrap:wrap;gap:16px}.charts>div{flex:1 1 460px}.scroll{overflow-x:auto}"
+        ".charts svg{max-width:100%;height:auto}"
+        "@media print{body{margin:0}table{font-size:9px}.scroll{overflow:visible}}"
     )
     return (
         f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>GPU fleet right-sizing</title>'

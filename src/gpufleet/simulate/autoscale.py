@@ -5,8 +5,10 @@ from the estimator (:mod:`gpufleet.simulate.serving`) and its price from the cat
 that GPU: the per-GPU price x GPUs per replica). The replay (:mod:`gpufleet.simulate.cluster`) measures
 TTFT, TPOT and end-to-end latency per request, replica-hours and scale events.
 
-"Static peak" is the smallest fixed replica count whose p95 TTFT meets the SLO (found by bisection: more
-replicas never raise latency, a property test); the comparison prices the policy against it.
+"Static peak" is the smallest fixed replica count that meets every SLO set (p95 TTFT, p95 TPOT and, when
+given, the SLO attainment; found by bisection: more replicas never raise latency, a property test); the
+comparison prices the policy against it, and states a saving only when the policy meets the same SLOs
+(otherwise "not comparable", with the gap).
 """
 
 from __future__ import annotations
@@ -73,11 +75,49 @@ class LatencyStats:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ServiceLevel:
+    """The SLOs a run is judged on: p95 TTFT and p95 TPOT [s], and the least fraction of requests meeting
+    both (None: not set)."""
+
+    ttft_p95_s: float
+    tpot_p95_s: float
+    attainment: float | None = None
+
+    def gaps(self, ttft_p95_s: float, tpot_p95_s: float, attainment: float) -> tuple[str, ...]:
+        """What misses the SLOs, one phrase each with the gap (empty: every SLO met)."""
+        out = []
+        if not ttft_p95_s <= self.ttft_p95_s:
+            out.append(_gap("p95 TTFT", ttft_p95_s, self.ttft_p95_s))
+        if not tpot_p95_s <= self.tpot_p95_s:
+            out.append(_gap("p95 TPOT", tpot_p95_s, self.tpot_p95_s))
+        if self.attainment is not None and not attainment >= self.attainment:
+            out.append(
+                f"SLO attainment {attainment * 100:.1f} % < {self.attainment * 100:.1f} % "
+                f"({(self.attainment - attainment) * 100:.1f} points short)"
+            )
+        return tuple(out)
+
+
+def _fmt_s(v: float) -> str:
+    if not math.isfinite(v):
+        return "never (requests not served)"
+    return f"{v * 1000:.0f} ms" if v < 1 else f"{v:.2f} s"
+
+
+def _gap(name: str, value: float, limit: float) -> str:
+    over = f" (+{_fmt_s(value - limit)})" if math.isfinite(value) else ""
+    return f"{name} {_fmt_s(value)} > {_fmt_s(limit)}{over}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class StaticPeak:
     replicas: int
     cost_usd: float
     ttft_p95_s: float
-    meets_slo: bool
+    tpot_p95_s: float
+    slo_attainment: float  # requests meeting both SLOs [fraction]
+    meets_slo: bool  # every SLO set (p95 TTFT, p95 TPOT, attainment when set)
+    slo_gaps: tuple[str, ...]  # what misses, with the gap (empty when meets_slo)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,7 +142,9 @@ class AutoscaleResult:
     slo_ttft_s: float
     slo_tpot_s: float
     slo_attainment: float  # requests meeting both SLOs [fraction]
-    meets_slo: bool  # p95 TTFT <= SLO
+    slo_attainment_target: float | None  # least attainment required [fraction]; None: not set
+    meets_slo: bool  # p95 TTFT <= SLO, p95 TPOT <= SLO and attainment >= its target when set
+    slo_gaps: tuple[str, ...]  # what misses an SLO, with the gap (empty when meets_slo)
     unfinished: int  # requests never served (no capacity before the horizon)
     replica_hours: float
     spot_replica_hours: float
@@ -118,7 +160,9 @@ class AutoscaleResult:
     preemptions: int  # KV-pool preemptions (recompute) [count]
     rejected: int  # requests larger than a replica's KV pool, never served [count]
     static_peak: StaticPeak | None
-    savings_vs_static_peak: float | None  # 1 - cost / static-peak cost [fraction]
+    savings_vs_static_peak: float | None  # 1 - cost / static-peak cost [fraction]; None: not comparable
+    #: why no saving is stated against the static peak (None: stated, or no static peak computed)
+    not_comparable: str | None
     series_t_s: tuple[float, ...]
     series_arrivals_per_s: tuple[float, ...]
     series_replicas: tuple[float, ...]
@@ -366,18 +410,40 @@ def _cost(dep: Deployment, raw: RawRun) -> float:
     return od_h * dep.price_usd_per_replica_hour + spot_h * (spot_price or 0.0)
 
 
+def _judge(trace: RequestTrace, raw: RawRun, slo: ServiceLevel) -> tuple[float, float, float]:
+    """(p95 TTFT, p95 TPOT, SLO attainment) over every request of ``trace``: one never served counts as
+    an infinite latency (a miss), as in the MLPerf Inference server scenario, where the bound holds over all
+    queries issued."""
+    ttft = raw.first_token_s - trace.arrival_s
+    out = trace.output_tokens
+    tpot = np.where(out > 1, (raw.done_s - raw.first_token_s) / np.maximum(out - 1, 1), 0.0)
+    tpot[~np.isfinite(raw.done_s)] = np.inf
+    ttft = np.where(np.isfinite(ttft), ttft, np.inf)
+
+    def p95(x: np.ndarray) -> float:
+        v = float(np.percentile(np.where(np.isfinite(x), x, _NEVER_S), 95))
+        return math.inf if v >= _NEVER_S else v
+
+    ok = (ttft <= slo.ttft_p95_s) & (tpot <= slo.tpot_p95_s)
+    return p95(ttft), p95(tpot), float(np.mean(ok))
+
+
 def static_peak(
     trace: RequestTrace,
     dep: Deployment,
     *,
     slo_ttft_s: float,
+    slo_tpot_s: float = DEFAULT_SLO_TPOT_S,
+    slo_attainment: float | None = None,
     seed: int = 0,
     max_replicas: int = 256,
     kv_mode: str = "paged",
 ) -> StaticPeak:
-    """The smallest fixed replica count whose p95 TTFT <= ``slo_ttft_s`` (bisection)."""
+    """The smallest fixed replica count meeting every SLO set (p95 TTFT, p95 TPOT, attainment when given;
+    bisection: more replicas never raise latency)."""
+    slo = ServiceLevel(ttft_p95_s=slo_ttft_s, tpot_p95_s=slo_tpot_s, attainment=slo_attainment)
 
-    def p95(n: int) -> tuple[float, RawRun]:
+    def run(n: int) -> StaticPeak:
         raw = _run(
             trace,
             dep,
@@ -388,25 +454,50 @@ def static_peak(
             seed=seed,
             kv_mode=kv_mode,
         )
-        return percentile(raw.first_token_s - trace.arrival_s, 95), raw
+        ttft, tpot, att = _judge(trace, raw, slo)
+        gaps = slo.gaps(ttft, tpot, att)
+        return StaticPeak(
+            replicas=n,
+            cost_usd=_cost(dep, raw),
+            ttft_p95_s=ttft,
+            tpot_p95_s=tpot,
+            slo_attainment=att,
+            meets_slo=not gaps,
+            slo_gaps=gaps,
+        )
 
     lo, hi = 1, 1
-    val, raw = p95(hi)
-    while not val <= slo_ttft_s and hi < max_replicas:
+    cur = run(hi)
+    while not cur.meets_slo and hi < max_replicas:
         lo, hi = hi + 1, min(hi * 2, max_replicas)
-        val, raw = p95(hi)
-    if not val <= slo_ttft_s:
-        return StaticPeak(replicas=hi, cost_usd=_cost(dep, raw), ttft_p95_s=val, meets_slo=False)
-    best = (hi, val, raw)
-    while lo < best[0]:
-        mid = (lo + best[0]) // 2
-        v, r = p95(mid)
-        if v <= slo_ttft_s:
-            best = (mid, v, r)
+        cur = run(hi)
+    if not cur.meets_slo:
+        return cur
+    best = cur
+    while lo < best.replicas:
+        mid = (lo + best.replicas) // 2
+        r = run(mid)
+        if r.meets_slo:
+            best = r
         else:
             lo = mid + 1
-    n, v, r = best
-    return StaticPeak(replicas=n, cost_usd=_cost(dep, r), ttft_p95_s=v, meets_slo=True)
+    return best
+
+
+def _not_comparable(policy_gaps: tuple[str, ...], peak: StaticPeak) -> str | None:
+    """Why the policy's cost is not compared with the static peak's (None: it is): a saving is stated only
+    against a baseline meeting the same SLOs, by a policy that meets them too (FinOps Foundation: savings
+    are measured against a baseline that delivers the same service)."""
+    if not peak.meets_slo:
+        return (
+            f"no fixed count up to {peak.replicas} replicas meets the SLOs ({'; '.join(peak.slo_gaps)} at "
+            f"{peak.replicas}): no baseline at equal service"
+        )
+    if policy_gaps:
+        return f"the policy misses the SLOs the baseline meets: {'; '.join(policy_gaps)}"
+    if peak.cost_usd <= 0:
+        return "the baseline costs nothing"
+    return None
 
 
 @checked_arguments("autoscaling simulation")
@@ -420,6 +511,7 @@ def simulate_autoscale(
     spot_share: float = 0.0,
     slo_ttft_s: float = DEFAULT_SLO_TTFT_S,
     slo_tpot_s: float = DEFAULT_SLO_TPOT_S,
+    slo_attainment: float | None = None,
     seed: int = 0,
     rate_factor: float = 1.0,
     compare_static_peak: bool = True,
@@ -430,6 +522,9 @@ def simulate_autoscale(
 
     ``initial_replicas`` None: static and scheduled policies start at their own count, the others warm at
     :func:`warm_start_replicas` (a deployment that was running before the trace window).
+    ``slo_ttft_s`` and ``slo_tpot_s`` are p95 targets; ``slo_attainment`` (a fraction, None: not set) the
+    least share of requests meeting both. A saving against the static peak is stated only when both meet
+    every one of them (``not_comparable`` says why not, with the gap).
     """
     min_replicas = check_count(
         "min_replicas", min_replicas, minimum=0, maximum=MAX_REPLICAS, flag="--min-replicas"
@@ -441,6 +536,19 @@ def simulate_autoscale(
     spot_share = check_number("spot_share", spot_share, allow_zero=True, maximum=1.0, flag="--spot-share")  # type: ignore[assignment]
     slo_ttft_s = check_number("slo_ttft_s", slo_ttft_s, maximum=MAX_SLO_S, flag="--slo-ttft (s)")  # type: ignore[assignment]
     slo_tpot_s = check_number("slo_tpot_s", slo_tpot_s, maximum=MAX_SLO_S, flag="--slo-tpot (s)")  # type: ignore[assignment]
+    if (
+        isinstance(slo_attainment, int | float)
+        and not isinstance(slo_attainment, bool)
+        and 1 < slo_attainment <= 100
+    ):
+        raise InputError(
+            f"--slo-attainment {slo_attainment:g}: the attainment target is a fraction from 0 to 1 (the "
+            "share of requests meeting both TTFT and TPOT SLOs); for "
+            f"{slo_attainment:g} % give {slo_attainment / 100:g}."
+        )
+    slo_attainment = check_number(
+        "slo_attainment", slo_attainment, maximum=1.0, flag="--slo-attainment (fraction)", allow_none=True
+    )
     rate_factor = check_number("rate_factor", rate_factor, maximum=MAX_RATE_FACTOR, flag="--rate")  # type: ignore[assignment]
     seed = check_count("seed", seed, minimum=0, maximum=2**63 - 1, flag="--seed")  # type: ignore[assignment]
     span_s = float(trace.arrival_s[-1] - trace.arrival_s[0]) if len(trace.arrival_s) else 0.0
@@ -492,13 +600,24 @@ def simulate_autoscale(
     tpot[~np.isfinite(raw.done_s)] = np.nan
     if not np.isfinite(ttft).any():
         raise InfeasibleError(_nothing_served(trace, deployment, policy, raw, min_replicas, initial_replicas))
-    ok = (ttft <= slo_ttft_s) & (tpot <= slo_tpot_s)
+    slo = ServiceLevel(ttft_p95_s=slo_ttft_s, tpot_p95_s=slo_tpot_s, attainment=slo_attainment)
+    all_ttft_p95, all_tpot_p95, attainment = _judge(trace, raw, slo)
+    gaps = slo.gaps(all_ttft_p95, all_tpot_p95, attainment)
     cost = _cost(deployment, raw)
     peak = (
-        static_peak(trace, deployment, slo_ttft_s=slo_ttft_s, seed=seed, kv_mode=kv_mode)
+        static_peak(
+            trace,
+            deployment,
+            slo_ttft_s=slo_ttft_s,
+            slo_tpot_s=slo_tpot_s,
+            slo_attainment=slo_attainment,
+            seed=seed,
+            kv_mode=kv_mode,
+        )
         if compare_static_peak
         else None
     )
+    not_comparable = _not_comparable(gaps, peak) if peak is not None else None
     ttft_stats = _stats(ttft)
     t, rate, reps, ready = _series(trace, raw)
     kv_note = (
@@ -561,10 +680,12 @@ def simulate_autoscale(
         queue_wait=_stats(raw.admit_s - arrival),
         slo_ttft_s=slo_ttft_s,
         slo_tpot_s=slo_tpot_s,
-        slo_attainment=float(np.mean(ok)),
+        slo_attainment=attainment,
+        slo_attainment_target=slo_attainment,
         # a request never served is an SLO miss, not a sample to drop (MLPerf Inference server scenario: the
         # latency bound holds over all queries issued); the percentiles above describe the served ones
-        meets_slo=bool(np.percentile(np.where(np.isfinite(ttft), ttft, _NEVER_S), 95) <= slo_ttft_s),
+        meets_slo=not gaps,
+        slo_gaps=gaps,
         unfinished=int(np.sum(~np.isfinite(raw.done_s))),
         replica_hours=seconds / SECONDS_PER_HOUR,
         spot_replica_hours=raw.spot_replica_seconds / SECONDS_PER_HOUR,
@@ -580,12 +701,11 @@ def simulate_autoscale(
         preemptions=raw.preemptions,
         rejected=raw.rejected,
         static_peak=peak,
-        # savings only against a baseline that delivers the SLO (FinOps Foundation: savings are measured
-        # against a baseline that delivers the same service): where no fixed count up to static_peak's cap
-        # meets the p95 TTFT SLO (long prompts whose prefill alone exceeds it) there is no baseline
+        # savings only at equal service (_not_comparable): both meet every SLO set
         savings_vs_static_peak=(
-            (1.0 - cost / peak.cost_usd) if peak and peak.meets_slo and peak.cost_usd > 0 else None
+            (1.0 - cost / peak.cost_usd) if peak is not None and not_comparable is None else None
         ),
+        not_comparable=not_comparable,
         series_t_s=t,
         series_arrivals_per_s=rate,
         series_replicas=reps,

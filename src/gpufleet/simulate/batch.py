@@ -3,7 +3,7 @@
 Fleet (YAML/JSON, :func:`read_fleet`)::
 
     pools:
-      - {name: od, gpu: h100, gpus_per_node: 8, nodes: 4, kind: on_demand}      # price from the catalog
+      - {name: od, gpu: h100, gpus_per_node: 8, nodes: 4, kind: on_demand}      # price: an 8-GPU node offer
       - {name: sp, gpu: h100, gpus_per_node: 8, nodes: 4, kind: spot}
       - {name: rs, gpu: a100, gpus_per_node: 8, nodes: 2, kind: reserved, price_usd_per_node_hour: 12}
     teams:                      # Kueue ClusterQueues in one cohort: nominal quota and borrowing limit [GPUs]
@@ -65,6 +65,7 @@ class Pool:
     kind: str  # on_demand | spot | reserved
     price_usd_per_node_hour: float
     mtbi_h: float = math.inf  # per node, spot only
+    price_source: str = "given"  # the catalog offer the price comes from (provider/region/instance), or given
 
     @property
     def gpus(self) -> int:
@@ -131,18 +132,40 @@ def read_fleet(path: str | Path) -> Fleet:
     return _resolve_fleet(load_structured_file(p, what="fleet file"), str(p))
 
 
-def _catalog_price(gpu: str, per_node: int, spot: bool) -> float:
+def _catalog_price(gpu: str, per_node: int, spot: bool, tier: str, provider: str) -> tuple[float, str]:
+    """(price per node-hour, offer) of the cheapest catalog offer of a whole node of ``per_node`` x ``gpu``
+    that passes the recommender's deployability rules for ``tier``
+    (:func:`gpufleet.recommend.candidates.eligible_mask`: production takes no marketplace or community host
+    and no stale or undated price). A node is one machine: a 1-GPU offer times 8 is not an 8-GPU node (no
+    NVLink between them, and a marketplace host at that)."""
     from gpufleet.catalog.offers import load_offers
+    from gpufleet.recommend.candidates import eligible_mask
+    from gpufleet.recommend.types import Workload
 
-    best = math.inf
-    for o in load_offers().filter(gpu=gpu, spot=spot).records():
-        if o.gpu_count >= 1:
-            price = o.price_spot_usd_per_hour if spot else o.price_on_demand_usd_per_hour
-            if price is not None:
-                best = min(best, price / o.gpu_count * per_node)
-    if not math.isfinite(best):
+    table = (
+        load_offers().filter(gpu=gpu, provider=provider) if provider != "*" else load_offers().filter(gpu=gpu)
+    )
+    w = Workload(name="batch pool", model="llama-3.1-8b", task="pretrain", precision="bf16", tier=tier)
+    ok = eligible_mask(table, w)
+    best: tuple[float, str] | None = None
+    sizes: set[int] = set()
+    for o, keep in zip(table.records(), ok, strict=True):
+        if not keep:
+            continue
+        sizes.add(int(o.gpu_count))
+        price = o.price_spot_usd_per_hour if spot else o.price_on_demand_usd_per_hour
+        if o.gpu_count != per_node or price is None:
+            continue
+        cand = (price, f"{o.provider}/{o.region}/{o.instance_type}")
+        if best is None or cand < best:
+            best = cand
+    if best is None:
+        where = f" at {provider}" if provider != "*" else ""
+        have = ", ".join(str(n) for n in sorted(sizes)) or "none"
         raise ConfigFileError(
-            f"no catalog {'spot ' if spot else ''}price for {gpu}; give price_usd_per_node_hour."
+            f"no catalog {'spot ' if spot else ''}offer of a {per_node}-GPU {gpu} node{where} passes the "
+            f"{tier} tier (node sizes offered under it: {have} GPUs). Set gpus_per_node to an offered size, "
+            "tier: batch to allow marketplace hosts, or give price_usd_per_node_hour."
         )
     return best
 
@@ -175,10 +198,14 @@ def _resolve_fleet(doc: Any, source: str) -> Fleet:
             get_spec(raw.gpu)  # a misspelt GPU with its own price was simulated under that name, unchecked
         except UnknownNameError as exc:
             raise ConfigFileError(f"The fleet file {source}, pool {raw.name or k}: {exc}") from None
-        price = raw.price_usd_per_node_hour
+        price, source = raw.price_usd_per_node_hour, "given"
         if price is None:
-            price = _catalog_price(raw.gpu, raw.gpus_per_node, raw.kind == "spot")
-        a = assumption_for(raw.provider, load_spot_assumptions())
+            price, source = _catalog_price(
+                raw.gpu, raw.gpus_per_node, raw.kind == "spot", raw.tier, raw.provider
+            )
+        # the interruption hazard of the provider the spot price comes from (a given price: the pool's)
+        hazard_provider = source.split("/")[0] if source != "given" else raw.provider
+        a = assumption_for(hazard_provider, load_spot_assumptions())
         pools.append(
             Pool(
                 name=raw.name or f"pool{k}",
@@ -188,6 +215,7 @@ def _resolve_fleet(doc: Any, source: str) -> Fleet:
                 kind=raw.kind,
                 price_usd_per_node_hour=price,
                 mtbi_h=1.0 / a.interruptions_per_h if raw.kind == "spot" else math.inf,
+                price_source=source,
             )
         )
     names = [p.name for p in pools]
@@ -608,6 +636,7 @@ def simulate_batch(
         f"{len(jobs)} jobs; pools: "
         + "; ".join(
             f"{p.name} {p.nodes} x {p.gpus_per_node} {p.gpu} {p.kind} ${p.price_usd_per_node_hour:.2f}/node-h"
+            f" ({p.price_source})"
             for p in fl.pools
         )
     ]

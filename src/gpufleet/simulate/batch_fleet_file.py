@@ -27,6 +27,9 @@ class PoolIn(_Strict):
     kind: Literal["on_demand", "spot", "reserved"]
     price_usd_per_node_hour: float | None = Field(None, gt=0, le=MAX_PRICE_USD_PER_HOUR)
     provider: str = Field("*", min_length=1, max_length=200)
+    #: the recommender's deployment tier the catalog price is taken under (production: no marketplace or
+    #: community hosts, no stale or undated prices; batch and dev: any host)
+    tier: Literal["dev", "batch", "production"] = "production"
 
 
 class TeamIn(_Strict):

@@ -434,6 +434,30 @@ POSITIVE_POLICY_PARAMS = frozenset(
 )
 
 
+_POLICY_CLASSES: dict[str, type] = {}
+
+
+def policy_parameters(name: str, *, spot: bool = False) -> tuple[str, ...]:
+    """The parameters policy ``name`` acts on (empty for an unknown name). A static policy's ``tick_s`` only
+    paces replacements of interrupted spot replicas, so it acts only with ``spot`` (a spot share > 0)."""
+    if not _POLICY_CLASSES:
+        _POLICY_CLASSES.update(
+            static=StaticPolicy,
+            scheduled=ScheduledPolicy,
+            hpa=HpaPolicy,
+            kpa=KpaPolicy,
+            ray=RayServePolicy,
+            queue=QueuePolicy,
+        )
+    cls = _POLICY_CLASSES.get(name)
+    if cls is None:
+        return ()
+    out = tuple(f.name for f in fields(cls) if f.name != "name")
+    if name == "static" and not spot:
+        out = tuple(k for k in out if k != "tick_s")
+    return out
+
+
 def make_policy(name: str, **params: float | str | tuple[tuple[float, int], ...] | None) -> Policy:
     """A policy by name with keyword parameters (the dataclass fields)."""
     classes: dict[str, type] = {

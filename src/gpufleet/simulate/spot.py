@@ -34,6 +34,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -101,9 +102,25 @@ class StrategyOutcome:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SpotLayout:
+    """One GPU count tried by the layout search of :func:`simulate_spot` (``gpus`` None)."""
+
+    gpus: int
+    nodes: int
+    offer: str  # the spot offer priced ("" when the layout was not simulated)
+    work_h: float | None  # None: not simulated
+    best: str | None  # cheapest strategy with P(miss) <= 5 % (None: none meets the deadline, or skipped)
+    expected_cost_usd: float | None  # of ``best`` (or of the strategy missing least, when none meets)
+    p_deadline_miss: float | None  # of that strategy
+    status: str  # meets | misses | skipped
+    why: str  # one line: what decided the status
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SpotResult:
     model: str
     offer: str
+    gpus: int
     nodes: int
     work_h: float
     deadline_h: float | None
@@ -117,6 +134,9 @@ class SpotResult:
     # cost/spot.py first-order E[T]/W for the first region; None where it does not apply (no finite value)
     closed_form_wall_time_factor: float | None
     notes: tuple[str, ...]
+    #: the GPU counts searched (empty when the caller fixed ``gpus``); the result is the cheapest that meets
+    #: the deadline
+    layouts: tuple[SpotLayout, ...] = ()
 
 
 #: What is derived from a trace, by the identity of its tuple (hashing a 2,000,000-tick tuple per run and
@@ -440,7 +460,7 @@ def simulate_spot(
     model: str,
     tokens: float,
     gpu: str = "h100",
-    gpus: int = 8,
+    gpus: int | None = None,
     precision: str = "bf16",
     task: str = "pretrain",
     deadline_h: float | None = None,
@@ -453,7 +473,58 @@ def simulate_spot(
     regions: int = 3,
 ) -> SpotResult:
     """Price a training run on spot by simulation (module doc): work from the estimator, prices from the
-    catalog, hazards from ``cost/spot.py``'s assumptions or a SkyPilot availability trace."""
+    catalog, hazards from ``cost/spot.py``'s assumptions or a SkyPilot availability trace.
+
+    ``gpus`` None searches the layouts (:mod:`gpufleet.simulate.spot_search`): every count that fits is
+    simulated (unless it provably cannot meet the deadline or beat a cheaper one found); the result is the
+    cheapest that meets the deadline with P(miss) <= 5 % (without a deadline: the cheapest); ``layouts``
+    lists them all with why each was chosen, missed or skipped."""
+    kw: dict[str, Any] = {
+        "model": model, "tokens": tokens, "gpu": gpu, "precision": precision, "task": task,
+        "deadline_h": deadline_h, "interruptions": interruptions, "provider": provider,
+        "interval_h": interval_h, "strategies": strategies, "runs": runs, "seed": seed, "regions": regions,
+    }  # fmt: skip
+    if gpus is not None:
+        out = _spot_layout(gpus=gpus, **kw)
+        assert isinstance(out, SpotResult)
+        return out
+    from gpufleet.simulate.spot_search import search_layouts
+
+    check_number("deadline_h", deadline_h, flag="--deadline-hours", allow_none=True)
+    return search_layouts(kw)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class _Dry:
+    """What a layout needs before simulating it: work, nodes, restart, and the cheapest price any strategy
+    pays per hour of work (the least of the on-demand and the regions' spot prices) [USD/h]."""
+
+    work_h: float
+    nodes: int
+    restart_overhead_h: float
+    spot_floor_usd_per_hour: float
+
+
+def _spot_layout(
+    *,
+    model: str,
+    tokens: float,
+    gpu: str = "h100",
+    gpus: int = 8,
+    dry: bool = False,
+    node_gpus: int | None = None,
+    precision: str = "bf16",
+    task: str = "pretrain",
+    deadline_h: float | None = None,
+    interruptions: str | None = None,
+    provider: str | None = None,
+    interval_h: float | None = None,
+    strategies: Sequence[str] = STRATEGIES,
+    runs: int = DEFAULT_RUNS,
+    seed: int = 0,
+    regions: int = 3,
+) -> SpotResult | _Dry:
+    """One layout of :func:`simulate_spot`; ``dry``: only what it needs (no simulation)."""
     from gpufleet.catalog.offers import Offer, load_offers
     from gpufleet.cost.spot import assumption_for, expected_wall_time_factor, load_spot_assumptions
     from gpufleet.cost.startup import DEFAULT_IMAGE_PULL_S, DEFAULT_PROVISIONING_S
@@ -514,9 +585,23 @@ def simulate_spot(
     def per_gpu_spot(o: Offer) -> float:
         return (o.price_spot_usd_per_hour or 0.0) / o.gpu_count
 
-    # prefer one node of exactly ``gpus`` GPUs (no cross-node interruptions), else the cheapest per GPU
+    if node_gpus is not None:  # the layout search: whole nodes of this size only
+        offers = [o for o in offers if int(o.gpu_count) == node_gpus]
+        if not offers:
+            raise InputError(f"no catalog spot offer of a {node_gpus}-GPU {gpu} node")
+    # prefer one node of exactly ``gpus`` GPUs (no cross-node interruptions), else whole nodes of the largest
+    # size dividing ``gpus`` (fewest nodes: 16 GPUs as two 8-GPU nodes, not sixteen 1-GPU machines), then
+    # the cheapest per GPU
     offers.sort(
-        key=lambda o: (int(o.gpu_count) != gpus, per_gpu_spot(o), o.provider, o.region, o.instance_type)
+        key=lambda o: (
+            int(o.gpu_count) != gpus,
+            gpus % int(o.gpu_count) != 0,
+            -int(o.gpu_count) if gpus % int(o.gpu_count) == 0 else 0,
+            per_gpu_spot(o),
+            o.provider,
+            o.region,
+            o.instance_type,
+        )
     )
     first = offers[0]
     per_node = int(first.gpu_count)
@@ -533,6 +618,16 @@ def simulate_spot(
     ckpt_bytes = count_params(arch).total * CHECKPOINT_BYTES_PER_PARAM
     io_h = ckpt_bytes / (nodes * CHECKPOINT_BANDWIDTH_BYTES_PER_S_PER_NODE) / SECONDS_PER_HOUR
     restart_h = (DEFAULT_PROVISIONING_S + DEFAULT_IMAGE_PULL_S) / SECONDS_PER_HOUR + io_h
+    if dry:
+        return _Dry(
+            work_h=work_h,
+            nodes=nodes,
+            restart_overhead_h=restart_h,
+            spot_floor_usd_per_hour=min(
+                first.price_on_demand_usd_per_hour * nodes,
+                *((o.price_spot_usd_per_hour or 0.0) * nodes for o in picked),
+            ),
+        )
     assumptions = load_spot_assumptions()
     trace = read_spot_trace(interruptions) if interruptions else None
     region_list = []
@@ -596,6 +691,7 @@ def simulate_spot(
     return SpotResult(
         model=arch.id,
         offer=f"{first.provider}/{first.region}/{first.instance_type}",
+        gpus=gpus,
         nodes=nodes,
         work_h=work_h,
         deadline_h=deadline_h,

@@ -214,12 +214,92 @@ def check_sweep_spec(spec: SweepSpec) -> None:
     ):
         raise InputError(f"sweep spec: seeds is a non-empty list of integers >= 0, got {spec.seeds!r}.")
     runs = math.prod(len(v) for v in spec.grid.values()) * len(spec.seeds)
+    if runs <= MAX_SWEEP_RUNS:
+        check_policy_dimensions(spec)
     if runs > MAX_SWEEP_RUNS:
         sizes = " x ".join([*(f"{len(v)} {k}" for k, v in spec.grid.items()), f"{len(spec.seeds)} seeds"])
         raise InputError(
             f"sweep spec: {sizes} is {runs:,} runs, more than the {MAX_SWEEP_RUNS:,} one sweep may hold. "
             "Shorten the grid lists or the seeds, or split the sweep into several specs."
         )
+
+
+def _varying_policy_params(spec: SweepSpec) -> set[str]:
+    """The policy parameters a grid of ``policy_params`` mappings varies: keys whose value differs between
+    the grid's entries (or is missing from some)."""
+    entries = [
+        dict(e or {}) for e in spec.grid.get("policy_params", []) if isinstance(e, Mapping | type(None))
+    ]
+    keys = {k for e in entries for k in e}
+    return {k for k in keys if len({repr(e.get(k, "<unset>")) for e in entries}) > 1}
+
+
+def check_policy_dimensions(spec: SweepSpec) -> None:
+    """:class:`InputError` when a grid dimension of an autoscale sweep sets a parameter that a policy of the
+    sweep ignores (``target`` for ``scheduled``, ``tick_s`` for ``static`` without spot): its rows would
+    repeat one another silently. Names the policy's parameters."""
+    from gpufleet.simulate.policies import policy_parameters
+
+    if spec.kind != "autoscale":
+        return
+    varying = _varying_policy_params(spec)
+    has_target = "target" in spec.grid
+    if not varying and not has_target:
+        return
+    for cfg in spec.configs():
+        name = str(cfg.get("policy", "kpa"))
+        takes = policy_parameters(name, spot=float(cfg.get("spot_share", 0.0) or 0.0) > 0)
+        if not takes:
+            continue  # an unknown policy is refused by make_policy, naming the allowed ones
+        ignored = sorted(k for k in varying if k not in takes)
+        why = "grid policy_params varies " + ", ".join(ignored) if ignored else ""
+        if has_target and _AUTOSCALE_POLICY_TARGET.get(name) not in takes:
+            why = "grid target sets a concurrency target, which it does not have"
+        if why:
+            raise InputError(
+                f"sweep spec (autoscale): {why}, but policy {name} ignores it, so its runs would repeat "
+                f"one another. Policy {name} takes: {', '.join(takes)}. Sweep one of those (in "
+                f"policy_params), or leave {name} out of this sweep's policies."
+            )
+
+
+def check_batch_dimensions(spec: SweepSpec) -> None:
+    """:class:`InputError` when a batch sweep would run a policy with nothing to act on (``offpeak``
+    without an off-peak window, ``spot`` without a spot pool, ``deadline`` without deadlines: plain fifo
+    rows under another name), or varies ``checkpoint_h``/``restart_h`` on a fleet with no spot pool (no
+    job is ever interrupted, so the rows repeat). Reads each job file and fleet file of the grid once."""
+    from gpufleet.simulate.batch import check_policy_acts, default_fleet, read_fleet
+    from gpufleet.simulate.jobs import read_jobs
+
+    if spec.kind != "batch":
+        return
+    jobs: dict[str, Any] = {}
+    fleets: dict[str | None, Any] = {}
+    seen: set[tuple[str, str, str | None]] = set()
+    for cfg in spec.configs():
+        key = (str(cfg.get("policy", "fifo")), str(cfg["jobs"]), cfg.get("fleet"))
+        if key in seen:
+            continue
+        seen.add(key)
+        policy, job_path, fleet_path = key
+        if job_path not in jobs:
+            jobs[job_path] = read_jobs(job_path)
+        if fleet_path not in fleets:
+            fleets[fleet_path] = read_fleet(fleet_path) if fleet_path else default_fleet()
+        fleet = fleets[fleet_path]
+        try:
+            check_policy_acts(policy, jobs[job_path], fleet)
+        except InputError as exc:
+            raise InputError(f"sweep spec (batch), jobs {job_path}: {exc}") from None
+        spotless = all(p.kind != "spot" for p in fleet.pools)
+        for k in ("checkpoint_h", "restart_h"):
+            if k in spec.grid and spotless:
+                raise InputError(
+                    f"sweep spec (batch): grid {k} varies the checkpoint/restart of interrupted jobs, but "
+                    f"the fleet {fleet.name} has no spot pool, so no job is interrupted and its runs would "
+                    "repeat one another. Add a pool with kind: spot, or take "
+                    f"{k} out of the grid."
+                )
 
 
 def run_config(kind: str, cfg: Mapping[str, Any]) -> dict[str, Any]:
@@ -308,6 +388,7 @@ def run_sweep(
     if engine not in ENGINES:
         raise InputError(f"engine {engine!r} is unknown. Allowed: {', '.join(ENGINES)}.")
     check_sweep_spec(spec)
+    check_batch_dimensions(spec)
     workers = check_count("workers", workers, maximum=1024, flag="--workers", allow_none=True)
     if engine == "local" and address is not None:
         raise InputError(

@@ -1,0 +1,90 @@
+"""Terminal tables at 80 columns and in pipes keep money and status columns whole (issue 23, item 6): a
+plan's "$/month" column read "$11…" there. Rendered through a real pipe (stdout not a terminal, where rich
+prints 80 columns) and at console width 80."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from rich.console import Console
+
+from gpufleet.report.termtable import whole_table
+
+ROOT = Path(__file__).resolve().parents[2]
+MONEY = re.compile(r"-?\$[\d,]+(?:\.\d+)?")
+
+
+def _pipe(*args: str) -> str:
+    """``gpufleet ARGS`` with stdout a pipe and no COLUMNS: what `| less` or a CI log shows."""
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
+    env["PYTHONPATH"] = str(ROOT / "src")
+    proc = subprocess.run(
+        [sys.executable, "-c", "from gpufleet.cli.entry import main; main()", *args],
+        capture_output=True, text=True, timeout=300, env=env, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout
+
+
+def _lines_fit(text: str, width: int = 80) -> None:
+    assert "…" not in text, next(line for line in text.splitlines() if "…" in line)
+    assert max(len(line.rstrip()) for line in text.splitlines()) <= width
+
+
+def test_whole_table_keeps_money_and_status_at_80() -> None:
+    headers = [
+        "Workload",
+        "Team",
+        "Provider",
+        "Region",
+        "Instance",
+        "GPU",
+        "Pay",
+        "Nodes",
+        "h/month",
+        "$/month",
+    ]
+    rows = [
+        ["chat-eu-long-name", "product", "hyperstack", "NORWAY-1", "n3-RTX-A4000x2", "RTX-A4000",
+         "data_transfer", "12", "730", "$11,467.25"],
+        ["rag", "research", "aws", "us-east-1", "g5.xlarge", "A10G", "commit_3y", "1", "456", "-$1,249.69"],
+    ]  # fmt: skip
+    buf = io.StringIO()
+    Console(file=buf, width=80, color_system=None).print(whole_table(headers, rows, status=("Pay",)))
+    text = buf.getvalue()
+    _lines_fit(text)
+    for cell in ("$11,467.25", "-$1,249.69", "data_transfer", "commit_3y", "730"):
+        assert cell in text, cell
+
+
+def test_plan_in_a_pipe() -> None:
+    """The multicloud example plan: every money figure of the JSON appears whole in the piped table."""
+    text = _pipe("plan", str(ROOT / "examples" / "fleets" / "mig-inference.yaml"))
+    _lines_fit(text)
+    doc = json.loads(_pipe("plan", str(ROOT / "examples" / "fleets" / "mig-inference.yaml"), "-f", "json"))
+    for line in doc["result"]["lines"]:
+        assert line["pay_kind"] in text
+    money = MONEY.findall(text)
+    assert money and all(not m.endswith(",") for m in money)
+
+
+def test_simulate_spot_in_a_pipe() -> None:
+    text = _pipe(
+        "simulate", "spot", "--model", "llama-3.1-8b", "--tokens", "2e10", "--gpus", "8", "--runs", "5"
+    )
+    _lines_fit(text)
+    for strategy in ("on_demand", "spot", "greedy", "uniform_progress", "failover"):
+        assert re.search(rf"^ ?{strategy} ", text, re.M), strategy
+    doc = json.loads(
+        _pipe("simulate", "spot", "--model", "llama-3.1-8b", "--tokens", "2e10", "--gpus", "8", "--runs", "5",
+              "-f", "json")
+    )  # fmt: skip
+    for o in doc["result"]["outcomes"]:
+        v = o["expected_cost_usd"]
+        assert (f"${v:,.0f}" if v >= 1000 else f"${v:,.2f}") in text
