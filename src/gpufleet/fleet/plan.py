@@ -346,10 +346,14 @@ def plan_fleet(
     check_number("mip_rel_gap", mip_rel_gap, allow_zero=True, maximum=0.5, flag="--gap (mip_rel_gap)")
     f = read_fleet_file(fleet) if isinstance(fleet, (str, Path)) else fleet
     from gpufleet.catalog.pricing import allow_unverified_commitments
+    from gpufleet.fleet.place import stay_in_current_geo
+
+    f, place_notes = stay_in_current_geo(f)
 
     # the fleet's opt-in lets table rates without a per-offer source price its commitments (docs/fleet.md)
     with allow_unverified_commitments(f.constraints.allow_unverified_commitments):
-        return _plan(f, offers, estimator, spot_assumptions, time_limit_s, mip_rel_gap, savings, progress)
+        plan = _plan(f, offers, estimator, spot_assumptions, time_limit_s, mip_rel_gap, savings, progress)
+    return replace(plan, notes=place_notes + plan.notes) if place_notes else plan
 
 
 def _plan(
