@@ -143,7 +143,19 @@ class OpsMiddleware:
         csp = (DOCS_CSP if path in ("/docs", "/redoc") else CSP).encode()
         too_large = self._declared_too_large(scope)
 
+        over = [False]  # the body streamed past the limit: whatever the app answers becomes a 413
+        sent_413 = [False]
+
         async def send_wrapped(message: Message) -> None:
+            if over[0]:
+                if not sent_413[0]:
+                    sent_413[0] = True
+                    status_box[0] = 413
+                    await self._too_large(send_secured)
+                return
+            await send_secured(message)
+
+        async def send_secured(message: Message) -> None:
             if message["type"] == "http.response.start":
                 status_box[0] = int(message["status"])
                 headers = list(message.get("headers", []))
@@ -157,19 +169,22 @@ class OpsMiddleware:
         received = [0]
 
         async def receive_limited() -> Message:
+            if over[0]:
+                return {"type": "http.request", "body": b"", "more_body": False}
             message = await receive()
             if message["type"] == "http.request":
                 received[0] += len(message.get("body", b""))
                 if received[0] > self.max_body:
-                    raise _TooLarge
+                    over[0] = True  # the app gets an end of body; its answer is replaced
+                    return {"type": "http.request", "body": b"", "more_body": False}
             return message
 
         try:
             if too_large:
-                raise _TooLarge
-            await self.app(scope, receive_limited, send_wrapped)
-        except _TooLarge:
-            await self._too_large(send_wrapped)
+                status_box[0] = 413
+                await self._too_large(send_secured)
+            else:
+                await self.app(scope, receive_limited, send_wrapped)
         finally:
             route = scope.get("route")
             template = getattr(route, "path", None) or "(unmatched)"
@@ -193,18 +208,6 @@ class OpsMiddleware:
             f"The request body is larger than the limit of {self.max_body:,} bytes. Send a smaller body "
             "(split the fleet file), or start the service with a larger --max-body-mib.",
         )
-        try:
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 413,
-                    "headers": [(b"content-type", b"application/json"), (b"connection", b"close")],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
-        except RuntimeError:  # the app had already started its response
-            pass
-
-
-class _TooLarge(Exception):
-    pass
+        headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+        await send({"type": "http.response.start", "status": 413, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
