@@ -124,6 +124,16 @@ def test_recommend_form_shows_the_report(env: Env) -> None:
     assert bad.status_code == 404 and "Did you mean" in bad.text
 
 
+def test_catalog_page_filters_and_pages(env: Env) -> None:
+    c = env.client
+    sign_in(c, env.tokens["a_viewer"])
+    r = c.get("/catalog", params={"gpu": "H100", "provider": "", "region": "", "max_price_usd_per_hour": ""})
+    assert r.status_code == 200 and "offers match" in r.text, r.text[-500:]
+    assert 'href="/catalog?gpu=H100' in r.text and "page=1" in r.text  # a next page
+    bad = c.get("/catalog", params={"max_price_usd_per_hour": "cheap"})
+    assert bad.status_code == 400 and "not a number" in bad.text
+
+
 def test_sql_metacharacters_in_catalog_filters(env: Env) -> None:
     c = env.client
     sign_in(c, env.tokens["a_viewer"])

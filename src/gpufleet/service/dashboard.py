@@ -247,7 +247,6 @@ def catalog(request: Request) -> Response:
     who, csrf = got
     from gpufleet.catalog.listing import SORT_KEYS, offer_rows, query_offers
     from gpufleet.catalog.offers import load_offers
-    from gpufleet.recommend.filters import split_values
 
     q = request.query_params
     gpu, provider, region = q.get("gpu", ""), q.get("provider", ""), q.get("region", "")
@@ -265,9 +264,9 @@ def catalog(request: Request) -> Response:
         price = float(max_price) if max_price else None
         result = query_offers(
             load_offers(),
-            gpus=split_values(gpu),
-            providers=split_values(provider),
-            regions=split_values(region),
+            gpus=_values(gpu),
+            providers=_values(provider),
+            regions=_values(region),
             spot=spot,
             max_price_usd_per_hour=price,
             sort=sort if sort in SORT_KEYS else "price_per_gpu",
@@ -318,6 +317,13 @@ def catalog(request: Request) -> Response:
         csrf,
         status=http_status(InputError()) if error else 200,
     )
+
+
+def _values(text: str) -> tuple[str, ...]:
+    """A filter field: comma-separated values; an empty field is no filter (a browser sends every field)."""
+    from gpufleet.recommend.filters import split_values
+
+    return tuple(split_values(text)) if text.strip() else ()
 
 
 def _money(v: Any) -> str:
