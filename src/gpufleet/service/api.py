@@ -33,7 +33,7 @@ from gpufleet.service.schemas import (
     shipped_schema_ref,
 )
 
-router = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)  # type: ignore[arg-type]
+router = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)
 
 Who = Annotated[Principal, Depends(bearer_principal)]
 St = Annotated[State, Depends(state)]

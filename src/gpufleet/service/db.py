@@ -22,6 +22,7 @@ from sqlalchemy import (
     UniqueConstraint,
     create_engine,
     event,
+    orm,
 )
 from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
@@ -137,7 +138,7 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
 
 
-def make_sessionmaker(engine: Engine) -> sessionmaker[Any]:
+def make_sessionmaker(engine: Engine) -> sessionmaker[orm.Session]:
     return sessionmaker(engine, expire_on_commit=False)
 
 

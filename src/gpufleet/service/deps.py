@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fastapi import Request
+from sqlalchemy.orm import Session as OrmSession
 from sqlalchemy.orm import sessionmaker
 
 from gpufleet.service.auth import Principal, authenticate_token
@@ -20,7 +21,7 @@ if TYPE_CHECKING:
 @dataclass(slots=True, kw_only=True)
 class State:
     settings: ServiceSettings
-    sm: sessionmaker[Any]
+    sm: sessionmaker[OrmSession]
     metrics: Metrics
     limiter: RateLimiter
     runner: JobRunner | None = None

@@ -26,6 +26,7 @@ from typing import IO, Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session as OrmSession
 from sqlalchemy.orm import sessionmaker
 
 from gpufleet.service.db import Job, now_unix_s
@@ -49,7 +50,7 @@ class Submitted:
 
 
 def submit(
-    sm: sessionmaker[Any],
+    sm: sessionmaker[OrmSession],
     *,
     team_id: int,
     kind: str,
@@ -100,7 +101,7 @@ def _same(old: Job, digest: str, key: str | None) -> Job:
     return old
 
 
-def get_job(sm: sessionmaker[Any], team_id: int, job_id: int) -> Job:
+def get_job(sm: sessionmaker[OrmSession], team_id: int, job_id: int) -> Job:
     """A job of ``team_id``; another team's job is :class:`NotFound`, like a missing one."""
     with sm() as db:
         job = db.get(Job, job_id)
@@ -110,7 +111,7 @@ def get_job(sm: sessionmaker[Any], team_id: int, job_id: int) -> Job:
 
 
 def list_jobs(
-    sm: sessionmaker[Any], team_id: int, *, status: str | None = None, limit: int = 50, offset: int = 0
+    sm: sessionmaker[OrmSession], team_id: int, *, status: str | None = None, limit: int = 50, offset: int = 0
 ) -> tuple[list[Job], int]:
     """(a page of the team's jobs, newest first; how many there are in all)."""
     with sm() as db:
@@ -122,7 +123,7 @@ def list_jobs(
         return list(rows), int(db.scalar(n) or 0)
 
 
-def cancel(sm: sessionmaker[Any], team_id: int, job_id: int) -> Job:
+def cancel(sm: sessionmaker[OrmSession], team_id: int, job_id: int) -> Job:
     """Cancel a job: a queued one at once, a running one when its worker next looks (within a second)."""
     job = get_job(sm, team_id, job_id)
     with sm() as db:
@@ -139,14 +140,14 @@ def cancel(sm: sessionmaker[Any], team_id: int, job_id: int) -> Job:
     return get_job(sm, team_id, job.id)
 
 
-def queue_depth(sm: sessionmaker[Any]) -> dict[str, int]:
+def queue_depth(sm: sessionmaker[OrmSession]) -> dict[str, int]:
     """Jobs per status (every team)."""
     with sm() as db:
         rows = db.execute(select(Job.status, func.count()).group_by(Job.status)).all()
     return {str(s): int(c) for s, c in rows}
 
 
-def recover_stale(sm: sessionmaker[Any], settings: ServiceSettings) -> int:
+def recover_stale(sm: sessionmaker[OrmSession], settings: ServiceSettings) -> int:
     """Re-queue running jobs whose worker stopped writing heartbeats; fail those started too often. Returns
     how many were touched."""
     cutoff = now_unix_s() - settings.job_stale_after_s
@@ -174,7 +175,7 @@ def recover_stale(sm: sessionmaker[Any], settings: ServiceSettings) -> int:
 class JobRunner:
     """``settings.job_workers`` threads, each claiming and running one job at a time."""
 
-    def __init__(self, sm: sessionmaker[Any], settings: ServiceSettings) -> None:
+    def __init__(self, sm: sessionmaker[OrmSession], settings: ServiceSettings) -> None:
         self.sm = sm
         self.settings = settings
         self.name = f"{os.uname().nodename}:{os.getpid()}:{uuid.uuid4().hex[:6]}"

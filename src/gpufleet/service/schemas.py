@@ -54,7 +54,7 @@ class JobOut(BaseModel):
         return cls(
             id=job.id,
             kind=job.kind,
-            status=job.status,  # type: ignore[arg-type]
+            status=job.status,
             progress_fraction=job.progress_fraction,
             progress_text=job.progress_text,
             error=job.error,
