@@ -80,7 +80,7 @@ def serve(
     ] = 20.0,
     max_body_mib: Annotated[
         float, typer.Option("--max-body-mib", help="Largest request body [MiB].", min=0.01, max=1024)
-    ] = 2.0,
+    ] = 16.0,
 ) -> None:
     """Run the HTTP service and dashboard (API, teams and tokens, jobs); manage its tokens."""
     if ctx.invoked_subcommand is not None:

@@ -146,8 +146,10 @@ def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
 
     from gpufleet.service.api import API_KINDS, router
     from gpufleet.service.dashboard import router as dashboard_router
+    from gpufleet.service.telemetry_api import router as telemetry_router
 
     app.include_router(router)
+    app.include_router(telemetry_router)
     app.include_router(dashboard_router)
 
     def openapi() -> dict[str, Any]:

@@ -83,9 +83,14 @@ class ServiceSettings:
     #: how many times a job is started before a lost one is marked failed
     job_max_attempts: int = 3
     #: largest request body [bytes]
-    max_body_bytes: int = 2 * 1024 * 1024
+    max_body_bytes: int = 16 * 1024 * 1024
     #: sustained requests per second per token (0: no limit), and the burst allowed above it [requests]
     rate_limit_per_s: float = 20.0
     rate_burst: int = 60
     #: dashboard session lifetime [s]
     session_ttl_s: float = 12 * 3600.0
+    #: where each team's telemetry store lives (``team-<id>/``; default: ``telemetry`` in the data folder)
+    telemetry_dir: Path | None = None
+
+    def team_telemetry_dir(self, team_id: int) -> Path:
+        return (self.telemetry_dir or data_dir() / "telemetry") / f"team-{team_id}"
