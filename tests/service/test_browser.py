@@ -152,6 +152,8 @@ def test_dashboard_in_chromium(server: tuple[str, str]) -> None:
 
             page.goto(base + "jobs")
             assert "#1" in page.inner_text("main")
+            page.goto(base + "telemetry")
+            assert "no telemetry yet" in page.inner_text("main") and unlabelled() == []
 
             page.get_by_role("button", name="Sign out").click()
             page.wait_for_url(re.compile(r".*/login$"))

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fastapi.testclient import TestClient
 
 from gpufleet.service.telemetry_api import safe_file_name
 
@@ -92,3 +93,26 @@ def test_safe_file_name() -> None:
     assert safe_file_name("..\\..\\win.ini") == "win.ini"
     assert safe_file_name("a b;rm -rf.csv") == "a_b_rm_-rf.csv"
     assert safe_file_name("...") == "telemetry" and safe_file_name(None) == "telemetry"
+
+
+def test_dashboard_telemetry_page(tenv: Env, dcgm: bytes) -> None:
+    from .test_dashboard import sign_in
+
+    c = tenv.client
+    csrf = sign_in(c, tenv.tokens["a_editor"])
+    empty = c.get("/telemetry")
+    assert empty.status_code == 200 and "has no telemetry yet" in empty.text and 'name="file"' in empty.text
+    r = c.post(
+        "/telemetry",
+        data={"csrf": csrf},
+        files={"file": ("dcgm.prom", dcgm, "text/plain")},
+        follow_redirects=False,
+    )
+    assert r.status_code == 303
+    page = c.get("/telemetry")
+    assert page.status_code == 200 and "<svg" in page.text and "By team" in page.text
+    viewer = TestClient(tenv.app)
+    vcsrf = sign_in(viewer, tenv.tokens["a_viewer"])
+    assert 'name="file"' not in viewer.get("/telemetry").text
+    r = viewer.post("/telemetry", data={"csrf": vcsrf}, files={"file": ("d.prom", dcgm, "text/plain")})
+    assert r.status_code == 403

@@ -229,7 +229,6 @@ def report(
 ) -> None:
     """Fleet summary (GPU-hours, idle share, cost, savings by finding and team), findings and charts."""
     from gpufleet.report import telemetry as rt
-    from gpufleet.telemetry.analyze import hourly_heatmap
     from gpufleet.telemetry.summary import summarize
 
     st, window, ff, _ = _findings(store, lookback, percentile, headroom, inventory, end)
@@ -250,11 +249,7 @@ def report(
     elif fmt == Format.csv:
         text = rt.render_findings_csv(ff)
     else:
-        signal = next(iter(sorted(s.compute_signals, key=lambda k: -s.compute_signals[k])), "sm_active_ratio")
-        heat = hourly_heatmap(st, window, signal)
-        if signal == "gpu_util_pct":
-            heat = [(t, v / 100) for t, v in heat]
-        text = rt.render_findings_html(ff, s, heat)
+        text = rt.render_findings_html(ff, s, rt.findings_heat(st, window, s))
     _emit(text, output, fmt.value)
 
 

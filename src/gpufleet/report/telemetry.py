@@ -298,6 +298,19 @@ def waterfall_svg(s: FleetSummary, *, width: float = 680, height: float = 340) -
     return "\n".join(out)
 
 
+def findings_heat(store: Any, window: Any, s: FleetSummary) -> list[tuple[datetime, float]]:
+    """The hourly heat map of the findings report: the compute signal most GPUs report (SM_ACTIVE where
+    present), as a fraction of the hour (GPU_UTIL's percent divided by 100). Shared by `gpufleet telemetry
+    report --format html` and the service's dashboard."""
+    from gpufleet.telemetry.analyze import hourly_heatmap
+
+    signal = next(iter(sorted(s.compute_signals, key=lambda k: -s.compute_signals[k])), "sm_active_ratio")
+    heat = hourly_heatmap(store, window, signal)
+    if signal == "gpu_util_pct":
+        heat = [(t, v / 100) for t, v in heat]
+    return heat
+
+
 def render_findings_html(ff: FleetFindings, s: FleetSummary, heat: Sequence[tuple[datetime, float]]) -> str:
     def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
         h = "".join(f"<th>{escape(str(c))}</th>" for c in headers)

@@ -81,7 +81,7 @@ def _page(
         links = [("/", "Overview"), ("/catalog", "Catalog"), ("/recommend", "Recommend")]
         if who.role != "viewer":
             links.append(("/plan", "Plan"))
-        links.append(("/jobs", "Jobs"))
+        links += [("/jobs", "Jobs"), ("/telemetry", "Telemetry")]
         items = "".join(f'<a href="{h}">{t}</a>' for h, t in links)
         nav = (
             f'<nav aria-label="Main">{items}</nav><span class="who">team {escape(who.team_name)} · '
@@ -541,3 +541,59 @@ async def cancel_job(request: Request, job_id: int) -> Response:
     except GpufleetError as exc:
         return _page(request, "Job", _error(str(exc)), who, csrf, status=http_status(exc))
     return RedirectResponse(f"/jobs/{job_id}", status_code=303)
+
+
+# --- telemetry ---------------------------------------------------------------------------------------------
+def _telemetry_form(csrf: str) -> str:
+    return (
+        '<form method="post" action="/telemetry" enctype="multipart/form-data"><div class="fields">'
+        '<label for="telemetry_file">Telemetry file (nvidia-smi CSV, dcgm-exporter text, Prometheus JSON, '
+        'CloudWatch CSV)</label><input id="telemetry_file" name="file" type="file" required>'
+        f'</div><input type="hidden" name="csrf" value="{escape(csrf)}">'
+        '<p><button type="submit">Ingest</button></p></form>'
+    )
+
+
+@router.get("/telemetry", response_class=HTMLResponse, response_model=None)
+def telemetry_page(request: Request) -> Response:
+    got = _session(request)
+    if got is None:
+        return _to_login()
+    who, csrf = got
+    from gpufleet.service.errors import NotFound
+    from gpufleet.service.telemetry_api import findings_report_html
+
+    upload = _telemetry_form(csrf) if who.role != "viewer" else ""
+    try:
+        html = findings_report_html(state(request), who)
+    except NotFound as exc:
+        return _page(request, "Telemetry", f"<p>{escape(str(exc))}</p>" + upload, who, csrf)
+    except GpufleetError as exc:
+        return _page(request, "Telemetry", _error(str(exc)) + upload, who, csrf, status=http_status(exc))
+    head, report = _embed_report(html)
+    return _page(request, "Telemetry findings (last 14 days)", upload + report, who, csrf, head=head)
+
+
+@router.post("/telemetry", response_class=HTMLResponse, response_model=None)
+async def telemetry_upload(request: Request) -> Response:
+    got = _session(request)
+    if got is None:
+        return _to_login()
+    who, csrf = got
+    form = await request.form()
+    _check_csrf(csrf, form)
+    from starlette.concurrency import run_in_threadpool
+
+    from gpufleet.service.telemetry_api import ingest_upload
+
+    try:
+        who.require("editor")
+        upload = form.get("file")
+        if upload is None or isinstance(upload, str):
+            raise InputError("Choose a telemetry file to upload.")
+        await run_in_threadpool(ingest_upload, state(request), who, upload.filename, await upload.read())
+    except GpufleetError as exc:
+        return _page(
+            request, "Telemetry", _error(str(exc)) + _telemetry_form(csrf), who, csrf, status=http_status(exc)
+        )
+    return RedirectResponse("/telemetry", status_code=303)

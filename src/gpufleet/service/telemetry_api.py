@@ -75,37 +75,9 @@ async def ingest(
     does the same."""
     from starlette.concurrency import run_in_threadpool
 
-    from gpufleet.report.telemetry import to_json
-    from gpufleet.telemetry.ingest import ingest_files
-
     who.require("editor")
-    name = safe_file_name(file.filename)
     data = await file.read()
-    with tempfile.TemporaryDirectory(prefix="gpufleet-upload-") as tmp:
-        path = Path(tmp) / name
-        path.write_bytes(data)
-
-        def run() -> str:
-            with _team_lock(who.team_id):
-                report = ingest_files(
-                    [path],
-                    store=_store(st, who),
-                    input_format=input_format,
-                    host=host,
-                    timezone=timezone,
-                )
-            if (
-                report.rows_stored == 0
-                and report.rows_read > 0
-                and not any(p.kind == "duplicate_sample" for p in report.problems)
-            ):
-                raise InputError(
-                    f"No sample of {name} could be stored: {len(report.problems)} problems, e.g. "
-                    f"{report.problems[0].kind if report.problems else 'unknown'}. Check the file."
-                )
-            return to_json("telemetry_ingest", {"report": report})
-
-        text = await run_in_threadpool(run)
+    text = await run_in_threadpool(ingest_upload, st, who, file.filename, data, input_format, host, timezone)
     return Response(text, media_type="application/json")
 
 
@@ -135,6 +107,55 @@ def findings(
         to_json("telemetry_findings", {"summary": summarize(ff), "findings": ff}),
         media_type="application/json",
     )
+
+
+def findings_report_html(st: State, who: Principal, lookback_days: float = 14) -> str:
+    """The team's findings report (`gpufleet telemetry report --format html`); NotFound when it has none."""
+    from gpufleet.report import telemetry as rt
+    from gpufleet.telemetry.analyze import gpu_stats, resolve_window
+    from gpufleet.telemetry.findings import Thresholds, find
+    from gpufleet.telemetry.summary import summarize
+
+    store = _store(st, who, filled=True)
+    with _team_lock(who.team_id):
+        window = resolve_window(store, lookback_days, None, 0.95)
+        ff = find(gpu_stats(store, window), window, Thresholds(headroom=0.2), ())
+        s = summarize(ff)
+        return rt.render_findings_html(ff, s, rt.findings_heat(store, window, s))
+
+
+def ingest_upload(
+    st: State,
+    who: Principal,
+    filename: str | None,
+    data: bytes,
+    input_format: str = "auto",
+    host: str | None = None,
+    timezone: str | None = None,
+) -> str:
+    """Ingest an uploaded file into the team's store (editor); the ``telemetry_ingest`` JSON document."""
+    from gpufleet.report.telemetry import to_json
+    from gpufleet.telemetry.ingest import ingest_files
+
+    who.require("editor")
+    name = safe_file_name(filename)
+    with tempfile.TemporaryDirectory(prefix="gpufleet-upload-") as tmp:
+        path = Path(tmp) / name
+        path.write_bytes(data)
+        with _team_lock(who.team_id):
+            report = ingest_files(
+                [path], store=_store(st, who), input_format=input_format, host=host, timezone=timezone
+            )
+    if (
+        report.rows_stored == 0
+        and report.rows_read > 0
+        and not any(p.kind == "duplicate_sample" for p in report.problems)
+    ):
+        raise InputError(
+            f"No sample of {name} could be stored: {len(report.problems)} problems, e.g. "
+            f"{report.problems[0].kind if report.problems else 'unknown'}. Check the file."
+        )
+    return to_json("telemetry_ingest", {"report": report})
 
 
 @router.get("/alerts")
