@@ -89,6 +89,22 @@ def test_serve_prints_url_and_token_and_answers(server: tuple[str, str]) -> None
     assert httpx.get(base + "readyz").json()["status"] == "ready"
 
 
+def test_a_slow_client_does_not_hold_the_service(server: tuple[str, str]) -> None:
+    """A client that sends half a request and stalls must not delay others (the server is asynchronous)."""
+    base, token = server
+    host, port = base.removeprefix("http://").rstrip("/").split(":")
+    slow = [socket.create_connection((host, int(port))) for _ in range(50)]
+    try:
+        for s in slow:
+            s.sendall(b"POST /api/v1/recommend HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+        t = time.monotonic()
+        r = httpx.get(base + "api/v1/me", headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        assert r.status_code == 200 and time.monotonic() - t < 5
+    finally:
+        for s in slow:
+            s.close()
+
+
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (tools/system-deps.sh installs it)")
 def test_dashboard_in_chromium(server: tuple[str, str]) -> None:
     sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the dev extra)")
@@ -150,6 +166,8 @@ def test_dashboard_in_chromium(server: tuple[str, str]) -> None:
             assert "succeeded" in page.inner_text("main")
             page.wait_for_selector("section.report svg")
 
+            page.goto(base)
+            assert "Latest plan" in page.inner_text("main") and "OPTIMAL" in page.inner_text("main")
             page.goto(base + "jobs")
             assert "#1" in page.inner_text("main")
             page.goto(base + "telemetry")

@@ -211,6 +211,17 @@ def overview(request: Request) -> Response:
             ).all()
         )
     recent, total = jobs.list_jobs(st.sm, who.team_id, limit=5)
+    plans, _ = jobs.list_jobs(st.sm, who.team_id, status="succeeded", limit=20)
+    latest = next((j for j in plans if j.kind == "plan" and j.result_json), None)
+    plan_line = "<p class='muted'>No plan yet.</p>"
+    if latest is not None:
+        import json
+
+        message = str(json.loads(latest.result_json or "{}").get("result", {}).get("message", ""))
+        plan_line = (
+            f'<p>Latest plan (<a href="/jobs/{latest.id}">job #{latest.id}</a>, '
+            f"{escape(latest.params_source())}): {escape(message)}</p>"
+        )
     table = load_offers()
     status_rows = "".join(
         f'<tr><td>{s}</td><td class="num">{counts.get(s, 0)}</td></tr>'
@@ -219,7 +230,10 @@ def overview(request: Request) -> Response:
     ages = "".join(f"<li>{escape(a.provider)}: {escape(a.human)}</li>" for a in catalog_age(table))
     body = (
         f"<p>Team <strong>{escape(who.team_name)}</strong>; your role: {escape(who.role)}.</p>"
-        "<h2>Jobs</h2><table><caption class='muted'>Jobs of your team by status</caption>"
+        "<h2>Fleet</h2>"
+        + plan_line
+        + '<p><a href="/telemetry">Telemetry findings</a></p>'
+        + "<h2>Jobs</h2><table><caption class='muted'>Jobs of your team by status</caption>"
         "<thead><tr><th>status</th><th class='num'>jobs</th></tr></thead>"
         f"<tbody>{status_rows}</tbody></table>"
         + _jobs_table(recent)

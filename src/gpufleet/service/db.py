@@ -116,6 +116,12 @@ class Job(Base):
     heartbeat_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
     finished_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
 
+    def params_source(self) -> str:
+        """The name a plan job's fleet was given (its file name), else the kind."""
+        import json
+
+        return str(json.loads(self.params_json).get("source") or self.kind)
+
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
