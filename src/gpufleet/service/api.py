@@ -14,7 +14,7 @@ from gpufleet.errors import InputError
 from gpufleet.recommend.workload import WorkloadSpec
 from gpufleet.service import jobs
 from gpufleet.service.auth import Principal, create_token, list_tokens, revoke_token
-from gpufleet.service.db import Fleet
+from gpufleet.service.db import Fleet, Webhook
 from gpufleet.service.deps import State, bearer_principal, state
 from gpufleet.service.errors import Conflict, NotFound
 from gpufleet.service.schemas import (
@@ -30,6 +30,8 @@ from gpufleet.service.schemas import (
     PlanRequest,
     TokenOut,
     TokenRequest,
+    WebhookOut,
+    WebhookRequest,
     shipped_schema_ref,
 )
 
@@ -458,6 +460,57 @@ def delete_token(who: Who, st: St, token_id: int) -> TokenOut:
     who.require("admin")
     with st.sm() as db:
         return TokenOut(**_fields(revoke_token(db, token_id, who.team_id)))
+
+
+# --- webhooks (admin of the team) ------------------------------------------------------------------------
+def _hook_out(h: Webhook) -> WebhookOut:
+    return WebhookOut(
+        id=h.id,
+        url=h.url,
+        format=h.format,
+        events=h.events.split(","),
+        created_unix_s=h.created_unix_s,
+        last_delivery_unix_s=h.last_delivery_unix_s,
+        last_status=h.last_status,
+        last_error=h.last_error,
+    )
+
+
+@router.get("/webhooks", response_model=list[WebhookOut], tags=["notifications"])
+def webhooks(who: Who, st: St) -> list[WebhookOut]:
+    """The team's webhooks with their last delivery (admin)."""
+    who.require("admin")
+    with st.sm() as db:
+        rows = db.scalars(select(Webhook).where(Webhook.team_id == who.team_id).order_by(Webhook.id)).all()
+        return [_hook_out(h) for h in rows]
+
+
+@router.post("/webhooks", status_code=201, response_model=WebhookOut, tags=["notifications"])
+def new_webhook(who: Who, st: St, body: WebhookRequest) -> WebhookOut:
+    """Notify a URL when the team's jobs end (admin): Slack-compatible ``{"text"}`` or generic JSON."""
+    from gpufleet.service.webhooks import check_webhook
+
+    who.require("admin")
+    url, fmt, events = check_webhook(body.url, body.format, list(body.events))
+    with st.sm() as db:
+        hook = Webhook(team_id=who.team_id, url=url, format=fmt, events=events)
+        db.add(hook)
+        db.commit()
+        return _hook_out(hook)
+
+
+@router.delete("/webhooks/{webhook_id}", response_model=WebhookOut, tags=["notifications"])
+def delete_webhook(who: Who, st: St, webhook_id: int) -> WebhookOut:
+    """Remove a webhook of the team (admin)."""
+    who.require("admin")
+    with st.sm() as db:
+        hook = db.get(Webhook, webhook_id)
+        if hook is None or hook.team_id != who.team_id:
+            raise NotFound(f"No webhook with id {webhook_id} in your team. GET /api/v1/webhooks lists them.")
+        out = _hook_out(hook)
+        db.delete(hook)
+        db.commit()
+        return out
 
 
 def _fields(info: Any) -> dict[str, Any]:

@@ -28,7 +28,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 #: the Alembic revision this code expects (tests/service/test_migrations.py checks it is the head)
-SCHEMA_REVISION = "0001"
+SCHEMA_REVISION = "0002"
 
 ROLES: tuple[str, ...] = ("viewer", "editor", "admin")
 JOB_STATUSES: tuple[str, ...] = ("queued", "running", "succeeded", "failed", "cancelled")
@@ -121,6 +121,25 @@ class Job(Base):
         import json
 
         return str(json.loads(self.params_json).get("source") or self.kind)
+
+
+class Webhook(Base):
+    """Where a team's notifications go: a Slack-compatible incoming webhook (``{"text": ...}``) or a generic
+    one (``{"event": ..., "job": {...}}``), for the events it lists."""
+
+    __tablename__ = "webhooks"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    url: Mapped[str] = mapped_column(String(2000))
+    format: Mapped[str] = mapped_column(String(10))
+    events: Mapped[str] = mapped_column(String(200))  # comma-separated WEBHOOK_EVENTS
+    created_unix_s: Mapped[float] = mapped_column(Float, default=now_unix_s)
+    last_delivery_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    last_status: Mapped[int | None] = mapped_column(Integer, nullable=True)  # HTTP status; None: no answer
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+WEBHOOK_EVENTS: tuple[str, ...] = ("job_succeeded", "job_failed", "job_cancelled")
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

@@ -132,11 +132,16 @@ def cancel(sm: sessionmaker[OrmSession], team_id: int, job_id: int) -> Job:
             .where(Job.id == job_id, Job.status == "queued")
             .values(status="cancelled", finished_unix_s=now_unix_s(), progress_text="cancelled")
         )
-        if not getattr(done, "rowcount", 0):
+        cancelled_now = bool(getattr(done, "rowcount", 0))
+        if not cancelled_now:
             db.execute(
                 update(Job).where(Job.id == job_id, Job.status == "running").values(cancel_requested=True)
             )
         db.commit()
+    if cancelled_now:  # a running job is notified by its worker when it stops
+        from gpufleet.service.webhooks import notify
+
+        notify(sm, job_id)
     return get_job(sm, team_id, job.id)
 
 
@@ -244,6 +249,12 @@ class JobRunner:
 
     def _finish(self, job_id: int, status: str, **values: Any) -> None:
         self._set(job_id, status=status, finished_unix_s=now_unix_s(), worker=None, **values)
+        from gpufleet.service.webhooks import notify
+
+        try:
+            notify(self.sm, job_id)
+        except Exception:  # a notification must never fail the job
+            log.exception("webhooks of job %s", job_id)
 
     def _run(self, job_id: int) -> None:
         with self.sm() as db:

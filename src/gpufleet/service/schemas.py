@@ -174,3 +174,29 @@ def add_shipped_schemas(openapi: dict[str, Any], kinds: tuple[str, ...]) -> None
         moved.pop("$schema", None)
         moved.pop("$id", None)
         comps[f"gpufleet_{kind}"] = moved
+
+
+WebhookEvent = Literal["job_succeeded", "job_failed", "job_cancelled"]
+
+
+def _failed_only() -> list[WebhookEvent]:
+    return ["job_failed"]
+
+
+class WebhookRequest(_Body):
+    """Notify ``url`` when a job of the team ends (the listed events)."""
+
+    url: str = Field(min_length=1, max_length=2000, description="http(s) URL, e.g. a Slack incoming webhook.")
+    format: Literal["slack", "generic"] = "slack"
+    events: list[WebhookEvent] = Field(default_factory=_failed_only, min_length=1, max_length=3)
+
+
+class WebhookOut(BaseModel):
+    id: int
+    url: str
+    format: str
+    events: list[str]
+    created_unix_s: float
+    last_delivery_unix_s: float | None
+    last_status: int | None
+    last_error: str | None
