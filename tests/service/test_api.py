@@ -113,6 +113,19 @@ def test_migrate_regions_estimates(env: Env) -> None:
     _valid("estimate_training", r.json())
 
 
+def test_estimate_fields_a_route_would_ignore_are_refused(env: Env) -> None:
+    c, h = env.client, env.h("a_viewer")
+    base = {"model": "llama-3.1-8b", "gpu": "H100-SXM"}
+    for path, extra in (
+        ("infer", {"seq_len_tokens": 8192}),
+        ("memory", {"output_len_tokens": 99}),
+        ("train", {"task": "inference"}),
+    ):
+        r = c.post(f"/api/v1/estimate/{path}", json=base | extra, headers=h)
+        assert r.status_code == 422, (path, r.text)
+        assert next(iter(extra)) in r.json()["error"]["message"]
+
+
 @pytest.mark.parametrize(
     ("body", "status", "words"),
     [

@@ -73,13 +73,13 @@ def serve(
         int, typer.Option("--job-workers", help="Jobs run at once by this process.", min=0, max=64)
     ] = 2,
     job_time_limit: Annotated[
-        float, typer.Option("--job-time-limit", help="Default job time limit [s].", min=1, max=86400)
+        float, typer.Option("--job-time-limit", help="Default job time limit (s).", min=1, max=86400)
     ] = 600.0,
     rate_limit: Annotated[
         float, typer.Option("--rate-limit", help="Requests per second per token (0: none).", min=0, max=1e6)
     ] = 20.0,
     max_body_mib: Annotated[
-        float, typer.Option("--max-body-mib", help="Largest request body [MiB].", min=0.01, max=1024)
+        float, typer.Option("--max-body-mib", help="Largest request body (MiB).", min=0.01, max=1024)
     ] = 16.0,
 ) -> None:
     """Run the HTTP service and dashboard (API, teams and tokens, jobs); manage its tokens."""

@@ -19,17 +19,19 @@ from gpufleet.service.deps import State, bearer_principal, state
 from gpufleet.service.errors import Conflict, NotFound
 from gpufleet.service.schemas import (
     ERROR_RESPONSES,
-    EstimateRequest,
     FleetOut,
     FleetRequest,
+    InferRequest,
     JobOut,
     JobPage,
     JobRequest,
     Me,
+    MemoryRequest,
     NewTokenOut,
     PlanRequest,
     TokenOut,
     TokenRequest,
+    TrainRequest,
     WebhookOut,
     WebhookRequest,
     shipped_schema_ref,
@@ -148,7 +150,7 @@ def catalog_models(who: Who) -> Response:
 
 # --- estimates ---------------------------------------------------------------------------------------------
 @router.post("/estimate/memory", responses={200: shipped_schema_ref("estimate_memory")}, tags=["estimate"])
-def estimate_memory(who: Who, body: EstimateRequest) -> Response:
+def estimate_memory(who: Who, body: MemoryRequest) -> Response:
     """Memory per GPU (weights, KV cache, activations, optimizer state) and whether it fits."""
     from gpufleet.estimate.memory import estimate_memory as run
 
@@ -167,7 +169,7 @@ def estimate_memory(who: Who, body: EstimateRequest) -> Response:
 
 
 @router.post("/estimate/infer", responses={200: shipped_schema_ref("estimate_inference")}, tags=["estimate"])
-def estimate_infer(who: Who, body: EstimateRequest) -> Response:
+def estimate_infer(who: Who, body: InferRequest) -> Response:
     """Inference: TTFT, TPOT, tokens/s and requests/s with p10-p90 intervals."""
     from gpufleet.estimate.performance import estimate_inference
 
@@ -186,14 +188,13 @@ def estimate_infer(who: Who, body: EstimateRequest) -> Response:
 
 
 @router.post("/estimate/train", responses={200: shipped_schema_ref("estimate_training")}, tags=["estimate"])
-def estimate_train(who: Who, body: EstimateRequest) -> Response:
+def estimate_train(who: Who, body: TrainRequest) -> Response:
     """Training: step time, tokens/s, MFU, time and GPU-hours with p10-p90 intervals."""
     from gpufleet.estimate.performance import estimate_training
 
-    task = "pretrain" if body.task in ("inference", "load") else body.task
     est = estimate_training(
         model=body.model,
-        task=task,
+        task=body.task,
         gpu=body.gpu,
         precision=body.precision,
         gpu_count=body.gpu_count,

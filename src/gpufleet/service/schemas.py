@@ -112,21 +112,40 @@ class Me(BaseModel):
     role: str
 
 
-class EstimateRequest(_Body):
-    """The options of `gpufleet estimate memory|infer|train`, by their field names (units in the names)."""
-
-    model: str = Field(min_length=1, max_length=4096)
-    gpu: str = Field(min_length=1, max_length=200)
+class _EstimateBase(_Body):
+    model: str = Field(min_length=1, max_length=4096, description="Model id, alias or size class.")
+    gpu: str = Field(min_length=1, max_length=200, description="Accelerator spec id or alias.")
     precision: str = Field("bf16", max_length=40)
+    tp: int = Field(1, gt=0, le=4096, description="Tensor-parallel degree.")
+    pp: int = Field(1, gt=0, le=4096, description="Pipeline-parallel degree.")
+
+
+class MemoryRequest(_EstimateBase):
+    """`gpufleet estimate memory`: memory per GPU for a task."""
+
     task: Literal["inference", "load", "pretrain", "full_finetune", "lora", "qlora"] = "inference"
+    dp: int = Field(1, gt=0, le=4096, description="Data-parallel degree.")
+    batch: int = Field(1, gt=0, le=1_000_000, description="Sequences per GPU step.")
+    seq_len_tokens: int = Field(2048, gt=0, le=2_000_000, description="Tokens per sequence.")
+
+
+class InferRequest(_EstimateBase):
+    """`gpufleet estimate infer`: TTFT, TPOT and throughput."""
+
     gpu_count: int = Field(1, gt=0, le=4096)
-    batch: int = Field(1, gt=0, le=1_000_000)
-    seq_len_tokens: int = Field(2048, gt=0, le=2_000_000)
+    batch: int = Field(1, gt=0, le=1_000_000, description="Concurrent sequences.")
     input_len_tokens: int = Field(512, gt=0, le=2_000_000)
     output_len_tokens: int = Field(256, gt=0, le=2_000_000)
-    tp: int = Field(1, gt=0, le=4096)
-    pp: int = Field(1, gt=0, le=4096)
-    dp: int = Field(1, gt=0, le=4096)
+
+
+class TrainRequest(_EstimateBase):
+    """`gpufleet estimate train`: step time, MFU, time and GPU-hours."""
+
+    task: Literal["pretrain", "full_finetune", "lora", "qlora"] = "pretrain"
+    gpu_count: int = Field(1, gt=0, le=100_000)
+    dp: int = Field(1, gt=0, le=100_000, description="Data-parallel degree.")
+    batch: int = Field(256, gt=0, le=10_000_000, description="Global batch [sequences].")
+    seq_len_tokens: int = Field(4096, gt=0, le=2_000_000, description="Tokens per sequence.")
 
 
 class ErrorDetail(BaseModel):
