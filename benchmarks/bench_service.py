@@ -40,6 +40,8 @@ QUERIES: tuple[dict[str, str | int], ...] = (
     {"geo": "eu", "spot": "true", "limit": 50},
     {"min_gpu_memory_gib": 80, "gpus": 8, "limit": 100, "offset": 20},
 )
+#: what went wrong, by exception or HTTP status
+ERROR_KINDS: dict[str, int] = {}
 RECOMMEND = {"model": "llama-3.1-8b", "target_requests_per_s": 2, "ttft_p95_ms": 500, "tpot_p95_ms": 50}
 
 
@@ -92,6 +94,7 @@ def in_process() -> dict[str, float]:
 
 async def drive(base: str, token: str, clients: int, seconds: float, every: int) -> dict[str, list[float]]:
     lat: dict[str, list[float]] = {"catalog offers": [], "recommend": [], "errors": []}
+    kinds = ERROR_KINDS
     headers = {"Authorization": f"Bearer {token}"}
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
     async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits, timeout=60) as c:
@@ -110,8 +113,12 @@ async def drive(base: str, token: str, clients: int, seconds: float, every: int)
                         r = await c.get("/api/v1/catalog/offers", params=QUERIES[n % len(QUERIES)])
                         name = "catalog offers"
                     ok = r.status_code == 200
-                except httpx.HTTPError:
+                except httpx.HTTPError as exc:
                     ok, name = False, "errors"
+                    kinds[type(exc).__name__] = kinds.get(type(exc).__name__, 0) + 1
+                else:
+                    if not ok:
+                        kinds[f"HTTP {r.status_code}"] = kinds.get(f"HTTP {r.status_code}", 0) + 1
                 ms = (time.perf_counter() - t) * 1000
                 lat[name if ok else "errors"].append(ms)
 
@@ -123,7 +130,7 @@ def drain(base: str, token: str, jobs: int) -> tuple[float, dict[str, int]]:
     fleet = yaml.safe_load(FLEET.read_text())
     h = {"Authorization": f"Bearer {token}"}
     t = time.monotonic()
-    with httpx.Client(base_url=base, headers=h, timeout=60) as c:
+    with httpx.Client(base_url=base, headers=h, timeout=300) as c:
         ids = [
             c.post("/api/v1/plan", json={"fleet": fleet, "source": f"bench-{i}.yaml"}).json()["id"]
             for i in range(jobs)
@@ -208,7 +215,7 @@ def main() -> None:
                 f"| {name} | {len(v)} | - | {len(v) / wall:.1f} | {_pct(v, 0.5):.0f} | {_pct(v, 0.95):.0f} | "
                 f"{_pct(v, 0.99):.0f} | {local[name]:.1f} |"
             )
-        print(f"errors (non-200 or transport): {len(lat['errors'])}")
+        print(f"errors (non-200 or transport): {len(lat['errors'])} {ERROR_KINDS or ''}")
         print(
             f"service memory [MiB]: {rss_start:.0f} at start, {rss_warm:.0f} after warm-up, "
             f"{rss_end:.0f} at end"

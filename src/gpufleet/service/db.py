@@ -151,16 +151,29 @@ def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur.close()
 
 
+#: connections kept open per process, and opened beyond them at peaks: the server's 40 worker threads, the
+#: job workers and their heartbeats
+POOL_SIZE = 48
+POOL_OVERFLOW = 16
+
+
 def make_engine(url: str) -> Engine:
     """An engine for ``url``; a SQLite file's folder is created, and the file is put in WAL mode."""
     if url.startswith("sqlite"):
         path = url.split("///", 1)[1] if "///" in url else ""
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 10})
+        # one connection per server thread (anyio's pool runs 40): SQLAlchemy's default of 5 + 10 made requests
+        # wait 30 s for a connection, then fail, under 200 concurrent clients (benchmarks/bench_service.py)
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 10},
+            pool_size=POOL_SIZE,
+            max_overflow=POOL_OVERFLOW,
+        )
         event.listen(engine, "connect", _sqlite_pragmas)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
+    return create_engine(url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
 
 
 def make_sessionmaker(engine: Engine) -> sessionmaker[orm.Session]:
