@@ -163,8 +163,8 @@ def make_engine(url: str) -> Engine:
         path = url.split("///", 1)[1] if "///" in url else ""
         if path and path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        # one connection per server thread (anyio's pool runs 40): SQLAlchemy's default of 5 + 10 made requests
-        # wait 30 s for a connection, then fail, under 200 concurrent clients (benchmarks/bench_service.py)
+        # one connection per server thread (anyio's pool runs 40): SQLAlchemy's default of 5 + 10 made
+        # requests wait 30 s for a connection, then fail, under 200 clients (benchmarks/bench_service.py)
         engine = create_engine(
             url,
             connect_args={"check_same_thread": False, "timeout": 10},
