@@ -1,4 +1,4 @@
-"""A running serving workload stays in its current geo unless the fleet file says otherwise (fleet/place.py)."""
+"""A running serving workload stays in its current geo unless the fleet file says otherwise (place.py)."""
 
 from __future__ import annotations
 

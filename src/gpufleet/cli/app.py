@@ -119,6 +119,12 @@ COMMANDS: tuple[CommandEntry, ...] = (
         group=True,
         help="Simulate autoscaling on a request trace, spot training runs, batch queues, and sweeps of them.",
     ),
+    CommandEntry(
+        name="serve",
+        module="serve",
+        group=True,
+        help="Run the HTTP service and dashboard (API, teams and tokens, jobs); manage its tokens.",
+    ),
 )
 _BY_NAME = {entry.name: entry for entry in COMMANDS}
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import dataclasses
 import io
 import math
 from enum import StrEnum
@@ -64,9 +63,9 @@ def _echo_rows(kind: str, rows: list[dict[str, Any]], fmt: Format) -> bool:
 
 # --- gpus ---------------------------------------------------------------------------------------------------
 def _spec_rows() -> list[dict[str, Any]]:
-    from gpufleet.catalog.specs import load_specs
+    from gpufleet.catalog.listing import spec_rows
 
-    return [dataclasses.asdict(s) for s in sorted(load_specs().values(), key=lambda s: (s.vendor, s.id))]
+    return spec_rows()
 
 
 @app.command("gpus")
@@ -127,31 +126,9 @@ def _interconnect(s: AcceleratorSpec | None) -> str:
 
 # --- models -------------------------------------------------------------------------------------------------
 def _model_rows() -> list[dict[str, Any]]:
-    """One row per shipped model: size, shape, attention and MoE layout, aliases and provenance."""
-    from gpufleet.models import count_params
-    from gpufleet.models.registry import load_model_aliases, load_model_entries
+    from gpufleet.catalog.listing import model_rows
 
-    aliases: dict[str, list[str]] = {}
-    for alias, target in load_model_aliases().items():
-        aliases.setdefault(target, []).append(alias)
-    rows = []
-    for mid, e in load_model_entries().items():
-        m, n = e.arch, count_params(e.arch)
-        if m.kv_lora_rank:
-            attention = "MLA"
-        elif m.num_kv_heads == m.num_attention_heads:
-            attention = "MHA"
-        else:
-            attention = "MQA" if m.num_kv_heads == 1 else "GQA"
-        rows.append({
-            "id": mid, "name": m.name, "params_b": n.total / 1e9, "active_params_b": n.active / 1e9,
-            "layers": m.num_layers, "hidden_size": m.hidden_size, "attention": attention,
-            "attention_heads": m.num_attention_heads, "kv_heads": m.num_kv_heads,
-            "experts": m.num_experts, "experts_per_token": m.experts_per_token,
-            "context_tokens": m.max_position_embeddings, "decoder": m.is_decoder,
-            "aliases": sorted(aliases.get(mid, [])), "hf_repo": e.hf_repo, "config_source": e.config_source,
-        })  # fmt: skip
-    return rows
+    return model_rows()
 
 
 @app.command("models")
@@ -184,70 +161,26 @@ def models(
 
 # --- offers -------------------------------------------------------------------------------------------------
 def _offers_json(table: OfferTable) -> str:
-    from gpufleet.catalog.offers import OFFER_COLUMNS
-    from gpufleet.catalog.regions import region_location
-
-    rows = []
-    for o in table.records():
-        loc = region_location(o.provider, o.region)
-        row: dict[str, Any] = {c: getattr(o, c) for c in OFFER_COLUMNS}
-        row |= {
-            "country": loc.country,
-            "geo": loc.geo,
-            "latitude_deg": loc.latitude_deg,
-            "longitude_deg": loc.longitude_deg,
-        }
-        rows.append(row)
+    from gpufleet.catalog.listing import offer_rows
     from gpufleet.report.json_report import dump_json, envelope
 
-    return dump_json(envelope("offers", offers=rows))
+    return dump_json(envelope("offers", offers=offer_rows(table)))
 
 
 def _extra_filters(
     table: OfferTable, gpus: list[str], regions: list[str], geos: list[str], provider_classes: list[str]
 ) -> OfferTable:
-    """Rows of ``table`` passing GPU (families), region globs, geos and provider classes (any of each)."""
-    import fnmatch
+    from gpufleet.catalog.listing import extra_filters
 
-    import numpy as np
-
-    from gpufleet.catalog.provider_class import check_provider_classes, provider_class
-    from gpufleet.catalog.regions import expand_geos, location_columns
-    from gpufleet.recommend.filters import expand_gpus
-
-    m = np.ones(len(table), dtype=bool)
-    if gpus:
-        m &= np.isin(table.column("gpu").astype(str), list(expand_gpus(gpus)))
-    if regions:
-        globs = [g.lower() for g in regions]
-        m &= np.array(
-            [any(fnmatch.fnmatchcase(str(r).lower(), g) for g in globs) for r in table.column("region")],
-            dtype=bool,
-        )
-    if geos:
-        wanted = expand_geos(geos)
-        geo = location_columns(table.column("provider"), table.column("region"))[0]
-        m &= np.isin(geo.astype(str), list(wanted))
-    if provider_classes:
-        classes = set(check_provider_classes(provider_classes))
-        m &= np.array([provider_class(str(p)) in classes for p in table.column("provider")], dtype=bool)
-    return table.take(m)
+    return extra_filters(table, gpus, regions, geos, provider_classes)
 
 
 def _check_flag(
     flag: str, value: float | None, allowed: str, *, maximum: float, zero_ok: bool = False
 ) -> None:
-    """A numeric filter flag must be finite, > 0 (>= 0 with ``zero_ok``) and at most ``maximum`` (the
-    documented bound of :mod:`gpufleet.validation`); else a one-paragraph error."""
-    if value is None:
-        return
-    if math.isnan(value) or math.isinf(value) or value < 0 or (value == 0 and not zero_ok):
-        raise InputError(f"{flag} = {value:g} is not allowed: pass {allowed}, or omit {flag}.")
-    if value > maximum:
-        raise InputError(
-            f"{flag} = {value:g} is not allowed: the maximum is {maximum:,.0f}; pass {allowed}, or omit "
-            f"{flag}."
-        )
+    from gpufleet.catalog.listing import check_filter_value
+
+    check_filter_value(flag, value, allowed, maximum=maximum, zero_ok=zero_ok)
 
 
 def _offers_table(table: OfferTable, shown: OfferTable, spot: bool, *, narrow: bool = False) -> Table:
@@ -400,23 +333,19 @@ def offers(
         zero_ok=True,
         maximum=MAX_GPU_MEMORY_GIB,
     )
+    from gpufleet.catalog.listing import query_offers
     from gpufleet.catalog.offers import load_offers, write_offers_csv
-    from gpufleet.recommend.filters import check_against_table, split_values
-    from gpufleet.recommend.types import Workload
+    from gpufleet.recommend.filters import split_values
 
     gpus, regions, geos = split_values(gpu), split_values(region), split_values(geo)
     classes = split_values(provider_class)
     table = load_offers(user_catalogs=tuple(catalog or ()), include_refreshed=refreshed)
-    check_against_table(table, Workload(name="offers", model="-", task="inference", precision="bf16",
-                                        providers=split_values(provider), regions=regions))  # fmt: skip
+    result = query_offers(
+        table, gpus=gpus, providers=split_values(provider), regions=regions, geos=geos,
+        provider_classes=classes, min_gpu_memory_gib=min_gpu_memory, gpu_count=gpu_count, spot=spot,
+        max_price_usd_per_hour=max_price, sort=sort.value,
+    )  # fmt: skip
     extra = _extra_filters(table, list(gpus), list(regions), list(geos), list(classes))
-    result = extra.filter(
-        min_gpu_memory_gib=min_gpu_memory,
-        gpus=gpu_count,
-        provider=list(split_values(provider)) or None,
-        spot=spot,
-        max_price_usd_per_hour=max_price,
-    ).sort(sort.value, spot=spot)
     if fmt is Format.json:
         typer.echo(_offers_json(result), nl=False)
         return

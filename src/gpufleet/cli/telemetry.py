@@ -309,7 +309,6 @@ def report(
 ) -> None:
     """Fleet summary (GPU-hours, idle share, cost, savings by finding and team), findings and charts."""
     from gpufleet.report import telemetry as rt
-    from gpufleet.telemetry.analyze import hourly_heatmap
     from gpufleet.telemetry.summary import summarize
 
     st: TelemetryStore | None = None
@@ -362,16 +361,7 @@ def report(
     elif fmt == Format.csv:
         text = rt.render_findings_csv(ff)
     else:
-        signal = next(iter(sorted(s.compute_signals, key=lambda k: -s.compute_signals[k])), "sm_active_ratio")
-        if st is None and prometheus:
-            from gpufleet.telemetry.promql import prometheus_heatmap
-
-            heat = prometheus_heatmap(prometheus, window, signal, timeout)
-        else:
-            assert st is not None
-            heat = hourly_heatmap(st, window, signal)
-        if signal == "gpu_util_pct":
-            heat = [(t, v / 100) for t, v in heat]
+        heat = rt.findings_heat(st, window, s, prometheus=prometheus, timeout=timeout)
         text = rt.render_findings_html(ff, s, heat)
     _emit(text, output, fmt.value)
 

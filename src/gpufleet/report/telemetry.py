@@ -390,6 +390,27 @@ def waterfall_svg(s: FleetSummary, *, width: float = 680, height: float = 380) -
     )
 
 
+def findings_heat(
+    store: Any, window: Any, s: FleetSummary, *, prometheus: str | None = None, timeout: float = 30.0
+) -> list[tuple[datetime, float]]:
+    """The hourly heat map of the findings report: the compute signal most GPUs report (SM_ACTIVE where
+    present), as a fraction of the hour (GPU_UTIL's percent divided by 100), from the store or, without one,
+    computed inside Prometheus. Shared by `gpufleet telemetry report --format html` and the service's
+    dashboard."""
+    signal = next(iter(sorted(s.compute_signals, key=lambda k: -s.compute_signals[k])), "sm_active_ratio")
+    if store is None and prometheus:
+        from gpufleet.telemetry.promql import prometheus_heatmap
+
+        heat = prometheus_heatmap(prometheus, window, signal, timeout)
+    else:
+        from gpufleet.telemetry.analyze import hourly_heatmap
+
+        heat = hourly_heatmap(store, window, signal)
+    if signal == "gpu_util_pct":
+        heat = [(t, v / 100) for t, v in heat]
+    return heat
+
+
 def render_findings_html(ff: FleetFindings, s: FleetSummary, heat: Sequence[tuple[datetime, float]]) -> str:
     def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
         h = "".join(f"<th>{escape(str(c))}</th>" for c in headers)

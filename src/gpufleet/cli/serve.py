@@ -1,0 +1,173 @@
+"""`gpufleet serve`: run the HTTP service and dashboard; `gpufleet serve token create|list|revoke`.
+
+Nothing of the service (FastAPI, SQLAlchemy, uvicorn) is imported until one of these runs; without the
+``service`` extra they exit 2 naming ``pip install 'gpufleet[service]'``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from gpufleet.errors import UnsupportedError
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session as DbSession
+
+app = typer.Typer(
+    help="Run the HTTP service and dashboard (API, teams and tokens, jobs); manage its tokens.",
+    invoke_without_command=True,
+)
+token_app = typer.Typer(
+    help="Create, list and revoke API tokens (shown once, stored hashed).", no_args_is_help=True
+)
+app.add_typer(token_app, name="token")
+
+#: the modules of the ``service`` extra
+SERVICE_MODULES: tuple[str, ...] = ("fastapi", "uvicorn", "sqlalchemy", "alembic", "multipart")
+
+DbOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help="Database: a SQLite file path, sqlite:///PATH or postgresql://USER:PASSWORD@HOST:PORT/DB "
+        "(default: service.sqlite3 in the user's data folder, or $GPUFLEET_DB).",
+        envvar="GPUFLEET_DB",
+    ),
+]
+
+
+def require_service_extra() -> None:
+    """Raise a one-paragraph error naming the pip command when a module of the extra is missing."""
+    import importlib.util
+
+    missing = [m for m in SERVICE_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UnsupportedError(
+            f"`gpufleet serve` needs the service extra ({', '.join(missing)} not installed): "
+            "pip install 'gpufleet[service]'."
+        )
+
+
+def _db(db: str | None) -> DbSession:
+    require_service_extra()
+    from gpufleet.service.db import make_engine, make_sessionmaker, upgrade
+    from gpufleet.service.settings import db_url_from
+
+    engine = make_engine(db_url_from(db))
+    upgrade(engine)
+    return make_sessionmaker(engine)()
+
+
+@app.callback()
+def serve(
+    ctx: typer.Context,
+    host: Annotated[str, typer.Option("--host", help="Address to bind (loopback by default).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="TCP port.", min=0, max=65535)] = 8642,
+    db: DbOpt = None,
+    public: Annotated[
+        bool, typer.Option("--public", help="Allow a non-loopback --host (put TLS in front).")
+    ] = False,
+    workers: Annotated[
+        int, typer.Option("--job-workers", help="Jobs run at once by this process.", min=0, max=64)
+    ] = 2,
+    job_time_limit: Annotated[
+        float, typer.Option("--job-time-limit", help="Default job time limit (s).", min=1, max=86400)
+    ] = 600.0,
+    rate_limit: Annotated[
+        float, typer.Option("--rate-limit", help="Requests per second per token (0: none).", min=0, max=1e6)
+    ] = 20.0,
+    max_body_mib: Annotated[
+        float, typer.Option("--max-body-mib", help="Largest request body (MiB).", min=0.01, max=1024)
+    ] = 16.0,
+) -> None:
+    """Run the HTTP service and dashboard (API, teams and tokens, jobs); manage its tokens."""
+    if ctx.invoked_subcommand is not None:
+        return
+    require_service_extra()
+    import logging
+
+    import uvicorn
+
+    from gpufleet.service.app import create_app
+    from gpufleet.service.auth import bootstrap_admin
+    from gpufleet.service.settings import ServiceSettings, check_bind, db_url_from
+
+    check_bind(host, public=public)
+    settings = ServiceSettings(
+        db_url=db_url_from(db),
+        job_workers=workers,
+        job_time_limit_s=job_time_limit,
+        rate_limit_per_s=rate_limit,
+        max_body_bytes=int(max_body_mib * 1024 * 1024),
+    )
+    with _db(db) as session:
+        admin = bootstrap_admin(session)
+    shown = f"[{host}]" if ":" in host else host
+    url = f"http://{shown}:{port}/"
+    typer.echo(
+        f"gpufleet service at {url} (API {url}api/v1, OpenAPI {url}docs); database {_safe(settings.db_url)}"
+    )
+    if admin is not None:
+        typer.echo(f"First start: admin token of team 'default' (shown once, stored hashed): {admin}")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    uvicorn.run(
+        create_app(settings),
+        host=host,
+        port=port,
+        log_level="info",
+        timeout_graceful_shutdown=10,
+        proxy_headers=False,
+        server_header=False,
+    )
+
+
+def _safe(url: str) -> str:
+    """A database URL without its password."""
+    if "@" in url and "://" in url:
+        scheme, rest = url.split("://", 1)
+        creds, host = rest.rsplit("@", 1)
+        return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
+    return url
+
+
+@token_app.command("create")
+def token_create(
+    team: Annotated[str, typer.Option("--team", help="Team (created if new).")] = "default",
+    role: Annotated[str, typer.Option("--role", help="viewer, editor or admin.")] = "viewer",
+    name: Annotated[str, typer.Option("--name", help="What the token is for.")] = "cli",
+    db: DbOpt = None,
+) -> None:
+    """Create a token and print it (once: only its hash is kept)."""
+    from gpufleet.service.auth import create_token
+
+    with _db(db) as session:
+        secret, info = create_token(session, team=team, name=name, role=role)
+    typer.echo(f"token {info.id} ({info.role} of team {info.team}, {info.name!r}): {secret}")
+
+
+@token_app.command("list")
+def token_list(db: DbOpt = None) -> None:
+    """List every token (id, team, role, name, prefix, revoked); never the secrets."""
+    from gpufleet.service.auth import list_tokens
+
+    with _db(db) as session:
+        rows = list_tokens(session)
+    typer.echo("id\tteam\trole\tname\tprefix\tstatus")
+    for t in rows:
+        status = "revoked" if t.revoked_unix_s is not None else "live"
+        typer.echo(f"{t.id}\t{t.team}\t{t.role}\t{t.name}\t{t.prefix}...\t{status}")
+
+
+@token_app.command("revoke")
+def token_revoke(
+    token_id: Annotated[int, typer.Argument(help="The token's id (see `token list`).")],
+    db: DbOpt = None,
+) -> None:
+    """Revoke a token; its dashboard sessions end at once."""
+    from gpufleet.service.auth import revoke_token
+
+    with _db(db) as session:
+        info = revoke_token(session, token_id)
+    typer.echo(f"token {info.id} ({info.role} of team {info.team}, {info.name!r}) revoked")

@@ -1,0 +1,613 @@
+"""The dashboard: server-rendered HTML pages over the same library calls as the API, with the report module's
+own HTML and SVG charts. No script at all (the CSP forbids it), nothing from another origin: it works offline.
+
+Sign-in takes a token and opens a session (an HttpOnly, SameSite=Strict cookie; its hash in the database).
+Every form that changes something carries the session's CSRF token, compared in constant time; the sign-in
+form uses a double-submit cookie. A viewer sees no editor action, and the routes refuse one anyway (403).
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+from html import escape
+from typing import Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sqlalchemy import func, select
+
+from gpufleet.errors import GpufleetError, InputError
+from gpufleet.service import jobs
+from gpufleet.service.auth import Principal, close_session, open_session, session_principal
+from gpufleet.service.db import Job
+from gpufleet.service.deps import State, state
+from gpufleet.service.errors import Forbidden, NotAuthenticated, http_status
+
+router = APIRouter(include_in_schema=False)
+
+SESSION_COOKIE = "gpufleet_session"
+LOGIN_CSRF_COOKIE = "gpufleet_login_csrf"
+PAGE_SIZE = 50
+
+_CSS = """
+:root{--fg:#1f2933;--muted:#52606d;--line:#d9dde3;--accent:#0b5cad;--bad:#b42318;--ok:#1b7f3b}
+*{box-sizing:border-box}
+body{margin:0;font:15px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:var(--fg)}
+header{display:flex;gap:24px;align-items:center;padding:10px 24px;flex-wrap:wrap;
+ border-bottom:1px solid var(--line)}
+header nav a{margin-right:16px}
+header .who{margin-left:auto;color:var(--muted)}
+main{padding:16px 24px;max-width:1400px}
+a{color:var(--accent)}
+a:focus,button:focus,input:focus,select:focus{outline:3px solid #ffbf47;outline-offset:1px}
+table{border-collapse:collapse;margin:8px 0}
+th,td{border-bottom:1px solid var(--line);padding:4px 8px;text-align:left}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+form.inline{display:inline}
+.fields{display:grid;grid-template-columns:max-content minmax(12em,24em);gap:6px 12px;align-items:center}
+.error{color:var(--bad);border:1px solid var(--bad);padding:8px;margin:8px 0}
+.muted{color:var(--muted)}
+.skip{position:absolute;left:-999px}.skip:focus{left:8px;top:8px;background:#fff;padding:4px}
+button{padding:4px 12px}
+"""
+
+
+def _cookie_secure(request: Request) -> bool:
+    return request.url.scheme == "https"
+
+
+def _session(request: Request) -> tuple[Principal, str] | None:
+    secret = request.cookies.get(SESSION_COOKIE)
+    if not secret:
+        return None
+    with state(request).sm() as db:
+        return session_principal(db, secret)
+
+
+def _page(
+    request: Request,
+    title: str,
+    body: str,
+    who: Principal | None,
+    csrf: str = "",
+    status: int = 200,
+    head: str = "",
+    refresh_s: int | None = None,
+) -> HTMLResponse:
+    nav = ""
+    if who is not None:
+        links = [("/", "Overview"), ("/catalog", "Catalog"), ("/recommend", "Recommend")]
+        if who.role != "viewer":
+            links.append(("/plan", "Plan"))
+        links += [("/jobs", "Jobs"), ("/telemetry", "Telemetry")]
+        items = "".join(f'<a href="{h}">{t}</a>' for h, t in links)
+        nav = (
+            f'<nav aria-label="Main">{items}</nav><span class="who">team {escape(who.team_name)} · '
+            f"{escape(who.token_name)} ({escape(who.role)})</span>"
+            f'<form class="inline" method="post" action="/logout"><input type="hidden" name="csrf" '
+            f'value="{escape(csrf)}"><button type="submit">Sign out</button></form>'
+        )
+    meta = f'<meta http-equiv="refresh" content="{refresh_s}">' if refresh_s else ""
+    html = (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<link rel="icon" href="data:,">{meta}<title>{escape(title)} · gpufleet</title>'
+        f"<style>{_CSS}</style>{head}</head><body>"
+        '<a class="skip" href="#main">Skip to content</a>'
+        f"<header><strong>gpufleet</strong>{nav}</header>"
+        f'<main id="main"><h1>{escape(title)}</h1>{body}</main></body></html>'
+    )
+    return HTMLResponse(html, status_code=status)
+
+
+def _error(text: str) -> str:
+    return f'<p class="error" role="alert">{escape(text)}</p>'
+
+
+def _signed_in(request: Request) -> tuple[Principal, str]:
+    got = _session(request)
+    if got is None:
+        raise NotAuthenticated("Sign in with a token.")
+    return got
+
+
+def _check_csrf(expected: str, form: Any) -> None:
+    given = str(form.get("csrf") or "")
+    if not expected or not hmac.compare_digest(given.encode(), expected.encode()):
+        raise Forbidden("The form's CSRF token is missing or wrong: reload the page and submit again.")
+
+
+def _to_login() -> RedirectResponse:
+    return RedirectResponse("/login", status_code=303)
+
+
+def _embed_report(html: str) -> tuple[str, str]:
+    """(the report's <style> for the head, its body) from a whole report page of the report module."""
+    head = ""
+    if "<style>" in html and "</style>" in html:
+        head = "<style>" + html.split("<style>", 1)[1].split("</style>", 1)[0] + "</style>"
+    body = html.split("<body>", 1)[-1].rsplit("</body>", 1)[0]
+    return head, f'<section class="report" aria-label="Report">{body}</section>'
+
+
+# --- sign in / out ----------------------------------------------------------------------------------------
+@router.get("/login", response_class=HTMLResponse)
+def login_form(request: Request, error: str = "") -> HTMLResponse:
+    token = secrets.token_urlsafe(24)
+    body = (_error(error) if error else "") + (
+        '<form method="post" action="/login"><div class="fields">'
+        '<label for="token">API token</label>'
+        '<input id="token" name="token" type="password" autocomplete="off" required>'
+        f'</div><input type="hidden" name="csrf" value="{token}">'
+        '<p><button type="submit">Sign in</button></p></form>'
+        '<p class="muted">A token comes from <code>gpufleet serve token create</code> or from your team\'s '
+        "admin. It is kept only as a hash; the session cookie ends when the token is revoked.</p>"
+    )
+    resp = _page(request, "Sign in", body, None, status=401 if error else 200)
+    resp.set_cookie(
+        LOGIN_CSRF_COOKIE,
+        token,
+        httponly=True,
+        samesite="strict",
+        path="/login",
+        secure=_cookie_secure(request),
+    )
+    return resp
+
+
+@router.post("/login", response_model=None)
+async def login(request: Request) -> Response:
+    form = await request.form()
+    expected = request.cookies.get(LOGIN_CSRF_COOKIE, "")
+    try:
+        _check_csrf(expected, form)
+        st = state(request)
+        with st.sm() as db:
+            secret, _, _ = open_session(db, str(form.get("token") or "").strip(), st.settings.session_ttl_s)
+    except GpufleetError as exc:
+        return login_form(request, error=str(exc))
+    resp = RedirectResponse("/", status_code=303)
+    resp.set_cookie(
+        SESSION_COOKIE,
+        secret,
+        httponly=True,
+        samesite="strict",
+        path="/",
+        max_age=int(state(request).settings.session_ttl_s),
+        secure=_cookie_secure(request),
+    )
+    resp.delete_cookie(LOGIN_CSRF_COOKIE, path="/login")
+    return resp
+
+
+@router.post("/logout", response_model=None)
+async def logout(request: Request) -> Response:
+    got = _session(request)
+    if got is not None:
+        _check_csrf(got[1], await request.form())
+        with state(request).sm() as db:
+            close_session(db, request.cookies.get(SESSION_COOKIE, ""))
+    resp = _to_login()
+    resp.delete_cookie(SESSION_COOKIE, path="/")
+    return resp
+
+
+# --- overview ----------------------------------------------------------------------------------------------
+@router.get("/", response_class=HTMLResponse, response_model=None)
+def overview(request: Request) -> Response:
+    got = _session(request)
+    if got is None:
+        return _to_login()
+    who, csrf = got
+    from gpufleet.catalog.offers import catalog_age, load_offers
+
+    st = state(request)
+    with st.sm() as db:
+        counts = dict(
+            db.execute(
+                select(Job.status, func.count()).where(Job.team_id == who.team_id).group_by(Job.status)
+            ).all()
+        )
+    recent, total = jobs.list_jobs(st.sm, who.team_id, limit=5)
+    plans, _ = jobs.list_jobs(st.sm, who.team_id, status="succeeded", limit=20)
+    latest = next((j for j in plans if j.kind == "plan" and j.result_json), None)
+    plan_line = "<p class='muted'>No plan yet.</p>"
+    if latest is not None:
+        import json
+
+        message = str(json.loads(latest.result_json or "{}").get("result", {}).get("message", ""))
+        plan_line = (
+            f'<p>Latest plan (<a href="/jobs/{latest.id}">job #{latest.id}</a>, '
+            f"{escape(latest.params_source())}): {escape(message)}</p>"
+        )
+    table = load_offers()
+    status_rows = "".join(
+        f'<tr><td>{s}</td><td class="num">{counts.get(s, 0)}</td></tr>'
+        for s in ("queued", "running", "succeeded", "failed", "cancelled")
+    )
+    ages = "".join(f"<li>{escape(a.provider)}: {escape(a.human)}</li>" for a in catalog_age(table))
+    body = (
+        f"<p>Team <strong>{escape(who.team_name)}</strong>; your role: {escape(who.role)}.</p>"
+        "<h2>Fleet</h2>"
+        + plan_line
+        + '<p><a href="/telemetry">Telemetry findings</a></p>'
+        + "<h2>Jobs</h2><table><caption class='muted'>Jobs of your team by status</caption>"
+        "<thead><tr><th>status</th><th class='num'>jobs</th></tr></thead>"
+        f"<tbody>{status_rows}</tbody></table>"
+        + _jobs_table(recent)
+        + (f'<p><a href="/jobs">All {total} jobs</a></p>' if total else "")
+        + f"<h2>Catalog</h2><p>{len(table):,} offers from {len(set(table.column('provider').tolist()))} "
+        f'providers (<a href="/catalog">explore</a>). Price ages:</p><ul>{ages}</ul>'
+    )
+    return _page(request, "Overview", body, who, csrf)
+
+
+# --- catalog -----------------------------------------------------------------------------------------------
+def _opt(name: str, value: str, label: str, hint: str = "") -> str:
+    return (
+        f'<label for="{name}">{label}</label><input id="{name}" name="{name}" value="{escape(value)}"'
+        + (f' placeholder="{escape(hint)}"' if hint else "")
+        + ">"
+    )
+
+
+@router.get("/catalog", response_class=HTMLResponse, response_model=None)
+def catalog(request: Request) -> Response:
+    got = _session(request)
+    if got is None:
+        return _to_login()
+    who, csrf = got
+    from gpufleet.catalog.listing import SORT_KEYS, offer_rows, query_offers
+    from gpufleet.catalog.offers import load_offers
+
+    q = request.query_params
+    gpu, provider, region = q.get("gpu", ""), q.get("provider", ""), q.get("region", "")
+    max_price, sort, spot = (
+        q.get("max_price_usd_per_hour", ""),
+        q.get("sort", "price_per_gpu"),
+        bool(q.get("spot")),
+    )
+    try:
+        page = max(0, int(q.get("page", "0") or 0))
+    except ValueError:
+        page = 0
+    error, rows, total = "", [], 0
+    try:
+        price = float(max_price) if max_price else None
+        result = query_offers(
+            load_offers(),
+            gpus=_values(gpu),
+            providers=_values(provider),
+            regions=_values(region),
+            spot=spot,
+            max_price_usd_per_hour=price,
+            sort=sort if sort in SORT_KEYS else "price_per_gpu",
+        )
+        total = len(result)
+        rows = offer_rows(result.take(slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE)))
+    except (GpufleetError, ValueError) as exc:
+        error = str(exc) if isinstance(exc, GpufleetError) else f"max price {max_price!r} is not a number."
+    sorts = "".join(f'<option value="{k}"{" selected" if k == sort else ""}>{k}</option>' for k in SORT_KEYS)
+    form = (
+        '<form method="get" action="/catalog"><div class="fields">'
+        + _opt("gpu", gpu, "GPU (id, alias or family)", "H100")
+        + _opt("provider", provider, "Provider", "aws, gcp")
+        + _opt("region", region, "Region glob", "us-*")
+        + _opt("max_price_usd_per_hour", max_price, "Max machine price [USD/h]")
+        + f'<label for="sort">Sort (cheapest first)</label><select id="sort" name="sort">{sorts}</select>'
+        + f'<label for="spot">Spot price only</label><input id="spot" name="spot" type="checkbox" value="1"'
+        f"{' checked' if spot else ''}>"
+        '</div><p><button type="submit">Filter</button></p></form>'
+    )
+    price_col = "price_spot_usd_per_hour" if spot else "price_on_demand_usd_per_hour"
+    body_rows = "".join(
+        f"<tr><td>{escape(str(r['provider']))}</td><td>{escape(str(r['region']))}</td>"
+        f"<td>{escape(str(r['instance_type']))}</td><td>{escape(str(r['gpu']))}</td>"
+        f"<td class='num'>{r['gpu_count']}</td><td class='num'>{_money(r.get(price_col))}</td>"
+        f"<td>{escape(str(r.get('captured_at', '')))}</td></tr>"
+        for r in rows
+    )
+    label = "spot" if spot else "on-demand"
+    table = (
+        f"<p>{total:,} offers match; showing {page * PAGE_SIZE + 1 if rows else 0}-"
+        f"{page * PAGE_SIZE + len(rows)}.</p><table><thead><tr><th>provider</th><th>region</th>"
+        f"<th>instance</th><th>GPU</th><th class='num'>GPUs</th><th class='num'>{label} price [USD/h, "
+        f"machine]</th><th>captured</th></tr></thead><tbody>{body_rows}</tbody></table>"
+    )
+    params = {k: v for k, v in q.items() if k != "page"}
+    links = []
+    if page > 0:
+        links.append(f'<a href="/catalog?{escape(urlencode(params | {"page": page - 1}))}">Previous</a>')
+    if (page + 1) * PAGE_SIZE < total:
+        links.append(f'<a href="/catalog?{escape(urlencode(params | {"page": page + 1}))}">Next</a>')
+    nav = f'<nav aria-label="Pages">{" · ".join(links)}</nav>' if links else ""
+    return _page(
+        request,
+        "Catalog",
+        form + (_error(error) if error else table + nav),
+        who,
+        csrf,
+        status=http_status(InputError()) if error else 200,
+    )
+
+
+def _values(text: str) -> tuple[str, ...]:
+    """A filter field: comma-separated values; an empty field is no filter (a browser sends every field)."""
+    from gpufleet.recommend.filters import split_values
+
+    return tuple(split_values(text)) if text.strip() else ()
+
+
+def _money(v: Any) -> str:
+    return "-" if v is None or v != v else f"{v:,.2f}"
+
+
+# --- recommend ---------------------------------------------------------------------------------------------
+_REC_FIELDS: tuple[tuple[str, str, str], ...] = (
+    ("model", "Model (id, alias or Hugging Face config)", "llama-3.1-8b"),
+    ("target_requests_per_s", "Target requests per second [1/s]", "2"),
+    ("input_len_tokens", "Input length [tokens]", "512"),
+    ("output_len_tokens", "Output length [tokens]", "256"),
+    ("ttft_p95_ms", "TTFT p95 SLO [ms]", "500"),
+    ("tpot_p95_ms", "TPOT p95 SLO [ms]", "50"),
+)
+
+
+def _rec_form(csrf: str, values: dict[str, str]) -> str:
+    fields = "".join(_opt(n, values.get(n, ""), label, hint) for n, label, hint in _REC_FIELDS)
+    pricing = values.get("pricing", "on_demand")
+    opts = "".join(
+        f'<option value="{p}"{" selected" if p == pricing else ""}>{p}</option>'
+        for p in ("on_demand", "spot", "1y", "3y")
+    )
+    return (
+        '<form method="post" action="/recommend"><div class="fields">'
+        + fields
+        + f'<label for="pricing">Pricing</label><select id="pricing" name="pricing">{opts}</select></div>'
+        f'<input type="hidden" name="csrf" value="{escape(csrf)}">'
+        '<p><button type="submit">Recommend</button></p></form>'
+    )
+
+
+@router.get("/recommend", response_class=HTMLResponse, response_model=None)
+def recommend_form(request: Request) -> Response:
+    got = _session(request)
+    if got is None:
+        return _to_login()
+    who, csrf = got
+    return _page(request, "Recommend", _rec_form(csrf, {"model": "llama-3.1-8b"}), who, csrf)
+
+
+@router.post("/recommend", response_class=HTMLResponse, response_model=None)
+async def recommend(request: Request) -> Response:
+    got = _session(request)
+    if got is None:
+        return _to_login()
+    who, csrf = got
+    form = await request.form()
+    _check_csrf(csrf, form)
+    values = {k: str(v) for k, v in form.items() if k != "csrf" and isinstance(v, str)}
+    workload: dict[str, Any] = {k: v.strip() for k, v in values.items() if v.strip()}
+    from starlette.concurrency import run_in_threadpool
+
+    from gpufleet.recommend.api import recommend as run
+    from gpufleet.report import render_text
+
+    try:
+        numbers = {"target_requests_per_s", "ttft_p95_ms", "tpot_p95_ms"}
+        for k in numbers & set(workload):
+            workload[k] = float(workload[k])
+        for k in {"input_len_tokens", "output_len_tokens"} & set(workload):
+            workload[k] = int(workload[k])
+        result = await run_in_threadpool(run, workload)
+    except (GpufleetError, ValueError) as exc:
+        text = str(exc) if isinstance(exc, GpufleetError) else f"Not a number: {exc}. Give plain numbers."
+        status = http_status(exc) if isinstance(exc, GpufleetError) else 422
+        return _page(request, "Recommend", _error(text) + _rec_form(csrf, values), who, csrf, status=status)
+    head, report = _embed_report(render_text(result, "html"))
+    return _page(request, "Recommendation", _rec_form(csrf, values) + report, who, csrf, head=head)
+
+
+# --- plan --------------------------------------------------------------------------------------------------
+def _plan_form(csrf: str) -> str:
+    return (
+        '<form method="post" action="/plan" enctype="multipart/form-data"><div class="fields">'
+        '<label for="fleet">Fleet file (YAML or JSON)</label>'
+        '<input id="fleet" name="fleet" type="file" accept=".yaml,.yml,.json" required>'
+        '<label for="solver_time_limit_s">Solver time limit [s]</label>'
+        '<input id="solver_time_limit_s" name="solver_time_limit_s" value="60" inputmode="decimal">'
+        f'</div><input type="hidden" name="csrf" value="{escape(csrf)}">'
+        '<p><button type="submit">Plan</button></p></form>'
+        '<p class="muted">The plan runs as a job; its page follows its progress.</p>'
+    )
+
+
+@router.get("/plan", response_class=HTMLResponse, response_model=None)
+def plan_form(request: Request) -> Response:
+    got = _session(request)
+    if got is None:
+        return _to_login()
+    who, csrf = got
+    try:
+        who.require("editor")
+    except Forbidden as exc:
+        return _page(request, "Plan", _error(str(exc)), who, csrf, status=403)
+    return _page(request, "Plan a fleet", _plan_form(csrf), who, csrf)
+
+
+@router.post("/plan", response_class=HTMLResponse, response_model=None)
+async def plan(request: Request) -> Response:
+    got = _session(request)
+    if got is None:
+        return _to_login()
+    who, csrf = got
+    form = await request.form()
+    _check_csrf(csrf, form)
+    from gpufleet.service.job_kinds import check_params, parse_fleet_text
+
+    st: State = state(request)
+    try:
+        who.require("editor")
+        upload = form.get("fleet")
+        if upload is None or isinstance(upload, str):
+            raise InputError("Choose a fleet file (YAML or JSON) to upload.")
+        raw = await upload.read()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise InputError("The fleet file is not UTF-8 text. Save it as UTF-8 YAML or JSON.") from None
+        try:
+            limit = float(str(form.get("solver_time_limit_s") or "60"))
+        except ValueError:
+            raise InputError("Solver time limit must be a number of seconds, e.g. 60.") from None
+        name = upload.filename or "fleet.yaml"
+        params = check_params(
+            "plan",
+            {
+                "fleet": parse_fleet_text(text, name),
+                "source": name.rsplit("/", 1)[-1],
+                "solver_time_limit_s": limit,
+            },
+        )
+        sub = jobs.submit(
+            st.sm, team_id=who.team_id, kind="plan", params=params, time_limit_s=st.settings.job_time_limit_s
+        )
+    except GpufleetError as exc:
+        return _page(
+            request, "Plan a fleet", _error(str(exc)) + _plan_form(csrf), who, csrf, status=http_status(exc)
+        )
+    return RedirectResponse(f"/jobs/{sub.job.id}", status_code=303)
+
+
+# --- jobs --------------------------------------------------------------------------------------------------
+def _jobs_table(rows: list[Job]) -> str:
+    if not rows:
+        return "<p class='muted'>No jobs yet.</p>"
+    body = "".join(
+        f'<tr><td><a href="/jobs/{j.id}">#{j.id}</a></td><td>{escape(j.kind)}</td><td>{escape(j.status)}</td>'
+        f"<td class='num'>{j.progress_fraction:.0%}</td><td>{escape(j.progress_text)}</td></tr>"
+        for j in rows
+    )
+    return (
+        "<table><thead><tr><th>job</th><th>kind</th><th>status</th><th class='num'>progress</th>"
+        f"<th>step</th></tr></thead><tbody>{body}</tbody></table>"
+    )
+
+
+@router.get("/jobs", response_class=HTMLResponse, response_model=None)
+def jobs_page(request: Request) -> Response:
+    got = _session(request)
+    if got is None:
+        return _to_login()
+    who, csrf = got
+    rows, total = jobs.list_jobs(state(request).sm, who.team_id, limit=100)
+    body = f"<p>{total} jobs (the latest 100 shown).</p>" + _jobs_table(rows)
+    return _page(request, "Jobs", body, who, csrf)
+
+
+@router.get("/jobs/{job_id}", response_class=HTMLResponse, response_model=None)
+def job_page(request: Request, job_id: int) -> Response:
+    got = _session(request)
+    if got is None:
+        return _to_login()
+    who, csrf = got
+    try:
+        job = jobs.get_job(state(request).sm, who.team_id, job_id)
+    except GpufleetError as exc:
+        return _page(request, "Job", _error(str(exc)), who, csrf, status=http_status(exc))
+    running = job.status in ("queued", "running")
+    parts = [
+        f"<p>Kind <strong>{escape(job.kind)}</strong>, status <strong>{escape(job.status)}</strong>"
+        f" ({escape(job.progress_text)}).</p>",
+        f'<label for="progress">Progress</label> <progress id="progress" max="1" '
+        f'value="{job.progress_fraction:.3f}">{job.progress_fraction:.0%}</progress>',
+    ]
+    if job.error:
+        parts.append(_error(job.error))
+    if running and who.role != "viewer":
+        parts.append(
+            f'<form method="post" action="/jobs/{job.id}/cancel"><input type="hidden" name="csrf" '
+            f'value="{escape(csrf)}"><button type="submit">Cancel job</button></form>'
+        )
+    head = ""
+    if job.status == "succeeded" and job.result_html:
+        head, report = _embed_report(job.result_html)
+        parts.append(
+            f'<p><a href="/api/v1/jobs/{job.id}/result">JSON result (API, with a token)</a></p>' + report
+        )
+    return _page(
+        request, f"Job #{job.id}", "".join(parts), who, csrf, head=head, refresh_s=2 if running else None
+    )
+
+
+@router.post("/jobs/{job_id}/cancel", response_class=HTMLResponse, response_model=None)
+async def cancel_job(request: Request, job_id: int) -> Response:
+    got = _session(request)
+    if got is None:
+        return _to_login()
+    who, csrf = got
+    _check_csrf(csrf, await request.form())
+    try:
+        who.require("editor")
+        jobs.cancel(state(request).sm, who.team_id, job_id)
+    except GpufleetError as exc:
+        return _page(request, "Job", _error(str(exc)), who, csrf, status=http_status(exc))
+    return RedirectResponse(f"/jobs/{job_id}", status_code=303)
+
+
+# --- telemetry ---------------------------------------------------------------------------------------------
+def _telemetry_form(csrf: str) -> str:
+    return (
+        '<form method="post" action="/telemetry" enctype="multipart/form-data"><div class="fields">'
+        '<label for="telemetry_file">Telemetry file (nvidia-smi CSV, dcgm-exporter text, Prometheus JSON, '
+        'CloudWatch CSV)</label><input id="telemetry_file" name="file" type="file" required>'
+        f'</div><input type="hidden" name="csrf" value="{escape(csrf)}">'
+        '<p><button type="submit">Ingest</button></p></form>'
+    )
+
+
+@router.get("/telemetry", response_class=HTMLResponse, response_model=None)
+def telemetry_page(request: Request) -> Response:
+    got = _session(request)
+    if got is None:
+        return _to_login()
+    who, csrf = got
+    from gpufleet.service.errors import NotFound
+    from gpufleet.service.telemetry_api import findings_report_html
+
+    upload = _telemetry_form(csrf) if who.role != "viewer" else ""
+    try:
+        html = findings_report_html(state(request), who)
+    except NotFound as exc:
+        return _page(request, "Telemetry", f"<p>{escape(str(exc))}</p>" + upload, who, csrf)
+    except GpufleetError as exc:
+        return _page(request, "Telemetry", _error(str(exc)) + upload, who, csrf, status=http_status(exc))
+    head, report = _embed_report(html)
+    return _page(request, "Telemetry findings (last 14 days)", upload + report, who, csrf, head=head)
+
+
+@router.post("/telemetry", response_class=HTMLResponse, response_model=None)
+async def telemetry_upload(request: Request) -> Response:
+    got = _session(request)
+    if got is None:
+        return _to_login()
+    who, csrf = got
+    form = await request.form()
+    _check_csrf(csrf, form)
+    from starlette.concurrency import run_in_threadpool
+
+    from gpufleet.service.telemetry_api import ingest_upload
+
+    try:
+        who.require("editor")
+        upload = form.get("file")
+        if upload is None or isinstance(upload, str):
+            raise InputError("Choose a telemetry file to upload.")
+        await run_in_threadpool(ingest_upload, state(request), who, upload.filename, await upload.read())
+    except GpufleetError as exc:
+        return _page(
+            request, "Telemetry", _error(str(exc)) + _telemetry_form(csrf), who, csrf, status=http_status(exc)
+        )
+    return RedirectResponse("/telemetry", status_code=303)

@@ -1,0 +1,205 @@
+"""The service's state: SQLAlchemy 2 models, the engine (SQLite in WAL mode, or PostgreSQL through psycopg 3)
+and the schema upgrade (Alembic, the migrations shipped in ``service/migrations``).
+
+Times are Unix seconds (``*_unix_s``, floats): the same on SQLite and PostgreSQL, with no time-zone
+conversion to get wrong. Every object a team owns carries ``team_id``; queries filter on it (:mod:`.auth`).
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import (
+    Boolean,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    orm,
+)
+from sqlalchemy.engine import Engine
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
+
+#: the Alembic revision this code expects (tests/service/test_migrations.py checks it is the head)
+SCHEMA_REVISION = "0002"
+
+ROLES: tuple[str, ...] = ("viewer", "editor", "admin")
+JOB_STATUSES: tuple[str, ...] = ("queued", "running", "succeeded", "failed", "cancelled")
+
+
+def now_unix_s() -> float:
+    return time.time()
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Team(Base):
+    __tablename__ = "teams"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(100), unique=True)
+    created_unix_s: Mapped[float] = mapped_column(Float, default=now_unix_s)
+
+
+class Token(Base):
+    """An API token: only the SHA-256 of its secret is kept; ``prefix`` (the first characters) lets a person
+    tell tokens apart in listings."""
+
+    __tablename__ = "tokens"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    role: Mapped[str] = mapped_column(String(10))
+    secret_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    prefix: Mapped[str] = mapped_column(String(16))
+    created_unix_s: Mapped[float] = mapped_column(Float, default=now_unix_s)
+    revoked_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class Session(Base):
+    """A dashboard session opened by signing in with a token; dies with the token."""
+
+    __tablename__ = "sessions"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    token_id: Mapped[int] = mapped_column(ForeignKey("tokens.id", ondelete="CASCADE"), index=True)
+    secret_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    csrf: Mapped[str] = mapped_column(String(64))
+    created_unix_s: Mapped[float] = mapped_column(Float, default=now_unix_s)
+    expires_unix_s: Mapped[float] = mapped_column(Float)
+
+
+class Fleet(Base):
+    """A fleet file a team uploaded (its text, as given)."""
+
+    __tablename__ = "fleets"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(200))
+    text: Mapped[str] = mapped_column(Text)
+    created_unix_s: Mapped[float] = mapped_column(Float, default=now_unix_s)
+
+
+class Job(Base):
+    """Long work (a plan, a scenario set) queued, run by a worker process, and kept with its result."""
+
+    __tablename__ = "jobs"
+    __table_args__ = (
+        UniqueConstraint("team_id", "idempotency_key", name="uq_jobs_team_idempotency_key"),
+        Index("ix_jobs_status_created", "status", "created_unix_s"),
+    )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(40))
+    status: Mapped[str] = mapped_column(String(20), default="queued")
+    params_json: Mapped[str] = mapped_column(Text)
+    params_sha256: Mapped[str] = mapped_column(String(64))
+    idempotency_key: Mapped[str | None] = mapped_column(String(200), nullable=True)
+    progress_fraction: Mapped[float] = mapped_column(Float, default=0.0)
+    progress_text: Mapped[str] = mapped_column(String(200), default="")
+    result_json: Mapped[str | None] = mapped_column(Text, nullable=True)
+    result_html: Mapped[str | None] = mapped_column(Text, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    time_limit_s: Mapped[float] = mapped_column(Float)
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    worker: Mapped[str | None] = mapped_column(String(100), nullable=True)
+    created_unix_s: Mapped[float] = mapped_column(Float, default=now_unix_s)
+    started_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    heartbeat_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    finished_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+    def params_source(self) -> str:
+        """The name a plan job's fleet was given (its file name), else the kind."""
+        import json
+
+        return str(json.loads(self.params_json).get("source") or self.kind)
+
+
+class Webhook(Base):
+    """Where a team's notifications go: a Slack-compatible incoming webhook (``{"text": ...}``) or a generic
+    one (``{"event": ..., "job": {...}}``), for the events it lists."""
+
+    __tablename__ = "webhooks"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    url: Mapped[str] = mapped_column(String(2000))
+    format: Mapped[str] = mapped_column(String(10))
+    events: Mapped[str] = mapped_column(String(200))  # comma-separated WEBHOOK_EVENTS
+    created_unix_s: Mapped[float] = mapped_column(Float, default=now_unix_s)
+    last_delivery_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    last_status: Mapped[int | None] = mapped_column(Integer, nullable=True)  # HTTP status; None: no answer
+    last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+
+
+WEBHOOK_EVENTS: tuple[str, ...] = ("job_succeeded", "job_failed", "job_cancelled")
+
+
+def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
+    cur = dbapi_conn.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")  # readers do not block the writer (API threads + job workers)
+    cur.execute("PRAGMA synchronous=NORMAL")  # durable at each WAL checkpoint; the WAL default
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.execute("PRAGMA busy_timeout=10000")  # wait up to 10 s for the write lock instead of failing
+    cur.close()
+
+
+#: connections kept open per process, and opened beyond them at peaks: the server's 40 worker threads, the
+#: job workers and their heartbeats
+POOL_SIZE = 48
+POOL_OVERFLOW = 16
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; a SQLite file's folder is created, and the file is put in WAL mode."""
+    if url.startswith("sqlite"):
+        path = url.split("///", 1)[1] if "///" in url else ""
+        if path and path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        # one connection per server thread (anyio's pool runs 40): SQLAlchemy's default of 5 + 10 made
+        # requests wait 30 s for a connection, then fail, under 200 clients (benchmarks/bench_service.py)
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": 10},
+            pool_size=POOL_SIZE,
+            max_overflow=POOL_OVERFLOW,
+        )
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_OVERFLOW)
+
+
+def make_sessionmaker(engine: Engine) -> sessionmaker[orm.Session]:
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+def alembic_config(engine: Engine) -> Any:
+    """The Alembic configuration of the shipped migrations, bound to ``engine``."""
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+    cfg.attributes["engine"] = engine
+    return cfg
+
+
+def upgrade(engine: Engine, revision: str = "head") -> None:
+    """Bring the database schema to ``revision`` (creating it from empty)."""
+    from alembic import command
+
+    command.upgrade(alembic_config(engine), revision)
+
+
+def current_revision(engine: Engine) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    with engine.connect() as conn:
+        rev: str | None = MigrationContext.configure(conn).get_current_revision()
+        return rev

@@ -1,0 +1,48 @@
+"""FastAPI dependencies: the app's state (settings, database sessions, job runner) and who is asking."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from fastapi import Request
+from sqlalchemy.orm import Session as OrmSession
+from sqlalchemy.orm import sessionmaker
+
+from gpufleet.service.auth import Principal, authenticate_token
+from gpufleet.service.errors import NotAuthenticated
+from gpufleet.service.ops import Metrics, RateLimiter
+from gpufleet.service.settings import ServiceSettings
+
+if TYPE_CHECKING:
+    from gpufleet.service.jobs import JobRunner
+
+
+@dataclass(slots=True, kw_only=True)
+class State:
+    settings: ServiceSettings
+    sm: sessionmaker[OrmSession]
+    metrics: Metrics
+    limiter: RateLimiter
+    runner: JobRunner | None = None
+
+
+def state(request: Request) -> State:
+    st: State = request.app.state.gpufleet
+    return st
+
+
+def bearer_principal(request: Request) -> Principal:
+    """The principal of the request's ``Authorization: Bearer`` token (rate-limited per token)."""
+    header = request.headers.get("authorization", "")
+    scheme, _, secret = header.partition(" ")
+    if scheme.lower() != "bearer" or not secret.strip():
+        raise NotAuthenticated(
+            "This route needs a token: send 'Authorization: Bearer <token>'. `gpufleet serve token create "
+            "--team TEAM --role viewer` makes one (or sign in to the dashboard at /login)."
+        )
+    st = state(request)
+    with st.sm() as db:
+        who = authenticate_token(db, secret.strip())
+    st.limiter.check(who.token_id)
+    return who

@@ -1,0 +1,1 @@
+"""Alembic migrations of the service database (``gpufleet.service.db.upgrade`` runs them)."""

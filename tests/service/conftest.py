@@ -1,0 +1,13 @@
+"""The service tests run when the service extra is installed (`pip install 'gpufleet[service]'`; the dev extra
+includes it); without it they are not collected. Fixtures live in fixtures.py."""
+
+from __future__ import annotations
+
+import importlib.util
+
+_EXTRA = ("fastapi", "uvicorn", "sqlalchemy", "alembic", "multipart")
+
+if any(importlib.util.find_spec(m) is None for m in _EXTRA):
+    collect_ignore_glob = ["test_*.py"]
+else:
+    from .fixtures import Env, any_db_url, any_env, env, pg_server, sqlite_url  # noqa: F401

@@ -1,0 +1,189 @@
+"""The real thing: `gpufleet serve` started as a process (uvicorn on 127.0.0.1, a SQLite file, job workers),
+printing its URL and first admin token, driven by the system Chromium through Playwright: every page renders
+without console errors, the forms submit (sign-in, catalog filter, recommend, plan upload -> job -> report), a
+viewer cannot reach the plan action, every form field has a label, the keyboard reaches the content."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+FLEET = Path("examples/fleets/assessment-platform.yaml").resolve()
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """(base URL, admin token) of a `gpufleet serve` process."""
+    port = _free_port()
+    db = tmp_path_factory.mktemp("serve") / "service.sqlite3"
+    env = os.environ | {"PYTHONUNBUFFERED": "1", "GPUFLEET_DB": ""}
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from gpufleet.cli.entry import main; main()",
+            "serve",
+            "--port",
+            str(port),
+            "--db",
+            str(db),
+            "--job-workers",
+            "1",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout is not None
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not any("admin token" in ln for ln in lines):
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+        text = "".join(lines)
+        url = re.search(r"gpufleet service at (http://127\.0\.0\.1:\d+/)", text)
+        token = re.search(r"admin token of team 'default' \(shown once, stored hashed\): (gpf_\S+)", text)
+        assert url and token, text
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(url.group(1) + "healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        yield url.group(1), token.group(1)
+    finally:
+        proc.send_signal(signal.SIGINT)  # graceful: uvicorn stops, the job runner re-queues running jobs
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_serve_prints_url_and_token_and_answers(server: tuple[str, str]) -> None:
+    base, token = server
+    r = httpx.get(base + "api/v1/me", headers={"Authorization": f"Bearer {token}"})
+    assert r.json() == {"team": "default", "token_name": "bootstrap-admin", "role": "admin"}
+    assert httpx.get(base + "readyz").json()["status"] == "ready"
+
+
+def test_a_slow_client_does_not_hold_the_service(server: tuple[str, str]) -> None:
+    """A client that sends half a request and stalls must not delay others (the server is asynchronous)."""
+    base, token = server
+    host, port = base.removeprefix("http://").rstrip("/").split(":")
+    slow = [socket.create_connection((host, int(port))) for _ in range(50)]
+    try:
+        for s in slow:
+            s.sendall(b"POST /api/v1/recommend HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n{")
+        t = time.monotonic()
+        r = httpx.get(base + "api/v1/me", headers={"Authorization": f"Bearer {token}"}, timeout=10)
+        assert r.status_code == 200 and time.monotonic() - t < 5
+    finally:
+        for s in slow:
+            s.close()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (tools/system-deps.sh installs it)")
+def test_dashboard_in_chromium(server: tuple[str, str]) -> None:
+    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the dev extra)")
+    base, admin = server
+    viewer = httpx.post(
+        base + "api/v1/tokens",
+        json={"name": "browser-viewer", "role": "viewer"},
+        headers={"Authorization": f"Bearer {admin}"},
+    ).json()["token"]
+    errors: list[str] = []
+    with sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
+        try:
+            page = browser.new_context().new_page()
+            page.on("console", lambda m: errors.append(f"{m.type}: {m.text}") if m.type == "error" else None)
+            page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+
+            def unlabelled() -> list[str]:
+                found: list[str] = page.evaluate(
+                    """() => [...document.querySelectorAll('input:not([type=hidden]), select, textarea')]
+                        .filter(e => !(e.labels && e.labels.length)).map(e => e.name || e.id)"""
+                )
+                return found
+
+            page.goto(base)
+            assert page.url.endswith("/login")
+            assert unlabelled() == []
+            page.keyboard.press("Tab")
+            assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+            page.get_by_label("API token").fill(admin)
+            page.get_by_role("button", name="Sign in").click()
+            page.wait_for_url(base)
+            assert "Overview" in page.inner_text("h1")
+
+            page.goto(base + "catalog")
+            page.get_by_label("GPU (id, alias or family)").fill("H100")
+            page.get_by_role("button", name="Filter").click()
+            assert "offers match" in page.inner_text("main")
+            assert unlabelled() == []
+
+            page.goto(base + "recommend")
+            assert unlabelled() == []
+            page.get_by_label("Model (id, alias or Hugging Face config)").fill("llama-3.1-8b")
+            page.get_by_label("Target requests per second [1/s]").fill("2")
+            page.get_by_role("button", name="Recommend").click()
+            page.wait_for_selector("section.report svg", timeout=60_000)
+
+            page.goto(base + "plan")
+            assert unlabelled() == []
+            page.get_by_label("Fleet file (YAML or JSON)").set_input_files(str(FLEET))
+            page.get_by_role("button", name="Plan").click()
+            page.wait_for_url(re.compile(r".*/jobs/\d+$"))
+            job_url = page.url
+            deadline = time.monotonic() + 120
+            while "succeeded" not in page.inner_text("main") and time.monotonic() < deadline:
+                assert "failed" not in page.inner_text("main")
+                time.sleep(1)
+                page.goto(job_url)
+            assert "succeeded" in page.inner_text("main")
+            page.wait_for_selector("section.report svg")
+
+            page.goto(base)
+            assert "Latest plan" in page.inner_text("main") and "OPTIMAL" in page.inner_text("main")
+            page.goto(base + "jobs")
+            assert "#1" in page.inner_text("main")
+            page.goto(base + "telemetry")
+            assert "no telemetry yet" in page.inner_text("main") and unlabelled() == []
+
+            page.get_by_role("button", name="Sign out").click()
+            page.wait_for_url(re.compile(r".*/login$"))
+            page.get_by_label("API token").fill(viewer)
+            page.get_by_role("button", name="Sign in").click()
+            page.wait_for_url(base)
+            assert page.get_by_role("link", name="Plan").count() == 0
+            resp = page.goto(base + "plan")
+            assert resp is not None and resp.status == 403
+            errors[:] = [e for e in errors if "403" not in e]  # the refused page's own status, as asked
+            page.goto(job_url)
+            assert page.get_by_role("button", name="Cancel job").count() == 0
+        finally:
+            browser.close()
+    assert errors == []

@@ -1,0 +1,132 @@
+"""Telemetry over HTTP: each team ingests into its own store (another team sees nothing of it), and findings
+and alerts are the library's, as `gpufleet telemetry ... --format json` prints them."""
+
+from __future__ import annotations
+
+import json
+import math
+import runpy
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from gpufleet.service.telemetry_api import safe_file_name
+
+from .fixtures import Env, make_env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def dcgm(tmp_path_factory: pytest.TempPathFactory) -> bytes:
+    out = tmp_path_factory.mktemp("telemetry")
+    argv = sys.argv
+    try:  # the seeded example of docs/telemetry.md, 2 days
+        sys.argv = ["make_telemetry_example.py", str(out / "ex"), "--days", "2"]
+        runpy.run_path(str(ROOT / "tools" / "make_telemetry_example.py"), run_name="__main__")
+    finally:
+        sys.argv = argv
+    return (out / "ex" / "dcgm.prom").read_bytes()
+
+
+@pytest.fixture
+def tenv(sqlite_url: str, tmp_path: Path) -> Iterator[Env]:
+    yield from make_env(sqlite_url, telemetry_dir=tmp_path / "telemetry", max_body_bytes=64 * 1024 * 1024)
+
+
+def test_ingest_findings_alerts_per_team(tenv: Env, dcgm: bytes, tmp_path: Path) -> None:
+    from gpufleet.report.telemetry import to_json
+    from gpufleet.telemetry.analyze import gpu_stats, resolve_window
+    from gpufleet.telemetry.findings import Thresholds, find
+    from gpufleet.telemetry.ingest import ingest_files
+    from gpufleet.telemetry.store import TelemetryStore
+    from gpufleet.telemetry.summary import summarize
+
+    c = tenv.client
+    files = {"file": ("../../../dcgm.prom", dcgm, "text/plain")}
+    assert c.post("/api/v1/telemetry/ingest", files=files, headers=tenv.h("a_viewer")).status_code == 403
+    r = c.post("/api/v1/telemetry/ingest", files=files, headers=tenv.h("a_editor"))
+    assert r.status_code == 200, r.text
+    assert r.json()["kind"] == "telemetry_ingest" and r.json()["report"]["rows_stored"] > 0
+    assert (tmp_path / "telemetry" / "team-1").is_dir() and not (tmp_path / "dcgm.prom").exists()
+    got = c.get("/api/v1/telemetry/findings", headers=tenv.h("a_viewer"))
+    assert got.status_code == 200, got.text
+    # the same file ingested by the library into a store of our own gives the same document
+    (tmp_path / "dcgm.prom").write_bytes(dcgm)
+    store = TelemetryStore(tmp_path / "own")
+    ingest_files([tmp_path / "dcgm.prom"], store=store)
+    window = resolve_window(store, 14, None, 0.95)
+    ff = find(gpu_stats(store, window), window, Thresholds(headroom=0.2), ())
+    want = json.loads(to_json("telemetry_findings", {"summary": summarize(ff), "findings": ff}))
+    assert _differences(got.json(), want) == []
+    alerts = c.get("/api/v1/telemetry/alerts", headers=tenv.h("a_viewer"))
+    assert alerts.status_code == 200 and alerts.json()["kind"] == "telemetry_alerts"
+    export = c.get("/api/v1/telemetry/alerts/export", headers=tenv.h("a_viewer"))
+    assert export.status_code == 200 and "groups:" in export.text
+    # team b has no telemetry: its findings are an error saying so, not team a's
+    for path in ("/api/v1/telemetry/findings", "/api/v1/telemetry/alerts"):
+        other = c.get(path, headers=tenv.h("b_admin"))
+        assert other.status_code == 404, other.text
+        msg = other.json()["error"]["message"]
+        assert "Team 'b' has no telemetry yet" in msg and str(tmp_path) not in msg
+
+
+def _differences(a: object, b: object, path: str = "") -> list[str]:
+    if isinstance(a, dict) and isinstance(b, dict):
+        return [d for k in sorted(set(a) | set(b)) for d in _differences(a.get(k), b.get(k), f"{path}.{k}")]
+    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        return [
+            d for i, (x, y) in enumerate(zip(a, b, strict=True)) for d in _differences(x, y, f"{path}[{i}]")
+        ]
+    if isinstance(a, float) and isinstance(b, float):  # DuckDB sums in parallel: the last bits may differ
+        return [] if math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12) else [f"{path}: {a!r} != {b!r}"]
+    return [] if a == b else [f"{path}: {a!r:.80} != {b!r:.80}"]
+
+
+def test_bad_telemetry_upload_is_4xx(tenv: Env) -> None:
+    r = tenv.client.post(
+        "/api/v1/telemetry/ingest",
+        files={"file": ("x.csv", b"\x00\x01garbage", "text/csv")},
+        headers=tenv.h("a_editor"),
+    )
+    assert 400 <= r.status_code < 500, r.text
+    r = tenv.client.post(
+        "/api/v1/telemetry/ingest",
+        files={"file": ("x.prom", b"up 1\n", "text/plain")},
+        data={"input_format": "carrier-pigeon"},
+        headers=tenv.h("a_editor"),
+    )
+    assert 400 <= r.status_code < 500 and "carrier-pigeon" in r.text
+
+
+def test_safe_file_name() -> None:
+    assert safe_file_name("../../etc/passwd") == "passwd"
+    assert safe_file_name("..\\..\\win.ini") == "win.ini"
+    assert safe_file_name("a b;rm -rf.csv") == "a_b_rm_-rf.csv"
+    assert safe_file_name("...") == "telemetry" and safe_file_name(None) == "telemetry"
+
+
+def test_dashboard_telemetry_page(tenv: Env, dcgm: bytes) -> None:
+    from .test_dashboard import sign_in
+
+    c = tenv.client
+    csrf = sign_in(c, tenv.tokens["a_editor"])
+    empty = c.get("/telemetry")
+    assert empty.status_code == 200 and "has no telemetry yet" in empty.text and 'name="file"' in empty.text
+    r = c.post(
+        "/telemetry",
+        data={"csrf": csrf},
+        files={"file": ("dcgm.prom", dcgm, "text/plain")},
+        follow_redirects=False,
+    )
+    assert r.status_code == 303
+    page = c.get("/telemetry")
+    assert page.status_code == 200 and "<svg" in page.text and "By team" in page.text
+    viewer = TestClient(tenv.app)
+    vcsrf = sign_in(viewer, tenv.tokens["a_viewer"])
+    assert 'name="file"' not in viewer.get("/telemetry").text
+    r = viewer.post("/telemetry", data={"csrf": vcsrf}, files={"file": ("d.prom", dcgm, "text/plain")})
+    assert r.status_code == 403
