@@ -104,9 +104,14 @@ def test_training_sizes_memory_with_the_optimizer_it_runs() -> None:
     assert adamw.memory.breakdown_gib["optimizer_states"] == pytest.approx(8_030_261_248 * 12 / 2**30)
     for opt, part in (("adamw8bit", "optimizer_states"), ("paged_adamw8bit", "optimizer_states_paged")):
         est = estimate_training(optimizer=opt, master_weights=False, **kw)
-        assert est.fits and est.tokens_per_s_per_gpu is not None
         assert est.memory.breakdown_gib[part] == pytest.approx(8_030_261_248 * 2 / 2**30)
         assert est.memory.breakdown_gib["weights"] == pytest.approx(8_030_261_248 * 2 / 2**30)
+        # the paged states leave the device under pressure: fits at p90. Device-resident 8-bit states fill
+        # ~47.1 of the A6000's 47.5 GiB at the central estimate: within the memory error, so at p90 the
+        # verdict is "does not fit" (a run that close to capacity OOMs on allocator fragmentation)
+        assert est.fits is (opt == "paged_adamw8bit")
+        assert est.memory.per_gpu_gib_p90 > est.memory.per_gpu_gib
+    assert est.tokens_per_s_per_gpu is not None
 
 
 def test_a_single_gpu_job_that_fits_only_with_checkpointing_is_predicted_with_it() -> None:
