@@ -308,7 +308,9 @@ def _refreshed_lines() -> list[str]:
                 "`catalog offers --refreshed`)."
             )
         else:
-            lines.append(f"  {r.provider}: REJECTED, the shipped prices are used instead: {r.rejected_because}")
+            lines.append(
+                f"  {r.provider}: REJECTED, the shipped prices are used instead: {r.rejected_because}"
+            )
     return lines
 
 
@@ -324,7 +326,9 @@ def _refreshed_json() -> dict[str, Any]:
             for r in status
             if r.in_force
         ],
-        "rejected": [{"provider": r.provider, "reason": r.rejected_because} for r in status if not r.in_force],
+        "rejected": [
+            {"provider": r.provider, "reason": r.rejected_because} for r in status if not r.in_force
+        ],
     }  # fmt: skip
 
 

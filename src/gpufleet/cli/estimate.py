@@ -143,7 +143,8 @@ def memory(
     kv_precision: KvOpt = None,
     batch: Annotated[int, typer.Option(help="Sequences per GPU (micro-batch or concurrent requests).")] = 1,
     seq_len: Annotated[
-        int | None, typer.Option(help="Tokens per sequence (default input+output, else 2048 or the model's context).")
+        int | None,
+        typer.Option(help="Tokens per sequence (default input+output, else 2048 or the model's context)."),
     ] = None,
     input_len: Annotated[int | None, typer.Option(help="Inference prompt tokens.")] = None,
     output_len: Annotated[int | None, typer.Option(help="Inference generated tokens.")] = None,
