@@ -409,7 +409,7 @@ def profile_to_dict(profile: CalibrationProfile) -> dict[str, Any]:
 def save_profile(profile: CalibrationProfile, path: Path) -> None:
     """Write ``profile`` as JSON to ``path`` atomically (temporary file + rename)."""
     path = Path(path)
-    text = json.dumps(profile_to_dict(profile), indent=1, sort_keys=False) + "\n"
+    text = json.dumps(profile_to_dict(profile), indent=1, sort_keys=False, allow_nan=False) + "\n"
     atomic_write_text(path, text)
 
 

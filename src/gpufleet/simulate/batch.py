@@ -307,6 +307,16 @@ def simulate_batch(
         raise InputError(f"batch policy {policy!r} is unknown. Allowed: {', '.join(BATCH_POLICIES)}.")
     if not jobs:
         raise InputError("no jobs to schedule.")
+    wrong = next((j for j in jobs if not isinstance(j, Job)), None)
+    if wrong is not None:  # checked here: a string in the list failed deep in the scheduler
+        raise InputError(
+            f"jobs must hold Job records (read_jobs gives them), got {type(wrong).__name__} {wrong!r:.60}."
+        )
+    if fleet is not None and not isinstance(fleet, Fleet):
+        raise InputError(
+            f"fleet must be a Fleet (read_fleet gives one from a fleet file) or None for the default fleet, got "
+            f"{type(fleet).__name__} {fleet!r:.60}."
+        )
     fl = fleet or default_fleet()
     jobs = _with_durations(jobs, fl)
     biggest = max(p.gpus for p in fl.pools)
