@@ -314,8 +314,8 @@ def simulate_batch(
         )
     if fleet is not None and not isinstance(fleet, Fleet):
         raise InputError(
-            f"fleet must be a Fleet (read_fleet gives one from a fleet file) or None for the default fleet, got "
-            f"{type(fleet).__name__} {fleet!r:.60}."
+            "fleet must be a Fleet (read_fleet gives one from a fleet file) or None for the default fleet, "
+            f"got {type(fleet).__name__} {fleet!r:.60}."
         )
     fl = fleet or default_fleet()
     jobs = _with_durations(jobs, fl)
