@@ -16,6 +16,7 @@ from gpufleet.fleet.pools import IDLE_WORKLOAD, check_pools
 from gpufleet.fleet.refdata import region_info
 from gpufleet.fleet.types import Fleet, Option, PlanLine, SharedPool
 from gpufleet.units import HOURS_PER_MONTH
+from gpufleet.validation import checked_arguments
 
 _TOL = 1e-6
 
@@ -44,6 +45,7 @@ def _unit_price(line: PlanLine, o: Option) -> float | None:
     return None
 
 
+@checked_arguments("fleet plan check")
 def check_plan(
     fleet: Fleet,
     options: Mapping[str, Option],

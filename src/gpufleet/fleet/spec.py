@@ -327,6 +327,7 @@ def _check_site_location(site: OnPremSpec, source: str) -> None:
         )
 
 
+@checked_arguments("fleet reader")
 def fleet_from_dict(data: Any, *, source: str = "<fleet>") -> Fleet:
     """Validate a fleet mapping into a :class:`Fleet` (ConfigFileError naming entry and field)."""
     if not isinstance(data, Mapping):

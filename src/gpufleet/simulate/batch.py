@@ -46,7 +46,7 @@ from gpufleet.errors import ConfigFileError, InputError, UnknownNameError
 from gpufleet.fileio import check_top_level, load_structured_file
 from gpufleet.simulate.core import make_rng, new_environment, percentile
 from gpufleet.simulate.jobs import Job
-from gpufleet.validation import MAX_HOURS, check_count, check_number
+from gpufleet.validation import MAX_HOURS, check_count, check_number, checked_arguments
 
 BATCH_POLICIES = ("fifo", "priority", "easy", "deadline", "offpeak", "spot")
 POOL_KINDS = ("on_demand", "spot", "reserved")
@@ -126,6 +126,7 @@ def default_fleet() -> Fleet:
     )
 
 
+@checked_arguments("batch fleet reader")
 def read_fleet(path: str | Path) -> Fleet:
     p = Path(path)
     return _resolve_fleet(load_structured_file(p, what="fleet file"), str(p))
@@ -288,6 +289,7 @@ def check_policy_acts(policy: str, jobs: Sequence[Job], fleet: Fleet | None = No
 MAX_WAITING_JOBS = 5_000
 
 
+@checked_arguments("batch simulation")
 def simulate_batch(
     jobs: Sequence[Job],
     fleet: Fleet | None = None,

@@ -30,7 +30,7 @@ from gpufleet.telemetry.readers.common import VALUE_RANGE
 from gpufleet.telemetry.schema import METRICS
 from gpufleet.telemetry.store import TelemetryStore
 from gpufleet.units import HOURS_PER_DAY, SECONDS_PER_HOUR, US_PER_S
-from gpufleet.validation import check_number
+from gpufleet.validation import check_number, checked_arguments
 
 #: Longest evaluation step [s]: 366 days (a step longer than a year evaluates nothing useful).
 MAX_STEP_S: Final = 366 * 24 * 3600.0
@@ -171,6 +171,7 @@ def default_rules_text() -> str:
     )
 
 
+@checked_arguments("alert rules reader")
 def load_rules(path: Path | str | None = None) -> tuple[AlertRule, ...]:
     """Rules from a YAML/JSON file, or the shipped defaults (the seed's thresholds) when ``path`` is None."""
     if path is None:
@@ -340,6 +341,7 @@ _PROMQL: Final[dict[str, str]] = {
 }
 
 
+@checked_arguments("Prometheus rules export")
 def prometheus_rules(rules: Sequence[AlertRule], *, price_usd_per_gpu_hour: float | None = None) -> str:
     """The rules as a Prometheus rule file (``groups:
     [{name, rules: [{alert, expr, for, labels, annotations}]}]``).

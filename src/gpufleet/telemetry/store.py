@@ -170,7 +170,14 @@ class TelemetryStore:
             )
         self.root = Path(root) if root is not None else default_store_dir()
         check_path_text(self.root, what="telemetry store (--store)")
-        if self.root.exists() and not self.root.is_dir():
+        try:
+            is_file = self.root.exists() and not self.root.is_dir()
+        except OSError as exc:  # a name over the file system's limit, a folder that may not be entered
+            raise InputError(
+                f"The telemetry store path {str(self.root)[:80]!r} cannot be used ({exc.strerror or exc}). "
+                "Pass --store with a directory path of normal length in a folder you can read."
+            ) from None
+        if is_file:
             raise InputError(
                 f"The telemetry store {self.root} is a file, not a directory. A store is a directory that "
                 "gpufleet creates on the first ingest: pass --store with a new or empty directory path."

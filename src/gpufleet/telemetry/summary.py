@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpufleet.telemetry.findings import FINDINGS, FleetFindings
+from gpufleet.validation import checked_arguments
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -29,6 +30,7 @@ class FleetSummary:
     priced_gpus: int
 
 
+@checked_arguments("fleet summary")
 def summarize(ff: FleetFindings) -> FleetSummary:
     gpus = [g for g in ff.gpus if g.gpu_index >= 0 or g.gpu_key]
     hours = sum(g.hours for g in gpus)
