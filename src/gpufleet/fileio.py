@@ -40,6 +40,9 @@ MAX_NESTING_DEPTH = 64
 MAX_YAML_CHARS = 2 * 1024 * 1024
 #: Largest CSV field [characters].
 MAX_CSV_FIELD_CHARS = 64 * 1024
+#: Bytes read first to tell a binary file (NUL bytes) before reading all of it: a 600 MiB sparse file given
+#: as a 1 GiB-limit job file took 5-7 s to be called binary.
+_SNIFF_BYTES = 4096
 #: Longest path accepted [characters] (longer ones fail in ``stat`` with an OSError).
 MAX_PATH_CHARS = 4096
 
@@ -104,6 +107,15 @@ def tracking_inputs() -> Iterator[None]:
         _INPUTS_READ = outer
 
 
+def note_input(path: Path) -> None:
+    """Count ``path`` among the files this CLI command reads (:func:`tracking_inputs`), for files read without
+    :func:`read_user_bytes` (a telemetry store's manifest and Parquet files): ``-o`` onto one is refused."""
+    if _INPUTS_READ is not None:
+        with contextlib.suppress(OSError):
+            st = path.stat()
+            _INPUTS_READ.add((st.st_dev, st.st_ino))
+
+
 def read_user_bytes(path: str | Path, *, what: str = "file", max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     """The bytes of the regular file ``path``: at most ``max_bytes``, else :class:`ConfigFileError`."""
     p = check_user_path(path, what=what)
@@ -113,7 +125,13 @@ def read_user_bytes(path: str | Path, *, what: str = "file", max_bytes: int = DE
             _INPUTS_READ.add((st.st_dev, st.st_ino))
     try:
         with p.open("rb") as fh:
-            data = fh.read(max_bytes + 1)
+            if p.stat().st_size > max_bytes:  # a regular file: its size says it without reading it
+                data = b"x" * (max_bytes + 1)
+            else:
+                head = fh.read(_SNIFF_BYTES)
+                if b"\x00" in head and not head.startswith(tuple(bom for bom, _ in _BOMS)):
+                    decode_user_bytes(head, source=f"The {what} {p}")  # "looks binary", before reading it all
+                data = head + fh.read(max_bytes + 1 - len(head))
     except OSError as exc:
         raise ConfigFileError(
             f"The {what} {p} cannot be read ({exc.strerror or exc}). Check its permissions."
@@ -649,6 +667,7 @@ __all__ = [
     "iter_csv_text",
     "load_structured_file",
     "loads_json_strict",
+    "note_input",
     "parse_yaml_or_json",
     "read_csv_file",
     "read_user_bytes",

@@ -43,6 +43,8 @@ DERIVED: Final[dict[str, str]] = {
 _DURATION_RE: Final = re.compile(r"^(\d+(?:\.\d+)?)(s|m|h|d)$")
 _UNIT_S: Final = {"s": 1.0, "m": 60.0, "h": SECONDS_PER_HOUR, "d": SECONDS_PER_HOUR * HOURS_PER_DAY}
 Op = Literal[">", ">=", "<", "<="]
+#: Longest ``for:`` [s]: the longest lookback window (gpufleet.telemetry.analyze.MAX_LOOKBACK_DAYS, 36,500 d)
+_MAX_FOR_S: Final = 36_500 * HOURS_PER_DAY * SECONDS_PER_HOUR
 
 
 def parse_duration_s(text: str) -> float:
@@ -73,7 +75,11 @@ class _RuleIn(NoBoolNumbers):
     @field_validator("for_")
     @classmethod
     def _dur(cls, v: str) -> str:
-        parse_duration_s(v)
+        if parse_duration_s(v) > _MAX_FOR_S:  # longer than any window: a rule that can never fire
+            raise ValueError(
+                f"duration {v!r} is longer than the longest window evaluated (36,500 days, the --lookback "
+                "maximum), so the rule could never fire; give at most 36500d"
+            )
         return v
 
     @model_validator(mode="after")

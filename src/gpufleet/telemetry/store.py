@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from gpufleet.errors import ConfigFileError, InputError
-from gpufleet.fileio import atomic_write_text, check_path_text
+from gpufleet.fileio import atomic_write_text, check_path_text, note_input
 from gpufleet.telemetry.schema import (
     LABEL_COLUMNS,
     IngestReport,
@@ -188,6 +188,7 @@ class TelemetryStore:
         with the ``PAR1`` magic at both ends (a truncated copy lacks its footer and made DuckDB raise)."""
         for name in files:
             path = Path(name)
+            note_input(path)
             try:
                 size = path.stat().st_size if path.is_file() else -1
                 if size >= 8:
@@ -212,6 +213,9 @@ class TelemetryStore:
         path = self.root / MANIFEST
         if not path.exists():
             return {"format": FORMAT, "version": VERSION, "parts": [], "series_files": [], "batches": []}
+        note_input(
+            path
+        )  # `-o` onto the manifest would destroy the store (telemetry findings -o manifest.json)
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
