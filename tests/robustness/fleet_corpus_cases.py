@@ -1,3 +1,4 @@
+# ruff: noqa: E501
 """Cases of the fleet-half bad-input corpus (issue 26): telemetry inputs, request traces, batch job files,
 sweep files, fleet and inventory files, alert rules, spot traces and the telemetry store.
 
@@ -1073,7 +1074,7 @@ def output_cases() -> list[Case]:
 ENV_CASES: list[Case] = [
     Case(
         "env-no-home-ingest",
-        ["telemetry", "ingest", "{t}"],
+        ["telemetry", "ingest", "{t}", "--store", "{tmp}/st"],
         {"t.prom": EXPO},
         ("stored 20 samples",),
         ok=True,
@@ -1081,7 +1082,7 @@ ENV_CASES: list[Case] = [
     ),
     Case(
         "env-no-home-findings",
-        ["telemetry", "findings"],
+        ["telemetry", "findings", "--store", "{tmp}/none"],
         {},
         ("empty",),
         env={"HOME": None, "GPUFLEET_DATA_DIR": None, "XDG_DATA_HOME": None},
