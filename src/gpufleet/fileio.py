@@ -516,10 +516,11 @@ def check_path_text(path: str | Path, *, what: str) -> None:
         ) from None
 
 
-def check_output_path(path: str | Path, *, what: str = "output file") -> Path:
+def check_output_path(path: str | Path, *, what: str = "output file", replaces_input: bool = False) -> Path:
     """``path`` as a Path if a file may be written there: a non-empty path in an existing folder that is not
     a folder, device, FIFO or other special file (an atomic write renames over the target, which would
-    replace a device node such as /dev/full); else :class:`InputError` saying what to pass instead."""
+    replace a device node such as /dev/full); else :class:`InputError` saying what to pass instead.
+    ``replaces_input``: the file is state the command updates on purpose (a telemetry store's manifest)."""
     text = str(path)
     if not text.strip() or "\x00" in text or text.endswith(("/", os.sep)):
         raise InputError(f"Cannot write the {what} to {text[:80]!r}: it names no file. Give a file path.")
@@ -537,7 +538,7 @@ def check_output_path(path: str | Path, *, what: str = "output file") -> Path:
         raise InputError(
             f"Cannot write the {what} to {p}: it is a folder. Give a file path, e.g. {p / 'report.json'}."
         )
-    if st is not None and _INPUTS_READ is not None and (st.st_dev, st.st_ino) in _INPUTS_READ:
+    if not replaces_input and st is not None and _INPUTS_READ and (st.st_dev, st.st_ino) in _INPUTS_READ:
         raise InputError(
             f"Cannot write the {what} to {p}: it is one of this command's input files, which the output "
             "would replace. Give another path for the output."
@@ -601,7 +602,9 @@ def check_output_suffix(
     )
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, what: str = "output file") -> None:
+def atomic_write_bytes(
+    path: Path, data: bytes, *, what: str = "output file", replaces_input: bool = False
+) -> None:
     """Write ``data`` to ``path`` atomically: a temporary file in the same folder, fsynced, then renamed.
 
     ``path`` is checked first (:func:`check_output_path`); a failed write is an :class:`InputError` naming the
@@ -609,7 +612,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, what: str = "output file") ->
     """
     import tempfile  # only where a file is written (~1.5 ms of start-up otherwise)
 
-    path = check_output_path(path, what=what)
+    path = check_output_path(path, what=what, replaces_input=replaces_input)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
@@ -643,9 +646,11 @@ def _new_file_mode(path: Path) -> int:
         return 0o666 & ~umask
 
 
-def atomic_write_text(path: Path, text: str, *, what: str = "output file") -> None:
+def atomic_write_text(
+    path: Path, text: str, *, what: str = "output file", replaces_input: bool = False
+) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_write_bytes`)."""
-    atomic_write_bytes(path, text.encode("utf-8"), what=what)
+    atomic_write_bytes(path, text.encode("utf-8"), what=what, replaces_input=replaces_input)
 
 
 __all__ = [

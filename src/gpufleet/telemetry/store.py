@@ -477,7 +477,7 @@ class TelemetryStore:
                         "problems": sum(p.count for p in report.problems),
                     }
                 )
-                atomic_write_text(self.root / MANIFEST, json.dumps(doc, indent=1))
+                atomic_write_text(self.root / MANIFEST, json.dumps(doc, indent=1), replaces_input=True)
             con.close()
             return report
 
@@ -572,7 +572,7 @@ class TelemetryStore:
                     }
                 )
             doc["series_files"] = [str(series_file.relative_to(self.root))]
-            atomic_write_text(self.root / MANIFEST, json.dumps(doc, indent=1))
+            atomic_write_text(self.root / MANIFEST, json.dumps(doc, indent=1), replaces_input=True)
 
 
 __all__ = ["SERIES_COLUMNS", "IngestReport", "PartInfo", "TelemetryStore", "default_store_dir"]
