@@ -45,12 +45,12 @@ from fleet_corpus_cases import (
     JOBS,
     KINDS,
     TRACE,
-    VALUE_CASES,
     Case,
     damage_cases,
     materialise_case,
     output_cases,
 )
+from fleet_corpus_values import VALUE_CASES
 from typer.testing import CliRunner
 
 from gpufleet.cli.app import app
