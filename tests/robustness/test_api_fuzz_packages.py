@@ -48,6 +48,13 @@ SETTINGS = settings(
 
 
 @pytest.fixture(autouse=True)
+def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A junk store path such as "x" is a valid relative path: the store is made in the working folder."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("GPUFLEET_DATA_DIR", str(tmp_path / "data"))
+
+
+@pytest.fixture(autouse=True)
 def _alarm() -> Iterator[None]:
     def hang(*_: object) -> None:
         raise TimeoutError("a library call ran over 20 s")
