@@ -40,6 +40,9 @@ MAX_NESTING_DEPTH = 64
 MAX_YAML_CHARS = 2 * 1024 * 1024
 #: Largest CSV field [characters].
 MAX_CSV_FIELD_CHARS = 64 * 1024
+#: Bytes read first to tell a binary file (NUL bytes) before reading all of it: a 600 MiB sparse file given
+#: as a 1 GiB-limit job file took 5-7 s to be called binary.
+_SNIFF_BYTES = 4096
 #: Longest path accepted [characters] (longer ones fail in ``stat`` with an OSError).
 MAX_PATH_CHARS = 4096
 
@@ -104,6 +107,15 @@ def tracking_inputs() -> Iterator[None]:
         _INPUTS_READ = outer
 
 
+def note_input(path: Path) -> None:
+    """Count ``path`` among the files this CLI command reads (:func:`tracking_inputs`), for files read without
+    :func:`read_user_bytes` (a telemetry store's manifest and Parquet files): ``-o`` onto one is refused."""
+    if _INPUTS_READ is not None:
+        with contextlib.suppress(OSError):
+            st = path.stat()
+            _INPUTS_READ.add((st.st_dev, st.st_ino))
+
+
 def read_user_bytes(path: str | Path, *, what: str = "file", max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
     """The bytes of the regular file ``path``: at most ``max_bytes``, else :class:`ConfigFileError`."""
     p = check_user_path(path, what=what)
@@ -113,7 +125,13 @@ def read_user_bytes(path: str | Path, *, what: str = "file", max_bytes: int = DE
             _INPUTS_READ.add((st.st_dev, st.st_ino))
     try:
         with p.open("rb") as fh:
-            data = fh.read(max_bytes + 1)
+            if p.stat().st_size > max_bytes:  # a regular file: its size says it without reading it
+                data = b"x" * (max_bytes + 1)
+            else:
+                head = fh.read(_SNIFF_BYTES)
+                if b"\x00" in head and not head.startswith(tuple(bom for bom, _ in _BOMS)):
+                    decode_user_bytes(head, source=f"The {what} {p}")  # "looks binary", before reading it all
+                data = head + fh.read(max_bytes + 1 - len(head))
     except OSError as exc:
         raise ConfigFileError(
             f"The {what} {p} cannot be read ({exc.strerror or exc}). Check its permissions."
@@ -498,10 +516,11 @@ def check_path_text(path: str | Path, *, what: str) -> None:
         ) from None
 
 
-def check_output_path(path: str | Path, *, what: str = "output file") -> Path:
+def check_output_path(path: str | Path, *, what: str = "output file", replaces_input: bool = False) -> Path:
     """``path`` as a Path if a file may be written there: a non-empty path in an existing folder that is not
     a folder, device, FIFO or other special file (an atomic write renames over the target, which would
-    replace a device node such as /dev/full); else :class:`InputError` saying what to pass instead."""
+    replace a device node such as /dev/full); else :class:`InputError` saying what to pass instead.
+    ``replaces_input``: the file is state the command updates on purpose (a telemetry store's manifest)."""
     text = str(path)
     if not text.strip() or "\x00" in text or text.endswith(("/", os.sep)):
         raise InputError(f"Cannot write the {what} to {text[:80]!r}: it names no file. Give a file path.")
@@ -519,7 +538,7 @@ def check_output_path(path: str | Path, *, what: str = "output file") -> Path:
         raise InputError(
             f"Cannot write the {what} to {p}: it is a folder. Give a file path, e.g. {p / 'report.json'}."
         )
-    if st is not None and _INPUTS_READ is not None and (st.st_dev, st.st_ino) in _INPUTS_READ:
+    if not replaces_input and st is not None and _INPUTS_READ and (st.st_dev, st.st_ino) in _INPUTS_READ:
         raise InputError(
             f"Cannot write the {what} to {p}: it is one of this command's input files, which the output "
             "would replace. Give another path for the output."
@@ -583,7 +602,9 @@ def check_output_suffix(
     )
 
 
-def atomic_write_bytes(path: Path, data: bytes, *, what: str = "output file") -> None:
+def atomic_write_bytes(
+    path: Path, data: bytes, *, what: str = "output file", replaces_input: bool = False
+) -> None:
     """Write ``data`` to ``path`` atomically: a temporary file in the same folder, fsynced, then renamed.
 
     ``path`` is checked first (:func:`check_output_path`); a failed write is an :class:`InputError` naming the
@@ -591,7 +612,7 @@ def atomic_write_bytes(path: Path, data: bytes, *, what: str = "output file") ->
     """
     import tempfile  # only where a file is written (~1.5 ms of start-up otherwise)
 
-    path = check_output_path(path, what=what)
+    path = check_output_path(path, what=what, replaces_input=replaces_input)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as exc:
@@ -625,9 +646,11 @@ def _new_file_mode(path: Path) -> int:
         return 0o666 & ~umask
 
 
-def atomic_write_text(path: Path, text: str, *, what: str = "output file") -> None:
+def atomic_write_text(
+    path: Path, text: str, *, what: str = "output file", replaces_input: bool = False
+) -> None:
     """Write ``text`` (UTF-8) to ``path`` atomically (see :func:`atomic_write_bytes`)."""
-    atomic_write_bytes(path, text.encode("utf-8"), what=what)
+    atomic_write_bytes(path, text.encode("utf-8"), what=what, replaces_input=replaces_input)
 
 
 __all__ = [
@@ -649,6 +672,7 @@ __all__ = [
     "iter_csv_text",
     "load_structured_file",
     "loads_json_strict",
+    "note_input",
     "parse_yaml_or_json",
     "read_csv_file",
     "read_user_bytes",

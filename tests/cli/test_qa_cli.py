@@ -135,7 +135,14 @@ def test_config_check_json_builtins() -> None:
     assert r.exit_code == 0
     doc = json.loads(r.stdout)
     assert list(doc) == ["kind", "gpufleet_version", "files", "invalid_files", "in_force"]
-    assert list(doc["in_force"]) == ["catalog", "models", "scenarios", "commitment_discounts", "spot_model"]
+    assert list(doc["in_force"]) == [
+        "catalog",
+        "refreshed",
+        "models",
+        "scenarios",
+        "commitment_discounts",
+        "spot_model",
+    ]
     prov = doc["in_force"]["catalog"]["providers"][0]
     assert list(prov) == ["provider", "offers", "captured_at", "newest_age_days", "oldest_age_days", "age"]
     assert doc["in_force"]["spot_model"][0]["mean_time_between_interruptions_h"] > 0

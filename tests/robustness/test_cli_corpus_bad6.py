@@ -13,8 +13,9 @@ it exited 0 with a plausible-looking answer, or 0/2 with a message that did not 
 - a request trace with a request beyond the model's context: replayed as served (an engine refuses it);
 - an nvidia-smi row with memory.used above memory.total of the same row: stored (now counted as
   ``out_of_range`` and dropped, with the other columns of the row kept: a warning, exit 0);
-- training sequences longer than the model's maximum context: estimated silently (now a WARNING note: the
-  defaults, 4,096 tokens, exceed gpt2's 1,024, so refusing would break plain calls).
+- training sequences longer than the model's maximum context: estimated silently (a WARNING note then; since
+  issue 26 a typed ``--seq-len`` beyond it exits 2 and the default is capped at the context:
+  ``test_cli_corpus_bad11.py``).
 
 ``GOOD`` lists nearby valid inputs that must still exit 0.
 """
@@ -262,18 +263,6 @@ WARNED: list[tuple[str, list[str], dict[str, Content], list[str]]] = [
         ["telemetry", "ingest", "{t}", "--store", "{tmp}/st", "--timezone", "UTC"],
         {"t.csv": _smi(900_000)},
         ["2 x out_of_range", "fb_used_mib=900000 above fb_total_mib=81559"],
-    ),
-    (
-        "train-seq-beyond-context",
-        ["estimate", "train", "-m", "llama-2-7b", "-g", "h100", "--tokens", "1e9", "--seq-len", "32768"],
-        {},
-        ["WARNING: seq_len 32,768 exceeds the 4,096-token maximum context of llama-2-7b"],
-    ),
-    (
-        "train-default-seq-beyond-gpt2",
-        ["estimate", "train", "-m", "gpt2", "-g", "h100", "--tokens", "1e9"],
-        {},
-        ["WARNING: seq_len 4,096 exceeds the 1,024-token maximum context of gpt2"],
     ),
 ]
 

@@ -227,6 +227,7 @@ def load_offers(user_catalogs: Sequence[Path | str] = (), include_refreshed: boo
         seen: dict[Path, Path | str] = {}
         added: dict[tuple[str, str, str | None, str], Path | str] = {}
         for path in user_catalogs:
+            catalog = read_user_catalog(Path(path))  # a missing or unreadable path (a symlink loop) is named
             key = Path(path).resolve()
             if key in seen:  # its offers would be added twice and its discounts applied twice
                 raise InputError(
@@ -234,7 +235,6 @@ def load_offers(user_catalogs: Sequence[Path | str] = (), include_refreshed: boo
                     "listed twice and its price discounts applied twice. Give each catalog once."
                 )
             seen[key] = path
-            catalog = read_user_catalog(Path(path))
             for o in catalog.offers:  # one machine in two catalogs: listed twice, ranked twice
                 ident = (o.provider, o.region, o.zone, o.instance_type)
                 if ident in added:

@@ -270,7 +270,7 @@ def _check_json(files: list[Path], doc_kind: str = "config_check") -> None:
         commitments = by_kind.get("commitments", [None])[-1]
         spot = by_kind.get("spot_assumptions", [None])[-1]
         doc["in_force"] = _in_force_json(by_kind.get("catalog", []), commitments, spot)
-    typer.echo(json.dumps(doc, indent=2))
+    typer.echo(json.dumps(doc, indent=2, allow_nan=False))
     if invalid:
         raise typer.Exit(2)
 
@@ -294,6 +294,46 @@ def _catalog_table(catalogs: list[Path]) -> Table:
     for age in catalog_age(offers):
         table.add_row(age.provider, str(counts.get(age.provider, 0)), ", ".join(age.captured_at), age.human)
     return table
+
+
+def _refreshed_lines() -> list[str]:
+    """What ``gpufleet catalog update`` wrote that is in force, and what was rejected (and why)."""
+    from gpufleet.catalog.fetch.store import refreshed_dir, refreshed_status
+
+    status = refreshed_status()
+    if not status:
+        return [f"Refreshed prices: none ({refreshed_dir()} holds no `gpufleet catalog update` data)."]
+    lines = [f"Refreshed prices in {refreshed_dir()}:"]
+    for r in status:
+        if r.in_force:
+            lines.append(
+                f"  {r.provider}: in force, captured {r.captured_at or 'at an unknown time'}: "
+                f"{r.rate_rows} commitment rates (used by every query), {r.offer_rows} offers (used by "
+                "`catalog offers --refreshed`)."
+            )
+        else:
+            lines.append(
+                f"  {r.provider}: REJECTED, the shipped prices are used instead: {r.rejected_because}"
+            )
+    return lines
+
+
+def _refreshed_json() -> dict[str, Any]:
+    from gpufleet.catalog.fetch.store import refreshed_dir, refreshed_status
+
+    status = refreshed_status()
+    return {
+        "folder": str(refreshed_dir()),
+        "in_force": [
+            {"provider": r.provider, "captured_at": r.captured_at, "offers": r.offer_rows,
+             "commitment_rates": r.rate_rows, "files": list(r.files)}
+            for r in status
+            if r.in_force
+        ],
+        "rejected": [
+            {"provider": r.provider, "reason": r.rejected_because} for r in status if not r.in_force
+        ],
+    }  # fmt: skip
 
 
 def _models_line() -> str:
@@ -406,6 +446,7 @@ def _in_force_json(catalogs: list[Path], commitments: Path | None, spot: Path | 
                 for age in catalog_age(offers)
             ],
         },
+        "refreshed": _refreshed_json(),
         "models": {"shipped": sorted(load_model_entries()), "size_classes": list(SIZE_CLASSES)},
         "scenarios": {
             "ids": list(lib.scenarios),
@@ -521,6 +562,8 @@ def check(
         raise typer.Exit(2)
     console.print()
     console.print(_catalog_table(by_kind.get("catalog", [])))
+    for line in _refreshed_lines():
+        console.print(line, highlight=False, markup=False)
     console.print(_models_line(), highlight=False)
     console.print(_scenarios_table())
     commitments = by_kind.get("commitments", [None])[-1]

@@ -14,13 +14,20 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from gpufleet.cli.console import console
-from gpufleet.cli.estimate_args import fine_tuning_choice, gpu_arg, model_arg, require_positive
+from gpufleet.cli.estimate_args import (
+    fine_tuning_choice,
+    gpu_arg,
+    model_arg,
+    require_positive,
+    seq_len_within_context,
+)
 from gpufleet.cli.estimate_matrix import matrix
 from gpufleet.cli.estimate_render import inference_table, memory_table, notes_table, training_table
 from gpufleet.cli.given import given_options, reject_ignored
 from gpufleet.cli.profile_option import ProfileOption, load_profile_option
 from gpufleet.errors import InputError
 from gpufleet.precision import check_precision
+from gpufleet.validation import check_context
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -31,6 +38,11 @@ app = typer.Typer(
     help="Estimate memory, training and inference performance of a model on a GPU.", no_args_is_help=True
 )
 app.command("matrix")(matrix)
+
+#: tokens per sequence when none is given: ``estimate memory`` 2,048, ``estimate train`` 4,096 (each capped
+#: at the model's maximum context)
+_MEMORY_SEQ_TOKENS = 2048
+_TRAIN_SEQ_TOKENS = 4096
 
 
 class OutFormat(StrEnum):
@@ -143,7 +155,8 @@ def memory(
     kv_precision: KvOpt = None,
     batch: Annotated[int, typer.Option(help="Sequences per GPU (micro-batch or concurrent requests).")] = 1,
     seq_len: Annotated[
-        int | None, typer.Option(help="Tokens per sequence (default input+output, else 2048).")
+        int | None,
+        typer.Option(help="Tokens per sequence (default input+output, else 2048 or the model's context)."),
     ] = None,
     input_len: Annotated[int | None, typer.Option(help="Inference prompt tokens.")] = None,
     output_len: Annotated[int | None, typer.Option(help="Inference generated tokens.")] = None,
@@ -189,8 +202,13 @@ def memory(
             "--seq-len would silently win. Give --seq-len alone, or --input-len and --output-len (their "
             "sum is used)."
         )
-    if seq_len is None:
-        seq_len = (input_len or 0) + (output_len or 0) or 2048
+    if seq_len is not None:
+        seq_len = seq_len_within_context(arch, seq_len, typed=True, default=_MEMORY_SEQ_TOKENS)
+    elif input_len is not None or output_len is not None:  # the positions used, as estimate infer counts
+        check_context(arch.id, arch.max_position_embeddings, input_len or 0, output_len or 0)
+        seq_len = (input_len or 0) + (output_len or 0)
+    else:
+        seq_len = seq_len_within_context(arch, _MEMORY_SEQ_TOKENS, typed=False, default=_MEMORY_SEQ_TOKENS)
     typed_engine = engine if given_options(["engine"], default_ok=False) else None
     choice = fine_tuning_choice(
         task, recipe=recipe, optimizer=optimizer, recompute=recompute, software=typed_engine
@@ -380,7 +398,9 @@ def train(
     task: Annotated[str, typer.Option(help="pretrain, full_finetune, lora or qlora.")] = "pretrain",
     precision: PrecisionOpt = "bf16",
     batch: Annotated[int, typer.Option(help="Global batch (sequences).")] = 256,
-    seq_len: Annotated[int, typer.Option(help="Sequence length (tokens).")] = 4096,
+    seq_len: Annotated[
+        int, typer.Option(help="Sequence length (tokens; default 4096, at most the model's context).")
+    ] = _TRAIN_SEQ_TOKENS,
     tokens: Annotated[
         float | None, typer.Option(help="Tokens to train on (for time and GPU-hours; 2e9 or 2B).")
     ] = None,
@@ -417,6 +437,9 @@ def train(
                      virtual_stages=virtual_stages)  # fmt: skip
     prec, _ = _precisions(precision, None)
     arch, spec = model_arg(model), gpu_arg(gpu)
+    seq_len = seq_len_within_context(
+        arch, seq_len, typed=bool(given_options(["seq_len"], default_ok=False)), default=_TRAIN_SEQ_TOKENS
+    )
     from gpufleet.estimate.recipes import training_options
 
     choice: dict[str, str | None] = dict(recipe=recipe, optimizer=optimizer, recompute=recompute,

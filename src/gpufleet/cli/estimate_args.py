@@ -64,3 +64,24 @@ def gpu_arg(name: str) -> AcceleratorSpec:
     from gpufleet.catalog.specs import get_spec
 
     return get_spec(name)
+
+
+def seq_len_within_context(arch: ModelArch, seq_len: int, *, typed: bool, default: int) -> int:
+    """The sequence length ``estimate memory``/``estimate train`` size: a typed ``--seq-len`` beyond the
+    model's maximum context (its config's ``max_position_embeddings``) is an :class:`UnsupportedError` (exit
+    2, as ``estimate infer`` and ``recommend`` refuse a prompt beyond it); the default (``default`` tokens)
+    is capped at the context, so a plain call on a short-context model (gpt2, 1,024) sizes what it can run.
+    """
+    from gpufleet.errors import UnsupportedError
+
+    limit = arch.max_position_embeddings
+    if limit <= 0 or seq_len <= limit:
+        return seq_len
+    if not typed and seq_len == default:
+        return limit
+    raise UnsupportedError(
+        f"--seq-len {seq_len:,} is beyond the {limit:,}-token maximum context of {arch.id} "
+        f"(max_position_embeddings): the model cannot attend over it. Allowed: 1 to {limit:,} tokens. Lower "
+        "--seq-len, choose a model with a longer context, or, if you extend its positions (RoPE scaling), "
+        "pass that config.json (its max_position_embeddings) as the model."
+    )

@@ -66,7 +66,7 @@ def list_cmd(
             ],
             sets=[{"name": name, "scenarios": list(members)} for name, members in sets_.items()],
         )
-        typer.echo(json.dumps(doc, indent=2))
+        typer.echo(json.dumps(doc, indent=2, allow_nan=False))
         return
     from rich import box
     from rich.table import Table

@@ -305,10 +305,13 @@ def _profile_from_text(text: str, name: str, *, known_valid: bool = False) -> Ca
             f"factor of e^{_MAX_LOG_Q:g}); residuals must be finite. Re-create it with `gpufleet calibrate`."
         )
     unknown = [k for k in raw.params if k not in PRIORS]
+    # both bounds are taken before comparing (a chained walrus left ``hi`` unset below the range)
     out_of_range = [
         f"{k}={v:g} (allowed {lo:g} to {hi:g})"
         for k, v in raw.params.items()
-        if k in PRIORS and k not in bad and not (lo := _param_range(k)[0]) <= v <= (hi := _param_range(k)[1])
+        if k in PRIORS and k not in bad
+        for lo, hi in [_param_range(k)]
+        if not lo <= v <= hi
     ]
     if out_of_range:
         raise ConfigFileError(
@@ -406,7 +409,7 @@ def profile_to_dict(profile: CalibrationProfile) -> dict[str, Any]:
 def save_profile(profile: CalibrationProfile, path: Path) -> None:
     """Write ``profile`` as JSON to ``path`` atomically (temporary file + rename)."""
     path = Path(path)
-    text = json.dumps(profile_to_dict(profile), indent=1, sort_keys=False) + "\n"
+    text = json.dumps(profile_to_dict(profile), indent=1, sort_keys=False, allow_nan=False) + "\n"
     atomic_write_text(path, text)
 
 

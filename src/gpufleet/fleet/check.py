@@ -18,6 +18,7 @@ from gpufleet.fleet.pools import IDLE_WORKLOAD, check_pools
 from gpufleet.fleet.refdata import region_info
 from gpufleet.fleet.types import Fleet, FleetWorkload, Option, PlanLine, SharedPool
 from gpufleet.units import HOURS_PER_MONTH
+from gpufleet.validation import checked_arguments
 
 _TOL = 1e-6
 
@@ -83,6 +84,7 @@ def _check_node_loss(fw: FleetWorkload, opts: Sequence[Option]) -> list[str]:
     return bad
 
 
+@checked_arguments("fleet plan check")
 def check_plan(
     fleet: Fleet,
     options: Mapping[str, Option],

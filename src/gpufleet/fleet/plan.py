@@ -192,6 +192,7 @@ def _decode(
     return lines
 
 
+@checked_arguments("fleet solve")
 def solve_fleet(
     fleet: Fleet,
     options: Mapping[str, Sequence[Option]],

@@ -337,6 +337,7 @@ def _check_site_location(site: OnPremSpec, source: str) -> None:
         )
 
 
+@checked_arguments("fleet reader")
 def fleet_from_dict(data: Any, *, source: str = "<fleet>") -> Fleet:
     """Validate a fleet mapping into a :class:`Fleet` (ConfigFileError naming entry and field)."""
     if not isinstance(data, Mapping):
@@ -359,6 +360,16 @@ def fleet_from_dict(data: Any, *, source: str = "<fleet>") -> Fleet:
                     f"Fleet file {source}: workloads.{name}.sharing is {e.sharing!r} but the workload is "
                     f"{wl.task}: MIG slices are for inference serving. Use sharing: none for training."
                 )
+            if e.sharing == "mig" and wl.gpu_choices:
+                from gpufleet.fleet.mig import mig_shapes
+
+                asked = sorted({g for choice in wl.gpu_choices for g in choice})
+                if not set(asked) & set(mig_shapes()):  # was "no offer holds the model": the GPUs lack MIG
+                    raise ConfigFileError(
+                        f"Fleet file {source}: workloads.{name}.sharing is 'mig' but none of its gpus "
+                        f"{asked} has MIG (MIG-capable: {', '.join(mig_shapes())}). Allow a MIG-capable GPU, "
+                        "or use sharing: none (whole GPUs) or auto."
+                    )
         r = e.resources
         workloads.append(
             FleetWorkload(

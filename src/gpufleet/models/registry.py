@@ -209,10 +209,15 @@ def resolve_model(name_or_path: str | Path | ModelArch) -> ModelArch:
         is_dir = path.is_dir()
         if is_dir:
             path = path / "config.json"
-        exists = path.exists()
+        exists = path.exists() or path.is_symlink()  # a looping or dangling link: the input layer says which
+    except PermissionError as exc:  # a folder the user may not enter
+        raise ConfigFileError(
+            f"The model config {path} cannot be read ({exc.strerror or exc}): the folder holding it is not "
+            "readable. Check the folder's permissions, or pass a shipped model id or a size class."
+        ) from None
     except OSError:  # e.g. a path component over the file system's limit
         is_dir = exists = False
-    if exists or path.is_symlink():  # a looping or dangling link: the input layer says which
+    if exists:
         return model_from_config_file(path)  # the input layer rejects FIFOs, devices, directories
     if is_dir or isinstance(name_or_path, Path) or name.endswith(".json"):
         raise ConfigFileError(

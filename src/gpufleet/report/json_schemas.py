@@ -174,12 +174,28 @@ def _hand_written() -> dict[str, dict[str, Any]]:
         "type": "object",
         "properties": {
             "catalog": {"type": "object", "required": ["offers", "user_catalogs", "providers"]},
+            "refreshed": {
+                "type": "object",
+                "properties": {
+                    "folder": {"type": "string"},
+                    "in_force": {"type": "array", "items": {"type": "object"}},
+                    "rejected": {
+                        "type": "array",
+                        "items": {
+                            "type": "object",
+                            "properties": {"provider": {"type": "string"}, "reason": {"type": "string"}},
+                            "required": ["provider", "reason"],
+                        },
+                    },
+                },
+                "required": ["folder", "in_force", "rejected"],
+            },
             "models": {"type": "object", "required": ["shipped", "size_classes"]},
             "scenarios": {"type": "object", "required": ["ids", "sets"]},
             "commitment_discounts": {"type": "array", "items": {"type": "object"}},
             "spot_model": {"type": "array", "items": {"type": "object"}},
         },
-        "required": ["catalog", "models", "scenarios", "commitment_discounts", "spot_model"],
+        "required": ["catalog", "refreshed", "models", "scenarios", "commitment_discounts", "spot_model"],
     }
     config = {"files": {"type": "array", "items": file_result}, "invalid_files": {"type": "integer"},
               "in_force": in_force}  # fmt: skip

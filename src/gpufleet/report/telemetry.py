@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Sequence
 from dataclasses import asdict, is_dataclass
 from datetime import datetime
@@ -30,13 +31,14 @@ def _jsonable(obj: Any) -> Any:
         return {str(k): _jsonable(v) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
         return [_jsonable(v) for v in obj]
-    if isinstance(obj, float) and obj != obj:
+    if isinstance(obj, float) and not math.isfinite(obj):  # strict JSON: no NaN or Infinity literals
         return None
     return obj
 
 
 def to_json(kind: str, payload: dict[str, Any]) -> str:
-    return json.dumps({"kind": kind, "gpufleet_version": __version__, **_jsonable(payload)}, indent=2)
+    doc = {"kind": kind, "gpufleet_version": __version__, **_jsonable(payload)}
+    return json.dumps(doc, indent=2, allow_nan=False)
 
 
 def _usd(v: float | None) -> str:

@@ -17,6 +17,7 @@ from gpufleet.simulate.policies import make_policy
 from gpufleet.simulate.spot import SpotResult, simulate_spot
 from gpufleet.simulate.sweep import SweepResult, SweepSpec, read_sweep_spec, run_sweep
 from gpufleet.simulate.traces import RequestTrace, read_trace, scale_rate
+from gpufleet.validation import checked_arguments
 
 _KINDS: tuple[tuple[type, str], ...] = (
     (AutoscaleResult, "simulation_autoscale"),
@@ -26,6 +27,7 @@ _KINDS: tuple[tuple[type, str], ...] = (
 )
 
 
+@checked_arguments("simulation result kind")
 def result_kind(result: Any) -> str:
     """The JSON ``kind`` of a simulation result."""
     for cls, name in _KINDS:

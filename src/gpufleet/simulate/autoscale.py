@@ -218,6 +218,7 @@ def _check_trace_context(trace: RequestTrace, model: str) -> None:
         )
 
 
+@checked_arguments("deployment sizing")
 def deployment_for(
     trace: RequestTrace,
     *,
@@ -234,6 +235,13 @@ def deployment_for(
     :func:`gpufleet.recommend` for the trace's mean lengths and rate."""
     gpus_per_replica = check_count(
         "gpus_per_replica", gpus_per_replica, flag="--gpus-per-replica", allow_none=True
+    )
+    if cold_start is not None and not isinstance(cold_start, ColdStart):  # -1 was stored as the cold start
+        raise InputError(
+            f"cold_start must be a ColdStart or None (sized from the weights), got {cold_start!r:.60}."
+        )
+    price_usd_per_replica_hour = check_number(
+        "price_usd_per_replica_hour", price_usd_per_replica_hour, allow_none=True, maximum=1e6
     )
     _check_trace_context(trace, model)
     mean_in = float(np.mean(trace.input_tokens))
@@ -428,6 +436,7 @@ def _judge(trace: RequestTrace, raw: RawRun, slo: ServiceLevel) -> tuple[float, 
     return p95(ttft), p95(tpot), float(np.mean(ok))
 
 
+@checked_arguments("static peak sizing")
 def static_peak(
     trace: RequestTrace,
     dep: Deployment,

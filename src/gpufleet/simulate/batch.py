@@ -46,7 +46,7 @@ from gpufleet.errors import ConfigFileError, InputError, UnknownNameError
 from gpufleet.fileio import check_top_level, load_structured_file
 from gpufleet.simulate.core import make_rng, new_environment, percentile
 from gpufleet.simulate.jobs import Job
-from gpufleet.validation import MAX_HOURS, check_count, check_number
+from gpufleet.validation import MAX_HOURS, check_count, check_number, checked_arguments
 
 BATCH_POLICIES = ("fifo", "priority", "easy", "deadline", "offpeak", "spot")
 POOL_KINDS = ("on_demand", "spot", "reserved")
@@ -127,6 +127,7 @@ def default_fleet() -> Fleet:
     )
 
 
+@checked_arguments("batch fleet reader")
 def read_fleet(path: str | Path) -> Fleet:
     p = Path(path)
     return _resolve_fleet(load_structured_file(p, what="fleet file"), str(p))
@@ -316,6 +317,7 @@ def check_policy_acts(policy: str, jobs: Sequence[Job], fleet: Fleet | None = No
 MAX_WAITING_JOBS = 5_000
 
 
+@checked_arguments("batch simulation")
 def simulate_batch(
     jobs: Sequence[Job],
     fleet: Fleet | None = None,
@@ -335,6 +337,16 @@ def simulate_batch(
         raise InputError(f"batch policy {policy!r} is unknown. Allowed: {', '.join(BATCH_POLICIES)}.")
     if not jobs:
         raise InputError("no jobs to schedule.")
+    wrong = next((j for j in jobs if not isinstance(j, Job)), None)
+    if wrong is not None:  # checked here: a string in the list failed deep in the scheduler
+        raise InputError(
+            f"jobs must hold Job records (read_jobs gives them), got {type(wrong).__name__} {wrong!r:.60}."
+        )
+    if fleet is not None and not isinstance(fleet, Fleet):
+        raise InputError(
+            "fleet must be a Fleet (read_fleet gives one from a fleet file) or None for the default fleet, "
+            f"got {type(fleet).__name__} {fleet!r:.60}."
+        )
     fl = fleet or default_fleet()
     jobs = _with_durations(jobs, fl)
     biggest = max(p.gpus for p in fl.pools)

@@ -42,7 +42,7 @@ from gpufleet.fileio import (
     read_user_text,
 )
 from gpufleet.units import SECONDS_PER_HOUR
-from gpufleet.validation import MAX_GPUS, MAX_HOURS
+from gpufleet.validation import MAX_GPUS, MAX_HOURS, checked_arguments
 
 JOB_FORMATS = ("auto", "generic", "pai", "openb", "helios", "philly")
 _GENERIC = ("job_id", "submit_s", "gpus", "duration_s", "priority", "deadline_s", "preemptible", "team")
@@ -102,6 +102,7 @@ class Job:
     tokens: float | None = None
 
 
+@checked_arguments("job file reader")
 def read_jobs(path: str | Path, fmt: str = "auto") -> tuple[Job, ...]:
     """Jobs from ``path`` in one of :data:`JOB_FORMATS` (module doc)."""
     p = Path(path)

@@ -38,7 +38,7 @@ from typing import Protocol
 
 from gpufleet.errors import InputError
 from gpufleet.units import SECONDS_PER_HOUR
-from gpufleet.validation import MAX_GPUS
+from gpufleet.validation import MAX_GPUS, checked_arguments
 
 #: Knative ``container-concurrency-target-percentage`` default 70 %
 KNATIVE_TARGET_UTILISATION = 0.7
@@ -458,6 +458,7 @@ def policy_parameters(name: str, *, spot: bool = False) -> tuple[str, ...]:
     return out
 
 
+@checked_arguments("autoscaling policy")
 def make_policy(name: str, **params: float | str | tuple[tuple[float, int], ...] | None) -> Policy:
     """A policy by name with keyword parameters (the dataclass fields)."""
     classes: dict[str, type] = {

@@ -71,6 +71,7 @@ class SweepResult:
     parquet: str | None
 
 
+@checked_arguments("sweep spec reader")
 def read_sweep_spec(path: str | Path) -> SweepSpec:
     p = Path(path)
     doc = load_structured_file(p, what="sweep spec")

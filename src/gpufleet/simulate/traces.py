@@ -33,7 +33,7 @@ import numpy.typing as npt
 from gpufleet.errors import ConfigFileError, InputError
 from gpufleet.fileio import csv_header_hint, iter_csv_text, loads_json_strict, read_user_text
 from gpufleet.units import MS_PER_S, SECONDS_PER_HOUR
-from gpufleet.validation import MAX_SEQUENCE_TOKENS
+from gpufleet.validation import MAX_SEQUENCE_TOKENS, checked_arguments
 
 #: largest trace file read [bytes]: 1 GiB (a week of the Azure 2024 trace is ~0.7 GB)
 TRACE_MAX_BYTES = 1024 * 1024 * 1024
@@ -119,6 +119,7 @@ def make_trace(
     )
 
 
+@checked_arguments("trace rate scaling")
 def scale_rate(trace: RequestTrace, factor: float) -> RequestTrace:
     """The same requests arriving ``factor`` times faster (inter-arrival times divided by ``factor``)."""
     if not factor > 0:
@@ -144,6 +145,7 @@ def repeat(trace: RequestTrace, times: int) -> RequestTrace:
     )
 
 
+@checked_arguments("request trace reader")
 def read_trace(path: str | Path, fmt: str = "auto") -> RequestTrace:
     """Read a request trace in one of :data:`TRACE_FORMATS` (module doc)."""
     if fmt not in TRACE_FORMATS:

@@ -30,7 +30,7 @@ from gpufleet.telemetry.readers.common import VALUE_RANGE, exporter_names
 from gpufleet.telemetry.schema import METRICS, SERVICE_METRICS
 from gpufleet.telemetry.store import TelemetryStore
 from gpufleet.units import HOURS_PER_DAY, SECONDS_PER_HOUR, US_PER_S
-from gpufleet.validation import check_number
+from gpufleet.validation import check_number, checked_arguments
 
 #: Longest evaluation step [s]: 366 days (a step longer than a year evaluates nothing useful).
 MAX_STEP_S: Final = 366 * 24 * 3600.0
@@ -46,6 +46,8 @@ DERIVED: Final[dict[str, str]] = {
 _DURATION_RE: Final = re.compile(r"^(\d+(?:\.\d+)?)(s|m|h|d)$")
 _UNIT_S: Final = {"s": 1.0, "m": 60.0, "h": SECONDS_PER_HOUR, "d": SECONDS_PER_HOUR * HOURS_PER_DAY}
 Op = Literal[">", ">=", "<", "<="]
+#: Longest ``for:`` [s]: the longest lookback window (gpufleet.telemetry.analyze.MAX_LOOKBACK_DAYS, 36,500 d)
+_MAX_FOR_S: Final = 36_500 * HOURS_PER_DAY * SECONDS_PER_HOUR
 
 
 def parse_duration_s(text: str) -> float:
@@ -76,7 +78,11 @@ class _RuleIn(NoBoolNumbers):
     @field_validator("for_")
     @classmethod
     def _dur(cls, v: str) -> str:
-        parse_duration_s(v)
+        if parse_duration_s(v) > _MAX_FOR_S:  # longer than any window: a rule that can never fire
+            raise ValueError(
+                f"duration {v!r} is longer than the longest window evaluated (36,500 days, the --lookback "
+                "maximum), so the rule could never fire; give at most 36500d"
+            )
         return v
 
     @model_validator(mode="after")
@@ -174,6 +180,7 @@ def default_rules_text() -> str:
     )
 
 
+@checked_arguments("alert rules reader")
 def load_rules(path: Path | str | None = None) -> tuple[AlertRule, ...]:
     """Rules from a YAML/JSON file, or the shipped defaults (the seed's thresholds) when ``path`` is None."""
     if path is None:
@@ -419,6 +426,7 @@ _PROMQL: Final[dict[str, str]] = {
 }
 
 
+@checked_arguments("Prometheus rules export")
 def prometheus_rules(rules: Sequence[AlertRule], *, price_usd_per_gpu_hour: float | None = None) -> str:
     """The rules as a Prometheus rule file (``groups:
     [{name, rules: [{alert, expr, for, labels, annotations}]}]``).

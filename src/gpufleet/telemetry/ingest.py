@@ -20,6 +20,7 @@ from gpufleet.telemetry.readers.common import DCGM_METRICS
 from gpufleet.telemetry.schema import IngestReport, ProblemCounter, SampleBatch
 from gpufleet.telemetry.store import TelemetryStore
 from gpufleet.units import US_PER_S
+from gpufleet.validation import checked_arguments
 
 InputFormat = Literal["auto", "nvidia-smi", "exposition", "prom-json", "cloudwatch"]
 INPUT_FORMATS: Final[tuple[str, ...]] = ("auto", "nvidia-smi", "exposition", "prom-json", "cloudwatch")
@@ -117,6 +118,7 @@ def _read_text(
     return read_cloudwatch_csv(text, source=src, batch=batch, problems=problems)
 
 
+@checked_arguments("telemetry ingest")
 def ingest_files(
     paths: Sequence[Path | str],
     *,
@@ -171,6 +173,7 @@ def ingest_files(
     return store.append(batch, problems, sources=[str(p) for p in paths], rows_read=n, now_us=now_us)
 
 
+@checked_arguments("Prometheus ingest")
 def ingest_prometheus(
     url: str,
     *,

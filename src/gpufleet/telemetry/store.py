@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from gpufleet.errors import ConfigFileError, InputError
-from gpufleet.fileio import atomic_write_text, check_path_text
+from gpufleet.fileio import atomic_write_text, check_path_text, note_input
 from gpufleet.telemetry.schema import (
     LABEL_COLUMNS,
     IngestReport,
@@ -86,6 +86,14 @@ class PartInfo:
     max_ts_us: int
 
 
+def _fsync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _sql_text(path: str | Path) -> str:
     """``path`` as a DuckDB string literal, quotes doubled (a store under ``it's`` was a SQL syntax error)."""
     return "'" + str(path).replace("'", "''") + "'"
@@ -94,6 +102,72 @@ def _sql_text(path: str | Path) -> str:
 def _sql_list(paths: Sequence[str]) -> str:
     """``paths`` as a DuckDB list of string literals (Python's repr quotes ``it's`` with ", an identifier)."""
     return "[" + ", ".join(_sql_text(p) for p in paths) + "]"
+
+
+def _store_file_problem(name: object, folder: str) -> str | None:
+    """Why ``name`` is not a file of the store's ``folder`` (a relative path inside it), or None."""
+    if not isinstance(name, str) or not name:
+        return f"a file name is {name!r}, not a path"
+    parts = Path(name).parts
+    if Path(name).is_absolute() or ".." in parts or not parts or parts[0] != folder:
+        return f"the file {name!r} is not inside the store's {folder}/ folder"
+    return None
+
+
+def _manifest_problem(doc: dict[str, Any]) -> str | None:
+    """What is malformed in a manifest of the right format and version, or None: parts of
+    ``{file, rows, min_ts_us, max_ts_us}`` (whole numbers, min <= max), series files and batches as lists."""
+    parts, series, batches = doc.get("parts"), doc.get("series_files"), doc.get("batches")
+    if not isinstance(parts, list) or not isinstance(series, list) or not isinstance(batches, list):
+        return "parts, series_files and batches must be lists"
+    for k, p in enumerate(parts):
+        if not isinstance(p, dict) or set(p) != {"file", "rows", "min_ts_us", "max_ts_us"}:
+            return f"part {k} is not a record of file, rows, min_ts_us and max_ts_us"
+        ints = [p["rows"], p["min_ts_us"], p["max_ts_us"]]
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in ints):
+            return f"part {k} ({p['file']!r}) has rows or timestamps that are not whole numbers"
+        if p["rows"] < 0 or p["min_ts_us"] > p["max_ts_us"]:
+            return f"part {k} ({p['file']!r}) has negative rows or its first timestamp after its last"
+        if (why := _store_file_problem(p["file"], "samples")) is not None:
+            return f"part {k}: {why}"
+    for f in series:
+        if (why := _store_file_problem(f, "series")) is not None:
+            return f"series_files: {why}"
+    if not all(isinstance(b, dict) for b in batches):
+        return "a batch is not a record"
+    return None
+
+
+#: DuckDB errors that reading a damaged Parquet file raises (found by corrupting stored files at random:
+#: tests/robustness/test_store_damage.py); others (bad SQL, values out of range) are re-raised as they are
+_DAMAGE_ERRORS: Final = ("Error", "IOException", "InvalidInputException")
+
+
+class _StoreConnection:
+    """A DuckDB connection over a store's files: an error reading them (a Parquet file damaged inside, with
+    its magic bytes intact) is a :class:`ConfigFileError` naming the store, not a DuckDB traceback."""
+
+    def __init__(self, con: Any, root: Path) -> None:
+        self._con = con
+        self._root = root
+
+    def execute(self, query: str, parameters: Any = None) -> Any:
+        duckdb = _duckdb()
+        try:
+            self._con.execute(query, parameters) if parameters is not None else self._con.execute(query)
+        except duckdb.Error as exc:
+            if type(exc).__name__ not in _DAMAGE_ERRORS:
+                raise
+            raise ConfigFileError(
+                f"The telemetry store {self._root} is damaged: reading its files failed "
+                f"({str(exc).splitlines()[0][:200]}). The store is written atomically, so a file was edited, "
+                "copied in part or the disk failed; restore the directory from a backup, or start a new "
+                "store with --store and ingest again."
+            ) from None
+        return self._con
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
 
 
 class TelemetryStore:
@@ -107,7 +181,14 @@ class TelemetryStore:
             )
         self.root = Path(root) if root is not None else default_store_dir()
         check_path_text(self.root, what="telemetry store (--store)")
-        if self.root.exists() and not self.root.is_dir():
+        try:
+            is_file = self.root.exists() and not self.root.is_dir()
+        except OSError as exc:  # a name over the file system's limit, a folder that may not be entered
+            raise InputError(
+                f"The telemetry store path {str(self.root)[:80]!r} cannot be used ({exc.strerror or exc}). "
+                "Pass --store with a directory path of normal length in a folder you can read."
+            ) from None
+        if is_file:
             raise InputError(
                 f"The telemetry store {self.root} is a file, not a directory. A store is a directory that "
                 "gpufleet creates on the first ingest: pass --store with a new or empty directory path."
@@ -118,6 +199,7 @@ class TelemetryStore:
         with the ``PAR1`` magic at both ends (a truncated copy lacks its footer and made DuckDB raise)."""
         for name in files:
             path = Path(name)
+            note_input(path)
             try:
                 size = path.stat().st_size if path.is_file() else -1
                 if size >= 8:
@@ -142,6 +224,9 @@ class TelemetryStore:
         path = self.root / MANIFEST
         if not path.exists():
             return {"format": FORMAT, "version": VERSION, "parts": [], "series_files": [], "batches": []}
+        note_input(
+            path
+        )  # `-o` onto the manifest would destroy the store (telemetry findings -o manifest.json)
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
@@ -154,6 +239,13 @@ class TelemetryStore:
                 f"{path} is not a gpufleet telemetry store manifest (format {FORMAT} v{VERSION}). Point "
                 "--store "
                 "at a directory gpufleet created, or at an empty one."
+            )
+        problem = _manifest_problem(doc)
+        if problem is not None:  # a field of the wrong shape made a KeyError/TypeError traceback
+            raise ConfigFileError(
+                f"The telemetry store manifest {path} is damaged: {problem}. It is written atomically, so it "
+                "was edited or the disk failed; restore the store from a backup, or start a new store with "
+                "--store and ingest again."
             )
         return doc
 
@@ -199,7 +291,7 @@ class TelemetryStore:
         """A DuckDB connection with views ``samples`` (ts, series_id, value), ``series`` and ``samples_l``
         (samples joined with their series labels), limited to files overlapping the time range."""
         duckdb = _duckdb()
-        con = duckdb.connect()
+        con = _StoreConnection(duckdb.connect(), self.root)
         con.execute(f"SET threads={max(os.cpu_count() or 1, 1)}")
         doc = self.manifest()
         parts = [str(self.root / p.file) for p in self.parts(start_us, end_us)]
@@ -225,7 +317,7 @@ class TelemetryStore:
             "CREATE VIEW samples_l AS SELECT s.ts, s.value, r.* FROM samples s JOIN series r USING "
             "(series_id)"
         )
-        return con  # type: ignore[no-any-return]
+        return con  # type: ignore[return-value]
 
     # ------------------------------------------------------------------------------------------- ingest
     def append(
@@ -248,7 +340,7 @@ class TelemetryStore:
         with self._lock():
             self._remove_strays()
             doc = self.manifest()
-            con = duckdb.connect()
+            con = _StoreConnection(duckdb.connect(), self.root)
             data = {
                 "rn": np.arange(len(batch), dtype=np.int64),
                 "lid": np.asarray(batch.label_idx, dtype=np.int64),
@@ -394,7 +486,7 @@ class TelemetryStore:
                         "problems": sum(p.count for p in report.problems),
                     }
                 )
-                atomic_write_text(self.root / MANIFEST, json.dumps(doc, indent=1))
+                atomic_write_text(self.root / MANIFEST, json.dumps(doc, indent=1), replaces_input=True)
             con.close()
             return report
 
@@ -438,6 +530,8 @@ class TelemetryStore:
             rel = f"samples/day={day}/part-{batch_id}-{i}.parquet"
             new_parts.append((tmp, rel, row))
         # Move into place (names not yet in the manifest, so readers do not see them), fsync, then publish.
+        for tmp in [*(t for t, _, _ in new_parts), staging / "series.parquet"]:
+            _fsync(tmp)  # on disk before the manifest names them (a power cut must not publish holes)
         for tmp, rel, _ in new_parts:
             (self.root / rel).parent.mkdir(parents=True, exist_ok=True)
             os.replace(tmp, self.root / rel)
@@ -487,7 +581,7 @@ class TelemetryStore:
                     }
                 )
             doc["series_files"] = [str(series_file.relative_to(self.root))]
-            atomic_write_text(self.root / MANIFEST, json.dumps(doc, indent=1))
+            atomic_write_text(self.root / MANIFEST, json.dumps(doc, indent=1), replaces_input=True)
 
 
 __all__ = ["SERIES_COLUMNS", "IngestReport", "PartInfo", "TelemetryStore", "default_store_dir"]

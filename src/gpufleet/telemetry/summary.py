@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpufleet.telemetry.findings import FINDINGS, FleetFindings
+from gpufleet.validation import checked_arguments
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,6 +33,7 @@ class FleetSummary:
     chargeback: dict[str, tuple[int, float, float, float, float]] = field(default_factory=dict)
 
 
+@checked_arguments("fleet summary")
 def summarize(ff: FleetFindings) -> FleetSummary:
     gpus = [g for g in ff.gpus if g.gpu_index >= 0 or g.gpu_key]
     hours = sum(g.hours for g in gpus)

@@ -244,6 +244,68 @@ def read_refreshed_commitments() -> list[CommitmentRate]:
     return out
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RefreshedStatus:
+    """One provider's refreshed data on disk, for ``gpufleet config show``: in force, or rejected and why."""
+
+    provider: str
+    in_force: bool
+    captured_at: str | None  # the refresh's capture time (manifest), None when unknown or rejected
+    offer_rows: int | None
+    rate_rows: int | None
+    files: tuple[str, ...]  # the data files the manifest names (in force) or () when rejected
+    rejected_because: str | None
+
+
+def refreshed_status() -> list[RefreshedStatus]:
+    """Every provider with refreshed data in the data directory, verified and parsed as a query would read
+    it: in force (with row counts), or rejected with the reason (the shipped prices are used instead)."""
+    from gpufleet.catalog.offers_io import read_offers_csv  # lazy: another package
+
+    out: list[RefreshedStatus] = []
+    for provider in _providers_on_disk():
+        path = manifest_path(provider)
+        try:
+            raw = read_user_bytes(path, what="refreshed-price manifest", max_bytes=MAX_MANIFEST_BYTES)
+            m = _parse_manifest(provider, raw)
+        except (GpufleetError, ValueError) as exc:
+            out.append(_rejected(provider, f"{path}: {exc}"))
+            continue
+        try:
+            offers_file, offers_text = _verified_text(m, "offers")
+            rates_file, rates_text = _verified_text(m, "commitments")
+            offers = read_offers_csv(offers_text, source_name=f"{offers_file} (refreshed)")
+            rates = read_rates_csv(rates_text, source_name=str(rates_file))
+        except (GpufleetError, ValueError) as exc:
+            out.append(_rejected(provider, str(exc)))
+            continue
+        captured = m.meta.get("captured_at")
+        out.append(
+            RefreshedStatus(
+                provider=provider,
+                in_force=True,
+                captured_at=str(captured) if captured is not None else None,
+                offer_rows=len(offers),
+                rate_rows=len(rates),
+                files=(offers_file.name, rates_file.name),
+                rejected_because=None,
+            )
+        )
+    return out
+
+
+def _rejected(provider: str, why: str) -> RefreshedStatus:
+    return RefreshedStatus(
+        provider=provider,
+        in_force=False,
+        captured_at=None,
+        offer_rows=None,
+        rate_rows=None,
+        files=(),
+        rejected_because=why,
+    )
+
+
 # ------------------------------------------------------------------------------------------------ writing
 
 
@@ -360,6 +422,7 @@ __all__ = [
     "CRASH_ENV",
     "KINDS",
     "MARKER",
+    "RefreshedStatus",
     "StoredDataWarning",
     "check_provider_writable",
     "commitments_path",
@@ -373,5 +436,6 @@ __all__ = [
     "refreshed_commitment_files",
     "refreshed_dir",
     "refreshed_offer_files",
+    "refreshed_status",
     "write_provider",
 ]

@@ -8,7 +8,9 @@ saying which and what to do.
 
 from __future__ import annotations
 
+import json
 import math
+import time
 from typing import Final
 from urllib.parse import urlsplit
 
@@ -27,6 +29,34 @@ MAX_POINTS_PER_SERIES: Final = 11_000
 MAX_POINTS_PER_QUERY_RANGE: Final = 10_000_000
 #: Longest --timeout per request [s]: one hour.
 MAX_TIMEOUT_S: Final = 3600.0
+#: Largest response body read [bytes]: 1 GiB, the telemetry file limit (gpufleet.telemetry.ingest); a server
+#: that streams without end is cut off here or at --timeout, whichever comes first.
+MAX_RESPONSE_BYTES: Final = 1024 * 1024 * 1024
+
+
+def _get(
+    http: httpx.Client, url: str, params: dict[str, str], timeout_s: float, base: str
+) -> tuple[int, bytes]:
+    """(HTTP status, body) of GET ``url``: the whole answer within ``timeout_s`` and
+    :data:`MAX_RESPONSE_BYTES` (httpx's timeout is per read, so a server trickling bytes forever hung)."""
+    deadline = time.monotonic() + timeout_s
+    chunks: list[bytes] = []
+    size = 0
+    with http.stream("GET", url, params=params) as resp:
+        for chunk in resp.iter_bytes():
+            size += len(chunk)
+            if size > MAX_RESPONSE_BYTES:
+                raise FetchError(
+                    f"Prometheus at {base} sent more than {MAX_RESPONSE_BYTES // 1024**2:,} MiB for one "
+                    "query; give a larger --step or a shorter --start..--end range."
+                )
+            if time.monotonic() > deadline:
+                raise FetchError(
+                    f"Prometheus at {base} did not finish answering within {timeout_s:g} s (it kept "
+                    "sending). Retry with a larger --timeout, a larger --step or a shorter range."
+                )
+            chunks.append(chunk)
+        return resp.status_code, b"".join(chunks)
 
 
 def _hostname(url: str) -> str | None:
@@ -97,7 +127,7 @@ def read_prometheus(
                 "step": f"{step_s:g}",
             }
             try:
-                resp = http.get(f"{base}/api/v1/query_range", params=params)
+                status, body = _get(http, f"{base}/api/v1/query_range", params, timeout_s, base)
             except httpx.TimeoutException:
                 raise FetchError(
                     f"Prometheus at {base} did not answer within {timeout_s:g} s. It is overloaded or the "
@@ -111,15 +141,20 @@ def read_prometheus(
                     f"that the server is up (curl {base}/-/ready)."
                 ) from None
             try:
-                doc = resp.json()
-            except ValueError:
+                doc = json.loads(body)
+            except ValueError:  # also bytes that are not UTF-8 text (UnicodeDecodeError)
                 raise FetchError(
-                    f"Prometheus at {base} answered HTTP {resp.status_code} with a body that is not JSON "
-                    f"({resp.text[:120]!r}). Is the URL the Prometheus server (not a UI or proxy page)?"
+                    f"Prometheus at {base} answered HTTP {status} with a body that is not JSON "
+                    f"({body[:120]!r}). Is the URL the Prometheus server (not a UI or proxy page)?"
                 ) from None
-            if resp.status_code != 200 or doc.get("status") != "success":
+            if not isinstance(doc, dict):  # a list or a number had no .get (AttributeError)
                 raise FetchError(
-                    f"Prometheus at {base} refused the query (HTTP {resp.status_code}, "
+                    f"Prometheus at {base} answered HTTP {status} with JSON that is not an API response "
+                    f"({body[:120]!r}). Is the URL the Prometheus server (not a UI or proxy page)?"
+                )
+            if status != 200 or doc.get("status") != "success":
+                raise FetchError(
+                    f"Prometheus at {base} refused the query (HTTP {status}, "
                     f"{doc.get('errorType')}: "
                     f"{doc.get('error')}). Query sent: {params['query']}"
                 )
