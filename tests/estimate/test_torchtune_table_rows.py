@@ -6,15 +6,17 @@ fit (recipes.Recipe.fastest_fit_single_device), not paged states."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from gpufleet.estimate.calibration import predict_case
-from gpufleet.estimate.cases import parse_cases_csv, shipped_cases_path
+from gpufleet.estimate.cases import CalibrationCase, parse_cases_csv, shipped_cases_path
 from gpufleet.estimate.memory import estimate_memory
 from gpufleet.estimate.recipes import RECIPES
 
 
-def _case(case_id: str):  # type: ignore[no-untyped-def]
+def _case(case_id: str) -> CalibrationCase:
     cases = parse_cases_csv(shipped_cases_path().read_text(), "cases.csv")
     return next(c for c in cases if c.case_id == case_id)
 
@@ -39,7 +41,7 @@ def test_4090_rows_still_need_the_memory_savers(case_id: str, measured: float) -
 def test_paged_states_never_enter_the_torch_allocated_view() -> None:
     # bitsandbytes get_paged: cudaMallocManaged wrapped by torch.frombuffer (a CPU tensor), so the
     # allocator statistics torchtune prints cannot see the states, resident or not
-    kw = dict(
+    kw: dict[str, Any] = dict(
         model="llama-3.1-8b", task="full_finetune", precision="bf16", batch=2, seq_len=2048,
         engine="pytorch", recompute="full", optimizer="paged_adamw8bit", master_weights=False,
         optimizer_in_backward=True, chunked_loss=True,
