@@ -32,7 +32,7 @@ def test_metric_units_match_the_schema_table() -> None:
 
 def test_shipped_cases_read_completely() -> None:
     cases = read_cases(shipped_cases_path())
-    assert len(cases) == 162
+    assert len(cases) == 164
     ours = [c for c in cases if c.case_id.startswith("P-")]  # measured on the lent H200 (PROVENANCE.md)
     assert len(ours) == 90 and all(c.source.startswith("gpufleet benchmarks/") for c in ours)
     assert all(c.gpu == "H200-SXM" and c.software == "transformers" for c in ours)

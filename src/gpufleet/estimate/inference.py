@@ -60,6 +60,7 @@ from gpufleet.estimate.rates import (
 )
 from gpufleet.estimate.static_shapes import StaticShapes, mean_decode_context, padded_batch, serving_shapes
 from gpufleet.estimate.types import Interval
+from gpufleet.estimate.wq_kernels import wq_kernel
 from gpufleet.models.arch import ModelArch
 from gpufleet.precision import QUANTISED_FORMATS as _QUANTISED
 from gpufleet.precision import UNQUANTISED_BYTES_PER_ELEMENT, check_precision
@@ -545,10 +546,11 @@ def _prepare(
     weight_only = (
         rates.weight_bytes < UNQUANTISED_BYTES_PER_ELEMENT and rates.peak_flops <= rates.peak16_flops
     )
+    kernel = wq_kernel(sw, spec, prof)
     if weight_only:
         notes.append(
-            f"{prec} weights dequantised to 16 bit inside the GEMMs: weight reads at "
-            f"{prof.param('wq_bw_eff'):.2f} of the 16-bit kernels' bandwidth, compute-bound GEMMs at "
+            f"{prec} weights dequantised to 16 bit inside the GEMMs ({kernel.name} kernels): weight reads at "
+            f"{kernel.bw_share:.2f} of the 16-bit kernels' bandwidth, compute-bound GEMMs at "
             f"{prof.param('wq_gemm_eff'):.2f} of their speed."
         )
     nr_rates, nr_weight_only = None, False
@@ -572,10 +574,10 @@ def _prepare(
         eta_bw=prof.param("eta_bw"),
         kv_bytes_per_token=kv_cache_bytes_per_token(arch, kv_prec),
         head_bytes=HEAD_BYTES_QUANTISED if prec in _QUANTISED else rates.weight_bytes,
-        wq_bw=prof.param("wq_bw_eff") if weight_only else 1.0,
+        wq_bw=kernel.bw_share if weight_only else 1.0,
         wq_gemm=prof.param("wq_gemm_eff") if weight_only else 1.0,
         ep_intra=intra_node_link(spec, link_eff), ep_inter=inter_node_link(spec, link_eff, gpn),
-        nr_rates=nr_rates, nr_wq_bw=prof.param("wq_bw_eff") if nr_weight_only else 1.0,
+        nr_rates=nr_rates, nr_wq_bw=kernel.bw_share if nr_weight_only else 1.0,
         nr_wq_gemm=prof.param("wq_gemm_eff") if nr_weight_only else 1.0,
         pp_overlap=sw not in LAYER_SPLIT_STACKS,
     )  # fmt: skip

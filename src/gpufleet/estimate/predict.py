@@ -242,6 +242,16 @@ def _predict_memory(case: CalibrationCase, prof: CalibrationProfile, estimate_me
         task=case.task, dp=dp, zero_stage=hints.get("zero_stage", 0), recompute=recompute, **kw
     )
     stated = {k for k in ("zero_stage", "recompute") if k in hints}
+    if "recompute" not in hints and _fastest_fit(case):
+        # the trainer's published single-GPU rows keep the activations on the GPU where they fit
+        # (recipes.Recipe.fastest_fit_single_device: torchtune's README table)
+        held = estimate_memory(
+            task=case.task, dp=dp, zero_stage=hints.get("zero_stage", 0), recompute="none",
+            **(kw | {"offload_checkpoints": False}),
+        )  # fmt: skip
+        if held.fits:
+            mem = held
+            notes.append("recompute not stated: activations kept on the GPU, where this recipe fits them")
     if case.task in TRAINING_TASKS and not mem.fits and len(stated) < 2:
         # the job was measured, so it fit: unstated options are the first relaxation `estimate train` makes
         from gpufleet.estimate.memory_options import fitting_option
@@ -272,6 +282,19 @@ def _predict_memory(case: CalibrationCase, prof: CalibrationProfile, estimate_me
     return CasePrediction(
         predicted=value, p10=iv.p10, p90=iv.p90, notes=(f"memory compared as {what}", *notes)
     )
+
+
+def _fastest_fit(case: CalibrationCase) -> bool:
+    """Whether a one-GPU training case runs a recipe whose published rows keep the activations on the GPU
+    wherever they fit (:attr:`gpufleet.estimate.recipes.Recipe.fastest_fit_single_device`)."""
+    from gpufleet.estimate.recipes import recipe_for_job
+
+    if case.task not in TRAINING_TASKS or case.gpu_count != 1:
+        return False
+    recipe = recipe_for_job(
+        case.software, case.note, task=case.task, optimizer=case.optimizer, gpu_count=case.gpu_count
+    )
+    return recipe is not None and recipe.fastest_fit_single_device
 
 
 #: the schema's optimizer names -> the memory model's
