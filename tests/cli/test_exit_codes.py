@@ -124,7 +124,20 @@ def test_skypilot_export_that_leaves_a_placement_out_lists_it_and_exits_6(tmp_pa
 
 
 def test_simulate_spot_with_no_strategy_meeting_the_deadline_exits_3() -> None:
-    args = ("simulate", "spot", "--model", "llama-3.1-8b", "--tokens", "2e10", "--runs", "10", "-f", "json")
+    args = (
+        "simulate",
+        "spot",
+        "--model",
+        "llama-3.1-8b",
+        "--tokens",
+        "2e10",
+        "--runs",
+        "10",
+        "--gpus",
+        "8",
+        "-f",
+        "json",
+    )
     r = run_cli(*args, "--deadline-hours", "1")
     assert r.exit_code == ExitCode.NO_CANDIDATE, r.output
     assert json.loads(r.stdout)["result"]["best"] is None

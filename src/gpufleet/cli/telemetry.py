@@ -58,7 +58,11 @@ TierOpt = Annotated[
     ),
 ]
 TtftOpt = Annotated[
-    float, typer.Option("--ttft-slo", help="TTFT SLO [s] checked on serving histograms (default 2).")
+    float,
+    typer.Option(
+        "--ttft-slo",
+        help="TTFT SLO (s) at the findings percentile of the engine's TTFT histogram (default 2 s).",
+    ),
 ]
 PromOpt = Annotated[
     str | None,
@@ -78,7 +82,11 @@ ChunkDaysOpt = Annotated[
     ),
 ]
 TpotOpt = Annotated[
-    float, typer.Option("--tpot-slo", help="TPOT SLO [s] checked on serving histograms (default 0.2).")
+    float,
+    typer.Option(
+        "--tpot-slo",
+        help="TPOT SLO (s) at the findings percentile of the engine's TPOT histogram (default 0.2 s).",
+    ),
 ]
 
 
