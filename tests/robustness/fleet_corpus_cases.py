@@ -28,6 +28,8 @@ class Case:
     words: tuple[str, ...] = ()
     ok: bool = False
     env: dict[str, str | None] = field(default_factory=dict)
+    #: the exit code of an answer (ok=True): 0, or the documented "no" codes 3-6 (cli/exit_codes.py)
+    code: int = 0
 
 
 # ---- valid inputs ------------------------------------------------------------------------------------------

@@ -467,6 +467,7 @@ VALUE_CASES: list[Case] = [
         _plan(fleet_with("  budgets:\n    - {usd_per_month: 1}\n")),
         ("INFEASIBLE", "budget"),
         ok=True,
+        code=4,  # an infeasible plan is an answer "no": exit 4
     ),
     Case(
         "fleet-negative-quota",
@@ -480,6 +481,7 @@ VALUE_CASES: list[Case] = [
         _plan(fleet_with("  quotas:\n    - {provider: lambda, limit: 0}\n")),
         ("INFEASIBLE", "quota"),
         ok=True,
+        code=4,  # an infeasible plan is an answer "no": exit 4
     ),
     Case(
         "fleet-1e308-quota",

@@ -316,7 +316,7 @@ def _check(case: Case, code: int, out: str, exc: BaseException | None) -> None:
     assert "Traceback" not in out, out[-1500:]
     flat = " ".join(out.split())
     if case.ok:
-        assert code == 0, f"{case.id}: exit {code} ({exc!r}): {flat[-800:]}"
+        assert code == case.code, f"{case.id}: exit {code} ({exc!r}): {flat[-800:]}"
         figures = re.split(r"\b(?:dropped|warning): ", flat)[0]  # the counted problems quote the input lines
         assert not _NON_FINITE.search(figures), f"{case.id}: a non-finite figure in: {figures[-800:]}"
     else:
