@@ -155,7 +155,13 @@ def savings_by_lever(
             "right-size",
             rs_total,
             rs_err
-            or "cheapest fitting offer in the current provider/region; capacity follows the demand profile",
+            or "cheapest fitting offer in the current provider/region; capacity follows the demand profile"
+            + (
+                "; production serving adds the spare node that survives a lost one (N+1), which today's "
+                "deployment may lack, so this step can cost more"
+                if any(fw.production_serving for fw in fleet.workloads)
+                else ""
+            ),
         ),
         ("region moves", rm, rm_err),
         ("spot", sp, sp_err),
