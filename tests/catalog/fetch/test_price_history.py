@@ -144,3 +144,27 @@ def test_unknown_names_and_bad_window(shipped: OfferTable) -> None:
     assert (
         price_history(provider="aws", instance_type="p4d.24xlarge", region="us-west-2", shipped=shipped) == ()
     )
+
+
+def test_damaged_manifest_does_not_lose_history(
+    shipped: OfferTable, monkeypatch: pytest.MonkeyPatch, data_dir: Path
+) -> None:
+    """An unreadable manifest is replaced by the next update, which re-adopts every history file on disk."""
+    _refresh(shipped, FIRST, monkeypatch, 1.0)
+    store.manifest_path("azure").write_text('{"marker": "gpufleet-refreshed-prices", "vers')  # truncated
+    with pytest.warns(store.StoredDataWarning):
+        assert _od(shipped) == [("2026-08/2026-11", 3.67)]  # unreadable: the shipped point only, said so
+    with pytest.warns(store.StoredDataWarning):  # the merge reads the previous prices: rejected, said so
+        _refresh(shipped, SECOND, monkeypatch, 1.1)
+    assert [c for c, _ in _od(shipped)] == ["2026-08/2026-11", "2026-11-20T12:00:00Z", "2026-11-22T12:00:00Z"]
+
+
+def test_edited_history_file_is_skipped_with_a_warning(
+    shipped: OfferTable, monkeypatch: pytest.MonkeyPatch, data_dir: Path
+) -> None:
+    _refresh(shipped, FIRST, monkeypatch, 1.0)
+    _refresh(shipped, SECOND, monkeypatch, 1.1)
+    first = store.read_history("azure")[0][0]
+    first.write_text(first.read_text().replace("3.673", "0.001"))
+    with pytest.warns(store.StoredDataWarning, match="price history"):
+        assert [c for c, _ in _od(shipped)] == ["2026-08/2026-11", "2026-11-22T12:00:00Z"]
