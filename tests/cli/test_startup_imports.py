@@ -39,6 +39,7 @@ def _run(argv: list[str], cache_dir: Path) -> tuple[int, set[str]]:
     return int(doc["code"]), set(doc["modules"])
 
 
+HISTORY = ["catalog", "history", "--provider", "aws", "--instance", "p5.48xlarge", "--region", "us-east-1"]
 INFER = ["estimate", "infer", "--model", "llama-3.1-8b", "--gpu", "H100-SXM"]
 #: (argv, modules it must not import besides HEAVY; a name covers its submodules). JSON output needs no rich
 #: console or table (typer itself may import bits of rich).
@@ -55,6 +56,7 @@ CASES: list[tuple[list[str], tuple[str, ...]]] = [
     (["catalog", "models", "--format", "json"], ("pydantic", "numpy", "yaml", "rich.console", "rich.table")),
     (["catalog", "gpus", "--format", "json"], ("pydantic", "numpy", "yaml", "rich.console", "rich.table")),
     (["catalog", "offers", "--gpu", "H100-SXM", "--format", "json"], ("pydantic", "yaml", "rich.console")),
+    ([*HISTORY, "--format", "json"], ("pydantic", "yaml", "rich.console", "httpx")),
     # the shipped scenarios are validated once (the warm-up run) and then read without pydantic
     (["scenarios", "list"], ("numpy", "pydantic")),
     (["scenarios", "list", "--format", "json"], ("numpy", "pydantic", "rich.console", "rich.table")),

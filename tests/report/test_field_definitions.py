@@ -24,6 +24,7 @@ TEXT_ONLY_KINDS = frozenset({"estimate_matrix"})
 
 def _roots() -> dict[str, tuple[type, ...]]:
     """The result types of the JSON kinds without a shipped schema (their JSON is ``to_jsonable`` of them)."""
+    from gpufleet.catalog.history import PriceHistory
     from gpufleet.fleet.regions import RegionAnalysis
     from gpufleet.fleet.types import FleetPlan
     from gpufleet.simulate.api import AutoscaleResult, BatchResult, SpotResult, SweepResult
@@ -35,6 +36,7 @@ def _roots() -> dict[str, tuple[type, ...]]:
 
     return {
         "fleet_plan": (FleetPlan,),
+        "price_history": (PriceHistory,),
         "region_analysis": (RegionAnalysis,),
         "simulation_autoscale": (AutoscaleResult,),
         "simulation_spot": (SpotResult,),

@@ -4,6 +4,7 @@ the CLI's error contract into HTTP: 4xx with the one-paragraph message, never a 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import jsonschema
 import pytest
@@ -184,3 +185,28 @@ def test_openapi_publishes_the_shipped_schemas(env: Env) -> None:
     for target in {m for m in text.split('"$ref": "')[1:]}:
         name = target.split('"', 1)[0].removeprefix("#/components/schemas/")
         assert name in comps, name
+
+
+def test_catalog_history_is_the_cli_json(env: Env, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """GET /catalog/history returns what `gpufleet catalog history --format json` prints (issue 24 item 5)."""
+    from typer.testing import CliRunner
+
+    from gpufleet.cli.app import app
+
+    monkeypatch.setenv("GPUFLEET_DATA_DIR", str(tmp_path / "data"))
+    q = {"provider": "aws", "instance": "p5.48xlarge", "region": "us-east-1", "days": 30, "kind": "spot"}
+    r = env.client.get("/api/v1/catalog/history", params=q, headers=env.h("a_viewer"))
+    assert r.status_code == 200, r.text
+    args = ["catalog", "history", *(x for k, v in q.items() for x in (f"--{k}", str(v))), "--format", "json"]
+    cli = CliRunner().invoke(app, args)
+    assert cli.exit_code == 0 and r.json() == json.loads(cli.stdout)
+    assert {p["price_kind"] for p in r.json()["points"]} == {"spot"}
+    bad = env.client.get(
+        "/api/v1/catalog/history", params={**q, "instance": "p5.48xlarg"}, headers=env.h("a_viewer")
+    )
+    assert bad.status_code == 404 and "p5.48xlarge" in bad.json()["error"]["message"]
+    none = env.client.get(
+        "/api/v1/catalog/history", params={**q, "region": "eu-west-3"}, headers=env.h("a_viewer")
+    )
+    assert none.status_code == 200 and none.json()["points"] == []
+    assert env.client.get("/api/v1/catalog/history", params=q).status_code == 401

@@ -369,3 +369,74 @@ def offers(
         return
     console.print(_offers_table(result, result.take(slice(0, limit)), spot, narrow=console.width < 140))
     console.print(_age_footer(result), highlight=False)
+
+
+# --- history ------------------------------------------------------------------------------------------------
+class HistoryFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+class HistoryKind(StrEnum):
+    on_demand = "on_demand"
+    spot = "spot"
+
+
+@app.command("history")
+def history(
+    provider: Annotated[str, typer.Option("--provider", help="Provider, e.g. aws.")],
+    instance: Annotated[str, typer.Option("--instance", help="Instance type, e.g. p5.48xlarge.")],
+    region: Annotated[str, typer.Option("--region", help="The provider's region name, e.g. us-east-1.")],
+    days: Annotated[
+        int, typer.Option("--days", help="Show refreshes captured in the last N days (1-3650).")
+    ] = 90,
+    kind: Annotated[
+        HistoryKind | None, typer.Option("--kind", help="Only on_demand or spot prices (default: both).")
+    ] = None,
+    fmt: Annotated[HistoryFormat, typer.Option("--format", help="Output format.")] = HistoryFormat.table,
+) -> None:
+    """Dated prices of one machine: the shipped snapshot's, then each `gpufleet catalog update` (USD/h).
+
+    Exits 3 when the provider does not offer that instance type in that region.
+    """
+    from gpufleet.catalog.history import price_history_answer
+    from gpufleet.cli.exit_codes import ExitCode, exit_with
+
+    answer = price_history_answer(
+        provider=provider,
+        instance_type=instance,
+        region=region,
+        price_kind=None if kind is None else kind.value,
+        days=days,
+    )
+    if fmt is HistoryFormat.json:
+        from gpufleet.report.json_report import dump_json, envelope, to_jsonable
+
+        typer.echo(dump_json(envelope("price_history", **to_jsonable(answer))), nl=False)
+    elif answer.points:
+        from rich.table import Table
+
+        table = Table(
+            title=f"{provider} {instance} in {region}: price history (USD per machine-hour)",
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+        )
+        for col, justify in (("captured at", "left"), ("zone", "left"), ("kind", "left"),
+                             ("USD/h", "right"), ("source", "left")):  # fmt: skip
+            table.add_column(col, justify=justify)  # type: ignore[arg-type]
+        for p in answer.points:
+            table.add_row(p.captured_at, p.zone or "-", p.price_kind, _num(p.price_usd_per_hour, 4), p.source)
+        console.print(table)
+        console.print(
+            f"Refreshes from the last {days} days (`gpufleet catalog update` adds one point each); the "
+            "shipped snapshot's price comes first, dated by its own capture period.",
+            highlight=False,
+        )
+    if not answer.points:
+        exit_with(
+            ExitCode.NO_CANDIDATE,
+            f"{provider} lists no {instance} in {region}"
+            + (f" with a {kind.value} price" if kind is not None else "")
+            + ". `gpufleet catalog offers --provider "
+            + f"{provider}` lists what it offers.",
+        )

@@ -139,6 +139,33 @@ def catalog_gpus(who: Who) -> Response:
     return _json(envelope("gpus", gpus=spec_rows()))
 
 
+@router.get("/catalog/history", tags=["catalog"])
+def catalog_history(
+    who: Who,
+    provider: Annotated[str, Query(max_length=64, description="Provider, e.g. aws.")],
+    instance: Annotated[str, Query(max_length=128, description="Instance type, e.g. p5.48xlarge.")],
+    region: Annotated[str, Query(max_length=64, description="The provider's region, e.g. us-east-1.")],
+    days: Annotated[int, Query(ge=1, le=3650, description="Refreshes of the last N days.")] = 90,
+    kind: Annotated[str | None, Query(description="on_demand or spot (default: both).")] = None,
+) -> Response:
+    """Dated prices of one machine, as ``gpufleet catalog history --format json`` prints them (``points``
+    empty, status 200, when the provider does not offer it there: the CLI's exit 3)."""
+    from gpufleet.catalog.history import PRICE_KINDS, price_history_answer
+    from gpufleet.errors import UnknownNameError
+    from gpufleet.report.json_report import envelope, to_jsonable
+
+    if kind is not None and kind not in PRICE_KINDS:
+        raise UnknownNameError("price kind", kind, PRICE_KINDS)
+    answer = price_history_answer(
+        provider=provider,
+        instance_type=instance,
+        region=region,
+        price_kind=kind,  # type: ignore[arg-type]  # checked against PRICE_KINDS above
+        days=days,
+    )
+    return _json(envelope("price_history", **to_jsonable(answer)))
+
+
 @router.get("/catalog/models", tags=["catalog"])
 def catalog_models(who: Who) -> Response:
     """Every shipped model architecture (parameters counted from its config.json)."""

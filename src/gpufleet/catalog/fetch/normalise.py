@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from gpufleet.catalog.fetch.rates import CommitmentRate
+from gpufleet.catalog.history import CARRIED_SPOT_NOTE
 from gpufleet.catalog.offers import Offer, OfferTable
 
 
@@ -109,7 +110,7 @@ def build_rows(
             spot, src = m.spot_usd_per_hour, msource
             if spot is None and old is not None and old.price_spot_usd_per_hour is not None:
                 spot = old.price_spot_usd_per_hour
-                src = f"{msource}; spot price from the shipped catalog ({old.captured_at})"
+                src = f"{msource}; {CARRIED_SPOT_NOTE} ({old.captured_at})"
             offers.append(
                 Offer(
                     provider=provider,

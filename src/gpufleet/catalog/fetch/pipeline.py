@@ -161,8 +161,13 @@ def write_result(result: RefreshResult, shipped: OfferTable | None = None) -> Wr
         "regions": list(result.regions),
         "source": result.source,
     }
+    from gpufleet.catalog.history import history_csv  # this refresh's dated prices, appended to history
+
     paths = store.write_provider(
-        p, {"offers": write_offers_csv(offers), "commitments": write_rates_csv(rates)}, meta
+        p,
+        {"offers": write_offers_csv(offers), "commitments": write_rates_csv(rates)},
+        meta,
+        history_text=history_csv(result.offers, result.captured_at),
     )
     return WrittenFiles(
         offers_path=paths["offers"],

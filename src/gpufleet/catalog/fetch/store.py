@@ -12,6 +12,11 @@ An update writes the two new data files, then switches the manifest, then delete
 named. Killed at any point, the manifest names either the old pair (still on disk) or the new pair (complete),
 so the next read and the next update work; orphans of a killed update are removed by the next one.
 
+Price history: ``refreshed/history/prices-<provider>-<sha12>.csv``, one immutable file per refresh (its dated
+prices), written before the manifest; the manifest's ``history`` list names every one in refresh order, so
+the switch commits the new point with the new prices. History files are never deleted: one a killed update
+left unlisted stays on disk, unread.
+
 Reading verifies every file against the manifest (size, SHA-256) and parses it; a truncated, edited or
 foreign file, a bad manifest or unparseable content rejects that provider's refreshed data: the shipped
 prices are used and a :class:`StoredDataWarning` says so. Nothing here runs at import; reading never creates
@@ -380,14 +385,99 @@ def _cleanup(provider: str, keep: set[str]) -> None:
         p.unlink(missing_ok=True)
 
 
-def write_provider(provider: str, texts: dict[str, str], meta: dict[str, Any]) -> dict[str, Path]:
+def history_dir() -> Path:
+    """``<data dir>/refreshed/history``: one immutable price file per refresh (never deleted)."""
+    return refreshed_dir() / "history"
+
+
+def _history_name(provider: str, sha: str) -> str:
+    return f"prices-{provider}-{sha[:_SHA_CHARS]}.csv"
+
+
+def _history_entries(provider: str) -> list[dict[str, Any]]:
+    """The history list to carry into the next manifest: the one in force, or (manifest unreadable) every
+    history file on disk whose content matches its name, so a damaged manifest never loses history."""
+    try:
+        raw = read_user_bytes(manifest_path(provider), what="manifest", max_bytes=MAX_MANIFEST_BYTES)
+        m = _parse_manifest(provider, raw)
+    except (GpufleetError, ValueError):
+        m = None
+    if m is not None:
+        return _history_list(m)
+    out: list[dict[str, Any]] = []
+    hd = history_dir()
+    for p in sorted(hd.glob(f"prices-{provider}-*.csv")) if hd.is_dir() else []:
+        data = p.read_bytes()
+        sha = _sha256(data)
+        if p.name == _history_name(provider, sha):
+            out.append({"name": p.name, "bytes": len(data), "sha256": sha})
+    return out
+
+
+def _history_list(m: _Manifest) -> list[dict[str, Any]]:
+    entries = m.meta.get("history", [])
+    if not isinstance(entries, list):
+        return []
+    return [
+        e
+        for e in entries
+        if isinstance(e, dict)
+        and isinstance(e.get("name"), str)
+        and e["name"] == Path(e["name"]).name
+        and isinstance(e.get("bytes"), int)
+        and isinstance(e.get("sha256"), str)
+    ]
+
+
+def read_history(provider: str) -> list[tuple[Path, str]]:
+    """``(path, text)`` of every verified history file of ``provider``, in refresh order; [] when none.
+
+    A file that fails verification (missing, truncated, edited) is skipped with a :class:`StoredDataWarning`.
+    """
+    if not manifest_path(provider).is_file():
+        return []
+    m = _load_manifest(provider)
+    if m is None:
+        return []
+    out: list[tuple[Path, str]] = []
+    for e in _history_list(m):
+        path = history_dir() / e["name"]
+        try:
+            data = read_user_bytes(path, what="price-history file", max_bytes=MAX_DATA_BYTES)
+            if len(data) != e["bytes"] or _sha256(data) != e["sha256"]:
+                raise ValueError(f"{path} does not match its size and SHA-256 in the manifest (edited)")
+            out.append((path, decode_user_bytes(data, source=str(path))))
+        except (GpufleetError, ValueError) as exc:
+            _warn(provider, f"price history: {exc}")
+    return out
+
+
+def write_provider(
+    provider: str, texts: dict[str, str], meta: dict[str, Any], history_text: str | None = None
+) -> dict[str, Path]:
     """Write ``provider``'s refreshed ``texts`` (kind -> CSV text) as a unit; returns kind -> path in force.
 
-    Data files first, the manifest last, old files removed after the switch (module doc).
+    Data files first, the manifest last, old files removed after the switch (module doc). ``history_text``
+    (this refresh's dated prices) is written as a new immutable file under :func:`history_dir` before the
+    manifest, which appends it to the history list it carries over: the switch commits both at once.
     """
     d = refreshed_dir()
     d.mkdir(parents=True, exist_ok=True)
     check_provider_writable(provider)
+    if history_text is not None:
+        history = _history_entries(provider)
+        hd = history_dir()
+        hd.mkdir(exist_ok=True)
+        for p in sorted(hd.glob(f".prices-{provider}-*.tmp")):
+            p.unlink(missing_ok=True)  # temp files of a killed update
+        data = history_text.encode("utf-8")
+        sha = _sha256(data)
+        hpath = hd / _history_name(provider, sha)
+        if not (hpath.is_file() and _sha256(hpath.read_bytes()) == sha):
+            _write_atomic(hpath, data)
+        if hpath.name not in {e["name"] for e in history}:
+            history.append({"name": hpath.name, "bytes": len(data), "sha256": sha})
+        meta = {**meta, "history": history}
     old = current_path("offers", provider), current_path("commitments", provider)
     _cleanup(provider, keep={p.name for p in old if p is not None})  # orphans of a killed update
     files: dict[str, dict[str, Any]] = {}
@@ -428,9 +518,11 @@ __all__ = [
     "commitments_path",
     "current_path",
     "data_dir",
+    "history_dir",
     "manifest_path",
     "manifest_stamp",
     "offers_path",
+    "read_history",
     "read_refreshed",
     "read_refreshed_commitments",
     "refreshed_commitment_files",
