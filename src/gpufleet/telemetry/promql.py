@@ -242,6 +242,22 @@ class _Acc:
     p99: float = -math.inf
     mx: float = -math.inf
 
+    def add(self, part: str, v: float) -> None:
+        """Fold one chunk's ``part`` (n, sum, p50, phi, p99, max) in: counts and sums add; percentiles and
+        the peak take the largest chunk's (an upper bound for percentiles when the window is chunked)."""
+        if part == "n":
+            self.n += v
+        elif part == "sum":
+            self.total += v
+        elif part == "p50":
+            self.p50 = max(self.p50, v)
+        elif part == "phi":
+            self.p_hi = max(self.p_hi, v)
+        elif part == "p99":
+            self.p99 = max(self.p99, v)
+        else:
+            self.mx = max(self.mx, v)
+
     def stats(self) -> MetricStats:
         return MetricStats(
             samples=int(self.n),
@@ -362,19 +378,7 @@ def _gpu_stats(
                         if key is None:
                             continue
                         labels.setdefault(key, lab)
-                        a = acc[(key, metric)]
-                        if part == "n":
-                            a.n += v
-                        elif part == "sum":
-                            a.total += v
-                        elif part == "p50":
-                            a.p50 = max(a.p50, v)
-                        elif part == "phi":
-                            a.p_hi = max(a.p_hi, v)
-                        elif part == "p99":
-                            a.p99 = max(a.p99, v)
-                        else:
-                            a.mx = max(a.mx, v)
+                        acc[(key, metric)].add(part, v)
             inner = f"count by ({by}) ({_any_gpu(matcher, [n for _, n in present])})"
             for lab, v in c.query(f"count_over_time(({inner})[{r}:{_COVER}])", at=t1):
                 key = _gpu_key(lab)
@@ -503,19 +507,7 @@ def _workload_stats(
                         if wid is None:
                             continue
                         ids.setdefault(wid.key, wid)
-                        a = acc[(wid.key, metric)]
-                        if part == "n":
-                            a.n += v
-                        elif part == "sum":
-                            a.total += v
-                        elif part == "p50":
-                            a.p50 = max(a.p50, v)
-                        elif part == "phi":
-                            a.p_hi = max(a.p_hi, v)
-                        elif part == "p99":
-                            a.p99 = max(a.p99, v)
-                        else:
-                            a.mx = max(a.mx, v)
+                        acc[(wid.key, metric)].add(part, v)
             w_any = _workload_expr(_any_gpu(matcher, [n for _, n in present]), rules, gpu_labels)
             for lab, v in c.query(f"count_over_time((count by ({grp}) ({w_any}))[{r}:{_COVER}])", at=t1):
                 wid = _wid(lab, rules)
