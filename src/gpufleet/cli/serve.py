@@ -81,6 +81,13 @@ def serve(
     max_body_mib: Annotated[
         float, typer.Option("--max-body-mib", help="Largest request body (MiB).", min=0.01, max=1024)
     ] = 16.0,
+    scheduler: Annotated[
+        bool,
+        typer.Option(
+            "--scheduler/--no-scheduler",
+            help="Run the schedules in this process (several replicas may; each run is queued once).",
+        ),
+    ] = True,
 ) -> None:
     """Run the HTTP service and dashboard (API, teams and tokens, jobs); manage its tokens."""
     if ctx.invoked_subcommand is not None:
@@ -101,6 +108,7 @@ def serve(
         job_time_limit_s=job_time_limit,
         rate_limit_per_s=rate_limit,
         max_body_bytes=int(max_body_mib * 1024 * 1024),
+        scheduler=scheduler,
     )
     with _db(db) as session:
         admin = bootstrap_admin(session)

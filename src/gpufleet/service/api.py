@@ -326,7 +326,7 @@ def _submit(
 ) -> Response:
     from gpufleet.service.job_kinds import check_params
 
-    who.require("editor")
+    who.require("admin" if kind == "catalog_refresh" else "editor")  # a refresh changes every team's prices
     checked = check_params(kind, params)
     sub = jobs.submit(
         st.sm,
@@ -501,6 +501,8 @@ def _hook_out(h: Webhook) -> WebhookOut:
         last_delivery_unix_s=h.last_delivery_unix_s,
         last_status=h.last_status,
         last_error=h.last_error,
+        min_saving_usd_per_month=h.min_saving_usd_per_month,
+        min_price_change_fraction=h.min_price_change_fraction,
     )
 
 
@@ -521,7 +523,14 @@ def new_webhook(who: Who, st: St, body: WebhookRequest) -> WebhookOut:
     who.require("admin")
     url, fmt, events = check_webhook(body.url, body.format, list(body.events))
     with st.sm() as db:
-        hook = Webhook(team_id=who.team_id, url=url, format=fmt, events=events)
+        hook = Webhook(
+            team_id=who.team_id,
+            url=url,
+            format=fmt,
+            events=events,
+            min_saving_usd_per_month=body.min_saving_usd_per_month,
+            min_price_change_fraction=body.min_price_change_fraction,
+        )
         db.add(hook)
         db.commit()
         return _hook_out(hook)

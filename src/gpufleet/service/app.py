@@ -52,7 +52,8 @@ def _validation_message(exc: RequestValidationError) -> str:
 
 
 def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
-    """The service for ``settings``; ``run_jobs``: start the job workers with the app (tests may not)."""
+    """The service for ``settings``; ``run_jobs``: start the job workers and the scheduler (unless
+    ``settings.scheduler`` is off) with the app (tests may not)."""
     engine = make_engine(settings.db_url)
     st = State(
         settings=settings,
@@ -69,9 +70,17 @@ def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
 
             st.runner = JobRunner(st.sm, settings)
             st.runner.start()
+        if run_jobs and settings.scheduler:
+            from gpufleet.service.scheduler import Scheduler
+
+            st.scheduler = Scheduler(st.sm, poll_s=settings.scheduler_poll_s, clock=lambda: st.clock())
+            st.scheduler.start()
         try:
             yield
         finally:
+            if st.scheduler is not None:
+                st.scheduler.stop()
+                st.scheduler = None
             if st.runner is not None:
                 st.runner.stop()  # running jobs go back to the queue
                 st.runner = None
@@ -146,11 +155,15 @@ def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
 
     from gpufleet.service.api import API_KINDS, router
     from gpufleet.service.dashboard import router as dashboard_router
+    from gpufleet.service.dashboard_notify import router as dashboard_notify_router
+    from gpufleet.service.schedules_api import router as schedules_router
     from gpufleet.service.telemetry_api import router as telemetry_router
 
     app.include_router(router)
     app.include_router(telemetry_router)
+    app.include_router(schedules_router)
     app.include_router(dashboard_router)
+    app.include_router(dashboard_notify_router)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

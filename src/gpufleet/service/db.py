@@ -28,7 +28,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 #: the Alembic revision this code expects (tests/service/test_migrations.py checks it is the head)
-SCHEMA_REVISION = "0002"
+SCHEMA_REVISION = "0003"
 
 ROLES: tuple[str, ...] = ("viewer", "editor", "admin")
 JOB_STATUSES: tuple[str, ...] = ("queued", "running", "succeeded", "failed", "cancelled")
@@ -137,9 +137,94 @@ class Webhook(Base):
     last_delivery_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
     last_status: Mapped[int | None] = mapped_column(Integer, nullable=True)  # HTTP status; None: no answer
     last_error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    #: ``saving_found``: only a new saving of at least this much [USD/month] (None: any)
+    min_saving_usd_per_month: Mapped[float | None] = mapped_column(Float, nullable=True)
+    #: ``price_change``: only a change of at least this share of the old price, 0.05 = 5 % (None: any)
+    min_price_change_fraction: Mapped[float | None] = mapped_column(Float, nullable=True)
 
 
-WEBHOOK_EVENTS: tuple[str, ...] = ("job_succeeded", "job_failed", "job_cancelled")
+WEBHOOK_EVENTS: tuple[str, ...] = (
+    "job_succeeded",
+    "job_failed",
+    "job_cancelled",
+    "saving_found",
+    "alert_fired",
+    "price_change",
+)
+
+
+class Delivery(Base):
+    """One notification sent to a webhook: its event, body, the outcome of its last try and how many tries."""
+
+    __tablename__ = "deliveries"
+    __table_args__ = (Index("ix_deliveries_team_created", "team_id", "created_unix_s"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"))
+    webhook_id: Mapped[int | None] = mapped_column(
+        ForeignKey("webhooks.id", ondelete="SET NULL"), nullable=True, index=True
+    )
+    event: Mapped[str] = mapped_column(String(40))
+    body_json: Mapped[str] = mapped_column(Text)
+    status: Mapped[str] = mapped_column(String(20), default="pending")  # pending | delivered | failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    http_status: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    error: Mapped[str | None] = mapped_column(Text, nullable=True)
+    created_unix_s: Mapped[float] = mapped_column(Float, default=now_unix_s)
+    finished_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+
+
+class Schedule(Base):
+    """Work run on a cron schedule (UTC): a job of ``kind`` with ``params``, owned by a team; a ``global``
+    one (catalog refreshes, made by an admin) is listed to every team."""
+
+    __tablename__ = "schedules"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    scope: Mapped[str] = mapped_column(String(10))  # team | global
+    name: Mapped[str] = mapped_column(String(100))
+    cron: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(40))
+    params_json: Mapped[str] = mapped_column(Text)
+    time_limit_s: Mapped[float] = mapped_column(Float)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True)
+    next_due_unix_s: Mapped[float] = mapped_column(Float, index=True)
+    last_due_unix_s: Mapped[float | None] = mapped_column(Float, nullable=True)
+    last_job_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    created_unix_s: Mapped[float] = mapped_column(Float, default=now_unix_s)
+
+
+class ScheduleRun(Base):
+    """The claim of one due time of a schedule: the unique key (schedule, due time) lets exactly one
+    scheduler, of any replica, enqueue it."""
+
+    __tablename__ = "schedule_runs"
+    __table_args__ = (UniqueConstraint("schedule_id", "due_unix_s", name="uq_schedule_runs_due"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    schedule_id: Mapped[int] = mapped_column(ForeignKey("schedules.id", ondelete="CASCADE"))
+    due_unix_s: Mapped[float] = mapped_column(Float)
+    job_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    claimed_by: Mapped[str] = mapped_column(String(100))
+    created_unix_s: Mapped[float] = mapped_column(Float, default=now_unix_s)
+
+
+class PriceChange(Base):
+    """A price that changed between two refreshes of a provider (one row per offer and price kind)."""
+
+    __tablename__ = "price_changes"
+    __table_args__ = (Index("ix_price_changes_captured", "captured_at"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int | None] = mapped_column(Integer, nullable=True, index=True)
+    captured_at: Mapped[str] = mapped_column(String(40))  # the new refresh's capture time (ISO 8601 UTC)
+    previous_captured_at: Mapped[str] = mapped_column(String(40))
+    provider: Mapped[str] = mapped_column(String(20))
+    region: Mapped[str] = mapped_column(String(60))
+    zone: Mapped[str | None] = mapped_column(String(60), nullable=True)
+    instance_type: Mapped[str] = mapped_column(String(100))
+    price_kind: Mapped[str] = mapped_column(String(20))  # on_demand | spot
+    old_price_usd_per_hour: Mapped[float] = mapped_column(Float)
+    new_price_usd_per_hour: Mapped[float] = mapped_column(Float)
+    change_fraction: Mapped[float] = mapped_column(Float)  # (new - old) / old
+    created_unix_s: Mapped[float] = mapped_column(Float, default=now_unix_s)
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

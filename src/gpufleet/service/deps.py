@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -10,12 +11,14 @@ from sqlalchemy.orm import Session as OrmSession
 from sqlalchemy.orm import sessionmaker
 
 from gpufleet.service.auth import Principal, authenticate_token
+from gpufleet.service.db import now_unix_s
 from gpufleet.service.errors import NotAuthenticated
 from gpufleet.service.ops import Metrics, RateLimiter
 from gpufleet.service.settings import ServiceSettings
 
 if TYPE_CHECKING:
     from gpufleet.service.jobs import JobRunner
+    from gpufleet.service.scheduler import Scheduler
 
 
 @dataclass(slots=True, kw_only=True)
@@ -25,6 +28,9 @@ class State:
     metrics: Metrics
     limiter: RateLimiter
     runner: JobRunner | None = None
+    scheduler: Scheduler | None = None
+    #: the time [Unix s] of schedule changes and of the scheduler (tests set it)
+    clock: Callable[[], float] = now_unix_s
 
 
 def state(request: Request) -> State:

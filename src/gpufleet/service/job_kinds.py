@@ -6,7 +6,8 @@ Kinds:
 
 - ``plan``: ``{"fleet": <fleet file as a mapping>, "source": name, "solver_time_limit_s": s}`` ->
   :func:`gpufleet.fleet.plan.plan_fleet` (the fleet plan JSON and HTML report);
-- ``scenario_set``: ``{"name": set name}`` -> :func:`gpufleet.recommend.api.run_scenario_set`.
+- ``scenario_set``: ``{"name": set name}`` -> :func:`gpufleet.recommend.api.run_scenario_set`;
+- ``catalog_refresh``, ``simulate``, ``sweep``, ``telemetry_pull``, ``findings``: :mod:`.job_kinds_sched`.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from gpufleet.errors import ConfigFileError, InputError
+from gpufleet.service.job_kinds_sched import KINDS as SCHED_KINDS
 
 #: (fraction done in [0, 1], what is happening)
 ProgressFn = Callable[[float, str], None]
 
-KINDS: tuple[str, ...] = ("plan", "scenario_set")
+KINDS: tuple[str, ...] = ("plan", "scenario_set", *SCHED_KINDS)
 
 #: the MILP's own time limit when none is given [s] (the CLI's `gpufleet plan --time-limit` default)
 DEFAULT_SOLVER_TIME_LIMIT_S = 60.0
@@ -66,6 +68,10 @@ def check_params(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
             raise InputError('A scenario_set job takes exactly {"name": <set name>}; see /api/v1/scenarios.')
         get_scenario_set(params["name"])  # UnknownNameError with close matches
         return {"name": params["name"]}
+    if kind in SCHED_KINDS:
+        from gpufleet.service import job_kinds_sched
+
+        return job_kinds_sched.check(kind, params)
     raise InputError(f"Unknown job kind {kind!r}. Allowed: {', '.join(KINDS)}.")
 
 
@@ -95,4 +101,8 @@ def execute(kind: str, params: Mapping[str, Any], progress: ProgressFn) -> tuple
 
         result = run_scenario_set(str(params["name"]), progress=on_set)
         return json.loads(render_text(result, "json")), render_text(result, "html")
+    if kind in SCHED_KINDS:
+        from gpufleet.service import job_kinds_sched
+
+        return job_kinds_sched.execute(kind, params, progress)
     raise ConfigFileError(f"Unknown job kind {kind!r}. Allowed: {', '.join(KINDS)}.")

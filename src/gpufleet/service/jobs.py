@@ -31,6 +31,7 @@ from sqlalchemy.orm import sessionmaker
 
 from gpufleet.service.db import Job, now_unix_s
 from gpufleet.service.errors import Conflict, NotFound
+from gpufleet.service.job_kinds_sched import TEAM_STORE_KINDS
 from gpufleet.service.settings import ServiceSettings
 
 log = logging.getLogger("gpufleet.service.jobs")
@@ -249,18 +250,26 @@ class JobRunner:
 
     def _finish(self, job_id: int, status: str, **values: Any) -> None:
         self._set(job_id, status=status, finished_unix_s=now_unix_s(), worker=None, **values)
+        from gpufleet.service.notifications import after_job
         from gpufleet.service.webhooks import notify
 
         try:
             notify(self.sm, job_id)
         except Exception:  # a notification must never fail the job
             log.exception("webhooks of job %s", job_id)
+        try:
+            after_job(self.sm, job_id)  # price changes, new savings, alerts fired
+        except Exception:
+            log.exception("price changes and notifications of job %s", job_id)
 
     def _run(self, job_id: int) -> None:
         with self.sm() as db:
             job = db.get(Job, job_id)
             assert job is not None
-            request = json.dumps({"kind": job.kind, "params": json.loads(job.params_json)})
+            params = json.loads(job.params_json)
+            if job.kind in TEAM_STORE_KINDS:  # the team's telemetry folder: never a request's parameter
+                params["_telemetry_dir"] = str(self.settings.team_telemetry_dir(job.team_id))
+            request = json.dumps({"kind": job.kind, "params": params})
             limit_s = job.time_limit_s
         env = os.environ | {"OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
         proc = subprocess.Popen(

@@ -20,7 +20,9 @@ class _Body(BaseModel):
 class JobRequest(_Body):
     """A job: ``kind`` and its ``params`` (docs/service.md lists each kind's)."""
 
-    kind: Literal["plan", "scenario_set"]
+    kind: Literal[
+        "plan", "scenario_set", "catalog_refresh", "simulate", "sweep", "telemetry_pull", "findings"
+    ]
     params: dict[str, Any]
     time_limit_s: float | None = Field(None, gt=0, le=24 * 3600, description="Stop the job after [s].")
 
@@ -195,7 +197,9 @@ def add_shipped_schemas(openapi: dict[str, Any], kinds: tuple[str, ...]) -> None
         comps[f"gpufleet_{kind}"] = moved
 
 
-WebhookEvent = Literal["job_succeeded", "job_failed", "job_cancelled"]
+WebhookEvent = Literal[
+    "job_succeeded", "job_failed", "job_cancelled", "saving_found", "alert_fired", "price_change"
+]
 
 
 def _failed_only() -> list[WebhookEvent]:
@@ -203,11 +207,18 @@ def _failed_only() -> list[WebhookEvent]:
 
 
 class WebhookRequest(_Body):
-    """Notify ``url`` when a job of the team ends (the listed events)."""
+    """Notify ``url`` of the listed events: a job of the team ends, a new saving appears in its findings, an
+    alert rule fires there, a price changes in a catalog refresh."""
 
     url: str = Field(min_length=1, max_length=2000, description="http(s) URL, e.g. a Slack incoming webhook.")
     format: Literal["slack", "generic"] = "slack"
-    events: list[WebhookEvent] = Field(default_factory=_failed_only, min_length=1, max_length=3)
+    events: list[WebhookEvent] = Field(default_factory=_failed_only, min_length=1, max_length=6)
+    min_saving_usd_per_month: float | None = Field(
+        None, ge=0, le=1e9, description="saving_found: only savings of at least this [USD/month]."
+    )
+    min_price_change_fraction: float | None = Field(
+        None, ge=0, le=10, description="price_change: only changes of at least this share, 0.05 = 5 %."
+    )
 
 
 class WebhookOut(BaseModel):
@@ -219,3 +230,5 @@ class WebhookOut(BaseModel):
     last_delivery_unix_s: float | None
     last_status: int | None
     last_error: str | None
+    min_saving_usd_per_month: float | None = None
+    min_price_change_fraction: float | None = None

@@ -89,6 +89,11 @@ class ServiceSettings:
     rate_burst: int = 60
     #: dashboard session lifetime [s]
     session_ttl_s: float = 12 * 3600.0
+    #: run the scheduler loop in this process (``gpufleet serve --no-scheduler``: off); several replicas may
+    #: run it, each due run is claimed once in the database
+    scheduler: bool = True
+    #: seconds between two scheduler passes [s]
+    scheduler_poll_s: float = 15.0
     #: where each team's telemetry store lives (``team-<id>/``; default: ``telemetry`` in the data folder)
     telemetry_dir: Path | None = None
 

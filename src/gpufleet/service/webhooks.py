@@ -1,12 +1,17 @@
 """Notifications: when a job ends, each webhook of its team that lists the event receives a POST, in a
 Slack-compatible shape (``{"text": "..."}``, what Slack, Mattermost and Teams incoming webhooks take) or a
-generic one (``{"event": ..., "job": {...}}``). Delivery is best effort (one try, 5 s timeout) in a background
-thread; the outcome (HTTP status or error) is kept on the webhook for the team's admin to see."""
+generic one (``{"event": ..., "job": {...}}``). Other events (a new saving, an alert that fired, a price
+change: :mod:`.notifications`) go through :func:`dispatch` too. Each delivery is a ``deliveries`` row, posted
+in a background thread (never in a request): up to three tries (5 s timeout each, :data:`RETRY_DELAYS_S`
+between them), its outcome (status, HTTP status, error, tries) kept for the team's admin to see."""
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -15,12 +20,14 @@ from sqlalchemy.orm import Session as OrmSession
 from sqlalchemy.orm import sessionmaker
 
 from gpufleet.errors import InputError
-from gpufleet.service.db import WEBHOOK_EVENTS, Job, Webhook, now_unix_s
+from gpufleet.service.db import WEBHOOK_EVENTS, Delivery, Job, Webhook, now_unix_s
 
 log = logging.getLogger("gpufleet.service.webhooks")
 
 FORMATS: tuple[str, ...] = ("slack", "generic")
 TIMEOUT_S = 5.0
+#: waits before the second and the third try of a delivery that got no answer, a 5xx or a 429 [s]
+RETRY_DELAYS_S: tuple[float, ...] = (2.0, 10.0)
 
 
 def check_webhook(url: str, fmt: str, events: list[str]) -> tuple[str, str, str]:
@@ -76,37 +83,88 @@ def notify(sm: sessionmaker[OrmSession], job_id: int) -> threading.Thread | None
         if job is None or job.status not in ("succeeded", "failed", "cancelled"):
             return None
         event = job_event(job)
-        hooks = [
-            h
-            for h in db.scalars(select(Webhook).where(Webhook.team_id == job.team_id)).all()
-            if event in h.events.split(",")
-        ]
-        if not hooks:
-            return None
-        bodies = [(h.id, h.url, payload(h.format, job, event)) for h in hooks]
-    t = threading.Thread(target=_deliver, args=(sm, bodies), name=f"gpufleet-webhooks-{job_id}", daemon=True)
+        db.expunge(job)
+    return dispatch(sm, event, job.team_id, lambda hook: payload(hook.format, job, event))
+
+
+def dispatch(
+    sm: sessionmaker[OrmSession],
+    event: str,
+    team_id: int | None,
+    body: Callable[[Webhook], dict[str, Any] | None],
+) -> threading.Thread | None:
+    """Record a delivery of ``event`` for each webhook of ``team_id`` (every team's when None) listing it and
+    for which ``body(hook)`` is not None (a threshold not met gives None), then post them in a thread
+    (returned; None when there is nothing to send). Never blocks on the network."""
+    with sm() as db:
+        q = select(Webhook)
+        if team_id is not None:
+            q = q.where(Webhook.team_id == team_id)
+        sends: list[tuple[int, int, str, dict[str, Any]]] = []
+        for hook in db.scalars(q.order_by(Webhook.id)).all():
+            if event not in hook.events.split(","):
+                continue
+            doc = body(hook)
+            if doc is None:
+                continue
+            d = Delivery(
+                team_id=hook.team_id,
+                webhook_id=hook.id,
+                event=event,
+                body_json=json.dumps(doc),
+                status="pending",
+                attempts=0,
+                created_unix_s=now_unix_s(),
+            )
+            db.add(d)
+            db.flush()
+            sends.append((d.id, hook.id, hook.url, doc))
+        db.commit()
+    if not sends:
+        return None
+    t = threading.Thread(target=_deliver, args=(sm, sends), name=f"gpufleet-webhooks-{event}", daemon=True)
     t.start()
     return t
 
 
-def _deliver(sm: sessionmaker[OrmSession], bodies: list[tuple[int, str, dict[str, Any]]]) -> None:
+def _post(url: str, body: dict[str, Any]) -> tuple[int | None, str | None]:
+    """(HTTP status or None, error or None) of one try."""
     import httpx
 
-    for hook_id, url, body in bodies:
-        status: int | None = None
-        error: str | None = None
-        try:
-            status = httpx.post(url, json=body, timeout=TIMEOUT_S, follow_redirects=False).status_code
-            if status >= 400:
-                error = f"HTTP {status}"
-        except httpx.HTTPError as exc:
-            error = f"{type(exc).__name__}: {exc}"[:500]
+    try:
+        status = httpx.post(url, json=body, timeout=TIMEOUT_S, follow_redirects=False).status_code
+    except httpx.HTTPError as exc:
+        return None, f"{type(exc).__name__}: {exc}"[:500]
+    return status, (f"HTTP {status}" if status >= 400 else None)
+
+
+def _deliver(sm: sessionmaker[OrmSession], sends: list[tuple[int, int, str, dict[str, Any]]]) -> None:
+    for delivery_id, hook_id, url, body in sends:
+        status, error, attempts = None, None, 0
+        for attempts in range(1, len(RETRY_DELAYS_S) + 2):
+            status, error = _post(url, body)
+            if error is None or (status is not None and 400 <= status < 500 and status != 429):
+                break  # delivered, or refused for good (a 4xx other than 429 will not change on a retry)
+            if attempts <= len(RETRY_DELAYS_S):
+                time.sleep(RETRY_DELAYS_S[attempts - 1])
         if error:
-            log.warning("webhook %s: %s", hook_id, error)
+            log.warning("webhook %s: %s after %d tries", hook_id, error, attempts)
+        now = now_unix_s()
         with sm() as db:
+            db.execute(
+                update(Delivery)
+                .where(Delivery.id == delivery_id)
+                .values(
+                    status="failed" if error else "delivered",
+                    attempts=attempts,
+                    http_status=status,
+                    error=error,
+                    finished_unix_s=now,
+                )
+            )
             db.execute(
                 update(Webhook)
                 .where(Webhook.id == hook_id)
-                .values(last_delivery_unix_s=now_unix_s(), last_status=status, last_error=error)
+                .values(last_delivery_unix_s=now, last_status=status, last_error=error)
             )
             db.commit()

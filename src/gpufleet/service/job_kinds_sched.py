@@ -1,0 +1,316 @@
+"""The job kinds of scheduled work (:mod:`.scheduler`), beside :mod:`.job_kinds`' plan and scenario set:
+
+- ``catalog_refresh``: ``{"provider": aws|azure|gcp, "regions": [...] (default: the shipped regions)}`` ->
+  `gpufleet catalog update` (:func:`gpufleet.catalog.fetch.refresh` + ``write_result``: prices appended to the
+  history), and the prices that changed against the catalog before it (the previous refresh, else the shipped
+  snapshot), one change per offer and price kind;
+- ``simulate``: ``{"simulator": "spot", "model", "tokens", ...}`` -> `gpufleet simulate spot` (the simulators
+  that read trace or job files, autoscale and batch, are not offered: a request cannot name server files);
+- ``sweep``: ``{"kind": "spot", "base", "grid", "seeds"}`` -> `gpufleet simulate sweep` (local processes);
+- ``telemetry_pull``: ``{"url": Prometheus URL, "lookback_hours", "step_s", "timeout_s"}`` ->
+  `gpufleet telemetry ingest --prometheus URL` into the team's store;
+- ``findings``: ``{"lookback_days", "headroom"}`` -> `gpufleet telemetry findings` and the shipped alert rules
+  over the team's store, with each GPU's best saving (for the ``saving_found`` notification).
+
+The team's telemetry folder is not a parameter (a request must not name a server path): the worker adds it
+as ``_telemetry_dir`` when it starts the job (:data:`TEAM_STORE_KINDS`).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+from urllib.parse import urlsplit
+
+from gpufleet.errors import InputError
+
+KINDS: tuple[str, ...] = ("catalog_refresh", "simulate", "sweep", "telemetry_pull", "findings")
+TEAM_STORE_KINDS = frozenset({"telemetry_pull", "findings"})
+#: the spot simulator's options a simulate job takes (`gpufleet simulate spot`), and their JSON types
+SPOT_OPTIONS: dict[str, tuple[type, ...]] = {
+    "model": (str,),
+    "tokens": (int, float),
+    "gpu": (str,),
+    "gpus": (int,),
+    "precision": (str,),
+    "task": (str,),
+    "deadline_h": (int, float),
+    "provider": (str,),
+    "interval_h": (int, float),
+    "runs": (int,),
+    "seed": (int,),
+    "regions": (int,),
+}
+#: sweep keys naming files: refused (the spec would read files on the server)
+FILE_KEYS = frozenset({"trace", "jobs", "fleet", "interruptions"})
+MAX_SWEEP_CONFIGS = 1000
+
+
+def _only(kind: str, params: Mapping[str, Any], allowed: Mapping[str, str]) -> None:
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        listed = "; ".join(f"{k} ({v})" for k, v in allowed.items())
+        raise InputError(f"Unknown {kind} job parameter(s): {', '.join(unknown)}. Allowed: {listed}.")
+
+
+def _number(kind: str, name: str, value: Any, lo: float, hi: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not lo < value <= hi:
+        raise InputError(f"{kind} job: {name} = {value!r} is not allowed: give a number in ({lo:g}, {hi:g}].")
+    return float(value)
+
+
+def _spot_options(where: str, opts: Mapping[str, Any]) -> None:
+    for k, v in opts.items():
+        if k in FILE_KEYS:
+            raise InputError(
+                f"{where}: {k} names a file, which a job cannot read from the server. Leave it out (the "
+                "spot simulator then uses its shipped interruption rates)."
+            )
+        types = SPOT_OPTIONS.get(k)
+        if types is None:
+            raise InputError(f"{where}: unknown option {k!r}. Allowed: {', '.join(SPOT_OPTIONS)}.")
+        if isinstance(v, bool) or not isinstance(v, types):
+            raise InputError(f"{where}: {k} = {v!r} must be a {' or '.join(t.__name__ for t in types)}.")
+
+
+def check(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """``params`` of a ``kind`` in :data:`KINDS` checked and normalised (one-paragraph InputError else)."""
+    if kind == "catalog_refresh":
+        from gpufleet.catalog.fetch.pipeline import PROVIDERS
+
+        _only(kind, params, {"provider": "aws, azure or gcp", "regions": "list of region codes"})
+        provider = params.get("provider")
+        if provider not in PROVIDERS:
+            raise InputError(
+                f"catalog_refresh job: provider = {provider!r}. Allowed: {', '.join(PROVIDERS)}."
+            )
+        regions = params.get("regions")
+        if regions is not None and (
+            not isinstance(regions, list) or not all(isinstance(r, str) and r for r in regions)
+        ):
+            raise InputError("catalog_refresh job: regions is a list of region codes, e.g. ['us-east-1'].")
+        return {"provider": provider, "regions": sorted(set(regions)) if regions else None}
+    if kind == "simulate":
+        if params.get("simulator") != "spot":
+            raise InputError(
+                f"simulate job: simulator = {params.get('simulator')!r}. Allowed: spot (the autoscale and "
+                "batch simulators read trace or job files: run them with `gpufleet simulate` on your "
+                "machine)."
+            )
+        opts = {k: v for k, v in params.items() if k != "simulator"}
+        _spot_options("simulate job", opts)
+        if "model" not in opts or "tokens" not in opts:
+            raise InputError("simulate job: model and tokens are required (e.g. 'llama-3-8b', 2e10).")
+        return {"simulator": "spot", **opts}
+    if kind == "sweep":
+        _only(kind, params, {"kind": "spot", "base": "mapping", "grid": "name -> list", "seeds": "list"})
+        if params.get("kind") != "spot":
+            raise InputError(
+                f"sweep job: kind = {params.get('kind')!r}. Allowed: spot (autoscale and batch sweeps read "
+                "files)."
+            )
+        base, grid, seeds = params.get("base") or {}, params.get("grid") or {}, params.get("seeds") or [0]
+        if not isinstance(base, dict) or not isinstance(grid, dict):
+            raise InputError("sweep job: base is a mapping of options, grid maps option names to lists.")
+        if not all(isinstance(v, list) and v for v in grid.values()):
+            raise InputError("sweep job: each grid entry is a non-empty list of values.")
+        if not isinstance(seeds, list) or not all(
+            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds
+        ):
+            raise InputError("sweep job: seeds is a list of integers >= 0.")
+        _spot_options("sweep job base", base)
+        for k, values in grid.items():
+            for v in values:
+                _spot_options("sweep job grid", {k: v})
+        n = len(seeds)
+        for values in grid.values():
+            n *= len(values)
+        if n > MAX_SWEEP_CONFIGS:
+            raise InputError(
+                f"sweep job: {n} runs; at most {MAX_SWEEP_CONFIGS}. Shrink the grid or the seeds."
+            )
+        return {"kind": "spot", "base": base, "grid": grid, "seeds": seeds}
+    if kind == "telemetry_pull":
+        allowed = {
+            "url": "Prometheus base URL",
+            "lookback_hours": "hours up to now, default 24",
+            "step_s": "resolution, default 60",
+            "timeout_s": "per request, default 30",
+        }
+        _only(kind, params, allowed)
+        url = params.get("url")
+        parts = urlsplit(url if isinstance(url, str) else "")
+        if parts.scheme not in ("http", "https") or not parts.netloc or len(str(url)) > 2000:
+            raise InputError(
+                f"telemetry_pull job: url = {str(url)[:100]!r}; give the http(s):// base URL of a Prometheus "
+                "(e.g. http://prometheus:9090)."
+            )
+        return {
+            "url": url,
+            "lookback_hours": _number(kind, "lookback_hours", params.get("lookback_hours", 24), 0, 24 * 90),
+            "step_s": _number(kind, "step_s", params.get("step_s", 60), 0, 86400),
+            "timeout_s": _number(kind, "timeout_s", params.get("timeout_s", 30), 0, 600),
+        }
+    if kind == "findings":
+        _only(kind, params, {"lookback_days": "days analysed, default 14", "headroom": "0.2 = 20 %"})
+        return {
+            "lookback_days": _number(kind, "lookback_days", params.get("lookback_days", 14), 0, 3650),
+            "headroom": _number(kind, "headroom", params.get("headroom", 0.2), -1e-12, 2),
+        }
+    raise InputError(f"Unknown job kind {kind!r}.")
+
+
+def execute(kind: str, params: Mapping[str, Any], progress: Any) -> tuple[dict[str, Any], str | None]:
+    """Run a checked job of a ``kind`` in :data:`KINDS`: (its JSON document, its HTML report or None)."""
+    if kind == "catalog_refresh":
+        return _refresh(params, progress), None
+    if kind == "simulate":
+        from gpufleet.report.simulation import render_simulation
+        from gpufleet.simulate.spot import simulate_spot
+
+        progress(0.0, "Simulating spot strategies")
+        opts = {k: v for k, v in params.items() if k != "simulator"}
+        result = simulate_spot(**opts)
+        return json.loads(render_simulation(result, "json")), render_simulation(result, "html")
+    if kind == "sweep":
+        from gpufleet.report.simulation import render_simulation
+        from gpufleet.simulate.sweep import SweepSpec, run_sweep
+
+        spec = SweepSpec(
+            kind="spot", base=dict(params["base"]), grid=dict(params["grid"]), seeds=tuple(params["seeds"])
+        )
+        result = run_sweep(
+            spec,
+            engine="local",
+            workers=1,
+            progress=lambda d, n: progress(d / n if n else 1.0, f"Run {d}/{n}"),
+        )
+        return json.loads(render_simulation(result, "json")), render_simulation(result, "html")
+    if kind == "telemetry_pull":
+        from gpufleet.report.telemetry import to_json
+        from gpufleet.telemetry.ingest import ingest_prometheus
+        from gpufleet.telemetry.store import TelemetryStore
+
+        end_s = time.time()
+        progress(0.0, f"Querying {params['url']}")
+        report = ingest_prometheus(
+            str(params["url"]),
+            start_s=end_s - float(params["lookback_hours"]) * 3600.0,  # units: h -> s (3600 s per hour)
+            end_s=end_s,
+            step_s=float(params["step_s"]),
+            store=TelemetryStore(params["_telemetry_dir"]),
+            timeout_s=float(params["timeout_s"]),
+        )
+        return json.loads(to_json("telemetry_ingest", {"report": report})), None
+    if kind == "findings":
+        return _findings(params, progress)
+    raise InputError(f"Unknown job kind {kind!r}.")
+
+
+def _offer_prices(offers: Any) -> dict[tuple[str, str | None, str, str, float, str], tuple[float, str]]:
+    """(region, zone, instance type, GPU, GPU count, price kind) -> (USD/h, captured_at) of ``offers``."""
+    from gpufleet.catalog.history import CARRIED_SPOT_NOTE
+
+    out: dict[tuple[str, str | None, str, str, float, str], tuple[float, str]] = {}
+    for o in offers:
+        key = (o.region, o.zone, o.instance_type, o.gpu or "", float(o.gpu_count))
+        if o.price_on_demand_usd_per_hour is not None:
+            out[(*key, "on_demand")] = (float(o.price_on_demand_usd_per_hour), o.captured_at)
+        if o.price_spot_usd_per_hour is not None and CARRIED_SPOT_NOTE not in o.source:
+            out[(*key, "spot")] = (float(o.price_spot_usd_per_hour), o.captured_at)
+    return out
+
+
+def price_changes(provider: str, before: Any, after: Any, captured_at: str) -> list[dict[str, Any]]:
+    """The prices of ``after`` (this refresh's offers) that differ from ``before`` (the catalog's rows of the
+    same machines before it): one change per offer and price kind, largest relative change first."""
+    old, new = _offer_prices(before), _offer_prices(after)
+    out = []
+    for key, (price, _) in new.items():
+        if key not in old or old[key][0] == price or old[key][0] <= 0:
+            continue
+        was, was_at = old[key]
+        region, zone, instance_type, _gpu, _n, price_kind = key
+        out.append(
+            {
+                "provider": provider,
+                "region": region,
+                "zone": zone,
+                "instance_type": instance_type,
+                "price_kind": price_kind,
+                "old_price_usd_per_hour": was,
+                "new_price_usd_per_hour": price,
+                "change_fraction": (price - was) / was,
+                "previous_captured_at": was_at,
+                "captured_at": captured_at,
+            }
+        )
+    return sorted(out, key=lambda c: (-abs(c["change_fraction"]), c["region"], c["instance_type"]))
+
+
+def _refresh(params: Mapping[str, Any], progress: Any) -> dict[str, Any]:
+    from gpufleet.catalog.fetch.pipeline import _previous_offers, refresh, write_result
+    from gpufleet.catalog.offers import load_shipped_offers
+
+    provider = str(params["provider"])
+    shipped = load_shipped_offers()
+
+    def on_step(what: str, done: int, total: int | None) -> None:
+        progress(0.9 * done / total if total else 0.0, what)
+
+    result = refresh(provider, params.get("regions"), shipped=shipped, progress=on_step)
+    before = _previous_offers(provider, shipped)  # the catalog as it was: the last refresh, else shipped
+    progress(0.95, "Writing the refreshed prices")
+    written = write_result(result, shipped)
+    return {
+        "kind": "catalog_refresh",
+        "provider": provider,
+        "regions": list(result.regions),
+        "captured_at": result.captured_at,
+        "source": result.source,
+        "rows_read": result.rows_read,
+        "offers_priced": len(result.offers),
+        "offer_rows_after_merge": written.offer_rows,
+        "unmapped": result.unmapped,
+        "changes": price_changes(provider, before, result.offers, result.captured_at),
+    }
+
+
+def _findings(params: Mapping[str, Any], progress: Any) -> tuple[dict[str, Any], str | None]:
+    from gpufleet.report import telemetry as rt
+    from gpufleet.telemetry.alerts import evaluate, load_rules
+    from gpufleet.telemetry.analyze import gpu_stats, resolve_window
+    from gpufleet.telemetry.findings import Thresholds, find
+    from gpufleet.telemetry.store import TelemetryStore
+    from gpufleet.telemetry.summary import summarize
+
+    store = TelemetryStore(params["_telemetry_dir"])
+    if store.is_empty():
+        raise InputError(
+            "The team has no telemetry yet: findings need some. Upload a file (POST "
+            "/api/v1/telemetry/ingest) or schedule a telemetry_pull job from your Prometheus first."
+        )
+    progress(0.1, "Analysing the telemetry")
+    window = resolve_window(store, float(params["lookback_days"]), None, 0.95)
+    ff = find(gpu_stats(store, window), window, Thresholds(headroom=float(params["headroom"])), ())
+    summary = summarize(ff)
+    progress(0.6, "Evaluating the alert rules")
+    rules = load_rules(None)
+    events = evaluate(store, window, rules, step_s=60.0)
+    doc: dict[str, Any] = json.loads(rt.to_json("telemetry_findings", {"summary": summary, "findings": ff}))
+    doc["savings_by_gpu"] = [
+        {
+            "gpu_key": g.gpu_key,
+            "host": g.host,
+            "finding": g.finding,
+            "best_savings_usd_per_month": g.best_savings_usd_per_month,
+        }
+        for g in ff.gpus
+    ]
+    doc["alert_events"] = json.loads(
+        rt.to_json("telemetry_alerts", {"window": window, "events": list(events)})
+    )["events"]
+    html = rt.render_findings_html(ff, summary, rt.findings_heat(store, window, summary))
+    return doc, html
