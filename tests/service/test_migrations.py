@@ -69,3 +69,33 @@ def test_sqlite_runs_in_wal_mode(sqlite_url: str) -> None:
         assert conn.execute(sa.text("PRAGMA journal_mode")).scalar() == "wal"
         assert conn.execute(sa.text("PRAGMA foreign_keys")).scalar() == 1
     engine.dispose()
+
+
+def test_0003_upgrades_a_0002_database_keeping_its_webhooks(any_db_url: str) -> None:
+    """0003 adds the scheduler, price-change and delivery tables, and two threshold columns to webhooks:
+    a webhook made under 0002 keeps its fields, with no threshold (every event passes)."""
+    engine = make_engine(any_db_url)
+    upgrade(engine, "0002")
+    with engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO teams (id, name, created_unix_s) VALUES (1, 'a', 1.0)"))
+        conn.execute(
+            sa.text(
+                "INSERT INTO webhooks (team_id, url, format, events, created_unix_s) "
+                "VALUES (1, 'http://127.0.0.1:9/x', 'slack', 'job_failed', 2.0)"
+            )
+        )
+    upgrade(engine, "0003")
+    assert current_revision(engine) == "0003"
+    assert {"schedules", "schedule_runs", "price_changes", "deliveries"} <= set(
+        sa.inspect(engine).get_table_names()
+    )
+    with engine.connect() as conn:
+        row = conn.execute(
+            sa.text("SELECT url, events, min_saving_usd_per_month, min_price_change_fraction FROM webhooks")
+        ).one()
+    assert tuple(row) == ("http://127.0.0.1:9/x", "job_failed", None, None)
+    command.downgrade(alembic_config(engine), "0002")
+    assert "schedules" not in sa.inspect(engine).get_table_names()
+    with engine.connect() as conn:
+        assert conn.execute(sa.text("SELECT url FROM webhooks")).scalar() == "http://127.0.0.1:9/x"
+    engine.dispose()

@@ -100,12 +100,14 @@ def new_savings(
         g["gpu_key"]: float(g["best_savings_usd_per_month"])
         for g in (previous or {}).get("savings_by_gpu", [])
     }
+
+    def counts(saving: float | None) -> bool:  # a saving the threshold lets through (0 never does)
+        return saving is not None and saving > 0 and saving >= threshold_usd_per_month
+
     out = [
         g
         for g in doc.get("savings_by_gpu", [])
-        if g["best_savings_usd_per_month"] > 0
-        and g["best_savings_usd_per_month"] >= threshold_usd_per_month
-        and before.get(g["gpu_key"], 0.0) < threshold_usd_per_month
+        if counts(g["best_savings_usd_per_month"]) and not counts(before.get(g["gpu_key"]))
     ]
     return sorted(out, key=lambda g: (-g["best_savings_usd_per_month"], g["gpu_key"]))
 
