@@ -1,0 +1,165 @@
+"""The scheduled-work job kinds: their parameters are checked before queueing (a 4xx, never a failed job
+later), they give the CLI's documents, and telemetry_pull fills the team's own store from a real Prometheus
+through the job runner (skipped where prometheus/promtool are not installed)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gpufleet.errors import InputError
+from gpufleet.service import scheduler
+from gpufleet.service.job_kinds import check_params, execute
+
+from .fixtures import Env, make_env
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize(
+    ("kind", "params", "says"),
+    [
+        ("catalog_refresh", {"provider": "ibm"}, "Allowed: aws, azure, gcp"),
+        ("catalog_refresh", {"provider": "aws", "regions": "us-east-1"}, "regions is a list"),
+        ("catalog_refresh", {"provider": "aws", "key": 1}, "Unknown catalog_refresh job parameter(s): key"),
+        ("simulate", {"simulator": "autoscale", "trace": "/etc/passwd"}, "Allowed: spot"),
+        ("simulate", {"simulator": "spot", "model": "x"}, "model and tokens are required"),
+        (
+            "simulate",
+            {"simulator": "spot", "model": "x", "tokens": 1e9, "interruptions": "/etc/x"},
+            "names a file",
+        ),
+        (
+            "simulate",
+            {"simulator": "spot", "model": "x", "tokens": "many"},
+            "tokens = 'many' must be a int or float",
+        ),
+        (
+            "simulate",
+            {"simulator": "spot", "model": "x", "tokens": 1e9, "gpus": True},
+            "gpus = True must be a int",
+        ),
+        ("sweep", {"kind": "batch", "grid": {}}, "Allowed: spot"),
+        ("sweep", {"kind": "spot", "base": {"fleet": "f.yaml"}, "grid": {}}, "names a file"),
+        ("sweep", {"kind": "spot", "grid": {"gpus": []}}, "non-empty list"),
+        ("sweep", {"kind": "spot", "grid": {"runs": list(range(1, 1002))}}, "1001 runs; at most 1000"),
+        ("telemetry_pull", {"url": "file:///etc/passwd"}, "http(s)://"),
+        ("telemetry_pull", {"url": "http://prom:9090", "lookback_hours": 0}, "lookback_hours = 0"),
+        ("telemetry_pull", {"url": "http://prom:9090", "_telemetry_dir": "/"}, "Unknown telemetry_pull job"),
+        ("findings", {"lookback_days": -1}, "lookback_days = -1"),
+        ("findings", {"_telemetry_dir": "/tmp"}, "Unknown findings job parameter(s): _telemetry_dir"),
+    ],
+)
+def test_bad_parameters_are_refused_with_what_is_allowed(
+    kind: str, params: dict[str, Any], says: str
+) -> None:
+    with pytest.raises(InputError) as err:
+        check_params(kind, params)
+    assert says in str(err.value)
+
+
+def test_job_routes_check_kinds_and_roles(env: Env) -> None:
+    c = env.client
+    body = {"kind": "catalog_refresh", "params": {"provider": "azure"}}
+    r = c.post("/api/v1/jobs", json=body, headers=env.h("a_editor"))
+    assert r.status_code == 403  # a refresh changes the prices every team sees
+    assert c.post("/api/v1/jobs", json=body, headers=env.h("a_admin")).status_code == 202
+    bad = c.post("/api/v1/jobs", json={"kind": "findings", "params": {"x": 1}}, headers=env.h("a_editor"))
+    assert bad.status_code == 400 and "Unknown findings job parameter" in bad.json()["error"]["message"]
+    ok = c.post("/api/v1/jobs", json={"kind": "findings", "params": {}}, headers=env.h("a_editor"))
+    assert ok.status_code == 202, ok.text
+
+
+def test_simulate_and_sweep_give_the_cli_documents() -> None:
+    from gpufleet.report.simulation import render_simulation
+    from gpufleet.simulate.spot import simulate_spot
+
+    params = {"simulator": "spot", "model": "llama-3.1-8b", "tokens": 1e9, "runs": 10, "gpus": 8}
+    doc, html = execute("simulate", check_params("simulate", params), lambda f, t: None)
+    want = json.loads(
+        render_simulation(simulate_spot(model="llama-3.1-8b", tokens=1e9, runs=10, gpus=8), "json")
+    )
+    assert doc == want and doc["kind"] == "simulation_spot"
+    assert html is not None and "<html" in html
+    sweep = {
+        "kind": "spot",
+        "base": {"model": "llama-3.1-8b", "tokens": 1e9, "runs": 5},
+        "grid": {"gpus": [8, 16]},
+    }
+    seen: list[float] = []
+    doc, _ = execute("sweep", check_params("sweep", sweep), lambda f, t: seen.append(f))
+    assert doc["kind"] == "simulation_sweep" and [r[0] for r in doc["result"]["rows"]] == [8, 16]
+    assert seen[-1] == 1.0
+
+
+def _promserver() -> Any:
+    spec = importlib.util.spec_from_file_location(
+        "promserver", ROOT / "tests" / "telemetry" / "promserver.py"
+    )
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+NOW_S = int(time.time()) // 60 * 60
+START_S = NOW_S - 3 * 3600
+
+
+def _openmetrics() -> str:
+    lines = ["# TYPE DCGM_FI_PROF_SM_ACTIVE gauge"]
+    for gpu in range(2):
+        for k in range(120):
+            lines.append(
+                f'DCGM_FI_PROF_SM_ACTIVE{{gpu="{gpu}",UUID="GPU-{gpu}",Hostname="node-a",'
+                f'modelName="NVIDIA H100 80GB HBM3"}} {0.02 if gpu == 0 else 0.6} {START_S + 60 * k}'
+            )
+    return "\n".join([*lines, "# EOF", ""])
+
+
+@pytest.fixture(scope="module")
+def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with _promserver().prometheus_with(_openmetrics(), tmp_path_factory.mktemp("prom")) as url:
+        yield url
+
+
+def test_a_scheduled_telemetry_pull_fills_the_team_store(
+    sqlite_url: str, tmp_path: Path, prometheus: str
+) -> None:
+    from gpufleet.telemetry.store import TelemetryStore
+
+    for env in make_env(sqlite_url, run_jobs=True, job_workers=1, telemetry_dir=tmp_path / "tele"):
+        st = env.app.state.gpufleet
+        st.clock = lambda: 1_000_000.0
+        r = env.client.post(
+            "/api/v1/schedules",
+            json={
+                "name": "pull",
+                "cron": "*/5 * * * *",
+                "kind": "telemetry_pull",
+                "params": {"url": prometheus, "lookback_hours": 4},
+            },
+            headers=env.h("a_editor"),
+        )
+        assert r.status_code == 201, r.text
+        [job_id] = scheduler.tick(st.sm, r.json()["next_due_unix_s"], "test")
+        end = time.monotonic() + 120
+        while time.monotonic() < end:
+            job = env.client.get(f"/api/v1/jobs/{job_id}", headers=env.h("a_viewer")).json()
+            if job["status"] not in ("queued", "running"):
+                break
+            time.sleep(0.2)
+        assert job["status"] == "succeeded", job
+        doc = env.client.get(f"/api/v1/jobs/{job_id}/result", headers=env.h("a_viewer")).json()
+        # 2 GPUs x 120 samples, plus up to 5 min after the last one (Prometheus's staleness lookback repeats
+        # the last value at each 60 s step of a range query that ends later, here at the pull's "now")
+        assert doc["kind"] == "telemetry_ingest" and doc["report"]["gpus"] == 2
+        assert 2 * 120 <= doc["report"]["rows_stored"] <= 2 * 125
+        team_dirs = sorted(p.name for p in (tmp_path / "tele").iterdir())
+        assert len(team_dirs) == 1 and not TelemetryStore(tmp_path / "tele" / team_dirs[0]).is_empty()
