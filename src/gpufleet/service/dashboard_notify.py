@@ -100,7 +100,8 @@ def _schedules_body(request: Request, who: Principal, csrf: str, error: str = ""
             f'<label for="params">Parameters (JSON)</label><textarea id="params" name="params" rows="3" '
             f'cols="40">{escape(str(f.get("params", "{}")))}</textarea>'
             f'<label for="scope">Scope</label><select id="scope" name="scope">{scopes}</select>'
-            '</div><p><button type="submit">Add schedule</button></p></form>'
+            f'</div><input type="hidden" name="csrf" value="{escape(csrf)}">'
+            '<p><button type="submit">Add schedule</button></p></form>'
             "<p class='muted'>Examples: kind findings, parameters <code>{\"lookback_days\": 14}</code>, cron "
             "<code>0 6 * * *</code> (daily 06:00 UTC); kind catalog_refresh (admin, scope global), "
             '<code>{"provider": "azure"}</code>. docs/service.md lists each kind\'s parameters.</p>'
