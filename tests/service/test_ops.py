@@ -14,7 +14,7 @@ from .fixtures import Env, make_env
 
 def test_health_and_readiness(env: Env) -> None:
     assert env.client.get("/healthz").json() == {"status": "ok"}
-    assert env.client.get("/readyz").json() == {"status": "ready", "schema_revision": "0002"}
+    assert env.client.get("/readyz").json() == {"status": "ready", "schema_revision": "0003"}
 
 
 def test_metrics_count_requests_by_route_template(env: Env) -> None:
