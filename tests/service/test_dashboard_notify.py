@@ -41,9 +41,8 @@ def test_schedules_page_editor_and_viewer(env: Env) -> None:
     viewer = env.client.__class__(env.app)
     vcsrf = sign_in(viewer, env.tokens["a_viewer"])
     vpage = viewer.get("/schedules").text
-    assert (
-        "nightly-findings" in vpage and "New schedule" not in vpage and "Disable" not in vpage and "Enable" not in vpage
-    )
+    assert "nightly-findings" in vpage and "New schedule" not in vpage
+    assert "Disable" not in vpage and "Enable" not in vpage
     assert viewer.post("/schedules", data=form | {"csrf": vcsrf}).status_code == 403
     assert viewer.post(f"/schedules/{sid}/delete", data={"csrf": vcsrf}).status_code == 403
     other = env.client.__class__(env.app)

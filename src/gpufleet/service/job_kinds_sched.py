@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
 from gpufleet.errors import InputError
 
+#: (fraction done in [0, 1], what is happening), as :data:`.job_kinds.ProgressFn`
+Progress = Callable[[float, str], None]
 KINDS: tuple[str, ...] = ("catalog_refresh", "simulate", "sweep", "telemetry_pull", "findings")
 TEAM_STORE_KINDS = frozenset({"telemetry_pull", "findings"})
 #: the spot simulator's options a simulate job takes (`gpufleet simulate spot`), and their JSON types
@@ -162,7 +164,7 @@ def check(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
     raise InputError(f"Unknown job kind {kind!r}.")
 
 
-def execute(kind: str, params: Mapping[str, Any], progress: Any) -> tuple[dict[str, Any], str | None]:
+def execute(kind: str, params: Mapping[str, Any], progress: Progress) -> tuple[dict[str, Any], str | None]:
     """Run a checked job of a ``kind`` in :data:`KINDS`: (its JSON document, its HTML report or None)."""
     if kind == "catalog_refresh":
         return _refresh(params, progress), None
@@ -181,13 +183,13 @@ def execute(kind: str, params: Mapping[str, Any], progress: Any) -> tuple[dict[s
         spec = SweepSpec(
             kind="spot", base=dict(params["base"]), grid=dict(params["grid"]), seeds=tuple(params["seeds"])
         )
-        result = run_sweep(
+        swept = run_sweep(
             spec,
             engine="local",
             workers=1,
             progress=lambda d, n: progress(d / n if n else 1.0, f"Run {d}/{n}"),
         )
-        return json.loads(render_simulation(result, "json")), render_simulation(result, "html")
+        return json.loads(render_simulation(swept, "json")), render_simulation(swept, "html")
     if kind == "telemetry_pull":
         from gpufleet.report.telemetry import to_json
         from gpufleet.telemetry.ingest import ingest_prometheus
@@ -250,7 +252,7 @@ def price_changes(provider: str, before: Any, after: Any, captured_at: str) -> l
     return sorted(out, key=lambda c: (-abs(c["change_fraction"]), c["region"], c["instance_type"]))
 
 
-def _refresh(params: Mapping[str, Any], progress: Any) -> dict[str, Any]:
+def _refresh(params: Mapping[str, Any], progress: Progress) -> dict[str, Any]:
     from gpufleet.catalog.fetch.pipeline import _previous_offers, refresh, write_result
     from gpufleet.catalog.offers import load_shipped_offers
 
@@ -278,7 +280,7 @@ def _refresh(params: Mapping[str, Any], progress: Any) -> dict[str, Any]:
     }
 
 
-def _findings(params: Mapping[str, Any], progress: Any) -> tuple[dict[str, Any], str | None]:
+def _findings(params: Mapping[str, Any], progress: Progress) -> tuple[dict[str, Any], str | None]:
     from gpufleet.report import telemetry as rt
     from gpufleet.telemetry.alerts import evaluate, load_rules
     from gpufleet.telemetry.analyze import gpu_stats, resolve_window
