@@ -200,3 +200,22 @@ def test_serve_no_scheduler_flag(monkeypatch: pytest.MonkeyPatch, tmp_path: Any)
         res = CliRunner().invoke(app, ["serve", "--db", db, *flag])
         assert res.exit_code == 0, res.output
         assert seen[-1].state.gpufleet.settings.scheduler is want
+
+
+def test_a_claim_left_by_a_stopped_scheduler_is_finished_later(senv: Env) -> None:
+    """A scheduler killed after claiming a due time but before queueing its job: the others leave the claim
+    alone while it may still be working, then finish it, still with one job, and the schedule moves on."""
+    c, st = senv.client, senv.app.state.gpufleet
+    sid = c.post("/api/v1/schedules", json=FINDINGS, headers=senv.h("a_editor")).json()["id"]
+    due = _t("2026-11-29 06:00")
+    with st.sm() as db:
+        db.add(ScheduleRun(schedule_id=sid, due_unix_s=due, claimed_by="killed", created_unix_s=due + 1))
+        db.commit()
+    assert scheduler.tick(st.sm, due + 30, "r2") == []  # maybe still working: left alone
+    assert _jobs(senv, "a_viewer") == []
+    [job_id] = scheduler.tick(st.sm, due + 1 + scheduler.STALE_CLAIM_S + 1, "r2")
+    assert [j["id"] for j in _jobs(senv, "a_viewer")] == [job_id]
+    s = c.get(f"/api/v1/schedules/{sid}", headers=senv.h("a_viewer")).json()
+    assert s["next_due_unix_s"] == _t("2026-11-30 06:00") and s["last_job_id"] == job_id
+    runs = c.get(f"/api/v1/schedules/{sid}/runs", headers=senv.h("a_viewer")).json()
+    assert [(r["job_id"], r["claimed_by"]) for r in runs] == [(job_id, "killed")]

@@ -5,7 +5,9 @@ One loop per service process (``gpufleet serve --no-scheduler`` turns it off) ca
 (schedule, due time) into ``schedule_runs``, whose unique key lets exactly one scheduler win, whichever
 replica it runs in (the others get an integrity error and move on); the winner queues the job (idempotency key
 ``schedule:<id>:<due>``, so even a retried claim queues it once) and moves the schedule to its next due time.
-A service that was down when runs were due queues one catch-up run, not one per missed time.
+A scheduler killed between its claim and moving the schedule on leaves a claim that another scheduler
+finishes after :data:`STALE_CLAIM_S` (the idempotency key keeps it to one job). A service that was down when
+runs were due queues one catch-up run, not one per missed time.
 
 Time is injected (``clock``): the tests drive it explicitly, nothing sleeps.
 """
@@ -37,6 +39,9 @@ Clock = Callable[[], float]
 SCOPES: tuple[str, ...] = ("team", "global")
 #: kinds that act on data every team shares: only a global schedule (made by an admin) runs them
 GLOBAL_KINDS = frozenset({"catalog_refresh"})
+#: a claim whose schedule has not moved on after this long [s] was left by a scheduler that stopped (killed
+#: between claiming and queueing); another scheduler then finishes it
+STALE_CLAIM_S = 120.0
 
 
 def check_schedule(
@@ -137,7 +142,18 @@ def _run_one(
             db.commit()
         except IntegrityError:  # another scheduler (another replica) claimed this due time
             db.rollback()
-            return None
+            claimed = db.scalar(
+                select(ScheduleRun.created_unix_s).where(
+                    ScheduleRun.schedule_id == schedule_id, ScheduleRun.due_unix_s == due
+                )
+            )
+            if claimed is None or now - claimed < STALE_CLAIM_S:
+                return None  # it is queueing the job now
+            # its scheduler stopped between the claim and moving the schedule on: finish its work (the
+            # job's idempotency key makes a second submit give the same job)
+            log.warning(
+                "schedule %s due %.0f: finishing a claim left %.0f s ago", schedule_id, due, now - claimed
+            )
         s = db.get(Schedule, schedule_id)
         if s is None:
             return None
