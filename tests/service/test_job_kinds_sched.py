@@ -29,22 +29,39 @@ ROOT = Path(__file__).resolve().parents[2]
         ("catalog_refresh", {"provider": "aws", "regions": "us-east-1"}, "regions is a list"),
         ("catalog_refresh", {"provider": "aws", "key": 1}, "Unknown catalog_refresh job parameter(s): key"),
         ("simulate", {"simulator": "autoscale", "trace": "/etc/passwd"}, "Allowed: spot"),
-        ("simulate", {"simulator": "spot", "model": "x"}, "model and tokens are required"),
+        ("simulate", {"simulator": "spot", "model": "llama-3.1-8b"}, "model and tokens are required"),
         (
             "simulate",
-            {"simulator": "spot", "model": "x", "tokens": 1e9, "interruptions": "/etc/x"},
+            {"simulator": "spot", "model": "llama-3.1-8b", "tokens": 1e9, "interruptions": "/etc/x"},
             "names a file",
         ),
         (
             "simulate",
-            {"simulator": "spot", "model": "x", "tokens": "many"},
+            {"simulator": "spot", "model": "llama-3.1-8b", "tokens": "many"},
             "tokens = 'many' must be a int or float",
         ),
         (
             "simulate",
-            {"simulator": "spot", "model": "x", "tokens": 1e9, "gpus": True},
+            {"simulator": "spot", "model": "llama-3.1-8b", "tokens": 1e9, "gpus": True},
             "gpus = True must be a int",
         ),
+        ("simulate", {"simulator": "spot", "model": "/etc/hosts", "tokens": 1e9}, "looks like a file path"),
+        (
+            "simulate",
+            {"simulator": "spot", "model": "cfg/config.json", "tokens": 1e9},
+            "looks like a file path",
+        ),
+        (
+            "simulate",
+            {"simulator": "spot", "model": "llama-3.1-8b", "tokens": -5},
+            "tokens = -5 must be a finite",
+        ),
+        (
+            "simulate",
+            {"simulator": "spot", "model": "llama-3.1-8b", "tokens": 1e9, "runs": 0},
+            "runs = 0 must",
+        ),
+        ("sweep", {"kind": "spot", "grid": {"model": ["~/m"]}}, "looks like a file path"),
         ("sweep", {"kind": "batch", "grid": {}}, "Allowed: spot"),
         ("sweep", {"kind": "spot", "base": {"fleet": "f.yaml"}, "grid": {}}, "names a file"),
         ("sweep", {"kind": "spot", "grid": {"gpus": []}}, "non-empty list"),
@@ -62,6 +79,12 @@ def test_bad_parameters_are_refused_with_what_is_allowed(
     with pytest.raises(InputError) as err:
         check_params(kind, params)
     assert says in str(err.value)
+
+
+def test_an_unknown_model_is_a_404_with_close_matches(env: Env) -> None:
+    body = {"kind": "simulate", "params": {"simulator": "spot", "model": "llama-3.1-8", "tokens": 1e9}}
+    r = env.client.post("/api/v1/jobs", json=body, headers=env.h("a_editor"))
+    assert r.status_code == 404 and "llama-3.1-8b" in r.json()["error"]["message"]
 
 
 def test_job_routes_check_kinds_and_roles(env: Env) -> None:

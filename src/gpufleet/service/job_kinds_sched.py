@@ -63,6 +63,21 @@ def _number(kind: str, name: str, value: Any, lo: float, hi: float) -> float:
     return float(value)
 
 
+def _model(where: str, name: str) -> None:
+    """A model named by id, alias, Hugging Face repo id or size class, never by a path: the library reads a
+    config.json path, which here would be a file on the server."""
+    from pathlib import Path
+
+    from gpufleet.models.registry import resolve_model
+
+    if name.startswith(("/", "~", ".")) or "\\" in name or name.endswith(".json") or Path(name).exists():
+        raise InputError(
+            f"{where}: model {name[:100]!r} looks like a file path; a job cannot read files on the server. "
+            "Give a shipped model id, alias, Hugging Face repo id or size class (GET /api/v1/catalog/models)."
+        )
+    resolve_model(name)  # an unknown name: UnknownNameError with close matches
+
+
 def _spot_options(where: str, opts: Mapping[str, Any]) -> None:
     for k, v in opts.items():
         if k in FILE_KEYS:
@@ -75,6 +90,10 @@ def _spot_options(where: str, opts: Mapping[str, Any]) -> None:
             raise InputError(f"{where}: unknown option {k!r}. Allowed: {', '.join(SPOT_OPTIONS)}.")
         if isinstance(v, bool) or not isinstance(v, types):
             raise InputError(f"{where}: {k} = {v!r} must be a {' or '.join(t.__name__ for t in types)}.")
+        if k == "model":
+            _model(where, v)
+        elif k != "seed" and isinstance(v, int | float) and not (0 < v < 1e18):
+            raise InputError(f"{where}: {k} = {v!r} must be a finite number above 0.")
 
 
 def check(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
