@@ -80,7 +80,11 @@ def _schedules_body(request: Request, who: Principal, csrf: str, error: str = ""
         if rows
         else "<p class='muted'>No schedules yet.</p>"
     )
-    out = (f'<p class="error" role="alert">{escape(error)}</p>' if error else "") + table
+    out = (
+        (f'<p class="error" role="alert">{escape(error)}</p>' if error else "")
+        + '<p><a href="/notifications">Notification settings</a></p>'
+        + table
+    )
     if editor:
         f = form or {}
         kinds = "".join(
@@ -197,6 +201,7 @@ def _notifications_body(request: Request, who: Principal, csrf: str, error: str 
         ).all()
         changes = db.scalars(select(PriceChange).order_by(PriceChange.id.desc()).limit(RECENT)).all()
     out = f'<p class="error" role="alert">{escape(error)}</p>' if error else ""
+    out += '<p><a href="/schedules">Schedules</a> (a daily findings run notifies new savings)</p>'
     trs = []
     for h in hooks:
         url = h.url if admin else f"{urlsplit(h.url).scheme}://{urlsplit(h.url).hostname}/…"
