@@ -91,7 +91,7 @@ def _spot_options(where: str, opts: Mapping[str, Any]) -> None:
         if isinstance(v, bool) or not isinstance(v, types):
             raise InputError(f"{where}: {k} = {v!r} must be a {' or '.join(t.__name__ for t in types)}.")
         if k == "model":
-            _model(where, v)
+            _model(where, str(v))
         elif k != "seed" and isinstance(v, int | float) and not (0 < v < 1e18):
             raise InputError(f"{where}: {k} = {v!r} must be a finite number above 0.")
 
