@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -169,6 +172,27 @@ def known_model_names() -> list[str]:
     return [*load_model_entries(), *load_model_aliases(), *SIZE_CLASSES]
 
 
+#: whether :func:`resolve_model` may read a config.json named by the caller. The service turns it off for
+#: every request and job (:func:`model_files_forbidden`): a model name sent over HTTP must never make the
+#: server read one of its own files.
+_MODEL_FILES_ALLOWED: ContextVar[bool] = ContextVar("gpufleet_model_files_allowed", default=True)
+
+
+@contextmanager
+def model_files_forbidden() -> Iterator[None]:
+    """Within the block, a model given as a path is an error instead of a file read (the HTTP service)."""
+    token = _MODEL_FILES_ALLOWED.set(False)
+    try:
+        yield
+    finally:
+        _MODEL_FILES_ALLOWED.reset(token)
+
+
+def forbid_model_files() -> None:
+    """Forbid model config paths for the rest of this context (a job's own process)."""
+    _MODEL_FILES_ALLOWED.set(False)
+
+
 @checked_output("model lookup")
 def resolve_model(name_or_path: str | Path | ModelArch) -> ModelArch:
     """Shipped id, alias or Hugging Face repo id (case-insensitive), size class, or config.json path."""
@@ -204,6 +228,15 @@ def resolve_model(name_or_path: str | Path | ModelArch) -> ModelArch:
     custom = parse_custom_size(name)
     if custom is not None:  # a GPU Fleet Optimizer custom size class, e.g. size:200B
         return custom_size_arch(custom)
+    if not _MODEL_FILES_ALLOWED.get():
+        raise UnknownNameError(
+            "model",
+            name[:200],
+            known_model_names(),
+            hint="This server does not read model config files named in a request. Pass a shipped model id "
+            "or alias, a Hugging Face repo id of a shipped model, a size class (SMALL, MEDIUM, LARGE, "
+            "MASSIVE) or a custom size (size:200B); GET /api/v1/catalog/models lists them.",
+        )
     path = Path(name).expanduser()
     try:
         is_dir = path.is_dir()

@@ -23,6 +23,7 @@ from gpufleet.service.db import SCHEMA_REVISION, current_revision, make_engine, 
 from gpufleet.service.deps import State
 from gpufleet.service.errors import http_status
 from gpufleet.service.ops import Metrics, OpsMiddleware, RateLimiter
+from gpufleet.service.sandbox import NoServerFilesMiddleware
 from gpufleet.service.settings import ServiceSettings
 
 log = logging.getLogger("gpufleet.service")
@@ -177,5 +178,6 @@ def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+    app.add_middleware(NoServerFilesMiddleware)
     app.add_middleware(OpsMiddleware, metrics=st.metrics, max_body_bytes=settings.max_body_bytes)
     return app

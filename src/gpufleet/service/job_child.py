@@ -25,7 +25,10 @@ def _send(out: TextIO, msg: dict[str, Any]) -> None:
 
 def main(stdin: TextIO = sys.stdin, stdout: TextIO = sys.stdout) -> int:
     from gpufleet.errors import GpufleetError
+    from gpufleet.models.registry import forbid_model_files
     from gpufleet.service.job_kinds import execute
+
+    forbid_model_files()  # a job's parameters come over HTTP: no model config file of the server is read
 
     try:
         request = json.loads(stdin.read())
