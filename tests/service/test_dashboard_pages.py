@@ -28,7 +28,8 @@ def _upload(env: Env, who: str, name: str = "acme.yaml", text: str | None = None
     return env.client.post("/api/v1/catalogs", json=body, headers=env.h(who))
 
 
-def test_user_catalogs_are_per_team_and_applied_to_its_recommend(env: Env) -> None:
+def test_user_catalogs_are_per_team_and_applied_to_its_recommend(any_env: Env) -> None:
+    env = any_env  # SQLite and PostgreSQL
     c = env.client
     assert _upload(env, "a_viewer").status_code == 403
     r = _upload(env, "a_editor")
