@@ -98,3 +98,26 @@ def test_serve_refuses_an_unknown_log_format_before_starting(tmp_path: object) -
 
     r = CliRunner().invoke(cli_app, ["serve", "--log-format", "xml", "--db", f"{tmp_path}/s.sqlite3"])
     assert r.exit_code == 2 and "Allowed: json, text" in r.output and "gpufleet service at" not in r.output
+
+
+def test_a_job_run_logs_queued_started_and_succeeded(
+    sqlite_url: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from .fixtures import make_env
+    from .test_jobs import _finished, _fleet, _wait
+
+    caplog.set_level(logging.INFO, logger="gpufleet.service.jobs")
+    for env in make_env(sqlite_url, run_jobs=True, job_workers=1):
+        body = {"fleet": _fleet(), "source": "a.yaml"}
+        r = env.client.post("/api/v1/plan", json=body, headers=env.h("a_editor"))
+        assert r.status_code == 202, r.text
+        assert _wait(env, r.json()["id"], _finished)["status"] == "succeeded"
+    events = [
+        rec.fields  # type: ignore[attr-defined]
+        for rec in _records(caplog, "gpufleet.service.jobs")
+        if getattr(rec, "fields", None)
+    ]
+    assert [e["event"] for e in events] == ["queued", "started", "succeeded"]
+    done = events[-1]
+    assert done["job_id"] == r.json()["id"] and done["kind"] == "plan" and done["attempts"] == 1
+    assert done["duration_ms"] > 0 and done["error"] is None
