@@ -214,6 +214,16 @@ def _add_plan(env: Env, team: str, cost: float, finished_unix_s: float) -> None:
     engine.dispose()
 
 
+def _add_team(env: Env, name: str) -> None:
+    from gpufleet.service.auth import get_or_create_team
+
+    engine = make_engine(env.url)
+    with make_sessionmaker(engine)() as db:
+        get_or_create_team(db, name)
+        db.commit()
+    engine.dispose()
+
+
 def test_overview_cost_by_team_savings_by_lever_and_trend(env: Env) -> None:
     c = env.client
     sign_in(c, env.tokens["a_viewer"])
@@ -237,6 +247,11 @@ def test_overview_cost_by_team_savings_by_lever_and_trend(env: Env) -> None:
     sign_in(admin, env.tokens["a_admin"])
     apage = admin.get("/").text
     assert "777.00" in apage and "1,000.00" in apage and "every team" in apage
+    _add_team(env, "c")
+    assert (
+        "<tr><td>c</td><td class='num'>-</td><td colspan='2'>no succeeded plan</td></tr>"
+        in admin.get("/").text
+    )
 
 
 def test_pages_redirect_to_sign_in_and_the_shared_helpers_keep_their_signatures(env: Env) -> None:

@@ -25,6 +25,9 @@ router = APIRouter(include_in_schema=False)
 FINDINGS_DAYS = 14
 
 
+_NO_PLAN = "<td colspan='2'>no succeeded plan</td>"
+
+
 def _date(unix_s: float) -> str:
     return datetime.fromtimestamp(unix_s, UTC).strftime("%Y-%m-%d %H:%M UTC")
 
@@ -37,11 +40,13 @@ def _cost_section(request: Request, s: SignedIn) -> str:
     admin = s.who.role == "admin"
     rows = cost_by_team(st.sm, None if admin else s.who.team_id)
     scope = "every team (you are an admin)" if admin else f"team {escape(s.who.team_name)}"
-    if rows:
+    if any(p is not None for _, p in rows):
         body = "".join(
-            f"<tr><td>{escape(p.team_name)}</td><td class='num'>{_money(p.cost_usd_per_month)}</td>"
+            f"<tr><td>{escape(name)}</td><td class='num'>{_money(p.cost_usd_per_month)}</td>"
             f"<td>{escape(p.source)}</td><td>{_date(p.finished_unix_s)}</td></tr>"
-            for p in rows
+            if p is not None
+            else f"<tr><td>{escape(name)}</td><td class='num'>-</td>{_NO_PLAN}</tr>"
+            for name, p in rows
         )
         table = (
             f"<table><caption>Cost per month by team: each team's latest succeeded plan ({scope})</caption>"

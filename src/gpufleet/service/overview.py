@@ -116,18 +116,21 @@ def plan_trend(sm: sessionmaker[OrmSession], team_id: int) -> tuple[tuple[PlanPo
     return tuple(reversed(points)), latest
 
 
-def cost_by_team(sm: sessionmaker[OrmSession], team_id: int | None) -> tuple[PlanPoint, ...]:
-    """Each service team's latest succeeded plan (its cost/month), by team name; only ``team_id``'s unless
-    None (an admin's view of every team)."""
+def cost_by_team(
+    sm: sessionmaker[OrmSession], team_id: int | None
+) -> tuple[tuple[str, PlanPoint | None], ...]:
+    """(team name, its latest succeeded plan with a cost, or None) of every service team by name; only
+    ``team_id``'s unless None (an admin's view of every team)."""
     with sm() as db:
         teams = db.execute(select(Team.id, Team.name).order_by(Team.name)).all()
-        out = []
-        for tid, _name in teams:
+        out: list[tuple[str, PlanPoint | None]] = []
+        for tid, name in teams:
             if team_id is not None and tid != team_id:
                 continue
+            latest = None
             for job, team_name in _plans(db, tid, 5):  # the newest plan with a cost
-                p = _point(job, team_name, _result(job))
-                if p is not None:
-                    out.append(p)
+                latest = _point(job, team_name, _result(job))
+                if latest is not None:
                     break
+            out.append((str(name), latest))
     return tuple(out)
