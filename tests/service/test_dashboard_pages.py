@@ -187,7 +187,11 @@ def _plan_doc(cost: float, levers: list[tuple[str, float | None]]) -> str:
                 "cost_usd_per_month": cost,
                 "cost_by_team_usd_per_month": [["devex", cost * 0.75], ["product", cost * 0.25]],
                 "levers": [
-                    {"name": n, "savings_usd_per_month": v, "note": "" if v is not None else "no data"}
+                    {
+                        "name": n,
+                        "savings_usd_per_month": v,
+                        "note": "" if v is not None else "not evaluated: no data",
+                    }
                     for n, v in levers
                 ],
             },
@@ -195,7 +199,7 @@ def _plan_doc(cost: float, levers: list[tuple[str, float | None]]) -> str:
     )
 
 
-def _add_plan(env: Env, team: str, cost: float, finished_unix_s: float) -> None:
+def _add_plan(env: Env, team: str, cost: float, finished_unix_s: float, source: str = "f.yaml") -> None:
     from sqlalchemy import select
 
     from gpufleet.service.db import Team
@@ -205,7 +209,7 @@ def _add_plan(env: Env, team: str, cost: float, finished_unix_s: float) -> None:
         tid = db.scalar(select(Team.id).where(Team.name == team))
         db.add(
             Job(
-                team_id=tid, kind="plan", status="succeeded", params_json='{"source": "f.yaml"}',
+                team_id=tid, kind="plan", status="succeeded", params_json=json.dumps({"source": source}),
                 params_sha256=str(finished_unix_s), time_limit_s=60, finished_unix_s=finished_unix_s,
                 result_json=_plan_doc(cost, [("right-size", 300.0), ("spot", 0.0), ("autoscaling", None)]),
             )
@@ -229,6 +233,7 @@ def test_overview_cost_by_team_savings_by_lever_and_trend(env: Env) -> None:
     sign_in(c, env.tokens["a_viewer"])
     empty = c.get("/").text
     assert "No succeeded plan yet" in empty and "No trend yet" in empty
+    _add_plan(env, "a", 5000.0, 1_600_000_000.0, source="other.yaml")  # another fleet: not on f.yaml's line
     _add_plan(env, "a", 1200.0, 1_700_000_000.0)
     _add_plan(env, "a", 1000.0, 1_700_000_000.0 + 7 * 86400)
     _add_plan(env, "b", 777.0, 1_700_000_000.0)
@@ -237,10 +242,11 @@ def test_overview_cost_by_team_savings_by_lever_and_trend(env: Env) -> None:
     assert "1,000.00" in page and "777.00" not in page  # a viewer sees its own team only
     assert "Latest plan of your team" in page and "OPTIMAL: $1,000.00/month" in page
     assert "<title>right-size: 300</title>" in page and "<title>spot: 0</title>" in page
-    assert "autoscaling: not evaluated (no data)" in page
+    assert "autoscaling: not evaluated: no data" in page
     assert "<title>devex: 750</title>" in page  # the fleet's own teams
     assert page.count('<polyline class="line"') == 1 and "days before the latest plan" in page
-    assert "over its last 2 plans" in page
+    assert "(its last 3 plans)" in page and "<title>f.yaml [USD/month]</title>" in page
+    assert "other.yaml" not in page.split("<h2>Trend</h2>")[1].split("</svg>")[0]
     assert "no telemetry yet" in page  # findings: none ingested
 
     admin = TestClient(env.app)
@@ -268,3 +274,11 @@ def test_pages_redirect_to_sign_in_and_the_shared_helpers_keep_their_signatures(
     ]  # fmt: skip
     assert list(inspect.signature(dashboard._signed_in).parameters) == ["request"]
     assert list(inspect.signature(dashboard._check_csrf).parameters) == ["expected", "form"]
+
+
+def test_trend_axis_unit_follows_the_span() -> None:
+    from gpufleet.service.dashboard_overview import _time_unit
+
+    assert _time_unit(3 * 86400.0) == ("days", 86400.0)
+    assert _time_unit(3 * 3600.0) == ("hours", 3600.0)
+    assert _time_unit(600.0) == ("minutes", 60.0)

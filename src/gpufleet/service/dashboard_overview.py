@@ -18,6 +18,7 @@ from gpufleet.service import jobs
 from gpufleet.service.dashboard import SignedIn, _error, _jobs_table, _money, _page
 from gpufleet.service.deps import state
 from gpufleet.service.errors import NotFound
+from gpufleet.service.overview import PlanPoint
 
 router = APIRouter(include_in_schema=False)
 
@@ -33,7 +34,7 @@ def _date(unix_s: float) -> str:
 
 
 def _cost_section(request: Request, s: SignedIn) -> str:
-    from gpufleet.report.charts import bar_chart, line_chart
+    from gpufleet.report.charts import bar_chart
     from gpufleet.service.overview import cost_by_team, plan_trend
 
     st = state(request)
@@ -85,26 +86,50 @@ def _cost_section(request: Request, s: SignedIn) -> str:
         else:
             parts.append("<p class='muted'>The latest plan found no saving on any lever.</p>")
         parts += [
-            f"<p class='muted'>{escape(lv.name)}: not evaluated ({escape(lv.note)})</p>" for lv in skipped
+            f"<p class='muted'>{escape(lv.name)}: {escape(lv.note or 'not evaluated')}</p>" for lv in skipped
         ]
     parts.append("<h2>Trend</h2>")
-    if len(trend) >= 2:
-        t0 = trend[-1].finished_unix_s
-        xy = [((p.finished_unix_s - t0) / 86400.0, p.cost_usd_per_month) for p in trend]
-        parts.append(
-            line_chart(
-                {"plan cost [USD/month]": xy},
-                title=f"Your team's plan cost per month over its last {len(trend)} plans",
-                x_label="days before the latest plan",
-                y_label="USD/month",
-            )
-        )
-    else:
-        parts.append(
-            "<p class='muted'>No trend yet: it needs two succeeded plans of your team "
-            f"({len(trend)} so far).</p>"
-        )
+    parts.append(_trend(trend))
     return "".join(parts)
+
+
+def _time_unit(span_s: float) -> tuple[str, float]:
+    """The x axis unit of a time span: days from 2 days up, hours from 2 hours up, else minutes."""
+    from gpufleet.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE
+
+    if span_s >= 2 * SECONDS_PER_DAY:
+        return "days", SECONDS_PER_DAY
+    if span_s >= 2 * SECONDS_PER_HOUR:
+        return "hours", SECONDS_PER_HOUR
+    return "minutes", SECONDS_PER_MINUTE
+
+
+def _trend(trend: tuple[PlanPoint, ...]) -> str:
+    """A line per fleet file (a trend across different fleets would mix workloads): cost per month of each
+    succeeded plan at its finish time."""
+    from gpufleet.report.charts import line_chart
+
+    by_source: dict[str, list[PlanPoint]] = {}
+    for p in trend:
+        by_source.setdefault(p.source, []).append(p)
+    if not any(len(v) >= 2 for v in by_source.values()):
+        return (
+            "<p class='muted'>No trend yet: it needs two succeeded plans of one fleet file "
+            f"({len(trend)} plans of {len(by_source)} fleet files so far).</p>"
+        )
+    t_last = trend[-1].finished_unix_s
+    unit, unit_s = _time_unit(t_last - trend[0].finished_unix_s)
+    series = {
+        f"{source} [USD/month]": [((p.finished_unix_s - t_last) / unit_s, p.cost_usd_per_month) for p in pts]
+        for source, pts in by_source.items()
+        if len(pts) >= 2
+    }
+    return line_chart(
+        series,
+        title=f"Your team's plan cost per month by fleet file (its last {len(trend)} plans)",
+        x_label=f"{unit} before the latest plan",
+        y_label="USD/month",
+    )
 
 
 def _findings_section(request: Request, s: SignedIn) -> str:
