@@ -282,3 +282,31 @@ def test_trend_axis_unit_follows_the_span() -> None:
     assert _time_unit(3 * 86400.0) == ("days", 86400.0)
     assert _time_unit(3 * 3600.0) == ("hours", 3600.0)
     assert _time_unit(600.0) == ("minutes", 60.0)
+
+
+def test_history_lines_merge_zones_with_the_same_prices() -> None:
+    from gpufleet.catalog.history import PricePoint
+    from gpufleet.service.dashboard_catalog import _series
+
+    def pt(at: str, zone: str, kind: str, price: float) -> PricePoint:
+        return PricePoint(
+            captured_at=at,
+            provider="aws",
+            region="us-east-1",
+            zone=zone,
+            instance_type="p5.48xlarge",
+            price_kind=kind,  # type: ignore[arg-type]
+            price_usd_per_hour=price,
+            source="refresh",
+        )
+
+    t1, t2 = "2026-11-01T00:00:00Z", "2026-11-11T00:00:00Z"
+    now = 1_795_824_000.0  # 2026-11-28T00:00:00Z: x in days before it
+    pts = [pt(t, z, "on_demand", 55.0) for t in (t1, t2) for z in ("az1", "az2", "az3", "az4")]
+    pts += [pt(t1, "az1", "spot", 20.0), pt(t2, "az1", "spot", 21.0), pt(t1, "az2", "spot", 19.0)]
+    pts += [pt("2026-08/2026-11", "az1", "on_demand", 50.0)]  # the shipped period: not on the time axis
+    lines = _series(pts, now)
+    assert set(lines) == {"on-demand (4 zones)", "spot (az1)", "spot (az2)"}
+    assert [y for _, y in lines["spot (az1)"]] == [20.0, 21.0]
+    (x1, _), (x2, _) = lines["on-demand (4 zones)"]
+    assert x2 - x1 == pytest.approx(10.0) and x2 == pytest.approx(-17.0)  # days before now

@@ -3,8 +3,10 @@ price history (`gpufleet catalog history`) as an SVG line chart of its on-demand
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from html import escape
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
@@ -13,6 +15,9 @@ from fastapi.responses import HTMLResponse, Response
 from gpufleet.errors import GpufleetError, InputError
 from gpufleet.service.dashboard import PAGE_SIZE, SignedIn, _error, _money, _opt, _page, _values
 from gpufleet.service.errors import http_status
+
+if TYPE_CHECKING:
+    from gpufleet.catalog.history import PricePoint
 
 router = APIRouter(include_in_schema=False)
 
@@ -113,6 +118,28 @@ def _captured_unix_s(captured_at: str) -> float | None:
         return None
 
 
+def _series(points: Sequence[PricePoint], now_s: float) -> dict[str, list[tuple[float, float]]]:
+    """The dated points as lines: one per price kind and zone, zones with the very same prices on one line
+    (a provider prices most zones alike: six identical lines would hide each other)."""
+    from gpufleet.units import SECONDS_PER_DAY
+
+    by_key: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for p in points:
+        t = _captured_unix_s(p.captured_at)
+        if t is not None:
+            key = (p.price_kind.replace("_", "-"), p.zone or "")
+            by_key.setdefault(key, []).append(((t - now_s) / SECONDS_PER_DAY, p.price_usd_per_hour))
+    merged: dict[tuple[str, tuple[tuple[float, float], ...]], list[str]] = {}
+    for (kind, zone), xy in by_key.items():
+        merged.setdefault((kind, tuple(xy)), []).append(zone)
+    out: dict[str, list[tuple[float, float]]] = {}
+    for (kind, xy), zones in merged.items():
+        named = [z for z in zones if z]
+        where = ", ".join(named) if len(named) <= 3 else f"{len(named)} zones"
+        out[f"{kind} ({where})" if named else kind] = list(xy)
+    return out
+
+
 @router.get("/catalog/history", response_class=HTMLResponse, response_model=None)
 def history(request: Request, s: SignedIn) -> Response:
     """One offer's dated prices over the last ``days`` (90 by default): a line per price kind (and zone)."""
@@ -151,13 +178,7 @@ def history(request: Request, s: SignedIn) -> Response:
     if not answer.points:
         body = f"<p>{what}: the provider does not offer this machine in this region (no price).</p>"
         return _page(request, title, form + body, s.who, s.csrf)
-    now_s = datetime.now(UTC).timestamp()
-    series: dict[str, list[tuple[float, float]]] = {}
-    for p in answer.points:
-        t = _captured_unix_s(p.captured_at)
-        if t is not None:
-            name = p.price_kind.replace("_", "-") + (f" ({p.zone})" if p.zone else "")
-            series.setdefault(name, []).append(((t - now_s) / 86400.0, p.price_usd_per_hour))
+    series = _series(answer.points, datetime.now(UTC).timestamp())
     dated = sum(len(v) for v in series.values())
     if any(len(v) >= 2 for v in series.values()):
         chart = line_chart(
