@@ -111,11 +111,19 @@ def test_dashboard_user_catalogs_page(env: Env) -> None:
     assert "negotiated.yaml" in page and 'action="/catalogs"' in page
     cid = int(re.search(r'href="/catalogs/(\d+)"', page).group(1))  # type: ignore[union-attr]
     assert "dgx-h100" in c.get(f"/catalogs/{cid}").text
+    # the catalog explorer shows the team's own machines (no history link) and its negotiated prices
+    explorer = c.get("/catalog", params={"provider": "onprem"}).text
+    assert "<td>dgx-h100</td>" in explorer and "user catalog negotiated.yaml" in explorer
+    p5 = c.get("/catalog", params={"provider": "aws", "region": "us-east-1", "gpu": "H100"}).text
+    assert "override negotiated.yaml" in p5 and "/catalog/history?provider=aws" in p5
     assert c.post(f"/catalogs/{cid}/delete", data={"csrf": "forged"}).status_code == 403
 
     other = TestClient(env.app)
     sign_in(other, env.tokens["b_admin"])
     assert "negotiated.yaml" not in other.get("/catalogs").text
+    assert "negotiated.yaml" not in other.get("/catalog", params={"provider": "aws"}).text
+    unknown = other.get("/catalog", params={"provider": "onprem"})
+    assert unknown.status_code == 400 and "Unknown provider &#x27;onprem&#x27;" in unknown.text
     assert other.get(f"/catalogs/{cid}").status_code == 404
     bcsrf = sign_in(other, env.tokens["b_admin"])
     assert other.post(f"/catalogs/{cid}/delete", data={"csrf": bcsrf}).status_code == 404

@@ -14,6 +14,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from gpufleet.errors import GpufleetError, InputError
 from gpufleet.service.dashboard import PAGE_SIZE, SignedIn, _error, _money, _opt, _page, _values
+from gpufleet.service.deps import state
 from gpufleet.service.errors import http_status
 
 if TYPE_CHECKING:
@@ -30,6 +31,7 @@ def catalog(request: Request, s: SignedIn) -> Response:
     who, csrf = s.who, s.csrf
     from gpufleet.catalog.listing import SORT_KEYS, offer_rows, query_offers
     from gpufleet.catalog.offers import load_offers
+    from gpufleet.service.user_catalogs import team_offers
 
     q = request.query_params
     gpu, provider, region = q.get("gpu", ""), q.get("provider", ""), q.get("region", "")
@@ -45,8 +47,9 @@ def catalog(request: Request, s: SignedIn) -> Response:
     error, rows, total = "", [], 0
     try:
         price = float(max_price) if max_price else None
+        table = team_offers(state(request).sm, who.team_id) or load_offers()  # the team's catalogs applied
         result = query_offers(
-            load_offers(),
+            table,
             gpus=_values(gpu),
             providers=_values(provider),
             regions=_values(region),
@@ -73,11 +76,9 @@ def catalog(request: Request, s: SignedIn) -> Response:
     price_col = "price_spot_usd_per_hour" if spot else "price_on_demand_usd_per_hour"
     body_rows = "".join(
         f"<tr><td>{escape(str(r['provider']))}</td><td>{escape(str(r['region']))}</td>"
-        f'<td><a href="/catalog/history?{escape(_history_query(r))}" '
-        f'title="Price history of this offer">{escape(str(r["instance_type"]))}</a></td>'
-        f"<td>{escape(str(r['gpu']))}</td>"
+        f"<td>{_instance_cell(r)}</td><td>{escape(str(r['gpu']))}</td>"
         f"<td class='num'>{r['gpu_count']}</td><td class='num'>{_money(r.get(price_col))}</td>"
-        f"<td>{escape(str(r.get('captured_at', '')))}</td></tr>"
+        f"<td>{escape(str(r.get('captured_at', '')))}</td><td>{escape(str(r.get('source', '')))}</td></tr>"
         for r in rows
     )
     label = "spot" if spot else "on-demand"
@@ -85,7 +86,7 @@ def catalog(request: Request, s: SignedIn) -> Response:
         f"<p>{total:,} offers match; showing {page * PAGE_SIZE + 1 if rows else 0}-"
         f"{page * PAGE_SIZE + len(rows)}.</p><table><thead><tr><th>provider</th><th>region</th>"
         f"<th>instance</th><th>GPU</th><th class='num'>GPUs</th><th class='num'>{label} price [USD/h, "
-        f"machine]</th><th>captured</th></tr></thead><tbody>{body_rows}</tbody></table>"
+        f"machine]</th><th>captured</th><th>source</th></tr></thead><tbody>{body_rows}</tbody></table>"
     )
     params = {k: v for k, v in q.items() if k != "page"}
     links = []
@@ -102,6 +103,15 @@ def catalog(request: Request, s: SignedIn) -> Response:
         csrf,
         status=http_status(InputError()) if error else 200,
     )
+
+
+def _instance_cell(r: dict[str, object]) -> str:
+    """The instance type, linked to its price history unless the team's own catalog added it (no history)."""
+    name = escape(str(r["instance_type"]))
+    if str(r.get("source", "")).startswith("user catalog"):
+        return name
+    href = f"/catalog/history?{escape(_history_query(r))}"
+    return f'<a href="{href}" title="Price history of this offer">{name}</a>'
 
 
 def _history_query(r: dict[str, object]) -> str:
