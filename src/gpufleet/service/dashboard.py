@@ -4,6 +4,11 @@ own HTML and SVG charts. No script at all (the CSP forbids it), nothing from ano
 Sign-in takes a token and opens a session (an HttpOnly, SameSite=Strict cookie; its hash in the database).
 Every form that changes something carries the session's CSRF token, compared in constant time; the sign-in
 form uses a double-submit cookie. A viewer sees no editor action, and the routes refuse one anyway (403).
+
+Every page takes the session through the :data:`SignedIn` dependency (no session: a redirect to /login) and
+every form post through :data:`PostedForm` (the form, its CSRF token checked). This module keeps the shared
+helpers (``_page``, ``_signed_in``, ``_check_csrf``, ...) and the sign-in, recommend, plan, jobs and telemetry
+pages; the others live in ``dashboard_*.py``.
 """
 
 from __future__ import annotations
@@ -128,9 +133,12 @@ def _to_login() -> RedirectResponse:
     return RedirectResponse("/login", status_code=303)
 
 
-class SignInRequired(Exception):
+class SignInRequired(NotAuthenticated):
     """A page was asked for without a live session: the app answers with a redirect to /login
-    (:func:`to_login`, registered in :func:`gpufleet.service.app.create_app`)."""
+    (:func:`to_login`, registered in :func:`gpufleet.service.app.create_app`; without it, a 401)."""
+
+    def __init__(self) -> None:
+        super().__init__("Sign in with a token at /login.")
 
 
 async def to_login(_: Request, __: Exception) -> Response:
