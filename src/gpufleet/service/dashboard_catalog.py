@@ -47,9 +47,9 @@ def catalog(request: Request, s: SignedIn) -> Response:
     error, rows, total = "", [], 0
     try:
         price = float(max_price) if max_price else None
-        table = team_offers(state(request).sm, who.team_id) or load_offers()  # the team's catalogs applied
+        mine = team_offers(state(request).sm, who.team_id)  # the team's catalogs applied
         result = query_offers(
-            table,
+            mine if mine is not None else load_offers(),
             gpus=_values(gpu),
             providers=_values(provider),
             regions=_values(region),
@@ -143,10 +143,10 @@ def _series(points: Sequence[PricePoint], now_s: float) -> dict[str, list[tuple[
     for (kind, zone), xy in by_key.items():
         merged.setdefault((kind, tuple(xy)), []).append(zone)
     out: dict[str, list[tuple[float, float]]] = {}
-    for (kind, xy), zones in merged.items():
+    for (kind, pts), zones in merged.items():
         named = [z for z in zones if z]
         where = ", ".join(named) if len(named) <= 3 else f"{len(named)} zones"
-        out[f"{kind} ({where})" if named else kind] = list(xy)
+        out[f"{kind} ({where})" if named else kind] = list(pts)
     return out
 
 
