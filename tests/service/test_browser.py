@@ -1,7 +1,8 @@
 """The real thing: `gpufleet serve` started as a process (uvicorn on 127.0.0.1, a SQLite file, job workers),
 printing its URL and first admin token, driven by the system Chromium through Playwright: every page renders
-without console errors, the forms submit (sign-in, catalog filter, recommend, plan upload -> job -> report), a
-viewer cannot reach the plan action, every form field has a label, the keyboard reaches the content."""
+without console errors, the forms submit (sign-in, catalog filter, recommend, plan upload -> job -> report,
+user catalog upload, price history), a viewer cannot reach the plan or catalog upload actions, every form
+field has a label, the keyboard reaches the content and the menu's pages."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import httpx
 import pytest
 
 FLEET = Path("examples/fleets/assessment-platform.yaml").resolve()
+ONPREM = Path("tests/data/user_catalogs/onprem.yaml").resolve()
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
@@ -167,11 +169,50 @@ def test_dashboard_in_chromium(server: tuple[str, str]) -> None:
             page.wait_for_selector("section.report svg")
 
             page.goto(base)
-            assert "Latest plan" in page.inner_text("main") and "OPTIMAL" in page.inner_text("main")
+            main = page.inner_text("main")
+            assert "Latest plan" in main and "OPTIMAL" in main and "Cost per month by team" in main
+            assert "Savings by lever" in main and page.locator("main svg").count() >= 1
             page.goto(base + "jobs")
             assert "#1" in page.inner_text("main")
             page.goto(base + "telemetry")
             assert "no telemetry yet" in page.inner_text("main") and unlabelled() == []
+
+            # keyboard only: skip link, then the main menu, to the findings page
+            page.goto(base)
+            page.keyboard.press("Tab")
+            assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+            page.keyboard.press("Tab")
+            assert page.evaluate("document.activeElement.textContent") == "Overview"
+            for _ in range(12):
+                if page.evaluate("document.activeElement.textContent") == "Findings":
+                    break
+                page.keyboard.press("Tab")
+            page.keyboard.press("Enter")
+            page.wait_for_url(base + "findings")
+            assert "no telemetry yet" in page.inner_text("main")
+
+            # user catalogs: uploaded through the form, listed, readable
+            page.goto(base + "catalogs")
+            assert unlabelled() == []
+            page.get_by_label("User catalog (YAML or JSON, the format of --catalog)").set_input_files(
+                str(ONPREM)
+            )
+            page.get_by_role("button", name="Upload catalog").click()
+            page.wait_for_url(base + "catalogs")
+            assert "onprem.yaml" in page.inner_text("main")
+            page.get_by_role("link", name="onprem.yaml").click()
+            assert "dgx-h100" in page.inner_text("main")
+
+            # price history: from a catalog row's instance link
+            page.goto(base + "catalog/history")
+            assert unlabelled() == []
+            page.get_by_label("Provider").fill("aws")
+            page.get_by_label("Instance type").fill("p5.48xlarge")
+            page.get_by_label("Region").fill("us-east-1")
+            page.get_by_role("button", name="Show history").click()
+            main = page.inner_text("main")
+            assert "p5.48xlarge" in page.inner_text("h1") and "shipped" in main
+            assert "No history to draw yet" in main or page.locator("main svg polyline").count() >= 1
 
             page.get_by_role("button", name="Sign out").click()
             page.wait_for_url(re.compile(r".*/login$"))
@@ -184,6 +225,13 @@ def test_dashboard_in_chromium(server: tuple[str, str]) -> None:
             errors[:] = [e for e in errors if "403" not in e]  # the refused page's own status, as asked
             page.goto(job_url)
             assert page.get_by_role("button", name="Cancel job").count() == 0
+            page.goto(base + "catalogs")
+            assert "onprem.yaml" in page.inner_text("main")
+            assert page.get_by_role("button", name="Upload catalog").count() == 0
+            assert page.get_by_role("button", name="Delete onprem.yaml").count() == 0
+            for path in ("", "findings", "catalog/history", "catalogs/1"):
+                resp = page.goto(base + path)
+                assert resp is not None and resp.status == 200, path
         finally:
             browser.close()
     assert errors == []

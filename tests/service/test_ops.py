@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from gpufleet.errors import InputError
+from gpufleet.service.db import SCHEMA_REVISION
 from gpufleet.service.ops import RateLimiter
 from gpufleet.service.settings import check_bind, db_url_from, is_loopback
 
@@ -14,7 +15,7 @@ from .fixtures import Env, make_env
 
 def test_health_and_readiness(env: Env) -> None:
     assert env.client.get("/healthz").json() == {"status": "ok"}
-    assert env.client.get("/readyz").json() == {"status": "ready", "schema_revision": "0003"}
+    assert env.client.get("/readyz").json() == {"status": "ready", "schema_revision": SCHEMA_REVISION}
 
 
 def test_metrics_count_requests_by_route_template(env: Env) -> None:

@@ -130,3 +130,46 @@ def test_dashboard_telemetry_page(tenv: Env, dcgm: bytes) -> None:
     assert 'name="file"' not in viewer.get("/telemetry").text
     r = viewer.post("/telemetry", data={"csrf": vcsrf}, files={"file": ("d.prom", dcgm, "text/plain")})
     assert r.status_code == 403
+
+
+def _rounded(doc: object) -> object:
+    if isinstance(doc, float):
+        return float(f"{doc:.9g}")
+    if isinstance(doc, dict):
+        return {k: _rounded(v) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [_rounded(v) for v in doc]
+    return doc
+
+
+def test_dashboard_findings_page_and_export_are_the_teams(tenv: Env, dcgm: bytes) -> None:
+    """/findings: by type and per GPU; its CSV and JSON exports are the CLI's / API's documents; another
+    team's page says it has no telemetry; the overview counts the findings by type."""
+    from gpufleet.report.telemetry import CO_COLUMNS
+
+    from .test_dashboard import sign_in
+
+    c = tenv.client
+    files = {"file": ("dcgm.prom", dcgm, "text/plain")}
+    assert c.post("/api/v1/telemetry/ingest", files=files, headers=tenv.h("a_editor")).status_code == 200
+    sign_in(c, tenv.tokens["a_viewer"])
+    page = c.get("/findings")
+    assert page.status_code == 200 and "Findings by type" in page.text and "savings [USD/month]" in page.text
+    api = c.get("/api/v1/telemetry/findings", headers=tenv.h("a_viewer")).json()
+    got = c.get("/findings/export.json")
+    assert got.headers["content-disposition"] == 'attachment; filename="findings-a.json"'
+    assert _rounded(got.json()) == _rounded(api)  # DuckDB's parallel sums differ in the last digits
+    csv_text = c.get("/findings/export.csv")
+    assert csv_text.headers["content-type"].startswith("text/csv")
+    lines = csv_text.text.splitlines()
+    assert lines[0].split(",") == list(CO_COLUMNS) and len(lines) == 1 + len(api["findings"]["gpus"])
+    assert c.get("/findings/export.xml").status_code == 404
+    overview = c.get("/").text
+    assert "Findings by type" in overview and "GPUs by finding" in overview
+    for name, (n, _) in api["summary"]["by_finding"].items():
+        assert f"<tr><td>{name}</td><td class='num'>{n}</td>" in overview
+
+    other = TestClient(tenv.app)
+    sign_in(other, tenv.tokens["b_admin"])
+    assert "has no telemetry yet" in other.get("/findings").text
+    assert other.get("/findings/export.csv").status_code == 404

@@ -88,20 +88,24 @@ def serve(
             help="Run the schedules in this process (several replicas may; each run is queued once).",
         ),
     ] = True,
+    log_format: Annotated[
+        str, typer.Option("--log-format", help="Log lines: json (one object per line) or text.")
+    ] = "text",
+    log_level: Annotated[str, typer.Option("--log-level", help="debug, info, warning or error.")] = "info",
 ) -> None:
     """Run the HTTP service and dashboard (API, teams and tokens, jobs); manage its tokens."""
     if ctx.invoked_subcommand is not None:
         return
     require_service_extra()
-    import logging
-
     import uvicorn
 
     from gpufleet.service.app import create_app
     from gpufleet.service.auth import bootstrap_admin
+    from gpufleet.service.logs import configure
     from gpufleet.service.settings import ServiceSettings, check_bind, db_url_from
 
     check_bind(host, public=public)
+    configure(log_level, log_format)  # a bad value is refused before anything starts
     settings = ServiceSettings(
         db_url=db_url_from(db),
         job_workers=workers,
@@ -119,12 +123,13 @@ def serve(
     )
     if admin is not None:
         typer.echo(f"First start: admin token of team 'default' (shown once, stored hashed): {admin}")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     uvicorn.run(
         create_app(settings),
         host=host,
         port=port,
-        log_level="info",
+        log_config=None,  # keep the handler configure() installed (JSON or text)
+        log_level=log_level.lower(),
+        access_log=False,  # the service logs each request itself, with its route template and team
         timeout_graceful_shutdown=10,
         proxy_headers=False,
         server_header=False,

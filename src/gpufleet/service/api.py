@@ -246,21 +246,29 @@ Limit = Annotated[int, Query(ge=1, le=1000, description="Ranked rows kept.")]
 
 
 @router.post("/recommend", responses={200: shipped_schema_ref("recommendation")}, tags=["decisions"])
-def recommend(who: Who, body: WorkloadSpec, objective: Objective = None, limit: Limit = 10) -> Response:
-    """Rank where to run a workload: offers x GPU counts x parallelism, with cost, speed and risk."""
+def recommend(
+    who: Who, st: St, body: WorkloadSpec, objective: Objective = None, limit: Limit = 10
+) -> Response:
+    """Rank where to run a workload: offers x GPU counts x parallelism, with cost, speed and risk (the
+    shipped catalog with the team's user catalogs applied)."""
     from gpufleet.recommend.api import recommend as run
     from gpufleet.report import render_text
+    from gpufleet.service.user_catalogs import team_offers
 
-    return _json(render_text(run(_workload(body), objective=objective, limit=limit), "json"))
+    offers = team_offers(st.sm, who.team_id)
+    return _json(render_text(run(_workload(body), objective=objective, limit=limit, offers=offers), "json"))
 
 
 @router.post("/migrate", responses={200: shipped_schema_ref("migration")}, tags=["decisions"])
-def migrate(who: Who, body: WorkloadSpec, objective: Objective = None, limit: Limit = 10) -> Response:
-    """Compare the workload's ``current`` deployment with the best alternative meeting the same SLOs."""
+def migrate(who: Who, st: St, body: WorkloadSpec, objective: Objective = None, limit: Limit = 10) -> Response:
+    """Compare the workload's ``current`` deployment with the best alternative meeting the same SLOs (the
+    team's user catalogs applied)."""
     from gpufleet.recommend.api import migrate as run
     from gpufleet.report import render_text
+    from gpufleet.service.user_catalogs import team_offers
 
-    return _json(render_text(run(_workload(body), objective=objective, limit=limit), "json"))
+    offers = team_offers(st.sm, who.team_id)
+    return _json(render_text(run(_workload(body), objective=objective, limit=limit, offers=offers), "json"))
 
 
 @router.post("/regions", tags=["decisions"])
@@ -327,6 +335,10 @@ def _submit(
     from gpufleet.service.job_kinds import check_params
 
     who.require("admin" if kind == "catalog_refresh" else "editor")  # a refresh changes every team's prices
+    if kind == "plan":  # the team's user catalogs, whatever the body says
+        from gpufleet.service.user_catalogs import with_team_catalogs
+
+        params = with_team_catalogs(st.sm, who.team_id, params)
     checked = check_params(kind, params)
     sub = jobs.submit(
         st.sm,

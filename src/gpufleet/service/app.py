@@ -7,6 +7,7 @@ anything else is logged with its traceback and answered 500 with no internals.
 
 from __future__ import annotations
 
+import importlib
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -155,6 +156,7 @@ def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
         )
 
     from gpufleet.service.api import API_KINDS, router
+    from gpufleet.service.dashboard import SignInRequired, to_login
     from gpufleet.service.dashboard import router as dashboard_router
     from gpufleet.service.dashboard_notify import router as dashboard_notify_router
     from gpufleet.service.schedules_api import router as schedules_router
@@ -163,8 +165,12 @@ def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
     app.include_router(router)
     app.include_router(telemetry_router)
     app.include_router(schedules_router)
+    app.include_router(importlib.import_module("gpufleet.service.catalogs_api").router)
     app.include_router(dashboard_router)
     app.include_router(dashboard_notify_router)
+    for page in ("dashboard_overview", "dashboard_catalog", "dashboard_catalogs", "dashboard_findings"):
+        app.include_router(importlib.import_module(f"gpufleet.service.{page}").router)
+    app.add_exception_handler(SignInRequired, to_login)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

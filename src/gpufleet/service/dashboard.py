@@ -4,19 +4,23 @@ own HTML and SVG charts. No script at all (the CSP forbids it), nothing from ano
 Sign-in takes a token and opens a session (an HttpOnly, SameSite=Strict cookie; its hash in the database).
 Every form that changes something carries the session's CSRF token, compared in constant time; the sign-in
 form uses a double-submit cookie. A viewer sees no editor action, and the routes refuse one anyway (403).
+
+Every page takes the session through the :data:`SignedIn` dependency (no session: a redirect to /login) and
+every form post through :data:`PostedForm` (the form, its CSRF token checked). This module keeps the shared
+helpers (``_page``, ``_signed_in``, ``_check_csrf``, ...) and the sign-in, recommend, plan, jobs and telemetry
+pages; the others live in ``dashboard_*.py``.
 """
 
 from __future__ import annotations
 
 import hmac
 import secrets
+from dataclasses import dataclass
 from html import escape
-from typing import Any
-from urllib.parse import urlencode
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from sqlalchemy import func, select
 
 from gpufleet.errors import GpufleetError, InputError
 from gpufleet.service import jobs
@@ -78,10 +82,22 @@ def _page(
 ) -> HTMLResponse:
     nav = ""
     if who is not None:
-        links = [("/", "Overview"), ("/catalog", "Catalog"), ("/recommend", "Recommend")]
+        links = [
+            ("/", "Overview"),
+            ("/catalog", "Catalog"),
+            ("/catalog/history", "Price history"),
+            ("/catalogs", "User catalogs"),
+            ("/recommend", "Recommend"),
+        ]
         if who.role != "viewer":
             links.append(("/plan", "Plan"))
-        links += [("/jobs", "Jobs"), ("/telemetry", "Telemetry")]
+        links += [
+            ("/jobs", "Jobs"),
+            ("/findings", "Findings"),
+            ("/telemetry", "Telemetry"),
+            ("/schedules", "Schedules"),
+            ("/notifications", "Notifications"),
+        ]
         items = "".join(f'<a href="{h}">{t}</a>' for h, t in links)
         nav = (
             f'<nav aria-label="Main">{items}</nav><span class="who">team {escape(who.team_name)} · '
@@ -121,6 +137,54 @@ def _check_csrf(expected: str, form: Any) -> None:
 
 def _to_login() -> RedirectResponse:
     return RedirectResponse("/login", status_code=303)
+
+
+class SignInRequired(NotAuthenticated):
+    """A page was asked for without a live session: the app answers with a redirect to /login
+    (:func:`to_login`, registered in :func:`gpufleet.service.app.create_app`; without it, a 401)."""
+
+    def __init__(self) -> None:
+        super().__init__("Sign in with a token at /login.")
+
+
+async def to_login(_: Request, __: Exception) -> Response:
+    return _to_login()
+
+
+@dataclass(frozen=True, slots=True)
+class Signed:
+    """The signed-in principal of a page and its session's CSRF token."""
+
+    who: Principal
+    csrf: str
+
+
+def signed_in(request: Request) -> Signed:
+    """FastAPI dependency of every dashboard page: the session's principal, else a redirect to /login."""
+    got = _session(request)
+    if got is None:
+        raise SignInRequired
+    request.state.team = got[0].team_name  # for the request log line
+    return Signed(*got)
+
+
+SignedIn = Annotated[Signed, Depends(signed_in)]
+
+
+async def posted_form(request: Request, s: SignedIn) -> Any:
+    """FastAPI dependency of every dashboard form post: the form, once its CSRF token matches the session's
+    (else :class:`Forbidden`, 403)."""
+    form = await request.form()
+    _check_csrf(s.csrf, form)
+    return form
+
+
+PostedForm = Annotated[Any, Depends(posted_form)]
+
+
+def refused(request: Request, title: str, s: Signed, exc: GpufleetError, extra: str = "") -> HTMLResponse:
+    """A page that states what went wrong (the error's own HTTP status), with ``extra`` below it."""
+    return _page(request, title, _error(str(exc)) + extra, s.who, s.csrf, status=http_status(exc))
 
 
 def _embed_report(html: str) -> tuple[str, str]:
@@ -194,142 +258,12 @@ async def logout(request: Request) -> Response:
     return resp
 
 
-# --- overview ----------------------------------------------------------------------------------------------
-@router.get("/", response_class=HTMLResponse, response_model=None)
-def overview(request: Request) -> Response:
-    got = _session(request)
-    if got is None:
-        return _to_login()
-    who, csrf = got
-    from gpufleet.catalog.offers import catalog_age, load_offers
-
-    st = state(request)
-    with st.sm() as db:
-        counts = dict(
-            db.execute(
-                select(Job.status, func.count()).where(Job.team_id == who.team_id).group_by(Job.status)
-            ).all()
-        )
-    recent, total = jobs.list_jobs(st.sm, who.team_id, limit=5)
-    plans, _ = jobs.list_jobs(st.sm, who.team_id, status="succeeded", limit=20)
-    latest = next((j for j in plans if j.kind == "plan" and j.result_json), None)
-    plan_line = "<p class='muted'>No plan yet.</p>"
-    if latest is not None:
-        import json
-
-        message = str(json.loads(latest.result_json or "{}").get("result", {}).get("message", ""))
-        plan_line = (
-            f'<p>Latest plan (<a href="/jobs/{latest.id}">job #{latest.id}</a>, '
-            f"{escape(latest.params_source())}): {escape(message)}</p>"
-        )
-    table = load_offers()
-    status_rows = "".join(
-        f'<tr><td>{s}</td><td class="num">{counts.get(s, 0)}</td></tr>'
-        for s in ("queued", "running", "succeeded", "failed", "cancelled")
-    )
-    ages = "".join(f"<li>{escape(a.provider)}: {escape(a.human)}</li>" for a in catalog_age(table))
-    body = (
-        f"<p>Team <strong>{escape(who.team_name)}</strong>; your role: {escape(who.role)}.</p>"
-        "<h2>Fleet</h2>"
-        + plan_line
-        + '<p><a href="/telemetry">Telemetry findings</a></p>'
-        + "<h2>Jobs</h2><table><caption class='muted'>Jobs of your team by status</caption>"
-        "<thead><tr><th>status</th><th class='num'>jobs</th></tr></thead>"
-        f"<tbody>{status_rows}</tbody></table>"
-        + _jobs_table(recent)
-        + (f'<p><a href="/jobs">All {total} jobs</a></p>' if total else "")
-        + f"<h2>Catalog</h2><p>{len(table):,} offers from {len(set(table.column('provider').tolist()))} "
-        f'providers (<a href="/catalog">explore</a>). Price ages:</p><ul>{ages}</ul>'
-    )
-    return _page(request, "Overview", body, who, csrf)
-
-
-# --- catalog -----------------------------------------------------------------------------------------------
+# --- catalog form helpers -----------------------------------------------------------------------------
 def _opt(name: str, value: str, label: str, hint: str = "") -> str:
     return (
         f'<label for="{name}">{label}</label><input id="{name}" name="{name}" value="{escape(value)}"'
         + (f' placeholder="{escape(hint)}"' if hint else "")
         + ">"
-    )
-
-
-@router.get("/catalog", response_class=HTMLResponse, response_model=None)
-def catalog(request: Request) -> Response:
-    got = _session(request)
-    if got is None:
-        return _to_login()
-    who, csrf = got
-    from gpufleet.catalog.listing import SORT_KEYS, offer_rows, query_offers
-    from gpufleet.catalog.offers import load_offers
-
-    q = request.query_params
-    gpu, provider, region = q.get("gpu", ""), q.get("provider", ""), q.get("region", "")
-    max_price, sort, spot = (
-        q.get("max_price_usd_per_hour", ""),
-        q.get("sort", "price_per_gpu"),
-        bool(q.get("spot")),
-    )
-    try:
-        page = max(0, int(q.get("page", "0") or 0))
-    except ValueError:
-        page = 0
-    error, rows, total = "", [], 0
-    try:
-        price = float(max_price) if max_price else None
-        result = query_offers(
-            load_offers(),
-            gpus=_values(gpu),
-            providers=_values(provider),
-            regions=_values(region),
-            spot=spot,
-            max_price_usd_per_hour=price,
-            sort=sort if sort in SORT_KEYS else "price_per_gpu",
-        )
-        total = len(result)
-        rows = offer_rows(result.take(slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE)))
-    except (GpufleetError, ValueError) as exc:
-        error = str(exc) if isinstance(exc, GpufleetError) else f"max price {max_price!r} is not a number."
-    sorts = "".join(f'<option value="{k}"{" selected" if k == sort else ""}>{k}</option>' for k in SORT_KEYS)
-    form = (
-        '<form method="get" action="/catalog"><div class="fields">'
-        + _opt("gpu", gpu, "GPU (id, alias or family)", "H100")
-        + _opt("provider", provider, "Provider", "aws, gcp")
-        + _opt("region", region, "Region glob", "us-*")
-        + _opt("max_price_usd_per_hour", max_price, "Max machine price [USD/h]")
-        + f'<label for="sort">Sort (cheapest first)</label><select id="sort" name="sort">{sorts}</select>'
-        + f'<label for="spot">Spot price only</label><input id="spot" name="spot" type="checkbox" value="1"'
-        f"{' checked' if spot else ''}>"
-        '</div><p><button type="submit">Filter</button></p></form>'
-    )
-    price_col = "price_spot_usd_per_hour" if spot else "price_on_demand_usd_per_hour"
-    body_rows = "".join(
-        f"<tr><td>{escape(str(r['provider']))}</td><td>{escape(str(r['region']))}</td>"
-        f"<td>{escape(str(r['instance_type']))}</td><td>{escape(str(r['gpu']))}</td>"
-        f"<td class='num'>{r['gpu_count']}</td><td class='num'>{_money(r.get(price_col))}</td>"
-        f"<td>{escape(str(r.get('captured_at', '')))}</td></tr>"
-        for r in rows
-    )
-    label = "spot" if spot else "on-demand"
-    table = (
-        f"<p>{total:,} offers match; showing {page * PAGE_SIZE + 1 if rows else 0}-"
-        f"{page * PAGE_SIZE + len(rows)}.</p><table><thead><tr><th>provider</th><th>region</th>"
-        f"<th>instance</th><th>GPU</th><th class='num'>GPUs</th><th class='num'>{label} price [USD/h, "
-        f"machine]</th><th>captured</th></tr></thead><tbody>{body_rows}</tbody></table>"
-    )
-    params = {k: v for k, v in q.items() if k != "page"}
-    links = []
-    if page > 0:
-        links.append(f'<a href="/catalog?{escape(urlencode(params | {"page": page - 1}))}">Previous</a>')
-    if (page + 1) * PAGE_SIZE < total:
-        links.append(f'<a href="/catalog?{escape(urlencode(params | {"page": page + 1}))}">Next</a>')
-    nav = f'<nav aria-label="Pages">{" · ".join(links)}</nav>' if links else ""
-    return _page(
-        request,
-        "Catalog",
-        form + (_error(error) if error else table + nav),
-        who,
-        csrf,
-        status=http_status(InputError()) if error else 200,
     )
 
 
@@ -372,28 +306,21 @@ def _rec_form(csrf: str, values: dict[str, str]) -> str:
 
 
 @router.get("/recommend", response_class=HTMLResponse, response_model=None)
-def recommend_form(request: Request) -> Response:
-    got = _session(request)
-    if got is None:
-        return _to_login()
-    who, csrf = got
+def recommend_form(request: Request, s: SignedIn) -> Response:
+    who, csrf = s.who, s.csrf
     return _page(request, "Recommend", _rec_form(csrf, {"model": "llama-3.1-8b"}), who, csrf)
 
 
 @router.post("/recommend", response_class=HTMLResponse, response_model=None)
-async def recommend(request: Request) -> Response:
-    got = _session(request)
-    if got is None:
-        return _to_login()
-    who, csrf = got
-    form = await request.form()
-    _check_csrf(csrf, form)
+async def recommend(request: Request, s: SignedIn, form: PostedForm) -> Response:
+    who, csrf = s.who, s.csrf
     values = {k: str(v) for k, v in form.items() if k != "csrf" and isinstance(v, str)}
     workload: dict[str, Any] = {k: v.strip() for k, v in values.items() if v.strip()}
     from starlette.concurrency import run_in_threadpool
 
     from gpufleet.recommend.api import recommend as run
     from gpufleet.report import render_text
+    from gpufleet.service.user_catalogs import team_offers
 
     try:
         numbers = {"target_requests_per_s", "ttft_p95_ms", "tpot_p95_ms"}
@@ -401,7 +328,8 @@ async def recommend(request: Request) -> Response:
             workload[k] = float(workload[k])
         for k in {"input_len_tokens", "output_len_tokens"} & set(workload):
             workload[k] = int(workload[k])
-        result = await run_in_threadpool(run, workload)
+        offers = await run_in_threadpool(team_offers, state(request).sm, who.team_id)
+        result = await run_in_threadpool(lambda: run(workload, offers=offers))
     except (GpufleetError, ValueError) as exc:
         text = str(exc) if isinstance(exc, GpufleetError) else f"Not a number: {exc}. Give plain numbers."
         status = http_status(exc) if isinstance(exc, GpufleetError) else 422
@@ -425,11 +353,8 @@ def _plan_form(csrf: str) -> str:
 
 
 @router.get("/plan", response_class=HTMLResponse, response_model=None)
-def plan_form(request: Request) -> Response:
-    got = _session(request)
-    if got is None:
-        return _to_login()
-    who, csrf = got
+def plan_form(request: Request, s: SignedIn) -> Response:
+    who, csrf = s.who, s.csrf
     try:
         who.require("editor")
     except Forbidden as exc:
@@ -438,13 +363,8 @@ def plan_form(request: Request) -> Response:
 
 
 @router.post("/plan", response_class=HTMLResponse, response_model=None)
-async def plan(request: Request) -> Response:
-    got = _session(request)
-    if got is None:
-        return _to_login()
-    who, csrf = got
-    form = await request.form()
-    _check_csrf(csrf, form)
+async def plan(request: Request, s: SignedIn, form: PostedForm) -> Response:
+    who, csrf = s.who, s.csrf
     from gpufleet.service.job_kinds import check_params, parse_fleet_text
 
     st: State = state(request)
@@ -463,14 +383,14 @@ async def plan(request: Request) -> Response:
         except ValueError:
             raise InputError("Solver time limit must be a number of seconds, e.g. 60.") from None
         name = upload.filename or "fleet.yaml"
-        params = check_params(
-            "plan",
-            {
-                "fleet": parse_fleet_text(text, name),
-                "source": name.rsplit("/", 1)[-1],
-                "solver_time_limit_s": limit,
-            },
-        )
+        from gpufleet.service.user_catalogs import with_team_catalogs
+
+        raw_params = {
+            "fleet": parse_fleet_text(text, name),
+            "source": name.rsplit("/", 1)[-1],
+            "solver_time_limit_s": limit,
+        }
+        params = check_params("plan", with_team_catalogs(st.sm, who.team_id, raw_params))
         sub = jobs.submit(
             st.sm, team_id=who.team_id, kind="plan", params=params, time_limit_s=st.settings.job_time_limit_s
         )
@@ -497,22 +417,16 @@ def _jobs_table(rows: list[Job]) -> str:
 
 
 @router.get("/jobs", response_class=HTMLResponse, response_model=None)
-def jobs_page(request: Request) -> Response:
-    got = _session(request)
-    if got is None:
-        return _to_login()
-    who, csrf = got
+def jobs_page(request: Request, s: SignedIn) -> Response:
+    who, csrf = s.who, s.csrf
     rows, total = jobs.list_jobs(state(request).sm, who.team_id, limit=100)
     body = f"<p>{total} jobs (the latest 100 shown).</p>" + _jobs_table(rows)
     return _page(request, "Jobs", body, who, csrf)
 
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse, response_model=None)
-def job_page(request: Request, job_id: int) -> Response:
-    got = _session(request)
-    if got is None:
-        return _to_login()
-    who, csrf = got
+def job_page(request: Request, s: SignedIn, job_id: int) -> Response:
+    who, csrf = s.who, s.csrf
     try:
         job = jobs.get_job(state(request).sm, who.team_id, job_id)
     except GpufleetError as exc:
@@ -543,12 +457,8 @@ def job_page(request: Request, job_id: int) -> Response:
 
 
 @router.post("/jobs/{job_id}/cancel", response_class=HTMLResponse, response_model=None)
-async def cancel_job(request: Request, job_id: int) -> Response:
-    got = _session(request)
-    if got is None:
-        return _to_login()
-    who, csrf = got
-    _check_csrf(csrf, await request.form())
+async def cancel_job(request: Request, s: SignedIn, _: PostedForm, job_id: int) -> Response:
+    who, csrf = s.who, s.csrf
     try:
         who.require("editor")
         jobs.cancel(state(request).sm, who.team_id, job_id)
@@ -569,11 +479,8 @@ def _telemetry_form(csrf: str) -> str:
 
 
 @router.get("/telemetry", response_class=HTMLResponse, response_model=None)
-def telemetry_page(request: Request) -> Response:
-    got = _session(request)
-    if got is None:
-        return _to_login()
-    who, csrf = got
+def telemetry_page(request: Request, s: SignedIn) -> Response:
+    who, csrf = s.who, s.csrf
     from gpufleet.service.errors import NotFound
     from gpufleet.service.telemetry_api import findings_report_html
 
@@ -589,13 +496,8 @@ def telemetry_page(request: Request) -> Response:
 
 
 @router.post("/telemetry", response_class=HTMLResponse, response_model=None)
-async def telemetry_upload(request: Request) -> Response:
-    got = _session(request)
-    if got is None:
-        return _to_login()
-    who, csrf = got
-    form = await request.form()
-    _check_csrf(csrf, form)
+async def telemetry_upload(request: Request, s: SignedIn, form: PostedForm) -> Response:
+    who, csrf = s.who, s.csrf
     from starlette.concurrency import run_in_threadpool
 
     from gpufleet.service.telemetry_api import ingest_upload

@@ -28,7 +28,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 #: the Alembic revision this code expects (tests/service/test_migrations.py checks it is the head)
-SCHEMA_REVISION = "0003"
+SCHEMA_REVISION = "0004"
 
 ROLES: tuple[str, ...] = ("viewer", "editor", "admin")
 JOB_STATUSES: tuple[str, ...] = ("queued", "running", "succeeded", "failed", "cancelled")
@@ -225,6 +225,22 @@ class PriceChange(Base):
     new_price_usd_per_hour: Mapped[float] = mapped_column(Float)
     change_fraction: Mapped[float] = mapped_column(Float)  # (new - old) / old
     created_unix_s: Mapped[float] = mapped_column(Float, default=now_unix_s)
+
+
+class UserCatalog(Base):
+    """A team's own catalog (the CLI's ``--catalog`` format: offers and price overrides), kept as uploaded.
+    Negotiated prices are confidential: only the owning team reads it, and its recommend and plan use it."""
+
+    __tablename__ = "user_catalogs"
+    __table_args__ = (UniqueConstraint("team_id", "name", name="uq_user_catalogs_team_name"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100))  # a safe file name: its suffix tells YAML from JSON
+    text: Mapped[str] = mapped_column(Text)
+    offers: Mapped[int] = mapped_column(Integer)  # machines it adds
+    price_overrides: Mapped[int] = mapped_column(Integer)  # prices it replaces or discounts
+    created_unix_s: Mapped[float] = mapped_column(Float, default=now_unix_s)
+
 
 
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:

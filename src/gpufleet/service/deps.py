@@ -50,5 +50,6 @@ def bearer_principal(request: Request) -> Principal:
     st = state(request)
     with st.sm() as db:
         who = authenticate_token(db, secret.strip())
+    request.state.team = who.team_name  # for the request log line (service/logs.py)
     st.limiter.check(who.token_id)
     return who

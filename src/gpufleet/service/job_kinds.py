@@ -4,8 +4,10 @@ the CLI does; the JSON result is the document ``gpufleet <command> --format json
 
 Kinds:
 
-- ``plan``: ``{"fleet": <fleet file as a mapping>, "source": name, "solver_time_limit_s": s}`` ->
-  :func:`gpufleet.fleet.plan.plan_fleet` (the fleet plan JSON and HTML report);
+- ``plan``: ``{"fleet": <fleet file as a mapping>, "source": name, "solver_time_limit_s": s}`` and, set by
+  the service from the team's user catalogs, ``"catalogs": [{"name": file name, "text": ...}]`` ->
+  :func:`gpufleet.fleet.plan.plan_fleet` over the shipped catalog with them applied (the fleet plan JSON and
+  HTML report);
 - ``scenario_set``: ``{"name": set name}`` -> :func:`gpufleet.recommend.api.run_scenario_set`;
 - ``catalog_refresh``, ``simulate``, ``sweep``, ``telemetry_pull``, ``findings``: :mod:`.job_kinds_sched`.
 """
@@ -47,11 +49,12 @@ def check_params(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
     if kind == "plan":
         from gpufleet.fleet.spec import fleet_from_dict
 
-        unknown = sorted(set(params) - {"fleet", "source", "solver_time_limit_s"})
+        unknown = sorted(set(params) - {"fleet", "source", "solver_time_limit_s", "catalogs"})
         if unknown:
             raise InputError(
                 f"Unknown plan job parameter(s): {', '.join(unknown)}. Allowed: fleet (the fleet file as a "
-                "mapping), source (a name for messages), solver_time_limit_s (seconds)."
+                "mapping), source (a name for messages), solver_time_limit_s (seconds), catalogs (the team's "
+                "user catalogs, set by the service)."
             )
         source = str(params.get("source") or "<fleet>")[:200]
         fleet_from_dict(params.get("fleet"), source=source)  # raises ConfigFileError naming entry and field
@@ -60,7 +63,9 @@ def check_params(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
             raise InputError(
                 f"solver_time_limit_s = {limit!r} is not allowed: give seconds in (0, 3600], e.g. 60."
             )
-        return {"fleet": params["fleet"], "source": source, "solver_time_limit_s": float(limit)}
+        out = {"fleet": params["fleet"], "source": source, "solver_time_limit_s": float(limit)}
+        catalogs = _check_catalogs(params.get("catalogs", []))
+        return out | ({"catalogs": catalogs} if catalogs else {})
     if kind == "scenario_set":
         from gpufleet.recommend.scenarios import get_scenario_set
 
@@ -73,6 +78,22 @@ def check_params(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
 
         return job_kinds_sched.check(kind, params)
     raise InputError(f"Unknown job kind {kind!r}. Allowed: {', '.join(KINDS)}.")
+
+
+def _check_catalogs(value: Any) -> list[dict[str, str]]:
+    """A plan's user catalogs: each ``{"name", "text"}`` read by the library's catalog reader."""
+    from gpufleet.service.user_catalogs import check_catalog
+
+    if not isinstance(value, list) or not all(
+        isinstance(c, dict) and set(c) == {"name", "text"} and all(isinstance(v, str) for v in c.values())
+        for c in value
+    ):
+        raise InputError('catalogs must be a list of {"name": file name, "text": catalog text}.')
+    out = []
+    for c in value:
+        name, _, _ = check_catalog(c["name"], c["text"])
+        out.append({"name": name, "text": c["text"]})
+    return out
 
 
 def execute(kind: str, params: Mapping[str, Any], progress: ProgressFn) -> tuple[dict[str, Any], str | None]:
@@ -89,7 +110,13 @@ def execute(kind: str, params: Mapping[str, Any], progress: ProgressFn) -> tuple
             base, label = (0.0, "Sizing workloads") if stage == "options" else (0.5, "Solving (HiGHS)")
             progress(base + 0.5 * (done / total if total else 1.0), f"{label} {done}/{total}")
 
-        plan = plan_fleet(fleet, time_limit_s=float(params["solver_time_limit_s"]), progress=on_plan)
+        from gpufleet.service.user_catalogs import CatalogFile, offers_with
+
+        cats = params.get("catalogs", [])
+        offers = offers_with([CatalogFile(name=c["name"], text=c["text"]) for c in cats])
+        plan = plan_fleet(
+            fleet, offers=offers, time_limit_s=float(params["solver_time_limit_s"]), progress=on_plan
+        )
         doc: dict[str, Any] = json.loads(fr.render_plan_json(plan))
         return doc, fr.render_plan_html(plan)
     if kind == "scenario_set":

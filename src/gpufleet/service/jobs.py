@@ -32,6 +32,7 @@ from sqlalchemy.orm import sessionmaker
 from gpufleet.service.db import Job, now_unix_s
 from gpufleet.service.errors import Conflict, NotFound
 from gpufleet.service.job_kinds_sched import TEAM_STORE_KINDS
+from gpufleet.service.logs import log_job
 from gpufleet.service.settings import ServiceSettings
 
 log = logging.getLogger("gpufleet.service.jobs")
@@ -90,6 +91,7 @@ def submit(
             if old is None:
                 raise
             return Submitted(job=_same(old, digest, idempotency_key), reused=True)
+        log_job("queued", job.id, team_id=team_id, kind=kind)
         return Submitted(job=job, reused=False)
 
 
@@ -175,7 +177,18 @@ def recover_stale(sm: sessionmaker[OrmSession], settings: ServiceSettings) -> in
             update(Job).where(stale).values(status="queued", worker=None, progress_text="re-queued")
         )
         db.commit()
-    return int(getattr(failed, "rowcount", 0) or 0) + int(getattr(requeued, "rowcount", 0) or 0)
+    n_failed, n_requeued = (
+        int(getattr(failed, "rowcount", 0) or 0),
+        int(getattr(requeued, "rowcount", 0) or 0),
+    )
+    if n_failed or n_requeued:
+        log.warning(
+            "stale jobs: %d re-queued, %d failed",
+            n_requeued,
+            n_failed,
+            extra={"fields": {"event": "recovered", "requeued": n_requeued, "failed": n_failed}},
+        )
+    return n_failed + n_requeued
 
 
 class JobRunner:
@@ -240,6 +253,7 @@ class JobRunner:
                 )
                 db.commit()
                 if getattr(res, "rowcount", 0) == 1:
+                    log_job("started", int(job_id), worker=self.name)
                     return int(job_id)
         return None
 
@@ -250,6 +264,19 @@ class JobRunner:
 
     def _finish(self, job_id: int, status: str, **values: Any) -> None:
         self._set(job_id, status=status, finished_unix_s=now_unix_s(), worker=None, **values)
+        with self.sm() as db:
+            job = db.get(Job, job_id)
+        if job is not None:
+            ran_s = (job.finished_unix_s or 0.0) - (job.started_unix_s or job.created_unix_s)
+            log_job(
+                status,
+                job_id,
+                team_id=job.team_id,
+                kind=job.kind,
+                duration_ms=round(1000.0 * ran_s, 1),
+                attempts=job.attempts,
+                error=(job.error or "")[:300] or None,
+            )
         from gpufleet.service.notifications import after_job
         from gpufleet.service.webhooks import notify
 
@@ -325,6 +352,7 @@ class JobRunner:
                     progress_fraction=0.0,
                     progress_text="re-queued (service stopped)",
                 )
+                log_job("requeued", job_id, reason="service stopped")
                 return
             if time.monotonic() - started > limit_s:
                 self._finish(

@@ -1,5 +1,5 @@
-"""Operability: Prometheus metrics, security headers and the request-size limit (one ASGI middleware), and the
-per-token rate limit.
+"""Operability: Prometheus metrics, security headers, the request-size limit and the request log line with its
+request id (one ASGI middleware, :mod:`.logs`), and the per-token rate limit.
 
 Metrics are kept in process (each replica exports its own; Prometheus sums them):
 
@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from gpufleet.service.errors import RateLimited
+from gpufleet.service.logs import log_request, request_id
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -123,6 +124,13 @@ class RateLimiter:
             self._state[key] = (level - 1.0, now)
 
 
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", []):
+        if key == name:
+            return bytes(value).decode("latin-1")
+    return None
+
+
 def _error_body(status: int, kind: str, message: str) -> bytes:
     return json.dumps({"error": {"status": status, "type": kind, "message": message}}).encode()
 
@@ -139,6 +147,10 @@ class OpsMiddleware:
             return
         start = time.perf_counter()
         status_box = [500]
+        rid = request_id(_header(scope, b"x-request-id"))
+        # request.state: the API and the pages put the team there for the log line
+        req_state = scope.setdefault("state", {})
+        req_state["request_id"] = rid
         path = str(scope.get("path", ""))
         csp = (DOCS_CSP if path in ("/docs", "/redoc") else CSP).encode()
         too_large = self._declared_too_large(scope)
@@ -163,6 +175,7 @@ class OpsMiddleware:
                 headers += [h for h in SECURITY_HEADERS if h[0] not in names]
                 if b"content-security-policy" not in names:
                     headers.append((b"content-security-policy", csp))
+                headers.append((b"x-request-id", rid.encode()))
                 message["headers"] = headers
             await send(message)
 
@@ -188,8 +201,17 @@ class OpsMiddleware:
         finally:
             route = scope.get("route")
             template = getattr(route, "path", None) or "(unmatched)"
-            self.metrics.observe(
-                str(scope.get("method", "")), template, status_box[0], time.perf_counter() - start
+            took_s = time.perf_counter() - start
+            method = str(scope.get("method", ""))
+            self.metrics.observe(method, template, status_box[0], took_s)
+            team = req_state.get("team")
+            log_request(
+                method=method,
+                route=template,
+                status=status_box[0],
+                duration_s=took_s,
+                team=None if team is None else str(team),
+                rid=rid,
             )
 
     def _declared_too_large(self, scope: Scope) -> bool:

@@ -89,6 +89,25 @@ class FleetOut(BaseModel):
     workloads: int
 
 
+class UserCatalogRequest(_Body):
+    name: str = Field(
+        min_length=1, max_length=100, description="A file name; .json for JSON, else YAML (e.g. acme.yaml)."
+    )
+    text: str = Field(
+        min_length=1,
+        max_length=2_000_000,
+        description="The catalog, as `gpufleet ... --catalog FILE` reads it (offers, price_overrides).",
+    )
+
+
+class UserCatalogOut(BaseModel):
+    id: int
+    name: str
+    offers: int = Field(description="Machines the catalog adds.")
+    price_overrides: int = Field(description="Prices it replaces or discounts.")
+    created_unix_s: float
+
+
 class TokenRequest(_Body):
     name: str = Field(min_length=1, max_length=100)
     role: Literal["viewer", "editor", "admin"]

@@ -18,7 +18,9 @@ from gpufleet.service.errors import NotFound
 from gpufleet.service.schemas import ERROR_RESPONSES
 
 if TYPE_CHECKING:
+    from gpufleet.telemetry.finding_types import FleetFindings
     from gpufleet.telemetry.store import TelemetryStore
+    from gpufleet.telemetry.summary import FleetSummary
 
 router = APIRouter(prefix="/api/v1/telemetry", responses=ERROR_RESPONSES, tags=["telemetry"])
 Who = Annotated[Principal, Depends(bearer_principal)]
@@ -122,6 +124,20 @@ def findings_report_html(st: State, who: Principal, lookback_days: float = 14) -
         ff = find(gpu_stats(store, window), window, Thresholds(headroom=0.2), ())
         s = summarize(ff)
         return rt.render_findings_html(ff, s, rt.findings_heat(store, window, s))
+
+
+def team_findings(st: State, who: Principal, lookback_days: float = 14) -> tuple[FleetFindings, FleetSummary]:
+    """The team's findings over the last ``lookback_days`` (p95, 20 % headroom: the defaults of
+    `gpufleet telemetry findings`) and their summary; NotFound when the team has no telemetry."""
+    from gpufleet.telemetry.analyze import gpu_stats, resolve_window
+    from gpufleet.telemetry.findings import Thresholds, find
+    from gpufleet.telemetry.summary import summarize
+
+    store = _store(st, who, filled=True)
+    with _team_lock(who.team_id):
+        window = resolve_window(store, lookback_days, None, 0.95)
+        ff = find(gpu_stats(store, window), window, Thresholds(headroom=0.2), ())
+    return ff, summarize(ff)
 
 
 def ingest_upload(
