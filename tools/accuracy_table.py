@@ -20,7 +20,9 @@ import numpy as np
 from gpufleet.catalog.specs import get_spec
 from gpufleet.estimate.calibration import GROUPINGS, METRIC_FAMILY, CalibrationProfile, load_profile
 from gpufleet.estimate.cases import CalibrationCase, read_cases
+from gpufleet.estimate.intervals import HeldOutScore, crossfit_scores
 from gpufleet.estimate.predict import predict_case
+from gpufleet.estimate.profile import interval_floor
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CASES = ROOT / "src" / "gpufleet" / "estimate" / "data" / "cases.csv"
@@ -75,39 +77,64 @@ def error_table(
 
 
 def interval_table(cases: Sequence[CalibrationCase], profile: CalibrationProfile) -> list[str]:
-    """Coverage of the shipped intervals on the shipped cases, and of the held-out intervals (the width the
-    estimator gives outside calibrated classes) on the leave-generation-out residuals."""
+    """Coverage and width of the shipped intervals on the shipped cases (in-sample), and held out: every
+    case under every grouping scored against the interval fitted without its group
+    (:func:`gpufleet.estimate.intervals.crossfit_scores`), per family and per mechanism class."""
     lines = [
-        "| family | n | measured inside p10-p90 (in-sample) | median width p90/p10 | held-out: inside the "
-        "held-out p10-p90 | held-out width |",
+        "| family | n | inside p10-p90 (in-sample) | median width p90/p10 | held-out: inside p10-p90 | "
+        "held-out median width |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    gen = profile.logo_residuals.get("generation", {})
-    fams: dict[str, list[tuple[bool, float, bool | None, float | None]]] = {}
+    mem = profile.log_residual_quantiles.get("memory")
+    mem_q = (
+        None
+        if mem is None
+        else (min(mem[0], -interval_floor("memory")), max(mem[1], interval_floor("memory")))
+    )
+    scores = crossfit_scores(cases, profile.logo_residuals, profile.fitted, mem_q)
+    fams: dict[str, list[tuple[bool, float]]] = {}
     for c in cases:
         if c.case_id not in profile.residuals:
             continue
         p = predict_case(c, profile)
-        inside = p.p10 <= c.measured <= p.p90
-        fam = METRIC_FAMILY[c.metric]
-        held_in: bool | None = None
-        held_w: float | None = None
-        if c.case_id in gen and fam in profile.heldout_quantiles:
-            q10, q90 = profile.heldout_quantiles[fam]
-            held_in = q10 <= gen[c.case_id] <= q90
-            held_w = math.exp(q90 - q10)
-        fams.setdefault(fam, []).append((inside, p.p90 / p.p10, held_in, held_w))
-    rows = [*sorted(fams), "all"]
-    for fam in rows:
-        vals = [v for f in fams for v in fams[f]] if fam == "all" else fams[fam]
-        cov = np.mean([v[0] for v in vals])
-        width = np.median([v[1] for v in vals])
-        hin = [v[2] for v in vals if v[2] is not None]
-        hw = [v[3] for v in vals if v[3] is not None]
-        hcell = f"{100 * np.mean(hin):.0f} %" if hin else "-"
-        wcell = f"{np.median(hw):.2f}x" if hw else "-"
-        name = "**all**" if fam == "all" else fam
-        lines.append(f"| {name} | {len(vals)} | {100 * cov:.0f} % | {width:.2f}x | {hcell} | {wcell} |")
+        fams.setdefault(METRIC_FAMILY[c.metric], []).append((p.p10 <= c.measured <= p.p90, p.p90 / p.p10))
+
+    def row(name: str, ins: list[tuple[bool, float]], held: list[HeldOutScore]) -> str:
+        cov = f"{100 * np.mean([v[0] for v in ins]):.0f} %" if ins else "-"
+        width = f"{np.median([v[1] for v in ins]):.2f}x" if ins else "-"
+        hcov = f"{100 * np.mean([h.inside for h in held]):.0f} %" if held else "-"
+        hw = f"{np.median([h.width for h in held]):.2f}x" if held else "-"
+        return f"| {name} | {len(ins) or len({h.case_id for h in held})} | {cov} | {width} | {hcov} | {hw} |"
+
+    for fam in sorted(fams):
+        lines.append(row(fam, fams[fam], [h for h in scores if h.family == fam]))
+    speed = [f for f in fams if f != "memory"]
+    lines.append(row("speed (all but memory)", [v for f in speed for v in fams[f]],
+                     [h for h in scores if h.family != "memory"]))  # fmt: skip
+    lines.append(row("**all**", [v for f in fams for v in fams[f]], scores))
+    lines += [
+        "",
+        "| held-out interval of (speed cases) | cases | scored (case x grouping) | inside p10-p90 | "
+        "median width |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for mech in ("dense", "moe", "quantised", "multinode", "new_generation"):
+        got = [
+            h
+            for h in scores
+            if h.family != "memory" and (mech in h.mechanisms or (mech == "dense" and not h.mechanisms))
+        ]
+        if got:
+            lines.append(
+                f"| {mech} | {len({h.case_id for h in got})} | {len(got)} | "
+                f"{100 * np.mean([h.inside for h in got]):.0f} % | {np.median([h.width for h in got]):.2f}x |"
+            )
+    for g in profile.logo_residuals:
+        got = [h for h in scores if h.family != "memory" and h.grouping == g]
+        lines.append(
+            f"| leave-{g}-out | {len(got)} | {len(got)} | {100 * np.mean([h.inside for h in got]):.0f} % | "
+            f"{np.median([h.width for h in got]):.2f}x |"
+        )
     return lines
 
 

@@ -208,15 +208,32 @@ def requantile(profile: CalibrationProfile, cases: Sequence[CalibrationCase]) ->
     leave-generation-out residuals (no refit): what :func:`fit_profile` writes with the current rule."""
     families = {c.case_id: METRIC_FAMILY[c.metric] for c in cases if c.case_id in profile.residuals}
     loo = {k: v for k, v in profile.loo_residuals.items() if k in families}
-    gen = {k: v for k, v in profile.logo_residuals.get("generation", {}).items() if k in families}
     inside = {c.case_id for c in cases if c.case_id in families and inside_case(c, profile.fitted)}
+    usable = [c for c in cases if c.case_id in families]
     return dataclasses.replace(
         profile,
         log_residual_quantiles=MappingProxyType(
             _family_quantiles({k: v for k, v in loo.items() if k in inside}, families, fallback=loo)
         ),
-        heldout_quantiles=MappingProxyType(_family_quantiles(gen, families) if gen else {}),
+        heldout_quantiles=MappingProxyType(heldout_class_quantiles(usable, profile.logo_residuals)),
     )
+
+
+def heldout_class_quantiles(
+    cases: Sequence[CalibrationCase], logo: Mapping[str, Mapping[str, float]]
+) -> dict[str, tuple[float, float]]:
+    """The held-out interval quantiles per speed family and mechanism class
+    (:func:`gpufleet.estimate.intervals.fit_class_quantiles`) from the leave-group-out residuals ``logo``
+    (grouping -> case id -> ln ratio); empty when no grouping was run."""
+    from gpufleet.estimate.intervals import case_mechanisms, fit_class_quantiles
+
+    if not logo:
+        return {}
+    speed = [
+        c for c in cases if METRIC_FAMILY[c.metric] != "memory" and all(c.case_id in h for h in logo.values())
+    ]
+    families = {c.case_id: METRIC_FAMILY[c.metric] for c in speed}
+    return fit_class_quantiles(logo, families, {c.case_id: case_mechanisms(c) for c in speed})
 
 
 def inside_case(case: CalibrationCase, fitted: Sequence[str]) -> bool:
@@ -428,7 +445,7 @@ def fit_profile(
         logo[grouping] = held
     families = {c.case_id: METRIC_FAMILY[c.metric] for c in usable}
     calibrated = sorted({f"{get_spec(c.gpu).architecture}/{precision_class(c.precision)}" for c in speed})
-    heldout = _family_quantiles(logo["generation"], families) if "generation" in logo else {}
+    heldout = heldout_class_quantiles(usable, logo)
     inside = {c.case_id for c in usable if inside_case(c, names)}
     loo_inside = {k: v for k, v in loo.items() if k in inside}
     return CalibrationProfile(
@@ -461,6 +478,7 @@ __all__ = [
     "fit_profile",
     "fitted_parameter_names",
     "held_out_residuals",
+    "heldout_class_quantiles",
     "inside_case",
     "jacobian_support",
     "leave_group_out",

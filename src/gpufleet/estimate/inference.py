@@ -48,6 +48,7 @@ from gpufleet.estimate.profile import CalibrationProfile, make_interval
 from gpufleet.estimate.rates import (
     ACT_BYTES,
     Rates,
+    Widening,
     _widen,
     geforce_tensor_peak,
     positive_int,
@@ -495,7 +496,7 @@ class _Setup:
     base: _Infer
     shapes: StaticShapes | None
     static: bool
-    widen: int
+    widen: Widening
     infers: dict[tuple[int, int, int], _Infer]  # (tp, pp, ep) -> ``base`` for that layout (_run_layout)
 
 
@@ -724,7 +725,7 @@ def estimate_inference(
             batch=-(-best.batch // lay.attention_dp), seq_len=context, kv_precision=kv_prec, engine=engine,
             allow_fallback=allow_fallback, ep=lay.memory_ep,
         )  # fmt: skip
-    widen = st.widen
+    widen = st.widen.spanning(best.replicas * lay.gpus, gpn)  # + multinode past one domain
     notes += best.notes
     if sw in HOST_BOUND_DECODE_STACKS:
         notes.append(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field, fields
 from functools import cache
 from importlib import resources
@@ -413,23 +413,61 @@ def save_profile(profile: CalibrationProfile, path: Path) -> None:
     atomic_write_text(path, text)
 
 
+def class_key(family: str, mechanism: str) -> str:
+    """The ``heldout_quantiles`` key of a mechanism class in ``family`` (``family/all`` = every case of it;
+    :mod:`gpufleet.estimate.intervals`)."""
+    return f"{family}/{mechanism}"
+
+
+def heldout_widened(q: tuple[float, float], times: int = 1) -> tuple[float, float]:
+    """``q`` (log space) widened ``times`` by :data:`HELDOUT_EXTRA_FACTOR`."""
+    f = HELDOUT_EXTRA_FACTOR**times
+    return q[0] * f, q[1] * f
+
+
+def class_interval(
+    quantiles: Mapping[str, tuple[float, float]], family: str, mechanisms: Collection[str], extra: int = 0
+) -> tuple[float, float] | None:
+    """(lo, hi) in log space for an estimate of ``family`` in ``mechanisms`` (none = dense): the envelope of
+    their held-out class intervals, widened ``extra`` times for reasons no class covers; None when
+    ``quantiles`` has no held-out classes for ``family`` (a profile from before them)."""
+    whole = quantiles.get(class_key(family, "all"))
+    if whole is None:
+        return None
+    keys = [class_key(family, m) for m in sorted(mechanisms)] or [class_key(family, "dense")]
+    qs = [quantiles.get(k, heldout_widened(whole)) for k in keys]
+    lo, hi = min(q[0] for q in qs), max(q[1] for q in qs)
+    return heldout_widened((lo, hi), extra) if extra else (lo, hi)
+
+
 def make_interval(central: float, family: str, profile: CalibrationProfile, widen: int = 0) -> Interval:
     """``central`` with p10/p90 from the family's residual quantiles, floored, widened ``widen`` times.
 
     Residuals are ln(measured / predicted), so p10 = central * exp(q10) and p90 = central * exp(q90).
     ``widen`` counts the reasons the estimate lies outside the calibrated data (generation/precision class,
-    stack, MoE, uncertain spec). The first reason switches to the leave-generation-out quantiles (the error
-    the fit makes on a generation it has not seen) where the profile has them; each further reason, and
-    every reason of a profile without them, widens by ``WIDEN_FACTOR`` / ``WIDEN_ADD``.
+    stack, MoE, uncertain spec); a :class:`gpufleet.estimate.rates.Widening` also names its mechanism
+    classes. A profile with held-out class quantiles (``family/class`` keys,
+    :mod:`gpufleet.estimate.intervals`) gives speed families the envelope of their classes' held-out
+    intervals (dense when none), widened by ``HELDOUT_EXTRA_FACTOR`` per reason no class covers (uncertain
+    spec, unfitted stack). Older profiles: the first reason switches to the leave-generation-out quantiles
+    per family where the profile has them; each
+    further reason, and every reason of a profile without them, widens by ``WIDEN_FACTOR`` / ``WIDEN_ADD``.
     """
-    hit = _INTERVAL_FACTORS.get((id(profile), family, widen))
+    mechanisms: frozenset[str] = getattr(widen, "mechanisms", frozenset())
+    key = (id(profile), family, int(widen), mechanisms)
+    hit = _INTERVAL_FACTORS.get(key)
     if hit is not None and hit[0] is profile:  # exp(lo), exp(hi) of an earlier call
         return Interval(central=central, p10=central * hit[1], p90=central * hit[2])
     q10, q90 = profile.log_residual_quantiles.get(family, (-LOG_INTERVAL_DEFAULT, LOG_INTERVAL_DEFAULT))
     floor = interval_floor(family)
     lo, hi = min(q10, -floor), max(q90, floor)
     held = profile.heldout_quantiles.get(family)
-    if held is None:
+    # reasons a class stands for: an uncalibrated generation and MoE (the others: uncertain spec, stack)
+    covered = len(mechanisms & {"new_generation", "moe"})
+    by_class = class_interval(profile.heldout_quantiles, family, mechanisms, max(int(widen) - covered, 0))
+    if by_class is not None:
+        lo, hi = by_class
+    elif held is None:
         for _ in range(widen):
             lo, hi = lo * WIDEN_FACTOR - WIDEN_ADD, hi * WIDEN_FACTOR + WIDEN_ADD
     elif widen:
@@ -442,13 +480,13 @@ def make_interval(central: float, family: str, profile: CalibrationProfile, wide
     f10, f90 = math.exp(lo), math.exp(hi)
     if len(_INTERVAL_FACTORS) >= _INTERVAL_FACTORS_MAX:
         _INTERVAL_FACTORS.clear()
-    _INTERVAL_FACTORS[(id(profile), family, widen)] = (profile, f10, f90)
+    _INTERVAL_FACTORS[key] = (profile, f10, f90)
     return Interval(central=central, p10=central * f10, p90=central * f90)
 
 
 #: (id(profile), family, widen) -> (profile, exp(lo), exp(hi)) of :func:`make_interval`; the entry holds the
 #: profile, so its id is not reused while the entry lives (profiles are frozen)
-_INTERVAL_FACTORS: dict[tuple[int, str, int], tuple[CalibrationProfile, float, float]] = {}
+_INTERVAL_FACTORS: dict[tuple[int, str, int, frozenset[str]], tuple[CalibrationProfile, float, float]] = {}
 _INTERVAL_FACTORS_MAX = 4096
 
 
@@ -466,6 +504,9 @@ __all__ = [
     "WIDEN_FACTOR",
     "Z_10_90",
     "CalibrationProfile",
+    "class_interval",
+    "class_key",
+    "heldout_widened",
     "interval_floor",
     "load_profile",
     "make_interval",

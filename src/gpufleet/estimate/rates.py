@@ -20,7 +20,12 @@ from gpufleet.estimate.support import precision_support
 from gpufleet.estimate.types import SOFTWARE_ALIASES, SOFTWARES
 from gpufleet.models.arch import ModelArch
 from gpufleet.models.registry import resolve_model
-from gpufleet.precision import COMPUTE_COLUMN, bytes_per_element, check_precision
+from gpufleet.precision import (
+    COMPUTE_COLUMN,
+    UNQUANTISED_BYTES_PER_ELEMENT,
+    bytes_per_element,
+    check_precision,
+)
 from gpufleet.units import GB, TERA
 from gpufleet.validation import check_count, check_number
 
@@ -263,16 +268,44 @@ def tp_link(spec: AcceleratorSpec, tp: int, gpus_per_node: int, profile: Calibra
     return group_link(spec, group=tp, stride=1, gpus_per_node=gpus_per_node, link_eff=link_eff)
 
 
+#: mechanism classes an estimate can fall in, each with its own held-out interval
+#: (``profile.heldout_quantiles`` keys ``family/class``; :mod:`gpufleet.estimate.intervals`): a
+#: mixture-of-experts model, quantised weights (fewer than 16 bits per weight), GPUs over more than one
+#: scale-up domain, and a GPU generation or precision class without calibration cases
+MECHANISMS: tuple[str, ...] = ("moe", "quantised", "multinode", "new_generation")
+
+
+class Widening(int):
+    """How many reasons an estimate lies outside the calibrated data (the int, as before) and the mechanism
+    classes (:data:`MECHANISMS`) among them and beside them, which pick its held-out interval."""
+
+    mechanisms: frozenset[str]
+
+    def __new__(cls, count: int, mechanisms: frozenset[str] = frozenset()) -> Widening:
+        obj = super().__new__(cls, count)
+        obj.mechanisms = mechanisms
+        return obj
+
+    def spanning(self, gpus: int, domain_gpus: int) -> Widening:
+        """This widening, with ``multinode`` when ``gpus`` exceed one scale-up domain of ``domain_gpus``."""
+        if gpus <= domain_gpus:
+            return self
+        return Widening(int(self), self.mechanisms | {"multinode"})
+
+
 def _widen(
     rates: Rates, spec: AcceleratorSpec, stack_name: str | None, prof: CalibrationProfile, model: ModelArch
-) -> int:
+) -> Widening:
     """How many times to widen an interval: uncalibrated generation/precision, uncertain spec, unfitted stack,
-    mixture-of-experts model (no MoE calibration case)."""
+    mixture-of-experts model (no MoE calibration case); with the mechanism classes (:class:`Widening`)."""
     n = 0 if rates.calibrated else 1
     n += 1 if model.is_moe else 0
     n += 1 if spec.uncertain or any("uncertain" in x for x in rates.notes) else 0
     n += 1 if stack_name is not None and stack_name not in prof.fitted else 0
-    return n
+    mech = {"new_generation"} if not rates.calibrated else set()
+    mech |= {"moe"} if model.is_moe else set()
+    mech |= {"quantised"} if rates.weight_bytes < UNQUANTISED_BYTES_PER_ELEMENT else set()
+    return Widening(n, frozenset(mech))
 
 
 __all__ = [
@@ -281,9 +314,11 @@ __all__ = [
     "ARCH_EFFICIENCY_DEFAULT",
     "ARCH_PREFIX_EFFICIENCY",
     "MAX_AUTO_TP",
+    "MECHANISMS",
     "NO_TENSOR_CORE_ARCH_WORDS",
     "TPU_POD_CHIPS",
     "Rates",
+    "Widening",
     "arch_efficiency_param",
     "geforce_tensor_peak",
     "low_precision_discount",

@@ -756,7 +756,7 @@ def estimate_training(
         arch, task=task, seq_len=seq_len, recompute="none" if acts_offloaded else recompute
     )
     mfu = tok_gpu * fl.model_total / rates.stated_peak_flops
-    widen = _widen(rates, spec, stack_param("train", sw, spec.vendor), prof, arch)
+    widen = _widen(rates, spec, stack_param("train", sw, spec.vendor), prof, arch).spanning(used, gpn)
     step_i = make_interval(step, "training", prof, widen)
     tok_i = step_i.inverted(global_batch * seq_len / used)
     ttt = gpus_h = None

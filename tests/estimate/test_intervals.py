@@ -1,0 +1,172 @@
+"""Held-out intervals per metric family and mechanism class (gpufleet.estimate.intervals), their scoring."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from gpufleet.catalog.specs import get_spec
+from gpufleet.estimate.calibration import (
+    GROUPINGS,
+    CalibrationProfile,
+    load_profile,
+    make_interval,
+    predict_case,
+    prior_profile,
+    with_params,
+)
+from gpufleet.estimate.cases import CalibrationCase, read_cases
+from gpufleet.estimate.intervals import (
+    MIN_CLASS_CASES,
+    case_mechanisms,
+    crossfit_scores,
+    fit_class_quantiles,
+)
+from gpufleet.estimate.priors import PRIORS
+from gpufleet.estimate.profile import HELDOUT_EXTRA_FACTOR, class_interval, interval_floor
+from gpufleet.estimate.rates import Widening, _widen, resolve_rates
+from gpufleet.models.registry import resolve_model
+
+CASES_CSV = Path(__file__).resolve().parents[2] / "src" / "gpufleet" / "estimate" / "data" / "cases.csv"
+
+
+def _case(**kw: Any) -> CalibrationCase:
+    base: dict[str, Any] = dict(
+        case_id="Z1", metric="tpot_ms", model="llama-3.1-8b", task="inference", gpu="H100-SXM", gpu_count=1,
+        precision="bf16", batch=1, seq_len=None, input_len=512.0, output_len=128.0, train_tokens=None, tp=1,
+        pp=1, dp=1, ep=None, cp=None, software="vllm", measured=7.0, unit="ms", note="", source="test",
+    )  # fmt: skip
+    return CalibrationCase(**(base | kw))
+
+
+def _profile(quantiles: dict[str, tuple[float, float]]) -> CalibrationProfile:
+    return CalibrationProfile(
+        params=prior_profile().params, fitted_at="", case_count=0, residuals={}, version=1, source="t",
+        log_residual_quantiles={"latency": (-0.1, 0.1)}, heldout_quantiles=quantiles,
+    )  # fmt: skip
+
+
+def test_an_estimate_takes_the_envelope_of_its_classes_and_widens_for_the_rest() -> None:
+    q = {"latency/all": (-0.4, 0.3), "latency/dense": (-0.3, 0.3), "latency/moe": (-0.6, 0.35),
+         "latency/multinode": (-0.35, 0.5), "latency/new_generation": (-0.5, 0.4)}  # fmt: skip
+    p = _profile(q)
+    dense = make_interval(10.0, "latency", p, Widening(0))
+    assert (dense.p10, dense.p90) == pytest.approx((10 * math.exp(-0.3), 10 * math.exp(0.3)))
+    both = make_interval(10.0, "latency", p, Widening(1, frozenset({"moe", "multinode"})))
+    assert (both.p10, both.p90) == pytest.approx((10 * math.exp(-0.6), 10 * math.exp(0.5)))
+    # MoE counts one reason and has its class; an unfitted stack (a second reason) has none: widened once
+    moe_stack = make_interval(10.0, "latency", p, Widening(2, frozenset({"moe"})))
+    f = HELDOUT_EXTRA_FACTOR
+    assert (moe_stack.p10, moe_stack.p90) == pytest.approx((10 * math.exp(-0.6 * f), 10 * math.exp(0.35 * f)))
+    # a class the profile lacks: the family's interval widened
+    assert class_interval(q, "latency", {"quantised"}) == pytest.approx((-0.4 * f, 0.3 * f))
+    # memory and profiles without class keys keep their own intervals
+    assert class_interval(q, "memory", set()) is None
+    legacy = make_interval(10.0, "latency", _profile({}), Widening(0, frozenset({"moe"})))
+    assert legacy.p90 / legacy.p10 == pytest.approx(math.exp(2 * interval_floor("latency")))
+
+
+def test_a_class_with_few_cases_pools_with_its_family() -> None:
+    n = MIN_CLASS_CASES
+    ids = [f"c{i}" for i in range(3 * n)]
+    fam = dict.fromkeys(ids, "training")
+    mech: dict[str, frozenset[str]] = {k: frozenset() for k in ids}
+    for k in ids[:n]:  # a full MoE class, far off
+        mech[k] = frozenset({"moe"})
+    for k in ids[n : n + n - 1]:  # one case short of a multinode class
+        mech[k] = frozenset({"multinode"})
+    rng = np.random.default_rng(1)
+    held = {g: {k: float(rng.normal(-1.0 if k in ids[:n] else 0.0, 0.2)) for k in ids} for g in GROUPINGS}
+    q = fit_class_quantiles(held, fam, mech)
+    moe = [held[g][k] for g in GROUPINGS for k in ids[:n]]
+    assert q["training/moe"] == pytest.approx(
+        (min(float(np.quantile(moe, 0.1)), -0.25), max(float(np.quantile(moe, 0.9)), 0.25))
+    )
+    whole = q["training/all"]
+    assert q["training/multinode"] == pytest.approx((whole[0] * HELDOUT_EXTRA_FACTOR, whole[1] * 1.25))
+    assert q["training/moe"][0] < q["training/dense"][0]  # the far-off class does not drag the dense one
+    gen = [held["generation"][k] for k in ids]
+    assert q["training/new_generation"][0] == pytest.approx(min(float(np.quantile(gen, 0.1)), -0.25))
+    # too few cases in the whole family: +-ln 2
+    few = fit_class_quantiles(held, dict.fromkeys(ids[: n - 1], "latency"), mech)
+    assert few["latency/all"] == pytest.approx((-math.log(2), math.log(2)))
+
+
+def test_cross_fitted_coverage_never_sees_the_scored_group() -> None:
+    """A vendor whose cases are all far off is scored against intervals fitted on the others only: outside
+    every time, where an in-sample fit over all cases would have stretched to cover some of them."""
+    cases = [_case(case_id=f"H{i}") for i in range(12)]
+    cases += [_case(case_id=f"A{i}", gpu="MI300X") for i in range(4)]
+    held = {g: {c.case_id: (1.5 if c.case_id.startswith("A") else 0.05 * (i % 5 - 2)) for i, c in
+                enumerate(cases)} for g in GROUPINGS}  # fmt: skip
+    scores = crossfit_scores(cases, held, fitted=())
+    by_vendor = [s for s in scores if s.grouping == "vendor"]
+    assert {s.case_id for s in by_vendor} == {c.case_id for c in cases}
+    assert not any(s.inside for s in by_vendor if s.case_id.startswith("A"))
+    # the generation held out: the scored cases take the new-generation interval
+    assert all("new_generation" in s.mechanisms for s in scores if s.grouping == "generation")
+    assert all(s.inside for s in by_vendor if s.case_id.startswith("H"))
+
+
+def test_mechanisms_of_cases_and_estimates_agree() -> None:
+    assert case_mechanisms(_case()) == frozenset()
+    assert case_mechanisms(_case(model="mixtral-8x7b", precision="int4")) == {"moe", "quantised"}
+    assert case_mechanisms(_case(metric="train_step_s", task="pretrain", gpu_count=16)) == {"multinode"}
+    spec = get_spec("H100-SXM")
+    arch = resolve_model("mixtral-8x7b")
+    prof = load_profile()
+    w = _widen(resolve_rates(spec, "int4", prof, allow_fallback=True), spec, None, prof, arch)
+    assert w.mechanisms == {"moe", "quantised"} and int(w) == 1
+    assert w.spanning(8, 8) is w and w.spanning(16, 8).mechanisms == {"moe", "quantised", "multinode"}
+    assert int(w.spanning(16, 8)) == 1
+
+
+def test_shipped_profile_has_held_out_class_quantiles() -> None:
+    p = load_profile()
+    for fam in ("training", "throughput", "latency"):
+        for cls in ("all", "dense", "moe", "quantised", "multinode", "new_generation"):
+            lo, hi = p.heldout_quantiles[f"{fam}/{cls}"]
+            assert lo <= -interval_floor(fam) and hi >= interval_floor(fam)
+
+
+def test_shipped_intervals_cover_held_out_measurements_as_stated() -> None:
+    """Scored out of sample (cross-fitted), held-out speed measurements fall inside p10-p90 about 80 % of the
+    time: within the issue's acceptable 70-90 % and at least its 75 % target, at a median width below 2.5x
+    (README "Accuracy" states the figures: 85 % at 2.3x when this was written; the issue's 2.2x is not met
+    for speed alone, it is with the memory cases)."""
+    p = load_profile()
+    scores = crossfit_scores(read_cases(CASES_CSV), p.logo_residuals, p.fitted)
+    assert {s.family for s in scores} == {"training", "throughput", "latency"}
+    assert 0.75 <= np.mean([s.inside for s in scores]) <= 0.90
+    assert np.median([s.width for s in scores]) <= 2.5
+
+
+def test_eager_transformers_priors_predict_the_h200_rows_without_fitting_the_stack() -> None:
+    """Held-out by stack: with the transformers factors at their priors (no case of the stack seen), our
+    H200 eager prefill and fine-tuning rows stay within 1.25x at the median (the earlier priors, 0.4 for
+    prefill and 0.45 for training, were 2.2x and 1.3x off)."""
+    p = load_profile()
+    names = ("infer_stack_transformers", "train_stack_transformers", "overhead_mult_transformers")
+    held = with_params(p, {n: PRIORS[n].value for n in names})
+    for metric in ("ttft_ms", "train_step_s"):
+        rows = [c for c in read_cases(CASES_CSV) if c.metric == metric and c.software == "transformers"]
+        assert len(rows) >= 10
+        ratio = np.median([predict_case(c, held).predicted / c.measured for c in rows])
+        assert 1 / 1.25 <= ratio <= 1.25, (metric, ratio)
+
+
+def test_a_class_inside_the_floor_is_wider_than_dense() -> None:
+    """Residuals inside the floor cannot show a mechanism's extra error: the class takes the dense interval
+    x 1.25, so an estimate outside the calibrated data is never given the dense one."""
+    ids = [f"c{i}" for i in range(2 * MIN_CLASS_CASES)]
+    mech = {k: frozenset({"quantised"}) if i % 2 else frozenset() for i, k in enumerate(ids)}
+    held = {g: {k: (0.01 if mech[k] else (-0.6 if i % 4 == 0 else 0.4)) for i, k in enumerate(ids)}
+            for g in GROUPINGS}  # fmt: skip
+    q = fit_class_quantiles(held, dict.fromkeys(ids, "latency"), mech)
+    dense = q["latency/dense"]
+    assert dense[0] < -0.25 and dense[1] > 0.25
+    assert q["latency/quantised"] == pytest.approx((dense[0] * HELDOUT_EXTRA_FACTOR, dense[1] * 1.25))
