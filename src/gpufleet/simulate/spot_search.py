@@ -9,7 +9,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from gpufleet.errors import InputError
+from gpufleet.errors import InfeasibleError, InputError
 from gpufleet.simulate.spot import SpotLayout, SpotResult, StrategyOutcome, _Dry, _spot_layout
 
 #: GPU counts the layout search tries (``gpus`` None): powers of two up to 64 nodes of 8
@@ -131,7 +131,8 @@ def search_layouts(kw: dict[str, Any]) -> SpotResult:
     else:
         simulated = [t for t in tried if t.status == "misses"]
         if not simulated:
-            raise InputError(
+            # a valid question whose answer is "no" (the CLI exits 3, no candidate), not a bad input
+            raise InfeasibleError(
                 f"No layout of {gpu} from {SEARCH_GPU_COUNTS[0]} to {SEARCH_GPU_COUNTS[-1]} GPUs could be "
                 f"simulated for {model}: "
                 + "; ".join(f"{t.gpus} GPUs: {t.why}" for t in tried[:4])
