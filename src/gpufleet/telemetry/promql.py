@@ -680,10 +680,10 @@ def _step_time(
         sv[key]["step_time_s:span_h"] = span / SECONDS_PER_HOUR
         if span <= 0:
             continue
-        q = TREND_SHARE * span
-        # first quarter: steps in [t0, t0 + q); last: (t1 - q, t1], as the store path's filters
-        for part, at in (("first", t0 + q - 0.5), ("last", last[key])):
-            for lab, v in c.query(f"quantile_over_time(0.5, ({w})[{_rng(q)}:{_STEP}])", at=at):
+        quarter = TREND_SHARE * span
+        # first quarter: steps in [t0, t0 + quarter); last: (t1 - quarter, t1], as the store path's filters
+        for part, at in (("first", t0 + quarter - 0.5), ("last", last[key])):
+            for lab, v in c.query(f"quantile_over_time(0.5, ({w})[{_rng(quarter)}:{_STEP}])", at=at):
                 wid = _wid(lab, rules)
                 if wid is not None and wid.key == key:
                     sv[key][f"step_time_s:{part}"] = v
