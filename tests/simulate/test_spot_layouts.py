@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpufleet.cli.app import app
-from gpufleet.errors import InfeasibleError
+from gpufleet.errors import InfeasibleError, InputError
 from gpufleet.simulate.spot import simulate_spot
 
 ARGS = {"model": "llama-3.1-8b", "tokens": 2e10, "runs": 10, "seed": 0}
@@ -52,6 +52,9 @@ def test_no_layout_can_meet_is_no_candidate() -> None:
         "Exit 3 (no_candidate): No layout of h100" in res.output
         and "exceeds the 0.5 h deadline" in res.output
     )
+    # no count could even be sized (an unknown provider): a bad input, exit 2
+    with pytest.raises(InputError, match="Unknown provider 'nosuch'; "):
+        simulate_spot(deadline_h=100, provider="nosuch", **ARGS)  # type: ignore[arg-type]
 
 
 def test_cli_reports_the_layouts() -> None:
