@@ -75,7 +75,7 @@ StepMetricOpt = Annotated[
     list[str] | None,
     typer.Option(
         "--step-time-metric",
-        help="Name of your training job's step-time gauge [s] when it is none of "
+        help="Name of your training job's step-time gauge (seconds) when it is none of "
         "train_step_duration_seconds, training_step_time_seconds, trainer_step_time_seconds, "
         "step_time_seconds (repeatable).",
     ),
