@@ -452,7 +452,7 @@ def render_findings_html(ff: FleetFindings, s: FleetSummary, heat: Sequence[tupl
         "body{font:14px/1.45 system-ui,sans-serif;margin:24px 32px;color:#1f2933}"
         "table{border-collapse:collapse;"
         "font-size:13px}th,td{border-bottom:1px solid #e4e7eb;padding:4px "
-        "8px;text-align:left;overflow-wrap:break-word}"
+        "8px;text-align:left;overflow-wrap:anywhere}"
         ".charts{display:flex;flex-wrap:wrap;gap:16px}.charts>div{flex:1 1 460px}.scroll{overflow-x:auto}"
         ".charts svg{max-width:100%;height:auto}"
         "@media print{body{margin:0}table{font-size:9px}.scroll{overflow:visible}}"
