@@ -121,3 +121,5 @@ def test_telemetry_findings_table_fits(chromium: str, tmp_path: Path, width: int
         assert t["scroll"] <= t["room"] + 1, f"a table is wider than its card at {width}px: {t}"
     for h in gpu[0]["heads"]:  # type: ignore[union-attr]
         assert h["right"] <= gpu[0]["right"] + 1, h  # type: ignore[index,operator]
+    # status words and figures stay on one line; only names and reason lists wrap
+    assert '<td class="k">Overprovisioned</td>' in html and ".k{white-space:nowrap" in html
