@@ -43,3 +43,32 @@ def test_the_demo_plan_keeps_production_in_the_us() -> None:
         if ln.workload in ("production", "dev") and ln.region:
             assert region_location(ln.provider, ln.region).geo == "us", (ln.provider, ln.region)
     assert any("stay in the geo" in n for n in plan.notes)
+
+
+def _without_region(provider: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    f = read_fleet_file(EXAMPLE)
+    f = dataclasses.replace(
+        f,
+        workloads=tuple(
+            dataclasses.replace(w, current=dataclasses.replace(w.current, region=None, provider=provider))
+            if w.name == "production" and w.current is not None
+            else w
+            for w in f.workloads
+        ),
+    )
+    kept, notes = stay_in_current_geo(f)
+    return {w.name: w for w in kept.workloads}["production"].geos, notes
+
+
+def test_current_without_region_takes_the_providers_default() -> None:
+    """A serving workload whose current deployment names no region was skipped (free to move anywhere);
+    it is taken to run in the provider's default region, as migrate assumes (AWS: us-east-1), and said so."""
+    geos, notes = _without_region("aws")
+    assert geos == ("us",)
+    assert any(
+        "taken to be the provider's default region" in n and "production in aws us-east-1" in n for n in notes
+    )
+    # a provider with no default region: not kept, and the plan says so rather than moving it silently
+    geos, notes = _without_region("lambda")
+    assert geos == ()
+    assert any("production (lambda) may be placed in any geo" in n for n in notes)

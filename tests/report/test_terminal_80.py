@@ -88,3 +88,24 @@ def test_simulate_spot_in_a_pipe() -> None:
     for o in doc["result"]["outcomes"]:
         v = o["expected_cost_usd"]
         assert (f"${v:,.0f}" if v >= 1000 else f"${v:,.2f}") in text
+
+
+def test_simulate_spot_layout_status_whole_in_a_pipe() -> None:
+    """The layout search's status and best-strategy words were folded to "ski/ppe/d" and "mee/ts" at 80
+    columns; they stay whole, one word per row."""
+    text = _pipe(
+        "simulate",
+        "spot",
+        "--model",
+        "llama-3.1-8b",
+        "--tokens",
+        "2e10",
+        "--deadline-hours",
+        "72",
+        "--runs",
+        "5",
+    )
+    _lines_fit(text)
+    layouts = text.split("Layouts searched", 1)[1]
+    assert re.search(r"^ ?1 +- skipped ", layouts, re.M), layouts
+    assert re.search(r"^ ?16 +2 meets +spot ", layouts, re.M), layouts

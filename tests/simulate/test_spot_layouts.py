@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gpufleet.cli.app import app
-from gpufleet.errors import InputError
+from gpufleet.errors import InfeasibleError, InputError
 from gpufleet.simulate.spot import simulate_spot
 
 ARGS = {"model": "llama-3.1-8b", "tokens": 2e10, "runs": 10, "seed": 0}
@@ -37,9 +37,24 @@ def test_search_finds_a_layout_where_8_gpus_miss() -> None:
             assert "deadline" in t.why or "more than the" in t.why
 
 
-def test_no_layout_can_meet_is_an_error() -> None:
-    with pytest.raises(InputError, match="No layout of h100"):
+def test_no_layout_can_meet_is_no_candidate() -> None:
+    """A deadline no layout can meet is a valid question answered "no": exit 3 with the reason (it was an
+    input error, exit 2)."""
+    with pytest.raises(InfeasibleError, match="No layout of h100"):
         simulate_spot(deadline_h=0.5, **ARGS)  # type: ignore[arg-type]
+    res = CliRunner().invoke(
+        app,
+        ["simulate", "spot", "--model", "llama-3.1-8b", "--tokens", "2e10", "--deadline-hours", "0.5",
+         "--runs", "10"],
+    )  # fmt: skip
+    assert res.exit_code == 3, res.output
+    assert (
+        "Exit 3 (no_candidate): No layout of h100" in res.output
+        and "exceeds the 0.5 h deadline" in res.output
+    )
+    # no count could even be sized (an unknown provider): a bad input, exit 2
+    with pytest.raises(InputError, match="Unknown provider 'nosuch'; "):
+        simulate_spot(deadline_h=100, provider="nosuch", **ARGS)  # type: ignore[arg-type]
 
 
 def test_cli_reports_the_layouts() -> None:

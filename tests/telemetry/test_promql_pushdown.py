@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from gpufleet.cli.app import app
 from gpufleet.telemetry.api import analyze_fleet, analyze_prometheus, ingest_telemetry
+from gpufleet.telemetry.finding_types import UNDER_REASONS
 from gpufleet.telemetry.findings import FleetFindings
 from gpufleet.telemetry.promql import prometheus_fleet_stats, prometheus_window
 from gpufleet.telemetry.synth_k8s import GeneratedFleet, known_truth_fleet
@@ -22,6 +23,7 @@ from gpufleet.telemetry.synth_k8s import GeneratedFleet, known_truth_fleet
 from .promserver import prometheus_with
 
 NOW_S = int(time.time()) // 60 * 60
+_TRAINING = ("training/pretrain", "training/sft-llama")
 
 
 @pytest.fixture(scope="module")
@@ -47,9 +49,14 @@ def test_known_truth_fleet_through_both_paths(
     served: tuple[GeneratedFleet, str, datetime], both: tuple[FleetFindings, FleetFindings]
 ) -> None:
     fleet, _, _ = served
+    # the full truth table: idle, over-provisioned, busy-and-healthy (training and serving), memory-starved,
+    # SLO-violating serving, short-lived pods of a long-lived workload, a training job slowing down
     for ff in both:
         assert {g.gpu_key: g.finding for g in ff.gpus} == fleet.gpu_truth, ff.source
         assert {w.key: w.finding for w in ff.workloads} == fleet.workload_truth, ff.source
+        under = {w.key: tuple(r for r in w.reason_codes if r in UNDER_REASONS) for w in ff.workloads}
+        assert under == fleet.workload_reasons, ff.source
+        assert sum(g.finding == "Underprovisioned" for g in ff.gpus) == 3, ff.source
     file_ff, prom_ff = both
     assert prom_ff.source.startswith("prometheus ") and file_ff.source == "store"
     # the same quantities: observed hours, memory peak, reasons, and the TTFT p95 from the histogram
@@ -60,6 +67,14 @@ def test_known_truth_fleet_through_both_paths(
         assert w.hours == pytest.approx(f.hours, abs=0.5)
         assert w.replica.memory_peak_gib == pytest.approx(f.replica.memory_peak_gib, rel=0.01)
         assert w.replica.compute_p == pytest.approx(f.replica.compute_p, abs=0.03)
+        # step time judged for the training jobs only, on both paths
+        assert any(e.startswith("step time (slowest rank") for e in w.evidence) == (w.key in _TRAINING)
+    slow = {ff.source: next(w for w in ff.workloads if w.key == "training/sft-llama") for ff in both}
+    for w in slow.values():
+        trend = next(e for e in w.evidence if e.startswith("step time median"))
+        assert "in the first quarter of its 42.0 h" in trend and "+4" in trend, trend  # +40-45 %
+    steady = next(w for w in prom_ff.workloads if w.key == "training/pretrain")
+    assert steady.finding == "Optimized" and any("(-0%" in e or "(+0%" in e for e in steady.evidence)
     api = next(w for w in prom_ff.workloads if w.key == "serving/llm-api")
     assert any(e.startswith("TTFT p95 4.75 s") for e in api.evidence), api.evidence
     fg = {g.gpu_key: g for g in file_ff.gpus}

@@ -227,24 +227,27 @@ def spot_cmd(
     output: OutputOpt = None,
 ) -> None:
     """A training run on spot by strategy: expected cost, P(deadline miss), time distribution."""
+    from gpufleet.cli.exit_codes import ExitCode, exit_with
+    from gpufleet.errors import InfeasibleError
     from gpufleet.simulate.spot import simulate_spot
 
-    result = simulate_spot(
-        model=model,
-        tokens=tokens,
-        gpu=gpu,
-        gpus=gpus,
-        deadline_h=deadline_hours,
-        interruptions=str(interruptions) if interruptions else None,
-        provider=provider,
-        interval_h=checkpoint_hours,
-        runs=runs,
-        seed=seed,
-    )
+    try:
+        result = simulate_spot(
+            model=model,
+            tokens=tokens,
+            gpu=gpu,
+            gpus=gpus,
+            deadline_h=deadline_hours,
+            interruptions=str(interruptions) if interruptions else None,
+            provider=provider,
+            interval_h=checkpoint_hours,
+            runs=runs,
+            seed=seed,
+        )
+    except InfeasibleError as exc:  # no layout could even be simulated: the answer is "no", with the reason
+        exit_with(ExitCode.NO_CANDIDATE, str(exc))
     _emit(result, fmt, output)
     if result.best is None:
-        from gpufleet.cli.exit_codes import ExitCode, exit_with
-
         exit_with(
             ExitCode.NO_CANDIDATE,
             f"no strategy meets the {result.deadline_h or 0:g} h deadline with P(miss) <= 5 % (the output "

@@ -71,6 +71,15 @@ PromOpt = Annotated[
         help="Compute the statistics inside this Prometheus, Thanos or Mimir (PromQL pushdown), not --store.",
     ),
 ]
+StepMetricOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--step-time-metric",
+        help="Name of your training job's step-time gauge (seconds) when it is none of "
+        "train_step_duration_seconds, training_step_time_seconds, trainer_step_time_seconds, "
+        "step_time_seconds (repeatable).",
+    ),
+]
 PromTimeoutOpt = Annotated[float, typer.Option("--timeout", help="With --prometheus: seconds per query.")]
 ChunkHostsOpt = Annotated[
     int, typer.Option("--chunk-hosts", help="With --prometheus: hosts (or namespaces) per query.")
@@ -159,8 +168,28 @@ def ingest(
     ] = None,
     store: StoreOpt = None,
     fmt: Annotated[Format, typer.Option("--format", help="table or json.")] = Format.table,
+    step_time_metric: StepMetricOpt = None,
 ) -> None:
     """Read telemetry into the store (atomic append; bad lines counted, never silently dropped)."""
+    from gpufleet.telemetry.readers.common import metric_aliases
+
+    with metric_aliases(step_time=step_time_metric or ()):
+        _ingest(files, prometheus, start, end, step, timeout, input_format, timezone, host, store, fmt)
+
+
+def _ingest(
+    files: list[Path] | None,
+    prometheus: str | None,
+    start: str | None,
+    end: str | None,
+    step: str,
+    timeout: float,
+    input_format: str,
+    timezone: str | None,
+    host: str | None,
+    store: Path | None,
+    fmt: Format,
+) -> None:
     from gpufleet.report.telemetry import ingest_lines, to_json
     from gpufleet.telemetry.ingest import ingest_files, ingest_prometheus
 
@@ -274,6 +303,7 @@ def findings(
     timeout: PromTimeoutOpt = 60.0,
     chunk_hosts: ChunkHostsOpt = 50,
     chunk_days: ChunkDaysOpt = None,
+    step_time_metric: StepMetricOpt = None,
 ) -> None:
     """Idle / over- / under-provisioned / optimized GPUs and workloads with priced options."""
     report(
@@ -292,6 +322,7 @@ def findings(
         timeout=timeout,
         chunk_hosts=chunk_hosts,
         chunk_days=chunk_days,
+        step_time_metric=step_time_metric,
     )
 
 
@@ -314,9 +345,11 @@ def report(
     timeout: PromTimeoutOpt = 60.0,
     chunk_hosts: ChunkHostsOpt = 50,
     chunk_days: ChunkDaysOpt = None,
+    step_time_metric: StepMetricOpt = None,
 ) -> None:
     """Fleet summary (GPU-hours, idle share, cost, savings by finding and team), findings and charts."""
     from gpufleet.report import telemetry as rt
+    from gpufleet.telemetry.readers.common import metric_aliases
     from gpufleet.telemetry.summary import summarize
 
     st: TelemetryStore | None = None
@@ -330,23 +363,25 @@ def report(
         )
         if not 0 < timeout <= 3600:
             raise InputError(f"--timeout {timeout} must be between 0 and 3600 seconds.")
-        ff = analyze_prometheus(
-            prometheus,
-            lookback_days=lookback,
-            percentile=percentile,
-            thresholds=_thresholds(headroom, ttft_slo, tpot_slo),
-            inventory=inventory,
-            end=_time(end, "--end"),
-            tier=tier,
-            timeout_s=timeout,
-            chunk_hosts=chunk_hosts,
-            chunk_days=chunk_days,
-        )
+        with metric_aliases(step_time=step_time_metric or ()):
+            ff = analyze_prometheus(
+                prometheus,
+                lookback_days=lookback,
+                percentile=percentile,
+                thresholds=_thresholds(headroom, ttft_slo, tpot_slo),
+                inventory=inventory,
+                end=_time(end, "--end"),
+                tier=tier,
+                timeout_s=timeout,
+                chunk_hosts=chunk_hosts,
+                chunk_days=chunk_days,
+            )
         window = ff.window
     else:
         reject_ignored(
-            ["timeout", "chunk_hosts", "chunk_days"],
-            why="without --prometheus (they size the queries sent to a Prometheus server)",
+            ["timeout", "chunk_hosts", "chunk_days", "step_time_metric"],
+            why="without --prometheus (they size and name the queries sent to a Prometheus server; the "
+            "store holds the step time under the name given to telemetry ingest --step-time-metric)",
             fix="Leave those options out, or add --prometheus URL.",
         )
         st, window, ff, _ = _findings(

@@ -11,7 +11,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from html import escape
-from typing import Any
+from typing import Any, Final
 
 from rich.console import Group, RenderableType
 from rich.table import Table
@@ -318,6 +318,10 @@ def render_simulation_html(result: SimResult) -> str:
     )
 
 
+#: status columns of the simulation tables, kept whole in a terminal (report/termtable.py)
+_STATUS_HEADERS: Final = frozenset({"status", "best", "strategy", "policy"})
+
+
 def render_simulation_terminal(result: SimResult) -> RenderableType:
     lay = layout(result)
     items: list[RenderableType] = [Text(lay.title, style="bold")]
@@ -326,7 +330,10 @@ def render_simulation_terminal(result: SimResult) -> RenderableType:
         facts.add_row(Text(k, style="dim"), Text(v))
     items.append(facts)
     for title, headers, rows in lay.tables:
-        items.append(whole_table(headers, rows, title=title, status=headers[:1]))
+        # the first column (a strategy, policy or count) and the status words ("skipped" cut to "ski ppe d"
+        # reads as nothing) stay whole
+        status = (headers[0], *(h for h in headers if h in _STATUS_HEADERS))
+        items.append(whole_table(headers, rows, title=title, status=status))
     if lay.notes:
         items.append(Text("\n".join(f"- {n}" for n in lay.notes), style="dim"))
     return Group(*items)

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, is_dataclass
 from datetime import datetime
 from html import escape
-from typing import Any
+from typing import Any, Final
 
 from gpufleet import __version__
 from gpufleet.report.charts import SERIES_COLOURS, bar_chart, fmt_number, waterfall_chart
@@ -413,10 +413,31 @@ def findings_heat(
     return heat
 
 
+#: HTML table columns kept on one line (status words and figures); the others wrap anywhere to fit the card
+_HTML_WHOLE: Final = frozenset(
+    {
+        "finding",
+        "compute",
+        "gpu_util",
+        "mem_p99_gib",
+        "usd_month",
+        "savings_month",
+        "risk",
+        "GPUs",
+        "cost/month",
+    }
+)
+
+
 def render_findings_html(ff: FleetFindings, s: FleetSummary, heat: Sequence[tuple[datetime, float]]) -> str:
     def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
-        h = "".join(f"<th>{escape(str(c))}</th>" for c in headers)
-        b = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in r) + "</tr>" for r in rows)
+        # status and figures stay whole ("Overprov isioned", "100 %" read badly); names and reasons wrap
+        cls = ["" if h not in _HTML_WHOLE else ' class="k"' for h in headers]
+        h = "".join(f"<th{k}>{escape(str(c))}</th>" for k, c in zip(cls, headers, strict=True))
+        b = "".join(
+            "<tr>" + "".join(f"<td{k}>{escape(str(c))}</td>" for k, c in zip(cls, r, strict=True)) + "</tr>"
+            for r in rows
+        )
         return f'<div class="scroll"><table><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table></div>'
 
     dist = bar_chart(
@@ -452,7 +473,7 @@ def render_findings_html(ff: FleetFindings, s: FleetSummary, heat: Sequence[tupl
         "body{font:14px/1.45 system-ui,sans-serif;margin:24px 32px;color:#1f2933}"
         "table{border-collapse:collapse;"
         "font-size:13px}th,td{border-bottom:1px solid #e4e7eb;padding:4px "
-        "8px;text-align:left;overflow-wrap:break-word}"
+        "8px;text-align:left;overflow-wrap:anywhere}.k{white-space:nowrap;overflow-wrap:normal}"
         ".charts{display:flex;flex-wrap:wrap;gap:16px}.charts>div{flex:1 1 460px}.scroll{overflow-x:auto}"
         ".charts svg{max-width:100%;height:auto}"
         "@media print{body{margin:0}table{font-size:9px}.scroll{overflow:visible}}"

@@ -9,7 +9,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from gpufleet.errors import InputError
+from gpufleet.errors import InfeasibleError, InputError
 from gpufleet.simulate.spot import SpotLayout, SpotResult, StrategyOutcome, _Dry, _spot_layout
 
 #: GPU counts the layout search tries (``gpus`` None): powers of two up to 64 nodes of 8
@@ -131,10 +131,14 @@ def search_layouts(kw: dict[str, Any]) -> SpotResult:
     else:
         simulated = [t for t in tried if t.status == "misses"]
         if not simulated:
-            raise InputError(
+            # a layout whose work was computed and that only the deadline ruled out makes it a valid question
+            # answered "no" (the CLI exits 3, no candidate); when no count could even be sized (every one an
+            # input error: no offer, a trace that is never up), the input is at fault (exit 2)
+            sized = any(t.work_h is not None for t in tried)
+            raise (InfeasibleError if sized else InputError)(
                 f"No layout of {gpu} from {SEARCH_GPU_COUNTS[0]} to {SEARCH_GPU_COUNTS[-1]} GPUs could be "
                 f"simulated for {model}: "
-                + "; ".join(f"{t.gpus} GPUs: {t.why}" for t in tried[:4])
+                + "; ".join(f"{t.gpus} GPUs: {t.why.rstrip('.')}" for t in tried[:4])
                 + ". Give a longer --deadline-hours, fewer --tokens, another --gpu, or --gpus."
             )
         chosen = min(simulated, key=lambda t: (t.p_deadline_miss or 0.0, t.expected_cost_usd or math.inf))

@@ -11,7 +11,10 @@ quantities in PromQL), so both paths judge a workload alike:
 - queue and KV-cache usage: the percentile and peak of the per-step max over the workload's pods;
 - preemptions: the increase of the counter over the window, summed over pods (a drop is a restart);
 - TTFT and TPOT: the percentile of the workload's histogram, the per-bucket increases summed over pods and
-  interpolated within the bucket as Prometheus's ``histogram_quantile`` does.
+  interpolated within the bucket as Prometheus's ``histogram_quantile`` does;
+- training step time (a per-rank gauge): per 60-second step the slowest rank's (a synchronous step waits
+  for it); its median and percentile over the window, and its median over the first and the last quarter
+  of the span the workload exported it (its own baseline: a step time that grows over the run).
 """
 
 from __future__ import annotations
@@ -43,6 +46,8 @@ TIME_CHUNK_CAVEAT: Final = (
 )
 _GAUGES: Final = ("queue_requests", "kv_cache_usage_ratio", "running_requests")
 _COUNTERS: Final = ("preemptions_total", "ttft_s_bucket", "tpot_s_bucket")
+#: Share of a workload's step-time span whose median is its baseline (first) and its latest (last) value.
+TREND_SHARE: Final = 0.25
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,7 +69,8 @@ class WorkloadStats:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ServingStats:
-    """What the serving engines (vLLM, TGI, SGLang) of one workload exported over the window."""
+    """What the serving engines (vLLM, TGI, SGLang) or the training job of one workload exported over the
+    window."""
 
     queue_p: float | None = None  # requests waiting, at the window's percentile (busiest pod per step)
     queue_max: float | None = None
@@ -73,6 +79,26 @@ class ServingStats:
     ttft_p_s: float | None = None  # at the window's percentile
     tpot_p_s: float | None = None
     requests: float | None = None  # requests in the TTFT histogram over the window
+    #: training step time [s]: slowest rank per 60 s step; median and at the window's percentile
+    step_time_p50_s: float | None = None
+    step_time_p_s: float | None = None
+    #: median over the first and the last quarter (TREND_SHARE) of the span it was exported [s]
+    step_time_first_s: float | None = None
+    step_time_last_s: float | None = None
+    step_time_span_h: float | None = None  # first to last step-time sample [h]
+
+    @property
+    def is_serving(self) -> bool:
+        """Any serving-engine signal (queue, KV cache, preemptions, TTFT, TPOT)."""
+        return any(
+            x is not None
+            for x in (self.queue_p, self.kv_cache_p, self.preemptions, self.ttft_p_s, self.tpot_p_s)
+        )
+
+    @property
+    def is_training(self) -> bool:
+        """The workload exported a training step time."""
+        return self.step_time_p50_s is not None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -259,7 +285,37 @@ def _serving(con: Any, span: list[Any], p: float, ids: dict[str, WorkloadId]) ->
         per[wkey][metric] = histogram_quantile(p, buckets)
         if metric == "ttft_s_bucket":
             per[wkey]["requests"] = max(c for _, c in buckets)
+    for wkey, v in _step_time(con, span, p).items():
+        per[wkey].update(v)
     return {k: serving_from(v) for k, v in per.items() if k in ids}
+
+
+def _step_time(con: Any, span: list[Any], p: float) -> dict[str, dict[str, float]]:
+    """Training step time per workload (module docstring): keys ``step_time_s:p50|p|first|last|span_h``."""
+    rows = con.execute(
+        f"""WITH m AS (SELECT s.series_id, w.wkey FROM series s JOIN wmap w USING (series_id)
+                       WHERE s.metric = 'step_time_s'),
+            b AS (SELECT m.wkey, time_bucket(INTERVAL '{STEP_S:g} seconds', x.ts) AS t, max(x.value) AS mx
+                  FROM samples x JOIN m USING (series_id) WHERE x.ts >= ? AND x.ts < ? GROUP BY ALL),
+            e AS (SELECT *, min(t) OVER (PARTITION BY wkey) AS t0, max(t) OVER (PARTITION BY wkey) AS t1
+                  FROM b)
+            SELECT wkey, quantile_disc(mx, [0.5, {p}]),
+                   quantile_disc(mx, 0.5) FILTER (t < t0 + {TREND_SHARE} * (t1 - t0)),
+                   quantile_disc(mx, 0.5) FILTER (t > t1 - {TREND_SHARE} * (t1 - t0)),
+                   epoch(max(t1) - min(t0)) FROM e GROUP BY wkey""",
+        span,
+    ).fetchall()
+    out: dict[str, dict[str, float]] = {}
+    for wkey, (p50, phi), first, last, span_s in rows:
+        out[wkey] = {
+            "step_time_s:p50": float(p50),
+            "step_time_s:p": float(phi),
+            "step_time_s:span_h": float(span_s) / SECONDS_PER_HOUR,
+        }
+        if first is not None and last is not None and span_s > 0:
+            out[wkey]["step_time_s:first"] = float(first)
+            out[wkey]["step_time_s:last"] = float(last)
+    return out
 
 
 def serving_from(v: dict[str, Any]) -> ServingStats:
@@ -272,6 +328,11 @@ def serving_from(v: dict[str, Any]) -> ServingStats:
         ttft_p_s=v.get("ttft_s_bucket"),
         tpot_p_s=v.get("tpot_s_bucket"),
         requests=v.get("requests"),
+        step_time_p50_s=v.get("step_time_s:p50"),
+        step_time_p_s=v.get("step_time_s:p"),
+        step_time_first_s=v.get("step_time_s:first"),
+        step_time_last_s=v.get("step_time_s:last"),
+        step_time_span_h=v.get("step_time_s:span_h"),
     )
 
 
@@ -280,6 +341,7 @@ __all__ = [
     "DEFAULT_CHUNK_HOSTS",
     "STEP_S",
     "TIME_CHUNK_CAVEAT",
+    "TREND_SHARE",
     "FleetStats",
     "ServingStats",
     "WorkloadStats",

@@ -34,11 +34,16 @@ REASON_CODES: Final[tuple[str, ...]] = (
     "ServingPreemptions",
     "ServingTTFTAboveSLO",
     "ServingTPOTAboveSLO",
+    # training evidence (the job's step-time gauge): a training GPU is short when its steps are slow
+    "TrainingStepTimeAboveEstimate",
+    "TrainingStepTimeDegrading",
+    "TrainingStepTimeStalls",
 )
 #: Reason codes that make a GPU Underprovisioned. Compute or DRAM activity near 100 % is not one of them:
 #: a busy GPU is the goal (GPU_UTIL/SM_ACTIVE say the GPU is used, not that work waits); what says capacity
 #: is short is memory held near capacity, or users waiting (queue, TTFT, TPOT, KV-cache pressure,
-#: preemptions), which the serving engines export.
+#: preemptions), which the serving engines export, or, for training, steps slower than the estimator
+#: expects, or slowing down or stalling over the run (the job's step-time gauge).
 UNDER_REASONS: Final[tuple[str, ...]] = (
     "GPUMemoryUnderprovisioned",
     "ServingQueueing",
@@ -46,6 +51,9 @@ UNDER_REASONS: Final[tuple[str, ...]] = (
     "ServingPreemptions",
     "ServingTTFTAboveSLO",
     "ServingTPOTAboveSLO",
+    "TrainingStepTimeAboveEstimate",
+    "TrainingStepTimeDegrading",
+    "TrainingStepTimeStalls",
 )
 UPPER_BOUND_CAVEAT: Final = (
     "compute from {signal}: an upper bound (a kernel running on one SM counts as busy); enable "
@@ -83,6 +91,15 @@ class Thresholds:
     #: rules, v4.0); set your own with --ttft-slo / --tpot-slo
     ttft_slo_s: float = 2.0
     tpot_slo_s: float = 0.2
+    #: training step time (gpufleet's defaults, judgement rather than a published rule; set your own):
+    #: the last quarter's median this much above the first quarter's = a run slowing down (thermal or
+    #: power throttling, a data loader falling behind, memory fragmentation)
+    step_time_degradation: float = 0.20
+    #: step time at the window's percentile / its median at or above this = stalls (stragglers or
+    #: data-loader waits: a synchronous step waits for the slowest rank)
+    step_time_spread: float = 1.5
+    #: a trend needs at least this span of step-time samples [h]
+    step_time_min_span_h: float = 2.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,7 +10,9 @@ Rules (knobs in :class:`Thresholds`; percentiles from :mod:`gpufleet.telemetry.a
 - ``Idle``: compute at the percentile < ``idle_compute`` (nothing useful runs) and memory p99 below
   ``idle_max_memory`` of capacity (no process holds the GPU); with memory held it is ``Overprovisioned``.
 - ``Underprovisioned``: memory p99 >= ``under_memory`` of capacity, or serving evidence of the GPU's
-  workload (vLLM/TGI/SGLang: requests waiting, KV cache near full, preemptions, TTFT or TPOT above the SLO).
+  workload (vLLM/TGI/SGLang: requests waiting, KV cache near full, preemptions, TTFT or TPOT above the SLO),
+  or training step-time evidence (the job's step-time gauge: slower than the estimator's p90 for its GPU
+  when the inventory names what it trains, slowing down over the run, or stalling: percentile/median spread).
   Compute (SM_ACTIVE, GPU_UTIL) or DRAM activity near 100 % alone is **never** under-provisioned: a busy GPU
   is the goal; it is Optimized, with its evidence listed.
 - ``Overprovisioned``: compute < ``over_compute`` (and not under-provisioned); memory and bandwidth reasons
@@ -23,6 +25,7 @@ node, a commitment price model.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -30,6 +33,7 @@ from typing import Final
 
 from gpufleet.catalog.specs import AcceleratorSpec, get_spec
 from gpufleet.errors import InputError
+from gpufleet.estimate.types import Interval
 from gpufleet.telemetry.analyze import GpuStats, Window
 from gpufleet.telemetry.analyze_workloads import ServingStats, WorkloadStats
 from gpufleet.telemetry.finding_types import (
@@ -57,7 +61,7 @@ from gpufleet.telemetry.options import (
     gpus_needed,
     performance_risk,
 )
-from gpufleet.telemetry.workloads import TIERS, WorkloadId, WorkloadRule, workload_of
+from gpufleet.telemetry.workloads import TIERS, TrainingJob, WorkloadId, WorkloadRule, workload_of
 from gpufleet.units import HOURS_PER_MONTH, gib_from_mib
 
 _risk = performance_risk  # kept for callers of the old private name
@@ -94,7 +98,8 @@ def _serving_evidence(sv: ServingStats | None, th: Thresholds, pct: str) -> tupl
     """(reason codes, evidence lines) from the workload's serving-engine metrics."""
     if sv is None:
         return [], [
-            "no serving-engine metrics (vLLM, TGI, SGLang) for its workload: queueing and latency not judged"
+            "no serving-engine metrics (vLLM, TGI, SGLang) or training step time for its workload: queueing, "
+            "latency and step time not judged"
         ]
     reasons: list[str] = []
     ev: list[str] = []
@@ -119,6 +124,85 @@ def _serving_evidence(sv: ServingStats | None, th: Thresholds, pct: str) -> tupl
         if sv.tpot_p_s > th.tpot_slo_s:
             reasons.append("ServingTPOTAboveSLO")
     return reasons, ev
+
+
+@functools.lru_cache(maxsize=256)
+def expected_step_time(job: TrainingJob, gpu: str) -> Interval | str:
+    """The estimator's step time of ``job`` on GPUs ``gpu`` (:func:`gpufleet.estimate.estimate_training`
+    at its default layout search), or why there is none."""
+    from gpufleet.errors import GpufleetError
+    from gpufleet.estimate import estimate_training
+
+    try:
+        est = estimate_training(
+            model=job.model,
+            task=job.task,
+            gpu=gpu,
+            precision=job.precision,
+            gpu_count=job.gpus,
+            global_batch=job.global_batch,
+            seq_len=job.seq_len,
+        )
+    except GpufleetError as exc:
+        return f"no expected step time for {job.model} on {job.gpus} x {gpu}: {exc}"
+    if est.step_time_s is None:
+        return f"no expected step time for {job.model} on {job.gpus} x {gpu}: it does not fit in memory"
+    return est.step_time_s
+
+
+def _training_evidence(
+    sv: ServingStats, th: Thresholds, pct: str, job: TrainingJob | None, gpu: str | None
+) -> tuple[list[str], list[str], list[str]]:
+    """(reason codes, evidence lines, caveats) from the workload's training step time: against the
+    estimator's expected step time for its GPU when the inventory names what it trains, and against its own
+    baseline (slowing down over the run, stalls)."""
+    reasons: list[str] = []
+    caveats: list[str] = []
+    p50, p_hi = sv.step_time_p50_s or 0.0, sv.step_time_p_s or 0.0
+    ev = [f"step time (slowest rank per minute) p50 {p50:.3g} s, {pct} {p_hi:.3g} s"]
+    if p50 > 0 and p_hi / p50 >= th.step_time_spread:
+        reasons.append("TrainingStepTimeStalls")
+        ev.append(
+            f"step time {pct}/p50 {p_hi / p50:.2f}x (>= {th.step_time_spread:g}x): stalls, stragglers or "
+            "data-loader waits"
+        )
+        caveats.append(
+            "step-time stalls point to a straggling rank or an input pipeline that cannot keep up: check the "
+            "data loader and the slowest rank before moving to a larger GPU"
+        )
+    first, last, span_h = sv.step_time_first_s, sv.step_time_last_s, sv.step_time_span_h or 0.0
+    if first and last is not None and span_h >= th.step_time_min_span_h:
+        change = last / first - 1.0
+        ev.append(
+            f"step time median {first:.3g} s in the first quarter of its {span_h:.1f} h, {last:.3g} s in the "
+            f"last ({change:+.0%}; degrading at >= +{th.step_time_degradation:.0%})"
+        )
+        if change >= th.step_time_degradation:
+            reasons.append("TrainingStepTimeDegrading")
+    else:
+        ev.append(
+            f"step-time trend not judged: {span_h:.1f} h of step time, {th.step_time_min_span_h:g} h needed"
+        )
+    if job is None:
+        ev.append(
+            "no expected step time: name the workload's training (model, gpus, global_batch, seq_len) in the "
+            "inventory's workloads: entry to compare with the estimator"
+        )
+    elif gpu is None:
+        ev.append("no expected step time: the GPU model is not in the catalog")
+    else:
+        est = expected_step_time(job, gpu)
+        if isinstance(est, str):
+            caveats.append(est)
+        else:
+            ev.append(
+                f"expected step time on {job.gpus} x {gpu} ({job.model}, {job.precision}, batch "
+                f"{job.global_batch} x {job.seq_len} tokens; gpufleet estimate): {est.central:.3g} s, "
+                f"p10-p90 {est.p10:.3g}-{est.p90:.3g} s; observed p50 {p50 / est.central:.2f}x"
+            )
+            if p50 > est.p90:
+                reasons.append("TrainingStepTimeAboveEstimate")
+    return reasons, ev, caveats
 
 
 def resolve_tier(tier: str, cost_tier: str | None, rule_tier: str | None, serving: bool) -> str:
@@ -197,9 +281,17 @@ def classify(
             over.append("GPUMemoryBandwidthOverprovisioned")
     if power is not None and power < th.over_power:
         over.append("GPUPowerOverprovisioned")
-    s_reasons, s_evidence = _serving_evidence(serving, th, pct)
-    under += s_reasons
-    evidence += s_evidence
+    if serving is None or serving.is_serving:
+        s_reasons, s_evidence = _serving_evidence(serving, th, pct)
+        under += s_reasons
+        evidence += s_evidence
+    if serving is not None and serving.is_training:
+        t_reasons, t_evidence, t_caveats = _training_evidence(
+            serving, th, pct, workload.training if workload else None, spec.id if spec else cost.gpu
+        )
+        under += t_reasons
+        evidence += t_evidence
+        caveats = (*caveats, *t_caveats)
     reasons: tuple[str, ...]
     holds_memory = mem_share is not None and mem_share >= th.idle_max_memory
     if st.hours < th.min_observed_hours:
@@ -228,7 +320,9 @@ def classify(
         finding, reasons = "Overprovisioned", tuple(over)
     else:
         finding, reasons = "Optimized", ()
-    gpu_tier = resolve_tier(tier, cost.tier, workload.tier if workload else None, serving is not None)
+    gpu_tier = resolve_tier(
+        tier, cost.tier, workload.tier if workload else None, serving is not None and serving.is_serving
+    )
     hours = st.hours
     cost_usd = None if cost.price_usd_per_gpu_hour is None else cost.price_usd_per_gpu_hour * hours
     if cost.price_basis == "catalog median":

@@ -38,6 +38,7 @@ from gpufleet.errors import FetchError, InputError
 from gpufleet.telemetry.analyze import GpuStats, MetricStats, Window
 from gpufleet.telemetry.analyze_workloads import (
     DEFAULT_CHUNK_HOSTS,
+    TREND_SHARE,
     FleetStats,
     ServingStats,
     WorkloadStats,
@@ -449,6 +450,7 @@ def _wid(lab: dict[str, str], rules: Sequence[WorkloadRule]) -> WorkloadId | Non
             team=r.team,
             tier=r.tier,
             source="inventory",
+            training=r.training,
         )
     if name.startswith("job:"):
         return WorkloadId(key=name, namespace=ns, name=name[4:], team=None, tier=None, source="job")
@@ -535,6 +537,7 @@ def _workload_stats(
                     pods[wid.key].add(cl["pod"])
                 labels.setdefault(wid.key, lab)
     _serving(c, edges, p, rules, sv, hist)
+    _step_time(c, edges, p, rules, sv)
     for (wkey, metric), buckets in hist.items():
         sv[wkey][metric] = histogram_quantile(p, list(buckets.items()))
         if metric == "ttft_s_bucket" and buckets:
@@ -632,6 +635,58 @@ def _serving(
                 except ValueError:
                     continue
                 hist[(wid.key, metric)][bound] += v
+
+
+def _step_time(
+    c: _Client,
+    edges: list[tuple[float, float]],
+    p: float,
+    rules: Sequence[WorkloadRule],
+    sv: dict[str, dict[str, Any]],
+) -> None:
+    """Training step time per workload, the store path's quantities (``analyze_workloads._step_time``): the
+    slowest rank per 1-minute step; its median and percentile over the window (with time chunks the largest
+    chunk's), and its medians over the first and the last quarter of the span it was exported (two queries
+    per trend, evaluated at each workload's own times)."""
+    sel = '{__name__=~"' + "|".join(exporter_names("step_time_s")) + '"}'
+    start_s, end_s = edges[-1][0], edges[0][1]
+    held = c.labels(sel, start_s, end_s)
+    if not held:
+        return
+    w = f"max by ({_NS}, {_WL}) ({_workload_expr(sel, rules, held)})"
+    first: dict[str, float] = {}
+    last: dict[str, float] = {}
+    for t0, t1 in edges:
+        r = _rng(t1 - t0)
+        for part, q in (
+            ("p50", f"quantile_over_time(0.5, ({w})[{r}:{_STEP}])"),
+            ("p", f"quantile_over_time({p}, ({w})[{r}:{_STEP}])"),
+            ("t0", f"min_over_time(timestamp({w})[{r}:{_STEP}])"),
+            ("t1", f"max_over_time(timestamp({w})[{r}:{_STEP}])"),
+        ):
+            for lab, v in c.query(q, at=t1):
+                wid = _wid(lab, rules)
+                if wid is None:
+                    continue
+                if part == "t0":
+                    first[wid.key] = min(first.get(wid.key, v), v)
+                elif part == "t1":
+                    last[wid.key] = max(last.get(wid.key, v), v)
+                else:
+                    k = f"step_time_s:{part}"
+                    sv[wid.key][k] = max(sv[wid.key].get(k, -math.inf), v)
+    for key, t0 in first.items():
+        span = last[key] - t0
+        sv[key]["step_time_s:span_h"] = span / SECONDS_PER_HOUR
+        if span <= 0:
+            continue
+        quarter = TREND_SHARE * span
+        # first quarter: steps in [t0, t0 + quarter); last: (t1 - quarter, t1], as the store path's filters
+        for part, at in (("first", t0 + quarter - 0.5), ("last", last[key])):
+            for lab, v in c.query(f"quantile_over_time(0.5, ({w})[{_rng(quarter)}:{_STEP}])", at=at):
+                wid = _wid(lab, rules)
+                if wid is not None and wid.key == key:
+                    sv[key][f"step_time_s:{part}"] = v
 
 
 def prometheus_window(url: str, *, lookback_days: float, end: datetime | None, percentile: float) -> Window:

@@ -43,6 +43,8 @@ METRICS: Final[dict[str, tuple[str, str]]] = {
     "preemptions_total": ("count", "requests preempted since start, a counter (vllm:num_preemptions_total)"),
     "ttft_s_bucket": ("count", "time-to-first-token histogram bucket, cumulative counter, label le [s]"),
     "tpot_s_bucket": ("count", "time-per-output-token histogram bucket, cumulative counter, label le [s]"),
+    # Training jobs (per pod/rank, no GPU label): the step-time gauge the job exports
+    "step_time_s": ("s", "duration of the last training step of a rank (e.g. train_step_duration_seconds)"),
 }
 #: Metrics of a serving engine rather than a GPU: stored per pod (gpu_index -1, host ``svc:<ns>/<pod>``).
 SERVICE_METRICS: Final[frozenset[str]] = frozenset(
@@ -54,6 +56,7 @@ SERVICE_METRICS: Final[frozenset[str]] = frozenset(
         "preemptions_total",
         "ttft_s_bucket",
         "tpot_s_bucket",
+        "step_time_s",
     }
 )
 

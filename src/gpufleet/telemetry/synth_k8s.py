@@ -7,12 +7,14 @@ finding expected for every GPU and for the workload (default ``Thresholds``):
 
 - idle: a StatefulSet notebook holding nothing -> GPU Idle, workload Idle;
 - over: a Deployment at 15 % SM, 50 % memory -> Overprovisioned, Overprovisioned;
-- busy: a training Job at 93 % SM, 77 % memory, no serving metrics -> Optimized, Optimized;
+- busy: a training Job at 93 % SM, 77 % memory, steady step time (1.0 s) -> Optimized, Optimized;
 - busy-serving: vLLM at 85 % SM, queue empty, TTFT p95 0.75 s -> Optimized, Optimized;
 - memory-starved: a fine-tune at 60 % SM, 96 % memory -> Underprovisioned, Underprovisioned;
 - slo-violating: vLLM at 80 % SM, requests waiting, KV cache 97 %, TTFT p95 4.75 s -> Underprovisioned both;
 - short-lived pods: 3 successive pods of one Deployment (14 h each, one GPU each), 6 % SM, 19-47 GiB used
-  -> every GPU InsufficientData, the workload (42 h) Overprovisioned.
+  -> every GPU InsufficientData, the workload (42 h) Overprovisioned;
+- slow-step: a training Job at 92 % SM, 70 % memory whose step time grows from 1.0 s to 1.6 s over the run
+  (``train_step_duration_seconds``) -> Underprovisioned both (TrainingStepTimeDegrading).
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ class Case:
     workload: str  # workload key (namespace/owner)
     workload_truth: str
     labelled: bool = True  # instance labels (provider, instance type) for pricing
+    step: str | None = None  # training step-time gauge: None, "steady" (1.0 s), "slowing" (1.0 -> 1.6 s)
+    reasons: tuple[str, ...] = ()  # the workload's expected reason codes
 
 
 CASES: Final[tuple[Case, ...]] = (
@@ -76,6 +80,7 @@ CASES: Final[tuple[Case, ...]] = (
         gpu_truth="Optimized",
         workload="training/pretrain",
         workload_truth="Optimized",
+        step="steady",
     ),
     Case(
         name="busy-serving",
@@ -99,6 +104,7 @@ CASES: Final[tuple[Case, ...]] = (
         workload="training/finetune",
         workload_truth="Underprovisioned",
         labelled=False,
+        reasons=("GPUMemoryUnderprovisioned",),
     ),
     Case(
         name="slo-violating",
@@ -111,6 +117,7 @@ CASES: Final[tuple[Case, ...]] = (
         workload="serving/llm-api",
         workload_truth="Underprovisioned",
         labelled=False,
+        reasons=("ServingQueueing", "ServingKVCachePressure", "ServingPreemptions", "ServingTTFTAboveSLO"),
     ),
     Case(
         name="short-lived",
@@ -123,6 +130,19 @@ CASES: Final[tuple[Case, ...]] = (
         workload="serving/rag",
         workload_truth="Overprovisioned",
     ),
+    Case(
+        name="slow-step",
+        namespace="training",
+        pods=("sft-llama-q8w4z",),
+        sm=0.92,
+        mem_share=(0.7, 0.7),
+        serving=None,
+        gpu_truth="Underprovisioned",
+        workload="training/sft-llama",
+        workload_truth="Underprovisioned",
+        step="slowing",
+        reasons=("TrainingStepTimeDegrading",),
+    ),
 )
 
 
@@ -132,6 +152,7 @@ class GeneratedFleet:
     samples: int
     gpu_truth: dict[str, str]  # GPU UUID -> finding
     workload_truth: dict[str, str]  # workload key -> finding
+    workload_reasons: dict[str, tuple[str, ...]]  # workload key -> its reason codes (Underprovisioned ones)
     start_s: int
     end_s: int
 
@@ -183,6 +204,8 @@ def known_truth_fleet(
                 lines += [f"{name}{{{labels}}} {fmt.format(v)} {t}" for v, t in zip(values, ts, strict=True)]
             if case.serving:
                 lines += _serving_lines(case, pod, ts, rng)
+            if case.step:
+                lines += _step_lines(case, pod, ts, rng)
             g += 1
     text = "\n".join([*lines, "# EOF", ""])
     return GeneratedFleet(
@@ -190,6 +213,7 @@ def known_truth_fleet(
         samples=len(lines),
         gpu_truth=gpu_truth,
         workload_truth=wl_truth,
+        workload_reasons={c.workload: c.reasons for c in CASES},
         start_s=start_s,
         end_s=start_s + (n - 1) * step_s,
     )
@@ -216,6 +240,15 @@ def _serving_lines(case: Case, pod: str, ts: np.ndarray, rng: np.random.Generato
             for i, t in enumerate(ts)
         ]
     return out
+
+
+def _step_lines(case: Case, pod: str, ts: np.ndarray, rng: np.random.Generator) -> list[str]:
+    """The job's step-time gauge (seconds per optimizer step), one rank per pod."""
+    lab = f'namespace="{case.namespace}",pod="{pod}",rank="0",instance="10.0.1.7:9100"'
+    m = len(ts)
+    base = np.linspace(1.0, 1.6, m) if case.step == "slowing" else np.full(m, 1.0)
+    step = np.clip(base + rng.normal(0, 0.02, m), 0.5, None)
+    return [f"train_step_duration_seconds{{{lab}}} {v:.4f} {t}" for v, t in zip(step, ts, strict=True)]
 
 
 def expected_ttft_p95_s(serving: str) -> float:

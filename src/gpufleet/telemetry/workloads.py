@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from pydantic import ConfigDict, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from gpufleet.errors import ConfigFileError
 from gpufleet.fileio import load_structured_file
@@ -52,6 +52,16 @@ def pod_owner(pod: str) -> str:
     return next(g for g in m.groups() if g is not None)
 
 
+class _TrainingIn(NoBoolNumbers):
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+    model: str
+    gpus: int = Field(gt=0)
+    global_batch: int = Field(gt=0)
+    seq_len: int = Field(gt=0)
+    precision: str = "bf16"
+    task: str = "pretrain"
+
+
 class _WorkloadIn(NoBoolNumbers):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
     pod: str
@@ -59,6 +69,20 @@ class _WorkloadIn(NoBoolNumbers):
     workload: str
     team: str | None = None
     tier: str | None = None
+    training: _TrainingIn | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TrainingJob:
+    """What a training workload runs (an inventory ``workloads:`` entry's ``training:``), for the estimator's
+    expected step time on its GPU (:func:`gpufleet.estimate.estimate_training`)."""
+
+    model: str  # a model id the estimator knows (gpufleet models)
+    gpus: int  # GPUs of the whole job
+    global_batch: int  # sequences per optimizer step
+    seq_len: int  # tokens per sequence
+    precision: str = "bf16"
+    task: str = "pretrain"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,6 +95,7 @@ class WorkloadRule:
     workload: str
     team: str | None
     tier: str | None
+    training: TrainingJob | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -81,6 +106,7 @@ class WorkloadId:
     team: str | None  # from the inventory rule; else the caller uses the namespace
     tier: str | None
     source: str  # "inventory", "job", "pod name", "pod"
+    training: TrainingJob | None = None  # from the inventory rule: for the expected step time
 
 
 def workload_of(
@@ -103,6 +129,7 @@ def workload_of(
                     team=r.team,
                     tier=r.tier,
                     source="inventory",
+                    training=r.training,
                 )
     if job:
         return WorkloadId(key=f"job:{job}", namespace=namespace, name=job, team=None, tier=None, source="job")
@@ -142,20 +169,27 @@ def load_workload_rules(path: Path | str) -> tuple[WorkloadRule, ...]:
             raise ConfigFileError(
                 f"The inventory file {p}, workloads entry {i}: "
                 f"{'.'.join(str(x) for x in err['loc']) or 'entry'}: {err['msg']}. Allowed keys: pod (glob), "
-                "namespace (glob), workload, team, tier."
+                "namespace (glob), workload, team, tier, training (model, gpus, global_batch, seq_len, "
+                "precision, task)."
             ) from None
         if e.tier is not None and e.tier not in TIERS[1:]:
             raise ConfigFileError(
                 f"The inventory file {p}, workloads entry {i}: tier {e.tier!r} is not one of "
                 f"{', '.join(TIERS[1:])} (the recommender's tiers)."
             )
-        out.append(WorkloadRule(**e.model_dump()))
+        job = None if e.training is None else TrainingJob(**e.training.model_dump())
+        out.append(
+            WorkloadRule(
+                pod=e.pod, namespace=e.namespace, workload=e.workload, team=e.team, tier=e.tier, training=job
+            )
+        )
     return tuple(out)
 
 
 __all__ = [
     "POD_OWNER_RE",
     "TIERS",
+    "TrainingJob",
     "WorkloadId",
     "WorkloadRule",
     "load_workload_rules",

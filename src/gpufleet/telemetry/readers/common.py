@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
-from collections.abc import Mapping
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from typing import Final
 
+from gpufleet.errors import InputError
 from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
 from gpufleet.units import SECONDS_PER_DAY
 
@@ -52,19 +56,67 @@ DCGM_METRICS: Final[dict[str, tuple[str, float]]] = {
     "SGLANG:TIME_PER_OUTPUT_TOKEN_SECONDS_BUCKET": ("tpot_s_bucket", 1.0),
     "SGLANG:INTER_TOKEN_LATENCY_SECONDS_BUCKET": ("tpot_s_bucket", 1.0),
     "TGI_REQUEST_MEAN_TIME_PER_TOKEN_DURATION_BUCKET": ("tpot_s_bucket", 1.0),
+    # Training step time, a gauge in seconds set by the job after each optimizer step (per rank). No standard
+    # name exists: these are the spellings of Prometheus client instrumentation seen in trainers (name the
+    # unit, ``_seconds``, per the Prometheus naming guide); any other name: ``--step-time-metric NAME``.
+    "TRAIN_STEP_DURATION_SECONDS": ("step_time_s", 1.0),
+    "TRAINING_STEP_TIME_SECONDS": ("step_time_s", 1.0),
+    "TRAINER_STEP_TIME_SECONDS": ("step_time_s", 1.0),
+    "STEP_TIME_SECONDS": ("step_time_s", 1.0),
 }
+
+#: Extra names of the training step-time gauge (as given), set for one ingest or findings run by
+#: :func:`metric_aliases` (``--step-time-metric NAME``).
+_STEP_ALIASES: ContextVar[tuple[str, ...]] = ContextVar("gpufleet_step_time_aliases", default=())
+_NAME_RE: Final = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
+
+
+def known_metric(name: str) -> tuple[str, float] | None:
+    """(canonical metric, factor) of an exporter metric name (case-insensitive), or None when unknown."""
+    u = name.upper()
+    known = DCGM_METRICS.get(u)
+    if known is None and any(u == a.upper() for a in _STEP_ALIASES.get()):
+        return ("step_time_s", 1.0)
+    return known
+
+
+def alias_names() -> tuple[str, ...]:
+    """The extra metric names set by :func:`metric_aliases` (as given)."""
+    return _STEP_ALIASES.get()
+
+
+@contextlib.contextmanager
+def metric_aliases(*, step_time: Sequence[str] = ()) -> Iterator[None]:
+    """Read the metric names ``step_time`` as the training step time [s] while the block runs."""
+    for n in step_time:
+        if not _NAME_RE.fullmatch(n):
+            raise InputError(
+                f"--step-time-metric {n!r} is not a Prometheus metric name ([a-zA-Z_:][a-zA-Z0-9_:]*); "
+                "give the name of the gauge your training job exports, e.g. train_step_duration_seconds."
+            )
+        if n.upper() in DCGM_METRICS and DCGM_METRICS[n.upper()][0] != "step_time_s":
+            raise InputError(
+                f"--step-time-metric {n!r} is already read as {DCGM_METRICS[n.upper()][0]}; give the name of "
+                "the step-time gauge your training job exports."
+            )
+    token = _STEP_ALIASES.set(tuple(step_time))
+    try:
+        yield
+    finally:
+        _STEP_ALIASES.reset(token)
 
 
 #: The exporter names of each serving metric (for PromQL: ``{__name__=~"a|b"}``), from DCGM_METRICS.
 def exporter_names(canonical: str) -> tuple[str, ...]:
     """The exporter metric names (as the exporters write them, case preserved) mapping to ``canonical``."""
-    return tuple(_EXPORTER_CASE.get(k, k) for k, (c, _) in DCGM_METRICS.items() if c == canonical)
+    names = [_EXPORTER_CASE.get(k, k) for k, (c, _) in DCGM_METRICS.items() if c == canonical]
+    if canonical == "step_time_s":
+        names += [a for a in _STEP_ALIASES.get() if a.upper() not in DCGM_METRICS]
+    return tuple(names)
 
 
-#: Names whose exporter spelling is lower case (Prometheus names are case-sensitive).
-_EXPORTER_CASE: Final[dict[str, str]] = {
-    k: k.lower() for k in DCGM_METRICS if k.startswith(("VLLM:", "TGI_", "SGLANG:", "GPUFLEET_"))
-}
+#: Names whose exporter spelling is lower case (Prometheus names are case-sensitive): all but dcgm-exporter's.
+_EXPORTER_CASE: Final[dict[str, str]] = {k: k.lower() for k in DCGM_METRICS if not k.startswith("DCGM_")}
 
 #: Physical range of each canonical metric (inclusive); values outside are refused as ``out_of_range``.
 VALUE_RANGE: Final[dict[str, tuple[float, float]]] = {
@@ -91,6 +143,7 @@ VALUE_RANGE: Final[dict[str, tuple[float, float]]] = {
     "preemptions_total": (0.0, 1.0e18),
     "ttft_s_bucket": (0.0, 1.0e18),
     "tpot_s_bucket": (0.0, 1.0e18),
+    "step_time_s": (0.0, SECONDS_PER_DAY),
 }
 
 #: Label variants (dcgm-exporter render template, old names, Prometheus ``exported_*`` relabels, lower-cased

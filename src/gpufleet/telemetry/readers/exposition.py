@@ -13,11 +13,11 @@ import re
 from typing import Final
 
 from gpufleet.telemetry.readers.common import (
-    DCGM_METRICS,
     EARLIEST_TS_US,
     LATEST_TS_US,
     add_checked,
     canonical_labels,
+    known_metric,
     lo_hi_ok,
     parse_index,
     timestamp_us,
@@ -108,7 +108,7 @@ def read_exposition(
         if m is None or value is None:
             problems.add(source, "malformed_line", f"line {lineno}: {line[:160]}")
             continue
-        known = DCGM_METRICS.get(m.group("name").upper())
+        known = known_metric(m.group("name"))
         if known is None:
             problems.add(source, "unknown_metric", f"{m.group('name')} (line {lineno}: {line[:160]})")
             continue

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpufleet.errors import ConfigFileError
-from gpufleet.telemetry.readers.common import DCGM_METRICS, add_checked, canonical_labels, parse_index
+from gpufleet.telemetry.readers.common import add_checked, canonical_labels, known_metric, parse_index
 from gpufleet.telemetry.readers.exposition import service_labels
 from gpufleet.telemetry.schema import SERVICE_METRICS, ProblemCounter, SampleBatch
 from gpufleet.units import US_PER_S
@@ -62,7 +62,7 @@ def read_query_range_json(
             problems.add(where, "malformed_line", f"series {i}: 'values' is not a list")
             continue
         name = raw.get("__name__") or metric_name
-        known = DCGM_METRICS.get((name or "").upper())
+        known = known_metric(name or "")
         if known is None:
             problems.add(where, "unknown_metric", f"series {i}: metric {name!r}", n=max(len(points), 1))
             continue

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from gpufleet.errors import FetchError, InputError
-from gpufleet.telemetry.readers.common import DCGM_METRICS
+from gpufleet.telemetry.readers.common import DCGM_METRICS, alias_names
 from gpufleet.telemetry.readers.prom_json import read_query_range_json
 from gpufleet.telemetry.schema import ProblemCounter, SampleBatch
 from gpufleet.validation import check_number
@@ -76,7 +76,7 @@ def _hostname(url: str) -> str | None:
 
 def metrics_promql(metrics: tuple[str, ...] | None = None) -> str:
     """The selector gpufleet sends: every known DCGM metric, case-insensitive (lower-cased pipelines)."""
-    names = metrics or tuple(DCGM_METRICS)
+    names = metrics or (*DCGM_METRICS, *alias_names())
     return '{__name__=~"(?i)' + "|".join(names) + '"}'
 
 
