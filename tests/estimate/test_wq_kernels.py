@@ -96,6 +96,8 @@ def test_exllama_passes_over_the_weights_by_rows() -> None:
     assert v2.weight_read_factor(EXLLAMA_MAX_FUSED_ROWS + 1, wb) == pytest.approx(recons)
     assert v1.weight_read_factor(7, wb) == 1.0
     assert v1.weight_read_factor(8, wb) == pytest.approx(recons)
+    # ExLlama is a GPTQ (int4) kernel: bitsandbytes nf4 under transformers keeps the generic one-pass kernel
+    assert wq_kernel("transformers", get_spec("A100-SXM-80GB"), prof, "nf4").name == "generic"
     for k in (wq_kernel("vllm", get_spec("A10G"), prof), WqKernel("generic", 0.75)):
         assert k.weight_read_factor(64, wb) == 1.0
 
@@ -120,8 +122,8 @@ def test_tgi_gptq_on_a10g_at_batch_20_loses_its_speedup(monkeypatch: pytest.Monk
     assert exl_1 > 2.0 * _tgi_tok_s("fp16", 1)
     assert _tgi_tok_s("int4", 20, software="vllm") > 1.1 * _tgi_tok_s("fp16", 20, software="vllm")
 
-    def one_pass(software: str, spec: Any, prof: Any) -> WqKernel:
-        return WqKernel("generic", wq_kernel(software, spec, prof).bw_share)
+    def one_pass(software: str, spec: Any, prof: Any, precision: str = "int4") -> WqKernel:
+        return WqKernel("generic", wq_kernel(software, spec, prof, precision).bw_share)
 
     monkeypatch.setattr(inference, "wq_kernel", one_pass)
     monkeypatch.setattr(inference, "_SETUPS", {})

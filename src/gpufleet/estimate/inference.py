@@ -555,7 +555,7 @@ def _prepare(
     weight_only = (
         rates.weight_bytes < UNQUANTISED_BYTES_PER_ELEMENT and rates.peak_flops <= rates.peak16_flops
     )
-    kernel = wq_kernel(sw, spec, prof)
+    kernel = wq_kernel(sw, spec, prof, prec)
     if weight_only:
         notes.append(
             f"{prec} weights dequantised to 16 bit inside the GEMMs ({kernel.name} kernels): weight reads at "

@@ -98,13 +98,16 @@ def marlin_capable(spec: AcceleratorSpec) -> bool:
     return spec.vendor == "NVIDIA" and not spec.architecture.startswith(PRE_AMPERE_NVIDIA)
 
 
-def wq_kernel(software: str, spec: AcceleratorSpec, prof: CalibrationProfile) -> WqKernel:
+def wq_kernel(
+    software: str, spec: AcceleratorSpec, prof: CalibrationProfile, precision: str = "int4"
+) -> WqKernel:
     """The weight-only decode kernel ``software`` (a :func:`~gpufleet.estimate.rates.software_key`) runs on
-    ``spec``, with its share of the 16-bit kernels' bandwidth (module doc)."""
+    ``spec`` for ``precision`` weights, with its share of the 16-bit kernels' bandwidth (module doc). ExLlama
+    is a GPTQ kernel: int4 only (nf4 is bitsandbytes', int8/fp8 weight-only other kernels: generic)."""
     generic = min(1.0, prof.param("wq_bw_eff"))
     if software in MARLIN_STACKS and marlin_capable(spec):
         return WqKernel("marlin", max(generic, MARLIN_BW_SHARE))
-    if software in EXLLAMA_STACKS and spec.vendor == "NVIDIA":
+    if software in EXLLAMA_STACKS and spec.vendor == "NVIDIA" and precision == "int4":
         v1 = EXLLAMA_STACKS[software] == 1
         fused = EXLLAMA_V1_FUSED_ROWS if v1 else EXLLAMA_MAX_FUSED_ROWS
         return WqKernel("exllama" if v1 else "exllamav2", generic, EXLLAMA_ROWS_PER_PASS, fused)
