@@ -104,7 +104,12 @@ def test_training_sizes_memory_with_the_optimizer_it_runs() -> None:
     assert adamw.memory.breakdown_gib["optimizer_states"] == pytest.approx(8_030_261_248 * 12 / 2**30)
     for opt, part in (("adamw8bit", "optimizer_states"), ("paged_adamw8bit", "optimizer_states_paged")):
         est = estimate_training(optimizer=opt, master_weights=False, **kw)
-        assert est.memory.breakdown_gib[part] == pytest.approx(8_030_261_248 * 2 / 2**30)
+        # 2 B of uint8 moments (paged or not) + 2 x 4 B of fp32 absmax per 256 parameters (never paged)
+        states = sum(
+            est.memory.breakdown_gib.get(k, 0.0) for k in ("optimizer_states", "optimizer_states_paged")
+        )
+        assert est.memory.breakdown_gib[part] >= 8_030_261_248 * 2 / 2**30 - 1e-6
+        assert states == pytest.approx(8_030_261_248 * (2 + 8 / 256) / 2**30)
         assert est.memory.breakdown_gib["weights"] == pytest.approx(8_030_261_248 * 2 / 2**30)
         # the paged states leave the device under pressure: fits at p90. Device-resident 8-bit states fill
         # ~47.1 of the A6000's 47.5 GiB at the central estimate: within the memory error, so at p90 the

@@ -76,7 +76,9 @@ def test_pure_bf16_adamw_keeps_its_moments_in_bf16() -> None:
     assert (bpp.weights, bpp.gradients, bpp.optimizer_states) == (2.0, 2.0, 4.0)
     # mixed precision keeps fp32 master + fp32 moments (12); 8-bit states are 1 byte each either way
     assert optimizer_bytes_per_param("adamw", "bf16").optimizer_states == 12.0
-    assert optimizer_bytes_per_param("adamw8bit", "bf16", master_weights=False).optimizer_states == 2.0
+    assert (
+        optimizer_bytes_per_param("adamw8bit", "bf16", master_weights=False).optimizer_states == 2 + 8 / 256
+    )
 
 
 @pytest.mark.parametrize(("fp32", "bytes_w", "bytes_states"), [(True, 4, 8), (False, 2, 4)])

@@ -227,6 +227,16 @@ def memory(
         kv_precision=kv, zero_stage=zero, recompute=recompute, engine=engine, allow_fallback=allow_fallback,
         **fine,
     )  # fmt: skip
+    if choice is not None and opts.fastest_fit:
+        # the recipe's single-GPU runs keep the activations on the GPU where they fit (estimate train too)
+        held_opts = opts.held_on_gpu()
+        held = estimate_memory(
+            model=arch, task=task, precision=prec, gpu=spec, tp=tp, pp=pp, dp=dp, batch=batch,
+            seq_len=seq_len, kv_precision=kv, zero_stage=zero, recompute="none", engine=engine,
+            allow_fallback=allow_fallback, **held_opts.memory_kwargs(),
+        )  # fmt: skip
+        if held.fits:
+            mem, opts = held, held_opts
     if choice is not None:
         mem = dataclasses.replace(mem, recipe=opts.recipe, assumptions=(opts.summary, *mem.assumptions))
     if served_note:

@@ -61,7 +61,7 @@ from gpufleet.estimate.rates import (
 )
 from gpufleet.estimate.static_shapes import StaticShapes, mean_decode_context, padded_batch, serving_shapes
 from gpufleet.estimate.types import Interval
-from gpufleet.estimate.wq_kernels import wq_kernel
+from gpufleet.estimate.wq_kernels import WqKernel, wq_kernel
 from gpufleet.models.arch import ModelArch
 from gpufleet.precision import QUANTISED_FORMATS as _QUANTISED
 from gpufleet.precision import UNQUANTISED_BYTES_PER_ELEMENT, check_precision
@@ -188,6 +188,8 @@ class _Infer:
     head_bytes: float  # bytes per LM-head weight
     wq_bw: float = 1.0  # weight-only quantised GEMV: share of eta_bw its dequantising kernels reach
     wq_gemm: float = 1.0  # weight-only quantised GEMM: share of the 16-bit GEMM speed (dequantisation)
+    # weight-only kernel's passes over the packed weights at a row count (wq_kernels.WqKernel; None: one pass)
+    wq_kernel: WqKernel | None = None
     ep: int = 1  # expert-parallel degree (1: routed experts split by TP like dense layers)
     ep_per_node: int = 1  # EP ranks within one scale-up domain
     ep_intra: Link | None = None  # scale-up link of the all-to-all
@@ -229,6 +231,14 @@ def _body_bytes(c: _Infer, tokens: float) -> float:
     )
     nonrouted = (body - routed) * c.nr_rates.weight_bytes * c.wq_bw / c.nr_wq_bw
     return routed * c.rates.weight_bytes + nonrouted
+
+
+def _wq_read_factor(c: _Infer, rows: float) -> float:
+    """Passes a weight-only kernel makes over the packed weights for ``rows`` tokens (ExLlama re-reads them
+    per 8-row block: :meth:`gpufleet.estimate.wq_kernels.WqKernel.weight_read_factor`); 1 otherwise."""
+    if c.wq_kernel is None:
+        return 1.0
+    return c.wq_kernel.weight_read_factor(rows, c.rates.weight_bytes)
 
 
 def _nr_gemm_rate(c: _Infer) -> float:
@@ -383,9 +393,8 @@ def prefill_s(c: _Infer, requests: float, input_len: float, *, latency: bool) ->
     )
     t_mm /= gpus
     t_attn = attn / (r.peak16_flops * r.eta16 * c.stack)
-    t_weights = (
-        _weight_bytes_read(c, tokens) * c.pp / gpus * c.tp / (r.mem_bw_bytes_per_s * c.eta_bw * c.wq_bw)
-    )
+    read = _body_bytes(c, tokens) * _wq_read_factor(c, tokens) + shape.lm_head_params * c.head_bytes
+    t_weights = read / gpus / (r.mem_bw_bytes_per_s * c.eta_bw * c.wq_bw)
     layers = c.model.num_layers / (1 if latency else c.pp)
     return max(t_mm, t_weights) + t_attn + _tp_comm_s(c, tokens, layers) + c.overhead_s
 
@@ -421,7 +430,7 @@ def _dense_stage_s(
     rows = micro + prompt
     bw = r.mem_bw_bytes_per_s * c.eta_bw
     head_params = shape.lm_head_params if head else 0.0
-    w_bytes = (_body_bytes(c, rows) * share + head_params * c.head_bytes) / c.tp
+    w_bytes = (_body_bytes(c, rows) * share * _wq_read_factor(c, rows) + head_params * c.head_bytes) / c.tp
     attn = micro * cx.decode_attention_flops_per_token(m, context)
     if prompt > 0:
         attn += prompt * cx.attention_flops_per_token(m, (prefill_len + 1.0) / 2.0)
@@ -547,13 +556,18 @@ def _prepare(
     weight_only = (
         rates.weight_bytes < UNQUANTISED_BYTES_PER_ELEMENT and rates.peak_flops <= rates.peak16_flops
     )
-    kernel = wq_kernel(sw, spec, prof)
+    kernel = wq_kernel(sw, spec, prof, prec)
     if weight_only:
         notes.append(
             f"{prec} weights dequantised to 16 bit inside the GEMMs ({kernel.name} kernels): weight reads at "
             f"{kernel.bw_share:.2f} of the 16-bit kernels' bandwidth, compute-bound GEMMs at "
             f"{prof.param('wq_gemm_eff'):.2f} of their speed."
         )
+        if kernel.rows_per_pass is not None:
+            notes.append(
+                f"{kernel.name} kernels re-read the packed weights for every {kernel.rows_per_pass} tokens "
+                f"of a step and rebuild 16-bit weights above {kernel.fused_max_rows} (wq_kernels module)."
+            )
     nr_rates, nr_weight_only = None, False
     nr_prec = moe.nonrouted_precision(arch, prec)
     if nr_prec != prec:  # a fp4 MoE checkpoint: routed experts fp4, the rest at nr_prec
@@ -577,6 +591,7 @@ def _prepare(
         head_bytes=HEAD_BYTES_QUANTISED if prec in _QUANTISED else rates.weight_bytes,
         wq_bw=kernel.bw_share if weight_only else 1.0,
         wq_gemm=prof.param("wq_gemm_eff") if weight_only else 1.0,
+        wq_kernel=kernel if weight_only and nr_prec == prec else None,
         ep_intra=intra_node_link(spec, link_eff), ep_inter=inter_node_link(spec, link_eff, gpn),
         nr_rates=nr_rates, nr_wq_bw=kernel.bw_share if nr_weight_only else 1.0,
         nr_wq_gemm=prof.param("wq_gemm_eff") if nr_weight_only else 1.0,

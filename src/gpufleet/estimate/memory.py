@@ -60,18 +60,29 @@ OPTIMIZERS: tuple[str, ...] = (
 )
 #: optimizers whose states live in CUDA managed (unified) memory that the driver pages to host RAM under
 #: pressure (bitsandbytes paged optimizers, Dettmers et al. 2023 QLoRA sec. 3): torch's allocator statistic
-#: does not count them, and they never make a layout not fit
+#: does not count them, and they never make a layout not fit. Only the uint8 states are paged
+#: (bitsandbytes 0.50.2 ``Optimizer8bit.get_state_buffer``: ``F.get_paged`` = ``cudaMallocManaged`` for
+#: tensors of 1e5 elements or more); their fp32 ``absmax`` block constants, any fp32 master copy and the
+#: states of small tensors are ordinary torch allocations on the GPU (:func:`optimizer_state_parts`)
 PAGED_OPTIMIZERS: tuple[str, ...] = ("paged_adamw8bit",)
+#: bitsandbytes' 8-bit optimizers keep each state as one uint8 per element (m and v: 2 B/param) and
+#: quantise it block-wise with one fp32 ``absmax`` per 256-element block per state (bitsandbytes 0.50.2
+#: ``optim/optimizer.py`` ``Optimizer2State.init_state``: ``blocksize = 256``, ``state["absmax1"]`` and
+#: ``["absmax2"]`` = ``torch.zeros((blocks,), dtype=torch.float32, device=p.device)``; Dettmers et al. 2022
+#: sec. 2, block-wise quantisation): 2 x 4 / 256 B/param more
+BNB_STATE_BYTES = 2.0
+BNB_BLOCKSIZE = 256
+BNB_ABSMAX_BYTES = 2.0 * 4.0 / BNB_BLOCKSIZE
 #: optimizer state bytes per parameter besides any fp32 master copy: Adam m + v fp32 (8); 8-bit Adam
-#: (Dettmers et al. 2022, block-wise quantised m and v: 2 + ~0.03 block scales); Adafactor keeps a factored
-#: second moment (rows + columns, ~0 per parameter) and no first moment by default (Shazeer & Stern 2018,
-#: HF ``Adafactor(beta1=None)``); SGD none, with momentum one fp32 buffer
+#: (Dettmers et al. 2022, block-wise quantised m and v: :data:`BNB_STATE_BYTES` + :data:`BNB_ABSMAX_BYTES`);
+#: Adafactor keeps a factored second moment (rows + columns, ~0 per parameter) and no first moment by default
+#: (Shazeer & Stern 2018, HF ``Adafactor(beta1=None)``); SGD none, with momentum one fp32 buffer
 OPTIMIZER_MOMENT_BYTES: Mapping[str, float] = {
     "adamw": 8.0,
     "adam": 8.0,
-    "adamw_8bit": 2.0,
-    "adamw8bit": 2.0,
-    "paged_adamw8bit": 2.0,
+    "adamw_8bit": BNB_STATE_BYTES + BNB_ABSMAX_BYTES,
+    "adamw8bit": BNB_STATE_BYTES + BNB_ABSMAX_BYTES,
+    "paged_adamw8bit": BNB_STATE_BYTES + BNB_ABSMAX_BYTES,
     "adafactor": 0.05,
     "sgd": 0.0,
     "sgd_momentum": 4.0,
@@ -164,6 +175,17 @@ def memory_p90_factor() -> float:
 
 
 # ---- pure functions --------------------------------------------------------------------------------
+
+
+def optimizer_state_parts(optimizer: str, states_bytes: float, params: float) -> dict[str, float]:
+    """Optimizer state of ``params`` parameters totalling ``states_bytes``, split into what torch allocates
+    (``optimizer_states``) and what a paged optimizer keeps in managed memory (``optimizer_states_paged``:
+    the uint8 states, :data:`BNB_STATE_BYTES` per parameter; the block constants and any fp32 master copy
+    stay on the GPU, :data:`PAGED_OPTIMIZERS`) [bytes]."""
+    if optimizer not in PAGED_OPTIMIZERS:
+        return {"optimizer_states": states_bytes}
+    paged = min(states_bytes, params * BNB_STATE_BYTES)
+    return {"optimizer_states_paged": paged, "optimizer_states": states_bytes - paged}
 
 
 def optimizer_bytes_per_param(
@@ -486,10 +508,7 @@ def _hf_training_parts(q: _Query, st: _Stage, mode: HfMode) -> dict[str, float]:
     # QLoRA's fp32 lm_head: autocast casts it to bf16 for the matmul (not cached: it is frozen), and the
     # matmul keeps that copy for the input gradient until lm_head's backward (CPU: 2 V h bytes, measured)
     head_copy = 2.0 * m.vocab_size * m.hidden_size if mode == "qlora" and st.last else 0.0
-    if q.optimizer in PAGED_OPTIMIZERS:
-        parts["optimizer_states_paged"] = static_states
-    else:
-        parts["optimizer_states"] = static_states
+    parts.update(optimizer_state_parts(q.optimizer, static_states, trainable))
     layer = hf_eager_layer_bytes(m, tokens=tokens, mode=mode, lora_rank=q.lora_rank)
     head_acts = hf_eager_head_bytes(m, tokens=tokens, mode=mode) if st.last else 0.0
     ckpt = q.recompute == "full"
@@ -610,10 +629,7 @@ def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
             parts["weights"] = 0.0
             if "lora_adapters" in parts:
                 parts["lora_adapters"] = 0.0
-    if q.optimizer in PAGED_OPTIMIZERS:
-        parts["optimizer_states_paged"] = states
-    else:
-        parts["optimizer_states"] = states
+    parts.update(optimizer_state_parts(q.optimizer, states, 0.0 if q.cpu_offload else shard(trainable, 1)))
 
     def layers_sum(mode: str) -> float:
         def one(moe: bool) -> float:

@@ -40,6 +40,14 @@ NO_TP_STACKS = frozenset({"deepspeed", "pytorch", "transformers", "torchtune", "
 #: started": scale by FSDP first); its MLPerf GPT-3 runs on Trillium are "FSDP only" (MLPerf Training v4.1
 #: Google cloud-tpu-trillium-1024-maxtext)
 FSDP_ONLY_STACKS = frozenset({"jax"})
+#: stacks that relax memory with activation recomputation before sharding the parameters: Megatron-LM's
+#: distributed optimizer shards only the optimizer state and fp32 master (ZeRO-1, Megatron-LM
+#: ``docs/source/api-guide/dist_optimizer.md``) and a layout that does not fit turns on
+#: ``--recompute-granularity full`` (``--recompute-method uniform|block``; Korthikanti et al. 2022 sec. 5),
+#: as NeMo / Megatron-Bridge pre-training recipes do; their published large dense runs state "no FSDP"
+#: (Megatron-Bridge ``docs/performance-summary.md``, Llama 3.1 405B on GB200: VP4, no FSDP). Other stacks
+#: shard with ZeRO-3/FSDP first and checkpoint after.
+RECOMPUTE_BEFORE_SHARDING_STACKS = frozenset({"megatron", "nemo"})
 #: tasks whose every stack shards without tensor parallelism, whatever the software: QLoRA's 4-bit NF4 base
 #: (bitsandbytes ``Linear4bit``) runs under DDP or FSDP/ZeRO-3 only: the QLoRA paper (Dettmers et al. 2023)
 #: trains on one GPU, HF PEFT "Use PEFT QLoRA and FSDP for finetuning large models on multiple GPUs",
@@ -249,7 +257,9 @@ def training_layout_keys(
     pipeline with less TP often wins (Narayanan et al. 2021, sec. 3: TP within a node, PP across nodes).
 
     Passes, in the order an engineer relaxes them: (1) selective recompute with ZeRO-1 (ZeRO-1 then ZeRO-3 for
-    stacks without TP), every TP at the smallest PP that fits; (2) ZeRO-3/FSDP; (3) full recompute. Degrees,
+    stacks without TP), every TP at the smallest PP that fits; (2) ZeRO-3/FSDP; (3) full recompute. Megatron
+    and NeMo (:data:`RECOMPUTE_BEFORE_SHARDING_STACKS`) recompute before they shard: (1) selective,
+    (2) full recompute with ZeRO-1, then ZeRO-3 with each. Degrees,
     ZeRO stage or recompute given by the caller are kept fixed. Stacks without TP (:data:`NO_TP_STACKS`) and
     tasks without TP (:data:`NO_TP_TASKS`: QLoRA) get TP 1 unless the caller gives a degree. ``knobs``: the
     fine-tuning recipe's other memory settings (recipes.TrainingOptions ``memory_kwargs`` less optimizer and
@@ -267,6 +277,8 @@ def training_layout_keys(
         ("selective", [3]),
         ("full", [3] if fsdp else [1, 3]),
     ]
+    if software in RECOMPUTE_BEFORE_SHARDING_STACKS:
+        passes = [("selective", [1]), ("full", [1]), ("selective", [3]), ("full", [3])]
 
     def fits(t: int, p: int, d: int, e: int, z: int, rc: str) -> bool:
         return training_fits(

@@ -63,6 +63,16 @@ _PRIOR_TABLE: tuple[tuple[str, float, float, bool, str], ...] = (
     ("fp8_eff", 0.7, 0.3, True,
      "fraction of the 16-bit efficiency kept at fp8 (2x peak): Transformer Engine fp8 training speeds end-"
      "to-end GPT runs 1.3-1.5x over bf16, not 2x (NVIDIA NeMo performance tables)"),
+    ("fp8_train_blackwell_rel", 1.25, 0.2, True,
+     "training fp8/fp4 GEMM efficiency on Blackwell relative to fp8_eff (fitted mostly on Hopper), capped at "
+     "the 16-bit share: Transformer Engine runs Hopper's dgrad and wgrad fp8 GEMMs with split (fp32-"
+     "promoted) accumulation (transformer_engine/pytorch/module/base.py _2X_ACC_DGRAD = _2X_ACC_WGRAD = "
+     "True; DeepSeek-V3 report sec. 3.3.2: H800 fp8 tensor cores keep ~14 bits of accumulation), while "
+     "Blackwell's tcgen05 MMAs accumulate in fp32 tensor memory and apply MXFP8 block scales in the MMA "
+     "(NVIDIA Blackwell architecture technical brief 2024; PTX ISA tcgen05.mma block_scale). Bound: NVIDIA's "
+     "Llama 3.1 405B fp8 run on 256 GB200 reaches 2053 model TFLOP/s/GPU end to end (Megatron-Bridge "
+     "performance summary, 25.11), above the 0.42 x 5 PFLOP/s x w(h) = 2020 GEMM rate the Hopper discount "
+     "gives; ~1.25 leaves that run the ~20 % of non-GEMM time its step breakdown shows"),
     ("width_h0", 1024.0, 0.7, True,
      "GEMM efficiency falls for narrow layers as h/(h+h0): tiles underfill SMs and wave quantisation "
      "(NVIDIA 'Matrix multiplication background'); h0 ~1k from the GEMM-size sweeps there"),

@@ -308,6 +308,10 @@ class TrainingOptions:
     hf_eager: bool = False
     #: ZeRO stage of the trainer's multi-GPU recipe (FSDP = 3); None = the layout search's choice
     zero_stage: int | None = None
+    #: the recipe keeps activations on the GPU where they fit one card (Recipe.fastest_fit_single_device),
+    #: on one GPU with no recompute stated: size that first (:meth:`held_on_gpu`), the savers only where it
+    #: does not fit
+    fastest_fit: bool = False
 
     def memory_kwargs(self) -> dict[str, Any]:
         """The :func:`~gpufleet.estimate.memory.estimate_memory` options, except recompute and ZeRO stage."""
@@ -324,6 +328,16 @@ class TrainingOptions:
             "kbit_upcast": self.kbit_upcast,
             "hf_eager": self.hf_eager,
         }
+
+    def held_on_gpu(self) -> TrainingOptions:
+        """These options with every activation kept on the GPU: no recompute, nothing offloaded (the
+        fastest single-GPU setting, which a recipe with :attr:`fastest_fit` runs where it fits)."""
+        import dataclasses
+
+        return dataclasses.replace(
+            self, recompute="none", recompute_stated=True, activation_offloading=False,
+            offload_checkpoints=False, fastest_fit=False,
+        )  # fmt: skip
 
     def speed_recompute(self, recompute: str) -> str:
         """The recompute that sets the speed of a layout sized with ``recompute``: none when the recipe
@@ -412,6 +426,9 @@ def training_options(
         recipe=None if chosen is None else chosen.name,
         recompute_stated=recompute is not None,
         activation_offloading=offloading,
+        fastest_fit=(
+            chosen is not None and chosen.fastest_fit_single_device and gpu_count == 1 and recompute is None
+        ),
         **kw,
     )
 

@@ -161,6 +161,21 @@ def optimizer_step_bytes_per_param(optimizer: str, precision: str, master_weight
     return 2.0 * b.weights + b.gradients + 2.0 * b.optimizer_states
 
 
+def train_gemm_eta(spec: AcceleratorSpec, rates: Rates, profile: CalibrationProfile) -> float:
+    """Share of the compute precision's dense peak that training GEMMs reach.
+
+    ``rates.eta`` (the generation's 16-bit share x ``fp8_eff`` per doubling of the peak), except fp8/fp4
+    training on Blackwell: there ``fp8_train_blackwell_rel`` x that, never above the 16-bit share (a
+    low-precision GEMM never keeps more of its peak than a 16-bit one). Hopper's fp8 discount carries the
+    split (fp32-promoted) accumulation Transformer Engine runs its dgrad and wgrad fp8 GEMMs with; Blackwell's
+    tensor cores accumulate in fp32 and apply MXFP8 block scales in the MMA, so its training GEMMs keep more
+    (priors module). Bound: NVIDIA's 405B fp8 run on GB200 (2053 model TFLOP/s/GPU) exceeds the GEMM rate
+    the Hopper discount gives (tests/estimate/test_blackwell_training.py)."""
+    if spec.architecture.startswith("Blackwell") and rates.peak_flops > rates.peak16_flops:
+        return min(rates.eta16, rates.eta * profile.param("fp8_train_blackwell_rel"))
+    return rates.eta
+
+
 def qlora_dequant_s(
     model: ModelArch, rates: Rates, profile: CalibrationProfile, *, tokens_per_micro: float,
     micro_batches: int, shards: int, recompute: str,
@@ -246,7 +261,8 @@ def training_step(
     tokens = float(global_batch * seq_len)
     stack_name = stack_param("train", software, spec.vendor)
     eff = profile.param("train_eff") * (profile.param(stack_name) if stack_name else 1.0)
-    t_mm = tokens * fl.hw_matmul / n / (rates.peak_flops * rates.eta * width_factor(model, profile) * eff)
+    eta = train_gemm_eta(spec, rates, profile)
+    t_mm = tokens * fl.hw_matmul / n / (rates.peak_flops * eta * width_factor(model, profile) * eff)
     if model.is_moe:
         # routed-expert GEMMs run as grouped GEMMs on uneven token counts, with permute/unpermute and router
         # work around them: their share of the matmul time runs at ``moe_expert_eff`` (priors module)
@@ -572,6 +588,11 @@ def estimate_training(
     checkpointing on), and activations it offloads to the host cost memory as full recompute and speed as
     none. Give the optimizer and master weights either in ``options`` or as arguments.
     """
+    args = dict(locals())
+    if options is not None and options.fastest_fit and recompute is None and gpu_count == 1:
+        held = _held_on_gpu(args, options)
+        if held is not None:
+            return held
     arch, spec, prof = resolve_inputs(model, gpu, profile)
     optim = optimizer or "adamw"
     master = True if master_weights is None else master_weights
@@ -774,6 +795,22 @@ def estimate_training(
     )  # fmt: skip
 
 
+def _held_on_gpu(args: dict[str, Any], options: TrainingOptions) -> TrainingEstimate | None:
+    """The estimate of a one-GPU job whose recipe keeps every activation on the GPU where that fits
+    (:attr:`~gpufleet.estimate.recipes.TrainingOptions.fastest_fit`: torchtune's published single-device
+    rows, 37.4 GiB for an 8B full fine-tune on a 48 GB RTX A6000 where the offloaded setting needs ~18),
+    None where it does not fit at p90 (the recipe's memory savers then apply). Sizing the offloaded setting
+    on a card the recipe fills with activations under-stated its memory 2x."""
+    held = estimate_training(**(args | {"options": options.held_on_gpu()}))
+    if not held.fits:
+        return None
+    note = (
+        f"recipe {options.recipe} on one GPU: activations kept on the GPU (no recompute, no offload), as its "
+        "published single-device runs do where they fit; its memory savers apply only where they do not."
+    )
+    return dataclasses.replace(held, notes=(*held.notes, note))
+
+
 __all__ = [
     "COMBINED_1F1B_STACKS",
     "EP_OVERLAP_STACKS",
@@ -797,6 +834,7 @@ __all__ = [
     "pipeline_chunks",
     "qlora_dequant_s",
     "stage_imbalance",
+    "train_gemm_eta",
     "training_step",
     "unfused_score_bytes",
 ]
