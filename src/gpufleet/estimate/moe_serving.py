@@ -54,6 +54,22 @@ def nonrouted_precision(model: ModelArch, precision: str) -> str:
     return FP4_MOE_NONROUTED_PRECISION if model.is_moe and precision == "fp4" else precision
 
 
+def expert_width_factor(model: ModelArch, width_h0: float) -> float:
+    """GEMM efficiency of a routed expert relative to the model's width factor ``h / (h + h0)`` [-].
+
+    The width factor (:func:`gpufleet.estimate.rates.width_factor`, NVIDIA "Matrix multiplication
+    background": narrow GEMMs underfill the SMs) is taken at the model width, which is the narrowest
+    dimension of the dense layers' GEMMs (their FFN width is larger). A routed expert's GEMMs are
+    ``h x i_e`` and ``i_e x h`` with the expert width ``i_e`` often far below ``h`` (Qwen3-30B-A3B 768 vs
+    2048; DeepSeek-V3 2048 vs 7168), so they run at the factor of ``min(h, i_e)``: 1 when ``i_e >= h``
+    (Mixtral, Llama 4, gpt-oss).
+    """
+    if not model.is_moe or model.moe_intermediate_size >= model.hidden_size or width_h0 <= 0.0:
+        return 1.0
+    d, h = float(model.moe_intermediate_size), float(model.hidden_size)
+    return (d / (d + width_h0)) / (h / (h + width_h0))
+
+
 def expected_ranks_per_token(experts_per_token: int, ep: int) -> float:
     """Distinct EP ranks a token's ``k`` routed experts sit on, experts spread uniformly [ranks].
 
@@ -161,6 +177,7 @@ __all__ = [
     "decode_copies_per_token",
     "ep_degrees",
     "expected_ranks_per_token",
+    "expert_width_factor",
     "moe_all_to_all_s",
     "nonrouted_precision",
 ]

@@ -27,6 +27,7 @@ from gpufleet.estimate.comms import (
     pcie_gb_per_s,
 )
 from gpufleet.estimate.memory import MemoryEstimate, estimate_memory, optimizer_bytes_per_param
+from gpufleet.estimate.moe_serving import expert_width_factor
 from gpufleet.estimate.parallelism import (
     LayoutKey,
     default_ep,
@@ -249,11 +250,14 @@ def training_step(
     t_mm = tokens * fl.hw_matmul / n / (rates.peak_flops * rates.eta * width_factor(model, profile) * eff)
     if model.is_moe:
         # routed-expert GEMMs run as grouped GEMMs on uneven token counts, with permute/unpermute and router
-        # work around them: their share of the matmul time runs at ``moe_expert_eff`` (priors module)
+        # work around them: their share of the matmul time runs at ``moe_expert_eff`` (priors module), and
+        # at the width factor of the expert width where experts are narrower than the model
+        # (moe_serving.expert_width_factor; DeepSeek-V3 2048 vs 7168, as in serving)
         shape = cx.model_shape(model)
         routed = model.num_moe_layers * model.experts_per_token * shape.expert_params
         share = routed / shape.matmul_active_params
-        t_mm *= 1.0 - share + share / profile.param("moe_expert_eff")
+        routed_eff = profile.param("moe_expert_eff") * expert_width_factor(model, profile.param("width_h0"))
+        t_mm *= 1.0 - share + share / routed_eff
     t_attn = tokens * fl.hw_attention / n / (rates.peak16_flops * rates.eta16 * eff)
     # element-wise work (norms, residual adds, activation functions, rotary) streams activations through
     # memory: ``train_elementwise_elems`` x h 16-bit elements per token and layer, forward + backward
