@@ -200,6 +200,8 @@ class _Infer:
     nr_rates: Rates | None = None
     nr_wq_bw: float = 1.0  # as wq_bw, for the non-routed weights
     nr_wq_gemm: float = 1.0  # as wq_gemm, for the non-routed weights
+    # routed experts' GEMM efficiency relative to ``width`` (narrow experts, moe_serving.expert_width_factor)
+    expert_width: float = 1.0
     # decode micro-batches circulate through the pipeline stages (False: one batch passes the stages in turn,
     # llama.cpp, :data:`LAYER_SPLIT_STACKS`)
     pp_overlap: bool = True
@@ -246,6 +248,28 @@ def _nr_gemm_rate(c: _Infer) -> float:
     r = c.nr_rates or c.rates
     wq = c.nr_wq_gemm if c.nr_rates is not None else c.wq_gemm
     return r.peak_flops * r.eta * c.width * c.stack * wq
+
+
+def _routed_s(c: _Infer, tokens: float, moe_layers: float, gpus: float) -> tuple[float, float]:
+    """(weight-read, compute) time of the routed experts of ``moe_layers`` MoE layers for ``tokens`` tokens,
+    split evenly over ``gpus`` GPUs (TP slices every expert) [s].
+
+    A roofline of their own (Williams, Waterman & Patterson 2009, "Roofline"): the grouped GEMMs are kernels
+    of their own, so their weight reads cannot hide behind the attention or dense GEMMs' compute, nor these
+    behind the experts' reads. Reads: the distinct experts the tokens touch
+    (:func:`compute.moe_expected_experts`); compute: the routed rows ``tokens x k`` at the expert width's
+    efficiency (:func:`moe_serving.expert_width_factor`).
+    """
+    m, r = c.model, c.rates
+    if not m.is_moe or tokens <= 0.0:
+        return 0.0, 0.0
+    expert = cx.model_shape(m).expert_params
+    touched = cx.moe_expected_experts(m.num_experts, m.experts_per_token, tokens)
+    bw = r.mem_bw_bytes_per_s * c.eta_bw * c.wq_bw
+    rate = r.peak_flops * r.eta * c.width * c.stack * c.wq_gemm * c.expert_width
+    rows = tokens * m.experts_per_token
+    read_s = moe_layers * touched * expert * r.weight_bytes / gpus / bw
+    return read_s, 2.0 * rows * expert * moe_layers / gpus / rate
 
 
 def _routed_active_params(m: ModelArch) -> float:
@@ -331,9 +355,9 @@ def _ep_stage_s(
     mean_routed = tokens * m.experts_per_token / c.ep
     busiest = moe.busiest_rank_load(mean_routed, c.ep)
     touched = cx.moe_expected_experts(m.num_experts, m.experts_per_token, tokens) / c.ep
-    t_routed = max(
+    t_routed = max(  # narrow experts at their own width's GEMM efficiency (moe_serving.expert_width_factor)
         moe_layers * touched * shape.expert_params * r.weight_bytes / (bw * c.wq_bw),
-        busiest * 2.0 * shape.expert_params * moe_layers / gemm_rate,
+        busiest * 2.0 * shape.expert_params * moe_layers / (gemm_rate * c.expert_width),
     )
     # dispatch + combine per MoE layer; TP ranks of a group send disjoint shares of its tokens
     assert c.ep_intra is not None and c.ep_inter is not None
@@ -396,7 +420,26 @@ def prefill_s(c: _Infer, requests: float, input_len: float, *, latency: bool) ->
     read = _body_bytes(c, tokens) * _wq_read_factor(c, tokens) + shape.lm_head_params * c.head_bytes
     t_weights = read / gpus / (r.mem_bw_bytes_per_s * c.eta_bw * c.wq_bw)
     layers = c.model.num_layers / (1 if latency else c.pp)
-    return max(t_mm, t_weights) + t_attn + _tp_comm_s(c, tokens, layers) + c.overhead_s
+    t_gemm = max(t_mm, t_weights)
+    if c.model.is_moe:  # the routed experts on a roofline of their own (_routed_s)
+        t_gemm = _moe_gemm_s(c, tokens, requests, t_weights, c.model.num_moe_layers, gpus, 1.0)
+    return t_gemm + t_attn + _tp_comm_s(c, tokens, layers) + c.overhead_s
+
+
+def _moe_gemm_s(
+    c: _Infer, rows: float, head_rows: float, weights_s: float, moe_layers: float, gpus: float, share: float
+) -> float:
+    """GEMM time of ``share`` of a MoE model's layers (and the LM head when ``head_rows`` > 0 and the share
+    holds it) on one of ``gpus`` GPUs: the non-routed weights' roofline plus the routed experts' own
+    (:func:`_routed_s`) [s]. ``weights_s``: the whole weight read (both parts) as the dense path times it."""
+    shape = cx.model_shape(c.model)
+    routed_read, routed_mm = _routed_s(c, rows, moe_layers, gpus)
+    body = (shape.matmul_active_params - shape.lm_head_params) * share - _routed_active_params(
+        c.model
+    ) * share
+    head = shape.lm_head_params if head_rows > 0.0 else 0.0
+    nonrouted_mm = _gemm_s(c, rows, body, head_rows, head) / gpus
+    return max(weights_s - routed_read, nonrouted_mm) + max(routed_read, routed_mm)
 
 
 def decode_step_s(
@@ -439,6 +482,11 @@ def _dense_stage_s(
     head_rows = micro + prompt / max(prefill_len, 1.0)
     mm_s = _gemm_s(c, rows, body_params, head_rows, head_params, _routed_active_params(m) * share) / c.tp
     t_gemm = max(w_bytes / (bw * c.wq_bw), mm_s)
+    if m.is_moe:  # the routed experts on a roofline of their own (_routed_s)
+        head_rows_here = head_rows if head else 0.0
+        t_gemm = _moe_gemm_s(
+            c, rows, head_rows_here, w_bytes / (bw * c.wq_bw), m.num_moe_layers * share, c.tp, share
+        )
     t_attn = max(kv_bytes / bw, attn * share / c.tp / (r.peak16_flops * r.eta16 * c.stack))
     return t_gemm + t_attn + _tp_comm_s(c, rows, layers)
 
@@ -595,6 +643,7 @@ def _prepare(
         ep_intra=intra_node_link(spec, link_eff), ep_inter=inter_node_link(spec, link_eff, gpn),
         nr_rates=nr_rates, nr_wq_bw=kernel.bw_share if nr_weight_only else 1.0,
         nr_wq_gemm=prof.param("wq_gemm_eff") if nr_weight_only else 1.0,
+        expert_width=moe.expert_width_factor(arch, prof.param("width_h0")),
         pp_overlap=sw not in LAYER_SPLIT_STACKS,
     )  # fmt: skip
     shapes = serving_shapes(spec, sw)

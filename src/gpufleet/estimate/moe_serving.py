@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 
+from gpufleet.errors import InputError
 from gpufleet.estimate.comms import Link, all_to_all_nodes_s
 from gpufleet.models.arch import ModelArch
 
@@ -54,6 +55,22 @@ def nonrouted_precision(model: ModelArch, precision: str) -> str:
     return FP4_MOE_NONROUTED_PRECISION if model.is_moe and precision == "fp4" else precision
 
 
+def expert_width_factor(model: ModelArch, width_h0: float) -> float:
+    """GEMM efficiency of a routed expert relative to the model's width factor ``h / (h + h0)`` [-].
+
+    The width factor (:func:`gpufleet.estimate.rates.width_factor`, NVIDIA "Matrix multiplication
+    background": narrow GEMMs underfill the SMs) is taken at the model width, which is the narrowest
+    dimension of the dense layers' GEMMs (their FFN width is larger). A routed expert's GEMMs are
+    ``h x i_e`` and ``i_e x h`` with the expert width ``i_e`` often far below ``h`` (Qwen3-30B-A3B 768 vs
+    2048; DeepSeek-V3 2048 vs 7168), so they run at the factor of ``min(h, i_e)``: 1 when ``i_e >= h``
+    (Mixtral, Llama 4, gpt-oss).
+    """
+    if not model.is_moe or model.moe_intermediate_size >= model.hidden_size or width_h0 <= 0.0:
+        return 1.0
+    d, h = float(model.moe_intermediate_size), float(model.hidden_size)
+    return (d / (d + width_h0)) / (h / (h + width_h0))
+
+
 def expected_ranks_per_token(experts_per_token: int, ep: int) -> float:
     """Distinct EP ranks a token's ``k`` routed experts sit on, experts spread uniformly [ranks].
 
@@ -77,6 +94,44 @@ def busiest_rank_load(mean_load: float, ranks: int) -> float:
         return max(mean_load, 0.0)
     statistical = mean_load + math.sqrt(2.0 * mean_load * math.log(ranks))
     return min(max(statistical * EXPERT_HOTSPOT_FACTOR, 1.0), mean_load * ranks)
+
+
+#: how a MoE training run routes tokens: ``dropless`` (Megatron-Core's default: every token reaches its
+#: ``k`` experts, so expert loads vary with the router), ``balanced`` (the router is overridden so every
+#: expert gets the same load, Megatron-Core ``--moe-router-force-load-balancing``: NVIDIA's performance
+#: tables benchmark with it, "force-balanced dropless routing")
+MOE_ROUTING_MODES = ("dropless", "balanced")
+
+
+def ep_rank_imbalance(
+    mean_routed: float, ep: int, routing: str = "dropless", capacity_factor: float | None = None
+) -> float:
+    """Busiest expert-parallel rank's routed tokens over the mean, at ``mean_routed`` tokens per rank [-].
+
+    Every rank waits for the busiest at the combine all-to-all, so its load sets the routed experts' time.
+    ``dropless``: :func:`busiest_rank_load` (balls into bins, times :data:`EXPERT_HOTSPOT_FACTOR`, the
+    skew DeepSeek-V3's expert-load figures leave after balancing); ``balanced``: 1. ``capacity_factor``
+    ``C``: token dropping (GShard, Lepikhin et al. 2020 sec. 2.2; Switch Transformer, Fedus et al. 2022
+    sec. 2.2; Megatron-Core ``--moe-expert-capacity-factor``) keeps at most ``C`` x the mean tokens per
+    expert, so the busiest rank computes at most ``C`` x the mean (below 1 every expert is cut to ``C`` x
+    the mean). 1 without expert parallelism.
+    """
+    if routing not in MOE_ROUTING_MODES:
+        raise InputError(
+            f"MoE routing {routing!r} is not known. Allowed: {', '.join(MOE_ROUTING_MODES)} (balanced: the "
+            "router forced to equal expert loads, as benchmark runs do)."
+        )
+    if capacity_factor is not None and not (math.isfinite(capacity_factor) and capacity_factor > 0.0):
+        raise InputError(
+            f"MoE capacity factor {capacity_factor!r} must be a positive number (1.0-1.25 in Switch/GShard "
+            "runs; above the busiest expert's load it drops nothing). Leave it unset for dropless routing."
+        )
+    if ep <= 1 or mean_routed <= 0.0 or routing == "balanced":
+        return 1.0
+    busiest = busiest_rank_load(mean_routed, ep) / mean_routed
+    if capacity_factor is not None:
+        busiest = min(busiest, capacity_factor)
+    return busiest
 
 
 def busiest_group_prompt_tokens(prompt_tokens: float, prompt_len: float, groups: int) -> float:
@@ -156,11 +211,14 @@ __all__ = [
     "DISPATCH_BYTES_PER_ELEMENT",
     "EXPERT_HOTSPOT_FACTOR",
     "FP4_MOE_NONROUTED_PRECISION",
+    "MOE_ROUTING_MODES",
     "busiest_group_prompt_tokens",
     "busiest_rank_load",
     "decode_copies_per_token",
     "ep_degrees",
+    "ep_rank_imbalance",
     "expected_ranks_per_token",
+    "expert_width_factor",
     "moe_all_to_all_s",
     "nonrouted_precision",
 ]

@@ -55,7 +55,9 @@ def note_hints(note: str) -> dict[str, Any]:
     """Standard settings named in a case note: ZeRO stage (``ZeRO-2``, ``FSDP`` = 3) and recompute mode
     (``no recompute``, ``selective recompute``, ``full recompute``), ``static batching``, ``attention DP``
     (attention data parallel inside an expert-parallel group) and the optimizer offloaded to the host
-    (``CPU offload``, ``ZeRO-Offload``), the virtual pipeline stages per rank (``VP4``, ``VPP=2``); a bare
+    (``CPU offload``, ``ZeRO-Offload``), the virtual pipeline stages per rank (``VP4``, ``VPP=2``), MoE
+    routing forced to balanced loads (``force-balanced``) and a token-dropping capacity factor (``capacity
+    factor 1.25``); a bare
     "activation checkpointing" is left to the default choice (selective where it fits), since papers use it
     for both."""
     low = note.lower()
@@ -82,6 +84,13 @@ def note_hints(note: str) -> dict[str, Any]:
             hints["offload_params"] = True
     if any(k in low for k in ("attention dp", "attention data parallel", "dp attention", "attention_dp")):
         hints["attention_dp"] = True
+    if re.search(
+        r"force[sd]?[\s_-]*(?:load[\s_-]*)?balanc", low
+    ):  # Megatron --moe-router-force-load-balancing
+        hints["moe_routing"] = "balanced"
+    cap = re.search(r"capacity[\s_-]*factor\s*(?:of\s*|=\s*|:\s*)?(\d+(?:\.\d+)?)", low)
+    if cap:
+        hints["moe_capacity_factor"] = float(cap.group(1))
     vp = re.search(r"\b(?:vp|vpp)\s*=?\s*(\d+)\b", low)
     if vp and int(vp.group(1)) >= 1:
         hints["virtual_stages"] = int(vp.group(1))
@@ -563,7 +572,8 @@ def _predict_training(case: CalibrationCase, prof: CalibrationProfile, perf: Any
                 software=software, profile=prof, allow_fallback=True, cp=case.cp, ignore_memory=True,
                 cpu_offload=hints.get("cpu_offload", False), virtual_stages=hints.get("virtual_stages"),
                 optimizer=recipe_kw.get("optimizer"), master_weights=recipe_kw.get("master_weights"),
-                flash_attention=flash is not False,
+                flash_attention=flash is not False, moe_routing=hints.get("moe_routing", "dropless"),
+                moe_capacity_factor=hints.get("moe_capacity_factor"),
             )  # fmt: skip
             break
         except UnsupportedError:

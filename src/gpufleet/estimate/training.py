@@ -27,6 +27,7 @@ from gpufleet.estimate.comms import (
     pcie_gb_per_s,
 )
 from gpufleet.estimate.memory import MemoryEstimate, estimate_memory, optimizer_bytes_per_param
+from gpufleet.estimate.moe_serving import ep_rank_imbalance, expert_width_factor
 from gpufleet.estimate.parallelism import (
     LayoutKey,
     default_ep,
@@ -250,7 +251,7 @@ def training_step(
     global_batch: int, seq_len: int, zero_stage: int, recompute: str, software: str, gpus_per_node: int,
     profile: CalibrationProfile, cp: int = 1, network: NodeNetwork | None = None, cpu_offload: bool = False,
     virtual_stages: int | None = None, optimizer: str = "adamw", master_weights: bool = True,
-    flash_attention: bool = True,
+    flash_attention: bool = True, moe_routing: str = "dropless", moe_capacity_factor: float | None = None,
 ) -> StepBreakdown:  # fmt: skip
     """Time of one optimizer step, split into its parts (module doc); ``cpu_offload`` adds the host work of
     an optimizer offloaded to CPU memory (:func:`offload_step_s`); ``virtual_stages``: model chunks per
@@ -265,11 +266,18 @@ def training_step(
     t_mm = tokens * fl.hw_matmul / n / (rates.peak_flops * eta * width_factor(model, profile) * eff)
     if model.is_moe:
         # routed-expert GEMMs run as grouped GEMMs on uneven token counts, with permute/unpermute and router
-        # work around them: their share of the matmul time runs at ``moe_expert_eff`` (priors module)
+        # work around them: their share of the matmul time runs at ``moe_expert_eff`` (priors module), and
+        # at the width factor of the expert width where experts are narrower than the model
+        # (moe_serving.expert_width_factor; DeepSeek-V3 2048 vs 7168, as in serving)
         shape = cx.model_shape(model)
         routed = model.num_moe_layers * model.experts_per_token * shape.expert_params
         share = routed / shape.matmul_active_params
-        t_mm *= 1.0 - share + share / profile.param("moe_expert_eff")
+        routed_eff = profile.param("moe_expert_eff") * expert_width_factor(model, profile.param("width_h0"))
+        # with expert parallelism every rank waits for the busiest one at the combine (moe_serving)
+        imbalance = ep_rank_imbalance(
+            seq_len / cp / tp * model.experts_per_token, ep, moe_routing, moe_capacity_factor
+        )
+        t_mm *= 1.0 - share + share * imbalance / routed_eff
     t_attn = tokens * fl.hw_attention / n / (rates.peak16_flops * rates.eta16 * eff)
     # element-wise work (norms, residual adds, activation functions, rotary) streams activations through
     # memory: ``train_elementwise_elems`` x h 16-bit elements per token and layer, forward + backward
@@ -343,7 +351,7 @@ def training_step(
                 spec, group=ep, stride=tp, gpus_per_node=gpus_per_node, link_eff=link_eff, network=network
             ),
         )  # fmt: skip
-        t_ep = 4.0 * (model.num_moe_layers / pp) * stages * micro * a2a
+        t_ep = 4.0 * (model.num_moe_layers / pp) * stages * micro * a2a * imbalance  # busiest rank receives
     tp_ov = (
         "tp_overlap_nemo"
         if software == "nemo"
@@ -565,6 +573,8 @@ def estimate_training(
     master_weights: bool | None = None,
     flash_attention: bool = True,
     options: TrainingOptions | None = None,
+    moe_routing: str = "dropless",
+    moe_capacity_factor: float | None = None,
 ) -> TrainingEstimate:
     """Estimate step time, throughput, MFU and time to train (module doc).
 
@@ -586,7 +596,9 @@ def estimate_training(
     ZeRO stage and stack are the defaults of ``recompute``, ``zero_stage`` and ``software``; a recipe's
     recompute the user did not state is relaxed to full where nothing fits (a practitioner turns activation
     checkpointing on), and activations it offloads to the host cost memory as full recompute and speed as
-    none. Give the optimizer and master weights either in ``options`` or as arguments.
+    none. Give the optimizer and master weights either in ``options`` or as arguments. ``moe_routing``
+    (``dropless`` or ``balanced``) and ``moe_capacity_factor`` (token dropping): how a MoE model's router
+    loads the expert-parallel ranks (:func:`~gpufleet.estimate.moe_serving.ep_rank_imbalance`).
     """
     args = dict(locals())
     if options is not None and options.fastest_fit and recompute is None and gpu_count == 1:
@@ -594,6 +606,7 @@ def estimate_training(
         if held is not None:
             return held
     arch, spec, prof = resolve_inputs(model, gpu, profile)
+    ep_rank_imbalance(1.0, 2, moe_routing, moe_capacity_factor)  # unknown routing, bad factor: InputError
     optim = optimizer or "adamw"
     master = True if master_weights is None else master_weights
     knobs: dict[str, Any] = {}
@@ -700,7 +713,7 @@ def estimate_training(
             recompute="none" if acts_offloaded else lay.recompute, software=sw, gpus_per_node=gpn,
             profile=prof, cp=cp_deg, network=node_network, cpu_offload=cpu_offload,
             virtual_stages=virtual_stages, optimizer=optim, master_weights=master,
-            flash_attention=flash_attention,
+            flash_attention=flash_attention, moe_routing=moe_routing, moe_capacity_factor=moe_capacity_factor,
         )  # fmt: skip
         if best is None or br.step_s < best[0]:
             best = (br.step_s, lay, br)
