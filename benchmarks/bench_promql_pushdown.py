@@ -58,7 +58,7 @@ def write_fleet(d: Path, *, gpus: int, days: float, step_s: int, per_workload: i
     start = end_s - (n - 1) * step_s
     labs = [_labels(g, per_workload) for g in range(gpus)]
     noise = [0.05 * ((k * 7919) % 13) / 13 for k in range(13)]
-    files = []
+    files: list[Path] = []
     k0 = 0
     while k0 < n:
         t0 = start + k0 * step_s

@@ -315,7 +315,7 @@ def _replica_stats(
             if width > hist[m].shape[1]:
                 hist[m] = np.pad(hist[m], ((0, 0), (0, width - hist[m].shape[1])))
             hist[m] += np.bincount(wm * width + bm, minlength=n_w * width).reshape(n_w, width)
-        occ = (mx.reshape(n_w, n_m, n_c, per_cover) >= 0).any(axis=(1, 3))  # workload x 5-min step
+        occ = np.any(mx.reshape(n_w, n_m, n_c, per_cover) >= 0, axis=(1, 3))  # workload x 5-min step
         steps += occ.sum(axis=1)
         any_w = occ.any(axis=1)
         c_base = base_us // cover_us
@@ -325,15 +325,15 @@ def _replica_stats(
     out: dict[str, dict[str, MetricStats]] = defaultdict(dict)
     for wi, wkey in enumerate(keys):
         for mi, metric in enumerate(metrics):
-            k = wi * n_m + mi
-            if n[k] == 0 or hist[mi].shape[1] == 0:
+            j = wi * n_m + mi
+            if n[j] == 0 or hist[mi].shape[1] == 0:
                 continue
             cum = np.cumsum(hist[mi][wi])
             qs = np.searchsorted(cum, np.asarray([0.5, p, 0.99]) * cum[-1]) / BIN_SCALE[metric]
-            top = float(peak[k])
+            top = float(peak[j])
             out[wkey][metric] = MetricStats(
-                samples=int(n[k]),
-                mean=float(total[k] / n[k]),
+                samples=int(n[j]),
+                mean=float(total[j] / n[j]),
                 p50=min(float(qs[0]), top),
                 p_hi=min(float(qs[1]), top),
                 p99=min(float(qs[2]), top),

@@ -2,24 +2,31 @@
 Prometheus HTTP API): PromQL pushdown, only summaries come back.
 
 ``telemetry findings --prometheus URL`` sends instant queries evaluated at the window's end over a range of
-the lookback (``quantile_over_time``, ``avg_over_time``, ``max_over_time``, ``count_over_time``, ``increase``
-and subqueries), so the data pulled grows with GPUs x metrics, not with samples. The same quantities as the
-local store's (:mod:`gpufleet.telemetry.analyze`, :mod:`gpufleet.telemetry.analyze_workloads`):
+the lookback, so the data pulled grows with series x statistics, not with samples. Only what
+:func:`gpufleet.telemetry.findings.classify` reads is pushed down (:data:`QUANTILES_READ`):
 
-- per GPU and metric: quantiles, mean, peak of each series' raw samples; a GPU seen under several pods
-  (several series) takes the largest quantile and peak, the sample-weighted mean; observed hours = 5-minute
-  steps holding a sample (``count_over_time((count by (gpu) (X))[w:5m])``);
-- per workload: the owner of each pod (``label_replace`` with ``workloads.POD_OWNER_RE`` and the
-  inventory's pod globs), the busiest replica per 1-minute step
-  (``quantile_over_time(p, (max by (namespace, workload) (X))[w:1m])``), coverage, GPU-hours, pods;
+- per series (one query per metric and statistic over every series of a host chunk; plain range functions
+  over raw samples, no subquery, no relabelling): ``count_over_time``, ``sum_over_time``, ``max_over_time``
+  and one ``quantile_over_time`` per metric (the window's percentile of the compute signals, DRAM activity and
+  power; the p99 of memory used). No p50 (``MetricStats.p50`` is NaN here): a quantile sorts every sample of
+  its range, the costliest range function. Each series' 5-minute coverage and first/last step:
+  ``count_over_time`` / ``min_over_time(timestamp(...))`` of ``(count without (__name__) (X))[w:5m]``.
+- per GPU and per workload, folded here from the per-series values: counts, sums and coverage add, peaks
+  and percentiles take the largest; the workload of each series is
+  :func:`gpufleet.telemetry.workloads.workload_of` of its labels, as in the store path (so pods, GPUs,
+  GPU-hours, means and peaks per workload need no query of their own);
+- per workload, what needs the replicas side by side: the percentile of the busiest replica per 1-minute
+  step (``quantile_over_time(p, (max by (namespace, workload) (X))[w:1m])``, the owner made by one
+  ``label_replace`` with ``workloads.POD_OWNER_RE``) and the observed hours (5-minute steps with any replica);
 - serving: queue and KV-cache quantiles per workload, ``increase`` of preemptions and of histogram buckets
   (``histogram_quantile`` done here on the summed buckets, as the store path does).
 
-Chunking: GPU queries by groups of hosts, workload queries by groups of namespaces (``--chunk-hosts``), so a
-query stays under Prometheus's ``--query.max-samples`` (default 50,000,000 samples loaded at once: about 620
-series of 14 days at 15 s); and optionally by time (``--chunk-days``): counts and sums add, means weight by
-count, peaks take the max, and a quantile over several time chunks is the largest chunk's quantile (an upper
-bound, said so in the caveats).
+Queries run ``workers`` at a time (Prometheus evaluates concurrent queries in parallel, up to
+``--query.max-concurrency``, 20 by default). Chunking: GPU queries by groups of hosts, workload queries by
+groups of namespaces (``--chunk-hosts``), so a query stays under Prometheus's ``--query.max-samples`` (default
+50,000,000 samples loaded at once: about 620 series of 14 days at 15 s); and optionally by time
+(``--chunk-days``): counts and sums add, means weight by count, peaks take the max, and a quantile over
+several time chunks is the largest chunk's quantile (an upper bound, said so in the caveats).
 """
 
 from __future__ import annotations
