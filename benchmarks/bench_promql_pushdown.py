@@ -15,9 +15,9 @@ Per fleet size:
 3. Pushdown: :func:`gpufleet.telemetry.promql.prometheus_fleet_stats` over the lookback, then the findings
    (timed: wall time, queries, summary values and bytes returned).
 
-Prints a markdown table, a least-squares scaling law (wall time = a + b x samples) fitted on the measured
-rows, and an extrapolation to 10^6 GPUs that is **computed from that law, not measured**, divided by the
-queriers assumed to share the label chunks (Thanos or Mimir run chunks in parallel; one Prometheus on a
+Prints a markdown table, a least-squares scaling law (Prometheus CPU seconds = a + b x samples) fitted on
+the measured rows, and an extrapolation to 10^6 GPUs that is **computed from that law, not measured**, divided
+by the queriers assumed to share the label chunks (Thanos or Mimir run chunks in parallel; one Prometheus on a
 loaded 2-core machine here).
 """
 
@@ -87,6 +87,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) of process ``pid`` so far (Linux ``/proc/<pid>/stat``, fields 14-15): on a
+    shared machine Prometheus's CPU time depends much less on the load than the wall time."""
+    fields = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8").rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def run_one(args: argparse.Namespace, gpus: int, work: Path) -> dict[str, float]:
     prom, promtool = shutil.which("prometheus"), shutil.which("promtool")
     if prom is None or promtool is None:
@@ -139,12 +146,14 @@ def run_one(args: argparse.Namespace, gpus: int, work: Path) -> dict[str, float]
             url, lookback_days=args.days, end=datetime.fromtimestamp(end_s + 60, tz=UTC), percentile=0.95
         )
         load = os.getloadavg()[0]
+        cpu0 = _cpu_s(proc.pid)
         t = time.perf_counter()
         stats, info = prometheus_fleet_stats(
             url, window=window, chunk_hosts=args.chunk_hosts, timeout_s=600, workers=args.workers
         )
         ff = find(stats.gpus, window, workloads=stats.workloads, serving=stats.serving)
         push_s = time.perf_counter() - t
+        prom_cpu_s = _cpu_s(proc.pid) - cpu0
     finally:
         proc.terminate()
         proc.wait(timeout=60)
@@ -159,6 +168,7 @@ def run_one(args: argparse.Namespace, gpus: int, work: Path) -> dict[str, float]
         "backfill_s": backfill_s,
         "start_s": start_s,
         "push_s": push_s,
+        "prom_cpu_s": prom_cpu_s,
         "load": load,
         **info,
     }
@@ -188,28 +198,29 @@ def main() -> None:
     print(
         "| fleet (x 2 metrics, 1 sample/"
         f"{args.step_s} s, {args.days:g} d) | samples stored | backfill (promtool) | pushdown + findings | "
-        "queries | summary values returned | bytes returned | load avg at start |"
+        "Prometheus CPU | queries | summary values returned | bytes returned | load avg at start |"
     )
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(
             f"| {r['gpus']:,} GPUs, {r['workloads']} workloads | {r['samples']:,} | "
             f"{r['backfill_s']:.0f} s | "
-            f"{r['push_s']:.1f} s | {r['queries']} | {r['series_returned']:,} | {r['bytes_returned']:,} | "
+            f"{r['push_s']:.1f} s | {r['prom_cpu_s']:.1f} s | {r['queries']} | {r['series_returned']:,} | "
+            f"{r['bytes_returned']:,} | "
             f"{r['load']:.1f} |"
         )
     if len(rows) >= 2:
         xs = [float(r["samples"]) for r in rows]
-        ys = [float(r["push_s"]) for r in rows]
+        ys = [float(r["prom_cpu_s"]) for r in rows]
         mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
         b = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
         a = my - b * mx
         print(
-            f"\nScaling law fitted on the rows above: wall time = {a:.1f} s "
+            f"\nScaling law fitted on the rows above: Prometheus CPU time = {a:.1f} s "
             f"+ {b * 1e6:.2f} s per 10^6 samples"
         )
         print("\nExtrapolated (from that law; computed, not measured):\n")
-        print("| fleet | samples | one querier like this one | 64 queriers in parallel (label chunks) |")
+        print("| fleet | samples | one core like these | 64 queriers in parallel (label chunks) |")
         print("|---|---|---|---|")
         for n_gpus, step in ((10_000, 15), (1_000_000, 60), (1_000_000, 15)):
             s = n_gpus * args.days * 86400 / step * 2
