@@ -23,16 +23,16 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import numpy as np
 
-from gpufleet.telemetry.analyze import GpuStats, MetricStats, Window
+from gpufleet.telemetry.analyze import BIN_SCALE, GpuStats, MetricStats, Window
 from gpufleet.telemetry.schema import SERVICE_METRICS
-from gpufleet.telemetry.store import TelemetryStore
+from gpufleet.telemetry.store import TelemetryStore, sql_list
 from gpufleet.telemetry.workloads import WorkloadId, WorkloadRule, workload_of
-from gpufleet.units import SECONDS_PER_HOUR, US_PER_S
+from gpufleet.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, US_PER_S
 
 #: Step of the per-workload series [s] and of the coverage count [s].
 STEP_S: Final = 60.0
@@ -135,6 +135,10 @@ def _naive(dt: Any) -> Any:
     return dt.astimezone(UTC).replace(tzinfo=None)
 
 
+def _naive_us(us: int) -> datetime:
+    return datetime.fromtimestamp(us / US_PER_S, tz=UTC).replace(tzinfo=None)
+
+
 def _register_map(con: Any, rules: Sequence[WorkloadRule]) -> dict[str, WorkloadId]:
     """Register table ``wmap`` (series_id, wkey) for every series with a pod or job; returns key -> id."""
     rows = con.execute("SELECT series_id, namespace, pod, job FROM series").fetchall()
@@ -172,32 +176,7 @@ def workload_and_serving_stats(
         span = [_naive(window.start), _naive(window.end)]
         svc = ", ".join(f"'{m}'" for m in sorted(SERVICE_METRICS))
         p = window.percentile
-        gpu_sql = f"""
-            WITH m AS (SELECT s.series_id, s.gpu_key, s.metric, w.wkey FROM series s JOIN wmap w USING
-                       (series_id) WHERE s.metric NOT IN ({svc})),
-            b AS (SELECT m.wkey, m.metric, time_bucket(INTERVAL '{STEP_S:g} seconds', x.ts) AS t,
-                         max(x.value) AS mx, avg(x.value) AS av
-                  FROM samples x JOIN m USING (series_id) WHERE x.ts >= ? AND x.ts < ? GROUP BY ALL)
-            SELECT wkey, metric, count(*), avg(av), quantile_disc(mx, [0.5, {p}, 0.99]), max(mx) FROM b
-            GROUP BY wkey, metric"""  # one sort per group for the three quantiles
-        metrics: dict[str, dict[str, MetricStats]] = defaultdict(dict)
-        for wkey, metric, n, mean, (p50, phi, p99), mx in con.execute(gpu_sql, span).fetchall():
-            metrics[wkey][metric] = MetricStats(
-                samples=int(n),
-                mean=float(mean),
-                p50=float(p50),
-                p_hi=float(phi),
-                p99=float(p99),
-                max=float(mx),
-            )
-        cover_sql = f"""
-            WITH m AS (SELECT s.series_id, s.gpu_key, w.wkey FROM series s JOIN wmap w USING (series_id)
-                       WHERE s.metric NOT IN ({svc})),
-            g AS (SELECT m.wkey, m.gpu_key, time_bucket(INTERVAL '{COVERAGE_STEP_S:g} seconds', x.ts) AS t5
-                  FROM samples x JOIN m USING (series_id) WHERE x.ts >= ? AND x.ts < ? GROUP BY ALL)
-            SELECT wkey, count(DISTINCT t5), count(*), count(DISTINCT gpu_key), min(t5), max(t5) FROM g
-            GROUP BY wkey"""
-        cover = {r[0]: r[1:] for r in con.execute(cover_sql, span).fetchall()}
+        metrics, cover = _replica_stats(store, con, window, rules, ids)
         label_sql = f"""
             SELECT w.wkey, any_value(s.host), any_value(s.gpu_uuid), any_value(s.model),
                    any_value(s.mig_profile), any_value(s.provider), any_value(s.instance_type),
@@ -225,8 +204,8 @@ def workload_and_serving_stats(
                 pod=pod,
                 namespace=ns,
                 job=job,
-                first_ts=t0.replace(tzinfo=UTC),
-                last_ts=t1.replace(tzinfo=UTC),
+                first_ts=t0,
+                last_ts=t1,
                 hours=hours,
                 metrics=metrics[wkey],
             )
@@ -243,6 +222,161 @@ def workload_and_serving_stats(
     finally:
         con.close()
     return tuple(sorted(workloads, key=lambda w: w.id.key)), serving
+
+
+def _replica_stats(
+    store: TelemetryStore, con: Any, window: Window, rules: Sequence[WorkloadRule], ids: dict[str, WorkloadId]
+) -> tuple[dict[str, dict[str, MetricStats]], dict[str, tuple[int, int, int, Any, Any]]]:
+    """Per workload and GPU metric (those with percentile bins, :data:`BIN_SCALE`): the busiest replica
+    per 60-second step, binned; and the 5-minute coverage (steps, GPU-steps, GPUs, first and last step).
+
+    Count, sum and peak per series come from one SQL aggregate (a few thousand groups). The per-step
+    maximum across replicas is a numpy scatter-max into a (workload x metric) x step array, fed by DuckDB
+    one time slab at a time (a day; shorter for very many workloads) as integer cell numbers computed in
+    SQL, so the work is linear in the samples with no hash table of one group per sample (the SQL
+    ``GROUP BY workload, metric, minute`` it replaces held ~10^8 groups at 10^8 samples: 270 s here).
+    Percentiles are read from fixed-bin histograms of those per-step maxima, as
+    :func:`gpufleet.telemetry.analyze.gpu_stats` does for a GPU (the bin's upper edge, capped at the peak).
+    Mean and count are over every sample of the workload's GPUs (the Prometheus path sums
+    ``sum_over_time`` and ``count_over_time``)."""
+    rows = con.execute("SELECT series_id, namespace, pod, job, metric, gpu_key FROM series").fetchall()
+    metrics = sorted({str(r[4]) for r in rows} & set(BIN_SCALE))  # those the store holds
+    m_of = {m: i for i, m in enumerate(metrics)}
+    keys = sorted(ids)
+    w_of = {k: i for i, k in enumerate(keys)}
+    cache: dict[tuple[Any, Any, Any], WorkloadId | None] = {}
+    pairs: dict[tuple[int, str], int] = {}
+    sids: list[int] = []
+    k_l: list[int] = []
+    p_l: list[int] = []
+    n_m = len(metrics)
+    for series_id, ns, pod, job, metric, gkey in rows:
+        if metric not in m_of:
+            continue
+        k = (ns, pod, job)
+        if k not in cache:
+            cache[k] = workload_of(namespace=ns, pod=pod, job=job, rules=rules)
+        wid = cache[k]
+        if wid is None or wid.key not in w_of:
+            continue
+        w = w_of[wid.key]
+        sids.append(int(series_id))
+        k_l.append(w * n_m + m_of[metric])
+        p_l.append(pairs.setdefault((w, str(gkey)), len(pairs)))
+    if not sids:
+        return {}, {}
+    n_w, n_p = len(keys), len(pairs)
+    n_k = n_w * n_m
+    con.register(
+        "rmap",
+        {
+            "series_id": np.asarray(sids, dtype=np.int64),
+            "k": np.asarray(k_l, dtype=np.int64),
+            "pair": np.asarray(p_l, dtype=np.int64),
+            "sc": np.asarray([BIN_SCALE[metrics[k % n_m]] for k in k_l]),
+        },
+    )
+    pair_w = np.zeros(n_p, dtype=np.int64)
+    for (w, _), i in pairs.items():
+        pair_w[i] = w
+    span = [_naive(window.start), _naive(window.end)]
+    n = np.zeros(n_k)
+    total = np.zeros(n_k)
+    peak = np.full(n_k, -np.inf)
+    for k, cnt, sm, mx in con.execute(
+        "SELECT r.k, count(*), sum(x.value), max(x.value) FROM samples x JOIN rmap r USING (series_id) "
+        "WHERE x.ts >= ? AND x.ts < ? AND isfinite(x.value) GROUP BY r.k",
+        span,
+    ).fetchall():
+        n[k], total[k], peak[k] = cnt, sm, mx
+    hist: list[np.ndarray] = [np.zeros((n_w, 1), dtype=np.int64) for _ in metrics]
+    steps = np.zeros(n_w, dtype=np.int64)
+    gpu_steps = np.zeros(n_w, dtype=np.int64)
+    seen_pair = np.zeros(n_p, dtype=bool)
+    first = np.full(n_w, np.iinfo(np.int64).max)
+    last = np.full(n_w, np.iinfo(np.int64).min)
+    step_us, cover_us = int(STEP_S * US_PER_S), int(COVERAGE_STEP_S * US_PER_S)
+    per_cover = cover_us // step_us
+    start_us = int(window.start.timestamp() * US_PER_S)
+    end_us = int(window.end.timestamp() * US_PER_S)
+    day_us = int(SECONDS_PER_DAY * US_PER_S)
+    # slab: a day, or fewer hours when the step array would pass 2^24 cells (128 MiB)
+    slab_us = max(60, min(1440, (2**24 // n_k) // 60 * 60)) * step_us
+    t = start_us // day_us * day_us
+    while t < end_us:
+        base_us, lo, hi = t, max(t, start_us), min(t + slab_us, end_us)
+        t += slab_us
+        n_s = slab_us // step_us
+        n_c = n_s // per_cover
+        files = [str(store.root / f.file) for f in store.parts(lo, hi)]  # only the slab's files
+        if not files:
+            continue
+        got = con.execute(
+            f"SELECT CAST(r.k * {n_s} + (epoch_us(x.ts) - {base_us}) // {step_us} AS INTEGER) AS cell, "
+            f"CAST(r.pair * {n_c} + (epoch_us(x.ts) - {base_us}) // {cover_us} AS INTEGER) AS pcell, "
+            "CAST(greatest(ceil(x.value * r.sc), 0) AS INTEGER) AS bin "
+            f"FROM read_parquet({sql_list(files)}) x JOIN rmap r USING (series_id) "
+            "WHERE x.ts >= ? AND x.ts < ? AND isfinite(x.value)",
+            [_naive_us(lo), _naive_us(hi)],
+        ).fetchnumpy()
+        cell = np.asarray(got["cell"], dtype=np.int32)
+        if cell.size == 0:
+            continue
+        mx = np.full(n_k * n_s, -1, dtype=np.int32)  # the bin of the step's maximum (-1: no sample)
+        np.maximum.at(mx, cell, np.asarray(got["bin"], dtype=np.int32))
+        pres = np.zeros(n_p * n_c, dtype=bool)
+        pres[np.asarray(got["pcell"], dtype=np.int32)] = True
+        pres2 = pres.reshape(n_p, n_c)
+        gpu_steps += np.bincount(pair_w, weights=pres2.sum(axis=1), minlength=n_w).astype(np.int64)
+        seen_pair |= pres2.any(axis=1)
+        hit = np.flatnonzero(mx >= 0)
+        hk = hit // n_s
+        b = mx[hit].astype(np.int64)
+        for m in range(n_m):
+            sel = hk % n_m == m
+            if not sel.any():
+                continue
+            bm, wm = b[sel], hk[sel] // n_m
+            width = max(hist[m].shape[1], int(bm.max()) + 1)
+            if width > hist[m].shape[1]:
+                hist[m] = np.pad(hist[m], ((0, 0), (0, width - hist[m].shape[1])))
+            hist[m] += np.bincount(wm * width + bm, minlength=n_w * width).reshape(n_w, width)
+        occ = np.any(mx.reshape(n_w, n_m, n_c, per_cover) >= 0, axis=(1, 3))  # workload x 5-min step
+        steps += occ.sum(axis=1)
+        any_w = occ.any(axis=1)
+        c_base = base_us // cover_us
+        first = np.where(any_w, np.minimum(first, c_base + occ.argmax(axis=1)), first)
+        last = np.where(any_w, np.maximum(last, c_base + n_c - 1 - occ[:, ::-1].argmax(axis=1)), last)
+    p = window.percentile
+    out: dict[str, dict[str, MetricStats]] = defaultdict(dict)
+    for wi, wkey in enumerate(keys):
+        for mi, metric in enumerate(metrics):
+            j = wi * n_m + mi
+            if n[j] == 0 or hist[mi].shape[1] == 0:
+                continue
+            cum = np.cumsum(hist[mi][wi])
+            qs = np.searchsorted(cum, np.asarray([0.5, p, 0.99]) * cum[-1]) / BIN_SCALE[metric]
+            top = float(peak[j])
+            out[wkey][metric] = MetricStats(
+                samples=int(n[j]),
+                mean=float(total[j] / n[j]),
+                p50=min(float(qs[0]), top),
+                p_hi=min(float(qs[1]), top),
+                p99=min(float(qs[2]), top),
+                max=top,
+            )
+    gpus = np.bincount(pair_w[seen_pair], minlength=n_w)
+    cover: dict[str, tuple[int, int, int, Any, Any]] = {}
+    for wi, wkey in enumerate(keys):
+        if steps[wi] > 0:
+            cover[wkey] = (
+                int(steps[wi]),
+                int(gpu_steps[wi]),
+                int(gpus[wi]),
+                datetime.fromtimestamp(int(first[wi]) * COVERAGE_STEP_S, tz=UTC),
+                datetime.fromtimestamp(int(last[wi]) * COVERAGE_STEP_S, tz=UTC),
+            )
+    return dict(out), cover
 
 
 def _serving(con: Any, span: list[Any], p: float, ids: dict[str, WorkloadId]) -> dict[str, ServingStats]:

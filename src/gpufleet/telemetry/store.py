@@ -104,6 +104,9 @@ def _sql_list(paths: Sequence[str]) -> str:
     return "[" + ", ".join(_sql_text(p) for p in paths) + "]"
 
 
+sql_list = _sql_list  # for the readers of the store's files (analyze_workloads reads one time slab at a time)
+
+
 def _store_file_problem(name: object, folder: str) -> str | None:
     """Why ``name`` is not a file of the store's ``folder`` (a relative path inside it), or None."""
     if not isinstance(name, str) or not name:
