@@ -1,5 +1,5 @@
-"""Operability: Prometheus metrics, security headers and the request-size limit (one ASGI middleware), and the
-per-token rate limit.
+"""Operability: Prometheus metrics, security headers and the request-size limit (one ASGI middleware), the
+per-token rate limit, and the cache of answered catalog queries.
 
 Metrics are kept in process (each replica exports its own; Prometheus sums them):
 
@@ -15,7 +15,7 @@ import bisect
 import json
 import threading
 import time
-from collections import defaultdict
+from collections import OrderedDict, defaultdict
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -121,6 +121,42 @@ class RateLimiter:
                     f"{self.burst}). Retry in {wait_s:.1f} s, or spread the calls over several tokens."
                 )
             self._state[key] = (level - 1.0, now)
+
+
+class ResponseCache:
+    """The JSON bodies of the last ``max_entries`` distinct queries (least recently used goes first), each
+    kept with the data it was computed from (``source``: an immutable table, such as the shipped offer
+    table): a body is only served while :meth:`get` is given the very same ``source``, so a new catalog
+    version never gets an old answer. Thread-safe; per process. ``max_entries`` 0: nothing is kept."""
+
+    def __init__(self, max_entries: int) -> None:
+        self.max_entries = max_entries
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[Any, ...], tuple[object, bytes]] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: tuple[Any, ...], source: object) -> bytes | None:
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is None or hit[0] is not source:
+                self.misses += 1
+                return None
+            self._entries.move_to_end(key)
+            self.hits += 1
+            return hit[1]
+
+    def put(self, key: tuple[Any, ...], source: object, body: bytes) -> None:
+        if self.max_entries <= 0:
+            return
+        with self._lock:
+            self._entries[key] = (source, body)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 def _error_body(status: int, kind: str, message: str) -> bytes:
