@@ -216,7 +216,7 @@ async def drive(
                     async with asyncio.timeout(60):
                         status, _ = await conn.request("POST", "/api/v1/recommend", rec_body)
                 else:
-                    params = dict(QUERIES[n % len(QUERIES)])
+                    params: dict[str, str | int | float] = dict(QUERIES[n % len(QUERIES)])
                     if distinct:  # a query never asked before: computed afresh
                         params["offset"] = rng.randrange(0, 500)
                         params["max_price_usd_per_hour"] = round(rng.uniform(50, 500), 3)

@@ -25,7 +25,7 @@ def _token_id(env: Env, who: str) -> int:
 
 def test_a_known_token_is_looked_up_once_per_ttl(env: Env, monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[str] = []
-    real = deps.authenticate_token_hash
+    from gpufleet.service.auth import authenticate_token_hash as real
 
     def counting(db: Any, digest: str) -> Principal:
         calls.append(digest)
