@@ -161,3 +161,12 @@ def test_response_cache_keeps_the_most_recent_entries() -> None:
     off = ResponseCache(max_entries=0)
     off.put(("a",), src, b"A")
     assert off.get(("a",), src) is None
+    small = ResponseCache(max_entries=100, max_bytes=10)
+    small.put(("a",), src, b"AAAA")
+    small.put(("b",), src, b"BBBB")
+    small.put(("a",), src, b"AAAAA")  # replaced, not counted twice: 9 bytes
+    assert small.get(("b",), src) == b"BBBB" and len(small) == 2
+    small.put(("c",), src, b"CCCC")  # 13 bytes: the least recently used ("a") goes
+    assert small.get(("a",), src) is None and len(small) == 2
+    small.put(("d",), src, b"D" * 11)  # larger than the whole cache: not kept
+    assert small.get(("d",), src) is None and len(small) == 2

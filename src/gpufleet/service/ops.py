@@ -127,10 +127,12 @@ class ResponseCache:
     """The JSON bodies of the last ``max_entries`` distinct queries (least recently used goes first), each
     kept with the data it was computed from (``source``: an immutable table, such as the shipped offer
     table): a body is only served while :meth:`get` is given the very same ``source``, so a new catalog
-    version never gets an old answer. Thread-safe; per process. ``max_entries`` 0: nothing is kept."""
+    version never gets an old answer. At most ``max_bytes`` of bodies are kept (a page of 1,000 offers is
+    ~0.7 MB). Thread-safe; per process. ``max_entries`` 0: nothing is kept."""
 
-    def __init__(self, max_entries: int) -> None:
-        self.max_entries = max_entries
+    def __init__(self, max_entries: int, max_bytes: int = 64 * 1024 * 1024) -> None:
+        self.max_entries, self.max_bytes = max_entries, max_bytes
+        self._bytes = 0
         self._lock = threading.Lock()
         self._entries: OrderedDict[tuple[Any, ...], tuple[object, bytes]] = OrderedDict()
         self.hits = 0
@@ -147,13 +149,16 @@ class ResponseCache:
             return hit[1]
 
     def put(self, key: tuple[Any, ...], source: object, body: bytes) -> None:
-        if self.max_entries <= 0:
+        if self.max_entries <= 0 or len(body) > self.max_bytes:
             return
         with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self._bytes -= len(old[1])
             self._entries[key] = (source, body)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
+            self._bytes += len(body)
+            while len(self._entries) > self.max_entries or self._bytes > self.max_bytes:
+                self._bytes -= len(self._entries.popitem(last=False)[1][1])
 
     def __len__(self) -> int:
         return len(self._entries)
