@@ -1,24 +1,38 @@
 """Load test of `gpufleet serve` on this machine, beside the same calls in process.
 
-Starts `gpufleet serve` (uvicorn, one process, a fresh SQLite file, no rate limit) on 127.0.0.1 only, takes
-the admin token it prints, then drives it with ``--clients`` concurrent async httpx clients for ``--seconds``:
-each client loops over catalog queries (GET /api/v1/catalog/offers, a few filter sets) and, one call in
-``--recommend-every``, a recommend (POST /api/v1/recommend). Reports per route: requests, errors, p50/p95/p99
-latency [ms] and throughput [requests/s]; the service's resident memory [MiB] at start, after warm-up and at
-the end; and the 1-minute load average before and after (the figures depend on it: label them with it). The
-same catalog query and recommend run in process first (median of 20) for the side-by-side.
+Starts `gpufleet serve` (uvicorn, one process, a fresh SQLite file, no rate limit: all clients share one admin
+token) on 127.0.0.1 only, takes the admin token it prints (its log goes to a file: a pipe nobody reads would
+fill after ~64 KiB of access log and stall the server), then drives it with ``--clients`` async httpx clients
+for ``--seconds``. Each client loops: a catalog query (GET /api/v1/catalog/offers, four filter sets in turn)
+or, one call in ``--recommend-every``, a recommend (POST /api/v1/recommend). Two load models:
 
-``--jobs N`` then submits N plan jobs (the assessment-platform fleet) and times the queue draining with
-``--job-workers`` worker processes; every job must succeed.
+- ``--think-s 0`` (closed loop): each client sends its next request as soon as the last one is answered. The
+  clients always have a request in flight, so by Little's law the mean latency is ``clients / throughput``:
+  at 200 clients a p99 of 150 ms needs well over 1,300 answers per second.
+- ``--think-s 1`` (users): each client waits a random time, uniform between 0.5x and 1.5x the mean, between
+  requests (Locust's ``between(0.5, 1.5)``), so 200 users offer at most ~200 requests per second.
 
-    .venv/bin/python benchmarks/bench_service.py [--clients 200] [--seconds 20] [--jobs 20]
+``--distinct-queries`` gives every catalog request its own filter values (offset and price cap vary), so the
+service's answer cache never hits: the cost of a query computed afresh.
+
+Reports per route: requests, errors, throughput [requests/s], p50/p95/p99 latency [ms]; the service's CPU
+time per request [ms] (from /proc, user + system); its resident memory [MiB]; the 1-minute load average
+before and after (the figures depend on it: label them with it); the same calls in process (median of 20).
+
+``--soak-minutes M`` runs the load for M minutes, sampling the service's RSS and the load average every 10 s.
+``--jobs N`` submits N plan jobs (a one-workload fleet, quick to plan) and times the queue draining with
+``--job-workers`` worker processes; every job must end succeeded, and none may be lost.
+
+    .venv/bin/python benchmarks/bench_service.py [--clients 200] [--seconds 20] [--think-s 0] [--jobs 20]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
+import random
 import re
 import signal
 import socket
@@ -28,21 +42,27 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
-import yaml
 
-ROOT = Path(__file__).resolve().parent.parent
-FLEET = ROOT / "examples" / "fleets" / "assessment-platform.yaml"
 QUERIES: tuple[dict[str, str | int], ...] = (
     {"gpu": "H100", "limit": 50},
     {"gpu": "A100", "provider": "aws,gcp,azure", "limit": 20, "sort": "price"},
     {"geo": "eu", "spot": "true", "limit": 50},
     {"min_gpu_memory_gib": 80, "gpus": 8, "limit": 100, "offset": 20},
 )
-#: what went wrong, by exception or HTTP status
-ERROR_KINDS: dict[str, int] = {}
 RECOMMEND = {"model": "llama-3.1-8b", "target_requests_per_s": 2, "ttft_p95_ms": 500, "tpot_p95_ms": 50}
+#: the plan job of the queue drain: one small inference workload (a plan takes ~1 s of CPU)
+SMALL_FLEET: dict[str, Any] = {
+    "name": "bench-small",
+    "workloads": {
+        "svc": {
+            "resources": {"gpus": ["L4", "A10G"], "gpus_per_replica": 1, "replicas": 2},
+            "demand": {"schedule": "24/7"},
+        }
+    },
+}
 
 
 def _free_port() -> int:
@@ -58,6 +78,12 @@ def _rss_mib(pid: int) -> float:
     return float("nan")
 
 
+def _cpu_s(pid: int) -> float:
+    """User + system CPU time of a process [s] (fields 14-15 of /proc/PID/stat, in clock ticks)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _pct(values: list[float], q: float) -> float:
     if not values:
         return float("nan")
@@ -66,16 +92,18 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def in_process() -> dict[str, float]:
-    """Median wall time [ms] of the same calls made in process (library, no HTTP)."""
+    """Median wall time [ms] of the same calls made in process (library, JSON text; no HTTP, no cache)."""
     from gpufleet.catalog.listing import offer_rows, query_offers
     from gpufleet.catalog.offers import load_offers
     from gpufleet.recommend.api import recommend
     from gpufleet.recommend.filters import split_values
     from gpufleet.report import render_text
+    from gpufleet.report.json_report import envelope
 
     def catalog() -> None:
         q = QUERIES[0]
-        offer_rows(query_offers(load_offers(), gpus=split_values(str(q["gpu"]))).take(slice(0, 50)))
+        rows = offer_rows(query_offers(load_offers(), gpus=split_values(str(q["gpu"]))).take(slice(0, 50)))
+        json.dumps(envelope("offers", offers=rows))
 
     def rec() -> None:
         render_text(recommend(dict(RECOMMEND)), "json")
@@ -92,73 +120,168 @@ def in_process() -> dict[str, float]:
     return out
 
 
-async def drive(base: str, token: str, clients: int, seconds: float, every: int) -> dict[str, list[float]]:
-    lat: dict[str, list[float]] = {"catalog offers": [], "recommend": [], "errors": []}
-    kinds = ERROR_KINDS
-    headers = {"Authorization": f"Bearer {token}"}
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=base, headers=headers, limits=limits, timeout=60) as c:
-        end = time.monotonic() + seconds
+class Load:
+    """Latencies [ms] by route, and what went wrong, by exception or HTTP status."""
 
-        async def client(i: int) -> None:
-            n = i
-            while time.monotonic() < end:
-                n += 1
-                t = time.perf_counter()
-                try:
-                    if every and n % every == 0:
-                        r = await c.post("/api/v1/recommend", json=RECOMMEND)
-                        name = "recommend"
-                    else:
-                        r = await c.get("/api/v1/catalog/offers", params=QUERIES[n % len(QUERIES)])
-                        name = "catalog offers"
-                    ok = r.status_code == 200
-                except httpx.HTTPError as exc:
-                    ok, name = False, "errors"
-                    kinds[type(exc).__name__] = kinds.get(type(exc).__name__, 0) + 1
+    def __init__(self) -> None:
+        self.lat: dict[str, list[float]] = {"catalog offers": [], "recommend": []}
+        self.errors: dict[str, int] = {}
+
+    def error(self, kind: str) -> None:
+        self.errors[kind] = self.errors.get(kind, 0) + 1
+
+
+class Conn:
+    """One keep-alive HTTP/1.1 connection (the load driver's client: a few lines of asyncio, so that the
+    driver, which shares the cores with the service, spends far less CPU per request than httpx would)."""
+
+    def __init__(self, host: str, port: int, token: str) -> None:
+        self.host, self.port, self.token = host, port, token
+        self.reader: asyncio.StreamReader | None = None
+        self.writer: asyncio.StreamWriter | None = None
+
+    async def request(self, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
+        if self.writer is None:
+            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
+        assert self.reader is not None
+        head = (
+            f"{method} {path} HTTP/1.1\r\nHost: {self.host}:{self.port}\r\n"
+            f"Authorization: Bearer {self.token}\r\nAccept: application/json\r\n"
+        )
+        if body:
+            head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        try:
+            self.writer.write(head.encode() + b"\r\n" + body)
+            status_line = await self.reader.readline()
+            if not status_line:
+                raise ConnectionError("the server closed the connection")
+            status = int(status_line.split()[1])
+            length, close = -1, False
+            while True:
+                line = await self.reader.readline()
+                if line in (b"\r\n", b""):
+                    break
+                name, _, value = line.partition(b":")
+                name = name.strip().lower()
+                if name == b"content-length":
+                    length = int(value)
+                elif name == b"connection" and value.strip().lower() == b"close":
+                    close = True
+                elif name == b"transfer-encoding":
+                    raise ConnectionError("chunked answers are not expected here")
+            data = await self.reader.readexactly(length) if length >= 0 else await self.reader.read()
+        except (OSError, asyncio.IncompleteReadError, ValueError, IndexError):
+            self.close()
+            raise
+        if close:
+            self.close()
+        return status, data
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+        self.reader = self.writer = None
+
+
+async def drive(
+    base: str,
+    token: str,
+    clients: int,
+    seconds: float,
+    every: int,
+    think_s: float = 0.0,
+    distinct: bool = False,
+    on_tick: Any = None,
+) -> Load:
+    from urllib.parse import urlencode, urlsplit
+
+    load = Load()
+    url = urlsplit(base)
+    rng = random.Random(1)
+    rec_body = json.dumps(RECOMMEND).encode()
+    end = time.monotonic() + seconds
+
+    async def client(i: int) -> None:
+        conn = Conn(url.hostname or "127.0.0.1", url.port or 80, token)
+        n = i
+        if think_s:  # users arrive spread over one think time, not all at once
+            await asyncio.sleep(rng.uniform(0, think_s))
+        while time.monotonic() < end:
+            n += 1
+            t = time.perf_counter()
+            name = "catalog offers"
+            try:
+                if every and n % every == 0:
+                    name = "recommend"
+                    async with asyncio.timeout(60):
+                        status, _ = await conn.request("POST", "/api/v1/recommend", rec_body)
                 else:
-                    if not ok:
-                        kinds[f"HTTP {r.status_code}"] = kinds.get(f"HTTP {r.status_code}", 0) + 1
-                ms = (time.perf_counter() - t) * 1000
-                lat[name if ok else "errors"].append(ms)
+                    params: dict[str, str | int | float] = dict(QUERIES[n % len(QUERIES)])
+                    if distinct:  # a query never asked before: computed afresh
+                        params["offset"] = rng.randrange(0, 500)
+                        params["max_price_usd_per_hour"] = round(rng.uniform(50, 500), 3)
+                    path = "/api/v1/catalog/offers?" + urlencode(params)
+                    async with asyncio.timeout(60):
+                        status, _ = await conn.request("GET", path)
+            except (OSError, asyncio.IncompleteReadError, ValueError, IndexError, TimeoutError) as exc:
+                conn.close()
+                load.error(type(exc).__name__)
+            else:
+                if status == 200:
+                    load.lat[name].append((time.perf_counter() - t) * 1000)
+                else:
+                    load.error(f"HTTP {status}")
+            if think_s:
+                await asyncio.sleep(rng.uniform(0.5 * think_s, 1.5 * think_s))
+        conn.close()
 
-        await asyncio.gather(*(client(i) for i in range(clients)))
-    return lat
+    async def ticker() -> None:
+        while on_tick is not None and time.monotonic() < end:
+            on_tick()
+            await asyncio.sleep(10.0)
+
+    await asyncio.gather(ticker(), *(client(i) for i in range(clients)))
+    return load
 
 
-def drain(base: str, token: str, jobs: int) -> tuple[float, dict[str, int]]:
-    fleet = yaml.safe_load(FLEET.read_text())
+def drain(base: str, token: str, jobs: int) -> dict[str, Any]:
+    """Submit ``jobs`` plan jobs, wait until none is queued or running; what became of each."""
     h = {"Authorization": f"Bearer {token}"}
     t = time.monotonic()
     with httpx.Client(base_url=base, headers=h, timeout=300) as c:
-        ids = [
-            c.post("/api/v1/plan", json={"fleet": fleet, "source": f"bench-{i}.yaml"}).json()["id"]
-            for i in range(jobs)
-        ]
+        ids = set()
+        for i in range(jobs):
+            r = c.post("/api/v1/plan", json={"fleet": SMALL_FLEET, "source": f"bench-{i}.yaml"})
+            r.raise_for_status()
+            ids.add(r.json()["id"])
+        submitted_s = time.monotonic() - t
         while True:
-            page = c.get("/api/v1/jobs", params={"limit": 500}).json()
-            status = [j["status"] for j in page["jobs"] if j["id"] in ids]
-            if all(s in ("succeeded", "failed", "cancelled") for s in status) and len(status) == len(ids):
+            open_ = sum(
+                c.get("/api/v1/jobs", params={"status": s, "limit": 1}).json()["total"]
+                for s in ("queued", "running")
+            )
+            if open_ == 0:
                 break
-            time.sleep(0.5)
+            time.sleep(1.0)
+        seconds = time.monotonic() - t
+        seen: dict[int, str] = {}
+        offset = 0
+        while True:
+            page = c.get("/api/v1/jobs", params={"limit": 500, "offset": offset}).json()
+            seen |= {j["id"]: j["status"] for j in page["jobs"]}
+            offset += 500
+            if offset >= page["total"]:
+                break
     counts: dict[str, int] = {}
-    for s in status:
+    for i in ids:
+        s = seen.get(i, "lost")
         counts[s] = counts.get(s, 0) + 1
-    return time.monotonic() - t, counts
+    return {"seconds": seconds, "submitted_s": submitted_s, "counts": counts, "lost": counts.get("lost", 0)}
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--clients", type=int, default=200)
-    ap.add_argument("--seconds", type=float, default=20.0)
-    ap.add_argument("--recommend-every", type=int, default=20, help="one recommend per N calls (0: none)")
-    ap.add_argument("--jobs", type=int, default=0, help="plan jobs to queue and drain afterwards")
-    ap.add_argument("--job-workers", type=int, default=2)
-    args = ap.parse_args()
-    load_before = os.getloadavg()[0]
-    local = in_process()
+def start_server(tmp: Path, job_workers: int) -> tuple[subprocess.Popen[bytes], str, str]:
     port = _free_port()
-    tmp = Path(tempfile.mkdtemp(prefix="gpufleet-bench-"))
+    log = (tmp / "serve.log").open("wb")
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -172,58 +295,106 @@ def main() -> None:
             "--rate-limit",
             "0",
             "--job-workers",
-            str(args.job_workers),
+            str(job_workers),
         ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
+        stdout=log,
+        stderr=subprocess.STDOUT,
         env=os.environ | {"PYTHONUNBUFFERED": "1"},
     )
-    assert proc.stdout is not None
-    try:
-        text = ""
-        while "admin token" not in text:
-            line = proc.stdout.readline()
-            if not line:
-                raise SystemExit("the service did not start")
-            text += line
-        m = re.search(r"(gpf_\S+)", text)
-        assert m
-        token, base = m.group(1), f"http://127.0.0.1:{port}"
-        for _ in range(100):
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(600):
+        if proc.poll() is not None:
+            raise SystemExit("the service did not start:\n" + (tmp / "serve.log").read_text()[-2000:])
+        m = re.search(r"(gpf_\S+)", (tmp / "serve.log").read_text())
+        if m:
             try:
                 httpx.get(base + "/healthz", timeout=1)
-                break
+                return proc, m.group(1), base
             except httpx.HTTPError:
-                time.sleep(0.1)
+                pass
+        time.sleep(0.1)
+    raise SystemExit("the service did not answer within 60 s")
+
+
+def report(load: Load, wall_s: float, cpu_s: float, local: dict[str, float], label: str) -> None:
+    n_all = sum(len(v) for v in load.lat.values()) + sum(load.errors.values())
+    print(f"# {label}")
+    print("| route | requests | req/s | p50 ms | p95 ms | p99 ms | in process (median ms) |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, v in load.lat.items():
+        if v:
+            print(
+                f"| {name} | {len(v)} | {len(v) / wall_s:.1f} | {_pct(v, 0.5):.0f} | {_pct(v, 0.95):.0f} | "
+                f"{_pct(v, 0.99):.0f} | {local[name]:.1f} |"
+            )
+    print(f"errors (non-200 or transport): {sum(load.errors.values())} {load.errors or ''}")
+    per_ms = 1000 * cpu_s / max(n_all, 1)
+    print(f"service CPU: {cpu_s:.1f} s over {wall_s:.1f} s, {per_ms:.2f} ms per request")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--clients", type=int, default=200)
+    ap.add_argument("--seconds", type=float, default=20.0)
+    ap.add_argument("--think-s", type=float, default=0.0, help="mean think time per client [s] (0: none)")
+    ap.add_argument("--distinct-queries", action="store_true", help="no two catalog queries alike")
+    ap.add_argument("--recommend-every", type=int, default=20, help="one recommend per N calls (0: none)")
+    ap.add_argument("--soak-minutes", type=float, default=0.0, help="a long run sampling RSS every 10 s")
+    ap.add_argument("--jobs", type=int, default=0, help="plan jobs to queue and drain afterwards")
+    ap.add_argument("--job-workers", type=int, default=2)
+    args = ap.parse_args()
+    load_before = os.getloadavg()[0]
+    local = in_process()
+    tmp = Path(tempfile.mkdtemp(prefix="gpufleet-bench-"))
+    proc, token, base = start_server(tmp, args.job_workers)
+    try:
         rss_start = _rss_mib(proc.pid)
         asyncio.run(drive(base, token, min(args.clients, 20), 3.0, args.recommend_every))  # warm-up
         rss_warm = _rss_mib(proc.pid)
-        t = time.monotonic()
-        lat = asyncio.run(drive(base, token, args.clients, args.seconds, args.recommend_every))
-        wall = time.monotonic() - t
-        rss_end = _rss_mib(proc.pid)
-        print(
-            f"# gpufleet serve under load: {args.clients} clients for {args.seconds:g} s, 127.0.0.1, "
+        model = f"think time {args.think_s:g} s mean" if args.think_s else "closed loop, no think time"
+        if args.distinct_queries:
+            model += ", every catalog query distinct (no cache hit)"
+        seconds = args.soak_minutes * 60 or args.seconds
+        samples: list[tuple[float, float, float]] = []
+        t0 = time.monotonic()
+
+        def tick() -> None:
+            samples.append((time.monotonic() - t0, _rss_mib(proc.pid), os.getloadavg()[0]))
+
+        cpu0, t, own0 = _cpu_s(proc.pid), time.monotonic(), time.process_time()
+        load = asyncio.run(
+            drive(
+                base,
+                token,
+                args.clients,
+                seconds,
+                args.recommend_every,
+                args.think_s,
+                args.distinct_queries,
+                tick if args.soak_minutes else None,
+            )
+        )
+        wall, cpu, own = time.monotonic() - t, _cpu_s(proc.pid) - cpu0, time.process_time() - own0
+        label = (
+            f"gpufleet serve under load: {args.clients} clients ({model}) for {seconds:g} s, 127.0.0.1, "
             f"{os.cpu_count()} cores; 1-min load {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
         )
-        print("| route | requests | errors | req/s | p50 ms | p95 ms | p99 ms | in process (median ms) |")
-        print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
-        for name in ("catalog offers", "recommend"):
-            v = lat[name]
-            print(
-                f"| {name} | {len(v)} | - | {len(v) / wall:.1f} | {_pct(v, 0.5):.0f} | {_pct(v, 0.95):.0f} | "
-                f"{_pct(v, 0.99):.0f} | {local[name]:.1f} |"
-            )
-        print(f"errors (non-200 or transport): {len(lat['errors'])} {ERROR_KINDS or ''}")
+        report(load, wall, cpu, local, label)
+        print(f"driver CPU: {own:.1f} s (this process, sharing the cores)")
         print(
             f"service memory [MiB]: {rss_start:.0f} at start, {rss_warm:.0f} after warm-up, "
-            f"{rss_end:.0f} at end"
+            f"{_rss_mib(proc.pid):.0f} at end"
         )
+        if samples:
+            print("RSS every 10 s [MiB]: " + " ".join(f"{r:.0f}" for _, r, _ in samples))
+            print("1-min load every 10 s: " + " ".join(f"{la:.1f}" for _, _, la in samples))
         if args.jobs:
-            seconds, counts = drain(base, token, args.jobs)
+            d = drain(base, token, args.jobs)
             print(
-                f"{args.jobs} plan jobs drained in {seconds:.1f} s with {args.job_workers} workers: {counts}"
+                f"{args.jobs} plan jobs (one-workload fleet) submitted in {d['submitted_s']:.1f} s, "
+                f"drained in {d['seconds']:.1f} s with {args.job_workers} workers: {d['counts']}; "
+                f"lost: {d['lost']}; "
+                f"1-min load at end {os.getloadavg()[0]:.1f}"
             )
     finally:
         proc.send_signal(signal.SIGINT)

@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from gpufleet.errors import InputError
 
 if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
     from gpufleet.catalog.offers import OfferTable
 
 #: the sort keys of :meth:`OfferTable.sort` (cheapest first)
@@ -97,6 +100,17 @@ def extra_filters(
     provider_classes: Sequence[str],
 ) -> OfferTable:
     """Rows of ``table`` passing GPU (families), region globs, geos and provider classes (any of each)."""
+    return table.take(extra_mask(table, gpus, regions, geos, provider_classes))
+
+
+def extra_mask(
+    table: OfferTable,
+    gpus: Sequence[str],
+    regions: Sequence[str],
+    geos: Sequence[str],
+    provider_classes: Sequence[str],
+) -> npt.NDArray[np.bool_]:
+    """The rows :func:`extra_filters` keeps, as a boolean mask over ``table``."""
     import fnmatch
 
     import numpy as np
@@ -105,22 +119,26 @@ def extra_filters(
     from gpufleet.catalog.regions import expand_geos, location_columns
     from gpufleet.recommend.filters import expand_gpus
 
+    def keep(column: str, test: Callable[[str], bool]) -> npt.NDArray[np.bool_]:
+        # each distinct value is tested once; the rows follow by their code (the table caches the codes)
+        uniq, codes = table.codes(column)
+        hit = np.fromiter((test(u) for u in uniq), dtype=bool, count=len(uniq))
+        return hit[codes] if len(codes) else np.zeros(0, dtype=bool)
+
     m = np.ones(len(table), dtype=bool)
     if gpus:
-        m &= np.isin(table.column("gpu").astype(str), list(expand_gpus(list(gpus))))
+        wanted_gpus = set(expand_gpus(list(gpus)))
+        m &= keep("gpu", lambda g: g in wanted_gpus)
     if regions:
         globs = [g.lower() for g in regions]
-        m &= np.array(
-            [any(fnmatch.fnmatchcase(str(r).lower(), g) for g in globs) for r in table.column("region")],
-            dtype=bool,
-        )
+        m &= keep("region", lambda r: any(fnmatch.fnmatchcase(r.lower(), g) for g in globs))
     if geos:
         wanted = expand_geos(list(geos))
         m &= np.isin(_geo_column(table, location_columns), list(wanted))
     if provider_classes:
         classes = set(check_provider_classes(list(provider_classes)))
-        m &= np.array([provider_class(str(p)) in classes for p in table.column("provider")], dtype=bool)
-    return table.take(m)
+        m &= keep("provider", lambda p: provider_class(p) in classes)
+    return m
 
 
 def check_filter_value(
@@ -157,6 +175,47 @@ def query_offers(
     ``sort`` (the spot price with ``spot``). Unknown providers, regions, GPUs and geographies raise an
     :class:`~gpufleet.errors.UnknownNameError` with close matches; names given with ``--`` flag spelling in
     messages are the CLI's, which the service shares."""
+    return table.take(
+        query_offer_index(
+            table,
+            gpus=gpus,
+            providers=providers,
+            regions=regions,
+            geos=geos,
+            provider_classes=provider_classes,
+            min_gpu_memory_gib=min_gpu_memory_gib,
+            gpu_count=gpu_count,
+            spot=spot,
+            max_price_usd_per_hour=max_price_usd_per_hour,
+            sort=sort,
+        )
+    )
+
+
+def query_offer_index(
+    table: OfferTable,
+    *,
+    gpus: Sequence[str] = (),
+    providers: Sequence[str] = (),
+    regions: Sequence[str] = (),
+    geos: Sequence[str] = (),
+    provider_classes: Sequence[str] = (),
+    min_gpu_memory_gib: float | None = None,
+    gpu_count: float | None = None,
+    spot: bool = False,
+    max_price_usd_per_hour: float | None = None,
+    sort: str = "price_per_gpu",
+) -> npt.NDArray[np.intp]:
+    """The rows of ``table`` that :func:`query_offers` returns, in its order, as an index into ``table`` (a
+    page is ``table.take(index[a:b])``: no copy of the other rows).
+
+    Every filter is a mask over ``table`` itself and the sort reads the table's cached text codes, so the
+    answer is the same as filtering step by step and sorting the rest (a test compares both), without
+    copying the table at each step. A provider is checked against the whole table: ``--gpu T4 --provider
+    lambda`` is no match (empty), not an unknown provider (the step-by-step filter checked it against the
+    offers left after the GPU filter)."""
+    import numpy as np
+
     from gpufleet.recommend.filters import check_against_table
     from gpufleet.recommend.types import Workload
 
@@ -164,11 +223,16 @@ def query_offers(
         raise InputError(f"Unknown sort key {sort!r}. Allowed: {', '.join(SORT_KEYS)}.")
     check_against_table(table, Workload(name="offers", model="-", task="inference", precision="bf16",
                                         providers=tuple(providers), regions=tuple(regions)))  # fmt: skip
-    extra = extra_filters(table, gpus, regions, geos, provider_classes)
-    return extra.filter(
+    m = extra_mask(table, gpus, regions, geos, provider_classes)
+    m &= table.mask(
         min_gpu_memory_gib=min_gpu_memory_gib,
         gpus=gpu_count,
         provider=list(providers) or None,
         spot=spot,
         max_price_usd_per_hour=max_price_usd_per_hour,
-    ).sort(sort, spot=spot)
+    )
+    rows = np.flatnonzero(m)
+    values = table.sort_values(sort, spot=spot)[rows]
+    ties = tuple(table.codes(c)[1][rows] for c in ("zone", "instance_type", "region", "provider"))
+    order: npt.NDArray[np.intp] = rows[np.lexsort((*ties, values))]
+    return order

@@ -41,14 +41,14 @@ def check_against_table(table: OfferTable, w: Workload) -> None:
                 "provider", p, known, hint="Provider names are lower case; see `gpufleet catalog offers`."
             )
     if w.regions:
-        wanted = {p.lower() for p in w.providers}
-        pairs = list(zip(table.column("provider").tolist(), table.column("region").tolist(), strict=True))
-        lower = sorted({str(r).lower() for _, r in pairs} - {""})
-        # the regions a message offers: those of the providers asked for (all when none is)
-        regions = sorted({str(r) for p, r in pairs if not wanted or str(p).lower() in wanted} - {""})
+        lower = sorted({str(r).lower() for r in table.codes("region")[0]} - {""})  # distinct: cached
         for glob in w.regions:
             g = glob.lower()
             if not any(fnmatch.fnmatchcase(r, g) for r in lower):
+                wanted = {p.lower() for p in w.providers}
+                pairs = zip(table.column("provider").tolist(), table.column("region").tolist(), strict=True)
+                # the regions a message offers: those of the providers asked for (all when none is)
+                regions = sorted({str(r) for p, r in pairs if not wanted or str(p).lower() in wanted} - {""})
                 raise UnknownNameError(
                     "region",
                     glob,

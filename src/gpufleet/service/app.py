@@ -16,14 +16,16 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from gpufleet import __version__
 from gpufleet.errors import GpufleetError, capped_list
+from gpufleet.service.auth import PrincipalCache, db_key_of_url
 from gpufleet.service.db import SCHEMA_REVISION, current_revision, make_engine, make_sessionmaker, upgrade
 from gpufleet.service.deps import State
 from gpufleet.service.errors import http_status
-from gpufleet.service.ops import Metrics, OpsMiddleware, RateLimiter
+from gpufleet.service.ops import Metrics, OpsMiddleware, RateLimiter, ResponseCache
 from gpufleet.service.sandbox import NoServerFilesMiddleware
 from gpufleet.service.settings import ServiceSettings
 
@@ -62,11 +64,16 @@ def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
         sm=make_sessionmaker(engine),
         metrics=Metrics(),
         limiter=RateLimiter(settings.rate_limit_per_s, settings.rate_burst),
+        principals=PrincipalCache(db_key_of_url(engine.url), settings.auth_cache_ttl_s),
+        responses=ResponseCache(settings.catalog_cache_entries),
     )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         upgrade(engine)
+        from gpufleet.catalog.offers import load_offers
+
+        await run_in_threadpool(load_offers)  # read once here: the catalog route reads it on the event loop
         if run_jobs and settings.job_workers > 0:
             from gpufleet.service.jobs import JobRunner
 

@@ -5,12 +5,22 @@ SHA-256 only, so a token is shown once, at creation. A plain hash (no salt, no k
 random secret of that size: no dictionary applies, and each request must verify it fast. Sessions of the
 dashboard are the same: a random secret in an HttpOnly cookie, its hash in the ``sessions`` table, removed
 when its token is revoked.
+
+Bearer tokens are looked up in the database once per :attr:`ServiceSettings.auth_cache_ttl_s` (5 s) per
+process (:class:`PrincipalCache`); a revoke in this process (:func:`revoke_token`: the API, the dashboard,
+the CLI in process) removes the token from every cache of the same database at once; a revoke made by another
+process (``gpufleet serve token revoke`` beside a running service, another replica) takes effect here within
+the TTL.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+import threading
+import time
+import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -63,6 +73,63 @@ class TokenInfo:
     prefix: str
     created_unix_s: float
     revoked_unix_s: float | None
+
+
+class PrincipalCache:
+    """token SHA-256 -> its principal, for ``ttl_s`` seconds after the database said so (per process, one
+    database ``db_key``). Unknown and revoked tokens are not kept: each is looked up again. Thread-safe."""
+
+    def __init__(self, db_key: str, ttl_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.db_key, self.ttl_s, self._clock = db_key, ttl_s, clock
+        self._lock = threading.Lock()
+        self._by_hash: dict[str, tuple[Principal, float]] = {}
+        _CACHES.add(self)
+
+    def get(self, secret_sha256: str) -> Principal | None:
+        hit = self._by_hash.get(secret_sha256)
+        if hit is None:
+            return None
+        if hit[1] <= self._clock():
+            with self._lock:
+                self._by_hash.pop(secret_sha256, None)
+            return None
+        return hit[0]
+
+    def put(self, secret_sha256: str, who: Principal) -> None:
+        if self.ttl_s <= 0:
+            return
+        with self._lock:
+            if len(self._by_hash) >= 10_000:  # many tokens: start again rather than grow without bound
+                self._by_hash.clear()
+            self._by_hash[secret_sha256] = (who, self._clock() + self.ttl_s)
+
+    def forget_token(self, token_id: int) -> None:
+        with self._lock:
+            for h in [h for h, (who, _) in self._by_hash.items() if who.token_id == token_id]:
+                del self._by_hash[h]
+
+
+#: every live cache of this process (a revoke clears its token from those of the same database)
+_CACHES: weakref.WeakSet[PrincipalCache] = weakref.WeakSet()
+
+
+def db_key(db: DbSession) -> str:
+    """Which database a session talks to (its URL, password hidden), the key of :class:`PrincipalCache`."""
+    return db_key_of_url(db.get_bind().engine.url)
+
+
+def db_key_of_url(url: Any) -> str:
+    from sqlalchemy.engine import make_url
+
+    return str(make_url(url))
+
+
+def forget_revoked(db: DbSession, token_id: int) -> None:
+    """Drop ``token_id`` from every principal cache of ``db``'s database in this process."""
+    key = db_key(db)
+    for cache in list(_CACHES):
+        if cache.db_key == key:
+            cache.forget_token(token_id)
 
 
 def check_role(role: str) -> str:
@@ -128,6 +195,7 @@ def revoke_token(db: DbSession, token_id: int, team_id: int | None = None) -> To
         tok.revoked_unix_s = now_unix_s()
     db.query(Session).filter(Session.token_id == tok.id).delete()
     db.commit()
+    forget_revoked(db, tok.id)
     team = db.get(Team, tok.team_id)
     return _info(tok, team.name if team else "?")
 
@@ -144,10 +212,13 @@ def _principal(tok: Token, team: Team) -> Principal:
 
 def authenticate_token(db: DbSession, secret: str) -> Principal:
     """The principal of a bearer token; :class:`NotAuthenticated` for an unknown or revoked one."""
+    return authenticate_token_hash(db, sha256_hex(secret))
+
+
+def authenticate_token_hash(db: DbSession, secret_sha256: str) -> Principal:
+    """:func:`authenticate_token` given the token's SHA-256 (hex)."""
     row = db.execute(
-        select(Token, Team)
-        .join(Team, Team.id == Token.team_id)
-        .where(Token.secret_sha256 == sha256_hex(secret))
+        select(Token, Team).join(Team, Team.id == Token.team_id).where(Token.secret_sha256 == secret_sha256)
     ).first()
     if row is None or row[0].revoked_unix_s is not None:
         raise NotAuthenticated(

@@ -242,7 +242,6 @@ class UserCatalog(Base):
     created_unix_s: Mapped[float] = mapped_column(Float, default=now_unix_s)
 
 
-
 def _sqlite_pragmas(dbapi_conn: Any, _record: Any) -> None:
     cur = dbapi_conn.cursor()
     cur.execute("PRAGMA journal_mode=WAL")  # readers do not block the writer (API threads + job workers)

@@ -94,6 +94,11 @@ class ServiceSettings:
     scheduler: bool = True
     #: seconds between two scheduler passes [s]
     scheduler_poll_s: float = 15.0
+    #: how long a bearer token's principal is kept in memory before the database is asked again [s]; a revoke
+    #: in this process applies at once, one made by another process (a replica, the CLI) within this time
+    auth_cache_ttl_s: float = 5.0
+    #: distinct catalog queries whose JSON answer is kept (per process; 0: none) [entries]
+    catalog_cache_entries: int = 512
     #: where each team's telemetry store lives (``team-<id>/``; default: ``telemetry`` in the data folder)
     telemetry_dir: Path | None = None
 
