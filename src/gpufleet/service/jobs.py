@@ -305,8 +305,8 @@ class JobRunner:
             stdout=subprocess.PIPE,
             text=True,
             env=env,
-            # its own session: a Ctrl+C or a `timeout`/container signal to the service's process group must not
-            # kill the job behind the service's back (the service ends it, and re-queues it on shutdown)
+            # its own session: a Ctrl+C or a `timeout`/container signal to the service's process group must
+            # not kill the job behind the service's back (the service ends it, and re-queues it on shutdown)
             start_new_session=True,
         )
         assert proc.stdin is not None and proc.stdout is not None
