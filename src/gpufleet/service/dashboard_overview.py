@@ -1,4 +1,5 @@
-"""The dashboard's overview: the team's cost per month (every team's for an admin), its findings by type,
+"""The dashboard's overview: the team's cost per month (its own only, whatever the role: issue 24, a team sees
+only its own fleets, and plan totals follow from them), its findings by type,
 the latest plan's savings by lever and the trend of its plan costs, with the report module's SVG charts.
 
 Every figure says its unit and period: plan costs are the stored plan's [USD/month] at the plan's prices,
@@ -38,9 +39,8 @@ def _cost_section(request: Request, s: SignedIn) -> str:
     from gpufleet.service.overview import cost_by_team, plan_trend
 
     st = state(request)
-    admin = s.who.role == "admin"
-    rows = cost_by_team(st.sm, None if admin else s.who.team_id)
-    scope = "every team (you are an admin)" if admin else f"team {escape(s.who.team_name)}"
+    rows = cost_by_team(st.sm, s.who.team_id)  # never another team's: an admin is an admin of its own team
+    scope = f"team {escape(s.who.team_name)}"
     if any(p is not None for _, p in rows):
         body = "".join(
             f"<tr><td>{escape(name)}</td><td class='num'>{_money(p.cost_usd_per_month)}</td>"

@@ -116,16 +116,14 @@ def plan_trend(sm: sessionmaker[OrmSession], team_id: int) -> tuple[tuple[PlanPo
     return tuple(reversed(points)), latest
 
 
-def cost_by_team(
-    sm: sessionmaker[OrmSession], team_id: int | None
-) -> tuple[tuple[str, PlanPoint | None], ...]:
-    """(team name, its latest succeeded plan with a cost, or None) of every service team by name; only
-    ``team_id``'s unless None (an admin's view of every team)."""
+def cost_by_team(sm: sessionmaker[OrmSession], team_id: int) -> tuple[tuple[str, PlanPoint | None], ...]:
+    """(team name, its latest succeeded plan with a cost, or None) of team ``team_id`` (a team never sees
+    another team's figures, whatever its role)."""
     with sm() as db:
         teams = db.execute(select(Team.id, Team.name).order_by(Team.name)).all()
         out: list[tuple[str, PlanPoint | None]] = []
         for tid, name in teams:
-            if team_id is not None and tid != team_id:
+            if tid != team_id:
                 continue
             latest = None
             for job, team_name in _plans(db, tid, 5):  # the newest plan with a cost
