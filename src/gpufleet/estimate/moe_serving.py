@@ -89,7 +89,8 @@ def routed_activation_elements(
     split. Inside the GEMMs, per copy ``2 h + 3 i_e / tp`` (their inputs and outputs: on the GEMMs'
     roofline with the expert weights); between them, per copy ``h + 3 i_e / tp`` (the gated activation's
     read and write, the combine's read) and per token ``h`` (the combine's write): kernels of their own
-    that no GEMM compute hides.
+    that no GEMM compute hides. Counted at 16 bit: an upper count for the GEMM inputs where an fp8/fp4
+    engine quantises them before the up-projection (TRT-LLM fp4 MoE), exact for vLLM's bf16 caches.
     """
     if not model.is_moe or tokens <= 0.0:
         return 0.0, 0.0
