@@ -104,9 +104,12 @@ async def catalog_offers(
 ) -> Response:
     """Offers across providers, filtered, sorted and paged (``page``: total, limit, offset).
 
-    The answer to a query already answered on the same catalog table is served from memory (the service's
-    catalog is the shipped one, the same for every team; the key is the table and every parameter)."""
+    The shipped catalog with the team's user catalogs applied (its own machines, negotiated prices). The
+    answer to a query already answered on the same shipped table and the same user catalogs is served from
+    memory (the key is the digest of the team's catalog files and every parameter: a team never gets an
+    answer computed with another team's catalogs)."""
     from gpufleet.catalog.offers import load_offers
+    from gpufleet.service.user_catalogs import catalogs_version, files_of, offers_with
 
     if order not in ("asc", "desc"):
         raise InputError(f"order = {order!r} is not allowed: pass asc (cheapest first) or desc.")
@@ -122,12 +125,18 @@ async def catalog_offers(
         "max_price_usd_per_hour": max_price_usd_per_hour,
         "sort": sort,
     }
-    key = ("offers", *filters.values(), order, limit, offset)
-    table = load_offers()  # in memory after the first call
-    body = st.responses.get(key, table)
+    shipped = load_offers()  # in memory after the first call
+    cats = await run_in_threadpool(files_of, st.sm, who.team_id)
+    key = ("offers", catalogs_version(cats), *filters.values(), order, limit, offset)
+    body = st.responses.get(key, shipped)
     if body is None:
-        body = await run_in_threadpool(_offers_page, table, filters, order, limit, offset)
-        st.responses.put(key, table, body)
+
+        def answer() -> bytes:
+            table = offers_with(cats) or shipped
+            return _offers_page(table, filters, order, limit, offset)
+
+        body = await run_in_threadpool(answer)
+        st.responses.put(key, shipped, body)
     return Response(body, media_type="application/json")
 
 
@@ -285,14 +294,19 @@ def migrate(who: Who, st: St, body: WorkloadSpec, objective: Objective = None, l
 
 
 @router.post("/regions", tags=["decisions"])
-def regions(who: Who, body: WorkloadSpec, limit: Annotated[int, Query(ge=1, le=1000)] = 25) -> Response:
-    """Compare regions for a workload: cost by price kind, depth, spot, egress, RTT, carbon."""
+def regions(
+    who: Who, st: St, body: WorkloadSpec, limit: Annotated[int, Query(ge=1, le=1000)] = 25
+) -> Response:
+    """Compare regions for a workload: cost by price kind, depth, spot, egress, RTT, carbon (the team's
+    user catalogs applied)."""
     from gpufleet.fleet.regions import analyze_regions
     from gpufleet.recommend.workload import workload_from_dict
     from gpufleet.report import fleet_report as fr
+    from gpufleet.service.user_catalogs import team_offers
 
     w = workload_from_dict(_workload(body), source="request body")
-    return _json(fr.render_regions_json(analyze_regions([w], limit=limit)))
+    offers = team_offers(st.sm, who.team_id)
+    return _json(fr.render_regions_json(analyze_regions([w], offers=offers, limit=limit)))
 
 
 def _workload(body: WorkloadSpec) -> dict[str, Any]:
