@@ -132,7 +132,8 @@ async def catalog_offers(
     if body is None:
 
         def answer() -> bytes:
-            table = offers_with(cats) or shipped
+            mine = offers_with(cats)
+            table = shipped if mine is None else mine
             return _offers_page(table, filters, order, limit, offset)
 
         body = await run_in_threadpool(answer)

@@ -12,6 +12,7 @@ server's own pool.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
@@ -33,7 +34,9 @@ class HeavyRoutes:
         """``fn()`` on a heavy thread; :class:`TimedOut` (504) past the limit."""
         if self._pool is None:
             self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="gpufleet-heavy")
-        fut = asyncio.get_running_loop().run_in_executor(self._pool, fn)
+        # the request's context goes with it (model files forbidden: .sandbox), as run_in_threadpool does
+        ctx = contextvars.copy_context()
+        fut = asyncio.get_running_loop().run_in_executor(self._pool, ctx.run, fn)
         if self.limit_s <= 0:
             return await fut
         try:
