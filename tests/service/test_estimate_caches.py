@@ -18,14 +18,7 @@ BODY = {"model": "llama-3.1-8b", "target_requests_per_s": 2, "ttft_p95_ms": 500,
 
 
 @pytest.fixture
-def keep_limits(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The module-wide bounds come back after the test (the app sets them)."""
-    monkeypatch.setattr(perf, "_CALLS_MAX", perf._CALLS_MAX)
-    monkeypatch.setattr(candidates, "_CACHE_MAX", candidates._CACHE_MAX)
-
-
-@pytest.fixture
-def small(tmp_path: Path, keep_limits: None) -> Iterator[Env]:
+def small(tmp_path: Path) -> Iterator[Env]:
     url = f"sqlite:///{tmp_path / 'service.sqlite3'}"
     yield from make_env(url, estimate_cache_calls=60, estimate_cache_configs=40)
 
@@ -42,7 +35,7 @@ def _sizes(env: Env) -> tuple[int, ...]:
     )
 
 
-def test_identical_recommends_grow_no_cache(env: Env, keep_limits: None) -> None:
+def test_identical_recommends_grow_no_cache(env: Env) -> None:
     def call() -> str:
         r = env.client.post("/api/v1/recommend", json=BODY, headers=env.h("a_viewer"))
         assert r.status_code == 200, r.text
@@ -68,6 +61,11 @@ def test_the_service_bounds_the_estimator_caches(small: Env) -> None:
     assert answers[0] == answers[2]  # emptied caches give the same answer
 
 
-def test_cache_bounds_must_be_positive(keep_limits: None) -> None:
+def test_cache_bounds_must_be_positive() -> None:
     with pytest.raises(InputError, match="at least 1"):
         candidates.limit_estimate_caches(calls_max=0, configs_max=10)
+
+
+def test_the_library_bounds_come_back_after_a_service_test() -> None:
+    # tests/service/fixtures.py library_cache_bounds: the test above ran an app with 60 and 40
+    assert (perf._CALLS_MAX, candidates._CACHE_MAX) == (500_000, 100_000)
