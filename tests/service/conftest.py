@@ -10,4 +10,12 @@ _EXTRA = ("fastapi", "uvicorn", "sqlalchemy", "alembic", "multipart")
 if any(importlib.util.find_spec(m) is None for m in _EXTRA):
     collect_ignore_glob = ["test_*.py"]
 else:
-    from .fixtures import Env, any_db_url, any_env, env, pg_server, sqlite_url  # noqa: F401
+    from .fixtures import (  # noqa: F401
+        Env,
+        any_db_url,
+        any_env,
+        env,
+        library_cache_bounds,
+        pg_server,
+        sqlite_url,
+    )

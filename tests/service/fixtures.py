@@ -27,6 +27,16 @@ from . import pg  # noqa: E402
 _db_counter = itertools.count()
 
 
+@pytest.fixture(autouse=True)
+def library_cache_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An app sets the estimator cache bounds of the whole process (service settings): put the library's back
+    after each service test, so the tests that follow run with the CLI's bounds."""
+    from gpufleet.recommend import candidates, perf
+
+    monkeypatch.setattr(perf, "_CALLS_MAX", perf._CALLS_MAX)
+    monkeypatch.setattr(candidates, "_CACHE_MAX", candidates._CACHE_MAX)
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[pg.PgServer]:
     server, why = pg.start()

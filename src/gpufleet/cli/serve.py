@@ -75,6 +75,15 @@ def serve(
     job_time_limit: Annotated[
         float, typer.Option("--job-time-limit", help="Default job time limit (s).", min=1, max=86400)
     ] = 600.0,
+    request_time_limit: Annotated[
+        float,
+        typer.Option(
+            "--request-time-limit",
+            help="Limit of a recommend, migrate, regions or estimate request (s; 0: none): 504 past it.",
+            min=0,
+            max=3600,
+        ),
+    ] = 30.0,
     rate_limit: Annotated[
         float, typer.Option("--rate-limit", help="Requests per second per token (0: none).", min=0, max=1e6)
     ] = 20.0,
@@ -110,6 +119,7 @@ def serve(
         db_url=db_url_from(db),
         job_workers=workers,
         job_time_limit_s=job_time_limit,
+        request_time_limit_s=request_time_limit,
         rate_limit_per_s=rate_limit,
         max_body_bytes=int(max_body_mib * 1024 * 1024),
         scheduler=scheduler,

@@ -24,7 +24,7 @@ from gpufleet.cost.spot import (
     replicas_to_provision,
     spot_training,
 )
-from gpufleet.errors import GpufleetError
+from gpufleet.errors import GpufleetError, InputError
 from gpufleet.estimate.comms import NodeNetwork
 from gpufleet.models.registry import resolve_model
 from gpufleet.recommend.deploy import (
@@ -73,6 +73,25 @@ NO_DECODER_SERVING: tuple[str, ...] = ("Inferentia1",)
 
 _CONFIG_CACHE: dict[tuple[object, ...], tuple[Config, ...]] = {}
 _CACHE_MAX = 100_000
+
+
+def limit_estimate_caches(*, calls_max: int, configs_max: int) -> None:
+    """Bound this process's estimator memo caches: ``calls_max`` estimator calls (``perf._CALLS``),
+    ``configs_max`` configs lists and their cost columns; each cache is emptied when full, as with the
+    defaults (500,000 and 100,000, sized for one CLI run). A long-running process needs lower bounds: one
+    distinct workload's performance adds ~270 entries of ~8-10 KiB (tracemalloc, llama-3.1-8b, qwen2.5-7b,
+    mistral-7b serving: +2.0-2.6 MiB each), so the defaults allow GiBs."""
+    global _CACHE_MAX
+    from gpufleet.recommend import perf
+
+    if calls_max < 1 or configs_max < 1:
+        raise InputError(
+            f"Estimator cache bounds {calls_max} and {configs_max} are not allowed: both must be at least 1."
+        )
+    perf._CALLS_MAX, _CACHE_MAX = calls_max, configs_max
+    for cache, cap in ((perf._CALLS, calls_max), (_CONFIG_CACHE, configs_max), (_COLUMNS, configs_max)):
+        if len(cache) > cap:
+            cache.clear()
 
 
 def cached_configs(

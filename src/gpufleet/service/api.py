@@ -104,9 +104,12 @@ async def catalog_offers(
 ) -> Response:
     """Offers across providers, filtered, sorted and paged (``page``: total, limit, offset).
 
-    The answer to a query already answered on the same catalog table is served from memory (the service's
-    catalog is the shipped one, the same for every team; the key is the table and every parameter)."""
+    The shipped catalog with the team's user catalogs applied (its own machines, negotiated prices). The
+    answer to a query already answered on the same shipped table and the same user catalogs is served from
+    memory (the key is the digest of the team's catalog files and every parameter: a team never gets an
+    answer computed with another team's catalogs)."""
     from gpufleet.catalog.offers import load_offers
+    from gpufleet.service.user_catalogs import catalogs_version, files_of, offers_with
 
     if order not in ("asc", "desc"):
         raise InputError(f"order = {order!r} is not allowed: pass asc (cheapest first) or desc.")
@@ -122,12 +125,19 @@ async def catalog_offers(
         "max_price_usd_per_hour": max_price_usd_per_hour,
         "sort": sort,
     }
-    key = ("offers", *filters.values(), order, limit, offset)
-    table = load_offers()  # in memory after the first call
-    body = st.responses.get(key, table)
+    shipped = load_offers()  # in memory after the first call
+    cats = await run_in_threadpool(files_of, st.sm, who.team_id)
+    key = ("offers", catalogs_version(cats), *filters.values(), order, limit, offset)
+    body = st.responses.get(key, shipped)
     if body is None:
-        body = await run_in_threadpool(_offers_page, table, filters, order, limit, offset)
-        st.responses.put(key, table, body)
+
+        def answer() -> bytes:
+            mine = offers_with(cats)
+            table = shipped if mine is None else mine
+            return _offers_page(table, filters, order, limit, offset)
+
+        body = await run_in_threadpool(answer)
+        st.responses.put(key, shipped, body)
     return Response(body, media_type="application/json")
 
 
@@ -190,61 +200,79 @@ def catalog_models(who: Who) -> Response:
 
 # --- estimates ---------------------------------------------------------------------------------------------
 @router.post("/estimate/memory", responses={200: shipped_schema_ref("estimate_memory")}, tags=["estimate"])
-def estimate_memory(who: Who, body: MemoryRequest) -> Response:
-    """Memory per GPU (weights, KV cache, activations, optimizer state) and whether it fits."""
+async def estimate_memory(who: Who, st: St, body: MemoryRequest) -> Response:
+    """Memory per GPU (weights, KV cache, activations, optimizer state) and whether it fits (504 past the
+    request time limit)."""
     from gpufleet.estimate.memory import estimate_memory as run
 
-    mem = run(
-        model=body.model,
-        gpu=body.gpu,
-        task=body.task,
-        precision=body.precision,
-        tp=body.tp,
-        pp=body.pp,
-        dp=body.dp,
-        batch=body.batch,
-        seq_len=body.seq_len_tokens,
-    )
-    return _flat("estimate_memory", mem)
+    def answer() -> Response:
+        return _flat(
+            "estimate_memory",
+            run(
+                model=body.model,
+                gpu=body.gpu,
+                task=body.task,
+                precision=body.precision,
+                tp=body.tp,
+                pp=body.pp,
+                dp=body.dp,
+                batch=body.batch,
+                seq_len=body.seq_len_tokens,
+            ),
+        )
+
+    return await st.heavy.run("POST /api/v1/estimate/memory", answer)
 
 
 @router.post("/estimate/infer", responses={200: shipped_schema_ref("estimate_inference")}, tags=["estimate"])
-def estimate_infer(who: Who, body: InferRequest) -> Response:
-    """Inference: TTFT, TPOT, tokens/s and requests/s with p10-p90 intervals."""
+async def estimate_infer(who: Who, st: St, body: InferRequest) -> Response:
+    """Inference: TTFT, TPOT, tokens/s and requests/s with p10-p90 intervals (504 past the request time
+    limit)."""
     from gpufleet.estimate.performance import estimate_inference
 
-    est = estimate_inference(
-        model=body.model,
-        gpu=body.gpu,
-        precision=body.precision,
-        input_len=body.input_len_tokens,
-        output_len=body.output_len_tokens,
-        gpu_count=body.gpu_count,
-        batch=body.batch,
-        tp=body.tp,
-        pp=body.pp,
-    )
-    return _flat("estimate_inference", est)
+    def answer() -> Response:
+        return _flat(
+            "estimate_inference",
+            estimate_inference(
+                model=body.model,
+                gpu=body.gpu,
+                precision=body.precision,
+                input_len=body.input_len_tokens,
+                output_len=body.output_len_tokens,
+                gpu_count=body.gpu_count,
+                batch=body.batch,
+                tp=body.tp,
+                pp=body.pp,
+            ),
+        )
+
+    return await st.heavy.run("POST /api/v1/estimate/infer", answer)
 
 
 @router.post("/estimate/train", responses={200: shipped_schema_ref("estimate_training")}, tags=["estimate"])
-def estimate_train(who: Who, body: TrainRequest) -> Response:
-    """Training: step time, tokens/s, MFU, time and GPU-hours with p10-p90 intervals."""
+async def estimate_train(who: Who, st: St, body: TrainRequest) -> Response:
+    """Training: step time, tokens/s, MFU, time and GPU-hours with p10-p90 intervals (504 past the request
+    time limit)."""
     from gpufleet.estimate.performance import estimate_training
 
-    est = estimate_training(
-        model=body.model,
-        task=body.task,
-        gpu=body.gpu,
-        precision=body.precision,
-        gpu_count=body.gpu_count,
-        global_batch=body.batch,
-        seq_len=body.seq_len_tokens,
-        tp=body.tp,
-        pp=body.pp,
-        dp=body.dp,
-    )
-    return _flat("estimate_training", est)
+    def answer() -> Response:
+        return _flat(
+            "estimate_training",
+            estimate_training(
+                model=body.model,
+                task=body.task,
+                gpu=body.gpu,
+                precision=body.precision,
+                gpu_count=body.gpu_count,
+                global_batch=body.batch,
+                seq_len=body.seq_len_tokens,
+                tp=body.tp,
+                pp=body.pp,
+                dp=body.dp,
+            ),
+        )
+
+    return await st.heavy.run("POST /api/v1/estimate/train", answer)
 
 
 def _flat(kind: str, result: Any) -> Response:
@@ -259,40 +287,58 @@ Limit = Annotated[int, Query(ge=1, le=1000, description="Ranked rows kept.")]
 
 
 @router.post("/recommend", responses={200: shipped_schema_ref("recommendation")}, tags=["decisions"])
-def recommend(
+async def recommend(
     who: Who, st: St, body: WorkloadSpec, objective: Objective = None, limit: Limit = 10
 ) -> Response:
     """Rank where to run a workload: offers x GPU counts x parallelism, with cost, speed and risk (the
-    shipped catalog with the team's user catalogs applied)."""
+    shipped catalog with the team's user catalogs applied; 504 past the request time limit)."""
     from gpufleet.recommend.api import recommend as run
     from gpufleet.report import render_text
     from gpufleet.service.user_catalogs import team_offers
 
-    offers = team_offers(st.sm, who.team_id)
-    return _json(render_text(run(_workload(body), objective=objective, limit=limit, offers=offers), "json"))
+    def answer() -> Response:
+        offers = team_offers(st.sm, who.team_id)
+        doc = render_text(run(_workload(body), objective=objective, limit=limit, offers=offers), "json")
+        return _json(doc)
+
+    return await st.heavy.run("POST /api/v1/recommend", answer)
 
 
 @router.post("/migrate", responses={200: shipped_schema_ref("migration")}, tags=["decisions"])
-def migrate(who: Who, st: St, body: WorkloadSpec, objective: Objective = None, limit: Limit = 10) -> Response:
+async def migrate(
+    who: Who, st: St, body: WorkloadSpec, objective: Objective = None, limit: Limit = 10
+) -> Response:
     """Compare the workload's ``current`` deployment with the best alternative meeting the same SLOs (the
-    team's user catalogs applied)."""
+    team's user catalogs applied; 504 past the request time limit)."""
     from gpufleet.recommend.api import migrate as run
     from gpufleet.report import render_text
     from gpufleet.service.user_catalogs import team_offers
 
-    offers = team_offers(st.sm, who.team_id)
-    return _json(render_text(run(_workload(body), objective=objective, limit=limit, offers=offers), "json"))
+    def answer() -> Response:
+        offers = team_offers(st.sm, who.team_id)
+        doc = render_text(run(_workload(body), objective=objective, limit=limit, offers=offers), "json")
+        return _json(doc)
+
+    return await st.heavy.run("POST /api/v1/migrate", answer)
 
 
 @router.post("/regions", tags=["decisions"])
-def regions(who: Who, body: WorkloadSpec, limit: Annotated[int, Query(ge=1, le=1000)] = 25) -> Response:
-    """Compare regions for a workload: cost by price kind, depth, spot, egress, RTT, carbon."""
+async def regions(
+    who: Who, st: St, body: WorkloadSpec, limit: Annotated[int, Query(ge=1, le=1000)] = 25
+) -> Response:
+    """Compare regions for a workload: cost by price kind, depth, spot, egress, RTT, carbon (the team's
+    user catalogs applied; 504 past the request time limit)."""
     from gpufleet.fleet.regions import analyze_regions
     from gpufleet.recommend.workload import workload_from_dict
     from gpufleet.report import fleet_report as fr
+    from gpufleet.service.user_catalogs import team_offers
 
-    w = workload_from_dict(_workload(body), source="request body")
-    return _json(fr.render_regions_json(analyze_regions([w], limit=limit)))
+    def answer() -> Response:
+        w = workload_from_dict(_workload(body), source="request body")
+        offers = team_offers(st.sm, who.team_id)
+        return _json(fr.render_regions_json(analyze_regions([w], offers=offers, limit=limit)))
+
+    return await st.heavy.run("POST /api/v1/regions", answer)
 
 
 def _workload(body: WorkloadSpec) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from gpufleet.service.auth import PrincipalCache, db_key_of_url
 from gpufleet.service.db import SCHEMA_REVISION, current_revision, make_engine, make_sessionmaker, upgrade
 from gpufleet.service.deps import State
 from gpufleet.service.errors import http_status
+from gpufleet.service.limits import HeavyRoutes
 from gpufleet.service.ops import Metrics, OpsMiddleware, RateLimiter, ResponseCache
 from gpufleet.service.sandbox import NoServerFilesMiddleware
 from gpufleet.service.settings import ServiceSettings
@@ -66,11 +67,17 @@ def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
         limiter=RateLimiter(settings.rate_limit_per_s, settings.rate_burst),
         principals=PrincipalCache(db_key_of_url(engine.url), settings.auth_cache_ttl_s),
         responses=ResponseCache(settings.catalog_cache_entries),
+        heavy=HeavyRoutes(workers=settings.heavy_route_workers, limit_s=settings.request_time_limit_s),
     )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         upgrade(engine)
+        from gpufleet.recommend.candidates import limit_estimate_caches
+
+        limit_estimate_caches(
+            calls_max=settings.estimate_cache_calls, configs_max=settings.estimate_cache_configs
+        )
         from gpufleet.catalog.offers import load_offers
 
         await run_in_threadpool(load_offers)  # read once here: the catalog route reads it on the event loop
@@ -93,6 +100,7 @@ def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
             if st.runner is not None:
                 st.runner.stop()  # running jobs go back to the queue
                 st.runner = None
+            st.heavy.close()
             engine.dispose()
 
     app = FastAPI(

@@ -19,6 +19,7 @@ from gpufleet.service.settings import ServiceSettings
 
 if TYPE_CHECKING:
     from gpufleet.service.jobs import JobRunner
+    from gpufleet.service.limits import HeavyRoutes
     from gpufleet.service.scheduler import Scheduler
 
 
@@ -32,6 +33,8 @@ class State:
     principals: PrincipalCache
     #: answered catalog queries
     responses: ResponseCache
+    #: the pool and time limit of the heavy synchronous routes (:mod:`.limits`)
+    heavy: HeavyRoutes
     runner: JobRunner | None = None
     scheduler: Scheduler | None = None
     #: the time [Unix s] of schedule changes and of the scheduler (tests set it)

@@ -48,6 +48,12 @@ class RateLimited(ServiceError):
     status = 429
 
 
+class TimedOut(ServiceError):
+    """A synchronous request ran past the service's request time limit (504 Gateway Timeout)."""
+
+    status = 504
+
+
 #: library errors -> HTTP status, most specific first
 _STATUS: tuple[tuple[type[GpufleetError], int], ...] = (
     (UnknownNameError, 404),  # an unknown GPU, model, scenario ... (the message lists close matches)

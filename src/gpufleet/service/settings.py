@@ -97,6 +97,15 @@ class ServiceSettings:
     #: how long a bearer token's principal is kept in memory before the database is asked again [s]; a revoke
     #: in this process applies at once, one made by another process (a replica, the CLI) within this time
     auth_cache_ttl_s: float = 5.0
+    #: a recommend, migrate, regions or estimate request not answered within this time gets a 504 (0: no
+    #: limit) [s]
+    request_time_limit_s: float = 30.0
+    #: threads running those routes, apart from the pool of every other route [threads]
+    heavy_route_workers: int = 8
+    #: estimator memo caches of the recommend routes (``candidates.limit_estimate_caches``): calls and configs
+    #: lists kept, ~8-10 KiB each; emptied when full (~2.3 MiB per distinct workload) [entries]
+    estimate_cache_calls: int = 10_000
+    estimate_cache_configs: int = 8_000
     #: distinct catalog queries whose JSON answer is kept (per process; 0: none) [entries]
     catalog_cache_entries: int = 512
     #: where each team's telemetry store lives (``team-<id>/``; default: ``telemetry`` in the data folder)

@@ -145,6 +145,23 @@ def files_of(sm: sessionmaker[OrmSession], team_id: int) -> tuple[CatalogFile, .
         return tuple(CatalogFile(name=r.name, text=r.text) for r in team_catalogs(db, team_id))
 
 
+def catalogs_version(catalogs: Sequence[CatalogFile]) -> str:
+    """A digest of the catalogs' names and texts in order ("" for none): two teams share it only when their
+    catalogs are the same files, so an answer cached under it is never another team's confidential prices
+    (ids are not used: a deleted row's id may be reused by SQLite)."""
+    if not catalogs:
+        return ""
+    import hashlib
+
+    h = hashlib.sha256()
+    for c in catalogs:
+        for part in (c.name, c.text):
+            data = part.encode("utf-8")
+            h.update(len(data).to_bytes(8, "big"))
+            h.update(data)
+    return h.hexdigest()
+
+
 def team_offers(sm: sessionmaker[OrmSession], team_id: int) -> OfferTable | None:
     """The offers the team's recommend and plan use: the shipped catalog with its catalogs applied."""
     return offers_with(files_of(sm, team_id))
