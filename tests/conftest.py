@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import settings
 
 settings.register_profile("default", deadline=None, max_examples=50)
@@ -12,3 +14,20 @@ settings.register_profile("default", deadline=None, max_examples=50)
 # set misses (the fuzz tests' NaN autoscale result was found that way)
 settings.register_profile("ci", deadline=None, max_examples=100, derandomize=True, database=None)
 settings.load_profile("ci" if os.environ.get("CI") else "default")
+
+
+@pytest.fixture(autouse=True)
+def _restore_root_logging() -> Iterator[None]:
+    """`gpufleet serve` (run in process by some tests, uvicorn faked) installs its log handler on the root
+    logger, writing to the stderr of that moment: under CliRunner a stream closed after the test, so a later
+    test's log line printed '--- Logging error ---' into its captured output. Each test gets the root logger
+    back as it found it."""
+    import logging
+
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
+    try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)

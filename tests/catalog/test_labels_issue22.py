@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from gpufleet.catalog.offers import catalog_age, load_offers
@@ -57,10 +58,16 @@ def test_scenarios_list_names_the_instance_the_scenario_runs_on() -> None:
 
 
 def test_a_near_tie_reorder_is_explained_in_the_table() -> None:
-    """#1 costs more than #2 under `cheapest` (within the 3 % band, simpler): the table says so."""
-    r = recommend(model="qwen2.5-14b", target_rps=10, ttft_ms=1000, tpot_ms=60, limit=5)
-    first, rest = r.ranked[0], r.ranked[1:]
-    assert any(c.cost_usd_per_month < first.cost_usd_per_month for c in rest)
+    """#1 costs more than #2 under `cheapest` (within the 3 % band, simpler): the table says so. Which asks
+    produce a near tie moves with the estimator's calibration, so a few asks are tried until one does."""
+    asks = (("qwen2.5-14b", 10), ("qwen2.5-32b", 2), ("llama-3.1-8b", 10), ("qwen2.5-32b", 5))
+    for model, rps in asks:
+        r = recommend(model=model, target_rps=rps, ttft_ms=1000, tpot_ms=60, limit=5)
+        first, rest = r.ranked[0], r.ranked[1:]
+        if any(c.cost_usd_per_month < first.cost_usd_per_month for c in rest):
+            break
+    else:
+        pytest.fail(f"none of {asks} ranks a dearer candidate first: pick asks with a near tie")
     assert first.rank_note.startswith("near tie:") and "#2" in first.rank_note
     assert "simpler" in first.rank_note
     assert first.rank_note in candidate_row(1, first)["usd_per_month"]

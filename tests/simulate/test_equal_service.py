@@ -52,32 +52,41 @@ def test_static_peak_meets_the_tpot_slo_too(ten_min: RequestTrace, dep: Deployme
 
 
 def test_no_savings_when_the_policy_misses_tpot(ten_min: RequestTrace, dep: Deployment) -> None:
-    """KPA at 8 in flight per replica: p95 TTFT 0.93 s (meets 2 s) but p95 TPOT ~97 ms against a 90 ms SLO,
-    so no saving is stated; the reason names the TPOT gap (the TTFT-only check stated one)."""
-    r = simulate_autoscale(
-        ten_min, dep, make_policy("kpa", target_concurrency=8), slo_ttft_s=2.0, slo_tpot_s=0.090
-    )
-    assert r.ttft.p95_s <= 2.0 and r.tpot.p95_s > 0.090
+    """KPA at 8 in flight per replica with a TPOT SLO just under the p95 TPOT it delivers (and a TTFT SLO it
+    meets): no saving is stated; the reason names the TPOT gap (the TTFT-only check stated one). The SLOs are
+    set from a first run, so the test does not hang on the estimator's exact L4 figures."""
+    pol = make_policy("kpa", target_concurrency=8)
+    loose = simulate_autoscale(ten_min, dep, pol, slo_ttft_s=60.0, slo_tpot_s=1.0)
+    tpot_slo = 0.97 * loose.tpot.p95_s
+    ttft_slo = 1.5 * loose.ttft.p95_s
+    r = simulate_autoscale(ten_min, dep, pol, slo_ttft_s=ttft_slo, slo_tpot_s=tpot_slo)
+    assert r.ttft.p95_s <= ttft_slo and r.tpot.p95_s > tpot_slo
     assert not r.meets_slo
     assert r.savings_vs_static_peak is None
-    assert r.not_comparable is not None and "p95 TPOT" in r.not_comparable and "> 90 ms" in r.not_comparable
+    assert r.not_comparable is not None and "p95 TPOT" in r.not_comparable
+    assert f"> {1000 * tpot_slo:.0f} ms" in r.not_comparable
     assert any("p95 TPOT" in g for g in r.slo_gaps)
 
 
 def test_attainment_target_is_an_slo(ten_min: RequestTrace, dep: Deployment) -> None:
-    """With a 1 s p95 TTFT: 7 fixed replicas meet both p95 SLOs at 97.8 % attainment, so a 99 % attainment
-    target moves the baseline to 8 (99.8 %); KPA (99.8 %) misses a 99.9 % target: not comparable, with the
-    points short."""
+    """An attainment target above what the fewest fixed replicas meeting both p95 SLOs deliver moves the
+    baseline up (more replicas, at or above the target); a target above the policy's own attainment makes it
+    not comparable, with the points short. Targets are set from a first run (no estimator figure
+    hard-coded)."""
     pol = make_policy("kpa", target_concurrency=8)
     slo = {"slo_ttft_s": 1.0, "slo_tpot_s": 0.2}
     free = simulate_autoscale(ten_min, dep, pol, **slo)
-    assert free.static_peak is not None and free.static_peak.replicas == 7
-    assert free.static_peak.slo_attainment < 0.99
-    set99 = simulate_autoscale(ten_min, dep, pol, slo_attainment=0.99, **slo)
-    assert set99.static_peak is not None and set99.static_peak.replicas == 8
-    assert set99.static_peak.slo_attainment >= 0.99 and set99.not_comparable is None
-    strict = simulate_autoscale(ten_min, dep, pol, slo_attainment=0.999, **slo)
-    assert 0.99 < strict.slo_attainment < 0.999 and not strict.meets_slo
+    assert free.static_peak is not None
+    n, att = free.static_peak.replicas, free.static_peak.slo_attainment
+    if att < 0.9995:
+        target = min(0.9995, att + (1.0 - att) / 2.0)
+        moved = simulate_autoscale(ten_min, dep, pol, slo_attainment=target, **slo)
+        assert moved.static_peak is not None and moved.static_peak.replicas > n
+        assert moved.static_peak.slo_attainment >= target
+    assert free.slo_attainment < 1.0, "the policy meets every request: pick a tighter SLO"
+    strict_target = free.slo_attainment + (1.0 - free.slo_attainment) / 2.0
+    strict = simulate_autoscale(ten_min, dep, pol, slo_attainment=strict_target, **slo)
+    assert strict.slo_attainment < strict_target and not strict.meets_slo
     assert strict.savings_vs_static_peak is None
     assert strict.not_comparable is not None and "attainment" in strict.not_comparable
     assert "points short" in strict.not_comparable

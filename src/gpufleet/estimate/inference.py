@@ -355,8 +355,11 @@ def _ep_stage_s(
     mean_routed = tokens * m.experts_per_token / c.ep
     busiest = moe.busiest_rank_load(mean_routed, c.ep)
     touched = cx.moe_expected_experts(m.num_experts, m.experts_per_token, tokens) / c.ep
+    # the busiest rank's routed copies and its own tokens' combine through HBM around and inside the GEMMs
+    io, glue = moe.routed_activation_elements(m, rows / c.tp, busiest)
     t_routed = max(  # narrow experts at their own width's GEMM efficiency (moe_serving.expert_width_factor)
-        moe_layers * touched * shape.expert_params * r.weight_bytes / (bw * c.wq_bw),
+        moe_layers * touched * shape.expert_params * r.weight_bytes / (bw * c.wq_bw)
+        + moe_layers * io * ACT_BYTES / bw,
         busiest * 2.0 * shape.expert_params * moe_layers / (gemm_rate * c.expert_width),
     )
     # dispatch + combine per MoE layer; TP ranks of a group send disjoint shares of its tokens
@@ -365,7 +368,8 @@ def _ep_stage_s(
         m, tokens_per_gpu=prompt / c.tp, decode_tokens_per_gpu=dec / c.tp, ep=c.ep,
         ep_per_node=c.ep_per_node, intra=c.ep_intra, inter=c.ep_inter,
     )  # fmt: skip
-    return t_dense + t_attn + t_routed + t_a2a + _tp_comm_s(c, rows, layers)
+    t_act = moe_layers * glue * ACT_BYTES / bw
+    return t_dense + t_attn + t_routed + t_act + t_a2a + _tp_comm_s(c, rows, layers)
 
 
 def _gemm_s(
@@ -439,7 +443,21 @@ def _moe_gemm_s(
     ) * share
     head = shape.lm_head_params if head_rows > 0.0 else 0.0
     nonrouted_mm = _gemm_s(c, rows, body, head_rows, head) / gpus
-    return max(weights_s - routed_read, nonrouted_mm) + max(routed_read, routed_mm)
+    io_s, glue_s = _routed_act_s(c, rows, moe_layers, gpus)
+    return max(weights_s - routed_read, nonrouted_mm) + max(routed_read + io_s, routed_mm) + glue_s
+
+
+def _routed_act_s(c: _Infer, tokens: float, moe_layers: float, gpus: float) -> tuple[float, float]:
+    """HBM time of the routed experts' activations for ``tokens`` tokens through ``moe_layers`` MoE layers:
+    (the grouped GEMMs' inputs and outputs, the memory-bound kernels between them)
+    (:func:`moe_serving.routed_activation_elements`), the TP ranks each moving the whole ``h``-wide
+    tensors, pipeline stages (``gpus / tp``) sharing the layers [s]."""
+    m = c.model
+    if not m.is_moe or tokens <= 0.0:
+        return 0.0, 0.0
+    io, glue = moe.routed_activation_elements(m, tokens, tokens * m.experts_per_token, c.tp)
+    per_elem = moe_layers * ACT_BYTES * c.tp / gpus / (c.rates.mem_bw_bytes_per_s * c.eta_bw)
+    return io * per_elem, glue * per_elem
 
 
 def decode_step_s(

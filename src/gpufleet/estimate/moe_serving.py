@@ -71,6 +71,34 @@ def expert_width_factor(model: ModelArch, width_h0: float) -> float:
     return (d / (d + width_h0)) / (h / (h + width_h0))
 
 
+def routed_activation_elements(
+    model: ModelArch, tokens: float, routed_rows: float, tp: int = 1
+) -> tuple[float, float]:
+    """Activation elements the routed experts' kernel chain moves through HBM in one MoE layer on one GPU:
+    (inside the grouped GEMMs, in the memory-bound kernels between them) [elements] (times
+    :data:`gpufleet.estimate.rates.ACT_BYTES` for bytes).
+
+    ``tokens``: tokens whose combined output this GPU writes; ``routed_rows``: routed copies (token, expert)
+    its experts process; ``tp``: ranks each expert's width is split over (TP path; 1 with expert
+    parallelism). The grouped GEMMs and the routing around them are separate kernels, so each tensor passed
+    between kernels is written once and read once (vLLM ``fused_moe``: the up-projection gathers each
+    routed copy's hidden state through ``sorted_token_ids`` and writes ``intermediate_cache1`` of ``2 i_e``
+    per copy; ``silu_and_mul`` reads it and writes ``intermediate_cache2`` of ``i_e``; the down-projection
+    reads that and writes ``intermediate_cache3`` of ``h`` per copy; ``moe_sum`` reads the ``k`` copies and
+    writes the token's ``h``). The ``h``-wide tensors are whole on every TP rank, the ``i_e``-wide ones
+    split. Inside the GEMMs, per copy ``2 h + 3 i_e / tp`` (their inputs and outputs: on the GEMMs'
+    roofline with the expert weights); between them, per copy ``h + 3 i_e / tp`` (the gated activation's
+    read and write, the combine's read) and per token ``h`` (the combine's write): kernels of their own
+    that no GEMM compute hides. Counted at 16 bit: an upper count for the GEMM inputs where an fp8/fp4
+    engine quantises them before the up-projection (TRT-LLM fp4 MoE), exact for vLLM's bf16 caches.
+    """
+    if not model.is_moe or tokens <= 0.0:
+        return 0.0, 0.0
+    h, i_e = float(model.hidden_size), float(model.moe_intermediate_size) / max(tp, 1)
+    rows = max(routed_rows, 0.0)
+    return rows * (2.0 * h + 3.0 * i_e), rows * (h + 3.0 * i_e) + tokens * h
+
+
 def expected_ranks_per_token(experts_per_token: int, ep: int) -> float:
     """Distinct EP ranks a token's ``k`` routed experts sit on, experts spread uniformly [ranks].
 
@@ -221,4 +249,5 @@ __all__ = [
     "expert_width_factor",
     "moe_all_to_all_s",
     "nonrouted_precision",
+    "routed_activation_elements",
 ]
