@@ -11,9 +11,10 @@ Conventions (see ``docs/performance.md``):
   time we count what causal kernels execute: ``c`` = the position, ``s/2`` on average over a prompt.
 * LoRA/QLoRA freeze the base: backward computes activation gradients only (``2 N``), so ``4 N`` per token plus
   ``6 N_adapter`` on :data:`gpufleet.models.LORA_TARGETS` (Hu et al. 2021; Dettmers et al. 2023).
-* Full recompute replays the forward (``+2 N``): hardware FLOPs, not model FLOPs (Korthikanti et al. 2022,
-  sec. 5). Selective recompute replays only the attention core (Korthikanti et al. 2022, sec. 4.3), which
-  FlashAttention's backward already does inside the 3x attention count (Dao 2022, sec. 3.1): no extra FLOPs.
+* Full recompute replays the transformer layers' forward (``+2 N`` less the LM head): hardware FLOPs, not
+  model FLOPs (Korthikanti et al. 2022, sec. 5). Selective recompute replays only the attention core
+  (Korthikanti et al. 2022, sec. 4.3), which FlashAttention's backward already does inside the 3x attention
+  count (Dao 2022, sec. 3.1): no extra FLOPs.
 """
 
 from __future__ import annotations
@@ -174,9 +175,63 @@ def training_flops_per_token(
     # same time; a causal halving alone made the leave-one-out fit worse (lead's refit, 2026-11-26)
     hw_mm, hw_attn = mm, attn
     if recompute == "full":
-        hw_mm += fwd_mm
+        # the replay covers the transformer layers, not the LM head: HF gradient checkpointing wraps each
+        # decoder layer (transformers ``GradientCheckpointingLayer``), Megatron's full recompute the
+        # transformer blocks (``recompute_granularity=full``), and the head's output is the loss's input
+        hw_mm += fwd_mm - 2.0 * s.lm_head_params
         hw_attn += fwd_attn
     return TrainingFlops(model_matmul=mm, model_attention=attn, hw_matmul=hw_mm, hw_attention=hw_attn)
+
+
+#: GEMM passes of one training step per linear layer (``Y = X W``, ``X``: tokens x in, ``W``: in x out): the
+#: forward reduces over the input width, the activation gradient ``dX = dY W^T`` over the output width, the
+#: weight gradient ``dW = X^T dY`` over the tokens (Narayanan et al. 2021 sec. 3; each pass 2 x tokens x in x
+#: out FLOPs). LoRA/QLoRA skip the frozen base's weight gradient; full recompute replays the forward.
+def training_gemm_passes(task: str, recompute: str) -> tuple[int, int, int]:
+    """(forward, activation-gradient, weight-gradient) GEMM passes over the base weights per step [count]."""
+    forward = 2 if recompute == "full" else 1
+    return forward, 1, 0 if task in ("lora", "qlora") else 1
+
+
+def mean_inverse_reduction(model: ModelArch, *, task: str, recompute: str, micro_tokens: float) -> float:
+    """FLOP-weighted mean of ``1 / K`` over the dense GEMMs of one training step [1/elements].
+
+    ``K`` is each GEMM's reduction length: a cuBLAS/CUTLASS thread block computes one output tile by
+    stepping through ``K`` in ``BK``-wide slices (NVIDIA Deep Learning Performance Guide, "Matrix
+    Multiplication Background", sec. "GPU implementation"; CUTLASS docs "Efficient GEMM in CUDA": main loop
+    between a prologue that fills the pipeline and an epilogue that writes the tile), so the fixed per-tile
+    cost is amortised over ``K / BK`` steps and a short ``K`` runs below peak even when ``M`` (tokens) and
+    ``N`` fill every SM; the guide's "Dimension quantization effects" are small at training's ``M``. A
+    training step runs each linear layer three times with a different ``K`` (:func:`training_gemm_passes`):
+    the input width forward, the output width for the activation gradient, the micro-batch's tokens for the
+    weight gradient. ``h / (h + h0)`` (:func:`gpufleet.estimate.rates.width_factor`) is the special case of
+    every ``K`` equal to ``h``; here ``1 / (1 + h0 x this)`` with the actual shapes: q, k, v, o projections
+    (``h -> heads x head_dim``, ``h -> kv_heads x head_dim``, back to ``h``; MLA's low-rank projections at
+    ``h``), the FFN (``h -> I`` for up and gate, ``I -> h`` for down) and the LM head (``h -> vocab``).
+    ``micro_tokens``: tokens of one micro-batch on one GPU, the weight gradient's ``K``.
+    """
+    h = float(model.hidden_size)
+    s = model_shape(model)
+    layers = float(model.num_layers)
+    gemms: list[tuple[float, float, float]] = []  # (weights, input width, output width)
+    if model.is_mla:
+        gemms.append((s.attn_proj_params, h, h))
+    else:
+        qd = float(model.num_attention_heads * model.head_dim)
+        kvd = float(model.num_kv_heads * model.head_dim)
+        gemms += [(layers * h * qd, h, qd), (2.0 * layers * h * kvd, h, kvd), (layers * qd * h, qd, h)]
+    inter = float(model.intermediate_size)
+    ffn = s.ffn_active_params
+    up_share = 2.0 / 3.0 if model.ffn_kind == "gated" else 0.5  # gate + up of gate, up, down
+    gemms += [(ffn * up_share, h, inter), (ffn * (1.0 - up_share), inter, h)]
+    fwd, dgrad, wgrad = training_gemm_passes(task, recompute)
+    k_tokens = max(micro_tokens, 1.0)
+    weighted = sum(w * (fwd / a + dgrad / b + wgrad / k_tokens) for w, a, b in gemms)
+    total = sum(w for w, _, _ in gemms) * (fwd + dgrad + wgrad)
+    head = s.lm_head_params  # never replayed by the recompute (training_flops_per_token)
+    weighted += head * (1.0 / h + dgrad / float(model.vocab_size) + wgrad / k_tokens)
+    total += head * (1 + dgrad + wgrad)
+    return weighted / total if total > 0 else 1.0 / h
 
 
 def moe_expected_experts(num_experts: int, experts_per_token: int, tokens: float) -> float:
@@ -198,8 +253,10 @@ __all__ = [
     "decode_attention_flops_per_token",
     "decode_flops_per_token",
     "decode_weight_params",
+    "mean_inverse_reduction",
     "model_shape",
     "moe_expected_experts",
     "prefill_flops",
     "training_flops_per_token",
+    "training_gemm_passes",
 ]

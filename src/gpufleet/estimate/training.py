@@ -246,6 +246,25 @@ def unfused_score_bytes(model: ModelArch, recompute: str) -> float:
     return 3.0 * fwd + replay
 
 
+def train_width_factor(
+    model: ModelArch, profile: CalibrationProfile, *, task: str, recompute: str, micro_tokens: float
+) -> float:
+    """GEMM efficiency of the step's matmuls from their shapes, ``1 / (1 + h0 x mean(1/K))`` [-].
+
+    Dense models: every GEMM at its own reduction length ``K`` (:func:`compute.mean_inverse_reduction`:
+    input width forward, output width for the activation gradients, the micro-batch's tokens for the weight
+    gradients), with the per-tile fixed cost ``width_h0`` of :func:`gpufleet.estimate.rates.width_factor`,
+    which is this with every ``K = h``. A narrow model still loses its forward GEMMs to short ``K`` but not
+    its weight gradients, whose ``K`` is thousands of tokens, nor the FFN-down forward (``K`` = FFN width) or
+    the LM head's activation gradient (``K`` = vocabulary). MoE models keep ``h / (h + h0)``: their routed
+    GEMMs are rated relative to it (:func:`moe_serving.expert_width_factor`).
+    """
+    if model.is_moe:
+        return width_factor(model, profile)
+    inv_k = cx.mean_inverse_reduction(model, task=task, recompute=recompute, micro_tokens=micro_tokens)
+    return 1.0 / (1.0 + profile.param("width_h0") * inv_k)
+
+
 def training_step(
     *, model: ModelArch, spec: AcceleratorSpec, rates: Rates, task: str, tp: int, pp: int, dp: int, ep: int,
     global_batch: int, seq_len: int, zero_stage: int, recompute: str, software: str, gpus_per_node: int,
@@ -263,7 +282,11 @@ def training_step(
     stack_name = stack_param("train", software, spec.vendor)
     eff = profile.param("train_eff") * (profile.param(stack_name) if stack_name else 1.0)
     eta = train_gemm_eta(spec, rates, profile)
-    t_mm = tokens * fl.hw_matmul / n / (rates.peak_flops * eta * width_factor(model, profile) * eff)
+    # without pipelining one micro-batch holds the replica's whole batch (the memory model's sizing); with
+    # it, micro-batches of one sequence: the weight gradients' reduction length (train_width_factor)
+    micro_tokens = seq_len / cp * (max(global_batch // dp, 1) if pp == 1 else 1)
+    width = train_width_factor(model, profile, task=task, recompute=recompute, micro_tokens=micro_tokens)
+    t_mm = tokens * fl.hw_matmul / n / (rates.peak_flops * eta * width * eff)
     if model.is_moe:
         # routed-expert GEMMs run as grouped GEMMs on uneven token counts, with permute/unpermute and router
         # work around them: their share of the matmul time runs at ``moe_expert_eff`` (priors module), and
@@ -848,6 +871,7 @@ __all__ = [
     "qlora_dequant_s",
     "stage_imbalance",
     "train_gemm_eta",
+    "train_width_factor",
     "training_step",
     "unfused_score_bytes",
 ]
