@@ -18,7 +18,7 @@ import pytest
 from gpufleet.telemetry.analyze import BIN_SCALE, gpu_stats, resolve_window
 from gpufleet.telemetry.analyze_workloads import workload_and_serving_stats
 from gpufleet.telemetry.api import ingest_telemetry
-from gpufleet.telemetry.promql import prometheus_fleet_stats, prometheus_window
+from gpufleet.telemetry.promql import _COVER_S, prometheus_fleet_stats, prometheus_window
 from gpufleet.telemetry.readers.common import exporter_names
 from gpufleet.telemetry.store import TelemetryStore
 from gpufleet.telemetry.synth_k8s import known_truth_fleet
@@ -174,7 +174,10 @@ def test_pushdown_agrees_with_the_store_path(served: tuple[str, datetime, Path])
     for w in prom.workloads:
         f = file_wl[w.id.key]
         assert (w.pods, w.gpus) == (f.pods, f.gpus)
-        assert w.gpu_hours == pytest.approx(f.gpu_hours, abs=0.1)
+        # coverage is counted on 5-minute subquery steps (promql._COVER_S), aligned to the query time, not
+        # to the samples: each GPU's span may gain or lose one step at either end
+        step_h = _COVER_S / 3600.0
+        assert w.gpu_hours == pytest.approx(f.gpu_hours, abs=2 * w.gpus * step_h + 1e-9)
     checked = 0
     for pm, fm in pairs:
         for metric, ps in pm.items():
