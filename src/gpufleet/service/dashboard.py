@@ -468,48 +468,111 @@ async def cancel_job(request: Request, s: SignedIn, _: PostedForm, job_id: int) 
 
 
 # --- telemetry ---------------------------------------------------------------------------------------------
-def _telemetry_form(csrf: str) -> str:
+#: the upload form's input formats (`gpufleet telemetry ingest --input-format`), with what each reads
+_TELEMETRY_FORMATS: tuple[tuple[str, str], ...] = (
+    ("auto", "auto (from the file's content)"),
+    ("exposition", "dcgm-exporter / Prometheus text"),
+    ("nvidia-smi", "nvidia-smi CSV"),
+    ("prom-json", "Prometheus query JSON"),
+    ("cloudwatch", "CloudWatch CSV"),
+)
+
+
+def _telemetry_form(csrf: str, max_body_bytes: int, values: dict[str, str] | None = None) -> str:
+    from gpufleet.units import MIB
+
+    v = values or {}
+    opts = "".join(
+        f'<option value="{k}"{" selected" if v.get("input_format") == k else ""}>{escape(t)}</option>'
+        for k, t in _TELEMETRY_FORMATS
+    )
     return (
-        '<form method="post" action="/telemetry" enctype="multipart/form-data"><div class="fields">'
+        '<h2>Upload telemetry</h2><form method="post" action="/telemetry" enctype="multipart/form-data">'
+        '<div class="fields">'
         '<label for="telemetry_file">Telemetry file (nvidia-smi CSV, dcgm-exporter text, Prometheus JSON, '
         'CloudWatch CSV)</label><input id="telemetry_file" name="file" type="file" required>'
+        '<label for="input_format">Format</label>'
+        f'<select id="input_format" name="input_format">{opts}</select>'
+        '<label for="host">Host (nvidia-smi CSV only: the machine it was logged on)</label>'
+        f'<input id="host" name="host" maxlength="200" value="{escape(v.get("host", ""))}">'
+        '<label for="timezone">Time zone of nvidia-smi timestamps (e.g. Europe/Berlin; default UTC)</label>'
+        f'<input id="timezone" name="timezone" maxlength="60" value="{escape(v.get("timezone", ""))}">'
         f'</div><input type="hidden" name="csrf" value="{escape(csrf)}">'
         '<p><button type="submit">Ingest</button></p></form>'
+        f"<p class='muted'>At most {max_body_bytes / MIB:,.0f} MiB per upload; samples already stored are "
+        "skipped, so uploading a file twice is harmless.</p>"
     )
+
+
+def _ingested(report: dict[str, Any], name: str) -> str:
+    """What an upload stored, said in one line (role=status), with the problems the library counted."""
+    problems = "; ".join(
+        f"{p['count']:,} x {p['kind']} ({'dropped' if p['dropped'] else 'stored, warned'})"
+        for p in report.get("problems", [])
+    )
+    return (
+        f'<p role="status">Ingested {escape(name)}: {report["rows_stored"]:,} of {report["rows_read"]:,} '
+        f"samples stored, {report['gpus']:,} GPUs"
+        + (f"; problems: {escape(problems)}" if problems else "")
+        + ".</p>"
+    )
+
+
+def _telemetry_body(request: Request, s: Signed, status_line: str = "") -> tuple[str, str, str, int]:
+    """(title, head, body, HTTP status) of the telemetry page."""
+    from gpufleet.service.errors import NotFound
+    from gpufleet.service.telemetry_api import findings_report_html
+
+    who, csrf = s.who, s.csrf
+    upload = _telemetry_form(csrf, state(request).settings.max_body_bytes) if who.role != "viewer" else ""
+    try:
+        html = findings_report_html(state(request), who)
+    except NotFound:
+        from gpufleet.service.dashboard_overview import no_telemetry
+
+        return "Telemetry", "", status_line + no_telemetry(who, upload_below=True) + upload, 200
+    except GpufleetError as exc:
+        return "Telemetry", "", status_line + _error(str(exc)) + upload, http_status(exc)
+    head, report = _embed_report(html)
+    return "Telemetry findings (last 14 days)", head, status_line + upload + report, 200
 
 
 @router.get("/telemetry", response_class=HTMLResponse, response_model=None)
 def telemetry_page(request: Request, s: SignedIn) -> Response:
-    who, csrf = s.who, s.csrf
-    from gpufleet.service.errors import NotFound
-    from gpufleet.service.telemetry_api import findings_report_html
-
-    upload = _telemetry_form(csrf) if who.role != "viewer" else ""
-    try:
-        html = findings_report_html(state(request), who)
-    except NotFound as exc:
-        return _page(request, "Telemetry", f"<p>{escape(str(exc))}</p>" + upload, who, csrf)
-    except GpufleetError as exc:
-        return _page(request, "Telemetry", _error(str(exc)) + upload, who, csrf, status=http_status(exc))
-    head, report = _embed_report(html)
-    return _page(request, "Telemetry findings (last 14 days)", upload + report, who, csrf, head=head)
+    title, head, body, status = _telemetry_body(request, s)
+    return _page(request, title, body, s.who, s.csrf, head=head, status=status)
 
 
 @router.post("/telemetry", response_class=HTMLResponse, response_model=None)
 async def telemetry_upload(request: Request, s: SignedIn, form: PostedForm) -> Response:
+    """Ingest an uploaded file into the team's store (editor), then the page with what was stored (the
+    request's size is limited by the service's body limit, 413 past it)."""
+    import json
+
     who, csrf = s.who, s.csrf
     from starlette.concurrency import run_in_threadpool
 
-    from gpufleet.service.telemetry_api import ingest_upload
+    from gpufleet.service.telemetry_api import ingest_upload, safe_file_name
 
+    values = {k: str(form.get(k) or "").strip() for k in ("input_format", "host", "timezone")}
     try:
         who.require("editor")
         upload = form.get("file")
-        if upload is None or isinstance(upload, str):
+        if upload is None or isinstance(upload, str) or not upload.filename:
             raise InputError("Choose a telemetry file to upload.")
-        await run_in_threadpool(ingest_upload, state(request), who, upload.filename, await upload.read())
-    except GpufleetError as exc:
-        return _page(
-            request, "Telemetry", _error(str(exc)) + _telemetry_form(csrf), who, csrf, status=http_status(exc)
+        text = await run_in_threadpool(
+            ingest_upload,
+            state(request),
+            who,
+            upload.filename,
+            await upload.read(),
+            values["input_format"] or "auto",
+            values["host"] or None,
+            values["timezone"] or None,
         )
-    return RedirectResponse("/telemetry", status_code=303)
+    except GpufleetError as exc:
+        form_html = _telemetry_form(csrf, state(request).settings.max_body_bytes, values)
+        return _page(request, "Telemetry", _error(str(exc)) + form_html, who, csrf, status=http_status(exc))
+    line = _ingested(json.loads(text)["report"], safe_file_name(upload.filename))
+    title, head, body, status = await run_in_threadpool(_telemetry_body, request, s, line)
+    return _page(request, title, body, who, csrf, head=head, status=status)

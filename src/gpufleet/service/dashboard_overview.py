@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from gpufleet.errors import GpufleetError
 from gpufleet.service import jobs
+from gpufleet.service.auth import Principal
 from gpufleet.service.dashboard import SignedIn, _error, _jobs_table, _money, _page
 from gpufleet.service.deps import state
 from gpufleet.service.errors import NotFound
@@ -132,6 +133,21 @@ def _trend(trend: tuple[PlanPoint, ...]) -> str:
     )
 
 
+def no_telemetry(who: Principal, upload_below: bool = False) -> str:
+    """The dashboard's empty state of a team without telemetry: what to do next, on the dashboard (the API's
+    message names the API route), for an editor; whom to ask, for a viewer."""
+    where = "below" if upload_below else 'on the <a href="/telemetry">Telemetry</a> page'
+    todo = (
+        "Upload a telemetry file (nvidia-smi CSV, dcgm-exporter text, Prometheus JSON, CloudWatch CSV) "
+        f'{where}, or schedule a telemetry_pull job from your Prometheus on the <a href="/schedules">'
+        "Schedules</a> page."
+        if who.role != "viewer"
+        else "Ask an editor of your team to upload a telemetry file on the Telemetry page or to schedule a "
+        "telemetry_pull job from your Prometheus."
+    )
+    return f"<p>Team {escape(who.team_name)} has no telemetry yet: findings need some. {todo}</p>"
+
+
 def _findings_section(request: Request, s: SignedIn) -> str:
     from gpufleet.report.charts import bar_chart
     from gpufleet.service.telemetry_api import team_findings
@@ -139,8 +155,8 @@ def _findings_section(request: Request, s: SignedIn) -> str:
     head = f"<h2>Findings (telemetry of the last {FINDINGS_DAYS} days)</h2>"
     try:
         _, summ = team_findings(state(request), s.who, FINDINGS_DAYS)
-    except NotFound as exc:
-        return head + f"<p class='muted'>{escape(str(exc))}</p>"
+    except NotFound:
+        return head + no_telemetry(s.who)
     except GpufleetError as exc:
         return head + _error(str(exc))
     rows = "".join(
