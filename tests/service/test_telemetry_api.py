@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import runpy
 import sys
 from collections.abc import Iterator
@@ -177,6 +178,15 @@ def test_dashboard_findings_page_and_export_are_the_teams(tenv: Env, dcgm: bytes
     assert c.get("/findings/export.xml").status_code == 404
     overview = c.get("/").text
     assert "Findings by type" in overview and "GPUs by finding" in overview
+    # the window is said as it is: 14 days up to the latest sample (not "the last 14 days" from now)
+    window = re.search(
+        r"the 14 days up to the latest sample \((\d{4}-\d\d-\d\d \d\d:\d\d) UTC to "
+        r"(\d{4}-\d\d-\d\d \d\d:\d\d) UTC; 2\.0 days observed\), p95, 20 % headroom",
+        overview,
+    )
+    assert window and f"Telemetry of {window.group(0)}" in page.text
+    end = api["findings"]["window"]["end"]
+    assert window.group(2) == end[:16].replace("T", " "), (window.group(2), end)
     for name, (n, _) in api["summary"]["by_finding"].items():
         assert f"<tr><td>{name}</td><td class='num'>{n}</td>" in overview
 

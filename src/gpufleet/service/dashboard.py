@@ -289,6 +289,16 @@ _REC_FIELDS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+#: the recommend form's number fields and their types (the others are text)
+_REC_NUMBERS: dict[str, type[float] | type[int]] = {
+    "target_requests_per_s": float,
+    "ttft_p95_ms": float,
+    "tpot_p95_ms": float,
+    "input_len_tokens": int,
+    "output_len_tokens": int,
+}
+
+
 def _rec_form(csrf: str, values: dict[str, str]) -> str:
     fields = "".join(_opt(n, values.get(n, ""), label, hint) for n, label, hint in _REC_FIELDS)
     pricing = values.get("pricing", "on_demand")
@@ -323,17 +333,23 @@ async def recommend(request: Request, s: SignedIn, form: PostedForm) -> Response
     from gpufleet.service.user_catalogs import team_offers
 
     try:
-        numbers = {"target_requests_per_s", "ttft_p95_ms", "tpot_p95_ms"}
-        for k in numbers & set(workload):
-            workload[k] = float(workload[k])
-        for k in {"input_len_tokens", "output_len_tokens"} & set(workload):
-            workload[k] = int(workload[k])
+        fields = {n: (label, hint) for n, label, hint in _REC_FIELDS}
+        for k, kind in _REC_NUMBERS.items():
+            if k in workload:
+                try:
+                    workload[k] = kind(workload[k])
+                except ValueError:
+                    label, hint = fields[k]
+                    whole = "whole " if kind is int else ""
+                    raise InputError(
+                        f"{label}: {workload[k][:40]!r} is not a {whole}number. Give a plain number, e.g. "
+                        f"{hint}, or leave it empty for the default."
+                    ) from None
         offers = await run_in_threadpool(team_offers, state(request).sm, who.team_id)
         result = await run_in_threadpool(lambda: run(workload, offers=offers))
-    except (GpufleetError, ValueError) as exc:
-        text = str(exc) if isinstance(exc, GpufleetError) else f"Not a number: {exc}. Give plain numbers."
-        status = http_status(exc) if isinstance(exc, GpufleetError) else 422
-        return _page(request, "Recommend", _error(text) + _rec_form(csrf, values), who, csrf, status=status)
+    except GpufleetError as exc:
+        body = _error(str(exc)) + _rec_form(csrf, values)
+        return _page(request, "Recommend", body, who, csrf, status=http_status(exc))
     head, report = _embed_report(render_text(result, "html"))
     return _page(request, "Recommendation", _rec_form(csrf, values) + report, who, csrf, head=head)
 

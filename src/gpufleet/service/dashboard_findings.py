@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from gpufleet.errors import GpufleetError, InputError
 from gpufleet.service import jobs
 from gpufleet.service.dashboard import PostedForm, SignedIn, _money, _page, refused
-from gpufleet.service.dashboard_overview import FINDINGS_DAYS, no_telemetry
+from gpufleet.service.dashboard_overview import FINDINGS_DAYS, no_telemetry, window_text
 from gpufleet.service.deps import state
 from gpufleet.service.errors import NotFound
 
@@ -79,8 +79,8 @@ def findings(request: Request, s: SignedIn) -> Response:
     except GpufleetError as exc:
         return refused(request, title, s, exc)
     export = (
-        f"<p>Telemetry of the last {FINDINGS_DAYS} days (p95, 20 % headroom); savings per month on an "
-        "on-demand basis. Export every GPU: "
+        f"<p>Telemetry of {escape(window_text(ff))}; cost and savings per month: each GPU's price per "
+        "GPU-hour x 730 h, savings on an on-demand basis. Export every GPU: "
         '<a href="/findings/export.csv" download>CSV (Compute Optimizer columns)</a> · '
         '<a href="/findings/export.json" download>JSON (the API document)</a></p>'
     )
@@ -97,7 +97,9 @@ def findings(request: Request, s: SignedIn) -> Response:
         {1, 2, 3},
     )
     gpus = _table(
-        f"GPUs, largest saving first (the first {GPU_ROWS}; usd_month and savings_month in USD/month)",
+        f"GPUs, largest saving first (the first {GPU_ROWS}; compute and gpu_util at the window's "
+        "percentile, mem_p99_gib the 99th percentile of memory used [GiB]; usd_month and savings_month in "
+        "USD/month)",
         list(FINDING_COLUMNS),
         finding_rows(ff, GPU_ROWS),
         {6, 7, 8, 9, 11, 12},

@@ -1,0 +1,81 @@
+"""The dashboard read as the platform engineer who must act on it: every figure says its unit and what it
+is per, empty states say what to do next (for the role that can do it), errors name the field and how to fix
+it."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from .fixtures import Env, make_env
+from .test_dashboard import sign_in
+
+
+@pytest.fixture
+def env(sqlite_url: str, tmp_path: Path) -> Iterator[Env]:
+    """The app with its own telemetry folder (the default is the user's data folder, shared by every run)."""
+    yield from make_env(sqlite_url, telemetry_dir=tmp_path / "telemetry")
+
+
+def _main(html: str) -> str:
+    return html.split('<main id="main">', 1)[1]
+
+
+def test_empty_states_say_what_to_do_next_for_each_role(env: Env) -> None:
+    editor = env.client
+    sign_in(editor, env.tokens["a_editor"])
+    overview = _main(editor.get("/").text)
+    assert (
+        "No succeeded plan yet for team a: cost per month shows after one; upload a fleet file on the "
+        '<a href="/plan">Plan</a> page.'
+    ) in overview
+    assert 'on the <a href="/telemetry">Telemetry</a> page' in overview and "/api/v1" not in overview
+    viewer = TestClient(env.app)
+    sign_in(viewer, env.tokens["a_viewer"])
+    overview = _main(viewer.get("/").text)
+    assert "ask an editor of your team to plan a fleet file" in overview and 'href="/plan"' not in overview
+    assert "Ask an editor of your team to upload a telemetry file" in overview
+    assert "No webhooks yet: an admin of team a adds them." in viewer.get("/notifications").text
+    admin = TestClient(env.app)
+    sign_in(admin, env.tokens["a_admin"])
+    assert "No webhooks yet: add one below" in admin.get("/notifications").text
+    none = _main(editor.get("/catalog", params={"gpu": "H100", "max_price_usd_per_hour": "0.01"}).text)
+    assert "No offer matches these filters. Widen them" in none and "<table>" not in none
+
+
+def test_catalog_rows_say_zone_gpus_and_price_per_gpu(env: Env) -> None:
+    from gpufleet.catalog.listing import query_offers
+    from gpufleet.catalog.offers import load_offers
+
+    c = env.client
+    sign_in(c, env.tokens["a_viewer"])
+    page = _main(c.get("/catalog", params={"gpu": "H100", "provider": "aws", "region": "us-east-1"}).text)
+    want = query_offers(load_offers(), gpus=("H100",), providers=("aws",), regions=("us-east-1",))
+    assert f"{len(want):,} offers match (each zone's price is its own row)" in page
+    assert "on-demand price [USD/h, machine]" in page and "on-demand price [USD/h, per GPU]" in page
+    rows = re.findall(r"<tr><td>aws</td>(.*?)</tr>", page)
+    assert len(rows) == len(want)
+    for o, row in zip(want.records(), rows, strict=True):
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", "<td>" + row.split("<td>", 1)[1])
+        region, zone, _, gpu, gpus, machine, per_gpu = cells[:7]
+        assert (region, zone, gpu) == (o.region, o.zone or "-", o.gpu)
+        assert gpus == f"{o.gpu_count:g}" and "." not in gpus  # 8, not 8.0
+        assert machine == f"{o.price_on_demand_usd_per_hour:,.2f}"
+        assert per_gpu == f"{o.price_on_demand_usd_per_hour / o.gpu_count:,.2f}"
+    spot = _main(c.get("/catalog", params={"gpu": "H100", "provider": "aws", "spot": "1"}).text)
+    assert "spot price [USD/h, per GPU]" in spot
+
+
+def test_a_bad_recommend_number_names_its_field(env: Env) -> None:
+    c = env.client
+    csrf = sign_in(c, env.tokens["a_viewer"])
+    r = c.post("/recommend", data={"csrf": csrf, "model": "llama-3.1-8b", "input_len_tokens": "5k"})
+    assert r.status_code == 400
+    assert (
+        "Input length [tokens]: &#x27;5k&#x27; is not a whole number. Give a plain number, e.g. 512" in r.text
+    )
+    assert 'value="5k"' in r.text  # the form comes back as sent
