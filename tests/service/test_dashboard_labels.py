@@ -5,20 +5,11 @@ it."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
-import pytest
 from fastapi.testclient import TestClient
 
-from .fixtures import Env, make_env
+from .fixtures import Env
 from .test_dashboard import sign_in
-
-
-@pytest.fixture
-def env(sqlite_url: str, tmp_path: Path) -> Iterator[Env]:
-    """The app with its own telemetry folder (the default is the user's data folder, shared by every run)."""
-    yield from make_env(sqlite_url, telemetry_dir=tmp_path / "telemetry")
 
 
 def _main(html: str) -> str:
