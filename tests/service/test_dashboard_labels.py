@@ -70,3 +70,47 @@ def test_a_bad_recommend_number_names_its_field(env: Env) -> None:
         "Input length [tokens]: &#x27;5k&#x27; is not a whole number. Give a plain number, e.g. 512" in r.text
     )
     assert 'value="5k"' in r.text  # the form comes back as sent
+
+
+def test_a_job_page_says_when_and_its_result_downloads_with_the_session(env: Env) -> None:
+    """The job page gives queued / started / ended times and the run time; the result link works with the
+    dashboard session (it linked to the API, which answered 401 to a browser)."""
+    import json
+
+    from gpufleet.service.db import Job, make_engine, make_sessionmaker
+
+    engine = make_engine(env.url)
+    with make_sessionmaker(engine)() as db:
+        doc = {"kind": "telemetry_ingest", "report": {"rows_stored": 3}}
+        for status, result in (("succeeded", json.dumps(doc)), ("running", None)):
+            db.add(
+                Job(
+                    team_id=1, kind="telemetry_pull", status=status, params_json="{}", params_sha256=status,
+                    time_limit_s=60, created_unix_s=1_790_000_000.0, started_unix_s=1_790_000_001.0,
+                    finished_unix_s=1_790_000_013.5 if result else None, result_json=result,
+                )
+            )  # fmt: skip
+        db.commit()
+    engine.dispose()
+    c = env.client
+    sign_in(c, env.tokens["a_viewer"])
+    page = _main(c.get("/jobs/1").text)
+    assert (
+        "Queued 2026-09-21 14:13:20 UTC; started 2026-09-21 14:13:21 UTC; ended 2026-09-21 14:13:33 UTC"
+        in page
+    )
+    assert (
+        "(ran 12.5 s)." in page
+        and 'href="/jobs/1/result.json"' in page
+        and '/api/v1/jobs/1/result"' not in page
+    )
+    got = c.get("/jobs/1/result.json")
+    assert got.status_code == 200 and got.json() == doc
+    assert got.headers["content-disposition"] == 'attachment; filename="job-1-telemetry_pull.json"'
+    running = c.get("/jobs/2")
+    assert "reloads every 2 s until the job ends" in running.text and "result.json" not in running.text
+    early = c.get("/jobs/2/result.json")
+    assert early.status_code == 409 and "Job #2 is running: a result exists once it succeeded" in early.text
+    other = TestClient(env.app)
+    sign_in(other, env.tokens["b_admin"])
+    assert other.get("/jobs/1/result.json").status_code == 404  # another team's job: as missing

@@ -453,7 +453,10 @@ def job_page(request: Request, s: SignedIn, job_id: int) -> Response:
         f" ({escape(job.progress_text)}).</p>",
         f'<label for="progress">Progress</label> <progress id="progress" max="1" '
         f'value="{job.progress_fraction:.3f}">{job.progress_fraction:.0%}</progress>',
+        f"<p>{_job_times(job)}</p>",
     ]
+    if running:
+        parts.append("<p class='muted'>This page reloads every 2 s until the job ends.</p>")
     if job.error:
         parts.append(_error(job.error))
     if running and who.role != "viewer":
@@ -462,13 +465,53 @@ def job_page(request: Request, s: SignedIn, job_id: int) -> Response:
             f'value="{escape(csrf)}"><button type="submit">Cancel job</button></form>'
         )
     head = ""
+    if job.status == "succeeded" and job.result_json:
+        parts.append(
+            f'<p><a href="/jobs/{job.id}/result.json" download>Download the result (JSON, the document '
+            f"<code>GET /api/v1/jobs/{job.id}/result</code> gives)</a></p>"
+        )
     if job.status == "succeeded" and job.result_html:
         head, report = _embed_report(job.result_html)
-        parts.append(
-            f'<p><a href="/api/v1/jobs/{job.id}/result">JSON result (API, with a token)</a></p>' + report
-        )
+        parts.append(report)
     return _page(
         request, f"Job #{job.id}", "".join(parts), who, csrf, head=head, refresh_s=2 if running else None
+    )
+
+
+def _job_times(job: Job) -> str:
+    """When the job was queued, started and finished [UTC], and how long it ran [s]."""
+    from datetime import UTC, datetime
+
+    def utc(t: float) -> str:
+        return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+    out = f"Queued {utc(job.created_unix_s)}"
+    if job.started_unix_s is not None:
+        out += f"; started {utc(job.started_unix_s)}"
+    if job.finished_unix_s is not None:
+        out += f"; ended {utc(job.finished_unix_s)}"
+        if job.started_unix_s is not None:
+            out += f" (ran {job.finished_unix_s - job.started_unix_s:,.1f} s)"
+    return out + "."
+
+
+@router.get("/jobs/{job_id}/result.json", response_model=None)
+def job_result(request: Request, s: SignedIn, job_id: int) -> Response:
+    """A succeeded job's result document, downloaded with the session (the API's needs a bearer token)."""
+    try:
+        job = jobs.get_job(state(request).sm, s.who.team_id, job_id)
+        if job.status != "succeeded" or not job.result_json:
+            from gpufleet.service.errors import Conflict
+
+            raise Conflict(
+                f"Job #{job_id} is {job.status}: a result exists once it succeeded. Its page follows it."
+            )
+    except GpufleetError as exc:
+        return refused(request, "Job", s, exc)
+    return Response(
+        job.result_json,
+        media_type="application/json",
+        headers={"content-disposition": f'attachment; filename="job-{job.id}-{job.kind}.json"'},
     )
 
 
