@@ -114,3 +114,21 @@ def test_a_job_page_says_when_and_its_result_downloads_with_the_session(env: Env
     other = TestClient(env.app)
     sign_in(other, env.tokens["b_admin"])
     assert other.get("/jobs/1/result.json").status_code == 404  # another team's job: as missing
+
+
+def test_an_oversized_dashboard_upload_is_a_page_saying_so(sqlite_url: str) -> None:
+    """A too-large upload from a form is a page saying the limit and what to do, with a way back (a browser
+    showed the API's JSON); the API still answers JSON."""
+    from .fixtures import make_env
+
+    for env in make_env(sqlite_url, max_body_bytes=50_000):
+        csrf = sign_in(env.client, env.tokens["a_editor"])
+        big = b"# padding\n" * 10_000
+        r = env.client.post("/telemetry", data={"csrf": csrf}, files={"file": ("d.prom", big, "text/plain")})
+        assert r.status_code == 413 and r.headers["content-type"].startswith("text/html")
+        assert '<p role="alert">The request body is larger than the limit of 50,000 bytes.' in r.text
+        assert "split the fleet or telemetry file, e.g. by day" in r.text and 'href="/telemetry"' in r.text
+        api = env.client.post(
+            "/api/v1/telemetry/ingest", files={"file": ("d.prom", big)}, headers=env.h("a_editor")
+        )
+        assert api.status_code == 413 and "50,000 bytes" in api.json()["error"]["message"]
