@@ -180,7 +180,7 @@ def _findings_section(request: Request, s: SignedIn) -> str:
     from gpufleet.report.charts import bar_chart
     from gpufleet.service.telemetry_api import team_findings
 
-    head = f"<h2>Findings (telemetry of the last {FINDINGS_DAYS} days it holds)</h2>"
+    head = f"<h2>Findings ({FINDINGS_DAYS} days of telemetry up to its latest sample)</h2>"
     try:
         ff, summ = team_findings(state(request), s.who, FINDINGS_DAYS)
     except NotFound:
