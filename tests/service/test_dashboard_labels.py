@@ -31,6 +31,8 @@ def test_empty_states_say_what_to_do_next_for_each_role(env: Env) -> None:
     assert "ask an editor of your team to plan a fleet file" in overview and 'href="/plan"' not in overview
     assert "Ask an editor of your team to upload a telemetry file" in overview
     assert "No webhooks yet: an admin of team a adds them." in viewer.get("/notifications").text
+    assert "No schedules yet: an editor of team a adds them." in viewer.get("/schedules").text
+    assert "No schedules yet: add one below" in editor.get("/schedules").text
     admin = TestClient(env.app)
     sign_in(admin, env.tokens["a_admin"])
     assert "No webhooks yet: add one below" in admin.get("/notifications").text

@@ -78,7 +78,12 @@ def _schedules_body(request: Request, who: Principal, csrf: str, error: str = ""
         + "".join(trs)
         + "</tbody></table>"
         if rows
-        else "<p class='muted'>No schedules yet.</p>"
+        else "<p class='muted'>No schedules yet"
+        + (
+            ": add one below (e.g. a daily findings run, whose new savings go to the webhooks).</p>"
+            if editor
+            else f": an editor of team {escape(who.team_name)} adds them.</p>"
+        )
     )
     out = (
         (f'<p class="error" role="alert">{escape(error)}</p>' if error else "")
