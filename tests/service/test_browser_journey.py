@@ -2,7 +2,8 @@
 Chromium (Playwright) against a real `gpufleet serve` process.
 
 Outside the browser the test only starts the service, creates the team's token with the CLI as the README says
-(`gpufleet serve token create --team ml-platform --role admin`), and listens for the webhook on 127.0.0.1. The
+(`gpufleet serve token create --team ml-platform --role admin`, and a viewer's), and listens for the webhook
+on 127.0.0.1. The
 service's data folder holds the price history a platform's scheduled catalog refreshes leave behind (two aws
 refreshes of p5.48xlarge in us-east-1, written by the library's own refresh writer before the service starts:
 a refresh needs the providers' price APIs, which tests never reach).
@@ -12,8 +13,10 @@ team's cost per month and findings on the overview; gets a recommendation from t
 watches the plan job's progress until it succeeds and finds its cost on the overview; opens an offer's price
 history chart from the catalog; sets a webhook for new savings of at least 3,000 USD/month; runs findings.
 Every figure read is asserted against the same call through the library, and the receiver must get exactly
-the new savings the library's findings give above the threshold. No sleeps: each step waits for a state, with
-generous timeouts for a loaded 2-core machine.
+the new savings the library's findings give above the threshold. Then a viewer of the team sees the same
+figures and no editor or admin action. No fixed sleeps: each step waits for a state (the notifications page,
+which does not reload itself, is reloaded until the delivery is recorded), with generous timeouts for a loaded
+2-core machine: 28-48 s for the test and 8-20 s to start at loads of 2-14.
 """
 
 from __future__ import annotations
