@@ -374,8 +374,8 @@ def compare_at_load(
             None,
             None,
             (
-                f"The {which} deployment cannot hold {conc} concurrent requests (the workload's load); TTFT and "
-                "TPOT are compared at each deployment's operating batch."
+                f"The {which} deployment cannot hold {conc} concurrent requests (the workload's load); "
+                "TTFT and TPOT are compared at each deployment's operating batch."
             ),
         )
     return (
