@@ -317,6 +317,55 @@ def no_offers_message(table: OfferTable, w: Workload) -> str:
     )
 
 
+def _spot_dropped_all(
+    table: OfferTable,
+    w: Workload,
+    est: Estimator,
+    spot: dict[str, SpotAssumption],
+    host_rules: HostRules,
+    notes: tuple[str, ...],
+    base: dict[str, Any],
+) -> Recommendation | None:
+    """A training run on spot with no candidate left: when placements fit in memory on demand, spot's
+    interruptions dropped them all (lambda (tau/2 + R) > 0.5: a job of n nodes is interrupted n times as
+    often), which is no memory verdict. Answered as infeasible with the on-demand placements as the closest
+    options, said so; None when nothing fits on demand either (then it is a memory verdict).
+
+    Before, a 405B pre-training on 28 nodes of 8 x H200 priced on spot answered "CANNOT FIT: needs about
+    6,089.5 GiB on a single GPU ... no larger node count fits", while the same run on demand fits."""
+    od_w = replace(w, pricing="on_demand")
+    od = build_candidates(table, od_w, est, spot, host_rules)
+    if not len(od):
+        return None
+    rows = np.flatnonzero(np.ones(len(od), dtype=bool))
+    srt = rows[np.lexsort((od.offer, od.cost_usd_per_run, np.round(od.slo_gap, 6)))]
+    why = "not runnable on spot (interruptions lose more than half the run); priced on demand here"
+    closest = tuple(
+        replace(c, slo_misses=(why, *c.slo_misses))
+        for c in (materialise(od, od_w, int(r), spot) for r in _dedupe(od, srt, MAX_CLOSEST))
+    )
+    c0 = closest[0]
+    msg = (
+        f"INFEASIBLE ON SPOT: {len(od)} placements fit in memory, but on spot each loses more than half its "
+        "run to interruptions (lambda (tau/2 + R) > 0.5: a job stops whenever any of its nodes is "
+        f"interrupted, and the closest needs {c0.total_nodes} node(s)). Closest on demand: {c0.provider} "
+        f"{c0.instance_type} x{c0.total_nodes} (on-demand prices below"
+        + (f"; {'; '.join(c0.slo_misses[1:])}" if c0.slo_misses[1:] else "")
+        + "). Run it on demand or under a commitment, on fewer nodes, or with a faster restart and "
+        "checkpoint (a spot assumptions file)."
+    )
+    return Recommendation(
+        status="infeasible_slo",
+        best=None,
+        ranked=(),
+        pareto=(),
+        closest=closest,
+        message=msg,
+        notes=notes,
+        **base,
+    )
+
+
 @checked_output("recommendation")
 def recommend_on(
     table: OfferTable,
@@ -352,6 +401,10 @@ def recommend_on(
         return Recommendation(
             status="no_offers", best=None, ranked=(), pareto=(), message=msg, notes=notes, **base
         )
+    if len(cs) == 0 and w.pricing == "spot" and w.is_training:
+        spot_out = _spot_dropped_all(table, w, est, spot, host_rules, notes, base)
+        if spot_out is not None:
+            return spot_out
     if len(cs) == 0:
         cf = analyse_cannot_fit(table, w, est, spot, full_table if full_table is not None else table)
         msg = "CANNOT FIT: " + cf.reason
