@@ -46,7 +46,7 @@ def test_commitment_above_on_demand_at_the_schedule_is_said() -> None:
     b = r.best
     od = _on_demand_rate(b)
     break_even = b.price_usd_per_node_hour / od  # share of 730 h the workload must run
-    assert 300 / HOURS_PER_MONTH < break_even
+    assert break_even > 300 / HOURS_PER_MONTH
     od_month = od * b.total_nodes * 300  # the same nodes on demand for the hours they run
     assert b.cost_usd_per_month > od_month
     assert math.isclose(b.cost_usd_per_month, b.price_usd_per_node_hour * b.total_nodes * HOURS_PER_MONTH)
