@@ -80,3 +80,18 @@ def test_host_vcpu_units_by_hand() -> None:
     assert host_vcpu_units(vc, 1, job=False).tolist() == [0, 2, 6, 94]
     # a job of 8 GPUs per replica: vCPUs / (4 x 8)
     assert host_vcpu_units(vc, 8, job=True).tolist() == [0, 0, 0, 3]
+
+
+def test_waterfall_without_a_current_deployment_names_its_baseline(tmp_path: Path) -> None:
+    """Review scenario (a new platform, nothing deployed): the waterfall's "% of today" was measured against
+    a baseline the table did not name ("no current deployment given"); it is the right-sized on-demand plan,
+    and the spot saving is recomputed from it."""
+    f = tmp_path / "fleet.yaml"
+    f.write_text(FLEET.replace("job: true}", "job: true}\n    preemptible_fraction: 1.0"))
+    plan = plan_fleet(f)
+    by = {lv.name: lv for lv in plan.levers}
+    assert "'today' is the right-sized on-demand plan" in by["schedule"].note
+    base = by["schedule"].usd_per_month_before
+    sp = by["spot"]
+    assert base is not None and sp.savings_usd_per_month is not None and sp.savings_pct is not None
+    assert abs(sp.savings_pct - 100 * sp.savings_usd_per_month / base) < 1e-6
