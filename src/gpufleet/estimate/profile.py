@@ -437,7 +437,10 @@ def class_interval(
     keys = [class_key(family, m) for m in sorted(mechanisms)] or [class_key(family, "dense")]
     qs = [quantiles.get(k, heldout_widened(whole)) for k in keys]
     lo, hi = min(q[0] for q in qs), max(q[1] for q in qs)
-    return heldout_widened((lo, hi), extra) if extra else (lo, hi)
+    if extra:
+        lo, hi = heldout_widened((lo, hi), extra)
+    floor = interval_floor(family)
+    return min(lo, -floor), max(hi, floor)
 
 
 def make_interval(central: float, family: str, profile: CalibrationProfile, widen: int = 0) -> Interval:
