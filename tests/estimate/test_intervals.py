@@ -88,8 +88,11 @@ def test_a_class_with_few_cases_pools_with_its_family() -> None:
     q = fit_class_quantiles(held, fam, mech)
     moe = [held[g][k] for g in GROUPINGS for k in ids[:n]]
     assert q["training/moe"] == pytest.approx((float(np.quantile(moe, 0.1)), float(np.quantile(moe, 0.9))))
-    whole = q["training/all"]
-    assert q["training/multinode"] == pytest.approx((whole[0] * HELDOUT_EXTRA_FACTOR, whole[1] * 1.25))
+    whole = q["training/all"]  # the dense estimate's interval, floor included, widened
+    floor = interval_floor("training")
+    assert q["training/multinode"] == pytest.approx(
+        (min(whole[0], -floor) * HELDOUT_EXTRA_FACTOR, max(whole[1], floor) * 1.25)
+    )
     assert q["training/moe"][0] < q["training/dense"][0]  # the far-off class does not drag the dense one
     gen = [held["generation"][k] for k in ids]
     assert q["training/new_generation"][0] == pytest.approx(float(np.quantile(gen, 0.1)))
@@ -139,17 +142,20 @@ def test_shipped_profile_has_held_out_class_quantiles() -> None:
 
 
 def test_shipped_intervals_cover_held_out_measurements_as_stated() -> None:
-    """Scored out of sample (cross-fitted, the scales nested), held-out speed measurements fall inside p10-p90
-    75-85 % of the time at a median width of at most 2.2x (issue 25's target), and training and throughput,
-    whose intervals sit above the floor, each within 70-90 % (README "Accuracy" states the figures; latency
-    sits at its floor, run-to-run spread, and covers more)."""
+    """Scored out of sample (cross-fitted, the scales nested), held-out training and throughput measurements
+    fall inside p10-p90 75-85 % of the time (issue 25's band; their scales are fitted to 80 %), all speed
+    metrics at a median width of at most 2.2x. Latency sits at its floor (run-to-run spread) whatever the
+    scale and covers more, which lifts the speed total a little above 85 % (README "Accuracy")."""
     p = load_profile()
     scores = crossfit_scores(read_cases(CASES_CSV), p.logo_residuals, p.fitted)
     assert {s.family for s in scores} == {"training", "throughput", "latency"}
-    assert 0.75 <= np.mean([s.inside for s in scores]) <= 0.85
+    assert 0.75 <= np.mean([s.inside for s in scores]) <= 0.90
     assert np.median([s.width for s in scores]) <= 2.2
     for fam in ("training", "throughput"):
-        assert 0.70 <= np.mean([s.inside for s in scores if s.family == fam]) <= 0.90, fam
+        assert 0.75 <= np.mean([s.inside for s in scores if s.family == fam]) <= 0.85, fam
+    latency = [s for s in scores if s.family == "latency"]
+    assert np.mean([s.inside for s in latency]) >= 0.75
+    assert np.median([s.width for s in latency]) <= math.exp(2 * interval_floor("latency")) * 1.25
 
 
 def test_eager_transformers_priors_predict_the_h200_rows_without_fitting_the_stack() -> None:
@@ -264,3 +270,15 @@ def test_the_scale_of_a_scored_group_never_sees_its_residuals() -> None:
     assert vendor_amd and all(w0[k] == pytest.approx(w1[k]) for k in vendor_amd)
     # a case of another group does see them (its scale and classes were fitted with the AMD cases)
     assert any(w0[k] != pytest.approx(w1[k]) for k in w0 if k[1] == "generation" and k[0].startswith("H"))
+
+
+def test_a_family_inside_its_floor_keeps_its_deciles() -> None:
+    """Residuals all inside the floor meet the target at any scale: nothing identifies a narrower interval,
+    so the scale stays 1 (not the bottom of the search range); an uncovered class stays wider than dense."""
+    held, info, ids = _over_covering()
+    small = {g: {k: 0.1 * v for k, v in h.items()} for g, h in held.items()}
+    assert fit_interval_scales(small, info, ids)["training"] == 1.0
+    q = fit_class_quantiles(small, {k: "training" for k in ids}, {k: frozenset() for k in ids})
+    dense = class_interval(q, "training", set())
+    new = class_interval(q, "training", {"new_generation"})
+    assert dense is not None and new is not None and new[1] - new[0] > dense[1] - dense[0]

@@ -166,12 +166,18 @@ def _scaled(raw: Mapping[str, _RawFamily], scales: Mapping[str, float]) -> dict[
         dense = whole if dense_raw is None else _times(dense_raw, s)
         out[class_key(fam, "dense")] = dense
         floor = interval_floor(fam)
+
+        def floored(q: tuple[float, float]) -> tuple[float, float]:
+            return min(q[0], -floor), max(q[1], floor)  # noqa: B023 (used within this iteration)
+
         for mech in (*CASE_CLASSES[1:], "new_generation"):
             q = classes[mech]
+            # a class the data do not resolve takes the interval a dense estimate gets, floor included,
+            # widened: never as narrow as the dense one
             if q is None:
-                out[class_key(fam, mech)] = heldout_widened(thin)
+                out[class_key(fam, mech)] = heldout_widened(floored(thin))
             elif -floor <= q[0] and q[1] <= floor:  # residuals inside the floor show no extra error
-                out[class_key(fam, mech)] = heldout_widened(dense)
+                out[class_key(fam, mech)] = heldout_widened(floored(dense))
             else:
                 out[class_key(fam, mech)] = _times(q, s)
     return out
@@ -266,7 +272,8 @@ def fit_interval_scales(
     the class rule itself does not fit: the envelope of several classes, the widening per reason no class
     covers, the floors. A family with fewer than :data:`MIN_CLASS_CASES` cases in ``ids`` takes the pooled
     scale. Coverage never falls as the scale grows, so a bisection finds it; a family short of the target
-    even at :data:`SCALE_RANGE`'s top takes that."""
+    even at :data:`SCALE_RANGE`'s top takes that, and one that meets it even at the bottom (its intervals
+    are at the floor whatever the scale: nothing identifies a narrower one) keeps 1."""
     ids = [k for k in ids if k in info]
     folds = _inner_folds(held, info, ids)
     targets = [POOLED] + [
@@ -291,6 +298,9 @@ def fit_interval_scales(
         lo, hi = math.log(SCALE_RANGE[0]), math.log(SCALE_RANGE[1])
         if coverage(target, math.exp(hi)) < TARGET_COVERAGE:
             out[target] = math.exp(hi)
+            continue
+        if coverage(target, math.exp(lo)) >= TARGET_COVERAGE:  # the floors alone hold the target: the
+            out[target] = 1.0  # deciles are not identified below them, so they stay as measured
             continue
         for _ in range(SCALE_SEARCH_STEPS):
             mid = 0.5 * (lo + hi)
