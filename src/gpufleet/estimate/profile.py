@@ -429,8 +429,9 @@ def class_interval(
     quantiles: Mapping[str, tuple[float, float]], family: str, mechanisms: Collection[str], extra: int = 0
 ) -> tuple[float, float] | None:
     """(lo, hi) in log space for an estimate of ``family`` in ``mechanisms`` (none = dense): the envelope of
-    their held-out class intervals, widened ``extra`` times for reasons no class covers; None when
-    ``quantiles`` has no held-out classes for ``family`` (a profile from before them)."""
+    their held-out class intervals, widened ``extra`` times for reasons no class covers, then floored
+    (:func:`interval_floor`: the floor bounds the final interval, not each class); None when ``quantiles``
+    has no held-out classes for ``family`` (a profile from before them)."""
     whole = quantiles.get(class_key(family, "all"))
     if whole is None:
         return None
