@@ -328,7 +328,8 @@ async def recommend(request: Request, s: SignedIn, form: PostedForm) -> Response
             workload[k] = float(workload[k])
         for k in {"input_len_tokens", "output_len_tokens"} & set(workload):
             workload[k] = int(workload[k])
-        offers = await run_in_threadpool(team_offers, state(request).sm, who.team_id)
+        st = state(request)  # the latest refreshed catalog, with the team's catalogs applied
+        offers = await run_in_threadpool(lambda: team_offers(st.sm, who.team_id, st.catalogs.current().table))
         result = await run_in_threadpool(lambda: run(workload, offers=offers))
     except (GpufleetError, ValueError) as exc:
         text = str(exc) if isinstance(exc, GpufleetError) else f"Not a number: {exc}. Give plain numbers."
