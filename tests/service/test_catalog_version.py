@@ -57,10 +57,11 @@ def _azure_api(scale: float) -> httpx.MockTransport:
 
 @pytest.fixture
 def two_apps(
-    sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    any_db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[tuple[Env, TestClient]]:
-    """This process's app and a second app (another replica) on the same database; catalog_check_s 0: each
-    request asks the database for the version."""
+    """This process's app and a second app (another replica) on the same database (SQLite, PostgreSQL);
+    catalog_check_s 0: each request asks the database for the version."""
+    sqlite_url = any_db_url
     monkeypatch.setenv("GPUFLEET_DATA_DIR", str(tmp_path / "data"))
     monkeypatch.setattr(fetch_http, "BACKOFF_S", 0.0)
     for env in make_env(sqlite_url, catalog_check_s=0.0):

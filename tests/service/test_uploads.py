@@ -60,7 +60,8 @@ def _team(env: Env, name: str) -> int:
         return int(db.scalar(select(Team.id).where(Team.name == name)))
 
 
-def test_upload_list_get_delete_and_cross_team_404(env: Env, trace_text: str) -> None:
+def test_upload_list_get_delete_and_cross_team_404(any_env: Env, trace_text: str) -> None:
+    env = any_env  # SQLite and PostgreSQL
     r = _up(env, "a_editor", "trace", "conv.csv", trace_text)
     assert r.status_code == 201, r.text
     up = r.json()
