@@ -275,3 +275,64 @@ def test_an_autoscale_job_runs_through_the_worker(worker_env: Env, trace_text: s
     doc = env.client.get(f"/api/v1/jobs/{job_id}/result", headers=env.h("a_viewer")).json()
     assert doc["kind"] == "simulation_autoscale" and doc["result"]["requests"] == 299
     assert isinstance(env.app.state.gpufleet.runner, JobRunner)
+
+
+def test_dashboard_simulations_page_uploads_and_submits_jobs(env: Env, trace_text: str) -> None:
+    from .test_dashboard import sign_in
+
+    c = env.client
+    csrf = sign_in(c, env.tokens["a_editor"])
+    page = c.get("/simulations")
+    assert page.status_code == 200 and 'href="/simulations"' in page.text
+    assert '<label for="upload_file">' in page.text and "Upload a request trace first" in page.text
+    files = {"file": ("../../conv.csv", trace_text.encode())}
+    # no CSRF token: refused
+    r = c.post("/simulations/uploads", data={"kind": "trace"}, files=files, follow_redirects=False)
+    assert r.status_code == 403
+    r = c.post(
+        "/simulations/uploads", data={"kind": "trace", "csrf": csrf}, files=files, follow_redirects=False
+    )
+    assert r.status_code == 303, r.text
+    bad = c.post(
+        "/simulations/uploads",
+        data={"kind": "trace", "csrf": csrf},
+        files={"file": ("x.csv", b"a,b\n1,2\n")},
+    )
+    assert bad.status_code == 422 and "match no known layout" in bad.text
+    page = c.get("/simulations")
+    assert "conv.csv" in page.text and "299 requests" in page.text and '<label for="as_trace">' in page.text
+    up = c.get("/api/v1/uploads", headers=env.h("a_viewer")).json()[0]
+    form = {
+        "csrf": csrf,
+        "trace": str(up["id"]),
+        "model": "llama-3.1-8b",
+        "gpu": "l4",
+        "policy": "hpa",
+        "min_replicas": "1",
+        "max_replicas": "8",
+        "slo_ttft_s": "2",
+        "slo_tpot_s": "0.2",
+        "seed": "0",
+    }
+    r = c.post("/simulations/autoscale", data=form, follow_redirects=False)
+    assert r.status_code == 303 and r.headers["location"].startswith("/jobs/")
+    job_id = int(r.headers["location"].rsplit("/", 1)[1])
+    job = c.get(f"/api/v1/jobs/{job_id}", headers=env.h("a_viewer")).json()
+    assert job["kind"] == "simulate" and job["status"] == "queued"
+    doc = _run_job(env, job_id)
+    assert doc["kind"] == "simulation_autoscale" and doc["result"]["requests"] == 299
+    wrong = c.post("/simulations/autoscale", data=form | {"max_replicas": "many"})
+    assert wrong.status_code == 400 and "whole number" in wrong.text
+    # a viewer sees the list, no form, and the routes refuse
+    c.cookies.clear()
+    vcsrf = sign_in(c, env.tokens["a_viewer"])
+    page = c.get("/simulations")
+    assert "conv.csv" in page.text and "upload_file" not in page.text
+    r = c.post("/simulations/autoscale", data=form | {"csrf": vcsrf})
+    assert r.status_code == 403
+    r = c.post(f"/simulations/uploads/{up['id']}/delete", data={"csrf": vcsrf})
+    assert r.status_code == 403
+    # another team never sees it
+    c.cookies.clear()
+    sign_in(c, env.tokens["b_admin"])
+    assert "conv.csv" not in c.get("/simulations").text

@@ -188,7 +188,8 @@ def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
     app.include_router(importlib.import_module("gpufleet.service.uploads_api").router)
     app.include_router(dashboard_router)
     app.include_router(dashboard_notify_router)
-    for page in ("dashboard_overview", "dashboard_catalog", "dashboard_catalogs", "dashboard_findings"):
+    pages = ("dashboard_overview", "dashboard_catalog", "dashboard_catalogs", "dashboard_findings")
+    for page in (*pages, "dashboard_simulations"):
         app.include_router(importlib.import_module(f"gpufleet.service.{page}").router)
     app.add_exception_handler(SignInRequired, to_login)
 

@@ -93,6 +93,7 @@ def _page(
             links.append(("/plan", "Plan"))
         links += [
             ("/jobs", "Jobs"),
+            ("/simulations", "Simulations"),
             ("/findings", "Findings"),
             ("/telemetry", "Telemetry"),
             ("/schedules", "Schedules"),
