@@ -27,10 +27,9 @@ BATCH_POLICIES = ("easy", "fifo", "priority", "deadline", "offpeak", "spot")
 
 
 def _options(values: tuple[str, ...] | list[tuple[str, str]], selected: str = "") -> str:
-    pairs = [(v, v) for v in values] if values and isinstance(values[0], str) else values
+    pairs = [(v, v) if isinstance(v, str) else v for v in values]
     return "".join(
-        f'<option value="{escape(str(v))}"{" selected" if str(v) == selected else ""}>'
-        f"{escape(str(t))}</option>"
+        f'<option value="{escape(v)}"{" selected" if v == selected else ""}>{escape(t)}</option>'
         for v, t in pairs
     )
 
