@@ -336,3 +336,24 @@ def test_dashboard_simulations_page_uploads_and_submits_jobs(env: Env, trace_tex
     c.cookies.clear()
     sign_in(c, env.tokens["b_admin"])
     assert "conv.csv" not in c.get("/simulations").text
+
+
+def test_a_schedule_runs_a_simulation_over_the_team_upload(env: Env, trace_text: str) -> None:
+    from gpufleet.service import scheduler
+
+    up = _up(env, "a_editor", "trace", "conv.csv", trace_text).json()
+    body = {
+        "name": "nightly autoscale",
+        "cron": "0 2 * * *",
+        "kind": "simulate",
+        "params": {"simulator": "autoscale", "trace": up["id"], "gpu": "l4"},
+    }
+    other = env.client.post("/api/v1/schedules", json=body, headers=env.h("b_admin"))
+    assert other.status_code == 404  # another team's upload
+    r = env.client.post("/api/v1/schedules", json=body, headers=env.h("a_editor"))
+    assert r.status_code == 201, r.text
+    assert r.json()["params"]["upload_sha256"] == {str(up["id"]): up["sha256"]}
+    queued = scheduler.tick(env.app.state.gpufleet.sm, r.json()["next_due_unix_s"] + 1.0, "r1")
+    assert len(queued) == 1
+    doc = _run_job(env, queued[0])
+    assert doc["kind"] == "simulation_autoscale" and doc["result"]["requests"] == 299
