@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 from fastapi.testclient import TestClient
 from sqlalchemy import select
 
@@ -214,3 +215,28 @@ def test_the_version_is_asked_at_most_every_n_seconds_and_built_once_per_version
         assert second.version == f"refresh-{refresh['refresh_id']}" and versions.builds == 2
         now[0] += 30.0
         assert versions.current() is second and versions.builds == 2  # same version: not rebuilt
+
+
+def test_a_plan_job_process_plans_on_the_refreshed_prices(
+    two_apps: tuple[Env, TestClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env, _ = two_apps
+    _refresh_through_the_worker(env, monkeypatch, 1.1)
+    sm = env.app.state.gpufleet.sm
+    fleet = yaml.safe_load(Path("examples/fleets/mig-inference.yaml").read_text())
+    params = check_params("plan", {"fleet": fleet, "source": "mig.yaml"})
+    seen: list[Any] = []
+
+    def fake_plan(fleet: Any, *, offers: Any = None, **_: Any) -> Any:
+        seen.append(offers)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr("gpufleet.fleet.plan.plan_fleet", fake_plan)
+    with pytest.raises(RuntimeError):
+        execute("plan", params | _child_inputs(sm, "plan", 1, params), lambda f, t: None)
+    rows = [
+        o
+        for o in seen[0].filter(provider="azure").records()
+        if o.instance_type == "Standard_NC4as_T4_v3" and o.region == "eastus"
+    ]
+    assert [o.price_on_demand_usd_per_hour for o in rows] == [pytest.approx(1.1 * 0.55)]

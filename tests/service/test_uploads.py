@@ -357,3 +357,56 @@ def test_a_schedule_runs_a_simulation_over_the_team_upload(env: Env, trace_text:
     assert len(queued) == 1
     doc = _run_job(env, queued[0])
     assert doc["kind"] == "simulation_autoscale" and doc["result"]["requests"] == 299
+
+
+def test_serve_max_upload_mib_sets_the_upload_limit(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import uvicorn
+
+    seen: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda application, **kw: seen.append(application))
+    db = str(tmp_path / "s.sqlite3")
+    for flag, want in (([], 8 * 1024 * 1024), (["--max-upload-mib", "0.5"], 512 * 1024)):
+        res = CliRunner().invoke(cli_app, ["serve", "--db", db, "--no-scheduler", *flag])
+        assert res.exit_code == 0, res.output
+        assert seen[-1].state.gpufleet.settings.upload_max_bytes == want
+    res = CliRunner().invoke(cli_app, ["serve", "--db", db, "--max-upload-mib", "0"])
+    assert res.exit_code == 2
+
+
+def test_malformed_upload_requests_are_4xx(env: Env) -> None:
+    c, h = env.client, env.h("a_editor")
+    assert c.post("/api/v1/uploads", data={"kind": "trace"}, headers=h).status_code == 422  # no file
+    r = c.post("/api/v1/uploads", data={"kind": "trace", "file": "a,b"}, headers=h)
+    assert r.status_code == 422 and "file" in r.json()["error"]["message"]
+    r = c.post("/api/v1/uploads", files={"file": ("t.csv", b"x")}, headers=h)  # no kind
+    assert r.status_code == 422
+    r = c.post("/api/v1/uploads", json={"kind": "trace"}, headers=h)
+    assert r.status_code == 422
+    assert c.get("/api/v1/uploads?kind=../x", headers=h).status_code == 422
+    assert c.get("/api/v1/uploads/abc", headers=h).status_code == 422
+    assert c.get("/api/v1/uploads/999999", headers=h).status_code == 404
+    assert (
+        c.post("/api/v1/uploads", files={"file": ("t.csv", b"x")}, data={"kind": "trace"}).status_code == 401
+    )
+
+
+def test_an_autoscale_sweep_over_two_uploaded_traces_names_them_by_id(env: Env, trace_text: str) -> None:
+    short = "\n".join(trace_text.splitlines()[:150]) + "\n"
+    a = _up(env, "a_editor", "trace", "a.csv", trace_text).json()
+    b = _up(env, "a_editor", "trace", "b.csv", short).json()
+    sweep = {
+        "kind": "autoscale",
+        "base": {"gpu": "l4", "policy": "hpa"},
+        "grid": {"trace": [a["id"], b["id"]]},
+        "seeds": [0],
+    }
+    r = env.client.post("/api/v1/jobs", json={"kind": "sweep", "params": sweep}, headers=env.h("a_editor"))
+    assert r.status_code == 202, r.text
+    doc = _run_job(env, r.json()["id"])
+    res = doc["result"]
+    col = res["columns"].index("trace")
+    assert [row[col] for row in res["rows"]] == [a["id"], b["id"]]
+    b_other = _up(env, "b_admin", "trace", "c.csv", short).json()
+    mixed = sweep | {"grid": {"trace": [a["id"], b_other["id"]]}}
+    r = env.client.post("/api/v1/jobs", json={"kind": "sweep", "params": mixed}, headers=env.h("a_editor"))
+    assert r.status_code == 404  # one of another team's uploads
