@@ -15,6 +15,7 @@ else:
         any_db_url,
         any_env,
         env,
+        isolated_data_dir,
         library_cache_bounds,
         pg_server,
         sqlite_url,

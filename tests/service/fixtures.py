@@ -37,6 +37,15 @@ def library_cache_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(candidates, "_CACHE_MAX", candidates._CACHE_MAX)
 
 
+@pytest.fixture(autouse=True)
+def isolated_data_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Each service test keeps its data folder (teams' telemetry stores, refreshed prices) in its own
+    temporary folder: a telemetry upload of one test (or of anyone on this machine) in the user's
+    ~/.local/share/gpufleet made another test's "no telemetry yet" page show findings. A test may set its
+    own GPUFLEET_DATA_DIR on top."""
+    monkeypatch.setenv("GPUFLEET_DATA_DIR", str(tmp_path / "gpufleet-data"))
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[pg.PgServer]:
     server, why = pg.start()

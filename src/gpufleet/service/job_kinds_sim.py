@@ -46,7 +46,6 @@ AUTOSCALE_OPTIONS: dict[str, tuple[type, ...]] = {
     "seed": (int,),
 }
 BATCH_OPTIONS: dict[str, tuple[type, ...]] = {
-    "fleet": (int,),
     "policy": (str,),
     "jobs_format": (str,),
     "seed": (int,),
@@ -164,7 +163,7 @@ def check(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
                 "/api/v1/uploads)."
             )
         opts = {k: v for k, v in params.items() if k not in ("simulator", "upload_sha256", *files)}
-        _typed(where, opts, AUTOSCALE_OPTIONS if sim == "autoscale" else BATCH_OPTIONS | {"fleet": (int,)})
+        _typed(where, opts, AUTOSCALE_OPTIONS if sim == "autoscale" else BATCH_OPTIONS)
         _check_values(where, sim, opts)
         return dict(params) | {"upload_sha256": _digests(where, params, ids)}
     where = f"sweep job ({params['kind']})"
