@@ -240,3 +240,23 @@ def test_a_plan_job_process_plans_on_the_refreshed_prices(
         if o.instance_type == "Standard_NC4as_T4_v3" and o.region == "eastus"
     ]
     assert [o.price_on_demand_usd_per_hour for o in rows] == [pytest.approx(1.1 * 0.55)]
+
+
+def test_a_team_catalog_applies_on_top_of_the_refreshed_prices(
+    two_apps: tuple[Env, TestClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    env, _ = two_apps
+    onprem = Path("tests/data/user_catalogs/onprem.yaml").read_text()
+    r = env.client.post(
+        "/api/v1/catalogs", json={"name": "onprem.yaml", "text": onprem}, headers=env.h("a_editor")
+    )
+    assert r.status_code == 201, r.text
+    _refresh_through_the_worker(env, monkeypatch, 1.1)
+    prices, doc = _offer_prices(env.client, env)  # team a: its catalog and the refreshed azure prices
+    assert doc["catalog"]["version"].startswith("refresh-")
+    assert prices["Standard_NC4as_T4_v3"] == pytest.approx(1.1 * 0.55)
+    mine = env.client.get("/api/v1/catalog/offers?provider=onprem", headers=env.h("a_viewer")).json()
+    assert mine["page"]["total"] > 0
+    other = env.client.get("/api/v1/catalog/offers?provider=onprem", headers=env.h("b_admin"))
+    assert other.status_code == 404  # another team's machines are unknown to it
+    assert "Unknown provider 'onprem'" in other.json()["error"]["message"]
