@@ -36,7 +36,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
     """(base URL, admin token) of a `gpufleet serve` process."""
     port = _free_port()
     db = tmp_path_factory.mktemp("serve") / "service.sqlite3"
-    env = os.environ | {"PYTHONUNBUFFERED": "1", "GPUFLEET_DB": ""}
+    data = str(db.parent / "data")  # its own data folder: never the user's telemetry (~/.local/share)
+    env = os.environ | {"PYTHONUNBUFFERED": "1", "GPUFLEET_DB": "", "GPUFLEET_DATA_DIR": data}
     proc = subprocess.Popen(
         [
             sys.executable,
