@@ -128,6 +128,14 @@ def test_bad_content_and_oversized_bodies_are_4xx_with_one_paragraph(env: Env) -
     assert env.client.get("/api/v1/uploads", headers=env.h("a_viewer")).json() == []
 
 
+def test_a_nul_character_anywhere_is_refused_on_both_databases(any_env: Env, trace_text: str) -> None:
+    lines = trace_text.splitlines()
+    lines[250] = lines[250] + "\x00"  # past the first 4 KiB
+    r = _up(any_env, "a_editor", "trace", "t.csv", "\n".join(lines) + "\n")
+    assert r.status_code == 400 and "NUL character on line 251" in r.json()["error"]["message"]
+    assert any_env.client.get("/api/v1/uploads", headers=any_env.h("a_viewer")).json() == []
+
+
 def test_an_upload_over_the_limit_is_413(sqlite_url: str, trace_text: str) -> None:
     for env in make_env(sqlite_url, upload_max_bytes=1000):
         r = _up(env, "a_editor", "trace", "t.csv", trace_text)

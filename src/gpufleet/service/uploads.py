@@ -135,6 +135,12 @@ def save(
         raise InputError("The uploaded file is empty: give a file with a header line and rows.")
     name = safe_upload_name(kind, filename)
     text = decode_user_bytes(data, source=f"The uploaded file {name}")
+    if "\x00" in text:  # past the first 4 KiB decode_user_bytes looks at; PostgreSQL text cannot hold it
+        line = text[: text.index("\x00")].count("\n") + 1
+        raise InputError(
+            f"The uploaded file {name} has a NUL character on line {line}: it is not a text file. Give the "
+            "CSV, JSON Lines, YAML or JSON text file the simulator reads."
+        )
     layout, summary = check_upload(kind, name, text, input_format)
     with sm() as db:
         n = db.scalar(select(func.count()).select_from(Upload).where(Upload.team_id == who.team_id)) or 0
