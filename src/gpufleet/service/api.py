@@ -105,10 +105,11 @@ async def catalog_offers(
 ) -> Response:
     """Offers across providers, filtered, sorted and paged (``page``: total, limit, offset).
 
-    The shipped catalog with the team's user catalogs applied (its own machines, negotiated prices). The
-    answer to a query already answered on the same shipped table and the same user catalogs is served from
-    memory (the key is the digest of the team's catalog files and every parameter: a team never gets an
-    answer computed with another team's catalogs)."""
+    The latest refreshed catalog (``catalog``: its version and capture times; header ``X-Gpufleet-Catalog``)
+    with the team's user catalogs applied (its own machines, negotiated prices). The answer to a query
+    already answered on the same catalog version and the same user catalogs is served from memory (the key
+    is the digest of the team's catalog files and every parameter: a team never gets an answer computed with
+    another team's catalogs)."""
     from gpufleet.service.user_catalogs import catalogs_version, files_of, offers_with
 
     if order not in ("asc", "desc"):

@@ -3,10 +3,12 @@
 - ``catalog_refresh``: ``{"provider": aws|azure|gcp, "regions": [...] (default: the shipped regions)}`` ->
   `gpufleet catalog update` (:func:`gpufleet.catalog.fetch.refresh` + ``write_result``: prices appended to the
   history), and the prices that changed against the catalog before it (the previous refresh, else the shipped
-  snapshot), one change per offer and price kind;
-- ``simulate``: ``{"simulator": "spot", "model", "tokens", ...}`` -> `gpufleet simulate spot` (the simulators
-  that read trace or job files, autoscale and batch, are not offered: a request cannot name server files);
+  snapshot), one change per offer and price kind; the provider's offer table as written rides along as
+  ``_offers_csv``, which the worker moves into ``catalog_refreshes`` (:mod:`.catalog_version`);
+- ``simulate``: ``{"simulator": "spot", "model", "tokens", ...}`` -> `gpufleet simulate spot`; the autoscale
+  and batch simulators over the team's uploaded files: :mod:`.job_kinds_sim`;
 - ``sweep``: ``{"kind": "spot", "base", "grid", "seeds"}`` -> `gpufleet simulate sweep` (local processes);
+  autoscale and batch sweeps: :mod:`.job_kinds_sim`;
 - ``telemetry_pull``: ``{"url": Prometheus URL, "lookback_hours", "step_s", "timeout_s"}`` ->
   `gpufleet telemetry ingest --prometheus URL` into the team's store;
 - ``findings``: ``{"lookback_days", "headroom"}`` -> `gpufleet telemetry findings` and the shipped alert rules
