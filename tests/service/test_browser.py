@@ -37,7 +37,8 @@ def _free_port() -> int:
 def serve_process(db: Path, extra_env: dict[str, str] | None = None) -> Iterator[tuple[str, str]]:
     """(base URL, first admin token) of a `gpufleet serve` process on ``db``, stopped gracefully after."""
     port = _free_port()
-    env = os.environ | {"PYTHONUNBUFFERED": "1", "GPUFLEET_DB": ""} | (extra_env or {})
+    data = str(db.parent / "data")  # its own data folder: never the user's telemetry (~/.local/share)
+    env = os.environ | {"PYTHONUNBUFFERED": "1", "GPUFLEET_DB": "", "GPUFLEET_DATA_DIR": data} | (extra_env or {})
     proc = subprocess.Popen(
         [
             sys.executable,

@@ -93,6 +93,7 @@ def _page(
             links.append(("/plan", "Plan"))
         links += [
             ("/jobs", "Jobs"),
+            ("/simulations", "Simulations"),
             ("/findings", "Findings"),
             ("/telemetry", "Telemetry"),
             ("/schedules", "Schedules"),
@@ -345,7 +346,8 @@ async def recommend(request: Request, s: SignedIn, form: PostedForm) -> Response
                         f"{label}: {workload[k][:40]!r} is not a {whole}number. Give a plain number, e.g. "
                         f"{hint}, or leave it empty for the default."
                     ) from None
-        offers = await run_in_threadpool(team_offers, state(request).sm, who.team_id)
+        st = state(request)  # the latest refreshed catalog, with the team's catalogs applied
+        offers = await run_in_threadpool(lambda: team_offers(st.sm, who.team_id, st.catalogs.current().table))
         result = await run_in_threadpool(lambda: run(workload, offers=offers))
     except GpufleetError as exc:
         body = _error(str(exc)) + _rec_form(csrf, values)

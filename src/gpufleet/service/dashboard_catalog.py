@@ -31,7 +31,6 @@ HISTORY_DAYS = 90
 def catalog(request: Request, s: SignedIn) -> Response:
     who, csrf = s.who, s.csrf
     from gpufleet.catalog.listing import SORT_KEYS, offer_rows, query_offers
-    from gpufleet.catalog.offers import load_offers
     from gpufleet.service.user_catalogs import team_offers
 
     q = request.query_params
@@ -48,9 +47,10 @@ def catalog(request: Request, s: SignedIn) -> Response:
     error, rows, per_gpu, total = "", [], [], 0
     try:
         price = float(max_price) if max_price else None
-        mine = team_offers(state(request).sm, who.team_id)  # the team's catalogs applied
+        current = state(request).catalogs.current().table  # the latest refreshed prices
+        mine = team_offers(state(request).sm, who.team_id, current)  # the team's catalogs applied
         result = query_offers(
-            mine if mine is not None else load_offers(),
+            mine if mine is not None else current,
             gpus=_values(gpu),
             providers=_values(provider),
             regions=_values(region),
