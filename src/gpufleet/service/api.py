@@ -13,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 
 from gpufleet.errors import InputError
 from gpufleet.recommend.workload import WorkloadSpec
-from gpufleet.service import jobs
+from gpufleet.service import heavy, jobs
 from gpufleet.service.auth import Principal, create_token, list_tokens, revoke_token
 from gpufleet.service.db import Fleet, Webhook
 from gpufleet.service.deps import State, bearer_principal, state
@@ -203,82 +203,62 @@ def catalog_models(who: Who) -> Response:
 async def estimate_memory(who: Who, st: St, body: MemoryRequest) -> Response:
     """Memory per GPU (weights, KV cache, activations, optimizer state) and whether it fits (504 past the
     request time limit)."""
-    from gpufleet.estimate.memory import estimate_memory as run
-
-    def answer() -> Response:
-        return _flat(
-            "estimate_memory",
-            run(
-                model=body.model,
-                gpu=body.gpu,
-                task=body.task,
-                precision=body.precision,
-                tp=body.tp,
-                pp=body.pp,
-                dp=body.dp,
-                batch=body.batch,
-                seq_len=body.seq_len_tokens,
-            ),
-        )
-
-    return await st.heavy.run("POST /api/v1/estimate/memory", answer)
+    kwargs = {
+        "model": body.model,
+        "gpu": body.gpu,
+        "task": body.task,
+        "precision": body.precision,
+        "tp": body.tp,
+        "pp": body.pp,
+        "dp": body.dp,
+        "batch": body.batch,
+        "seq_len": body.seq_len_tokens,
+    }
+    return await st.heavy.run("POST /api/v1/estimate/memory", heavy.estimate_memory_json, kwargs)
 
 
 @router.post("/estimate/infer", responses={200: shipped_schema_ref("estimate_inference")}, tags=["estimate"])
 async def estimate_infer(who: Who, st: St, body: InferRequest) -> Response:
     """Inference: TTFT, TPOT, tokens/s and requests/s with p10-p90 intervals (504 past the request time
     limit)."""
-    from gpufleet.estimate.performance import estimate_inference
-
-    def answer() -> Response:
-        return _flat(
-            "estimate_inference",
-            estimate_inference(
-                model=body.model,
-                gpu=body.gpu,
-                precision=body.precision,
-                input_len=body.input_len_tokens,
-                output_len=body.output_len_tokens,
-                gpu_count=body.gpu_count,
-                batch=body.batch,
-                tp=body.tp,
-                pp=body.pp,
-            ),
-        )
-
-    return await st.heavy.run("POST /api/v1/estimate/infer", answer)
+    kwargs = {
+        "model": body.model,
+        "gpu": body.gpu,
+        "precision": body.precision,
+        "input_len": body.input_len_tokens,
+        "output_len": body.output_len_tokens,
+        "gpu_count": body.gpu_count,
+        "batch": body.batch,
+        "tp": body.tp,
+        "pp": body.pp,
+    }
+    return await st.heavy.run("POST /api/v1/estimate/infer", heavy.estimate_inference_json, kwargs)
 
 
 @router.post("/estimate/train", responses={200: shipped_schema_ref("estimate_training")}, tags=["estimate"])
 async def estimate_train(who: Who, st: St, body: TrainRequest) -> Response:
     """Training: step time, tokens/s, MFU, time and GPU-hours with p10-p90 intervals (504 past the request
     time limit)."""
-    from gpufleet.estimate.performance import estimate_training
-
-    def answer() -> Response:
-        return _flat(
-            "estimate_training",
-            estimate_training(
-                model=body.model,
-                task=body.task,
-                gpu=body.gpu,
-                precision=body.precision,
-                gpu_count=body.gpu_count,
-                global_batch=body.batch,
-                seq_len=body.seq_len_tokens,
-                tp=body.tp,
-                pp=body.pp,
-                dp=body.dp,
-            ),
-        )
-
-    return await st.heavy.run("POST /api/v1/estimate/train", answer)
+    kwargs = {
+        "model": body.model,
+        "task": body.task,
+        "gpu": body.gpu,
+        "precision": body.precision,
+        "gpu_count": body.gpu_count,
+        "global_batch": body.batch,
+        "seq_len": body.seq_len_tokens,
+        "tp": body.tp,
+        "pp": body.pp,
+        "dp": body.dp,
+    }
+    return await st.heavy.run("POST /api/v1/estimate/train", heavy.estimate_training_json, kwargs)
 
 
-def _flat(kind: str, result: Any) -> Response:
-    from gpufleet.report.json_report import envelope, to_jsonable
+async def _team_catalogs(st: State, who: Principal) -> heavy.Catalogs:
+    """The team's user catalogs as (name, text) pairs, read here (the computation gets no database)."""
+    from gpufleet.service.user_catalogs import files_of
 
-    return _json(envelope(kind) | to_jsonable(result))
+    return tuple((c.name, c.text) for c in await run_in_threadpool(files_of, st.sm, who.team_id))
 
 
 # --- decisions -------------------------------------------------------------------------------------------
@@ -292,16 +272,10 @@ async def recommend(
 ) -> Response:
     """Rank where to run a workload: offers x GPU counts x parallelism, with cost, speed and risk (the
     shipped catalog with the team's user catalogs applied; 504 past the request time limit)."""
-    from gpufleet.recommend.api import recommend as run
-    from gpufleet.report import render_text
-    from gpufleet.service.user_catalogs import team_offers
-
-    def answer() -> Response:
-        offers = team_offers(st.sm, who.team_id)
-        doc = render_text(run(_workload(body), objective=objective, limit=limit, offers=offers), "json")
-        return _json(doc)
-
-    return await st.heavy.run("POST /api/v1/recommend", answer)
+    cats = await _team_catalogs(st, who)
+    return await st.heavy.run(
+        "POST /api/v1/recommend", heavy.recommend_json, _workload(body), objective, limit, cats
+    )
 
 
 @router.post("/migrate", responses={200: shipped_schema_ref("migration")}, tags=["decisions"])
@@ -310,16 +284,10 @@ async def migrate(
 ) -> Response:
     """Compare the workload's ``current`` deployment with the best alternative meeting the same SLOs (the
     team's user catalogs applied; 504 past the request time limit)."""
-    from gpufleet.recommend.api import migrate as run
-    from gpufleet.report import render_text
-    from gpufleet.service.user_catalogs import team_offers
-
-    def answer() -> Response:
-        offers = team_offers(st.sm, who.team_id)
-        doc = render_text(run(_workload(body), objective=objective, limit=limit, offers=offers), "json")
-        return _json(doc)
-
-    return await st.heavy.run("POST /api/v1/migrate", answer)
+    cats = await _team_catalogs(st, who)
+    return await st.heavy.run(
+        "POST /api/v1/migrate", heavy.migrate_json, _workload(body), objective, limit, cats
+    )
 
 
 @router.post("/regions", tags=["decisions"])
@@ -328,17 +296,8 @@ async def regions(
 ) -> Response:
     """Compare regions for a workload: cost by price kind, depth, spot, egress, RTT, carbon (the team's
     user catalogs applied; 504 past the request time limit)."""
-    from gpufleet.fleet.regions import analyze_regions
-    from gpufleet.recommend.workload import workload_from_dict
-    from gpufleet.report import fleet_report as fr
-    from gpufleet.service.user_catalogs import team_offers
-
-    def answer() -> Response:
-        w = workload_from_dict(_workload(body), source="request body")
-        offers = team_offers(st.sm, who.team_id)
-        return _json(fr.render_regions_json(analyze_regions([w], offers=offers, limit=limit)))
-
-    return await st.heavy.run("POST /api/v1/regions", answer)
+    cats = await _team_catalogs(st, who)
+    return await st.heavy.run("POST /api/v1/regions", heavy.regions_json, _workload(body), limit, cats)
 
 
 def _workload(body: WorkloadSpec) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from gpufleet.service.deps import State
 from gpufleet.service.errors import http_status
 from gpufleet.service.limits import HeavyRoutes
 from gpufleet.service.ops import Metrics, OpsMiddleware, RateLimiter, ResponseCache
+from gpufleet.service.pool import WorkerSetup
 from gpufleet.service.sandbox import NoServerFilesMiddleware
 from gpufleet.service.settings import ServiceSettings
 
@@ -67,12 +68,18 @@ def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
         limiter=RateLimiter(settings.rate_limit_per_s, settings.rate_burst),
         principals=PrincipalCache(db_key_of_url(engine.url), settings.auth_cache_ttl_s),
         responses=ResponseCache(settings.catalog_cache_entries),
-        heavy=HeavyRoutes(workers=settings.heavy_route_workers, limit_s=settings.request_time_limit_s),
+        heavy=HeavyRoutes(
+            workers=settings.heavy_route_workers,
+            limit_s=settings.request_time_limit_s,
+            processes=settings.route_processes,
+            setup=WorkerSetup(settings.estimate_cache_calls, settings.estimate_cache_configs),
+        ),
     )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         upgrade(engine)
+        st.heavy.start()  # the route workers warm up while the service starts
         from gpufleet.recommend.candidates import limit_estimate_caches
 
         limit_estimate_caches(
