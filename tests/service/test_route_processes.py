@@ -190,3 +190,23 @@ def test_workers_ignore_ctrl_c_and_stop_with_the_service(tmp_path: Path) -> None
         next(gen)  # the service stops (lifespan end)
     assert not any(p.is_alive() for p in procs)
     assert not _pool(e).pids()
+
+
+@pytest.mark.parametrize(
+    "flag, size",
+    [((), min(2, os.cpu_count() or 1)), (("--route-processes", "3"), 3), (("--route-processes", "0"), 0)],
+)
+def test_serve_sizes_the_pool_from_route_processes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flag: tuple[str, ...], size: int
+) -> None:
+    import uvicorn
+    from typer.testing import CliRunner
+
+    from gpufleet.cli.app import app as cli_app
+
+    apps: list[Any] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: apps.append(app))
+    r = CliRunner().invoke(cli_app, ["serve", *flag, "--db", f"{tmp_path}/s.sqlite3"])
+    assert r.exit_code == 0, r.output
+    heavy_routes = apps[0].state.gpufleet.heavy
+    assert (heavy_routes.processes.size if heavy_routes.processes else 0) == size

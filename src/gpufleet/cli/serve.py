@@ -84,6 +84,16 @@ def serve(
             max=3600,
         ),
     ] = 30.0,
+    route_processes: Annotated[
+        int | None,
+        typer.Option(
+            "--route-processes",
+            help="Worker processes for recommend, migrate, regions and estimates (0: threads of the service; "
+            "default: min(2, CPUs)).",
+            min=0,
+            max=64,
+        ),
+    ] = None,
     rate_limit: Annotated[
         float, typer.Option("--rate-limit", help="Requests per second per token (0: none).", min=0, max=1e6)
     ] = 20.0,
@@ -115,7 +125,9 @@ def serve(
 
     check_bind(host, public=public)
     configure(log_level, log_format)  # a bad value is refused before anything starts
+    sized = {} if route_processes is None else {"route_processes": route_processes}
     settings = ServiceSettings(
+        **sized,
         db_url=db_url_from(db),
         job_workers=workers,
         job_time_limit_s=job_time_limit,

@@ -16,7 +16,7 @@ from gpufleet.recommend.workload import WorkloadSpec
 from gpufleet.service import heavy, jobs
 from gpufleet.service.auth import Principal, create_token, list_tokens, revoke_token
 from gpufleet.service.db import Fleet, Webhook
-from gpufleet.service.deps import State, bearer_principal, state
+from gpufleet.service.deps import State, bearer_principal, state, team_catalog_files
 from gpufleet.service.errors import Conflict, NotFound
 from gpufleet.service.schemas import (
     ERROR_RESPONSES,
@@ -109,7 +109,7 @@ async def catalog_offers(
     memory (the key is the digest of the team's catalog files and every parameter: a team never gets an
     answer computed with another team's catalogs)."""
     from gpufleet.catalog.offers import load_offers
-    from gpufleet.service.user_catalogs import catalogs_version, files_of, offers_with
+    from gpufleet.service.user_catalogs import catalogs_version, offers_with
 
     if order not in ("asc", "desc"):
         raise InputError(f"order = {order!r} is not allowed: pass asc (cheapest first) or desc.")
@@ -126,7 +126,7 @@ async def catalog_offers(
         "sort": sort,
     }
     shipped = load_offers()  # in memory after the first call
-    cats = await run_in_threadpool(files_of, st.sm, who.team_id)
+    cats = await team_catalog_files(st, who.team_id)
     key = ("offers", catalogs_version(cats), *filters.values(), order, limit, offset)
     body = st.responses.get(key, shipped)
     if body is None:
@@ -256,9 +256,7 @@ async def estimate_train(who: Who, st: St, body: TrainRequest) -> Response:
 
 async def _team_catalogs(st: State, who: Principal) -> heavy.Catalogs:
     """The team's user catalogs as (name, text) pairs, read here (the computation gets no database)."""
-    from gpufleet.service.user_catalogs import files_of
-
-    return tuple((c.name, c.text) for c in await run_in_threadpool(files_of, st.sm, who.team_id))
+    return tuple((c.name, c.text) for c in await team_catalog_files(st, who.team_id))
 
 
 # --- decisions -------------------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from gpufleet import __version__
 from gpufleet.errors import GpufleetError, capped_list
 from gpufleet.service.auth import PrincipalCache, db_key_of_url
+from gpufleet.service.catalog_cache import TeamCatalogCache
 from gpufleet.service.db import SCHEMA_REVISION, current_revision, make_engine, make_sessionmaker, upgrade
 from gpufleet.service.deps import State
 from gpufleet.service.errors import http_status
@@ -68,6 +69,7 @@ def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
         limiter=RateLimiter(settings.rate_limit_per_s, settings.rate_burst),
         principals=PrincipalCache(db_key_of_url(engine.url), settings.auth_cache_ttl_s),
         responses=ResponseCache(settings.catalog_cache_entries),
+        catalogs=TeamCatalogCache(db_key_of_url(engine.url), settings.auth_cache_ttl_s),
         heavy=HeavyRoutes(
             workers=settings.heavy_route_workers,
             limit_s=settings.request_time_limit_s,

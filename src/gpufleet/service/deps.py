@@ -12,6 +12,7 @@ from sqlalchemy.orm import sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from gpufleet.service.auth import Principal, PrincipalCache, authenticate_token_hash, sha256_hex
+from gpufleet.service.catalog_cache import TeamCatalogCache
 from gpufleet.service.db import now_unix_s
 from gpufleet.service.errors import NotAuthenticated
 from gpufleet.service.ops import Metrics, RateLimiter, ResponseCache
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from gpufleet.service.jobs import JobRunner
     from gpufleet.service.limits import HeavyRoutes
     from gpufleet.service.scheduler import Scheduler
+    from gpufleet.service.user_catalogs import CatalogFile
 
 
 @dataclass(slots=True, kw_only=True)
@@ -33,6 +35,8 @@ class State:
     principals: PrincipalCache
     #: answered catalog queries
     responses: ResponseCache
+    #: each team's user catalog files, for ``auth_cache_ttl_s`` (:mod:`.catalog_cache`)
+    catalogs: TeamCatalogCache
     #: the pool and time limit of the heavy synchronous routes (:mod:`.limits`)
     heavy: HeavyRoutes
     runner: JobRunner | None = None
@@ -73,3 +77,16 @@ def _lookup(st: State, digest: str) -> Principal:
         who = authenticate_token_hash(db, digest)
     st.principals.put(digest, who)
     return who
+
+
+async def team_catalog_files(st: State, team_id: int) -> tuple[CatalogFile, ...]:
+    """The team's user catalog files: from memory when read within ``auth_cache_ttl_s`` (no thread, no
+    database), else read in the thread pool and kept."""
+    files = st.catalogs.get(team_id)
+    if files is None:
+        from gpufleet.service.user_catalogs import files_of
+
+        generation = st.catalogs.generation(team_id)
+        files = await run_in_threadpool(files_of, st.sm, team_id)
+        st.catalogs.put(team_id, files, generation)
+    return files

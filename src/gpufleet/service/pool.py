@@ -28,6 +28,7 @@ import logging
 import multiprocessing
 import signal
 import sys
+import time
 import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -123,10 +124,10 @@ class _Worker:
         self.proc.join(5.0)
         self.conn.close()
 
-    def stop(self) -> None:
-        """Close the pipe (the worker leaves its loop), then make sure it is gone."""
+    def stop(self, wait_s: float = 2.0) -> None:
+        """Close the pipe (the worker leaves its loop), wait up to ``wait_s``, then make sure it is gone."""
         self.conn.close()
-        self.proc.join(2.0)
+        self.proc.join(wait_s)
         if self.proc.is_alive():
             self.proc.kill()
             self.proc.join(5.0)
@@ -175,7 +176,7 @@ class ProcessPool:
 
     def pids(self) -> list[int]:
         """The workers' process ids (the benchmark adds their memory and CPU to the service's)."""
-        return [w.proc.pid for w in self._all if w.proc.pid is not None]
+        return [w.proc.pid for w in list(self._all) if w.proc.pid is not None]
 
     async def call(self, fn: Callable[..., str], args: tuple[Any, ...], limit_s: float) -> Outcome:
         """``fn(*args)`` in a worker; :class:`CallTimedOut` past ``limit_s`` (0: none), :class:`WorkerLost`
@@ -190,7 +191,7 @@ class ProcessPool:
             raise CallTimedOut from None
         if not w.alive():
             log.warning("a route worker (pid %s) had died while idle: replaced", w.proc.pid)
-            w = self._replace(w)
+            w = await loop.run_in_executor(self._threads, self._replace, w)
         remaining = limit_s - (loop.time() - t0) if limit_s > 0 else 0.0
         if limit_s > 0 and remaining <= 0:
             self._give_back(w)
@@ -199,12 +200,14 @@ class ProcessPool:
             return await loop.run_in_executor(self._threads, w.call, fn, args, remaining)
         except _Late:
             log.warning("a route worker (pid %s) ran past the time limit: stopped and replaced", w.proc.pid)
-            w = self._replace(w)
+            w = await loop.run_in_executor(self._threads, self._replace, w)  # kill and join: off the loop
             raise CallTimedOut from None
         except (EOFError, OSError) as exc:
+            # its pipe closed as it died: let it be reaped for its exit code (off the event loop)
+            await loop.run_in_executor(self._threads, w.proc.join, 2.0)
             code = w.proc.exitcode
             log.error("a route worker (pid %s) died (exit code %s) during a call: replaced", w.proc.pid, code)
-            w = self._replace(w)
+            w = await loop.run_in_executor(self._threads, self._replace, w)
             raise WorkerLost(f"exit code {code}") from exc
         except BaseException:  # cancelled: the worker's state is unknown
             w = self._replace(w)
@@ -222,8 +225,11 @@ class ProcessPool:
         """Stop every worker (a call still running gets a 503)."""
         workers, self._all = list(self._all), set()
         self._idle = None
-        for w in workers:
-            w.stop()
+        for w in workers:  # every worker told at once (one still warming up sees it when done) ...
+            w.conn.close()
+        deadline = time.monotonic() + 2.0
+        for w in workers:  # ... then 2 s for all of them together before the rest are killed
+            w.stop(max(0.0, deadline - time.monotonic()))
         if self._threads is not None:
             self._threads.shutdown(wait=False, cancel_futures=True)
             self._threads = None
