@@ -2,9 +2,10 @@
 
 Starts `gpufleet serve` (uvicorn, one process, a fresh SQLite file, no rate limit: all clients share one admin
 token) on 127.0.0.1 only, takes the admin token it prints (its log goes to a file: a pipe nobody reads would
-fill after ~64 KiB of access log and stall the server), then drives it with ``--clients`` async httpx clients
-for ``--seconds``. Each client loops: a catalog query (GET /api/v1/catalog/offers, four filter sets in turn)
-or, one call in ``--recommend-every``, a recommend (POST /api/v1/recommend). Two load models:
+fill after ~64 KiB of access log and stall the server), then drives it with ``--clients`` keep-alive HTTP/1.1
+clients on asyncio streams for ``--seconds``. Each client loops: a catalog query (GET
+/api/v1/catalog/offers, four filter sets in turn) or, one call in ``--recommend-every``, a recommend (POST
+/api/v1/recommend). Two load models:
 
 - ``--think-s 0`` (closed loop): each client sends its next request as soon as the last one is answered. The
   clients always have a request in flight, so by Little's law the mean latency is ``clients / throughput``:
@@ -396,19 +397,44 @@ def report(load: Load, wall_s: float, cpu_s: float, local: dict[str, float], lab
     )
 
 
+def _commit() -> str:
+    """The checked-out commit (short), for the row's code column."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True, timeout=10
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
 def readme_row(
-    load: Load, wall_s: float, cpu_s: float, loads: tuple[float, float], soak: dict[str, Any]
+    load: Load,
+    wall_s: float,
+    cpu_s: float,
+    main_cpu_s: float,
+    loads: tuple[float, float],
+    soak: dict[str, Any],
 ) -> str:
-    """The README "Service" table row of a ``--readme`` run."""
+    """The README "Service" table row of a ``--readme`` run (its columns), then the soak's memory."""
     cat, rec = load.lat["catalog offers"], load.lat["recommend"]
-    n_all = sum(len(v) for v in load.lat.values()) + sum(load.errors.values())
+    n_all = max(1, sum(len(v) for v in load.lat.values()) + sum(load.errors.values()))
+    errors = sum(load.errors.values()) + soak["errors"]
+    cells = [
+        f"200 users, think time 0.5-1.5 s, {wall_s:.0f} s, then {soak['minutes']:g} minutes "
+        "(`bench_service.py --readme`)",
+        _commit(),
+        f"{loads[0]:.1f}-{loads[1]:.1f}",
+        f"{len(cat) / wall_s:.1f}",
+        f"{_pct(cat, 0.5):.0f} / {_pct(cat, 0.99):,.0f} (p95 {_pct(cat, 0.95):,.0f})",
+        f"{_pct(rec, 0.99):,.0f} (p50 {_pct(rec, 0.5):,.0f})",
+        str(errors),
+        f"{1000 * cpu_s / n_all:.1f} ms (service process {1000 * main_cpu_s / n_all:.2f})",
+    ]
     return (
-        f"| 200 users, think 0.5-1.5 s, {wall_s:.0f} s + {soak['minutes']:g}-min soak "
-        f"| {loads[0]:.1f}-{loads[1]:.1f} "
-        f"| {len(cat) / wall_s:.1f} | {_pct(cat, 0.5):.0f} / {_pct(cat, 0.95):.0f} / {_pct(cat, 0.99):.0f} "
-        f"| {_pct(rec, 0.5):.0f} / {_pct(rec, 0.99):.0f} | {sum(load.errors.values()) + soak['errors']} "
-        f"| {1000 * cpu_s / max(n_all, 1):.2f} ms | {soak['rss_end']:.0f} MiB "
-        f"| {soak['slope_last5']:+.2f} MiB/min |"
+        "| " + " | ".join(cells) + " |\n"
+        f"memory over the soak: {soak['rss_first']:.0f} -> {soak['rss_end']:.0f} MiB (service + route "
+        f"workers), {soak['slope_last5']:+.2f} MiB/min over the last 5 minutes"
     )
 
 
@@ -453,6 +479,7 @@ def soak(proc: subprocess.Popen[bytes], base: str, token: str, args: argparse.Na
     return {
         "minutes": args.soak_minutes,
         "errors": sum(load.errors.values()),
+        "rss_first": samples[0][1] + samples[0][2],
         "rss_end": samples[-1][1] + samples[-1][2],
         "slope_last5": slope,
     }
@@ -541,7 +568,7 @@ def main() -> None:
             s = soak(proc, base, token, args)
             if args.readme:
                 print("README row:")
-                print(readme_row(load, wall, cpu, (load_before, load_after), s))
+                print(readme_row(load, wall, cpu, main_cpu, (load_before, load_after), s))
         if args.jobs:
             d = drain(base, token, args.jobs)
             print(

@@ -44,12 +44,14 @@ def test_files_are_read_once_per_ttl_not_per_request(short: Env, monkeypatch: py
         return real(sm, team_id)
 
     monkeypatch.setattr(uc, "files_of", counted)
+    now = [1000.0]
+    monkeypatch.setattr(short.app.state.gpufleet.catalogs, "_clock", lambda: now[0])
     for _ in range(5):
         assert not _mine(short)
     assert len(reads) == 1  # one read for five pages
-    time.sleep(0.7)
+    now[0] += 0.7  # past the TTL (0.6 s)
     assert not _mine(short)
-    assert len(reads) == 2  # read again past the TTL
+    assert len(reads) == 2  # read again
 
 
 def test_an_upload_or_delete_here_applies_at_once(short: Env) -> None:

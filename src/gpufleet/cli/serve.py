@@ -6,6 +6,7 @@ Nothing of the service (FastAPI, SQLAlchemy, uvicorn) is imported until one of t
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -125,9 +126,7 @@ def serve(
 
     check_bind(host, public=public)
     configure(log_level, log_format)  # a bad value is refused before anything starts
-    sized = {} if route_processes is None else {"route_processes": route_processes}
     settings = ServiceSettings(
-        **sized,
         db_url=db_url_from(db),
         job_workers=workers,
         job_time_limit_s=job_time_limit,
@@ -136,6 +135,8 @@ def serve(
         max_body_bytes=int(max_body_mib * 1024 * 1024),
         scheduler=scheduler,
     )
+    if route_processes is not None:  # else the settings' default, min(2, CPUs)
+        settings = dataclasses.replace(settings, route_processes=route_processes)
     with _db(db) as session:
         admin = bootstrap_admin(session)
     shown = f"[{host}]" if ":" in host else host
