@@ -105,3 +105,25 @@ def test_a_read_that_raced_a_change_is_not_kept() -> None:
     off = TeamCatalogCache("sqlite:///x", 0.0)
     off.put(7, files, 0)
     assert off.get(7) is None  # TTL 0: nothing kept
+
+
+def test_a_repeated_catalog_page_needs_no_thread(short: Env, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Token, team catalog files and answer from memory, and no dependency run on the thread pool (FastAPI
+    runs a plain ``def`` dependency there: a hand-off per request)."""
+    import starlette.concurrency
+
+    fastapi_utils = importlib.import_module("fastapi.dependencies.utils")
+    api = importlib.import_module("gpufleet.service.api")
+    deps = importlib.import_module("gpufleet.service.deps")
+    calls: list[str] = []
+    real = starlette.concurrency.run_in_threadpool
+
+    async def counted(func: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(getattr(func, "__name__", repr(func)))
+        return await real(func, *args, **kwargs)
+
+    assert not _mine(short)  # token, files and answer now kept
+    for module in (fastapi_utils, api, deps):
+        monkeypatch.setattr(module, "run_in_threadpool", counted)
+    assert not _mine(short)
+    assert calls == []

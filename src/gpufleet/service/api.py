@@ -16,7 +16,7 @@ from gpufleet.recommend.workload import WorkloadSpec
 from gpufleet.service import heavy, jobs
 from gpufleet.service.auth import Principal, create_token, list_tokens, revoke_token
 from gpufleet.service.db import Fleet, Webhook
-from gpufleet.service.deps import State, bearer_principal, state, team_catalog_files
+from gpufleet.service.deps import State, app_state, bearer_principal, team_catalog_files
 from gpufleet.service.errors import Conflict, NotFound
 from gpufleet.service.schemas import (
     ERROR_RESPONSES,
@@ -41,7 +41,7 @@ from gpufleet.service.schemas import (
 router = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)
 
 Who = Annotated[Principal, Depends(bearer_principal)]
-St = Annotated[State, Depends(state)]
+St = Annotated[State, Depends(app_state)]
 IdemKey = Annotated[
     str | None,
     Header(

@@ -50,6 +50,12 @@ def state(request: Request) -> State:
     return st
 
 
+async def app_state(request: Request) -> State:
+    """:func:`state` as a dependency: FastAPI runs a plain ``def`` dependency on the thread pool, a hand-off
+    per request (a fifth of the service process's samples under the load benchmark, in py-spy)."""
+    return state(request)
+
+
 async def bearer_principal(request: Request) -> Principal:
     """The principal of the request's ``Authorization: Bearer`` token (rate-limited per token).
 
