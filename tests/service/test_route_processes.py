@@ -210,3 +210,19 @@ def test_serve_sizes_the_pool_from_route_processes(
     assert r.exit_code == 0, r.output
     heavy_routes = apps[0].state.gpufleet.heavy
     assert (heavy_routes.processes.size if heavy_routes.processes else 0) == size
+
+
+class _BadInWorker:
+    """Pickles here, fails to unpickle in the worker (``int("x")`` runs there)."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (int, ("x",))
+
+
+def test_a_call_the_worker_cannot_read_is_a_500_and_the_worker_lives_on(penv: Env) -> None:
+    st = penv.app.state.gpufleet
+    (pid,) = _pids(penv)
+    with pytest.raises(RuntimeError, match="internal error \\(ValueError\\)"):
+        penv.client.portal.call(st.heavy.run, "POST /api/v1/recommend", heavy.recommend_json, _BadInWorker())
+    assert _pids(penv) == [pid] and _pool(penv).replaced == 0
+    assert _post(penv, "/api/v1/recommend", WORKLOAD).status_code == 200

@@ -90,6 +90,10 @@ def worker_main(conn: Connection, setup: WorkerSetup) -> None:
             fn, args = conn.recv()
         except (EOFError, OSError):  # the service is gone or closed the pipe
             return
+        except Exception as exc:  # a call that cannot be unpickled here: answered, the worker lives on
+            traceback.print_exc(file=sys.stderr)
+            conn.send(("crash", type(exc).__name__))
+            continue
         conn.send(outcome(fn, args))
 
 
