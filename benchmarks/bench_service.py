@@ -2,9 +2,10 @@
 
 Starts `gpufleet serve` (uvicorn, one process, a fresh SQLite file, no rate limit: all clients share one admin
 token) on 127.0.0.1 only, takes the admin token it prints (its log goes to a file: a pipe nobody reads would
-fill after ~64 KiB of access log and stall the server), then drives it with ``--clients`` async httpx clients
-for ``--seconds``. Each client loops: a catalog query (GET /api/v1/catalog/offers, four filter sets in turn)
-or, one call in ``--recommend-every``, a recommend (POST /api/v1/recommend). Two load models:
+fill after ~64 KiB of access log and stall the server), then drives it with ``--clients`` keep-alive HTTP/1.1
+clients on asyncio streams for ``--seconds``. Each client loops: a catalog query (GET
+/api/v1/catalog/offers, four filter sets in turn) or, one call in ``--recommend-every``, a recommend (POST
+/api/v1/recommend). Two load models:
 
 - ``--think-s 0`` (closed loop): each client sends its next request as soon as the last one is answered. The
   clients always have a request in flight, so by Little's law the mean latency is ``clients / throughput``:
@@ -19,9 +20,22 @@ Reports per route: requests, errors, throughput [requests/s], p50/p95/p99 latenc
 time per request [ms] (from /proc, user + system); its resident memory [MiB]; the 1-minute load average
 before and after (the figures depend on it: label them with it); the same calls in process (median of 20).
 
-``--soak-minutes M`` runs the load for M minutes, sampling the service's RSS and the load average every 10 s.
-``--jobs N`` submits N plan jobs (a one-workload fleet, quick to plan) and times the queue draining with
-``--job-workers`` worker processes; every job must end succeeded, and none may be lost.
+CPU and memory are the service's plus its children's: the route worker processes that compute recommend,
+migrate, regions and estimates (``--route-processes``, default min(2, CPUs); 0 puts them back on threads of
+the service, for an A/B), and job processes while jobs run.
+
+``--soak-minutes M`` then runs the same load for M more minutes in the same service, sampling the RSS of the
+service and of its workers every ``--sample-s`` (30 s), and prints the least-squares slope over the last 5
+minutes [MiB/min]. ``--jobs N`` submits N plan jobs (a one-workload fleet, quick to plan) and times the queue
+draining with ``--job-workers`` worker processes; every job must end succeeded, and none may be lost.
+
+The README "Service" load row, exactly (200 users with a think time of 0.5-1.5 s, one recommend in 20, 45 s
+measured after a 3 s warm-up, then the 10-minute soak; ~12 minutes; note the 1-minute load it prints: the
+latencies depend on what else the machine runs):
+
+    PYTHONPATH=src .venv/bin/python benchmarks/bench_service.py --readme
+
+Other runs:
 
     .venv/bin/python benchmarks/bench_service.py [--clients 200] [--seconds 20] [--think-s 0] [--jobs 20]
 """
@@ -30,6 +44,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
@@ -82,6 +97,49 @@ def _cpu_s(pid: int) -> float:
     """User + system CPU time of a process [s] (fields 14-15 of /proc/PID/stat, in clock ticks)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (the service's route workers; job processes while jobs run)."""
+    out = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                stat = (d / "stat").read_text()
+            except OSError:
+                continue
+            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+                out.append(int(d.name))
+    return out
+
+
+def _tree_rss_mib(pid: int) -> tuple[float, float]:
+    """(the service's RSS, its children's RSS summed) [MiB]."""
+    kids = 0.0
+    for c in _children(pid):
+        with contextlib.suppress(OSError):  # ended meanwhile
+            kids += _rss_mib(c)
+    return _rss_mib(pid), kids
+
+
+def _tree_cpu_s(pid: int, seen: dict[int, float]) -> float:
+    """CPU time [s] of the service and of its children, ``seen`` keeping each child's last reading (a child
+    that ends keeps what it had spent when last read)."""
+    for c in _children(pid):
+        with contextlib.suppress(OSError):
+            seen[c] = _cpu_s(c)
+    return _cpu_s(pid) + sum(seen.values())
+
+
+def _slope_mib_per_min(samples: list[tuple[float, float]]) -> float:
+    """Least-squares slope of (seconds, MiB) samples [MiB/min]."""
+    if len(samples) < 2:
+        return float("nan")
+    n = len(samples)
+    mt = sum(t for t, _ in samples) / n
+    mr = sum(r for _, r in samples) / n
+    den = sum((t - mt) ** 2 for t, _ in samples)
+    return 60.0 * sum((t - mt) * (r - mr) for t, r in samples) / den if den else float("nan")
 
 
 def _pct(values: list[float], q: float) -> float:
@@ -192,6 +250,7 @@ async def drive(
     think_s: float = 0.0,
     distinct: bool = False,
     on_tick: Any = None,
+    tick_s: float = 30.0,
 ) -> Load:
     from urllib.parse import urlencode, urlsplit
 
@@ -238,7 +297,7 @@ async def drive(
     async def ticker() -> None:
         while on_tick is not None and time.monotonic() < end:
             on_tick()
-            await asyncio.sleep(10.0)
+            await asyncio.sleep(tick_s)
 
     await asyncio.gather(ticker(), *(client(i) for i in range(clients)))
     return load
@@ -279,7 +338,9 @@ def drain(base: str, token: str, jobs: int) -> dict[str, Any]:
     return {"seconds": seconds, "submitted_s": submitted_s, "counts": counts, "lost": counts.get("lost", 0)}
 
 
-def start_server(tmp: Path, job_workers: int) -> tuple[subprocess.Popen[bytes], str, str]:
+def start_server(
+    tmp: Path, job_workers: int, route_processes: int | None = None
+) -> tuple[subprocess.Popen[bytes], str, str]:
     port = _free_port()
     log = (tmp / "serve.log").open("wb")
     proc = subprocess.Popen(
@@ -296,6 +357,7 @@ def start_server(tmp: Path, job_workers: int) -> tuple[subprocess.Popen[bytes], 
             "0",
             "--job-workers",
             str(job_workers),
+            *(() if route_processes is None else ("--route-processes", str(route_processes))),
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -329,7 +391,98 @@ def report(load: Load, wall_s: float, cpu_s: float, local: dict[str, float], lab
             )
     print(f"errors (non-200 or transport): {sum(load.errors.values())} {load.errors or ''}")
     per_ms = 1000 * cpu_s / max(n_all, 1)
-    print(f"service CPU: {cpu_s:.1f} s over {wall_s:.1f} s, {per_ms:.2f} ms per request")
+    print(
+        f"service CPU (its route workers included): {cpu_s:.1f} s over {wall_s:.1f} s, "
+        f"{per_ms:.2f} ms per request"
+    )
+
+
+def _commit() -> str:
+    """The checked-out commit (short), for the row's code column."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True, timeout=10
+        )
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
+def readme_row(
+    load: Load,
+    wall_s: float,
+    cpu_s: float,
+    main_cpu_s: float,
+    loads: tuple[float, float],
+    soak: dict[str, Any],
+) -> str:
+    """The README "Service" table row of a ``--readme`` run (its columns), then the soak's memory."""
+    cat, rec = load.lat["catalog offers"], load.lat["recommend"]
+    n_all = max(1, sum(len(v) for v in load.lat.values()) + sum(load.errors.values()))
+    errors = sum(load.errors.values()) + soak["errors"]
+    cells = [
+        f"200 users, think time 0.5-1.5 s, {wall_s:.0f} s, then {soak['minutes']:g} minutes "
+        "(`bench_service.py --readme`)",
+        _commit(),
+        f"{loads[0]:.1f}-{loads[1]:.1f}",
+        f"{len(cat) / wall_s:.1f}",
+        f"{_pct(cat, 0.5):.0f} / {_pct(cat, 0.99):,.0f} (p95 {_pct(cat, 0.95):,.0f})",
+        f"{_pct(rec, 0.99):,.0f} (p50 {_pct(rec, 0.5):,.0f})",
+        str(errors),
+        f"{1000 * cpu_s / n_all:.1f} ms (service process {1000 * main_cpu_s / n_all:.2f})",
+    ]
+    return (
+        "| " + " | ".join(cells) + " |\n"
+        f"memory over the soak: {soak['rss_first']:.0f} -> {soak['rss_end']:.0f} MiB (service + route "
+        f"workers), {soak['slope_last5']:+.2f} MiB/min over the last 5 minutes"
+    )
+
+
+def soak(proc: subprocess.Popen[bytes], base: str, token: str, args: argparse.Namespace) -> dict[str, Any]:
+    """``--soak-minutes`` of the same load, RSS of the service and of its workers every ``--sample-s``."""
+    samples: list[tuple[float, float, float, float]] = []  # (s, service MiB, workers MiB, 1-min load)
+    t0 = time.monotonic()
+
+    def tick() -> None:
+        svc, kids = _tree_rss_mib(proc.pid)
+        samples.append((time.monotonic() - t0, svc, kids, os.getloadavg()[0]))
+
+    load = asyncio.run(
+        drive(
+            base,
+            token,
+            args.clients,
+            args.soak_minutes * 60,
+            args.recommend_every,
+            args.think_s,
+            args.distinct_queries,
+            tick,
+            args.sample_s,
+        )
+    )
+    tick()
+    last = [(t, svc + kids) for t, svc, kids, _ in samples if t >= samples[-1][0] - 300.0]
+    print(f"# soak: {args.soak_minutes:g} min, RSS every {args.sample_s:g} s [MiB]")
+    print("service:         " + " ".join(f"{r:.0f}" for _, r, _, _ in samples))
+    print("route workers:   " + " ".join(f"{k:.0f}" for _, _, k, _ in samples))
+    print("1-min load:      " + " ".join(f"{la:.1f}" for _, _, _, la in samples))
+    slope = _slope_mib_per_min(last)
+    slope_svc = _slope_mib_per_min([(t, svc) for t, svc, _, _ in samples if t >= samples[-1][0] - 300.0])
+    print(
+        f"slope over the last 5 min: {slope:+.2f} MiB/min (service + workers), {slope_svc:+.2f} MiB/min "
+        f"(service alone); {sum(len(v) for v in load.lat.values())} answers, "
+        f"{sum(load.errors.values())} errors {load.errors or ''}"
+    )
+    for name, v in load.lat.items():
+        if v:
+            print(f"soak {name}: p50 {_pct(v, 0.5):.0f} ms, p99 {_pct(v, 0.99):.0f} ms")
+    return {
+        "minutes": args.soak_minutes,
+        "errors": sum(load.errors.values()),
+        "rss_first": samples[0][1] + samples[0][2],
+        "rss_end": samples[-1][1] + samples[-1][2],
+        "slope_last5": slope,
+    }
 
 
 def main() -> None:
@@ -339,55 +492,83 @@ def main() -> None:
     ap.add_argument("--think-s", type=float, default=0.0, help="mean think time per client [s] (0: none)")
     ap.add_argument("--distinct-queries", action="store_true", help="no two catalog queries alike")
     ap.add_argument("--recommend-every", type=int, default=20, help="one recommend per N calls (0: none)")
-    ap.add_argument("--soak-minutes", type=float, default=0.0, help="a long run sampling RSS every 10 s")
+    ap.add_argument("--soak-minutes", type=float, default=0.0, help="then a long run sampling RSS")
+    ap.add_argument("--sample-s", type=float, default=30.0, help="RSS sample interval of the soak [s]")
     ap.add_argument("--jobs", type=int, default=0, help="plan jobs to queue and drain afterwards")
     ap.add_argument("--job-workers", type=int, default=2)
+    ap.add_argument(
+        "--route-processes",
+        type=int,
+        default=None,
+        help="the service's --route-processes (0: heavy routes on threads; default: the service's)",
+    )
+    ap.add_argument(
+        "--readme",
+        action="store_true",
+        help="the README row: --clients 200 --think-s 1 --seconds 45 --soak-minutes 10 --recommend-every 20",
+    )
     args = ap.parse_args()
+    if args.readme:
+        args.clients, args.think_s, args.seconds, args.soak_minutes = 200, 1.0, 45.0, 10.0
+        args.recommend_every, args.distinct_queries = 20, False
     load_before = os.getloadavg()[0]
     local = in_process()
     tmp = Path(tempfile.mkdtemp(prefix="gpufleet-bench-"))
-    proc, token, base = start_server(tmp, args.job_workers)
+    proc, token, base = start_server(tmp, args.job_workers, args.route_processes)
     try:
-        rss_start = _rss_mib(proc.pid)
+        rss_start = _tree_rss_mib(proc.pid)
         asyncio.run(drive(base, token, min(args.clients, 20), 3.0, args.recommend_every))  # warm-up
-        rss_warm = _rss_mib(proc.pid)
+        rss_warm = _tree_rss_mib(proc.pid)
         model = f"think time {args.think_s:g} s mean" if args.think_s else "closed loop, no think time"
         if args.distinct_queries:
             model += ", every catalog query distinct (no cache hit)"
-        seconds = args.soak_minutes * 60 or args.seconds
-        samples: list[tuple[float, float, float]] = []
-        t0 = time.monotonic()
-
-        def tick() -> None:
-            samples.append((time.monotonic() - t0, _rss_mib(proc.pid), os.getloadavg()[0]))
-
-        cpu0, t, own0 = _cpu_s(proc.pid), time.monotonic(), time.process_time()
+        seen: dict[int, float] = {}
+        main0 = _cpu_s(proc.pid)
+        cpu0, t, own0 = _tree_cpu_s(proc.pid, seen), time.monotonic(), time.process_time()
         load = asyncio.run(
             drive(
                 base,
                 token,
                 args.clients,
-                seconds,
+                args.seconds,
                 args.recommend_every,
                 args.think_s,
                 args.distinct_queries,
-                tick if args.soak_minutes else None,
             )
         )
-        wall, cpu, own = time.monotonic() - t, _cpu_s(proc.pid) - cpu0, time.process_time() - own0
+        wall = time.monotonic() - t
+        cpu = _tree_cpu_s(proc.pid, seen) - cpu0
+        main_cpu = _cpu_s(proc.pid) - main0
+        own = time.process_time() - own0
+        load_after = os.getloadavg()[0]
         label = (
-            f"gpufleet serve under load: {args.clients} clients ({model}) for {seconds:g} s, 127.0.0.1, "
-            f"{os.cpu_count()} cores; 1-min load {load_before:.1f} before, {os.getloadavg()[0]:.1f} after"
+            f"gpufleet serve under load: {args.clients} clients ({model}) for {args.seconds:g} s, 127.0.0.1, "
+            f"{os.cpu_count()} cores; 1-min load {load_before:.1f} before, {load_after:.1f} after"
         )
         report(load, wall, cpu, local, label)
-        print(f"driver CPU: {own:.1f} s (this process, sharing the cores)")
+        n_all = sum(len(v) for v in load.lat.values()) + sum(load.errors.values())
         print(
-            f"service memory [MiB]: {rss_start:.0f} at start, {rss_warm:.0f} after warm-up, "
-            f"{_rss_mib(proc.pid):.0f} at end"
+            f"of which the service process itself (event loop, catalog, tokens): {main_cpu:.1f} s, "
+            f"{1000 * main_cpu / max(n_all, 1):.2f} ms per request"
         )
-        if samples:
-            print("RSS every 10 s [MiB]: " + " ".join(f"{r:.0f}" for _, r, _ in samples))
-            print("1-min load every 10 s: " + " ".join(f"{la:.1f}" for _, _, la in samples))
+        print(f"driver CPU: {own:.1f} s (this process, sharing the cores)")
+        rss_end = _tree_rss_mib(proc.pid)
+        print(
+            "memory [MiB] (service + route workers): "
+            + ", ".join(
+                f"{a:.0f} + {b:.0f} {when}"
+                for (a, b), when in (
+                    (rss_start, "at start"),
+                    (rss_warm, "after warm-up"),
+                    (rss_end, "at end"),
+                )
+            )
+        )
+        if args.soak_minutes:
+            s = soak(proc, base, token, args)
+            if args.readme:
+                print("README row:")
+                print(readme_row(load, wall, cpu, main_cpu, (load_before, load_after), s))
         if args.jobs:
             d = drain(base, token, args.jobs)
             print(

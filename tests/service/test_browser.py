@@ -38,7 +38,11 @@ def serve_process(db: Path, extra_env: dict[str, str] | None = None) -> Iterator
     """(base URL, first admin token) of a `gpufleet serve` process on ``db``, stopped gracefully after."""
     port = _free_port()
     data = str(db.parent / "data")  # its own data folder: never the user's telemetry (~/.local/share)
-    env = os.environ | {"PYTHONUNBUFFERED": "1", "GPUFLEET_DB": "", "GPUFLEET_DATA_DIR": data} | (extra_env or {})
+    env = (
+        os.environ
+        | {"PYTHONUNBUFFERED": "1", "GPUFLEET_DB": "", "GPUFLEET_DATA_DIR": data}
+        | (extra_env or {})
+    )
     proc = subprocess.Popen(
         [
             sys.executable,

@@ -260,3 +260,25 @@ def test_a_team_catalog_applies_on_top_of_the_refreshed_prices(
     other = env.client.get("/api/v1/catalog/offers?provider=onprem", headers=env.h("b_admin"))
     assert other.status_code == 404  # another team's machines are unknown to it
     assert "Unknown provider 'onprem'" in other.json()["error"]["message"]
+
+
+def test_a_route_worker_process_answers_from_the_refreshed_catalog(
+    two_apps: tuple[Env, TestClient], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A replica whose heavy routes run in a worker process (``route_processes`` 1): the worker reads the
+    refreshed catalog version from the database itself and answers as the thread path does."""
+    env, _ = two_apps
+    url = env.app.state.gpufleet.settings.db_url
+    for penv in make_env(url, catalog_check_s=0.0, route_processes=1, request_time_limit_s=60.0):
+        assert penv.app.state.gpufleet.heavy.processes is not None
+        _, shipped = _recommended(penv.client, penv)
+        assert shipped["catalog"]["version"] == "shipped"
+        refresh = _refresh_through_the_worker(env, monkeypatch, 1.1)
+        on_thread = env.client.post("/api/v1/recommend", json=WORKLOAD, headers=env.h("a_viewer"))
+        in_worker = penv.client.post("/api/v1/recommend", json=WORKLOAD, headers=penv.h("a_viewer"))
+        assert in_worker.status_code == on_thread.status_code == 200, in_worker.text
+        version = f"refresh-{refresh['refresh_id']}"
+        assert in_worker.headers["X-Gpufleet-Catalog"] == version
+        assert in_worker.json() == on_thread.json()
+        assert in_worker.json()["catalog"]["version"] == version
+        assert in_worker.json()["result"] != shipped["result"]  # the +10 % prices reached the worker

@@ -128,6 +128,7 @@ def test_catalog_answers_are_cached_per_table_and_query(env: Env, monkeypatch: p
         version="refresh-1", table=table.take(table.column("provider") == "aws"), refreshes=()
     )
     monkeypatch.setattr(env.app.state.gpufleet.catalogs, "current", lambda: fewer)
+    monkeypatch.setattr(env.app.state.gpufleet.catalogs, "cached", lambda: fewer)
     new = c.get("/api/v1/catalog/offers", params=q, headers=h)
     assert new.json()["catalog"]["version"] == "refresh-1"
     assert len(calls) == 4 and new.json()["page"]["total"] < first.json()["page"]["total"]

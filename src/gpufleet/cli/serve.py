@@ -6,6 +6,7 @@ Nothing of the service (FastAPI, SQLAlchemy, uvicorn) is imported until one of t
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -84,6 +85,16 @@ def serve(
             max=3600,
         ),
     ] = 30.0,
+    route_processes: Annotated[
+        int | None,
+        typer.Option(
+            "--route-processes",
+            help="Worker processes for recommend, migrate, regions and estimates (0: threads of the service; "
+            "default: min(2, CPUs)).",
+            min=0,
+            max=64,
+        ),
+    ] = None,
     rate_limit: Annotated[
         float, typer.Option("--rate-limit", help="Requests per second per token (0: none).", min=0, max=1e6)
     ] = 20.0,
@@ -134,6 +145,8 @@ def serve(
         upload_max_bytes=int(max_upload_mib * 1024 * 1024),
         scheduler=scheduler,
     )
+    if route_processes is not None:  # else the settings' default, min(2, CPUs)
+        settings = dataclasses.replace(settings, route_processes=route_processes)
     with _db(db) as session:
         admin = bootstrap_admin(session)
     shown = f"[{host}]" if ":" in host else host

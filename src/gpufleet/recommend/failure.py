@@ -51,8 +51,9 @@ def units_with_spare_array(needed: npt.NDArray[np.int64], w: Workload) -> npt.ND
     """:func:`units_with_spare` per element."""
     if not needs_spare(w):
         return needed
-    lut = {int(n): units_with_spare(int(n), w) for n in np.unique(needed).tolist()}
-    out: npt.NDArray[np.int64] = np.array([lut[int(n)] for n in needed.tolist()], dtype=np.int64)
+    distinct, inverse = np.unique(needed, return_inverse=True)  # few distinct counts among many rows
+    lut = np.array([units_with_spare(int(n), w) for n in distinct.tolist()], dtype=np.int64)
+    out: npt.NDArray[np.int64] = lut[inverse.reshape(-1)]
     return out
 
 

@@ -19,18 +19,47 @@ if TYPE_CHECKING:
     from gpufleet.report.common import Result
 
 
+#: how :func:`to_jsonable` converts a value of each type (worked out once per type)
+_DATACLASS, _MAPPING, _SEQUENCE, _FLOAT, _SCALAR, _OTHER = range(6)
+_HOW: dict[type, tuple[int, tuple[str, ...]]] = {}
+
+
+def _how(t: type) -> tuple[int, tuple[str, ...]]:
+    """The conversion of values of type ``t`` (the order of the checks is :func:`to_jsonable`'s contract)."""
+    how = _HOW.get(t)
+    if how is None:
+        if dataclasses.is_dataclass(t) and not issubclass(t, type):
+            how = (_DATACLASS, tuple(f.name for f in dataclasses.fields(t)))
+        elif issubclass(t, Mapping):
+            how = (_MAPPING, ())
+        elif issubclass(t, list | tuple):
+            how = (_SEQUENCE, ())
+        elif issubclass(t, float):
+            how = (_FLOAT, ())
+        elif t is type(None) or issubclass(t, str | int | bool):
+            how = (_SCALAR, ())
+        else:
+            how = (_OTHER, ())
+        _HOW[t] = how
+    return how
+
+
 def to_jsonable(value: Any) -> Any:
-    """Convert a result (or any part of it) into JSON-compatible Python values."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, Mapping):
-        return {str(k): to_jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [to_jsonable(v) for v in value]
-    if isinstance(value, float):
+    """Convert a result (or any part of it) into JSON-compatible Python values: dataclass -> object (fields in
+    declaration order), mapping -> object (keys as text), list or tuple -> array, non-finite float -> None,
+    numpy scalar -> its Python value (the kind of each type is worked out once: results hold many rows of
+    the same few types)."""
+    kind, names = _HOW.get(type(value)) or _how(type(value))
+    if kind == _FLOAT:
         return value if math.isfinite(value) else None
-    if value is None or isinstance(value, str | int | bool):
+    if kind == _SCALAR:
         return value
+    if kind == _DATACLASS:
+        return {n: to_jsonable(getattr(value, n)) for n in names}
+    if kind == _SEQUENCE:
+        return [to_jsonable(v) for v in value]
+    if kind == _MAPPING:
+        return {str(k): to_jsonable(v) for k, v in value.items()}
     if hasattr(value, "item"):  # numpy scalar
         return to_jsonable(value.item())
     raise TypeError(f"cannot convert {type(value).__name__} to JSON")

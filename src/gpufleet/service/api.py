@@ -5,6 +5,7 @@ No arithmetic here."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Response
@@ -13,11 +14,11 @@ from starlette.concurrency import run_in_threadpool
 
 from gpufleet.errors import InputError
 from gpufleet.recommend.workload import WorkloadSpec
-from gpufleet.service import jobs
+from gpufleet.service import heavy, jobs
 from gpufleet.service.auth import Principal, create_token, list_tokens, revoke_token
 from gpufleet.service.catalog_version import CatalogVersion
 from gpufleet.service.db import Fleet, Webhook
-from gpufleet.service.deps import State, bearer_principal, state
+from gpufleet.service.deps import State, app_state, bearer_principal, current_catalog, team_catalog_files
 from gpufleet.service.errors import Conflict, NotFound
 from gpufleet.service.schemas import (
     ERROR_RESPONSES,
@@ -42,7 +43,7 @@ from gpufleet.service.schemas import (
 router = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)
 
 Who = Annotated[Principal, Depends(bearer_principal)]
-St = Annotated[State, Depends(state)]
+St = Annotated[State, Depends(app_state)]
 IdemKey = Annotated[
     str | None,
     Header(
@@ -110,7 +111,7 @@ async def catalog_offers(
     already answered on the same catalog version and the same user catalogs is served from memory (the key
     is the digest of the team's catalog files and every parameter: a team never gets an answer computed with
     another team's catalogs)."""
-    from gpufleet.service.user_catalogs import catalogs_version, files_of, offers_with
+    from gpufleet.service.user_catalogs import catalogs_version, offers_with
 
     if order not in ("asc", "desc"):
         raise InputError(f"order = {order!r} is not allowed: pass asc (cheapest first) or desc.")
@@ -126,11 +127,8 @@ async def catalog_offers(
         "max_price_usd_per_hour": max_price_usd_per_hour,
         "sort": sort,
     }
-
-    def catalog_and_files() -> tuple[CatalogVersion, Any]:
-        return st.catalogs.current(), files_of(st.sm, who.team_id)
-
-    cat, cats = await run_in_threadpool(catalog_and_files)  # the version in memory for catalog_check_s
+    cat = await current_catalog(st)
+    cats = await team_catalog_files(st, who.team_id)
     key = ("offers", catalogs_version(cats), *filters.values(), order, limit, offset)
     body = st.responses.get(key, cat.table)  # a new catalog version is a new table: never an old answer
     if body is None:
@@ -163,17 +161,6 @@ def _offers_page(
 def _catalog_header(cat: CatalogVersion) -> dict[str, str]:
     """``X-Gpufleet-Catalog``: the catalog version an answer was computed from (also in its ``catalog``)."""
     return {"X-Gpufleet-Catalog": cat.version}
-
-
-def _with_catalog(text: str, cat: CatalogVersion) -> Response:
-    """A library document with ``catalog`` (the version and capture times it was computed from) added."""
-    doc = json.loads(text)
-    doc["catalog"] = cat.describe()
-    return Response(
-        json.dumps(doc, ensure_ascii=False, allow_nan=False),
-        media_type="application/json",
-        headers=_catalog_header(cat),
-    )
 
 
 @router.get("/catalog/gpus", responses={200: shipped_schema_ref("gpus")}, tags=["catalog"])
@@ -226,82 +213,69 @@ def catalog_models(who: Who) -> Response:
 async def estimate_memory(who: Who, st: St, body: MemoryRequest) -> Response:
     """Memory per GPU (weights, KV cache, activations, optimizer state) and whether it fits (504 past the
     request time limit)."""
-    from gpufleet.estimate.memory import estimate_memory as run
-
-    def answer() -> Response:
-        return _flat(
-            "estimate_memory",
-            run(
-                model=body.model,
-                gpu=body.gpu,
-                task=body.task,
-                precision=body.precision,
-                tp=body.tp,
-                pp=body.pp,
-                dp=body.dp,
-                batch=body.batch,
-                seq_len=body.seq_len_tokens,
-            ),
-        )
-
-    return await st.heavy.run("POST /api/v1/estimate/memory", answer)
+    kwargs = {
+        "model": body.model,
+        "gpu": body.gpu,
+        "task": body.task,
+        "precision": body.precision,
+        "tp": body.tp,
+        "pp": body.pp,
+        "dp": body.dp,
+        "batch": body.batch,
+        "seq_len": body.seq_len_tokens,
+    }
+    return await st.heavy.run("POST /api/v1/estimate/memory", heavy.estimate_memory_json, kwargs)
 
 
 @router.post("/estimate/infer", responses={200: shipped_schema_ref("estimate_inference")}, tags=["estimate"])
 async def estimate_infer(who: Who, st: St, body: InferRequest) -> Response:
     """Inference: TTFT, TPOT, tokens/s and requests/s with p10-p90 intervals (504 past the request time
     limit)."""
-    from gpufleet.estimate.performance import estimate_inference
-
-    def answer() -> Response:
-        return _flat(
-            "estimate_inference",
-            estimate_inference(
-                model=body.model,
-                gpu=body.gpu,
-                precision=body.precision,
-                input_len=body.input_len_tokens,
-                output_len=body.output_len_tokens,
-                gpu_count=body.gpu_count,
-                batch=body.batch,
-                tp=body.tp,
-                pp=body.pp,
-            ),
-        )
-
-    return await st.heavy.run("POST /api/v1/estimate/infer", answer)
+    kwargs = {
+        "model": body.model,
+        "gpu": body.gpu,
+        "precision": body.precision,
+        "input_len": body.input_len_tokens,
+        "output_len": body.output_len_tokens,
+        "gpu_count": body.gpu_count,
+        "batch": body.batch,
+        "tp": body.tp,
+        "pp": body.pp,
+    }
+    return await st.heavy.run("POST /api/v1/estimate/infer", heavy.estimate_inference_json, kwargs)
 
 
 @router.post("/estimate/train", responses={200: shipped_schema_ref("estimate_training")}, tags=["estimate"])
 async def estimate_train(who: Who, st: St, body: TrainRequest) -> Response:
     """Training: step time, tokens/s, MFU, time and GPU-hours with p10-p90 intervals (504 past the request
     time limit)."""
-    from gpufleet.estimate.performance import estimate_training
-
-    def answer() -> Response:
-        return _flat(
-            "estimate_training",
-            estimate_training(
-                model=body.model,
-                task=body.task,
-                gpu=body.gpu,
-                precision=body.precision,
-                gpu_count=body.gpu_count,
-                global_batch=body.batch,
-                seq_len=body.seq_len_tokens,
-                tp=body.tp,
-                pp=body.pp,
-                dp=body.dp,
-            ),
-        )
-
-    return await st.heavy.run("POST /api/v1/estimate/train", answer)
+    kwargs = {
+        "model": body.model,
+        "task": body.task,
+        "gpu": body.gpu,
+        "precision": body.precision,
+        "gpu_count": body.gpu_count,
+        "global_batch": body.batch,
+        "seq_len": body.seq_len_tokens,
+        "tp": body.tp,
+        "pp": body.pp,
+        "dp": body.dp,
+    }
+    return await st.heavy.run("POST /api/v1/estimate/train", heavy.estimate_training_json, kwargs)
 
 
-def _flat(kind: str, result: Any) -> Response:
-    from gpufleet.report.json_report import envelope, to_jsonable
+async def _team_catalogs(st: State, who: Principal) -> heavy.Catalogs:
+    """The team's user catalogs as (name, text) pairs, read here (the computation gets no database)."""
+    return tuple((c.name, c.text) for c in await team_catalog_files(st, who.team_id))
 
-    return _json(envelope(kind) | to_jsonable(result))
+
+async def _decision(st: State, route: str, fn: Callable[..., str], *args: Any) -> Response:
+    """A heavy route's answer on the current catalog (passed last: its version and what the answer says of
+    it), with ``X-Gpufleet-Catalog``."""
+    cat = await current_catalog(st)
+    resp = await st.heavy.run(route, fn, *args, (cat.version, cat.describe()))
+    resp.headers.update(_catalog_header(cat))
+    return resp
 
 
 # --- decisions -------------------------------------------------------------------------------------------
@@ -315,17 +289,10 @@ async def recommend(
 ) -> Response:
     """Rank where to run a workload: offers x GPU counts x parallelism, with cost, speed and risk (the
     shipped catalog with the team's user catalogs applied; 504 past the request time limit)."""
-    from gpufleet.recommend.api import recommend as run
-    from gpufleet.report import render_text
-    from gpufleet.service.user_catalogs import team_offers
-
-    def answer() -> Response:
-        cat = st.catalogs.current()
-        offers = team_offers(st.sm, who.team_id, cat.table)
-        doc = render_text(run(_workload(body), objective=objective, limit=limit, offers=offers), "json")
-        return _with_catalog(doc, cat)
-
-    return await st.heavy.run("POST /api/v1/recommend", answer)
+    cats = await _team_catalogs(st, who)
+    return await _decision(
+        st, "POST /api/v1/recommend", heavy.recommend_json, _workload(body), objective, limit, cats
+    )
 
 
 @router.post("/migrate", responses={200: shipped_schema_ref("migration")}, tags=["decisions"])
@@ -334,17 +301,10 @@ async def migrate(
 ) -> Response:
     """Compare the workload's ``current`` deployment with the best alternative meeting the same SLOs (the
     team's user catalogs applied; 504 past the request time limit)."""
-    from gpufleet.recommend.api import migrate as run
-    from gpufleet.report import render_text
-    from gpufleet.service.user_catalogs import team_offers
-
-    def answer() -> Response:
-        cat = st.catalogs.current()
-        offers = team_offers(st.sm, who.team_id, cat.table)
-        doc = render_text(run(_workload(body), objective=objective, limit=limit, offers=offers), "json")
-        return _with_catalog(doc, cat)
-
-    return await st.heavy.run("POST /api/v1/migrate", answer)
+    cats = await _team_catalogs(st, who)
+    return await _decision(
+        st, "POST /api/v1/migrate", heavy.migrate_json, _workload(body), objective, limit, cats
+    )
 
 
 @router.post("/regions", tags=["decisions"])
@@ -353,18 +313,8 @@ async def regions(
 ) -> Response:
     """Compare regions for a workload: cost by price kind, depth, spot, egress, RTT, carbon (the team's
     user catalogs applied; 504 past the request time limit)."""
-    from gpufleet.fleet.regions import analyze_regions
-    from gpufleet.recommend.workload import workload_from_dict
-    from gpufleet.report import fleet_report as fr
-    from gpufleet.service.user_catalogs import team_offers
-
-    def answer() -> Response:
-        w = workload_from_dict(_workload(body), source="request body")
-        cat = st.catalogs.current()
-        offers = team_offers(st.sm, who.team_id, cat.table)
-        return _with_catalog(fr.render_regions_json(analyze_regions([w], offers=offers, limit=limit)), cat)
-
-    return await st.heavy.run("POST /api/v1/regions", answer)
+    cats = await _team_catalogs(st, who)
+    return await _decision(st, "POST /api/v1/regions", heavy.regions_json, _workload(body), limit, cats)
 
 
 def _workload(body: WorkloadSpec) -> dict[str, Any]:

@@ -22,12 +22,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from gpufleet import __version__
 from gpufleet.errors import GpufleetError, capped_list
 from gpufleet.service.auth import PrincipalCache, db_key_of_url
+from gpufleet.service.catalog_cache import TeamCatalogCache
 from gpufleet.service.catalog_version import CatalogVersions
 from gpufleet.service.db import SCHEMA_REVISION, current_revision, make_engine, make_sessionmaker, upgrade
 from gpufleet.service.deps import State
 from gpufleet.service.errors import http_status
 from gpufleet.service.limits import HeavyRoutes
 from gpufleet.service.ops import Metrics, OpsMiddleware, RateLimiter, ResponseCache
+from gpufleet.service.pool import WorkerSetup
 from gpufleet.service.sandbox import NoServerFilesMiddleware
 from gpufleet.service.settings import ServiceSettings
 
@@ -69,13 +71,24 @@ def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
         limiter=RateLimiter(settings.rate_limit_per_s, settings.rate_burst),
         principals=PrincipalCache(db_key_of_url(engine.url), settings.auth_cache_ttl_s),
         responses=ResponseCache(settings.catalog_cache_entries),
-        heavy=HeavyRoutes(workers=settings.heavy_route_workers, limit_s=settings.request_time_limit_s),
+        team_files=TeamCatalogCache(db_key_of_url(engine.url), settings.auth_cache_ttl_s),
+        heavy=HeavyRoutes(
+            workers=settings.heavy_route_workers,
+            limit_s=settings.request_time_limit_s,
+            processes=settings.route_processes,
+            setup=WorkerSetup(
+                settings.estimate_cache_calls,
+                settings.estimate_cache_configs,
+                engine.url.render_as_string(hide_password=False),
+            ),
+        ),
         catalogs=CatalogVersions(sm, settings.catalog_check_s),
     )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         upgrade(engine)
+        st.heavy.start()  # the route workers warm up while the service starts
         from gpufleet.recommend.candidates import limit_estimate_caches
 
         limit_estimate_caches(

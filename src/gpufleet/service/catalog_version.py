@@ -58,13 +58,13 @@ class CatalogVersion:
         }
 
 
-def _latest_rows(db: OrmSession) -> list[CatalogRefresh]:
-    """Each provider's latest refresh, by provider."""
-    last = (
-        select(CatalogRefresh.provider, func.max(CatalogRefresh.id).label("id"))
-        .group_by(CatalogRefresh.provider)
-        .subquery()
-    )
+def _latest_rows(db: OrmSession, upto_id: int | None = None) -> list[CatalogRefresh]:
+    """Each provider's latest refresh (with an id <= ``upto_id``: catalog version ``refresh-<upto_id>``),
+    by provider."""
+    latest = select(CatalogRefresh.provider, func.max(CatalogRefresh.id).label("id"))
+    if upto_id is not None:
+        latest = latest.where(CatalogRefresh.id <= upto_id)
+    last = latest.group_by(CatalogRefresh.provider).subquery()
     q = select(CatalogRefresh).join(last, CatalogRefresh.id == last.c.id).order_by(CatalogRefresh.provider)
     return list(db.scalars(q).all())
 
@@ -95,12 +95,13 @@ def version_of(refreshes: Sequence[Mapping[str, Any]]) -> str:
     return f"refresh-{max(int(r['id']) for r in refreshes)}" if refreshes else SHIPPED
 
 
-def refreshes_for_job(sm: sessionmaker[OrmSession]) -> list[dict[str, Any]]:
-    """The latest refresh of each provider as a job process gets it (it has no database)."""
+def refreshes_for_job(sm: sessionmaker[OrmSession], upto_id: int | None = None) -> list[dict[str, Any]]:
+    """The latest refresh of each provider (up to refresh ``upto_id``) as a job process gets it (it has no
+    database)."""
     with sm() as db:
         return [
             {"id": r.id, "provider": r.provider, "captured_at": r.captured_at, "csv": r.offers_csv}
-            for r in _latest_rows(db)
+            for r in _latest_rows(db, upto_id)
         ]
 
 
@@ -151,6 +152,13 @@ class CatalogVersions:
         self._checked = -float("inf")
         self.builds = 0  # tables built (tests)
 
+    def cached(self) -> CatalogVersion | None:
+        """The current version when checked within ``check_every_s`` (no database), else None."""
+        cur = self._current
+        if cur is not None and self.clock() - self._checked < self.check_every_s:
+            return cur
+        return None
+
     def current(self) -> CatalogVersion:
         now = self.clock()
         cur = self._current
@@ -165,5 +173,9 @@ class CatalogVersions:
             if self._current is None or self._current.version != want:
                 self._current = version_for_job(refreshes_for_job(self.sm) if latest is not None else [])
                 self.builds += 1
+                if latest is not None:  # the heavy routes on this process's threads use the same table
+                    from gpufleet.service.heavy import remember_base
+
+                    remember_base(self._current.version, self._current.table)
             self._checked = self.clock()
             return self._current

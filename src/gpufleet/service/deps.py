@@ -12,16 +12,18 @@ from sqlalchemy.orm import sessionmaker
 from starlette.concurrency import run_in_threadpool
 
 from gpufleet.service.auth import Principal, PrincipalCache, authenticate_token_hash, sha256_hex
+from gpufleet.service.catalog_cache import TeamCatalogCache
 from gpufleet.service.db import now_unix_s
 from gpufleet.service.errors import NotAuthenticated
 from gpufleet.service.ops import Metrics, RateLimiter, ResponseCache
 from gpufleet.service.settings import ServiceSettings
 
 if TYPE_CHECKING:
-    from gpufleet.service.catalog_version import CatalogVersions
+    from gpufleet.service.catalog_version import CatalogVersion, CatalogVersions
     from gpufleet.service.jobs import JobRunner
     from gpufleet.service.limits import HeavyRoutes
     from gpufleet.service.scheduler import Scheduler
+    from gpufleet.service.user_catalogs import CatalogFile
 
 
 @dataclass(slots=True, kw_only=True)
@@ -34,6 +36,8 @@ class State:
     principals: PrincipalCache
     #: answered catalog queries
     responses: ResponseCache
+    #: each team's user catalog files, for ``auth_cache_ttl_s`` (:mod:`.catalog_cache`)
+    team_files: TeamCatalogCache
     #: the pool and time limit of the heavy synchronous routes (:mod:`.limits`)
     heavy: HeavyRoutes
     #: the catalog the offer routes answer from (the latest refresh in the database)
@@ -47,6 +51,12 @@ class State:
 def state(request: Request) -> State:
     st: State = request.app.state.gpufleet
     return st
+
+
+async def app_state(request: Request) -> State:
+    """:func:`state` as a dependency: FastAPI runs a plain ``def`` dependency on the thread pool, a hand-off
+    per request (a fifth of the service process's samples under the load benchmark, in py-spy)."""
+    return state(request)
 
 
 async def bearer_principal(request: Request) -> Principal:
@@ -76,3 +86,25 @@ def _lookup(st: State, digest: str) -> Principal:
         who = authenticate_token_hash(db, digest)
     st.principals.put(digest, who)
     return who
+
+
+async def current_catalog(st: State) -> CatalogVersion:
+    """The catalog the offer routes answer from: from memory within ``catalog_check_s`` (no thread), else
+    asked of the database (and built, once per version) in the thread pool."""
+    cat = st.catalogs.cached()
+    if cat is None:
+        cat = await run_in_threadpool(st.catalogs.current)
+    return cat
+
+
+async def team_catalog_files(st: State, team_id: int) -> tuple[CatalogFile, ...]:
+    """The team's user catalog files: from memory when read within ``auth_cache_ttl_s`` (no thread, no
+    database), else read in the thread pool and kept."""
+    files = st.team_files.get(team_id)
+    if files is None:
+        from gpufleet.service.user_catalogs import files_of
+
+        generation = st.team_files.generation(team_id)
+        files = await run_in_threadpool(files_of, st.sm, team_id)
+        st.team_files.put(team_id, files, generation)
+    return files

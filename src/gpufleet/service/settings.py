@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpufleet.errors import InputError
@@ -100,7 +100,10 @@ class ServiceSettings:
     #: a recommend, migrate, regions or estimate request not answered within this time gets a 504 (0: no
     #: limit) [s]
     request_time_limit_s: float = 30.0
-    #: threads running those routes, apart from the pool of every other route [threads]
+    #: worker processes running those routes (0: threads of this process instead) [processes]
+    route_processes: int = field(default_factory=lambda: min(2, os.cpu_count() or 1))
+    #: threads running those routes when ``route_processes`` is 0, apart from the pool of every other route
+    #: [threads]
     heavy_route_workers: int = 8
     #: estimator memo caches of the recommend routes (``candidates.limit_estimate_caches``): calls and configs
     #: lists kept, ~8-10 KiB each; emptied when full (~2.3 MiB per distinct workload) [entries]

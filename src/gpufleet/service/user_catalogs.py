@@ -21,6 +21,7 @@ from sqlalchemy.orm import sessionmaker
 
 from gpufleet.errors import ConfigFileError, InputError
 from gpufleet.service.auth import Principal
+from gpufleet.service.catalog_cache import forget_team_catalogs
 from gpufleet.service.db import UserCatalog
 from gpufleet.service.errors import Conflict, NotFound
 
@@ -107,6 +108,7 @@ def save(sm: sessionmaker[OrmSession], who: Principal, name: str, text: str) -> 
         db.add(row)
         try:
             db.commit()
+            forget_team_catalogs(db, who.team_id)
         except IntegrityError:
             raise Conflict(
                 f"Your team already has a user catalog named {safe!r}. Delete it first, or upload under "
@@ -138,6 +140,7 @@ def delete(sm: sessionmaker[OrmSession], who: Principal, catalog_id: int) -> Use
     with sm() as db:
         db.query(UserCatalog).filter(UserCatalog.id == row.id, UserCatalog.team_id == who.team_id).delete()
         db.commit()
+        forget_team_catalogs(db, who.team_id)
     return row
 
 
