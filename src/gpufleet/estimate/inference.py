@@ -217,6 +217,14 @@ def _prepare(
             f"{prec} MoE checkpoint: routed experts in {prec}, attention, dense layers and shared experts in "
             f"{nr_prec} (as the published fp4 MoE checkpoints)."
         )
+    # vLLM's Triton fused_moe pads each expert's rows to its row block (moe_serving.padded_rows_per_expert);
+    # fp4 experts and weight-only int4 run other kernels (FlashInfer / Marlin), TRT-LLM autotuned CUTLASS
+    padded = arch.is_moe and sw in moe.TRITON_FUSED_MOE_STACKS and prec in ("bf16", "fp16", "fp8", "int8")
+    if padded:
+        notes.append(
+            f"{sw} routed experts in the Triton fused_moe kernel: each expert's rows padded to its "
+            "BLOCK_SIZE_M (16-128 by the step's tokens), the padded rows computed (moe_serving module)."
+        )
     link_eff = prof.param("link_eff")
     base = _Infer(
         model=arch, rates=rates, tp=1, pp=1, link=tp_link(spec, 1, gpn, prof), width=width_factor(arch, prof),
@@ -233,7 +241,7 @@ def _prepare(
         nr_rates=nr_rates, nr_wq_bw=kernel.bw_share if nr_weight_only else 1.0,
         nr_wq_gemm=prof.param("wq_gemm_eff") if nr_weight_only else 1.0,
         expert_width=moe.expert_width_factor(arch, prof.param("width_h0")),
-        pp_overlap=sw not in LAYER_SPLIT_STACKS,
+        pp_overlap=sw not in LAYER_SPLIT_STACKS, expert_block_padding=padded,
     )  # fmt: skip
     shapes = serving_shapes(spec, sw)
     if static_batching is not None:

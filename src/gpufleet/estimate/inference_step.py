@@ -55,6 +55,8 @@ class _Infer:
     nr_wq_gemm: float = 1.0  # as wq_gemm, for the non-routed weights
     # routed experts' GEMM efficiency relative to ``width`` (narrow experts, moe_serving.expert_width_factor)
     expert_width: float = 1.0
+    # routed rows padded per expert to the Triton fused_moe block (moe_serving.TRITON_FUSED_MOE_STACKS)
+    expert_block_padding: bool = False
     # decode micro-batches circulate through the pipeline stages (False: one batch passes the stages in turn,
     # llama.cpp, :data:`LAYER_SPLIT_STACKS`)
     pp_overlap: bool = True
@@ -111,7 +113,8 @@ def _routed_s(c: _Infer, tokens: float, moe_layers: float, gpus: float) -> tuple
     of their own, so their weight reads cannot hide behind the attention or dense GEMMs' compute, nor these
     behind the experts' reads. Reads: the distinct experts the tokens touch
     (:func:`compute.moe_expected_experts`); compute: the routed rows ``tokens x k`` at the expert width's
-    efficiency (:func:`moe_serving.expert_width_factor`).
+    efficiency (:func:`moe_serving.expert_width_factor`), padded per expert to the kernel's row block where
+    the stack runs vLLM's Triton ``fused_moe`` (:func:`_expert_padding`).
     """
     m, r = c.model, c.rates
     if not m.is_moe or tokens <= 0.0:
@@ -120,9 +123,22 @@ def _routed_s(c: _Infer, tokens: float, moe_layers: float, gpus: float) -> tuple
     touched = cx.moe_expected_experts(m.num_experts, m.experts_per_token, tokens)
     bw = r.mem_bw_bytes_per_s * c.eta_bw * c.wq_bw
     rate = r.peak_flops * r.eta * c.width * c.stack * c.wq_gemm * c.expert_width
-    rows = tokens * m.experts_per_token
+    rows = tokens * m.experts_per_token * _expert_padding(c, tokens)
     read_s = moe_layers * touched * expert * r.weight_bytes / gpus / bw
     return read_s, 2.0 * rows * expert * moe_layers / gpus / rate
+
+
+def _expert_padding(c: _Infer, tokens: float, kernel_rows: float | None = None) -> float:
+    """Rows the routed grouped GEMMs compute over the rows they need when a step routes ``tokens`` tokens
+    (:func:`moe_serving.expert_padding_factor`, each expert's rows ``Binomial(tokens, k / E)``) at the row
+    block vLLM's ``fused_moe`` picks for the ``kernel_rows`` tokens it is called with (default ``tokens``;
+    :func:`moe_serving.fused_moe_block_m`); 1 where the stack's MoE kernels are not the padded Triton ones
+    (:data:`moe_serving.TRITON_FUSED_MOE_STACKS`) [-]."""
+    m = c.model
+    if not c.expert_block_padding or not m.is_moe or tokens <= 0.0:
+        return 1.0
+    block = moe.fused_moe_block_m(tokens if kernel_rows is None else kernel_rows)
+    return moe.expert_padding_factor(tokens, m.experts_per_token, m.num_experts, block)
 
 
 def _routed_active_params(m: ModelArch) -> float:
@@ -207,13 +223,15 @@ def _ep_stage_s(
     tokens = decode_seqs + prompt_tokens
     mean_routed = tokens * m.experts_per_token / c.ep
     busiest = moe.busiest_rank_load(mean_routed, c.ep)
+    # padded to the kernel's row block (the rank's fused_moe is called with the copies routed to it)
+    padding = _expert_padding(c, tokens, mean_routed)
     touched = cx.moe_expected_experts(m.num_experts, m.experts_per_token, tokens) / c.ep
     # the busiest rank's routed copies and its own tokens' combine through HBM around and inside the GEMMs
     io, glue = moe.routed_activation_elements(m, rows / c.tp, busiest)
     t_routed = max(  # narrow experts at their own width's GEMM efficiency (moe_serving.expert_width_factor)
         moe_layers * touched * shape.expert_params * r.weight_bytes / (bw * c.wq_bw)
         + moe_layers * io * ACT_BYTES / bw,
-        busiest * 2.0 * shape.expert_params * moe_layers / (gemm_rate * c.expert_width),
+        busiest * padding * 2.0 * shape.expert_params * moe_layers / (gemm_rate * c.expert_width),
     )
     # dispatch + combine per MoE layer; TP ranks of a group send disjoint shares of its tokens
     assert c.ep_intra is not None and c.ep_inter is not None
