@@ -66,9 +66,7 @@ def test_padding_vanishes_when_experts_fill_many_blocks() -> None:
 
 def test_padding_is_exact_against_a_direct_binomial_sum() -> None:
     n, p, b = 300, 2 / 8, 64
-    direct = sum(
-        math.comb(n, x) * p**x * (1 - p) ** (n - x) * math.ceil(x / b) * b for x in range(n + 1)
-    )
+    direct = sum(math.comb(n, x) * p**x * (1 - p) ** (n - x) * math.ceil(x / b) * b for x in range(n + 1))
     assert moe.padded_rows_per_expert(n, 2, 8, b) == pytest.approx(direct, rel=1e-9)
 
 
