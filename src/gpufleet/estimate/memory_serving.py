@@ -45,7 +45,6 @@ KV_BLOCK_TOKENS = {"vllm": 16, "trtllm": 64, "transformers": 1, "pytorch": 1}
 #: tokens per forward in the engine's profiling/prefill chunk: vLLM ``max_num_batched_tokens`` 8192 (V1
 #: default for ``vllm serve``); TRT-LLM ``max_num_tokens`` 8192 (trtllm-build default)
 PREFILL_CHUNK_TOKENS = {"vllm": 8192, "trtllm": 8192}
-#: chunks of torchtune's ``CEWithChunkedOutputLoss`` (8): only one chunk's fp32 upcast logits are alive
 #: vLLM ``max_num_seqs`` default 256: its profiling run samples that many sequences' logits (fp32)
 VLLM_MAX_NUM_SEQS = 256
 

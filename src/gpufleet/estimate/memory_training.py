@@ -37,7 +37,17 @@ from gpufleet.estimate.memory_params import (
 from gpufleet.models.params import LORA_TARGETS, lora_params
 from gpufleet.precision import BYTES_PER_ELEMENT, UNQUANTISED_BYTES_PER_ELEMENT
 
+#: chunks of torchtune's ``CEWithChunkedOutputLoss`` (``num_output_chunks`` 8)
 CHUNKED_LOSS_CHUNKS = 8
+#: bytes per logit (token x vocabulary entry) alive at the loss with a chunked cross entropy: the 16-bit
+#: logits of every chunk (2 B) and one chunk's fp32 upcast (4 B / chunks). torchtune's
+#: ``TransformerDecoder.chunked_output`` returns the list ``[self.output(chunk) for chunk in
+#: last_hidden_state.tensor_split(num_output_chunks, dim=1)]``, all chunks alive until the loss, and
+#: ``CEWithChunkedOutputLoss`` then runs ``F.cross_entropy(logits_chunk.float(), ...)`` one chunk at a time
+#: ("upcasting one chunk at a time", torchtune ``modules/loss/ce_chunked_output_loss.py``), so chunking saves
+#: the fp32 copies, not the 16-bit logits (the unchunked loss keeps 6 B: :func:`activations.logits_bytes`).
+#: litgpt's ``chunked_cross_entropy`` over its chunked LM head keeps the same list of 16-bit chunks.
+CHUNKED_LOSS_BYTES_PER_LOGIT = 2.0 + 4.0 / CHUNKED_LOSS_CHUNKS
 #: LoRA dropout modes: where a trainer applies ``lora_dropout`` > 0 and so stores a dropout mask (1 B) and
 #: the dropped input (16-bit) per adapter input for the backward: none (dropout 0: PEFT 0.21.2 LoraConfig,
 #: torchtune configs, axolotl 0.19.0 schemas/peft.py default 0.0), ``shared_input`` (litgpt 0.5.13 lora.py
@@ -297,8 +307,9 @@ def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
         act += layers_sum("none") / st.layers + dropout
     parts["activations"] = act
     if st.last:
-        parts["logits"] = logits_bytes(m, tokens=q.seq_len * q.batch, tp=q.tp) / (
-            CHUNKED_LOSS_CHUNKS if q.chunked_loss else 1
+        per_logit = CHUNKED_LOSS_BYTES_PER_LOGIT if q.chunked_loss else 6.0
+        parts["logits"] = logits_bytes(
+            m, tokens=q.seq_len * q.batch, tp=q.tp, logits_bytes_per_element=per_logit
         )
     if sharded == 1:  # one rank: nothing is partitioned, so nothing is gathered or copied per partition
         return parts
@@ -433,8 +444,13 @@ def _training_assumptions(q: _Query) -> list[str]:
         f"{'dropout masks' if q.m.dropout else 'no dropout'}; 1F1B keeps pp micro-batches on stage 1."
     )
     a.append(
-        "Logits: 16-bit + fp32 upcast for the loss (6 B per vocab entry per token), split over TP"
-        + (f", computed in {CHUNKED_LOSS_CHUNKS} chunks." if q.chunked_loss else ".")
+        (
+            f"Logits: all 16-bit chunks + one of {CHUNKED_LOSS_CHUNKS} chunks' fp32 upcast "
+            f"({CHUNKED_LOSS_BYTES_PER_LOGIT:g} B per vocab entry per token, chunked cross entropy)"
+            if q.chunked_loss
+            else "Logits: 16-bit + fp32 upcast for the loss (6 B per vocab entry per token)"
+        )
+        + ", split over TP."
     )
     a.append(
         "No allocator fragmentation added (PyTorch's caching allocator may reserve more than it allocates)."
