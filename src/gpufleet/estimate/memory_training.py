@@ -282,11 +282,16 @@ def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
                 parts["lora_adapters"] = 0.0
     parts.update(optimizer_state_parts(q.optimizer, states, 0.0 if q.cpu_offload else shard(trainable, 1)))
 
+    # fp8 training keeps its linear layers' inputs in fp8 for the backward (Transformer Engine,
+    # activations.fp8_linear_input_savings); a LoRA's frozen base computes no weight gradient
+    te_fp8 = q.precision == "fp8" and q.task in ("pretrain", "full_finetune")
+
     def layers_sum(mode: str) -> float:
         def one(moe: bool) -> float:
             return activation_bytes_per_layer(
                 m, seq_len=q.seq_len, batch=q.batch, tp=q.tp, sequence_parallel=q.sequence_parallel,
                 recompute=mode, flash_attention=q.flash_attention, act_bytes=act_bytes, moe_layer=moe,
+                fp8_linear_inputs=te_fp8,
             )  # fmt: skip
 
         n_moe = st.layers - st.dense_layers
