@@ -25,10 +25,12 @@ def _base(model: str, gpu: str, precision: str, software: str) -> inf._Infer:
 
 
 def test_block_rule_is_vllms_default_config() -> None:
-    """vllm 0.33.0 fused_moe.get_default_config: 16 / 32 / 64 / 128 rows at M <= 32 / 96 / 512 / above."""
+    """vllm 0.33.0 fused_moe.get_default_config: 16 / 32 / 64 / 128 rows at M <= 32 / 96 / 512 / above;
+    block-quantised fp8: 16 rows to M = 64, then 64."""
     assert [moe.fused_moe_block_m(m) for m in (1, 32, 33, 96, 97, 512, 513, 8192)] == [
         16, 16, 32, 32, 64, 64, 128, 128,
     ]  # fmt: skip
+    assert [moe.fused_moe_block_m(m, "fp8") for m in (1, 64, 65, 8192)] == [16, 16, 64, 64]
 
 
 def test_padded_rows_hand_values() -> None:
@@ -86,7 +88,8 @@ def test_routed_compute_grows_by_the_padding_factor() -> None:
     read, mm = step._routed_s(c, tokens, 48, 1)
     read0, mm0 = step._routed_s(flat, tokens, 48, 1)
     assert read == read0
-    f = moe.expert_padding_factor(tokens, 8, 128, moe.fused_moe_block_m(tokens))
+    f = moe.expert_padding_factor(tokens, 8, 128, moe.fused_moe_block_m(tokens, "fp8"))
+    assert moe.fused_moe_block_m(tokens, "fp8") == 64
     assert mm == pytest.approx(mm0 * f)
     assert f > 2.0
 

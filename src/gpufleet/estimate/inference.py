@@ -241,7 +241,7 @@ def _prepare(
         nr_rates=nr_rates, nr_wq_bw=kernel.bw_share if nr_weight_only else 1.0,
         nr_wq_gemm=prof.param("wq_gemm_eff") if nr_weight_only else 1.0,
         expert_width=moe.expert_width_factor(arch, prof.param("width_h0")),
-        pp_overlap=sw not in LAYER_SPLIT_STACKS, expert_block_padding=padded,
+        pp_overlap=sw not in LAYER_SPLIT_STACKS, expert_block_padding=padded, expert_block_format=prec,
     )  # fmt: skip
     shapes = serving_shapes(spec, sw)
     if static_batching is not None:

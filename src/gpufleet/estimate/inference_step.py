@@ -57,6 +57,7 @@ class _Infer:
     expert_width: float = 1.0
     # routed rows padded per expert to the Triton fused_moe block (moe_serving.TRITON_FUSED_MOE_STACKS)
     expert_block_padding: bool = False
+    expert_block_format: str = "bf16"  # the weights' format, which picks the fused_moe block rule
     # decode micro-batches circulate through the pipeline stages (False: one batch passes the stages in turn,
     # llama.cpp, :data:`LAYER_SPLIT_STACKS`)
     pp_overlap: bool = True
@@ -137,7 +138,7 @@ def _expert_padding(c: _Infer, tokens: float, kernel_rows: float | None = None) 
     m = c.model
     if not c.expert_block_padding or not m.is_moe or tokens <= 0.0:
         return 1.0
-    block = moe.fused_moe_block_m(tokens if kernel_rows is None else kernel_rows)
+    block = moe.fused_moe_block_m(tokens if kernel_rows is None else kernel_rows, c.expert_block_format)
     return moe.expert_padding_factor(tokens, m.experts_per_token, m.num_experts, block)
 
 

@@ -80,15 +80,19 @@ def expert_width_factor(model: ModelArch, width_h0: float) -> float:
 TRITON_FUSED_MOE_STACKS = frozenset({"vllm", "sglang"})
 
 
-def fused_moe_block_m(tokens: float) -> int:
+def fused_moe_block_m(tokens: float, precision: str = "bf16") -> int:
     """``BLOCK_SIZE_M`` of vLLM's Triton ``fused_moe`` for a step of ``tokens`` tokens [rows].
 
-    vllm 0.33.0 ``model_executor/layers/fused_moe/fused_moe.py`` ``get_default_config`` (bf16/fp16 and
-    per-tensor fp8, used where no tuned file exists): 16 rows for ``M <= 32`` tokens, 32 for ``M <= 96``, 64
-    for ``M <= 512``, 128 above. The tuned files keep that scale for the small-expert models (``configs/
-    E=128,N=768,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128,128].json``, Qwen3-30B-A3B: 16 rows
-    up to M = 128, 64 from M = 256; the B200 file 16 up to 256, 64 from 512).
+    vllm 0.33.0 ``model_executor/layers/fused_moe/fused_moe.py`` ``get_default_config``: block-quantised fp8
+    (``fp8_w8a8`` with a ``block_shape``) takes 16 rows for ``M <= 64`` tokens and 64 above; bf16/fp16 and the
+    other formats take 16 rows for ``M <= 32``, 32 for ``M <= 96``, 64 for ``M <= 512`` and 128 above. fp8
+    here means block-quantised: the published fp8 checkpoints of fine-grained MoE models are block-wise
+    (DeepSeek-V3 and Qwen3 FP8 ``weight_block_size [128, 128]``). The tuned files keep that scale
+    (``configs/E=128,N=768,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128,128].json``,
+    Qwen3-30B-A3B: 16 rows up to M = 128, 64 from M = 256 to 4096).
     """
+    if precision == "fp8":
+        return 16 if tokens <= 64 else 64
     if tokens <= 32:
         return 16
     if tokens <= 96:
