@@ -223,7 +223,8 @@ def _prepare(
     if padded:
         notes.append(
             f"{sw} routed experts in the Triton fused_moe kernel: each expert's rows padded to its "
-            "BLOCK_SIZE_M (16-128 by the step's tokens), the padded rows computed (moe_serving module)."
+            f"BLOCK_SIZE_M ({'16-64' if prec == 'fp8' else '16-128'} by the step's tokens), the padded rows "
+            "computed (moe_serving module)."
         )
     link_eff = prof.param("link_eff")
     base = _Infer(
