@@ -119,6 +119,7 @@ def estimate_memory(
     offload_params: bool = False,
     kbit_upcast: bool = False,
     hf_eager: bool = False,
+    cp: int = 1,
 ) -> MemoryEstimate:
     """Memory per GPU for ``task`` (docs/memory.md).
 
@@ -148,7 +149,11 @@ def estimate_memory(
     ``prepare_model_for_kbit_training``); ``hf_eager`` says the model runs Hugging Face transformers' eager
     modelling code under ``torch.autocast`` (HF Trainer, TRL, axolotl, PEFT): on one GPU without ZeRO, AMP
     full fine-tunes and fp32-adapter LoRA then take the tensors that code saves and the peak of the step's
-    timeline instead of the generic sum (``_hf_training_parts``).
+    timeline instead of the generic sum (``_hf_training_parts``). ``cp``: the training job's context-parallel
+    degree, ``seq_len`` being each rank's share of the sequence: the ``cp`` ranks of a sequence hold the same
+    weights, so ZeRO/FSDP shard over dp x cp ranks (Megatron-Core's distributed optimizer over
+    ``get_data_parallel_group(with_context_parallel=True)``; the speed model reduces gradients over the same
+    group).
     """
     m = resolve_model(model)
     spec = _resolve_gpu(gpu)
@@ -160,7 +165,7 @@ def estimate_memory(
         spec, "nf4" if task == "qlora" and prec == "int8" else prec, allow_fallback=allow_fallback
     )  # an 8-bit frozen adapter base computes in 16-bit, like any weight-only format
     _check_engine(engine)
-    for name, v in (("batch", batch), ("seq_len", seq_len), ("lora_rank", lora_rank)):
+    for name, v in (("batch", batch), ("seq_len", seq_len), ("lora_rank", lora_rank), ("cp", cp)):
         _positive(name, v)
     _check_parallel(m, tp, pp, dp, ep)
     if lora_dropout not in LORA_DROPOUT_MODES:
@@ -193,6 +198,7 @@ def estimate_memory(
         optimizer_in_backward=optimizer_in_backward, chunked_loss=chunked_loss, cpu_offload=cpu_offload,
         adapter_fp32=adapter_fp32, lora_dropout=lora_dropout, offload_checkpoints=offload_checkpoints,
         shard_degree=shard_degree, offload_params=offload_params, kbit_upcast=kbit_upcast, hf_eager=hf_eager,
+        cp=cp,
     )  # fmt: skip
     usable, parts, slack = _assemble(q, spec)
     over = _overheads(q)

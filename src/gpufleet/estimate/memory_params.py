@@ -303,6 +303,7 @@ class _Query:
     offload_params: bool = False
     kbit_upcast: bool = False
     hf_eager: bool = False
+    cp: int = 1  # context-parallel ranks sharing each sequence (training): ZeRO shards over dp x cp
 
 
 def _adapter_base(q: _Query) -> str:

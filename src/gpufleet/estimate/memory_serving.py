@@ -83,7 +83,7 @@ def _inference_parts(q: _Query, st: _Stage) -> dict[str, float]:
 def _overheads(q: _Query) -> dict[str, float]:
     """Memory outside torch's allocator: CUDA context, NCCL buffers, vLLM CUDA graphs [bytes]."""
     out = {"cuda_context": CUDA_CONTEXT_GIB * GIB}
-    if q.tp * q.pp * (q.dp if q.task != "inference" else q.ep) > 1:
+    if q.tp * q.pp * (q.dp * q.cp if q.task != "inference" else q.ep) > 1:
         out["nccl_buffers"] = NCCL_BUFFERS_GIB * GIB
     if q.task == "inference" and q.engine == "vllm":
         out["cuda_graphs"] = VLLM_CUDA_GRAPHS_GIB * GIB

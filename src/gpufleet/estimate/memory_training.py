@@ -204,9 +204,12 @@ def _training_parts(q: _Query, st: _Stage) -> dict[str, float]:
     mode = _hf_mode(q)
     if mode is not None:
         return _hf_training_parts(q, st, mode)
-    sharded = q.shard_degree or q.dp  # ZeRO/FSDP group: all dp ranks, or one node under hybrid sharding
+    # ZeRO/FSDP group: all dp ranks, or one node under hybrid sharding; with context parallelism the cp ranks
+    # of a sequence hold the same weights and shard with them (Megatron-Core distributed optimizer over the
+    # data-parallel group with context parallelism)
+    sharded = (q.shard_degree or q.dp) * q.cp
     # experts replicate over dp / ep ranks (Megatron expert-data-parallel), sharded within that group
-    expert_dp = max(1, min(sharded, q.dp // q.ep))
+    expert_dp = max(1, min(sharded, q.dp * q.cp // q.ep))
 
     def shard(n_params: float, stage: int) -> float:
         """Trainable parameters per GPU after ZeRO ``stage`` (1 optimizer, 2 grads, 3 weights) sharding."""
