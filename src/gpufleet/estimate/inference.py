@@ -14,6 +14,9 @@ Inference (one replica of ``tp x pp`` GPUs):
   tokens per step)); static batching = b x out / (prefill of b prompts + out x TPOT(b, in + out/2)); TGI
   v1-v2 prefill each prompt in a pass of its own (:data:`SEPARATE_PREFILL_STACKS`): b x out / (out x
   TPOT(b) + b x prefill of one prompt).
+
+The engine defaults live in :mod:`gpufleet.estimate.inference_engines` and the step timing in
+:mod:`gpufleet.estimate.inference_step`; this module holds the public estimate and the layout search.
 """
 
 from __future__ import annotations
