@@ -27,6 +27,7 @@ from typing import Literal
 
 from gpufleet.errors import InputError
 from gpufleet.models.arch import ModelArch
+from gpufleet.precision import UNQUANTISED_BYTES_PER_ELEMENT as UNQUANTISED_BYTES
 
 Recompute = Literal["none", "selective", "full"]
 RECOMPUTE_MODES: tuple[str, ...] = ("none", "selective", "full")
@@ -79,10 +80,14 @@ def activation_bytes_per_layer(
     flash_attention: bool = True,
     act_bytes: float = 2.0,
     moe_layer: bool | None = None,
+    fp8_linear_inputs: bool = False,
 ) -> float:
     """Activations one transformer layer stores for backward, per GPU [bytes].
 
     ``moe_layer`` picks the layer kind of MoE models (default: MoE when the model has experts).
+    ``fp8_linear_inputs``: fp8 training with Transformer Engine, whose linear layers keep the fp8 copy of
+    their input that the weight-gradient GEMM reads instead of the 16-bit input
+    (:func:`fp8_linear_input_savings`).
     """
     check_recompute(recompute)
     tokens = float(seq_len) * batch
@@ -108,7 +113,42 @@ def activation_bytes_per_layer(
         # softmax output (+ dropout mask and output): the paper's 5as²b at 2 bytes with dropout
         per_score = act_bytes + ((_MASK_BYTES + act_bytes) if m.dropout else 0.0)
         inner += nh * seq_len * per_score
-    return tokens * (outer / sp + inner / tp)
+    per_token = outer / sp + inner / tp
+    if fp8_linear_inputs:
+        outer_saved, inner_saved = fp8_linear_input_savings(m, moe)
+        per_token -= outer_saved / sp + inner_saved / tp
+    return tokens * per_token
+
+
+#: bytes per element of the input copy a Transformer Engine linear layer keeps for its weight gradient in
+#: fp8 training (E4M3 in the forward; MXFP8 adds one 8-bit scale per 32 elements, ~3 %, not counted)
+FP8_SAVED_INPUT_BYTES = 1.0
+
+
+def fp8_linear_input_savings(m: ModelArch, moe: bool) -> tuple[float, float]:
+    """Bytes per token one layer's stored activations shrink by in fp8 training with Transformer Engine:
+    (in the sequence-parallel part, in the tensor-parallel part) [bytes].
+
+    TE's ``LayerNormLinear`` (QKV) and ``LayerNormMLP`` (FFN) cast the normalised input to fp8 for the GEMM
+    and save that fp8 ``ln_out`` for the weight gradient, not a 16-bit copy; ``LayerNormMLP`` and Megatron's
+    ``TEGroupedLinear`` experts save the activation output, fc2's input, in fp8 too (transformer_engine
+    ``pytorch/module/layernorm_linear.py``, ``layernorm_mlp.py``, ``grouped_linear.py``: ``ctx.save_for_
+    backward`` of the quantised inputs; Micikevicius et al. 2022, "FP8 Formats for Deep Learning"). So the
+    two block inputs (2h), the FFN activation output (I per expert and shared expert) and the routed copies
+    entering the experts (k h) go from 2 B to :data:`FP8_SAVED_INPUT_BYTES`. The attention output goes the
+    other way: the fused attention kernel keeps its 16-bit output for its own backward and the output
+    projection adds its fp8 copy (heads x head_dim more). The norm inputs, Q/K/V, the fc1 output (the
+    activation's backward reads it) and the residual stream stay 16 bit.
+    """
+    drop = UNQUANTISED_BYTES - FP8_SAVED_INPUT_BYTES
+    outer = 2.0 * m.hidden_size * drop
+    if moe:
+        inner = (m.experts_per_token + m.num_shared_experts) * m.moe_intermediate_size * drop
+        inner += m.experts_per_token * m.hidden_size * drop
+    else:
+        inner = m.intermediate_size * drop
+    attn_out = m.num_attention_heads * (m.v_head_dim if m.is_mla else m.head_dim)
+    return outer, inner - attn_out * FP8_SAVED_INPUT_BYTES
 
 
 def logits_bytes(m: ModelArch, *, tokens: int, tp: int = 1, logits_bytes_per_element: float = 6.0) -> float:

@@ -14,27 +14,54 @@ Inference (one replica of ``tp x pp`` GPUs):
   tokens per step)); static batching = b x out / (prefill of b prompts + out x TPOT(b, in + out/2)); TGI
   v1-v2 prefill each prompt in a pass of its own (:data:`SEPARATE_PREFILL_STACKS`): b x out / (out x
   TPOT(b) + b x prefill of one prompt).
+
+The engine defaults live in :mod:`gpufleet.estimate.inference_engines` and the step timing in
+:mod:`gpufleet.estimate.inference_step`; this module holds the public estimate and the layout search.
 """
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any
 
 from gpufleet.catalog.specs import AcceleratorSpec
 from gpufleet.errors import InputError, UnsupportedError
-from gpufleet.estimate import compute as cx
 from gpufleet.estimate import moe_serving as moe
 from gpufleet.estimate.comms import (
-    Link,
-    all_reduce_s,
     inter_node_link,
     intra_node_link,
     network_note,
     pipeline_link,
 )
-from gpufleet.estimate.kv_cache import kv_cache_bytes_per_token, kv_heads_per_rank
+from gpufleet.estimate.inference_engines import (
+    ENGINE_MAX_BATCH,
+    FP16_ACCUMULATE_STACKS,
+    GEFORCE_FP16_ACCUMULATE_SPEEDUP,
+    HEAD_BYTES_QUANTISED,
+    HOST_BOUND_DECODE_STACKS,
+    LAYER_SPLIT_STACKS,
+    MEMORY_ENGINE,
+    SEPARATE_PREFILL_STACKS,
+    STATIC_BATCHING_STACKS,
+    _engine_max,
+    _fp16_accumulate,
+    _software_text,
+    default_kv_precision,
+)
+from gpufleet.estimate.inference_step import _dense_stage_s as _dense_stage_s
+from gpufleet.estimate.inference_step import _ep_stage_s as _ep_stage_s
+from gpufleet.estimate.inference_step import _gemm_s as _gemm_s
+from gpufleet.estimate.inference_step import _Infer as _Infer
+from gpufleet.estimate.inference_step import _kv_tp_split as _kv_tp_split
+from gpufleet.estimate.inference_step import _routed_s as _routed_s
+from gpufleet.estimate.inference_step import (
+    _timing,
+    decode_step_s,
+    prefill_s,
+)
+from gpufleet.estimate.inference_step import _tp_comm_s as _tp_comm_s
+from gpufleet.estimate.inference_step import _weight_bytes_read as _weight_bytes_read
+from gpufleet.estimate.kv_cache import kv_cache_bytes_per_token
 from gpufleet.estimate.memory import MemoryEstimate
 from gpufleet.estimate.parallelism import (
     USEFUL_CONCURRENCY,
@@ -46,7 +73,6 @@ from gpufleet.estimate.parallelism import (
 from gpufleet.estimate.priors import PRIORS, stack_param
 from gpufleet.estimate.profile import CalibrationProfile, make_interval
 from gpufleet.estimate.rates import (
-    ACT_BYTES,
     Rates,
     Widening,
     _widen,
@@ -59,77 +85,13 @@ from gpufleet.estimate.rates import (
     tp_link,
     width_factor,
 )
-from gpufleet.estimate.static_shapes import StaticShapes, mean_decode_context, padded_batch, serving_shapes
+from gpufleet.estimate.static_shapes import StaticShapes, serving_shapes
 from gpufleet.estimate.types import Interval
-from gpufleet.estimate.wq_kernels import WqKernel, wq_kernel
+from gpufleet.estimate.wq_kernels import wq_kernel
 from gpufleet.models.arch import ModelArch
 from gpufleet.precision import QUANTISED_FORMATS as _QUANTISED
 from gpufleet.precision import UNQUANTISED_BYTES_PER_ELEMENT, check_precision
-from gpufleet.units import GB
 from gpufleet.validation import check_context, checked_output
-
-#: concurrent sequences an engine schedules at most, by default: vLLM ``max_num_seqs`` 256 (EngineArgs);
-#: SGLang/TGI are bounded by KV tokens (taken as 512); TRT-LLM ``max_batch_size`` 2048 (trtllm-build default
-#: since v0.11); HF transformers: a static batch chosen by the user (32 assumed); llama.cpp server 4 slots.
-ENGINE_MAX_BATCH: dict[str, int] = {
-    "vllm": 256, "sglang": 512, "tgi": 512, "trtllm": 2048, "transformers": 32, "llamacpp": 4, "unknown": 256,
-}  # fmt: skip
-#: stacks without in-flight (continuous) batching: HF transformers ``generate`` runs static batches
-STATIC_BATCHING_STACKS = frozenset({"transformers"})
-#: stacks whose decode step is bound by the host CPU (one Python forward per token, eager kernel launches):
-#: the same H200 type gave llama-3.1-8b 22-38 ms per token on one machine and 46-59 ms on another with HF
-#: transformers 5.17.0 eager generate (benchmarks/gpu_probe.py 2026-11-26; estimate/data/PROVENANCE.md)
-HOST_BOUND_DECODE_STACKS = frozenset({"transformers"})
-#: in-flight batching stacks that prefill new requests in forward passes of their own while the running
-#: batch waits, instead of carrying prompt chunks inside the decode steps: TGI v1-v2 (router
-#: ``batching_task``: a ``prefill`` call on the new entries, then the running batch resumes ``decode``;
-#: text-generation-inference router/src/infer.rs; chunked prefill arrived with TGI v3.0, Dec 2024)
-SEPARATE_PREFILL_STACKS = frozenset({"tgi"})
-#: stacks that spread a model over several GPUs by whole layers unless told otherwise: llama.cpp's default
-#: ``--split-mode layer`` ("split layers and KV across GPUs"; ``row`` splits tensors and must be asked for,
-#: llama.cpp tools/server README and ``common/arg.cpp``), so a multi-GPU llama.cpp run with no stated
-#: layout is a pipeline of stages (tp = 1, pp > 1) without tensor-parallel all-reduces or expert parallelism
-LAYER_SPLIT_STACKS = frozenset({"llamacpp"})
-#: memory-module engine used for each software stack's memory accounting
-MEMORY_ENGINE: dict[str, str] = {"trtllm": "trtllm", "transformers": "transformers", "llamacpp": "pytorch"}
-
-
-def _software_text(sw: str, engine: str) -> str:
-    """The stack as the notes state it. With none given, the speed is the engine-agnostic calibration but the
-    memory reserve and concurrency cap are still an engine's (vLLM: gpu_memory_utilization 0.9, max_num_seqs
-    256, vLLM engine-args docs); say so, so the defaults behind "fits" and the batch are visible."""
-    if sw != "unknown":
-        return f"software {sw}"
-    return (
-        f"software not given: engine-agnostic speed, memory reserve and batch cap of {engine} "
-        f"(max_num_seqs {ENGINE_MAX_BATCH['unknown']}); pass --engine to choose"
-    )
-
-
-#: quantised checkpoints keep the LM head in 16 bit (AWQ/GPTQ, vLLM/TRT-LLM fp8): bytes per element
-HEAD_BYTES_QUANTISED = UNQUANTISED_BYTES_PER_ELEMENT
-
-
-#: engines whose 16-bit GEMMs accumulate in fp16 (llama.cpp's CUDA backend calls cuBLAS with
-#: CUBLAS_COMPUTE_16F for f16 and dequantised-to-f16 matrices, ggml-cuda ``ggml_cuda_op_mul_mat_cublas``)
-FP16_ACCUMULATE_STACKS = frozenset({"llamacpp"})
-#: GeForce tensor cores run fp16-accumulate MMA at twice the fp32-accumulate rate the catalog lists (NVIDIA
-#: Ampere GA102 and Ada AD102 whitepapers, "Peak FP16 Tensor TFLOPS with FP16 Accumulate")
-GEFORCE_FP16_ACCUMULATE_SPEEDUP = 2.0
-
-
-def _fp16_accumulate(rates: Rates, spec: AcceleratorSpec) -> Rates:
-    """``rates`` with the 16-bit peaks at the fp16-accumulate rate of a GeForce part (stated in notes)."""
-    from dataclasses import replace
-
-    k = GEFORCE_FP16_ACCUMULATE_SPEEDUP
-    scale = rates.peak_flops <= rates.peak16_flops  # only 16-bit compute (incl. weight-only formats)
-    return replace(
-        rates,
-        peak_flops=rates.peak_flops * (k if scale else 1.0),
-        peak16_flops=rates.peak16_flops * k,
-        notes=(*rates.notes, f"{spec.id}: fp16-accumulate GEMMs at {k:g}x the listed fp32-accumulate peak."),
-    )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -169,394 +131,6 @@ def layout_note(
     (WHY); STACK." (``where``: a placement such as "per node")."""
     placed = f"{replicas} replica(s) {where} of" if where else f"{replicas} replica(s) of"
     return f"{placed} {layout_text}, {batch} concurrent sequences each ({why}); {stack_text}."
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _Infer:
-    """Everything a decode/prefill time needs for one replica, resolved once per call."""
-
-    model: ModelArch
-    rates: Rates
-    tp: int
-    pp: int
-    link: Link
-    width: float
-    stack: float  # software multiplier on efficiencies
-    overhead_s: float  # per forward step [s]
-    eta_bw: float
-    kv_bytes_per_token: float  # all layers [bytes/token]
-    head_bytes: float  # bytes per LM-head weight
-    wq_bw: float = 1.0  # weight-only quantised GEMV: share of eta_bw its dequantising kernels reach
-    wq_gemm: float = 1.0  # weight-only quantised GEMM: share of the 16-bit GEMM speed (dequantisation)
-    # weight-only kernel's passes over the packed weights at a row count (wq_kernels.WqKernel; None: one pass)
-    wq_kernel: WqKernel | None = None
-    ep: int = 1  # expert-parallel degree (1: routed experts split by TP like dense layers)
-    ep_per_node: int = 1  # EP ranks within one scale-up domain
-    ep_intra: Link | None = None  # scale-up link of the all-to-all
-    ep_inter: Link | None = None  # scale-out link of the all-to-all
-    pp_link: Link | None = None  # link between consecutive pipeline stages (None: ``link``)
-    # non-routed weights of a fp4 MoE checkpoint (attention, dense layers, shared experts) at their own
-    # format (moe_serving.nonrouted_precision); None: every weight at ``rates``
-    nr_rates: Rates | None = None
-    nr_wq_bw: float = 1.0  # as wq_bw, for the non-routed weights
-    nr_wq_gemm: float = 1.0  # as wq_gemm, for the non-routed weights
-    # routed experts' GEMM efficiency relative to ``width`` (narrow experts, moe_serving.expert_width_factor)
-    expert_width: float = 1.0
-    # decode micro-batches circulate through the pipeline stages (False: one batch passes the stages in turn,
-    # llama.cpp, :data:`LAYER_SPLIT_STACKS`)
-    pp_overlap: bool = True
-
-    @property
-    def attn_dp(self) -> int:
-        """Attention data-parallel groups of ``tp`` GPUs in the replica's EP group."""
-        return max(self.ep // self.tp, 1) if self.ep > 1 else 1
-
-
-def _weight_bytes_read(c: _Infer, tokens: float) -> float:
-    """Weight bytes one forward of ``tokens`` sequences reads on one GPU [bytes]."""
-    shape = cx.model_shape(c.model)
-    return (_body_bytes(c, tokens) + shape.lm_head_params * c.head_bytes) / (c.tp * c.pp)
-
-
-def _body_bytes(c: _Infer, tokens: float) -> float:
-    """Weight bytes (all layers, LM head excluded) one forward of ``tokens`` sequences reads, the non-routed
-    weights of a fp4 MoE checkpoint at their own format, scaled to the routed kernels' bandwidth share
-    (``wq_bw``) so callers divide by one bandwidth [bytes]."""
-    shape = cx.model_shape(c.model)
-    body = cx.decode_weight_params(c.model, tokens) - shape.lm_head_params
-    if c.nr_rates is None:
-        return body * c.rates.weight_bytes
-    routed = (
-        c.model.num_moe_layers
-        * cx.moe_expected_experts(c.model.num_experts, c.model.experts_per_token, tokens)
-        * shape.expert_params
-    )
-    nonrouted = (body - routed) * c.nr_rates.weight_bytes * c.wq_bw / c.nr_wq_bw
-    return routed * c.rates.weight_bytes + nonrouted
-
-
-def _wq_read_factor(c: _Infer, rows: float) -> float:
-    """Passes a weight-only kernel makes over the packed weights for ``rows`` tokens (ExLlama re-reads them
-    per 8-row block: :meth:`gpufleet.estimate.wq_kernels.WqKernel.weight_read_factor`); 1 otherwise."""
-    if c.wq_kernel is None:
-        return 1.0
-    return c.wq_kernel.weight_read_factor(rows, c.rates.weight_bytes)
-
-
-def _nr_gemm_rate(c: _Infer) -> float:
-    """GEMM rate of the non-routed weights (fp4 MoE: at their own format) [FLOP/s]."""
-    r = c.nr_rates or c.rates
-    wq = c.nr_wq_gemm if c.nr_rates is not None else c.wq_gemm
-    return r.peak_flops * r.eta * c.width * c.stack * wq
-
-
-def _routed_s(c: _Infer, tokens: float, moe_layers: float, gpus: float) -> tuple[float, float]:
-    """(weight-read, compute) time of the routed experts of ``moe_layers`` MoE layers for ``tokens`` tokens,
-    split evenly over ``gpus`` GPUs (TP slices every expert) [s].
-
-    A roofline of their own (Williams, Waterman & Patterson 2009, "Roofline"): the grouped GEMMs are kernels
-    of their own, so their weight reads cannot hide behind the attention or dense GEMMs' compute, nor these
-    behind the experts' reads. Reads: the distinct experts the tokens touch
-    (:func:`compute.moe_expected_experts`); compute: the routed rows ``tokens x k`` at the expert width's
-    efficiency (:func:`moe_serving.expert_width_factor`).
-    """
-    m, r = c.model, c.rates
-    if not m.is_moe or tokens <= 0.0:
-        return 0.0, 0.0
-    expert = cx.model_shape(m).expert_params
-    touched = cx.moe_expected_experts(m.num_experts, m.experts_per_token, tokens)
-    bw = r.mem_bw_bytes_per_s * c.eta_bw * c.wq_bw
-    rate = r.peak_flops * r.eta * c.width * c.stack * c.wq_gemm * c.expert_width
-    rows = tokens * m.experts_per_token
-    read_s = moe_layers * touched * expert * r.weight_bytes / gpus / bw
-    return read_s, 2.0 * rows * expert * moe_layers / gpus / rate
-
-
-def _routed_active_params(m: ModelArch) -> float:
-    """Routed-expert weights one token passes through, all MoE layers [weights]."""
-    return m.num_moe_layers * m.experts_per_token * cx.model_shape(m).expert_params if m.is_moe else 0.0
-
-
-def _tp_comm_s(c: _Infer, tokens: float, layers: float) -> float:
-    """Two all-reduces of the hidden state per layer (attention out, MLP out) (Shoeybi et al. 2019) [s]."""
-    return 2.0 * layers * all_reduce_s(tokens * c.model.hidden_size * ACT_BYTES, c.tp, c.link)
-
-
-def _kv_tp_split(c: _Infer) -> float:
-    """Shares the TP ranks split the KV cache into: each rank holds ``max(1, kv_heads / tp)`` KV heads, so
-    beyond ``tp = kv_heads`` the heads are replicated and the split stops growing (vLLM
-    ``QKVParallelLinear``: "if tp_size >= total_num_kv_heads, each rank holds one replicated KV head";
-    the memory model counts the same, :func:`kv_cache.kv_heads_per_rank`); an MLA latent is replicated on
-    every TP rank (vLLM, SGLang and TRT-LLM keep the whole latent per rank)."""
-    m = c.model
-    if m.is_mla:
-        return 1.0
-    return m.num_kv_heads / kv_heads_per_rank(m, c.tp)
-
-
-def _kv_read_tokens(m: ModelArch, context: float) -> float:
-    """Cached tokens a decode step reads per sequence, averaged over the layers [tokens]: sliding-window
-    layers attend (and their kernels load) only the last ``sliding_window`` keys (FlashAttention
-    ``window_size``; vLLM/TRT-LLM sliding-window attention), as the attention FLOPs count them
-    (:func:`compute.attention_flops_per_token`) and the memory model keeps them (:mod:`kv_cache`)."""
-    return cx.attended_keys(m, context)
-
-
-def _kv_split(c: _Infer) -> float:
-    """Shares one replica's KV cache is split into over its TP ranks and PP stages (:func:`_kv_tp_split`)."""
-    return _kv_tp_split(c) * c.pp
-
-
-def _ep_stage_s(
-    c: _Infer, decode_seqs: float, context: float, prompt_tokens: float, prompt_len: float
-) -> float:
-    """One pipeline stage's step with expert parallelism and attention data parallelism [s].
-
-    ``decode_seqs`` and ``prompt_tokens``: this stage's work across the whole EP group. Attention, dense
-    layers, shared experts and the LM head run TP over groups of ``tp`` GPUs, ``ep / tp`` groups data
-    parallel, the busiest group setting the step (:func:`moe_serving.busiest_group_prompt_tokens`); the
-    routed experts are split over the ``ep`` GPUs, ``E / ep`` each, the busiest rank setting the step
-    (:func:`moe_serving.busiest_rank_load`); each MoE layer adds a dispatch and a combine all-to-all
-    (:func:`moe_serving.moe_all_to_all_s`). Weights read per GPU: its share of the non-routed weights and
-    the distinct experts of its own that the step's tokens touch. Phases run in turn (no overlap assumed).
-    """
-    m, r = c.model, c.rates
-    shape = cx.model_shape(m)
-    groups = c.attn_dp
-    layers = m.num_layers / c.pp
-    moe_layers = m.num_moe_layers / c.pp
-    bw = r.mem_bw_bytes_per_s * c.eta_bw
-    gemm_rate = r.peak_flops * r.eta * c.width * c.stack * c.wq_gemm
-    # attention group (tp GPUs): its share of the decode sequences plus the busiest group's prompt tokens
-    dec = decode_seqs / groups
-    prompt = moe.busiest_group_prompt_tokens(prompt_tokens, prompt_len, groups)
-    rows = dec + prompt
-    routed_active = _routed_active_params(m)
-    nonrouted_params = cx.decode_weight_params(m, 0.0)  # attention, dense FFNs, shared experts, router, head
-    nr = c.nr_rates or r
-    nr_wq_bw = c.nr_wq_bw if c.nr_rates is not None else c.wq_bw
-    nonrouted_bytes = (nonrouted_params - shape.lm_head_params) * nr.weight_bytes + shape.lm_head_params * (
-        c.head_bytes
-    )
-    # logits only for the sampled positions, the LM head at its own rate, as on the TP path (_gemm_s)
-    body = shape.matmul_active_params - routed_active - shape.lm_head_params
-    head_rows = dec + prompt / max(prompt_len, 1.0)
-    t_dense = max(
-        nonrouted_bytes / (c.tp * c.pp) / (bw * nr_wq_bw),
-        _gemm_s(c, rows, body, head_rows, shape.lm_head_params) / (c.tp * c.pp),
-    )
-    attn = dec * cx.decode_attention_flops_per_token(m, context)
-    if prompt > 0:
-        attn += prompt * cx.attention_flops_per_token(m, (prompt_len + 1.0) / 2.0)
-    kv_bytes = dec * _kv_read_tokens(m, context) * c.kv_bytes_per_token / _kv_split(c)
-    t_attn = max(kv_bytes / bw, attn / (c.tp * c.pp) / (r.peak16_flops * r.eta16 * c.stack))
-    # routed experts over the ep GPUs: the busiest rank's tokens, each GPU's touched experts
-    tokens = decode_seqs + prompt_tokens
-    mean_routed = tokens * m.experts_per_token / c.ep
-    busiest = moe.busiest_rank_load(mean_routed, c.ep)
-    touched = cx.moe_expected_experts(m.num_experts, m.experts_per_token, tokens) / c.ep
-    # the busiest rank's routed copies and its own tokens' combine through HBM around and inside the GEMMs
-    io, glue = moe.routed_activation_elements(m, rows / c.tp, busiest)
-    t_routed = max(  # narrow experts at their own width's GEMM efficiency (moe_serving.expert_width_factor)
-        moe_layers * touched * shape.expert_params * r.weight_bytes / (bw * c.wq_bw)
-        + moe_layers * io * ACT_BYTES / bw,
-        busiest * 2.0 * shape.expert_params * moe_layers / (gemm_rate * c.expert_width),
-    )
-    # dispatch + combine per MoE layer; TP ranks of a group send disjoint shares of its tokens
-    assert c.ep_intra is not None and c.ep_inter is not None
-    t_a2a = moe_layers * moe.moe_all_to_all_s(
-        m, tokens_per_gpu=prompt / c.tp, decode_tokens_per_gpu=dec / c.tp, ep=c.ep,
-        ep_per_node=c.ep_per_node, intra=c.ep_intra, inter=c.ep_inter,
-    )  # fmt: skip
-    t_act = moe_layers * glue * ACT_BYTES / bw
-    return t_dense + t_attn + t_routed + t_act + t_a2a + _tp_comm_s(c, rows, layers)
-
-
-def _gemm_s(
-    c: _Infer, rows: float, body_params: float, head_rows: float, head_params: float, routed: float = 0.0
-) -> float:
-    """Compute-bound GEMM time of ``rows`` tokens through ``body_params`` weights and ``head_rows`` through
-    the LM head's ``head_params``, on one GPU's worth of FLOPs [s].
-
-    Engines compute logits only for the positions they sample (one per decoding sequence and one per
-    finished prompt: vLLM's logits processor on the sample indices, TRT-LLM ``gather_context_logits`` off by
-    default). A quantised checkpoint keeps its LM head in 16 bit (AWQ/GPTQ, TRT-LLM/vLLM fp8 and fp4
-    recipes exclude ``lm_head``), so it runs at the 16-bit rate without dequantisation. ``routed``: the
-    routed-expert share of ``body_params``; with a fp4 MoE checkpoint only it runs at the fp4 rate, the rest
-    at the non-routed weights' rate (:func:`moe_serving.nonrouted_precision`)."""
-    r = c.rates
-    rate = r.peak_flops * r.eta * c.width * c.stack * c.wq_gemm
-    head_rate = r.peak16_flops * r.eta16 * c.width * c.stack if c.head_bytes > r.weight_bytes else rate
-    body_s = body_params / rate
-    if c.nr_rates is not None:
-        body_s = routed / rate + (body_params - routed) / _nr_gemm_rate(c)
-    return 2.0 * (rows * body_s + head_rows * head_params / head_rate)
-
-
-def prefill_s(c: _Infer, requests: float, input_len: float, *, latency: bool) -> float:
-    """Time to prefill ``requests`` prompts of ``input_len`` tokens on one replica [s].
-
-    ``latency``: the prompt passes the ``pp`` stages in turn (TTFT); otherwise stages work in parallel on
-    different requests (throughput).
-    """
-    tokens = requests * input_len
-    if c.ep > 1:  # the layers pass the pp stages in turn (latency) or all stages work at once (throughput)
-        stage = _ep_stage_s(c, 0.0, 0.0, tokens / (1.0 if latency else c.pp), input_len)
-        return stage * (c.pp if latency else 1) + c.overhead_s
-    shape = cx.model_shape(c.model)
-    gpus = c.tp * (1 if latency else c.pp)
-    attn = (
-        requests
-        * (cx.prefill_flops(c.model, input_len) - input_len * 2.0 * shape.matmul_active_params)
-        / gpus
-    )
-    r = c.rates
-    t_mm = _gemm_s(
-        c,
-        tokens,
-        shape.matmul_active_params - shape.lm_head_params,
-        requests,
-        shape.lm_head_params,
-        _routed_active_params(c.model),
-    )
-    t_mm /= gpus
-    t_attn = attn / (r.peak16_flops * r.eta16 * c.stack)
-    read = _body_bytes(c, tokens) * _wq_read_factor(c, tokens) + shape.lm_head_params * c.head_bytes
-    t_weights = read / gpus / (r.mem_bw_bytes_per_s * c.eta_bw * c.wq_bw)
-    layers = c.model.num_layers / (1 if latency else c.pp)
-    t_gemm = max(t_mm, t_weights)
-    if c.model.is_moe:  # the routed experts on a roofline of their own (_routed_s)
-        t_gemm = _moe_gemm_s(c, tokens, requests, t_weights, c.model.num_moe_layers, gpus, 1.0)
-    return t_gemm + t_attn + _tp_comm_s(c, tokens, layers) + c.overhead_s
-
-
-def _moe_gemm_s(
-    c: _Infer, rows: float, head_rows: float, weights_s: float, moe_layers: float, gpus: float, share: float
-) -> float:
-    """GEMM time of ``share`` of a MoE model's layers (and the LM head when ``head_rows`` > 0 and the share
-    holds it) on one of ``gpus`` GPUs: the non-routed weights' roofline plus the routed experts' own
-    (:func:`_routed_s`) [s]. ``weights_s``: the whole weight read (both parts) as the dense path times it."""
-    shape = cx.model_shape(c.model)
-    routed_read, routed_mm = _routed_s(c, rows, moe_layers, gpus)
-    body = (shape.matmul_active_params - shape.lm_head_params) * share - _routed_active_params(
-        c.model
-    ) * share
-    head = shape.lm_head_params if head_rows > 0.0 else 0.0
-    nonrouted_mm = _gemm_s(c, rows, body, head_rows, head) / gpus
-    io_s, glue_s = _routed_act_s(c, rows, moe_layers, gpus)
-    return max(weights_s - routed_read, nonrouted_mm) + max(routed_read + io_s, routed_mm) + glue_s
-
-
-def _routed_act_s(c: _Infer, tokens: float, moe_layers: float, gpus: float) -> tuple[float, float]:
-    """HBM time of the routed experts' activations for ``tokens`` tokens through ``moe_layers`` MoE layers:
-    (the grouped GEMMs' inputs and outputs, the memory-bound kernels between them)
-    (:func:`moe_serving.routed_activation_elements`), the TP ranks each moving the whole ``h``-wide
-    tensors, pipeline stages (``gpus / tp``) sharing the layers [s]."""
-    m = c.model
-    if not m.is_moe or tokens <= 0.0:
-        return 0.0, 0.0
-    io, glue = moe.routed_activation_elements(m, tokens, tokens * m.experts_per_token, c.tp)
-    per_elem = moe_layers * ACT_BYTES * c.tp / gpus / (c.rates.mem_bw_bytes_per_s * c.eta_bw)
-    return io * per_elem, glue * per_elem
-
-
-def decode_step_s(
-    c: _Infer, batch: float, context: float, prefill_tokens: float = 0.0, prefill_len: float = 1.0
-) -> float:
-    """One decode step at ``batch`` sequences with ``context`` cached tokens [s].
-
-    ``prefill_tokens``: prompt tokens (of prompts of ``prefill_len``) processed in the same step, as in-flight
-    batching with chunked prefill does (TRT-LLM, vLLM): they share the step's weight read and GEMMs. With
-    pipeline stages the batch runs as micro-batches through the stages (:func:`pipeline_step_s`).
-    """
-    if c.ep > 1:
-        micro = max(batch / c.pp, 1.0)
-        return c.pp * _ep_stage_s(c, micro, context, prefill_tokens / c.pp, prefill_len) + c.overhead_s
-    if c.pp == 1:
-        return _dense_stage_s(c, batch, prefill_tokens, context, prefill_len, c.model.num_layers, True) + (
-            c.overhead_s
-        )
-    return pipeline_step_s(c, batch, context, prefill_tokens, prefill_len)
-
-
-def _dense_stage_s(
-    c: _Infer, micro: float, prompt: float, context: float, prefill_len: float, layers: float, head: bool
-) -> float:
-    """One pipeline stage of ``layers`` layers (``head``: and the LM head) on its ``tp`` GPUs, for ``micro``
-    decode sequences and ``prompt`` prompt tokens [s]: GEMMs (weight-streaming or compute bound) and
-    attention (KV-streaming bound) one after the other, then the stage's TP all-reduces."""
-    r, m = c.rates, c.model
-    shape = cx.model_shape(m)
-    share = layers / m.num_layers
-    rows = micro + prompt
-    bw = r.mem_bw_bytes_per_s * c.eta_bw
-    head_params = shape.lm_head_params if head else 0.0
-    w_bytes = (_body_bytes(c, rows) * share * _wq_read_factor(c, rows) + head_params * c.head_bytes) / c.tp
-    attn = micro * cx.decode_attention_flops_per_token(m, context)
-    if prompt > 0:
-        attn += prompt * cx.attention_flops_per_token(m, (prefill_len + 1.0) / 2.0)
-    kv_bytes = micro * _kv_read_tokens(m, context) * c.kv_bytes_per_token * share / _kv_tp_split(c)
-    body_params = (shape.matmul_active_params - shape.lm_head_params) * share
-    head_rows = micro + prompt / max(prefill_len, 1.0)
-    mm_s = _gemm_s(c, rows, body_params, head_rows, head_params, _routed_active_params(m) * share) / c.tp
-    t_gemm = max(w_bytes / (bw * c.wq_bw), mm_s)
-    if m.is_moe:  # the routed experts on a roofline of their own (_routed_s)
-        head_rows_here = head_rows if head else 0.0
-        t_gemm = _moe_gemm_s(
-            c, rows, head_rows_here, w_bytes / (bw * c.wq_bw), m.num_moe_layers * share, c.tp, share
-        )
-    t_attn = max(kv_bytes / bw, attn * share / c.tp / (r.peak16_flops * r.eta16 * c.stack))
-    return t_gemm + t_attn + _tp_comm_s(c, rows, layers)
-
-
-def pipeline_step_s(
-    c: _Infer, batch: float, context: float, prefill_tokens: float = 0.0, prefill_len: float = 1.0
-) -> float:
-    """Time for every one of ``batch`` sequences to advance one token through ``pp`` stages [s].
-
-    How TRT-LLM (one micro-batch per pipeline rank in flight, ``num_micro_batches = pp``) and vLLM (``pp``
-    virtual engines, each scheduling its own micro-batch) serve with pipeline parallelism: ``M = min(pp, b)``
-    micro-batches of ``b / M`` sequences circulate; a micro-batch's next token needs its last one sampled on
-    the last stage, so each is one engine iteration (scheduling, sampling, launches: the per-step overhead)
-    per token. Layers split evenly, the remainder to the earlier stages, the LM head on the last stage
-    (TRT-LLM ``pp_layers``; vLLM ``get_pp_indices``), so the last stage is usually the slowest. The step is
-    the longer of (a) the slowest stage busy with all ``M`` micro-batches and (b) one micro-batch's loop:
-    every stage, ``pp - 1`` activation hand-offs of ``b/M x h`` over the stage link (split over the TP ranks,
-    as in training) and the sampled tokens' return. With equal stages and no overhead this is ``pp x
-    stage(b/pp)``, the pipeline kept full at saturation (no flush between steps, unlike 1F1B training's
-    bubble). llama.cpp keeps its decode batch whole: its pipeline overlaps only the ubatches of one large
-    batch (``n_ubatch`` 512 by default, prompt processing), and each decode call waits for its logits before
-    the next (llama.cpp PR #6017 "pipeline parallelism"), so there ``M = 1`` and the stages run in turn.
-    """
-    pp, m = c.pp, c.model
-    n_micro = min(float(pp), max(math.ceil(batch), 1.0)) if c.pp_overlap else 1.0
-    micro, prompt = batch / n_micro, prefill_tokens / n_micro
-    base, extra = divmod(m.num_layers, pp)
-    wide = _dense_stage_s(c, micro, prompt, context, prefill_len, base + 1, False) if extra else 0.0
-    narrow = _dense_stage_s(c, micro, prompt, context, prefill_len, base, False) if pp - 1 > extra else 0.0
-    last = _dense_stage_s(c, micro, prompt, context, prefill_len, base, True)
-    slowest = max(wide, narrow, last)
-    link = c.pp_link if c.pp_link is not None else c.link
-    handoff = (micro + prompt) * m.hidden_size * ACT_BYTES / c.tp / (link.bw_gb_per_s * GB)
-    loop = extra * wide + (pp - 1 - extra) * narrow + last + (pp - 1) * handoff + pp * link.hop_latency_s
-    return max(n_micro * (slowest + c.overhead_s), loop + c.overhead_s)
-
-
-#: stacks whose KV cache stays 16 bit under fp8/fp4 weights unless fp8 KV is asked for: vLLM and SGLang
-#: ``--kv-cache-dtype auto`` ("auto: use the model data type", vLLM EngineArgs; SGLang server args), TGI
-#: ``--kv-cache-dtype`` unset = the model dtype, HF transformers' DynamicCache, llama.cpp ``-ctk f16``
-KV16_DEFAULT_STACKS = frozenset({"vllm", "sglang", "tgi", "transformers", "llamacpp"})
-
-
-def default_kv_precision(precision: str, spec: AcceleratorSpec, software: str = "unknown") -> str | None:
-    """KV cache precision when none is given: fp8 with fp8/fp4 weights on GPUs with fp8 (TRT-LLM's fp8/fp4
-    checkpoints carry ``kv_cache_quant_algo: FP8``, which it applies), except on stacks that keep a 16-bit
-    cache by default (:data:`KV16_DEFAULT_STACKS`); else the engines' 16-bit default (None)."""
-    if software in KV16_DEFAULT_STACKS:
-        return None
-    if precision in ("fp8", "fp4") and spec.fp8_tflops is not None:
-        return "fp8"
-    return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -646,6 +220,15 @@ def _prepare(
             f"{prec} MoE checkpoint: routed experts in {prec}, attention, dense layers and shared experts in "
             f"{nr_prec} (as the published fp4 MoE checkpoints)."
         )
+    # vLLM's Triton fused_moe pads each expert's rows to its row block (moe_serving.padded_rows_per_expert);
+    # fp4 experts and weight-only int4 run other kernels (FlashInfer / Marlin), TRT-LLM autotuned CUTLASS
+    padded = arch.is_moe and sw in moe.TRITON_FUSED_MOE_STACKS and prec in ("bf16", "fp16", "fp8", "int8")
+    if padded:
+        notes.append(
+            f"{sw} routed experts in the Triton fused_moe kernel: each expert's rows padded to its "
+            f"BLOCK_SIZE_M ({'16-64' if prec == 'fp8' else '16-128'} by the step's tokens), the padded rows "
+            "computed (moe_serving module)."
+        )
     link_eff = prof.param("link_eff")
     base = _Infer(
         model=arch, rates=rates, tp=1, pp=1, link=tp_link(spec, 1, gpn, prof), width=width_factor(arch, prof),
@@ -662,7 +245,7 @@ def _prepare(
         nr_rates=nr_rates, nr_wq_bw=kernel.bw_share if nr_weight_only else 1.0,
         nr_wq_gemm=prof.param("wq_gemm_eff") if nr_weight_only else 1.0,
         expert_width=moe.expert_width_factor(arch, prof.param("width_h0")),
-        pp_overlap=sw not in LAYER_SPLIT_STACKS,
+        pp_overlap=sw not in LAYER_SPLIT_STACKS, expert_block_padding=padded, expert_block_format=prec,
     )  # fmt: skip
     shapes = serving_shapes(spec, sw)
     if static_batching is not None:
@@ -847,10 +430,6 @@ def estimate_inference(
     )  # fmt: skip
 
 
-def _engine_max(sw: str) -> int:
-    return ENGINE_MAX_BATCH.get(sw, ENGINE_MAX_BATCH["unknown"])
-
-
 def _check_ep(
     arch: ModelArch, ep: int | None, tp: int | None, attention_dp: bool | None, gpu_count: int, pp: int
 ) -> None:
@@ -891,53 +470,6 @@ def _check_ep(
 #: the _Infer, so its id is not reused while the entry lives
 _TIMINGS: dict[tuple[int, int, int, int], tuple[_Infer, float, float, float, float]] = {}
 _TIMINGS_MAX = 100_000
-
-
-def _timing(
-    c: _Infer,
-    b: int,
-    input_len: int,
-    output_len: int,
-    *,
-    static: bool,
-    shapes: StaticShapes | None,
-    separate_prefill: bool,
-) -> tuple[float, float, float, float]:
-    """(TPOT, TTFT, cycle, loaded TPOT) of one replica of ``c`` at ``b`` sequences [s]: the cycle is the time
-    for each of the ``b`` sequences to produce ``output_len`` tokens, new prompts included (see
-    :func:`_run_layout`). TPOT is the decode step alone; the loaded TPOT is what one request sees between its
-    tokens while the other ``b - 1`` sequences finish and are replaced (a closed-loop benchmark at
-    concurrency ``b``, whose TPOT is ``(latency - TTFT) / (output - 1)``, vLLM ``benchmark_serving``): with
-    in-flight batching its steps also carry the others' prompt tokens, ``(b - 1) x in / out`` per step;
-    with separate prefill passes (TGI v1-v2) it waits ``(b - 1) / out`` of them per token; with static
-    batching prompts run before the first token, so nothing is added. Prefill-decode interference: Zhong et
-    al. 2024 "DistServe" sec. 2.2; Agrawal et al. 2024 "Sarathi-Serve" sec. 3 ("generation stalls")."""
-    # decode rows and mean attention context, padded where the stack runs static shapes (static_shapes)
-    rows = padded_batch(shapes, float(b))
-    ctx = mean_decode_context(shapes, float(input_len), float(output_len))
-    tpot = decode_step_s(c, rows, ctx)
-    # TTFT at concurrency b (queueing excluded): with static batching the whole batch prefills before the
-    # first token; with in-flight batching a new prompt is prefilled alongside the other b-1 sequences'
-    # decode step, so it waits for its own prefill plus one shared step. Same rule given or saturated.
-    if static:
-        ttft = prefill_s(c, float(b), float(input_len), latency=True)
-    else:
-        ttft = prefill_s(c, 1.0, float(input_len), latency=True)
-        if b > 1:
-            ttft += decode_step_s(c, padded_batch(shapes, float(b - 1)), ctx)
-    loaded = tpot
-    if static:  # the whole batch prefills, then decodes together
-        cycle = prefill_s(c, float(b), float(input_len), latency=False) + output_len * tpot
-    elif separate_prefill:  # each newcomer's prompt is a forward pass of its own; the running batch waits
-        one = prefill_s(c, 1.0, float(input_len), latency=False)
-        cycle = output_len * tpot + b * one
-        loaded = tpot + (b - 1) * one / output_len
-    else:  # in-flight batching: each step also carries its share of the newcomers' prompt tokens
-        step = decode_step_s(c, rows, ctx, b * input_len / output_len, input_len)
-        cycle = output_len * step
-        if b > 1:
-            loaded = decode_step_s(c, rows, ctx, (b - 1) * input_len / output_len, input_len)
-    return tpot, ttft, cycle, loaded
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

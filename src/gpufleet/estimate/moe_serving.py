@@ -17,6 +17,7 @@ them is :func:`gpufleet.estimate.inference.decode_step_s`.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from gpufleet.errors import InputError
 from gpufleet.estimate.comms import Link, all_to_all_nodes_s
@@ -69,6 +70,81 @@ def expert_width_factor(model: ModelArch, width_h0: float) -> float:
         return 1.0
     d, h = float(model.moe_intermediate_size), float(model.hidden_size)
     return (d / (d + width_h0)) / (h / (h + width_h0))
+
+
+#: stacks whose routed experts run vLLM's Triton ``fused_moe`` kernel, which pads every expert's rows to the
+#: kernel's ``BLOCK_SIZE_M`` (:func:`fused_moe_block_m`): vLLM (``fused_experts`` for bf16/fp16, fp8 and
+#: int8/int4 weights) and SGLang (``sglang.srt.layers.moe.fused_moe_triton``, vLLM's kernel and config files
+#: carried over). fp4 MoE weights take other kernels (FlashInfer/TRT-LLM-gen, Marlin) and TRT-LLM autotunes
+#: CUTLASS tiles per shape, so neither is padded here (no sourced tile rule).
+TRITON_FUSED_MOE_STACKS = frozenset({"vllm", "sglang"})
+
+
+def fused_moe_block_m(tokens: float, precision: str = "bf16") -> int:
+    """``BLOCK_SIZE_M`` of vLLM's Triton ``fused_moe`` for a step of ``tokens`` tokens [rows].
+
+    vllm 0.33.0 ``model_executor/layers/fused_moe/fused_moe.py`` ``get_default_config``: block-quantised fp8
+    (``fp8_w8a8`` with a ``block_shape``) takes 16 rows for ``M <= 64`` tokens and 64 above; bf16/fp16 and the
+    other formats take 16 rows for ``M <= 32``, 32 for ``M <= 96``, 64 for ``M <= 512`` and 128 above. fp8
+    here means block-quantised: the published fp8 checkpoints of fine-grained MoE models are block-wise
+    (DeepSeek-V3 and Qwen3 FP8 ``weight_block_size [128, 128]``). The tuned files keep that scale
+    (``configs/E=128,N=768,device_name=NVIDIA_H200,dtype=fp8_w8a8,block_shape=[128,128].json``,
+    Qwen3-30B-A3B: 16 rows up to M = 128, 64 from M = 256 to 4096).
+    """
+    if precision == "fp8":
+        return 16 if tokens <= 64 else 64
+    if tokens <= 32:
+        return 16
+    if tokens <= 96:
+        return 32
+    if tokens <= 512:
+        return 64
+    return 128
+
+
+def padded_rows_per_expert(tokens: float, experts_per_token: int, experts: int, block_m: int) -> float:
+    """Expected rows the grouped GEMM computes for one expert when ``tokens`` tokens each pick
+    ``experts_per_token`` of ``experts`` experts and every expert's rows are padded to ``block_m`` [rows].
+
+    vLLM's ``moe_align_block_size`` sorts the routed copies by expert and pads each expert's count up to a
+    multiple of ``BLOCK_SIZE_M`` (``csrc/moe/moe_align_sum_kernels.cu``; "pads the number of tokens of each
+    expert to be divisible by block_size"), and ``fused_moe_kernel`` multiplies whole ``BLOCK_SIZE_M`` x
+    ``BLOCK_SIZE_N`` tiles, masking the padded rows' loads but not their MMAs. An expert's count is
+    ``X ~ Binomial(tokens, k / E)`` (uniform routing), so the expected padded count is
+    ``B x E[ceil(X / B)] = B x sum_j P(X > j B)``; experts no token reaches cost nothing (their blocks are
+    skipped). Summed exactly over the binomial mass within 12 standard deviations of the mean.
+    """
+    if tokens <= 0.0 or experts <= 0 or experts_per_token <= 0 or block_m <= 0:
+        return 0.0
+    return _padded_rows(round(tokens), min(experts_per_token / experts, 1.0), block_m)
+
+
+@lru_cache(maxsize=65536)
+def _padded_rows(n: int, p: float, block: int) -> float:
+    if n <= 0:
+        return 0.0
+    if p >= 1.0:
+        return float(math.ceil(n / block) * block)
+    mean, sd = n * p, math.sqrt(n * p * (1.0 - p))
+    lo, hi = max(0, int(mean - 12.0 * sd) - 1), min(n, int(mean + 12.0 * sd) + 2)
+    log_q, log_1q = math.log(p), math.log1p(-p)
+    lg_n = math.lgamma(n + 1.0)
+    total = 0.0
+    for x in range(max(lo, 1), hi + 1):
+        log_pmf = lg_n - math.lgamma(x + 1.0) - math.lgamma(n - x + 1.0) + x * log_q + (n - x) * log_1q
+        total += math.exp(log_pmf) * math.ceil(x / block)
+    return total * block
+
+
+def expert_padding_factor(tokens: float, experts_per_token: int, experts: int, block_m: int) -> float:
+    """Rows the padded grouped GEMM computes over the routed rows it needs, ``>= 1`` [-]:
+    :func:`padded_rows_per_expert` over the mean ``tokens x k / E``. About ``B / (tokens x k / E)`` while
+    experts get fewer rows than a block (Qwen3-30B-A3B at 256 tokens: 16 rows each, padded to 64: 4x),
+    falling towards 1 once each expert fills many blocks."""
+    mean = tokens * experts_per_token / experts if experts > 0 else 0.0
+    if mean <= 0.0:
+        return 1.0
+    return max(1.0, padded_rows_per_expert(tokens, experts_per_token, experts, block_m) / mean)
 
 
 def routed_activation_elements(
@@ -240,14 +316,18 @@ __all__ = [
     "EXPERT_HOTSPOT_FACTOR",
     "FP4_MOE_NONROUTED_PRECISION",
     "MOE_ROUTING_MODES",
+    "TRITON_FUSED_MOE_STACKS",
     "busiest_group_prompt_tokens",
     "busiest_rank_load",
     "decode_copies_per_token",
     "ep_degrees",
     "ep_rank_imbalance",
     "expected_ranks_per_token",
+    "expert_padding_factor",
     "expert_width_factor",
+    "fused_moe_block_m",
     "moe_all_to_all_s",
     "nonrouted_precision",
+    "padded_rows_per_expert",
     "routed_activation_elements",
 ]

@@ -706,6 +706,8 @@ def estimate_training(
             f"Context-parallel degree {cp_deg} must divide the {gpu_count} GPUs and be at most seq_len "
             f"({seq_len}). Use a cp that divides the GPU count, or leave it out."
         )
+    if cp_deg > 1:  # memory per rank: a cp-th of each sequence, ZeRO over dp x cp (estimate_memory ``cp``)
+        knobs = {**knobs, "cp": cp_deg}
 
     def layouts_at(recompute: str | None) -> list[LayoutKey]:
         return training_layout_keys(
