@@ -272,13 +272,18 @@ def test_the_scale_of_a_scored_group_never_sees_its_residuals() -> None:
     assert any(w0[k] != pytest.approx(w1[k]) for k in w0 if k[1] == "generation" and k[0].startswith("H"))
 
 
-def test_a_family_inside_its_floor_keeps_its_deciles() -> None:
-    """Residuals all inside the floor meet the target at any scale: nothing identifies a narrower interval,
-    so the scale stays 1 (not the bottom of the search range); an uncovered class stays wider than dense."""
+def test_a_family_inside_its_floor_takes_the_bottom_scale_and_stays_at_the_floor() -> None:
+    """Residuals all inside the floor meet the target at any scale: the family takes the bottom of the
+    search range (the narrowest scale that holds the target), and its intervals stay at the floor (never
+    narrower); an uncovered class stays wider than dense."""
+    from gpufleet.estimate.intervals import SCALE_RANGE
+    from gpufleet.estimate.profile import interval_floor
+
     held, info, ids = _over_covering()
     small = {g: {k: 0.1 * v for k, v in h.items()} for g, h in held.items()}
-    assert fit_interval_scales(small, info, ids)["training"] == 1.0
+    assert fit_interval_scales(small, info, ids)["training"] == pytest.approx(SCALE_RANGE[0])
     q = fit_class_quantiles(small, {k: "training" for k in ids}, {k: frozenset() for k in ids})
     dense = class_interval(q, "training", set())
     new = class_interval(q, "training", {"new_generation"})
     assert dense is not None and new is not None and new[1] - new[0] > dense[1] - dense[0]
+    assert dense[0] <= -interval_floor("training") and dense[1] >= interval_floor("training")
