@@ -97,6 +97,13 @@ def serve(
             help="Run the schedules in this process (several replicas may; each run is queued once).",
         ),
     ] = True,
+    webhook_internal_hosts: Annotated[
+        bool,
+        typer.Option(
+            "--webhook-internal-hosts",
+            help="Let webhooks post to loopback and private addresses (an on-premises chat server).",
+        ),
+    ] = False,
     log_format: Annotated[
         str, typer.Option("--log-format", help="Log lines: json (one object per line) or text.")
     ] = "text",
@@ -123,6 +130,7 @@ def serve(
         rate_limit_per_s=rate_limit,
         max_body_bytes=int(max_body_mib * 1024 * 1024),
         scheduler=scheduler,
+        webhook_internal_hosts=webhook_internal_hosts,
     )
     with _db(db) as session:
         admin = bootstrap_admin(session)
