@@ -44,7 +44,7 @@ def body_problem(body: bytes) -> str | None:
 
 
 class StrictJsonMiddleware:
-    """Reads a JSON body of an ``/api/`` request whole, refuses it with a 400 when :func:`body_problem` finds
+    """Reads a JSON body of an ``/api/`` request whole, refuses it with a 422 when :func:`body_problem` finds
     one, else hands it on unchanged (the size limit is the outer :class:`.ops.OpsMiddleware`'s)."""
 
     def __init__(self, app: ASGIApp) -> None:
@@ -73,8 +73,8 @@ class StrictJsonMiddleware:
         if problem is not None:
             doc = {
                 "error": {
-                    "status": 400,
-                    "type": "InputError",
+                    "status": 422,
+                    "type": "ValidationError",
                     "message": (
                         f"The request body is not valid JSON: {problem}. Send one JSON object in UTF-8 "
                         "(no byte-order mark), each key once, numbers finite, nested at most "
@@ -86,7 +86,7 @@ class StrictJsonMiddleware:
             await send(
                 {
                     "type": "http.response.start",
-                    "status": 400,
+                    "status": 422,
                     "headers": [(b"content-type", b"application/json")],
                 }
             )
