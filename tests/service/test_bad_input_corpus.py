@@ -27,7 +27,11 @@ from .fixtures import Env, make_env
 def svc(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
     tmp = tmp_path_factory.mktemp("svc-corpus")
     url = f"sqlite:///{tmp / 'service.sqlite3'}"
+    from gpufleet.recommend import candidates, perf
+
+    bounds = perf._CALLS_MAX, candidates._CACHE_MAX  # an app sets the process's; put the library's back
     yield from make_env(url, webhook_internal_hosts=False, telemetry_dir=tmp / "telemetry")
+    perf._CALLS_MAX, candidates._CACHE_MAX = bounds
 
 
 def _refused(r: Any, status: int | tuple[int, ...], says: str) -> None:
