@@ -4,7 +4,8 @@
   400 saying so (it was a 500: SQLite and PostgreSQL refuse to compare with it).
 - On ``/api/`` routes, a query key the route does not take (``?limt=5``) is refused with the keys it takes,
   and a key given twice (``?limit=1&limit=2``) is refused unless the route takes a list for it
-  (``?gpu=H100&gpu=A100``): both were silently ignored or the last value won, an answer to another question."""
+  (``?gpu=H100&gpu=A100``): both were silently ignored or the last value won, an answer to another
+  question."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ _METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 def _is_json(scope: Scope) -> bool:
     for name, value in scope.get("headers", []):
         if name == b"content-type":
-            media = value.split(b";", 1)[0].strip().lower()
+            media = bytes(value).split(b";", 1)[0].strip().lower()
             return media == b"application/json" or media.endswith(b"+json")
     return False
 
