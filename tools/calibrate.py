@@ -20,6 +20,7 @@ import numpy as np
 
 from gpufleet.estimate.calibration import GROUPINGS, fit_profile, load_profile, requantile, save_profile
 from gpufleet.estimate.cases import read_cases
+from gpufleet.estimate.intervals import fit_interval_scales, scoring_cases
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CASES = ROOT / "src" / "gpufleet" / "estimate" / "data" / "cases.csv"
@@ -82,6 +83,11 @@ def main(argv: list[str] | None = None) -> int:
         print(_summary("leave-one-out", list(profile.loo_residuals.values())))
     for g in groups:
         print(_summary(f"leave-{g}-out", list(profile.logo_residuals[g].values())))
+    if profile.logo_residuals:
+        info = scoring_cases(cases, profile.logo_residuals, profile.fitted)
+        scales = fit_interval_scales(profile.logo_residuals, info, list(info))
+        print("held-out interval scales (fitted to 80 % cross-fitted coverage): "
+              + ", ".join(f"{k} {v:.3f}" for k, v in scales.items()))  # fmt: skip
     print("parameters (fitted*):")
     for k in sorted(profile.params):
         mark = "*" if k in profile.fitted else " "

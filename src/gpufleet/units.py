@@ -33,6 +33,7 @@ HOURS_PER_MONTH = HOURS_PER_YEAR / 12.0  # 730 h: the cloud billing convention (
 
 # --- money ---
 MILLION = 1e6
+PERCENT = 100.0  # percent in a whole (20 % = 0.2)
 
 
 def gib_from_mib(mib: float) -> float:

@@ -27,6 +27,7 @@ import pytest
 from test_cli_corpus import _check, runner
 
 from gpufleet.cli.app import app
+from gpufleet.estimate.priors import PRIORS
 
 CASES_CSV = Path(__file__).parents[1] / "data" / "cases" / "small.csv"
 
@@ -71,8 +72,9 @@ def profile(tmp_path_factory: pytest.TempPathFactory) -> dict[str, object]:
     ("param", "value", "words"),
     [
         ("cpu_adam_gparams_per_s", 1e-12, ["cpu_adam_gparams_per_s=1e-12", "allowed 0.04 to 400"]),
-        ("eta_hopper", 1e-9, ["eta_hopper=1e-09", "allowed 0.0065 to 1"]),  # was "to 110" (stale bound)
-        ("eta_hopper", 5.0, ["eta_hopper=5", "allowed 0.0065 to 1"]),
+        # was "to 110" (stale bound); the lower bound is the prior / 100
+        ("eta_hopper", 1e-9, ["eta_hopper=1e-09", f"allowed {PRIORS['eta_hopper'].value / 100:g} to 1"]),
+        ("eta_hopper", 5.0, ["eta_hopper=5", f"allowed {PRIORS['eta_hopper'].value / 100:g} to 1"]),
         ("width_h0", 1e-3, ["width_h0=0.001", "allowed"]),
     ],
 )

@@ -16,6 +16,7 @@ else:
         any_env,
         env,
         library_cache_bounds,
+        own_data_dir,
         pg_server,
         sqlite_url,
     )

@@ -37,6 +37,13 @@ def library_cache_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(candidates, "_CACHE_MAX", candidates._CACHE_MAX)
 
 
+@pytest.fixture(autouse=True)
+def own_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each service test gets its own data folder (team telemetry stores, refreshed prices): the default is
+    the user's, where an earlier test's upload showed up as this test's findings (a test may set its own)."""
+    monkeypatch.setenv("GPUFLEET_DATA_DIR", str(tmp_path / "gpufleet-data"))
+
+
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[pg.PgServer]:
     server, why = pg.start()

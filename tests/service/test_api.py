@@ -86,7 +86,15 @@ def test_recommend_is_the_library_result(env: Env) -> None:
     r = env.client.post("/api/v1/recommend", json=body, headers=env.h("a_viewer"))
     assert r.status_code == 200, r.text
     _valid("recommendation", r.json())
-    assert r.json() == json.loads(render_text(recommend(body), "json"))
+    doc = r.json()
+    # the catalog it was computed from (here the shipped one: no refresh in the database), then the library's
+    assert doc.pop("catalog") == {
+        "version": "shipped",
+        "refreshed": [],
+        "other_providers": "shipped snapshot (its captured_at per offer)",
+    }
+    assert r.headers["X-Gpufleet-Catalog"] == "shipped"
+    assert doc == json.loads(render_text(recommend(body), "json"))
 
 
 def test_migrate_regions_estimates(env: Env) -> None:

@@ -13,8 +13,10 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -31,12 +33,12 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
-    """(base URL, admin token) of a `gpufleet serve` process."""
+@contextmanager
+def serve_process(db: Path, extra_env: dict[str, str] | None = None) -> Iterator[tuple[str, str]]:
+    """(base URL, first admin token) of a `gpufleet serve` process on ``db``, stopped gracefully after."""
     port = _free_port()
-    db = tmp_path_factory.mktemp("serve") / "service.sqlite3"
-    env = os.environ | {"PYTHONUNBUFFERED": "1", "GPUFLEET_DB": ""}
+    data = str(db.parent / "data")  # its own data folder: never the user's telemetry (~/.local/share)
+    env = os.environ | {"PYTHONUNBUFFERED": "1", "GPUFLEET_DB": "", "GPUFLEET_DATA_DIR": data} | (extra_env or {})
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -68,6 +70,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
         url = re.search(r"gpufleet service at (http://127\.0\.0\.1:\d+/)", text)
         token = re.search(r"admin token of team 'default' \(shown once, stored hashed\): (gpf_\S+)", text)
         assert url and token, text
+        # keep reading its log, so that a full pipe never blocks the service (one line per request)
+        threading.Thread(target=lines.extend, args=(proc.stdout,), daemon=True).start()
         while time.monotonic() < deadline:
             try:
                 if httpx.get(url.group(1) + "healthz", timeout=1).status_code == 200:
@@ -82,6 +86,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str]]:
+    """(base URL, admin token) of a `gpufleet serve` process (its own data folder: telemetry, prices)."""
+    tmp = tmp_path_factory.mktemp("serve")
+    with serve_process(tmp / "service.sqlite3", {"GPUFLEET_DATA_DIR": str(tmp / "data")}) as got:
+        yield got
 
 
 def test_serve_prints_url_and_token_and_answers(server: tuple[str, str]) -> None:

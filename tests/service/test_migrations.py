@@ -99,3 +99,32 @@ def test_0003_upgrades_a_0002_database_keeping_its_webhooks(any_db_url: str) -> 
     with engine.connect() as conn:
         assert conn.execute(sa.text("SELECT url FROM webhooks")).scalar() == "http://127.0.0.1:9/x"
     engine.dispose()
+
+
+def test_0005_upgrades_a_0004_database_keeping_its_user_catalogs(any_db_url: str) -> None:
+    """0005 adds the uploads and catalog_refreshes tables; a 0004 database keeps its rows, and a downgrade
+    drops only the new tables."""
+    engine = make_engine(any_db_url)
+    upgrade(engine, "0004")
+    with engine.begin() as conn:
+        conn.execute(sa.text("INSERT INTO teams (id, name, created_unix_s) VALUES (1, 'a', 1.0)"))
+        conn.execute(
+            sa.text(
+                "INSERT INTO user_catalogs (team_id, name, text, offers, price_overrides, created_unix_s) "
+                "VALUES (1, 'acme.yaml', 'offers: []', 0, 0, 2.0)"
+            )
+        )
+    upgrade(engine, "0005")
+    assert {"uploads", "catalog_refreshes"} <= set(sa.inspect(engine).get_table_names())
+    with engine.begin() as conn:
+        conn.execute(
+            sa.text(
+                "INSERT INTO uploads (team_id, kind, name, format, size_bytes, sha256, summary, text, "
+                "created_unix_s) VALUES (1, 'trace', 't.csv', 'azure', 3, 'x', 's', 'a,b', 3.0)"
+            )
+        )
+        assert conn.execute(sa.text("SELECT name FROM user_catalogs")).scalar() == "acme.yaml"
+    command.downgrade(alembic_config(engine), "0004")
+    names = set(sa.inspect(engine).get_table_names())
+    assert "uploads" not in names and "catalog_refreshes" not in names and "user_catalogs" in names
+    engine.dispose()

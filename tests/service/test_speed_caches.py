@@ -121,10 +121,15 @@ def test_catalog_answers_are_cached_per_table_and_query(env: Env, monkeypatch: p
     assert c.get("/api/v1/catalog/offers", params=q | {"order": "desc"}, headers=h).status_code == 200
     assert len(calls) == 3
     # a new catalog table (a new catalog version) never gets the old answer
+    from gpufleet.service.catalog_version import CatalogVersion
+
     table = offers.load_offers()
-    fewer = table.take(table.column("provider") == "aws")
-    monkeypatch.setattr(offers, "load_offers", lambda: fewer)
+    fewer = CatalogVersion(
+        version="refresh-1", table=table.take(table.column("provider") == "aws"), refreshes=()
+    )
+    monkeypatch.setattr(env.app.state.gpufleet.catalogs, "current", lambda: fewer)
     new = c.get("/api/v1/catalog/offers", params=q, headers=h)
+    assert new.json()["catalog"]["version"] == "refresh-1"
     assert len(calls) == 4 and new.json()["page"]["total"] < first.json()["page"]["total"]
     assert {o["provider"] for o in new.json()["offers"]} == {"aws"}
 

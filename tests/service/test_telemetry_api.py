@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import runpy
 import sys
 from collections.abc import Iterator
@@ -116,13 +117,24 @@ def test_dashboard_telemetry_page(tenv: Env, dcgm: bytes) -> None:
     csrf = sign_in(c, tenv.tokens["a_editor"])
     empty = c.get("/telemetry")
     assert empty.status_code == 200 and "has no telemetry yet" in empty.text and 'name="file"' in empty.text
+    assert "Upload a telemetry file (nvidia-smi CSV" in empty.text  # what to do next, not an API route
+    assert "/api/v1" not in empty.text.split("<main", 1)[1]
     r = c.post(
         "/telemetry",
-        data={"csrf": csrf},
-        files={"file": ("dcgm.prom", dcgm, "text/plain")},
+        data={"csrf": csrf, "input_format": "auto", "host": "", "timezone": ""},
+        files={"file": ("../dcgm.prom", dcgm, "text/plain")},
         follow_redirects=False,
     )
-    assert r.status_code == 303
+    # the page says what was stored (the library's own counts), then the findings report
+    n = dcgm.count(b"\n")
+    assert r.status_code == 200 and f"Ingested dcgm.prom: {n:,} of {n:,} samples stored, 10 GPUs." in r.text
+    assert "<svg" in r.text
+    bad = c.post(
+        "/telemetry",
+        data={"csrf": csrf, "input_format": "nvidia-smi"},
+        files={"file": ("d.prom", dcgm, "text/plain")},
+    )
+    assert bad.status_code == 400 and 'role="alert"' in bad.text and 'value="nvidia-smi" selected' in bad.text
     page = c.get("/telemetry")
     assert page.status_code == 200 and "<svg" in page.text and "By team" in page.text
     viewer = TestClient(tenv.app)
@@ -166,6 +178,15 @@ def test_dashboard_findings_page_and_export_are_the_teams(tenv: Env, dcgm: bytes
     assert c.get("/findings/export.xml").status_code == 404
     overview = c.get("/").text
     assert "Findings by type" in overview and "GPUs by finding" in overview
+    # the window is said as it is: 14 days up to the latest sample (not "the last 14 days" from now)
+    window = re.search(
+        r"the 14 days up to the latest sample \((\d{4}-\d\d-\d\d \d\d:\d\d) UTC to "
+        r"(\d{4}-\d\d-\d\d \d\d:\d\d) UTC; 2\.0 days observed\), p95, 20 % headroom",
+        overview,
+    )
+    assert window and f"Telemetry of {window.group(0)}" in page.text
+    end = api["findings"]["window"]["end"]
+    assert window.group(2) == end[:16].replace("T", " "), (window.group(2), end)
     for name, (n, _) in api["summary"]["by_finding"].items():
         assert f"<tr><td>{name}</td><td class='num'>{n}</td>" in overview
 
@@ -173,3 +194,38 @@ def test_dashboard_findings_page_and_export_are_the_teams(tenv: Env, dcgm: bytes
     sign_in(other, tenv.tokens["b_admin"])
     assert "has no telemetry yet" in other.get("/findings").text
     assert other.get("/findings/export.csv").status_code == 404
+
+
+def test_dashboard_runs_findings_as_a_job(tenv: Env, dcgm: bytes) -> None:
+    """/findings offers an editor "Run findings" (a findings job, its page next); a viewer sees no form and is
+    refused; without telemetry, or with a bad number, the page says what is wrong and how to fix it."""
+    from .test_dashboard import sign_in
+
+    c = tenv.client
+    csrf = sign_in(c, tenv.tokens["a_editor"])
+    form = {"csrf": csrf, "lookback_days": "14", "headroom_percent": "20"}
+    empty = c.post("/findings/run", data=form)
+    assert (
+        empty.status_code == 409
+        and "has no telemetry yet" in empty.text
+        and 'href="/telemetry"' in empty.text
+    )
+    files = {"file": ("dcgm.prom", dcgm, "text/plain")}
+    assert c.post("/api/v1/telemetry/ingest", files=files, headers=tenv.h("a_editor")).status_code == 200
+    page = c.get("/findings")
+    assert 'action="/findings/run"' in page.text and '<label for="lookback_days">' in page.text
+    bad = c.post("/findings/run", data=form | {"headroom_percent": "twenty"})
+    assert bad.status_code == 400 and "must be plain numbers, e.g. 14 and 20" in bad.text
+    assert 'value="twenty"' in bad.text  # the form comes back as it was sent
+    r = c.post(
+        "/findings/run", data=form | {"lookback_days": "7", "headroom_percent": "30"}, follow_redirects=False
+    )
+    assert r.status_code == 303 and r.headers["location"].startswith("/jobs/")
+    job = c.get("/api/v1" + r.headers["location"], headers=tenv.h("a_viewer")).json()
+    assert job["kind"] == "findings" and job["status"] == "queued"
+    assert c.post("/findings/run", data={"csrf": "wrong"}).status_code == 403  # CSRF checked
+
+    viewer = TestClient(tenv.app)
+    vcsrf = sign_in(viewer, tenv.tokens["a_viewer"])
+    assert 'action="/findings/run"' not in viewer.get("/findings").text
+    assert viewer.post("/findings/run", data=form | {"csrf": vcsrf}).status_code == 403

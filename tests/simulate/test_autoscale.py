@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from gpufleet.report.json_report import to_jsonable
-from gpufleet.simulate.autoscale import Deployment, deployment_for, simulate_autoscale
+from gpufleet.simulate.autoscale import AutoscaleResult, Deployment, deployment_for, simulate_autoscale
 from gpufleet.simulate.cluster import replay
 from gpufleet.simulate.policies import POLICIES, StaticPolicy, make_policy
 from gpufleet.simulate.serving import constant_service
@@ -64,16 +64,20 @@ def test_same_seed_same_result_with_spot_interruptions(azure_conv: RequestTrace,
         ),
         0.25,
     )
-    # seed 3 draws interruptions inside this 40-minute window (most seeds draw none or one)
-    runs = [
-        simulate_autoscale(tr, l4_8b, make_policy("kpa"), spot_share=1.0, seed=3, compare_static_peak=False)
-        for _ in range(2)
-    ]
+
+    def run(seed: int) -> AutoscaleResult:
+        return simulate_autoscale(
+            tr, l4_8b, make_policy("kpa"), spot_share=1.0, seed=seed, compare_static_peak=False
+        )
+
+    # most seeds draw no interruption inside this 40-minute window, and which do depends on the replica
+    # count the estimator's L4 speed gives (it moves with each calibration refit): take the first that does
+    seed = next((s for s in range(64) if run(s).interruptions > 0), None)
+    assert seed is not None, "no seed in 0-63 draws a spot interruption"
+    runs = [run(seed) for _ in range(2)]
     assert runs[0].interruptions > 0
     assert json.dumps(to_jsonable(runs[0])) == json.dumps(to_jsonable(runs[1]))
-    other = simulate_autoscale(
-        tr, l4_8b, make_policy("kpa"), spot_share=1.0, seed=8, compare_static_peak=False
-    )
+    other = run(seed + 1)
     assert json.dumps(to_jsonable(other)) != json.dumps(to_jsonable(runs[0]))
 
 

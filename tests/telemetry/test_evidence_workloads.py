@@ -268,3 +268,58 @@ def test_store_written_before_the_le_label_still_reads(tmp_path: Path) -> None:
     )
     r = s.append(b, ProblemCounter(), sources=["t"], rows_read=1, now_us=NOW_US)
     assert r.rows_stored == 1
+
+
+def _held_store(tmp_path: Path, *, util_pct: float, mem_share: float) -> TelemetryStore:
+    """One GPU for 48 h at 5 min: SM active ``util_pct`` % flat, memory flat at ``mem_share`` of capacity
+    (a serving engine's start-up reservation: vLLM holds gpu_memory_utilization 0.9 whatever its traffic)."""
+    b = SampleBatch()
+    lab = {"host": "n1", "gpu_uuid": "GPU-held", "model": "NVIDIA H100 80GB HBM3", "source": "t"}
+    for i in range(576):
+        ts = (T0_S + 300 * i) * 1_000_000
+        b.add(labels=lab, gpu_index=0, ts_us=ts, metric="gpu_util_pct", value=util_pct)
+        b.add(labels=lab, gpu_index=0, ts_us=ts, metric="sm_active_ratio", value=util_pct / 100)
+        used = mem_share * H100_MIB
+        b.add(labels=lab, gpu_index=0, ts_us=ts, metric="fb_used_mib", value=used)
+        b.add(labels=lab, gpu_index=0, ts_us=ts, metric="fb_free_mib", value=H100_MIB - used)
+    s = TelemetryStore(tmp_path)
+    s.append(b, ProblemCounter(), sources=["t"], rows_read=len(b), now_us=NOW_US)
+    return s
+
+
+def test_memory_held_by_an_idle_gpu_is_not_memory_pressure(tmp_path: Path) -> None:
+    """Review scenario (idle-heavy vLLM fleet): 4 L40S at 1 % SM active for 7 days, vLLM's 90 % reservation
+    held, were Underprovisioned (GPUMemoryUnderprovisioned, risk High) with a *larger GPU* as the option.
+    Nothing computes, so nothing is starved of memory: Overprovisioned, no larger GPU, the evidence says
+    why."""
+    s = _held_store(tmp_path, util_pct=1.0, mem_share=0.92)
+    w = resolve_window(s, 14, None, 0.95)
+    (g,) = find(gpu_stats(s, w), w).gpus
+    assert (g.compute_p or 0) < 0.05 and (g.memory_p99_gib or 0) / 74.5 > 0.9
+    assert g.finding == "Overprovisioned", (g.finding, g.reason_codes)
+    assert "GPUMemoryUnderprovisioned" not in g.reason_codes
+    assert not any(o.kind == "larger_gpu" for o in g.options)
+    assert g.current_performance_risk != "High"
+    assert any("not memory pressure" in e for e in g.evidence)
+
+
+def test_serving_kv_cache_decides_memory_pressure_not_the_reservation(tmp_path: Path) -> None:
+    """A vLLM GPU at 50 % SM active reads ~92 % FB used (its reservation); its KV cache at 40 % is the
+    engine's own measure: not Underprovisioned. The same GPU with its KV cache at 97 % is."""
+    from gpufleet.telemetry.analyze_workloads import ServingStats
+    from gpufleet.telemetry.finding_types import Thresholds
+    from gpufleet.telemetry.findings import classify
+
+    s = _held_store(tmp_path, util_pct=50.0, mem_share=0.92)
+    w = resolve_window(s, 14, None, 0.95)
+    (st,) = gpu_stats(s, w)
+    th = Thresholds()
+    calm = classify(st, th, w, serving=ServingStats(kv_cache_p=0.40))
+    assert calm.finding != "Underprovisioned", (calm.finding, calm.reason_codes)
+    assert any("KV cache p95 40%" in e for e in calm.evidence)
+    full = classify(st, th, w, serving=ServingStats(kv_cache_p=0.97))
+    assert full.finding == "Underprovisioned"
+    assert "GPUMemoryUnderprovisioned" not in full.reason_codes  # the KV cache says it, not FB used
+    # without any serving gauge a computing GPU at 92 % is still read as memory pressure (unchanged)
+    plain = classify(st, th, w)
+    assert plain.reason_codes == ("GPUMemoryUnderprovisioned",)

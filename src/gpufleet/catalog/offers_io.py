@@ -206,15 +206,20 @@ def _refreshed_tables() -> list[OfferTable]:
 
 
 @checked_output("offer catalog")
-def load_offers(user_catalogs: Sequence[Path | str] = (), include_refreshed: bool = False) -> OfferTable:
+def load_offers(
+    user_catalogs: Sequence[Path | str] = (),
+    include_refreshed: bool = False,
+    base: OfferTable | None = None,
+) -> OfferTable:
     """The shipped catalog, optionally with refreshed prices and user catalogs applied on top.
 
     ``include_refreshed``: rows from ``gpufleet catalog update`` replace the shipped rows of their providers.
     ``user_catalogs``: YAML/JSON files (see :mod:`gpufleet.catalog.user`); applied in order, each adding
     offers
     and overriding prices.
+    ``base``: the table to start from instead of the shipped one (the service's latest refreshed catalog).
     """
-    table = load_shipped_offers()
+    table = load_shipped_offers() if base is None else base
     if include_refreshed:
         refreshed = _refreshed_tables()
         if refreshed:

@@ -90,6 +90,15 @@ def serve(
     max_body_mib: Annotated[
         float, typer.Option("--max-body-mib", help="Largest request body (MiB).", min=0.01, max=1024)
     ] = 16.0,
+    max_upload_mib: Annotated[
+        float,
+        typer.Option(
+            "--max-upload-mib",
+            help="Largest simulation input upload (MiB; trace, job file).",
+            min=0.01,
+            max=1024,
+        ),
+    ] = 8.0,
     scheduler: Annotated[
         bool,
         typer.Option(
@@ -129,6 +138,7 @@ def serve(
         request_time_limit_s=request_time_limit,
         rate_limit_per_s=rate_limit,
         max_body_bytes=int(max_body_mib * 1024 * 1024),
+        upload_max_bytes=int(max_upload_mib * 1024 * 1024),
         scheduler=scheduler,
         webhook_internal_hosts=webhook_internal_hosts,
     )

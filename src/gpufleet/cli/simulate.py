@@ -223,6 +223,14 @@ def spot_cmd(
     ] = None,
     runs: Annotated[int, typer.Option("--runs", help="Monte-Carlo runs per strategy.")] = 100,
     seed: SeedOpt = 0,
+    confidence: Annotated[
+        str,
+        typer.Option(
+            "--confidence",
+            help="Percentile of the estimate the work (and the deadline) is taken at: p90 (default, the "
+            "slow end of the interval, as recommend) or p50 (central).",
+        ),
+    ] = "p90",
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
 ) -> None:
@@ -243,6 +251,7 @@ def spot_cmd(
             interval_h=checkpoint_hours,
             runs=runs,
             seed=seed,
+            confidence=confidence,
         )
     except InfeasibleError as exc:  # no layout could even be simulated: the answer is "no", with the reason
         exit_with(ExitCode.NO_CANDIDATE, str(exc))

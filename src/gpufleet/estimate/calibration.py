@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from datetime import UTC, datetime
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -215,25 +215,25 @@ def requantile(profile: CalibrationProfile, cases: Sequence[CalibrationCase]) ->
         log_residual_quantiles=MappingProxyType(
             _family_quantiles({k: v for k, v in loo.items() if k in inside}, families, fallback=loo)
         ),
-        heldout_quantiles=MappingProxyType(heldout_class_quantiles(usable, profile.logo_residuals)),
+        heldout_quantiles=MappingProxyType(
+            heldout_class_quantiles(usable, profile.logo_residuals, profile.fitted)
+        ),
     )
 
 
 def heldout_class_quantiles(
-    cases: Sequence[CalibrationCase], logo: Mapping[str, Mapping[str, float]]
+    cases: Sequence[CalibrationCase], logo: Mapping[str, Mapping[str, float]], fitted: Collection[str] = ()
 ) -> dict[str, tuple[float, float]]:
-    """The held-out interval quantiles per speed family and mechanism class
-    (:func:`gpufleet.estimate.intervals.fit_class_quantiles`) from the leave-group-out residuals ``logo``
-    (grouping -> case id -> ln ratio); empty when no grouping was run."""
-    from gpufleet.estimate.intervals import case_mechanisms, fit_class_quantiles
+    """The held-out interval quantiles per speed family and mechanism class from the leave-group-out
+    residuals ``logo`` (grouping -> case id -> ln ratio), scaled to the target coverage of their cross-fitted
+    scores (:func:`gpufleet.estimate.intervals.fit_heldout_quantiles`; ``fitted``: the fit's parameter
+    names, which tell a fitted stack); empty when no grouping was run."""
+    from gpufleet.estimate.intervals import fit_heldout_quantiles, scoring_cases
 
     if not logo:
         return {}
-    speed = [
-        c for c in cases if METRIC_FAMILY[c.metric] != "memory" and all(c.case_id in h for h in logo.values())
-    ]
-    families = {c.case_id: METRIC_FAMILY[c.metric] for c in speed}
-    return fit_class_quantiles(logo, families, {c.case_id: case_mechanisms(c) for c in speed})
+    info = scoring_cases(cases, logo, fitted)
+    return fit_heldout_quantiles(logo, info, list(info))
 
 
 def inside_case(case: CalibrationCase, fitted: Sequence[str]) -> bool:
@@ -445,7 +445,7 @@ def fit_profile(
         logo[grouping] = held
     families = {c.case_id: METRIC_FAMILY[c.metric] for c in usable}
     calibrated = sorted({f"{get_spec(c.gpu).architecture}/{precision_class(c.precision)}" for c in speed})
-    heldout = heldout_class_quantiles(usable, logo)
+    heldout = heldout_class_quantiles(usable, logo, names)
     inside = {c.case_id for c in usable if inside_case(c, names)}
     loo_inside = {k: v for k, v in loo.items() if k in inside}
     return CalibrationProfile(

@@ -22,13 +22,25 @@ class Prior:
     source: str
 
 
+#: the model's GEMM width factor ``h / (h + width_h0)`` (:func:`gpufleet.estimate.rates.width_factor`) at the
+#: size the cited GEMM rates are measured at, with the ``width_h0`` prior (1024): cuBLAS/CUTLASS/hipBLASLt and
+#: Gaudi sweeps and the NVIDIA guide's figures report large square-ish GEMMs (M = N = K = 8192) and LLM
+#: layers of h = 4k-12k, i.e. ~8192. The model multiplies an architecture's share of peak by the width factor
+#: of the model at hand, so the share the sources report *at* that size is the prior times this factor: the
+#: absolute ``eta_*`` priors are the cited shares divided by it (their share for an infinitely wide GEMM).
+#: Before, the cited share was used as is and the width factor taken off again (0.65 x 0.80 at h = 4096 for
+#: H100: ~515 of 989 TFLOP/s against the cited 600-700). Relative priors (``*_rel``) are ratios of shares at
+#: the same sizes, where the factor cancels.
+CITED_GEMM_WIDTH_FACTOR = 8192.0 / (8192.0 + 1024.0)
+
 # fmt: off
 _PRIOR_TABLE: tuple[tuple[str, float, float, bool, str], ...] = (
-    # --- kernel efficiency: achieved fraction of the DENSE 16-bit peak by large transformer GEMMs
-    ("eta_ampere", 0.7, 0.3, True,
+    # --- kernel efficiency: achieved fraction of the DENSE 16-bit peak by large transformer GEMMs (the
+    # absolute ones at infinite width: the cited share / CITED_GEMM_WIDTH_FACTOR)
+    ("eta_ampere", 0.7 / CITED_GEMM_WIDTH_FACTOR, 0.3, True,
      "A100 cuBLAS bf16 GEMMs reach ~230-250 of 312 TFLOP/s at transformer sizes (NVIDIA 'Matrix "
      "multiplication background' guide; Megatron-LM reports 52% MFU end to end, Narayanan 2021)"),
-    ("eta_hopper", 0.65, 0.3, True,
+    ("eta_hopper", 0.65 / CITED_GEMM_WIDTH_FACTOR, 0.3, True,
      "H100 SXM bf16 GEMMs reach ~600-700 of 989 TFLOP/s (cuBLAS/CUTLASS benchmarks); power/clock "
      "throttling lowers sustained rates"),
     ("eta_ada_rel", 0.85, 0.2, True,
@@ -53,11 +65,11 @@ _PRIOR_TABLE: tuple[tuple[str, float, float, bool, str], ...] = (
      "matrix rate per CU with the LDS doubled to 160 KB and twice its read bandwidth to feed it, 256 CUs at "
      "2.4 GHz instead of 304 at 2.1, in a 1400 W envelope (MI355X) vs 750 W for MI300X, whose GEMMs throttle "
      "their clocks (AMD CDNA 4 architecture white paper, 2025; SemiAnalysis MI300X benchmarks, Dec 2024)"),
-    ("eta_gaudi", 0.7, 0.35, True,
+    ("eta_gaudi", 0.7 / CITED_GEMM_WIDTH_FACTOR, 0.35, True,
      "Gaudi 2/3 MME reaches ~70-80% of its bf16 matrix peak on large GEMMs through the graph compiler "
      "(Intel Gaudi 'Model Performance' pages; Emani et al. 2024 'Toward a holistic performance evaluation "
      "of LLMs across AI accelerators' Gaudi 2 GEMM sweeps)"),
-    ("eta_tpu", 0.75, 0.3, True,
+    ("eta_tpu", 0.75 / CITED_GEMM_WIDTH_FACTOR, 0.3, True,
      "TPU MXU utilisation of large XLA matmuls: MaxText reports 55-70% end-to-end MFU on v5p/v5e/v6e for "
      "dense LLMs (MaxText README performance table), i.e. ~0.75 of peak in the GEMMs at train_eff ~0.85"),
     ("fp8_eff", 0.7, 0.3, True,
@@ -367,6 +379,7 @@ def stack_param(kind: str, software: str | None, vendor: str | None = None) -> s
 
 
 __all__ = [
+    "CITED_GEMM_WIDTH_FACTOR",
     "EAGER_TRANSFORMERS_VENDORS",
     "INFER_REFERENCE_STACKS",
     "MLPERF_EVAL_RULES",

@@ -429,15 +429,19 @@ def class_interval(
     quantiles: Mapping[str, tuple[float, float]], family: str, mechanisms: Collection[str], extra: int = 0
 ) -> tuple[float, float] | None:
     """(lo, hi) in log space for an estimate of ``family`` in ``mechanisms`` (none = dense): the envelope of
-    their held-out class intervals, widened ``extra`` times for reasons no class covers; None when
-    ``quantiles`` has no held-out classes for ``family`` (a profile from before them)."""
+    their held-out class intervals, widened ``extra`` times for reasons no class covers, then floored
+    (:func:`interval_floor`: the floor bounds the final interval, not each class); None when ``quantiles``
+    has no held-out classes for ``family`` (a profile from before them)."""
     whole = quantiles.get(class_key(family, "all"))
     if whole is None:
         return None
     keys = [class_key(family, m) for m in sorted(mechanisms)] or [class_key(family, "dense")]
     qs = [quantiles.get(k, heldout_widened(whole)) for k in keys]
     lo, hi = min(q[0] for q in qs), max(q[1] for q in qs)
-    return heldout_widened((lo, hi), extra) if extra else (lo, hi)
+    if extra:
+        lo, hi = heldout_widened((lo, hi), extra)
+    floor = interval_floor(family)
+    return min(lo, -floor), max(hi, floor)
 
 
 def make_interval(central: float, family: str, profile: CalibrationProfile, widen: int = 0) -> Interval:

@@ -150,7 +150,14 @@ def savings_by_lever(
         today += now
         scheduled += sched
     steps: list[tuple[str, float | None, str]] = [
-        ("schedule", scheduled, "" if have_current else "no current deployment given"),
+        (
+            "schedule",
+            scheduled,
+            ""
+            if have_current
+            else "no current deployment given: 'today' is the right-sized on-demand plan (no spot, no "
+            "commitments), the base every saving and % in this table is measured against",
+        ),
         (
             "right-size",
             rs_total,

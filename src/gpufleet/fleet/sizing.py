@@ -32,6 +32,7 @@ from gpufleet.catalog.offer_table import OfferTable
 from gpufleet.cost.commitment import TERM_MONTHS, term_allowed
 from gpufleet.fleet.model import Levers
 from gpufleet.fleet.types import Block, Fleet, FleetWorkload
+from gpufleet.recommend.deploy import DEFAULT_HOST_RULES
 from gpufleet.units import HOURS_PER_MONTH
 
 F64 = npt.NDArray[np.float64]
@@ -255,6 +256,20 @@ class OfferIndex:
         return out
 
 
+def host_vcpu_units(vcpus: F64, gpus_per_replica: int, *, job: bool) -> I64:
+    """Replicas of ``gpus_per_replica`` GPUs a node of ``vcpus`` can drive under the recommender's host rule
+    (:class:`gpufleet.recommend.deploy.HostRules`): serving needs 2 + 1 vCPU per GPU on the node (vLLM "CPU
+    resources for GPU deployments"), a job 4 per GPU (trainer + DataLoader workers). Applied to capacity
+    workloads that state no vCPUs: before, a production T4 replica was planned on GCP n1-standard-1 (1 vCPU,
+    3.75 GB RAM) and a staging V100 on a 2-vCPU, 4 GB host, which no serving engine runs on."""
+    h = DEFAULT_HOST_RULES
+    if job:
+        units = np.floor(vcpus / (h.vcpus_per_gpu_training * gpus_per_replica))
+    else:
+        units = np.floor((vcpus - h.vcpus_base_inference) / (h.vcpus_per_gpu_inference * gpus_per_replica))
+    return np.maximum(units, 0).astype(np.int64)
+
+
 @dataclass(slots=True)
 class Candidates:
     """The offers that can carry one workload, in option order, with their shape."""
@@ -284,9 +299,15 @@ def candidates(
     if r.vcpus > 0:
         vc = ix.vcpus[idx]
         per = np.where(whole & (vc > 0), np.minimum(per, np.floor(vc / r.vcpus).astype(np.int64)), per)
+    elif gpr > 0:  # no vCPUs stated: the recommender's host floor for the GPUs a node runs
+        vc = ix.vcpus[idx]
+        per = np.where(whole & (vc > 0), np.minimum(per, host_vcpu_units(vc, gpr, job=r.job)), per)
     if r.ram_gib > 0:
         ram = ix.ram_gib[idx]
         per = np.where(whole & (ram > 0), np.minimum(per, np.floor(ram / r.ram_gib).astype(np.int64)), per)
+    elif gpr > 0:  # no RAM stated: at least the recommender's base (OS, CUDA host allocations, engine)
+        ram = ix.ram_gib[idx]
+        per = np.where(whole & (ram > 0) & (ram < DEFAULT_HOST_RULES.ram_base_gib), 0, per)
     # A replica larger than a node spans nodes only over an RDMA fabric (>= 100 Gb/s per node) or TPU
     # Multislice: data/tensor/pipeline traffic of one replica over a plain TCP NIC leaves it network-bound
     # (NVIDIA DGX SuperPOD reference architecture, NCCL GPUDirect RDMA docs, AWS "EFA for ML training"; vLLM

@@ -11,6 +11,7 @@ import numpy.typing as npt
 from gpufleet.catalog.offers import OfferTable
 from gpufleet.catalog.specs import load_specs
 from gpufleet.cost.prices import node_prices_usd_per_hour, price_kind_for
+from gpufleet.cost.schedule import COMMITTED_KINDS
 from gpufleet.cost.spot import SpotAssumption, assumption_for
 from gpufleet.recommend.candidates import (
     CandidateSet,
@@ -29,6 +30,7 @@ from gpufleet.recommend.perf import Estimator
 from gpufleet.recommend.rank import check_objective, materialise, order, pareto_rows, within_risk
 from gpufleet.recommend.risk import check_max_risk
 from gpufleet.recommend.types import DEFAULT_TRAINING_HORIZON_H, Candidate, Recommendation, Workload
+from gpufleet.units import HOURS_PER_MONTH
 from gpufleet.validation import checked_output
 
 #: most Pareto points returned
@@ -317,6 +319,92 @@ def no_offers_message(table: OfferTable, w: Workload) -> str:
     )
 
 
+def commitment_break_even_note(cs: CandidateSet, w: Workload, row: int, c: Candidate) -> tuple[str, bool]:
+    """(What a committed price means at the workload's schedule, whether it costs more than on demand).
+
+    A commitment bills all 730 h of a month (docs/contracts.md); it pays only where the workload runs at
+    least the break-even share of them, rate / on-demand rate (FinOps Foundation, "Rate optimization":
+    commit the steady baseline). Before, `--pricing 1y` at 300 h/month ranked a GCP A100 pair at
+    $2,552/month with only "commitment lock-in" as a risk, while the same nodes on demand for the 300 h cost
+    $1,457/month."""
+    if c.price_kind not in COMMITTED_KINDS or c.price_usd_per_node_hour <= 0:
+        return "", False
+    od = float(cs.table.column("price_on_demand_usd_per_hour")[int(cs.offer[row])])
+    if not od > 0:
+        return "", False
+    be = c.price_usd_per_node_hour / od
+    hours = w.hours_per_month
+    od_month = od * c.total_nodes * hours
+    term = "3-year" if c.price_kind.endswith("3y") else "1-year"
+    rates = (
+        f"{c.instance_type}: ${c.price_usd_per_node_hour:,.4f} committed vs ${od:,.4f} on demand per node-h; "
+        f"break-even {be * HOURS_PER_MONTH:,.0f} h/month = {be:.0%} of {HOURS_PER_MONTH:g} h"
+    )
+    if hours / HOURS_PER_MONTH < be - 1e-9:
+        return (
+            f"The {term} commitment costs more than on demand at {hours:g} h/month: "
+            f"${c.cost_usd_per_month:,.0f}/month billed for {HOURS_PER_MONTH:g} h vs ${od_month:,.0f}/month "
+            f"on demand for the {hours:g} h it runs ({rates}). Commit only a base load that runs at least "
+            "the break-even hours; price this one on demand (--pricing on_demand).",
+            True,
+        )
+    return (
+        f"The {term} commitment at {hours:g} h/month ({hours / HOURS_PER_MONTH:.0%} of "
+        f"{HOURS_PER_MONTH:g} h) saves ${od_month - c.cost_usd_per_month:,.0f}/month against the same nodes "
+        f"on demand ({rates}); it is billed for the whole term whether or not the workload runs.",
+        False,
+    )
+
+
+def _spot_dropped_all(
+    table: OfferTable,
+    w: Workload,
+    est: Estimator,
+    spot: dict[str, SpotAssumption],
+    host_rules: HostRules,
+    notes: tuple[str, ...],
+    base: dict[str, Any],
+) -> Recommendation | None:
+    """A training run on spot with no candidate left: when placements fit in memory on demand, spot's
+    interruptions dropped them all (lambda (tau/2 + R) > 0.5: a job of n nodes is interrupted n times as
+    often), which is no memory verdict. Answered as infeasible with the on-demand placements as the closest
+    options, said so; None when nothing fits on demand either (then it is a memory verdict).
+
+    Before, a 405B pre-training on 28 nodes of 8 x H200 priced on spot answered "CANNOT FIT: needs about
+    6,089.5 GiB on a single GPU ... no larger node count fits", while the same run on demand fits."""
+    od_w = replace(w, pricing="on_demand")
+    od = build_candidates(table, od_w, est, spot, host_rules)
+    if not len(od):
+        return None
+    rows = np.flatnonzero(np.ones(len(od), dtype=bool))
+    srt = rows[np.lexsort((od.offer, od.cost_usd_per_run, np.round(od.slo_gap, 6)))]
+    why = "not runnable on spot (interruptions lose more than half the run); priced on demand here"
+    closest = tuple(
+        replace(c, slo_misses=(why, *c.slo_misses))
+        for c in (materialise(od, od_w, int(r), spot) for r in _dedupe(od, srt, MAX_CLOSEST))
+    )
+    c0 = closest[0]
+    msg = (
+        f"INFEASIBLE ON SPOT: {len(od)} placements fit in memory, but on spot each loses more than half its "
+        "run to interruptions (lambda (tau/2 + R) > 0.5: a job stops whenever any of its nodes is "
+        f"interrupted, and the closest needs {c0.total_nodes} node(s)). Closest on demand: {c0.provider} "
+        f"{c0.instance_type} x{c0.total_nodes} (on-demand prices below"
+        + (f"; {'; '.join(c0.slo_misses[1:])}" if c0.slo_misses[1:] else "")
+        + "). Run it on demand or under a commitment, on fewer nodes, or with a faster restart and "
+        "checkpoint (a spot assumptions file)."
+    )
+    return Recommendation(
+        status="infeasible_slo",
+        best=None,
+        ranked=(),
+        pareto=(),
+        closest=closest,
+        message=msg,
+        notes=notes,
+        **base,
+    )
+
+
 @checked_output("recommendation")
 def recommend_on(
     table: OfferTable,
@@ -352,6 +440,10 @@ def recommend_on(
         return Recommendation(
             status="no_offers", best=None, ranked=(), pareto=(), message=msg, notes=notes, **base
         )
+    if len(cs) == 0 and w.pricing == "spot" and w.is_training:
+        spot_out = _spot_dropped_all(table, w, est, spot, host_rules, notes, base)
+        if spot_out is not None:
+            return spot_out
     if len(cs) == 0:
         cf = analyse_cannot_fit(table, w, est, spot, full_table if full_table is not None else table)
         msg = "CANNOT FIT: " + cf.reason
@@ -393,6 +485,11 @@ def recommend_on(
             f"{feasible.size} of {len(cs)} candidates meet every constraint; best by {obj}: "
             f"{best.provider} {best.instance_type} ({best.region}) x{best.total_nodes}."
         )
+        commit_note, commit_loses = commitment_break_even_note(cs, w, int(ranked_rows[0]), best)
+        if commit_note:
+            notes = (commit_note, *notes)
+            if commit_loses:
+                msg += " " + commit_note
         return Recommendation(
             status="ok",
             best=best,

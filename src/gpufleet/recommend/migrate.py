@@ -283,58 +283,109 @@ def _ratio(new: float | None, old: float | None) -> float | None:
     return new / old if new is not None and old not in (None, 0.0) else None
 
 
-def performance_change(cur: Candidate, new: Candidate) -> PerformanceChange:
+def performance_change(
+    cur: Candidate, new: Candidate, *, cur_at: Candidate | None = None, new_at: Candidate | None = None
+) -> PerformanceChange:
+    """Throughput: the capacities (each at its operating batch); TTFT and TPOT: at the same load when both
+    deployments were re-estimated there (``cur_at``, ``new_at``: :func:`at_concurrency`), else at each one's
+    operating batch."""
+
     def c(x: object) -> float | None:
         return getattr(x, "central", None)
 
     thr_new = c(new.tokens_per_s) or c(new.output_tokens_per_s)
     thr_old = c(cur.tokens_per_s) or c(cur.output_tokens_per_s)
+    lat_cur, lat_new = (cur_at, new_at) if cur_at is not None and new_at is not None else (cur, new)
     return PerformanceChange(
         throughput_ratio=_ratio(thr_new, thr_old),
-        ttft_ratio=_ratio(c(new.ttft_s), c(cur.ttft_s)),
-        tpot_ratio=_ratio(c(new.tpot_s), c(cur.tpot_s)),
+        ttft_ratio=_ratio(c(lat_new.ttft_s), c(lat_cur.ttft_s)),
+        tpot_ratio=_ratio(c(lat_new.tpot_s), c(lat_cur.tpot_s)),
         time_to_train_ratio=_ratio(c(new.time_to_train_s), c(cur.time_to_train_s)),
     )
 
 
-def current_at_load(est: Estimator, w: Workload, cur: Candidate, concurrency: int) -> tuple[Candidate, str]:
-    """The current deployment's latency and throughput at ``concurrency`` requests in flight (the load the
-    recommended deployment is sized for), so that now and after compare at the same load; with a note."""
-    if w.is_training or cur.replicas < 1 or cur.tpot_s is None:
-        return cur, ""
-    batch = max(1, math.ceil(concurrency / cur.replicas))
-    if cur.batch_per_replica is not None and batch == cur.batch_per_replica:
-        return cur, ""
+def load_concurrency(w: Workload, new: Candidate) -> int | None:
+    """Requests in flight at the workload's load: the concurrency it states, else the streams the recommended
+    deployment runs to carry the target throughput (its operating streams x target / its capacity, both
+    central; at most its operating streams). None without a load (training, no target)."""
+    streams = (new.batch_per_replica or 0) * new.replicas
+    if w.is_training or streams < 1:
+        return None
+    if w.concurrency is not None:
+        return int(w.concurrency)
+    load = target_output_tokens_per_s(w)
+    tput = new.output_tokens_per_s
+    if load is None or tput is None or tput.central <= 0:
+        return None
+    return max(1, min(streams, math.ceil(streams * load / tput.central - 1e-9)))
+
+
+def at_concurrency(est: Estimator, w: Workload, cand: Candidate, concurrency: int) -> Candidate | None:
+    """``cand``'s latency and throughput with ``concurrency`` requests in flight spread over its replicas
+    (None when it cannot hold them or the estimate fails). For the comparison only: the candidate's own
+    fields stay at its operating batch (the largest meeting the SLOs), as their labels say."""
+    if w.is_training or cand.replicas < 1 or cand.tpot_s is None:
+        return None
+    batch = max(1, math.ceil(concurrency / cand.replicas))
+    if cand.batch_per_replica is not None and batch == cand.batch_per_replica:
+        return cand
     try:
         e = est.inference(
-            gpu=cur.gpu,
+            gpu=cand.gpu,
             precision=w.precision,
-            gpu_count=cur.gpus_per_node * cur.nodes_per_replica,
-            tp=cur.tp,
-            pp=cur.pp,
+            gpu_count=cand.gpus_per_node * cand.nodes_per_replica,
+            tp=cand.tp,
+            pp=cand.pp,
             batch=batch,
             workload=dataclasses.replace(w, allow_fallback=True),
         )
     except GpufleetError:
-        e = None
+        return None
     if e is None or e.tpot_s is None or e.output_tokens_per_s is None:
-        return cur, (
-            f"The current deployment cannot hold {concurrency} concurrent requests ({batch} per replica); "
-            "now is shown at its own saturated batch."
-        )
+        return None
     per_unit = max(int(getattr(e, "replicas", 1) or 1), 1)
-    scale = cur.replicas / per_unit
-    at = dataclasses.replace(
-        cur,
+    scale = cand.replicas / per_unit
+    return dataclasses.replace(
+        cand,
         batch_per_replica=batch,
         ttft_s=e.ttft_s,
         tpot_s=user_tpot(e),
         output_tokens_per_s=e.output_tokens_per_s.scaled(scale),
         requests_per_s=e.requests_per_s.scaled(scale) if e.requests_per_s is not None else None,
     )
-    return at, (
-        f"Now and after are compared at the same load: {concurrency} concurrent requests "
-        f"({batch} per current replica)."
+
+
+def compare_at_load(
+    est: Estimator, w: Workload, cur: Candidate, new: Candidate
+) -> tuple[Candidate | None, Candidate | None, str]:
+    """Now and after re-estimated at the workload's load (:func:`load_concurrency`) for the TTFT/TPOT
+    comparison, with a note saying at what load. Before, the current deployment was re-estimated at the
+    recommended one's full capacity (its operating batch x replicas: 128 requests in flight for a 3 req/s
+    load that keeps ~31 in flight) and its fields overwritten: it then showed a TPOT above the SLO next to
+    ``meets_slo: true``, and the ratios compared a load the user does not have."""
+    conc = load_concurrency(w, new)
+    if conc is None:
+        return None, None, ""
+    cur_at = at_concurrency(est, w, cur, conc)
+    new_at = at_concurrency(est, w, new, conc)
+    if cur_at is None or new_at is None:
+        which = "current" if cur_at is None else "recommended"
+        return (
+            None,
+            None,
+            (
+                f"The {which} deployment cannot hold {conc} concurrent requests (the workload's load); "
+                "TTFT and TPOT are compared at each deployment's operating batch."
+            ),
+        )
+    return (
+        cur_at,
+        new_at,
+        (
+            f"TTFT and TPOT changes are at the workload's load: {conc} concurrent requests "
+            f"({cur_at.batch_per_replica} per current replica, {new_at.batch_per_replica} per new one); each "
+            "deployment's own figures are at its operating batch (the largest meeting the SLOs)."
+        ),
     )
 
 
@@ -766,16 +817,14 @@ def migrate_on(
             verdict=verdict,
             recommendation=rec,
         )
-    if not w.is_training and new.batch_per_replica is not None:
-        cur, load_note = current_at_load(est, w, cur, new.batch_per_replica * new.replicas)
-        if load_note:
-            rec = dataclasses.replace(rec, notes=(*rec.notes, load_note))
-        cur = _current_unit_costs(target_w, cur)
+    cur_at, new_at, load_note = compare_at_load(est, target_w, cur, new)
+    if load_note:
+        rec = dataclasses.replace(rec, notes=(*rec.notes, load_note))
     risk, reasons, cx, cx_reasons = assess_risk(w, cur, new)
     new_m = work_equivalent_month_usd(w, cur, new)
     save = cur_m - new_m
     pct = 100.0 * save / cur_m if cur_m > 0 else None
-    perf = performance_change(cur, new)
+    perf = performance_change(cur, new, cur_at=cur_at, new_at=new_at)
     pct_text = f" ({pct:.0f} %)" if pct is not None else ""
     run_text = ""
     if w.is_training and cur.time_to_train_s and new.time_to_train_s and new.cost_usd_per_run is not None:

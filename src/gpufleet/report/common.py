@@ -226,6 +226,22 @@ def candidate_label(c: Candidate) -> str:
     return f"{c.provider} {nodes}{c.instance_type} ({region_text(c.region)})"
 
 
+def miss_reason(c: Candidate, rec: Recommendation) -> str:
+    """Why one of ``rec.closest`` misses the workload: its SLO/deadline misses, the budget it exceeds, the
+    risk limit it is above. Before, every closest option without an SLO miss read "over budget", also under
+    OVER RISK with no budget given (an engineer would have raised a budget that was never the problem)."""
+    w = rec.workload
+    parts = list(c.slo_misses)
+    if not c.within_budget:
+        parts.append(
+            "over budget"
+            + (f" (${w.budget_usd_per_month:,.0f}/month)" if w.budget_usd_per_month is not None else "")
+        )
+    if rec.status == "over_risk":
+        parts.append(f"risk {c.risk} above the limit" + (f" ({w.max_risk})" if w.max_risk else ""))
+    return "; ".join(parts) or rec.status.replace("_", " ")
+
+
 def cost_breakdown(c: Candidate, hours_per_month: float) -> dict[str, float]:
     """Monthly cost split into GPU compute, spot risk overhead and idle committed hours [USD/month].
 

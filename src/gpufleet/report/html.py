@@ -21,6 +21,7 @@ from gpufleet.report.common import (
     candidate_row,
     cost_breakdown,
     migration_breakdown,
+    miss_reason,
     speed_text,
     suggestion_text,
     usd,
@@ -166,9 +167,7 @@ def _recommendation(rec: Recommendation, extra: Sequence[str]) -> str:
         out += ["<h3>Top candidates</h3>", _candidates(rec.ranked)]
     if rec.closest:
         out += ["<h3>Closest options (do not meet every requirement)</h3>", _candidates(rec.closest)]
-        out.append(
-            _list([f"{candidate_label(c)}: {'; '.join(c.slo_misses) or 'over budget'}" for c in rec.closest])
-        )
+        out.append(_list([f"{candidate_label(c)}: {miss_reason(c, rec)}" for c in rec.closest]))
     if rec.cannot_fit is not None:
         cf = rec.cannot_fit
         lines = [

@@ -19,6 +19,7 @@ from gpufleet.report.common import (
     candidate_row,
     cost_text,
     interval,
+    miss_reason,
     speed_text,
     suggestion_text,
     usd,
@@ -82,7 +83,7 @@ def _recommendation(rec: Recommendation, level: int, extra: Sequence[str]) -> li
                 f"{h} Pareto front (cost vs latency)\n\n" + table(["Option", cost_head, lat_head], rows)
             )
     if rec.closest:
-        misses = [f"- {candidate_label(c)}: {'; '.join(c.slo_misses) or 'over budget'}" for c in rec.closest]
+        misses = [f"- {candidate_label(c)}: {miss_reason(c, rec)}" for c in rec.closest]
         out.append(f"{h} Closest options\n\n{_candidates(rec.closest)}\n\n" + "\n".join(misses))
     if rec.cannot_fit is not None:
         cf = rec.cannot_fit

@@ -135,7 +135,12 @@ def _autoscale(r: Any) -> Layout:
 def _spot(r: Any) -> Layout:
     lay = Layout(title=f"Spot training run: {r.model} on {r.nodes} x {r.offer}")
     lay.facts += [
-        ("work", f"{r.work_h:.1f} h on healthy instances"),
+        (
+            "work",
+            f"{r.work_h:.1f} h on healthy instances ("
+            + ("p90 of the estimate: its slow end" if r.confidence == "p90" else "the estimate's central")
+            + ")",
+        ),
         ("deadline", f"{r.deadline_h:g} h" if r.deadline_h is not None else "none"),
         ("checkpoint", f"every {r.interval_h:.2f} h, {r.checkpoint_cost_h * 60:.1f} min each"),
         ("restart overhead", f"{r.restart_overhead_h * 60:.1f} min"),

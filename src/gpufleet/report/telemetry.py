@@ -573,12 +573,13 @@ def alert_rows(events: Sequence[AlertEvent]) -> list[list[str]]:
             f"{e.duration_s / 60:.0f} min",
             fmt_number(e.peak),
             e.action,
+            e.note,
         ]
         for e in events
     ]
 
 
-ALERT_COLUMNS = ("rule", "severity", "subject", "start (UTC)", "duration", "peak", "action")
+ALERT_COLUMNS = ("rule", "severity", "subject", "start (UTC)", "duration", "peak", "action", "note")
 
 
 def ingest_lines(r: IngestReport) -> list[str]:

@@ -24,6 +24,7 @@ from gpufleet.report.common import (
     candidate_label,
     candidate_row,
     fit_gib_text,
+    miss_reason,
     speed_text,
     suggestion_text,
     usd,
@@ -142,7 +143,7 @@ def recommendation_view(rec: Recommendation, extra: Sequence[str] = ()) -> Rende
         parts.append(_Candidates(rec.ranked, "Top candidates"))
     if rec.closest:
         parts.append(_Candidates(rec.closest, "Closest options (do not meet every requirement)"))
-        misses = [f"{candidate_label(c)}: {'; '.join(c.slo_misses) or 'over budget'}" for c in rec.closest]
+        misses = [f"{candidate_label(c)}: {miss_reason(c, rec)}" for c in rec.closest]
         parts.append(_bullets("Why they miss", misses, style="yellow"))
     if rec.cannot_fit is not None:
         cf = rec.cannot_fit

@@ -15,6 +15,7 @@ from gpufleet.errors import InputError
 from gpufleet.recommend.workload import WorkloadSpec
 from gpufleet.service import jobs
 from gpufleet.service.auth import Principal, create_token, list_tokens, revoke_token
+from gpufleet.service.catalog_version import CatalogVersion
 from gpufleet.service.db import Fleet, Webhook
 from gpufleet.service.deps import State, bearer_principal, state
 from gpufleet.service.errors import Conflict, NotFound
@@ -104,11 +105,11 @@ async def catalog_offers(
 ) -> Response:
     """Offers across providers, filtered, sorted and paged (``page``: total, limit, offset).
 
-    The shipped catalog with the team's user catalogs applied (its own machines, negotiated prices). The
-    answer to a query already answered on the same shipped table and the same user catalogs is served from
-    memory (the key is the digest of the team's catalog files and every parameter: a team never gets an
-    answer computed with another team's catalogs)."""
-    from gpufleet.catalog.offers import load_offers
+    The latest refreshed catalog (``catalog``: its version and capture times; header ``X-Gpufleet-Catalog``)
+    with the team's user catalogs applied (its own machines, negotiated prices). The answer to a query
+    already answered on the same catalog version and the same user catalogs is served from memory (the key
+    is the digest of the team's catalog files and every parameter: a team never gets an answer computed with
+    another team's catalogs)."""
     from gpufleet.service.user_catalogs import catalogs_version, files_of, offers_with
 
     if order not in ("asc", "desc"):
@@ -125,23 +126,28 @@ async def catalog_offers(
         "max_price_usd_per_hour": max_price_usd_per_hour,
         "sort": sort,
     }
-    shipped = load_offers()  # in memory after the first call
-    cats = await run_in_threadpool(files_of, st.sm, who.team_id)
+
+    def catalog_and_files() -> tuple[CatalogVersion, Any]:
+        return st.catalogs.current(), files_of(st.sm, who.team_id)
+
+    cat, cats = await run_in_threadpool(catalog_and_files)  # the version in memory for catalog_check_s
     key = ("offers", catalogs_version(cats), *filters.values(), order, limit, offset)
-    body = st.responses.get(key, shipped)
+    body = st.responses.get(key, cat.table)  # a new catalog version is a new table: never an old answer
     if body is None:
 
         def answer() -> bytes:
-            mine = offers_with(cats)
-            table = shipped if mine is None else mine
-            return _offers_page(table, filters, order, limit, offset)
+            mine = offers_with(cats, cat.table)
+            table = cat.table if mine is None else mine
+            return _offers_page(table, filters, order, limit, offset, cat)
 
         body = await run_in_threadpool(answer)
-        st.responses.put(key, shipped, body)
-    return Response(body, media_type="application/json")
+        st.responses.put(key, cat.table, body)
+    return Response(body, media_type="application/json", headers=_catalog_header(cat))
 
 
-def _offers_page(table: Any, filters: dict[str, Any], order: str, limit: int, offset: int) -> bytes:
+def _offers_page(
+    table: Any, filters: dict[str, Any], order: str, limit: int, offset: int, cat: CatalogVersion
+) -> bytes:
     from gpufleet.catalog.listing import offer_rows, query_offer_index
     from gpufleet.report.json_report import envelope
 
@@ -150,7 +156,24 @@ def _offers_page(table: Any, filters: dict[str, Any], order: str, limit: int, of
     page = index[offset : offset + limit] if order == "asc" else index[::-1][offset : offset + limit]
     doc = envelope("offers", offers=offer_rows(table.take(page)))
     doc["page"] = {"total": n, "limit": limit, "offset": offset, "sort": filters["sort"], "order": order}
+    doc["catalog"] = cat.describe()
     return json.dumps(doc, ensure_ascii=False, allow_nan=False).encode()
+
+
+def _catalog_header(cat: CatalogVersion) -> dict[str, str]:
+    """``X-Gpufleet-Catalog``: the catalog version an answer was computed from (also in its ``catalog``)."""
+    return {"X-Gpufleet-Catalog": cat.version}
+
+
+def _with_catalog(text: str, cat: CatalogVersion) -> Response:
+    """A library document with ``catalog`` (the version and capture times it was computed from) added."""
+    doc = json.loads(text)
+    doc["catalog"] = cat.describe()
+    return Response(
+        json.dumps(doc, ensure_ascii=False, allow_nan=False),
+        media_type="application/json",
+        headers=_catalog_header(cat),
+    )
 
 
 @router.get("/catalog/gpus", responses={200: shipped_schema_ref("gpus")}, tags=["catalog"])
@@ -297,9 +320,10 @@ async def recommend(
     from gpufleet.service.user_catalogs import team_offers
 
     def answer() -> Response:
-        offers = team_offers(st.sm, who.team_id)
+        cat = st.catalogs.current()
+        offers = team_offers(st.sm, who.team_id, cat.table)
         doc = render_text(run(_workload(body), objective=objective, limit=limit, offers=offers), "json")
-        return _json(doc)
+        return _with_catalog(doc, cat)
 
     return await st.heavy.run("POST /api/v1/recommend", answer)
 
@@ -315,9 +339,10 @@ async def migrate(
     from gpufleet.service.user_catalogs import team_offers
 
     def answer() -> Response:
-        offers = team_offers(st.sm, who.team_id)
+        cat = st.catalogs.current()
+        offers = team_offers(st.sm, who.team_id, cat.table)
         doc = render_text(run(_workload(body), objective=objective, limit=limit, offers=offers), "json")
-        return _json(doc)
+        return _with_catalog(doc, cat)
 
     return await st.heavy.run("POST /api/v1/migrate", answer)
 
@@ -335,8 +360,9 @@ async def regions(
 
     def answer() -> Response:
         w = workload_from_dict(_workload(body), source="request body")
-        offers = team_offers(st.sm, who.team_id)
-        return _json(fr.render_regions_json(analyze_regions([w], offers=offers, limit=limit)))
+        cat = st.catalogs.current()
+        offers = team_offers(st.sm, who.team_id, cat.table)
+        return _with_catalog(fr.render_regions_json(analyze_regions([w], offers=offers, limit=limit)), cat)
 
     return await st.heavy.run("POST /api/v1/regions", answer)
 
@@ -398,6 +424,10 @@ def _submit(
         from gpufleet.service.user_catalogs import with_team_catalogs
 
         params = with_team_catalogs(st.sm, who.team_id, params)
+    if kind in ("simulate", "sweep"):  # the team's uploads it names (404 for another team's), by digest
+        from gpufleet.service.uploads import with_upload_digests
+
+        params = with_upload_digests(st.sm, who.team_id, kind, params)
     checked = check_params(kind, params)
     sub = jobs.submit(
         st.sm,

@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from gpufleet import __version__
 from gpufleet.errors import GpufleetError, capped_list
 from gpufleet.service.auth import PrincipalCache, db_key_of_url
+from gpufleet.service.catalog_version import CatalogVersions
 from gpufleet.service.db import SCHEMA_REVISION, current_revision, make_engine, make_sessionmaker, upgrade
 from gpufleet.service.deps import State
 from gpufleet.service.errors import http_status
@@ -66,17 +67,19 @@ def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
     """The service for ``settings``; ``run_jobs``: start the job workers and the scheduler (unless
     ``settings.scheduler`` is off) with the app (tests may not)."""
     engine = make_engine(settings.db_url)
+    sm = make_sessionmaker(engine)
     from gpufleet.service.webhooks import allow_internal_hosts
 
     allow_internal_hosts(settings.webhook_internal_hosts)
     st = State(
         settings=settings,
-        sm=make_sessionmaker(engine),
+        sm=sm,
         metrics=Metrics(),
         limiter=RateLimiter(settings.rate_limit_per_s, settings.rate_burst),
         principals=PrincipalCache(db_key_of_url(engine.url), settings.auth_cache_ttl_s),
         responses=ResponseCache(settings.catalog_cache_entries),
         heavy=HeavyRoutes(workers=settings.heavy_route_workers, limit_s=settings.request_time_limit_s),
+        catalogs=CatalogVersions(sm, settings.catalog_check_s),
     )
 
     @asynccontextmanager
@@ -90,6 +93,7 @@ def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
         from gpufleet.catalog.offers import load_offers
 
         await run_in_threadpool(load_offers)  # read once here: the catalog route reads it on the event loop
+        await run_in_threadpool(st.catalogs.current)  # and the latest refreshed prices in the database
         if run_jobs and settings.job_workers > 0:
             from gpufleet.service.jobs import JobRunner
 
@@ -191,9 +195,11 @@ def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
     app.include_router(telemetry_router)
     app.include_router(schedules_router)
     app.include_router(importlib.import_module("gpufleet.service.catalogs_api").router)
+    app.include_router(importlib.import_module("gpufleet.service.uploads_api").router)
     app.include_router(dashboard_router)
     app.include_router(dashboard_notify_router)
-    for page in ("dashboard_overview", "dashboard_catalog", "dashboard_catalogs", "dashboard_findings"):
+    pages = ("dashboard_overview", "dashboard_catalog", "dashboard_catalogs", "dashboard_findings")
+    for page in (*pages, "dashboard_simulations"):
         app.include_router(importlib.import_module(f"gpufleet.service.{page}").router)
     app.add_exception_handler(SignInRequired, to_login)
 

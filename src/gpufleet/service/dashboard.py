@@ -93,6 +93,7 @@ def _page(
             links.append(("/plan", "Plan"))
         links += [
             ("/jobs", "Jobs"),
+            ("/simulations", "Simulations"),
             ("/findings", "Findings"),
             ("/telemetry", "Telemetry"),
             ("/schedules", "Schedules"),
@@ -289,6 +290,16 @@ _REC_FIELDS: tuple[tuple[str, str, str], ...] = (
 )
 
 
+#: the recommend form's number fields and their types (the others are text)
+_REC_NUMBERS: dict[str, type[float] | type[int]] = {
+    "target_requests_per_s": float,
+    "ttft_p95_ms": float,
+    "tpot_p95_ms": float,
+    "input_len_tokens": int,
+    "output_len_tokens": int,
+}
+
+
 def _rec_form(csrf: str, values: dict[str, str]) -> str:
     fields = "".join(_opt(n, values.get(n, ""), label, hint) for n, label, hint in _REC_FIELDS)
     pricing = values.get("pricing", "on_demand")
@@ -323,17 +334,24 @@ async def recommend(request: Request, s: SignedIn, form: PostedForm) -> Response
     from gpufleet.service.user_catalogs import team_offers
 
     try:
-        numbers = {"target_requests_per_s", "ttft_p95_ms", "tpot_p95_ms"}
-        for k in numbers & set(workload):
-            workload[k] = float(workload[k])
-        for k in {"input_len_tokens", "output_len_tokens"} & set(workload):
-            workload[k] = int(workload[k])
-        offers = await run_in_threadpool(team_offers, state(request).sm, who.team_id)
+        fields = {n: (label, hint) for n, label, hint in _REC_FIELDS}
+        for k, kind in _REC_NUMBERS.items():
+            if k in workload:
+                try:
+                    workload[k] = kind(workload[k])
+                except ValueError:
+                    label, hint = fields[k]
+                    whole = "whole " if kind is int else ""
+                    raise InputError(
+                        f"{label}: {workload[k][:40]!r} is not a {whole}number. Give a plain number, e.g. "
+                        f"{hint}, or leave it empty for the default."
+                    ) from None
+        st = state(request)  # the latest refreshed catalog, with the team's catalogs applied
+        offers = await run_in_threadpool(lambda: team_offers(st.sm, who.team_id, st.catalogs.current().table))
         result = await run_in_threadpool(lambda: run(workload, offers=offers))
-    except (GpufleetError, ValueError) as exc:
-        text = str(exc) if isinstance(exc, GpufleetError) else f"Not a number: {exc}. Give plain numbers."
-        status = http_status(exc) if isinstance(exc, GpufleetError) else 422
-        return _page(request, "Recommend", _error(text) + _rec_form(csrf, values), who, csrf, status=status)
+    except GpufleetError as exc:
+        body = _error(str(exc)) + _rec_form(csrf, values)
+        return _page(request, "Recommend", body, who, csrf, status=http_status(exc))
     head, report = _embed_report(render_text(result, "html"))
     return _page(request, "Recommendation", _rec_form(csrf, values) + report, who, csrf, head=head)
 
@@ -437,7 +455,10 @@ def job_page(request: Request, s: SignedIn, job_id: int) -> Response:
         f" ({escape(job.progress_text)}).</p>",
         f'<label for="progress">Progress</label> <progress id="progress" max="1" '
         f'value="{job.progress_fraction:.3f}">{job.progress_fraction:.0%}</progress>',
+        f"<p>{_job_times(job)}</p>",
     ]
+    if running:
+        parts.append("<p class='muted'>This page reloads every 2 s until the job ends.</p>")
     if job.error:
         parts.append(_error(job.error))
     if running and who.role != "viewer":
@@ -446,13 +467,53 @@ def job_page(request: Request, s: SignedIn, job_id: int) -> Response:
             f'value="{escape(csrf)}"><button type="submit">Cancel job</button></form>'
         )
     head = ""
+    if job.status == "succeeded" and job.result_json:
+        parts.append(
+            f'<p><a href="/jobs/{job.id}/result.json" download>Download the result (JSON, the document '
+            f"<code>GET /api/v1/jobs/{job.id}/result</code> gives)</a></p>"
+        )
     if job.status == "succeeded" and job.result_html:
         head, report = _embed_report(job.result_html)
-        parts.append(
-            f'<p><a href="/api/v1/jobs/{job.id}/result">JSON result (API, with a token)</a></p>' + report
-        )
+        parts.append(report)
     return _page(
         request, f"Job #{job.id}", "".join(parts), who, csrf, head=head, refresh_s=2 if running else None
+    )
+
+
+def _job_times(job: Job) -> str:
+    """When the job was queued, started and finished [UTC], and how long it ran [s]."""
+    from datetime import UTC, datetime
+
+    def utc(t: float) -> str:
+        return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+    out = f"Queued {utc(job.created_unix_s)}"
+    if job.started_unix_s is not None:
+        out += f"; started {utc(job.started_unix_s)}"
+    if job.finished_unix_s is not None:
+        out += f"; ended {utc(job.finished_unix_s)}"
+        if job.started_unix_s is not None:
+            out += f" (ran {job.finished_unix_s - job.started_unix_s:,.1f} s)"
+    return out + "."
+
+
+@router.get("/jobs/{job_id}/result.json", response_model=None)
+def job_result(request: Request, s: SignedIn, job_id: int) -> Response:
+    """A succeeded job's result document, downloaded with the session (the API's needs a bearer token)."""
+    try:
+        job = jobs.get_job(state(request).sm, s.who.team_id, job_id)
+        if job.status != "succeeded" or not job.result_json:
+            from gpufleet.service.errors import Conflict
+
+            raise Conflict(
+                f"Job #{job_id} is {job.status}: a result exists once it succeeded. Its page follows it."
+            )
+    except GpufleetError as exc:
+        return refused(request, "Job", s, exc)
+    return Response(
+        job.result_json,
+        media_type="application/json",
+        headers={"content-disposition": f'attachment; filename="job-{job.id}-{job.kind}.json"'},
     )
 
 
@@ -468,48 +529,111 @@ async def cancel_job(request: Request, s: SignedIn, _: PostedForm, job_id: int) 
 
 
 # --- telemetry ---------------------------------------------------------------------------------------------
-def _telemetry_form(csrf: str) -> str:
+#: the upload form's input formats (`gpufleet telemetry ingest --input-format`), with what each reads
+_TELEMETRY_FORMATS: tuple[tuple[str, str], ...] = (
+    ("auto", "auto (from the file's content)"),
+    ("exposition", "dcgm-exporter / Prometheus text"),
+    ("nvidia-smi", "nvidia-smi CSV"),
+    ("prom-json", "Prometheus query JSON"),
+    ("cloudwatch", "CloudWatch CSV"),
+)
+
+
+def _telemetry_form(csrf: str, max_body_bytes: int, values: dict[str, str] | None = None) -> str:
+    from gpufleet.units import MIB
+
+    v = values or {}
+    opts = "".join(
+        f'<option value="{k}"{" selected" if v.get("input_format") == k else ""}>{escape(t)}</option>'
+        for k, t in _TELEMETRY_FORMATS
+    )
     return (
-        '<form method="post" action="/telemetry" enctype="multipart/form-data"><div class="fields">'
+        '<h2>Upload telemetry</h2><form method="post" action="/telemetry" enctype="multipart/form-data">'
+        '<div class="fields">'
         '<label for="telemetry_file">Telemetry file (nvidia-smi CSV, dcgm-exporter text, Prometheus JSON, '
         'CloudWatch CSV)</label><input id="telemetry_file" name="file" type="file" required>'
+        '<label for="input_format">Format</label>'
+        f'<select id="input_format" name="input_format">{opts}</select>'
+        '<label for="host">Host (nvidia-smi CSV only: the machine it was logged on)</label>'
+        f'<input id="host" name="host" maxlength="200" value="{escape(v.get("host", ""))}">'
+        '<label for="timezone">Time zone of nvidia-smi timestamps (e.g. Europe/Berlin; default UTC)</label>'
+        f'<input id="timezone" name="timezone" maxlength="60" value="{escape(v.get("timezone", ""))}">'
         f'</div><input type="hidden" name="csrf" value="{escape(csrf)}">'
         '<p><button type="submit">Ingest</button></p></form>'
+        f"<p class='muted'>At most {max_body_bytes / MIB:,.0f} MiB per upload; samples already stored are "
+        "skipped, so uploading a file twice is harmless.</p>"
     )
+
+
+def _ingested(report: dict[str, Any], name: str) -> str:
+    """What an upload stored, said in one line (role=status), with the problems the library counted."""
+    problems = "; ".join(
+        f"{p['count']:,} x {p['kind']} ({'dropped' if p['dropped'] else 'stored, warned'})"
+        for p in report.get("problems", [])
+    )
+    return (
+        f'<p role="status">Ingested {escape(name)}: {report["rows_stored"]:,} of {report["rows_read"]:,} '
+        f"samples stored, {report['gpus']:,} GPUs"
+        + (f"; problems: {escape(problems)}" if problems else "")
+        + ".</p>"
+    )
+
+
+def _telemetry_body(request: Request, s: Signed, status_line: str = "") -> tuple[str, str, str, int]:
+    """(title, head, body, HTTP status) of the telemetry page."""
+    from gpufleet.service.errors import NotFound
+    from gpufleet.service.telemetry_api import findings_report_html
+
+    who, csrf = s.who, s.csrf
+    upload = _telemetry_form(csrf, state(request).settings.max_body_bytes) if who.role != "viewer" else ""
+    try:
+        html = findings_report_html(state(request), who)
+    except NotFound:
+        from gpufleet.service.dashboard_overview import no_telemetry
+
+        return "Telemetry", "", status_line + no_telemetry(who, upload_below=True) + upload, 200
+    except GpufleetError as exc:
+        return "Telemetry", "", status_line + _error(str(exc)) + upload, http_status(exc)
+    head, report = _embed_report(html)
+    return "Telemetry findings (last 14 days)", head, status_line + upload + report, 200
 
 
 @router.get("/telemetry", response_class=HTMLResponse, response_model=None)
 def telemetry_page(request: Request, s: SignedIn) -> Response:
-    who, csrf = s.who, s.csrf
-    from gpufleet.service.errors import NotFound
-    from gpufleet.service.telemetry_api import findings_report_html
-
-    upload = _telemetry_form(csrf) if who.role != "viewer" else ""
-    try:
-        html = findings_report_html(state(request), who)
-    except NotFound as exc:
-        return _page(request, "Telemetry", f"<p>{escape(str(exc))}</p>" + upload, who, csrf)
-    except GpufleetError as exc:
-        return _page(request, "Telemetry", _error(str(exc)) + upload, who, csrf, status=http_status(exc))
-    head, report = _embed_report(html)
-    return _page(request, "Telemetry findings (last 14 days)", upload + report, who, csrf, head=head)
+    title, head, body, status = _telemetry_body(request, s)
+    return _page(request, title, body, s.who, s.csrf, head=head, status=status)
 
 
 @router.post("/telemetry", response_class=HTMLResponse, response_model=None)
 async def telemetry_upload(request: Request, s: SignedIn, form: PostedForm) -> Response:
+    """Ingest an uploaded file into the team's store (editor), then the page with what was stored (the
+    request's size is limited by the service's body limit, 413 past it)."""
+    import json
+
     who, csrf = s.who, s.csrf
     from starlette.concurrency import run_in_threadpool
 
-    from gpufleet.service.telemetry_api import ingest_upload
+    from gpufleet.service.telemetry_api import ingest_upload, safe_file_name
 
+    values = {k: str(form.get(k) or "").strip() for k in ("input_format", "host", "timezone")}
     try:
         who.require("editor")
         upload = form.get("file")
-        if upload is None or isinstance(upload, str):
+        if upload is None or isinstance(upload, str) or not upload.filename:
             raise InputError("Choose a telemetry file to upload.")
-        await run_in_threadpool(ingest_upload, state(request), who, upload.filename, await upload.read())
-    except GpufleetError as exc:
-        return _page(
-            request, "Telemetry", _error(str(exc)) + _telemetry_form(csrf), who, csrf, status=http_status(exc)
+        text = await run_in_threadpool(
+            ingest_upload,
+            state(request),
+            who,
+            upload.filename,
+            await upload.read(),
+            values["input_format"] or "auto",
+            values["host"] or None,
+            values["timezone"] or None,
         )
-    return RedirectResponse("/telemetry", status_code=303)
+    except GpufleetError as exc:
+        form_html = _telemetry_form(csrf, state(request).settings.max_body_bytes, values)
+        return _page(request, "Telemetry", _error(str(exc)) + form_html, who, csrf, status=http_status(exc))
+    line = _ingested(json.loads(text)["report"], safe_file_name(upload.filename))
+    title, head, body, status = await run_in_threadpool(_telemetry_body, request, s, line)
+    return _page(request, title, body, who, csrf, head=head, status=status)

@@ -19,6 +19,7 @@ from gpufleet.service.errors import http_status
 
 if TYPE_CHECKING:
     from gpufleet.catalog.history import PricePoint
+    from gpufleet.catalog.offers import Offer
 
 router = APIRouter(include_in_schema=False)
 
@@ -30,7 +31,6 @@ HISTORY_DAYS = 90
 def catalog(request: Request, s: SignedIn) -> Response:
     who, csrf = s.who, s.csrf
     from gpufleet.catalog.listing import SORT_KEYS, offer_rows, query_offers
-    from gpufleet.catalog.offers import load_offers
     from gpufleet.service.user_catalogs import team_offers
 
     q = request.query_params
@@ -44,12 +44,13 @@ def catalog(request: Request, s: SignedIn) -> Response:
         page = max(0, int(q.get("page", "0") or 0))
     except ValueError:
         page = 0
-    error, rows, total = "", [], 0
+    error, rows, per_gpu, total = "", [], [], 0
     try:
         price = float(max_price) if max_price else None
-        mine = team_offers(state(request).sm, who.team_id)  # the team's catalogs applied
+        current = state(request).catalogs.current().table  # the latest refreshed prices
+        mine = team_offers(state(request).sm, who.team_id, current)  # the team's catalogs applied
         result = query_offers(
-            mine if mine is not None else load_offers(),
+            mine if mine is not None else current,
             gpus=_values(gpu),
             providers=_values(provider),
             regions=_values(region),
@@ -58,7 +59,9 @@ def catalog(request: Request, s: SignedIn) -> Response:
             sort=sort if sort in SORT_KEYS else "price_per_gpu",
         )
         total = len(result)
-        rows = offer_rows(result.take(slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE)))
+        shown = result.take(slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE))
+        rows = offer_rows(shown)
+        per_gpu = [_per_gpu(o, spot) for o in shown.records()]
     except (GpufleetError, ValueError) as exc:
         error = str(exc) if isinstance(exc, GpufleetError) else f"max price {max_price!r} is not a number."
     sorts = "".join(f'<option value="{k}"{" selected" if k == sort else ""}>{k}</option>' for k in SORT_KEYS)
@@ -76,18 +79,27 @@ def catalog(request: Request, s: SignedIn) -> Response:
     price_col = "price_spot_usd_per_hour" if spot else "price_on_demand_usd_per_hour"
     body_rows = "".join(
         f"<tr><td>{escape(str(r['provider']))}</td><td>{escape(str(r['region']))}</td>"
-        f"<td>{_instance_cell(r)}</td><td>{escape(str(r['gpu']))}</td>"
-        f"<td class='num'>{r['gpu_count']}</td><td class='num'>{_money(r.get(price_col))}</td>"
+        f"<td>{escape(str(r.get('zone') or '-'))}</td>"
+        f"<td>{_instance_cell(r)}</td><td>{escape(str(r['gpu'] or 'CPU only'))}</td>"
+        f"<td class='num'>{float(r['gpu_count']):g}</td><td class='num'>{_money(r.get(price_col))}</td>"
+        f"<td class='num'>{_money(g)}</td>"
         f"<td>{escape(str(r.get('captured_at', '')))}</td><td>{escape(str(r.get('source', '')))}</td></tr>"
-        for r in rows
+        for r, g in zip(rows, per_gpu, strict=True)
     )
     label = "spot" if spot else "on-demand"
     table = (
-        f"<p>{total:,} offers match; showing {page * PAGE_SIZE + 1 if rows else 0}-"
-        f"{page * PAGE_SIZE + len(rows)}.</p><table><thead><tr><th>provider</th><th>region</th>"
+        f"<p>{total:,} offers match (each zone's price is its own row); showing "
+        f"{page * PAGE_SIZE + 1 if rows else 0}-{page * PAGE_SIZE + len(rows)}, sorted by {escape(sort)}."
+        "</p><table><thead><tr><th>provider</th><th>region</th><th>zone</th>"
         f"<th>instance</th><th>GPU</th><th class='num'>GPUs</th><th class='num'>{label} price [USD/h, "
-        f"machine]</th><th>captured</th><th>source</th></tr></thead><tbody>{body_rows}</tbody></table>"
+        f"machine]</th><th class='num'>{label} price [USD/h, per GPU]</th><th>captured</th><th>source</th>"
+        f"</tr></thead><tbody>{body_rows}</tbody></table>"
     )
+    if not rows:
+        table = (
+            "<p>No offer matches these filters. Widen them: fewer GPUs, providers or regions, a higher max "
+            "price (a region glob such as <code>us-*</code> takes every US region).</p>"
+        )
     params = {k: v for k, v in q.items() if k != "page"}
     links = []
     if page > 0:
@@ -103,6 +115,16 @@ def catalog(request: Request, s: SignedIn) -> Response:
         csrf,
         status=http_status(InputError()) if error else 200,
     )
+
+
+def _per_gpu(o: Offer, spot: bool) -> float | None:
+    """The price per GPU-hour the table shows (as `gpufleet catalog offers` does): on-demand, or spot with
+    the spot filter; None for a CPU-only row or an unknown spot price."""
+    if not spot:
+        return o.price_per_gpu_usd_per_hour
+    if o.price_spot_usd_per_hour is None or o.gpu_count <= 0:
+        return None
+    return o.price_spot_usd_per_hour / o.gpu_count
 
 
 def _instance_cell(r: dict[str, object]) -> str:

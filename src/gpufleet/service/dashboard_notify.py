@@ -78,7 +78,12 @@ def _schedules_body(request: Request, who: Principal, csrf: str, error: str = ""
         + "".join(trs)
         + "</tbody></table>"
         if rows
-        else "<p class='muted'>No schedules yet.</p>"
+        else "<p class='muted'>No schedules yet"
+        + (
+            ": add one below (e.g. a daily findings run, whose new savings go to the webhooks).</p>"
+            if editor
+            else f": an editor of team {escape(who.team_name)} adds them.</p>"
+        )
     )
     out = (
         (f'<p class="error" role="alert">{escape(error)}</p>' if error else "")
@@ -219,7 +224,12 @@ def _notifications_body(request: Request, who: Principal, csrf: str, error: str 
         "<th class='num'>min. saving</th><th class='num'>min. price change</th><th>last delivery</th>"
         "<th>actions</th></tr></thead><tbody>" + "".join(trs) + "</tbody></table>"
         if hooks
-        else "<h2>Webhooks</h2><p class='muted'>No webhooks yet.</p>"
+        else "<h2>Webhooks</h2><p class='muted'>No webhooks yet"
+        + (
+            ": add one below (a Slack incoming webhook, or any URL that takes a JSON POST).</p>"
+            if admin
+            else f": an admin of team {escape(who.team_name)} adds them.</p>"
+        )
     )
     if admin:
         boxes = "".join(

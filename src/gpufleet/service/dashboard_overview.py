@@ -10,16 +10,21 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from html import escape
+from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, Response
 
 from gpufleet.errors import GpufleetError
 from gpufleet.service import jobs
+from gpufleet.service.auth import Principal
 from gpufleet.service.dashboard import SignedIn, _error, _jobs_table, _money, _page
 from gpufleet.service.deps import state
 from gpufleet.service.errors import NotFound
 from gpufleet.service.overview import PlanPoint
+
+if TYPE_CHECKING:
+    from gpufleet.telemetry.finding_types import FleetFindings
 
 router = APIRouter(include_in_schema=False)
 
@@ -55,7 +60,14 @@ def _cost_section(request: Request, s: SignedIn) -> str:
             f"<th>planned</th></tr></thead><tbody>{body}</tbody></table>"
         )
     else:
-        table = f"<p class='muted'>No succeeded plan yet for {scope}: cost per month shows after one.</p>"
+        todo = (
+            'upload a fleet file on the <a href="/plan">Plan</a> page'
+            if s.who.role != "viewer"
+            else "ask an editor of your team to plan a fleet file"
+        )
+        table = (
+            f"<p class='muted'>No succeeded plan yet for {scope}: cost per month shows after one; {todo}.</p>"
+        )
     trend, latest = plan_trend(st.sm, s.who.team_id)
     parts = ["<h2>Cost</h2>", table]
     if latest is not None:
@@ -132,15 +144,47 @@ def _trend(trend: tuple[PlanPoint, ...]) -> str:
     )
 
 
+def window_text(ff: FleetFindings) -> str:
+    """The findings' window said plainly: the lookback ends at the telemetry's latest sample, not now (a store
+    no longer fed shows old findings, and says so)."""
+    w = ff.window
+    observed = ""
+    if ff.observed_start is not None and ff.observed_end is not None:
+        from gpufleet.units import SECONDS_PER_DAY
+
+        span_d = (ff.observed_end - ff.observed_start).total_seconds() / SECONDS_PER_DAY
+        observed = f"; {span_d:.1f} days observed"
+    return (
+        f"the {w.days:g} days up to the latest sample ({_date(w.start.timestamp())} to "
+        f"{_date(w.end.timestamp())}{observed}), p{100 * w.percentile:g}, "
+        f"{100 * ff.thresholds.headroom:g} % headroom"
+    )
+
+
+def no_telemetry(who: Principal, upload_below: bool = False) -> str:
+    """The dashboard's empty state of a team without telemetry: what to do next, on the dashboard (the API's
+    message names the API route), for an editor; whom to ask, for a viewer."""
+    where = "below" if upload_below else 'on the <a href="/telemetry">Telemetry</a> page'
+    todo = (
+        "Upload a telemetry file (nvidia-smi CSV, dcgm-exporter text, Prometheus JSON, CloudWatch CSV) "
+        f'{where}, or schedule a telemetry_pull job from your Prometheus on the <a href="/schedules">'
+        "Schedules</a> page."
+        if who.role != "viewer"
+        else "Ask an editor of your team to upload a telemetry file on the Telemetry page or to schedule a "
+        "telemetry_pull job from your Prometheus."
+    )
+    return f"<p>Team {escape(who.team_name)} has no telemetry yet: findings need some. {todo}</p>"
+
+
 def _findings_section(request: Request, s: SignedIn) -> str:
     from gpufleet.report.charts import bar_chart
     from gpufleet.service.telemetry_api import team_findings
 
-    head = f"<h2>Findings (telemetry of the last {FINDINGS_DAYS} days)</h2>"
+    head = f"<h2>Findings ({FINDINGS_DAYS} days of telemetry up to its latest sample)</h2>"
     try:
-        _, summ = team_findings(state(request), s.who, FINDINGS_DAYS)
-    except NotFound as exc:
-        return head + f"<p class='muted'>{escape(str(exc))}</p>"
+        ff, summ = team_findings(state(request), s.who, FINDINGS_DAYS)
+    except NotFound:
+        return head + no_telemetry(s.who)
     except GpufleetError as exc:
         return head + _error(str(exc))
     rows = "".join(
@@ -152,6 +196,8 @@ def _findings_section(request: Request, s: SignedIn) -> str:
         + f"<p>{summ.gpus} GPUs observed; cost {_money(summ.cost_usd_per_month)} USD/month at their prices; "
         f"savings {_money(summ.savings_usd_per_month)} USD/month (best option per GPU, on-demand basis). "
         '<a href="/findings">Findings and export</a></p>'
+        f"<p class='muted'>Window: {escape(window_text(ff))}. Cost per month: each GPU's price per "
+        "GPU-hour x 730 h.</p>"
         "<table><caption>Findings by type</caption><thead><tr><th>finding</th><th class='num'>GPUs</th>"
         f"<th class='num'>savings [USD/month]</th></tr></thead><tbody>{rows}</tbody></table>"
         + bar_chart(

@@ -28,7 +28,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, sessionmaker
 
 #: the Alembic revision this code expects (tests/service/test_migrations.py checks it is the head)
-SCHEMA_REVISION = "0004"
+SCHEMA_REVISION = "0005"
 
 ROLES: tuple[str, ...] = ("viewer", "editor", "admin")
 JOB_STATUSES: tuple[str, ...] = ("queued", "running", "succeeded", "failed", "cancelled")
@@ -239,6 +239,38 @@ class UserCatalog(Base):
     text: Mapped[str] = mapped_column(Text)
     offers: Mapped[int] = mapped_column(Integer)  # machines it adds
     price_overrides: Mapped[int] = mapped_column(Integer)  # prices it replaces or discounts
+    created_unix_s: Mapped[float] = mapped_column(Float, default=now_unix_s)
+
+
+class Upload(Base):
+    """An input file a team uploaded for its simulation jobs (a request trace, a batch job file, a batch fleet
+    file), kept as text after the simulator's own reader accepted it. Its name is shown, never used as a
+    path: a job writes the text to a file of its own naming in a private temporary folder."""
+
+    __tablename__ = "uploads"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    team_id: Mapped[int] = mapped_column(ForeignKey("teams.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(20))  # trace | jobs | batch_fleet
+    name: Mapped[str] = mapped_column(String(200))  # the uploaded file name, reduced to a safe name
+    format: Mapped[str] = mapped_column(String(20))  # the layout the reader detected (azure, generic, ...)
+    size_bytes: Mapped[int] = mapped_column(Integer)
+    sha256: Mapped[str] = mapped_column(String(64))
+    summary: Mapped[str] = mapped_column(String(300))  # what the reader found, e.g. "1,200 requests"
+    text: Mapped[str] = mapped_column(Text)
+    created_unix_s: Mapped[float] = mapped_column(Float, default=now_unix_s)
+
+
+class CatalogRefresh(Base):
+    """The offers of one succeeded ``catalog_refresh`` job (the offer-table CSV of its provider), so that
+    every replica answers from the latest prices: the highest id is the catalog version."""
+
+    __tablename__ = "catalog_refreshes"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int | None] = mapped_column(Integer, nullable=True)
+    provider: Mapped[str] = mapped_column(String(20), index=True)
+    captured_at: Mapped[str] = mapped_column(String(40))  # ISO 8601 UTC, the refresh's capture time
+    offer_rows: Mapped[int] = mapped_column(Integer)
+    offers_csv: Mapped[str] = mapped_column(Text)
     created_unix_s: Mapped[float] = mapped_column(Float, default=now_unix_s)
 
 

@@ -18,6 +18,7 @@ from gpufleet.service.ops import Metrics, RateLimiter, ResponseCache
 from gpufleet.service.settings import ServiceSettings
 
 if TYPE_CHECKING:
+    from gpufleet.service.catalog_version import CatalogVersions
     from gpufleet.service.jobs import JobRunner
     from gpufleet.service.limits import HeavyRoutes
     from gpufleet.service.scheduler import Scheduler
@@ -35,6 +36,8 @@ class State:
     responses: ResponseCache
     #: the pool and time limit of the heavy synchronous routes (:mod:`.limits`)
     heavy: HeavyRoutes
+    #: the catalog the offer routes answer from (the latest refresh in the database)
+    catalogs: CatalogVersions
     runner: JobRunner | None = None
     scheduler: Scheduler | None = None
     #: the time [Unix s] of schedule changes and of the scheduler (tests set it)

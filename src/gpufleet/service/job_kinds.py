@@ -110,14 +110,17 @@ def execute(kind: str, params: Mapping[str, Any], progress: ProgressFn) -> tuple
             base, label = (0.0, "Sizing workloads") if stage == "options" else (0.5, "Solving (HiGHS)")
             progress(base + 0.5 * (done / total if total else 1.0), f"{label} {done}/{total}")
 
+        from gpufleet.service.catalog_version import version_for_job
         from gpufleet.service.user_catalogs import CatalogFile, offers_with
 
+        cat = version_for_job(params.get("_refreshes"))  # the latest refreshed prices, set by the worker
         cats = params.get("catalogs", [])
-        offers = offers_with([CatalogFile(name=c["name"], text=c["text"]) for c in cats])
+        offers = offers_with([CatalogFile(name=c["name"], text=c["text"]) for c in cats], cat.table)
         plan = plan_fleet(
             fleet, offers=offers, time_limit_s=float(params["solver_time_limit_s"]), progress=on_plan
         )
         doc: dict[str, Any] = json.loads(fr.render_plan_json(plan))
+        doc["catalog"] = cat.describe()
         return doc, fr.render_plan_html(plan)
     if kind == "scenario_set":
         from gpufleet.recommend.api import run_scenario_set

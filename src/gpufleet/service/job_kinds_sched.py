@@ -3,10 +3,12 @@
 - ``catalog_refresh``: ``{"provider": aws|azure|gcp, "regions": [...] (default: the shipped regions)}`` ->
   `gpufleet catalog update` (:func:`gpufleet.catalog.fetch.refresh` + ``write_result``: prices appended to the
   history), and the prices that changed against the catalog before it (the previous refresh, else the shipped
-  snapshot), one change per offer and price kind;
-- ``simulate``: ``{"simulator": "spot", "model", "tokens", ...}`` -> `gpufleet simulate spot` (the simulators
-  that read trace or job files, autoscale and batch, are not offered: a request cannot name server files);
+  snapshot), one change per offer and price kind; the provider's offer table as written rides along as
+  ``_offers_csv``, which the worker moves into ``catalog_refreshes`` (:mod:`.catalog_version`);
+- ``simulate``: ``{"simulator": "spot", "model", "tokens", ...}`` -> `gpufleet simulate spot`; the autoscale
+  and batch simulators over the team's uploaded files: :mod:`.job_kinds_sim`;
 - ``sweep``: ``{"kind": "spot", "base", "grid", "seeds"}`` -> `gpufleet simulate sweep` (local processes);
+  autoscale and batch sweeps: :mod:`.job_kinds_sim`;
 - ``telemetry_pull``: ``{"url": Prometheus URL, "lookback_hours", "step_s", "timeout_s"}`` ->
   `gpufleet telemetry ingest --prometheus URL` into the team's store;
 - ``findings``: ``{"lookback_days", "headroom"}`` -> `gpufleet telemetry findings` and the shipped alert rules
@@ -30,6 +32,8 @@ from gpufleet.errors import InputError
 Progress = Callable[[float, str], None]
 KINDS: tuple[str, ...] = ("catalog_refresh", "simulate", "sweep", "telemetry_pull", "findings")
 TEAM_STORE_KINDS = frozenset({"telemetry_pull", "findings"})
+#: simulators over the team's uploaded files (:mod:`.job_kinds_sim`)
+SIM_UPLOADS = ("autoscale", "batch")
 #: the spot simulator's options a simulate job takes (`gpufleet simulate spot`), and their JSON types
 SPOT_OPTIONS: dict[str, tuple[type, ...]] = {
     "model": (str,),
@@ -48,6 +52,13 @@ SPOT_OPTIONS: dict[str, tuple[type, ...]] = {
 #: sweep keys naming files: refused (the spec would read files on the server)
 FILE_KEYS = frozenset({"trace", "jobs", "fleet", "interruptions"})
 MAX_SWEEP_CONFIGS = 1000
+
+
+def over_uploads(kind: str, params: Mapping[str, Any]) -> bool:
+    """True for a simulate or sweep job of a simulator that reads the team's uploaded files."""
+    return (kind == "simulate" and params.get("simulator") in SIM_UPLOADS) or (
+        kind == "sweep" and params.get("kind") in SIM_UPLOADS
+    )
 
 
 def _only(kind: str, params: Mapping[str, Any], allowed: Mapping[str, str]) -> None:
@@ -113,12 +124,15 @@ def check(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
         ):
             raise InputError("catalog_refresh job: regions is a list of region codes, e.g. ['us-east-1'].")
         return {"provider": provider, "regions": sorted(set(regions)) if regions else None}
+    if over_uploads(kind, params):
+        from gpufleet.service import job_kinds_sim
+
+        return job_kinds_sim.check(kind, params)
     if kind == "simulate":
         if params.get("simulator") != "spot":
             raise InputError(
-                f"simulate job: simulator = {params.get('simulator')!r}. Allowed: spot (the autoscale and "
-                "batch simulators read trace or job files: run them with `gpufleet simulate` on your "
-                "machine)."
+                f"simulate job: simulator = {params.get('simulator')!r}. Allowed: spot, autoscale (over a "
+                "trace upload), batch (over a job file upload)."
             )
         opts = {k: v for k, v in params.items() if k != "simulator"}
         _spot_options("simulate job", opts)
@@ -129,8 +143,8 @@ def check(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
         _only(kind, params, {"kind": "spot", "base": "mapping", "grid": "name -> list", "seeds": "list"})
         if params.get("kind") != "spot":
             raise InputError(
-                f"sweep job: kind = {params.get('kind')!r}. Allowed: spot (autoscale and batch sweeps read "
-                "files)."
+                f"sweep job: kind = {params.get('kind')!r}. Allowed: spot, autoscale (over trace uploads), "
+                "batch (over job file uploads)."
             )
         base, grid, seeds = params.get("base") or {}, params.get("grid") or {}, params.get("seeds") or [0]
         if not isinstance(base, dict) or not isinstance(grid, dict):
@@ -187,6 +201,10 @@ def execute(kind: str, params: Mapping[str, Any], progress: Progress) -> tuple[d
     """Run a checked job of a ``kind`` in :data:`KINDS`: (its JSON document, its HTML report or None)."""
     if kind == "catalog_refresh":
         return _refresh(params, progress), None
+    if over_uploads(kind, params):
+        from gpufleet.service import job_kinds_sim
+
+        return job_kinds_sim.execute(kind, params, progress)
     if kind == "simulate":
         from gpufleet.report.simulation import render_simulation
         from gpufleet.simulate.spot import simulate_spot
@@ -286,6 +304,9 @@ def _refresh(params: Mapping[str, Any], progress: Progress) -> dict[str, Any]:
     progress(0.95, "Writing the refreshed prices")
     written = write_result(result, shipped)
     return {
+        # the provider's offers now in force, taken out by the worker into catalog_refreshes (every
+        # replica's offer routes answer from them), never kept in the result
+        "_offers_csv": written.offers_path.read_text(encoding="utf-8"),
         "kind": "catalog_refresh",
         "provider": provider,
         "regions": list(result.regions),

@@ -29,6 +29,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as OrmSession
 from sqlalchemy.orm import sessionmaker
 
+from gpufleet.errors import GpufleetError
 from gpufleet.service.db import Job, now_unix_s
 from gpufleet.service.errors import Conflict, NotFound
 from gpufleet.service.job_kinds_sched import TEAM_STORE_KINDS
@@ -296,8 +297,13 @@ class JobRunner:
             params = json.loads(job.params_json)
             if job.kind in TEAM_STORE_KINDS:  # the team's telemetry folder: never a request's parameter
                 params["_telemetry_dir"] = str(self.settings.team_telemetry_dir(job.team_id))
-            request = json.dumps({"kind": job.kind, "params": params})
-            limit_s = job.time_limit_s
+            team_id, limit_s = job.team_id, job.time_limit_s
+        try:
+            params |= _child_inputs(self.sm, job.kind, team_id, params)
+        except GpufleetError as exc:  # an upload deleted since the job was queued
+            self._finish(job_id, "failed", error=str(exc), progress_text="failed")
+            return
+        request = json.dumps({"kind": job.kind, "params": params})
         env = os.environ | {"OPENBLAS_NUM_THREADS": os.environ.get("OPENBLAS_NUM_THREADS", "1")}
         proc = subprocess.Popen(
             [sys.executable, "-m", "gpufleet.service.job_child"],
@@ -391,6 +397,10 @@ class JobRunner:
             )
             return False
         if "done" in msg:
+            if isinstance(msg["done"], dict) and "_offers_csv" in msg["done"]:
+                from gpufleet.service.catalog_version import record_refresh
+
+                record_refresh(self.sm, job_id, msg["done"])  # before the job shows succeeded
             self._finish(
                 job_id,
                 "succeeded",
@@ -411,6 +421,24 @@ class JobRunner:
                 "Report it with the job id.",
             )
         return True
+
+
+def _child_inputs(
+    sm: sessionmaker[OrmSession], kind: str, team_id: int, params: Mapping[str, Any]
+) -> dict[str, Any]:
+    """What the job process gets from the database beside the job's parameters (it has no database): the
+    text of the uploads a simulation names (``_uploads``), the latest refreshed prices for a plan
+    (``_refreshes``)."""
+    out: dict[str, Any] = {}
+    if kind in ("simulate", "sweep") and isinstance(params.get("upload_sha256"), dict):
+        from gpufleet.service.uploads import job_files
+
+        out["_uploads"] = job_files(sm, team_id, params["upload_sha256"])
+    if kind == "plan":
+        from gpufleet.service.catalog_version import refreshes_for_job
+
+        out["_refreshes"] = refreshes_for_job(sm)
+    return out
 
 
 def _read_lines(stream: IO[str], out: queue.Queue[str | None]) -> None:

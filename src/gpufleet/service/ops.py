@@ -205,7 +205,7 @@ class OpsMiddleware:
                 if not sent_413[0]:
                     sent_413[0] = True
                     status_box[0] = 413
-                    await self._too_large(send_secured)
+                    await self._too_large(send_secured, path)
                 return
             await send_secured(message)
 
@@ -237,7 +237,7 @@ class OpsMiddleware:
         try:
             if too_large:
                 status_box[0] = 413
-                await self._too_large(send_secured)
+                await self._too_large(send_secured, path)
             else:
                 await self.app(scope, receive_limited, send_wrapped)
         finally:
@@ -265,13 +265,27 @@ class OpsMiddleware:
                     return False
         return False
 
-    async def _too_large(self, send: Send) -> None:
-        body = _error_body(
-            413,
-            "PayloadTooLarge",
+    async def _too_large(self, send: Send, path: str) -> None:
+        """The 413 answer: the API's JSON error, or for a dashboard form a page saying the same, with a link
+        back to the form (a browser showed the JSON)."""
+        message = (
             f"The request body is larger than the limit of {self.max_body:,} bytes. Send a smaller body "
-            "(split the fleet file), or start the service with a larger --max-body-mib.",
+            "(split the fleet or telemetry file, e.g. by day), or start the service with a larger "
+            "--max-body-mib."
         )
-        headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+        if path.startswith("/api/"):
+            body = _error_body(413, "PayloadTooLarge", message)
+            kind = b"application/json"
+        else:
+            from html import escape
+
+            body = (
+                '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Upload too large · '
+                "gpufleet</title></head><body><main><h1>Upload too large</h1>"
+                f'<p role="alert">{escape(message)}</p><p><a href="{escape(path)}">Back to the form</a></p>'
+                "</main></body></html>"
+            ).encode()
+            kind = b"text/html; charset=utf-8"
+        headers = [(b"content-type", kind), (b"connection", b"close")]
         await send({"type": "http.response.start", "status": 413, "headers": headers})
         await send({"type": "http.response.body", "body": body})

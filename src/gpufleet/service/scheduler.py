@@ -14,6 +14,7 @@ Time is injected (``clock``): the tests drive it explicitly, nothing sleeps.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -27,7 +28,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session as OrmSession
 from sqlalchemy.orm import sessionmaker
 
-from gpufleet.errors import InputError
+from gpufleet.errors import GpufleetError, InputError
 from gpufleet.service import cron, jobs
 from gpufleet.service.auth import Principal
 from gpufleet.service.db import Schedule, ScheduleRun, now_unix_s
@@ -45,9 +46,17 @@ STALE_CLAIM_S = 120.0
 
 
 def check_schedule(
-    who: Principal, *, scope: str, kind: str, params: Mapping[str, Any], cron_text: str
+    who: Principal,
+    *,
+    scope: str,
+    kind: str,
+    params: Mapping[str, Any],
+    cron_text: str,
+    sm: sessionmaker[OrmSession] | None = None,
 ) -> dict[str, Any]:
-    """Refuse what ``who`` may not schedule; the job's parameters checked as a submitted job's are."""
+    """Refuse what ``who`` may not schedule; the job's parameters checked as a submitted job's are (with
+    ``sm``: the uploads a simulation names resolved to the team's, as
+    :func:`.uploads.with_upload_digests`)."""
     from gpufleet.service.job_kinds import check_params
 
     if scope not in SCOPES:
@@ -60,6 +69,10 @@ def check_schedule(
         )
     who.require("admin" if scope == "global" else "editor")
     cron.parse(cron_text)
+    if sm is not None and kind in ("simulate", "sweep"):
+        from gpufleet.service.uploads import with_upload_digests
+
+        params = with_upload_digests(sm, who.team_id, kind, dict(params))
     return check_params(kind, params)
 
 
@@ -93,7 +106,7 @@ def create(
     enabled: bool,
     now: float,
 ) -> Schedule:
-    checked = check_schedule(who, scope=scope, kind=kind, params=params, cron_text=cron_text)
+    checked = check_schedule(who, scope=scope, kind=kind, params=params, cron_text=cron_text, sm=sm)
     parsed = cron.parse(cron_text)
     with sm() as db:
         s = Schedule(
@@ -159,6 +172,11 @@ def _run_one(
             return None
         team_id, kind, params, limit_s = s.team_id, s.kind, json.loads(s.params_json), s.time_limit_s
         nxt = cron.parse(s.cron).next_after(now)
+    if kind in ("simulate", "sweep"):  # the uploads' content now (one deleted: the job fails, saying so)
+        from gpufleet.service.uploads import with_upload_digests
+
+        with contextlib.suppress(GpufleetError):
+            params = with_upload_digests(sm, team_id, kind, params)
     sub = jobs.submit(
         sm,
         team_id=team_id,

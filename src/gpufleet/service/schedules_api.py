@@ -168,7 +168,7 @@ def patch_schedule(who: Who, st: St, schedule_id: int, body: SchedulePatch) -> S
         params = json.loads(s.params_json) if body.params is None else body.params
         cron_text = s.cron if body.cron is None else body.cron
         checked = scheduler.check_schedule(
-            who, scope=s.scope, kind=s.kind, params=params, cron_text=cron_text
+            who, scope=s.scope, kind=s.kind, params=params, cron_text=cron_text, sm=st.sm
         )
         reschedule = body.cron is not None or (body.enabled and not s.enabled)
         s.params_json = json.dumps(checked)

@@ -108,6 +108,10 @@ class ServiceSettings:
     estimate_cache_configs: int = 8_000
     #: distinct catalog queries whose JSON answer is kept (per process; 0: none) [entries]
     catalog_cache_entries: int = 512
+    #: how often a process asks the database whether a catalog refresh brought new prices [s]
+    catalog_check_s: float = 10.0
+    #: largest simulation input file a team may upload (trace, job file, batch fleet file) [bytes]
+    upload_max_bytes: int = 8 * 1024 * 1024
     #: where each team's telemetry store lives (``team-<id>/``; default: ``telemetry`` in the data folder)
     telemetry_dir: Path | None = None
     #: webhooks may post to loopback and private addresses (an on-premises chat server); off: public hosts

@@ -81,14 +81,15 @@ def check_catalog(name: str, text: str) -> tuple[str, int, int]:
     return safe, len(cat.offers), len(cat.price_overrides)
 
 
-def offers_with(catalogs: Sequence[CatalogFile]) -> OfferTable | None:
-    """The shipped catalog with ``catalogs`` applied in order (None: none given, the library's default)."""
+def offers_with(catalogs: Sequence[CatalogFile], base: OfferTable | None = None) -> OfferTable | None:
+    """``base`` (default: the shipped catalog) with ``catalogs`` applied in order (``base`` itself, None
+    when it is not given: none given, the library's default)."""
     if not catalogs:
-        return None
+        return base
     from gpufleet.catalog.offers import load_offers
 
     with _files(catalogs) as paths:
-        return load_offers(user_catalogs=paths)
+        return load_offers(user_catalogs=paths, base=base)
 
 
 def save(sm: sessionmaker[OrmSession], who: Principal, name: str, text: str) -> UserCatalog:
@@ -162,9 +163,12 @@ def catalogs_version(catalogs: Sequence[CatalogFile]) -> str:
     return h.hexdigest()
 
 
-def team_offers(sm: sessionmaker[OrmSession], team_id: int) -> OfferTable | None:
-    """The offers the team's recommend and plan use: the shipped catalog with its catalogs applied."""
-    return offers_with(files_of(sm, team_id))
+def team_offers(
+    sm: sessionmaker[OrmSession], team_id: int, base: OfferTable | None = None
+) -> OfferTable | None:
+    """The offers the team's recommend and plan use: ``base`` (the service's current catalog; default the
+    shipped one) with its catalogs applied."""
+    return offers_with(files_of(sm, team_id), base)
 
 
 def with_team_catalogs(sm: sessionmaker[OrmSession], team_id: int, params: dict[str, Any]) -> dict[str, Any]:

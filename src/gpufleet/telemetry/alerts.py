@@ -125,6 +125,9 @@ class AlertEvent:
     peak: float  # the extreme value in the run (canonical unit of the rule's metric)
     severity: str
     action: str
+    #: what the event does not mean, where the data says so ('' otherwise): memory held flat at a high share
+    #: for an hour or more is a reservation, not a shortage (:func:`reservation_note`)
+    note: str = ""
 
     @property
     def duration_s(self) -> float:
@@ -200,7 +203,7 @@ _RUNS_SQL: Final = """
 FROM v),
 x AS (SELECT *, sum(CASE WHEN NOT hit OR prev IS NULL OR epoch(t) - epoch(prev) > ? THEN 1 ELSE 0 END)
                 OVER (PARTITION BY subject ORDER BY t ROWS UNBOUNDED PRECEDING) AS grp FROM w)
-SELECT subject, min(t) AS t0, max(t) AS t1, {peak}(v) FROM x WHERE hit GROUP BY subject, grp
+SELECT subject, min(t) AS t0, max(t) AS t1, {peak}(v), max(v) - min(v) FROM x WHERE hit GROUP BY subject, grp
 HAVING epoch(max(t)) + ? - epoch(min(t)) >= ? ORDER BY t0, subject
 """
 
@@ -377,19 +380,45 @@ def evaluate(
             ]
         rows = con.execute(sql, args).fetchall()
         con.close()
-        for subject, t0, t1, pk in rows:
+        for subject, t0, t1, pk, spread in rows:
+            start = t0.replace(tzinfo=UTC)
+            end = datetime.fromtimestamp(t1.replace(tzinfo=UTC).timestamp() + step, tz=UTC)
             events.append(
                 AlertEvent(
                     rule=r.name,
                     subject=subject,
-                    start=t0.replace(tzinfo=UTC),
-                    end=datetime.fromtimestamp(t1.replace(tzinfo=UTC).timestamp() + step, tz=UTC),
+                    start=start,
+                    end=end,
                     peak=float(pk),
                     severity=r.severity,
                     action=r.action,
+                    note=reservation_note(r.metric, float(spread), (end - start).total_seconds(), float(pk)),
                 )
             )
     return tuple(events)
+
+
+#: memory used that moves less than this over a whole run [percentage points of capacity] is held flat
+FLAT_MEMORY_SPREAD_PCT: Final = 1.0
+#: the shortest run read as a reservation: an hour at one level (a batch or a cache growing moves within it)
+FLAT_MEMORY_MIN_S: Final = 3600.0
+
+
+def reservation_note(metric: str, spread_pct: float, duration_s: float, peak_pct: float) -> str:
+    """Why a memory event is not a shortage: FB used that stays within :data:`FLAT_MEMORY_SPREAD_PCT` points
+    for :data:`FLAT_MEMORY_MIN_S` or longer is memory reserved at start-up, not growing toward OOM. vLLM
+    holds ``gpu_memory_utilization`` (0.9) of the GPU whatever its traffic, SGLang ``mem_fraction_static``,
+    TGI, JAX and PyTorch's caching allocator likewise, so the seed's rule (memory > 85 % for 5 min) fires
+    for as long as such a GPU runs; "reduce batch size or scale up" does not apply there. The rule keeps
+    the seed's meaning; the event says what it is. Before, an idle-heavy vLLM fleet of 8 L40S showed 8
+    week-long memory alerts with that action and nothing else."""
+    if metric != "memory_used_pct" or duration_s < FLAT_MEMORY_MIN_S or spread_pct >= FLAT_MEMORY_SPREAD_PCT:
+        return ""
+    return (
+        f"held flat at {peak_pct:.1f} % (moved {spread_pct:.2f} points in {duration_s / 3600:.1f} h): memory "
+        "reserved at start-up (e.g. vLLM gpu_memory_utilization 0.9, a framework's cache), not growth toward "
+        "OOM; judge serving memory by serving_kv_cache and serving_preemptions"
+    )
 
 
 def _names(canonical: str) -> str:

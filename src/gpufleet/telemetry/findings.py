@@ -9,10 +9,12 @@ Rules (knobs in :class:`Thresholds`; percentiles from :mod:`gpufleet.telemetry.a
   no options, no savings.
 - ``Idle``: compute at the percentile < ``idle_compute`` (nothing useful runs) and memory p99 below
   ``idle_max_memory`` of capacity (no process holds the GPU); with memory held it is ``Overprovisioned``.
-- ``Underprovisioned``: memory p99 >= ``under_memory`` of capacity, or serving evidence of the GPU's
-  workload (vLLM/TGI/SGLang: requests waiting, KV cache near full, preemptions, TTFT or TPOT above the SLO),
-  or training step-time evidence (the job's step-time gauge: slower than the estimator's p90 for its GPU
-  when the inventory names what it trains, slowing down over the run, or stalling: percentile/median spread).
+- ``Underprovisioned``: memory p99 >= ``under_memory`` of capacity while the GPU computes and no serving
+  engine's KV-cache gauge says otherwise (an engine's pre-allocation is not pressure), or serving evidence
+  of the GPU's workload (vLLM/TGI/SGLang: requests waiting, KV cache near full, preemptions, TTFT or TPOT
+  above the SLO), or training step-time evidence (the job's step-time gauge: slower than the estimator's
+  p90 for its GPU when the inventory names what it trains, slowing down over the run, or stalling:
+  percentile/median spread).
   Compute (SM_ACTIVE, GPU_UTIL) or DRAM activity near 100 % alone is **never** under-provisioned: a busy GPU
   is the goal; it is Optimized, with its evidence listed.
 - ``Overprovisioned``: compute < ``over_compute`` (and not under-provisioned); memory and bandwidth reasons
@@ -205,6 +207,36 @@ def _training_evidence(
     return reasons, ev, caveats
 
 
+def _memory_held_not_pressure(
+    compute: float | None, serving: ServingStats | None, th: Thresholds, pct: str
+) -> str:
+    """Why memory near the capacity is not memory pressure on this GPU ('' when it may be).
+
+    FB used is what the processes hold, not what they need: vLLM reserves ``gpu_memory_utilization`` (0.9
+    by default) of the GPU at start-up for weights and KV blocks, SGLang ``mem_fraction_static``, TGI and
+    JAX pre-allocate likewise, so a healthy serving GPU reads ~90 % used whatever its traffic. Memory is
+    pressure (a larger GPU helps) only where work runs into it. Two cases where it cannot be read so:
+
+    - compute below ``idle_compute`` at the percentile: nothing runs, so nothing is starved of memory (a
+      loaded model waiting for traffic; it is Overprovisioned, and a larger GPU would only cost more);
+    - the workload exports a serving engine's KV-cache gauge: the engine's own measure of its memory
+      (``kv_cache_pressure``) decides, not the reservation.
+    """
+    if compute is not None and compute < th.idle_compute:
+        return (
+            f"memory near capacity but compute {pct} {compute:.0%} (< {th.idle_compute:.0%}): memory held "
+            "by a process that does not compute (a loaded model or an engine's pre-allocation, e.g. vLLM's "
+            "gpu_memory_utilization 0.9), not memory pressure"
+        )
+    if serving is not None and serving.kv_cache_p is not None:
+        return (
+            f"memory near capacity is the serving engine's pre-allocation (vLLM reserves "
+            f"gpu_memory_utilization 0.9 at start-up); its KV cache {pct} {serving.kv_cache_p:.0%} "
+            f"(pressure at >= {th.kv_cache_pressure:.0%}) measures memory pressure instead"
+        )
+    return ""
+
+
 def resolve_tier(tier: str, cost_tier: str | None, rule_tier: str | None, serving: bool) -> str:
     """The recommender's tier of a GPU or workload: the inventory's (host, then workload), else ``tier``;
     ``auto``: production for a serving workload (its users wait on it), batch otherwise (the recommender's
@@ -259,6 +291,7 @@ def classify(
     evidence: list[str] = []
     under: list[str] = []
     over: list[str] = []
+    mem_is_pressure = True  # False where memory near capacity is a reservation (_memory_held_not_pressure)
     if compute is not None:
         busy = compute >= th.under_compute
         evidence.append(
@@ -272,7 +305,12 @@ def classify(
             f"memory p99 {mem:.1f} of {cap:.1f} GiB ({mem_share:.0%}), peak {mem_peak or 0:.1f} GiB"
         )
         if mem_share >= th.under_memory:
-            under.append("GPUMemoryUnderprovisioned")
+            why_not = _memory_held_not_pressure(compute, serving, th, pct)
+            if why_not:
+                evidence.append(why_not)
+                mem_is_pressure = False
+            else:
+                under.append("GPUMemoryUnderprovisioned")
         elif mem_share < th.over_memory:
             over.append("GPUMemoryOverprovisioned")
     if dram is not None:
@@ -338,7 +376,9 @@ def classify(
         else []
     )
     # performance risk now: memory and serving evidence, not compute (a busy GPU is not at risk by itself)
-    u_now = max(mem_share or 0.0, (serving.kv_cache_p or 0.0) if serving else 0.0)
+    u_now = max(
+        (mem_share or 0.0) if mem_is_pressure else 0.0, (serving.kv_cache_p or 0.0) if serving else 0.0
+    )
     risk = "High" if finding == "Underprovisioned" else current_risk_level(u_now)
     return GpuFinding(
         gpu_key=st.gpu_key,
