@@ -602,3 +602,13 @@ def test_corpus_size() -> None:
 def test_booleans_and_strings_are_not_numbers(svc: Env, route: str, body: dict[str, Any]) -> None:
     """``true`` was read as 1 s (a job stopped after one second), a string as its number."""
     _refused(svc.client.post(route, headers=svc.h("a_admin"), json=body), 422, "valid number")
+
+
+def test_a_catalog_override_matching_no_offer_is_refused_at_upload(svc: Env) -> None:
+    """It was kept (201), then every recommend, plan and offer query of the team failed on it."""
+    text = (
+        "price_overrides:\n  - provider: aws\n    instance_type: nope.48xlarge\n    discount_fraction: 0.1\n"
+    )
+    r = svc.client.post("/api/v1/catalogs", headers=svc.h("a_editor"), json={"name": "ov.yaml", "text": text})
+    _refused(r, 422, "matches no offer")
+    assert "gpufleet-catalogs-" not in r.text and "/tmp/" not in r.text
