@@ -104,8 +104,14 @@ def make_env(url: str, *, run_jobs: bool = False, **settings: Any) -> Iterator[E
             tokens[who], _ = create_token(db, team=team, name=who, role=role)
     engine.dispose()
     # heavy routes on threads: tests replace library functions in this process (test_route_processes.py
-    # runs them in worker processes)
-    defaults: dict[str, Any] = {"rate_limit_per_s": 0.0, "job_poll_s": 0.1, "route_processes": 0}
+    # runs them in worker processes); the tests' webhook receivers listen on 127.0.0.1 (the service's
+    # default refuses loopback: .webhooks)
+    defaults: dict[str, Any] = {
+        "rate_limit_per_s": 0.0,
+        "job_poll_s": 0.1,
+        "route_processes": 0,
+        "webhook_internal_hosts": True,
+    }
     app = create_app(ServiceSettings(db_url=url, **(defaults | settings)), run_jobs=run_jobs)
     with TestClient(app, raise_server_exceptions=False) as client:
         yield Env(client=client, url=url, tokens=tokens, app=app)

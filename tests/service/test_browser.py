@@ -55,6 +55,7 @@ def serve_process(db: Path, extra_env: dict[str, str] | None = None) -> Iterator
             str(db),
             "--job-workers",
             "1",
+            "--webhook-internal-hosts",  # the tests' webhook receivers listen on 127.0.0.1
         ],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -117,6 +117,13 @@ def serve(
             help="Run the schedules in this process (several replicas may; each run is queued once).",
         ),
     ] = True,
+    webhook_internal_hosts: Annotated[
+        bool,
+        typer.Option(
+            "--webhook-internal-hosts",
+            help="Let webhooks post to loopback and private addresses (an on-premises chat server).",
+        ),
+    ] = False,
     log_format: Annotated[
         str, typer.Option("--log-format", help="Log lines: json (one object per line) or text.")
     ] = "text",
@@ -144,6 +151,7 @@ def serve(
         max_body_bytes=int(max_body_mib * 1024 * 1024),
         upload_max_bytes=int(max_upload_mib * 1024 * 1024),
         scheduler=scheduler,
+        webhook_internal_hosts=webhook_internal_hosts,
     )
     if route_processes is not None:  # else the settings' default, min(2, CPUs)
         settings = dataclasses.replace(settings, route_processes=route_processes)

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from starlette.concurrency import run_in_threadpool
@@ -30,8 +30,10 @@ from gpufleet.service.errors import http_status
 from gpufleet.service.limits import HeavyRoutes
 from gpufleet.service.ops import Metrics, OpsMiddleware, RateLimiter, ResponseCache
 from gpufleet.service.pool import WorkerSetup
+from gpufleet.service.request_checks import check_request
 from gpufleet.service.sandbox import NoServerFilesMiddleware
 from gpufleet.service.settings import ServiceSettings
+from gpufleet.service.strict_body import StrictJsonMiddleware
 
 log = logging.getLogger("gpufleet.service")
 
@@ -47,7 +49,11 @@ def _validation_message(exc: RequestValidationError) -> str:
         loc = [str(x) for x in err.get("loc", ())]
         where = loc[0] if loc else "request"
         field = ".".join(loc[1:]) or "(the whole body)"
-        value = repr(err.get("input"))
+        raw = err.get("input")
+        if isinstance(raw, bytes) and not loc[1:]:
+            parts.append("the body is not read as JSON: send it with Content-Type: application/json")
+            continue
+        value = repr(raw)
         value = value if len(value) <= 80 else value[:77] + "..."
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ").rstrip(".")
         parts.append(f"{where} field {field!r} = {value}: {msg}")
@@ -64,6 +70,9 @@ def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
     ``settings.scheduler`` is off) with the app (tests may not)."""
     engine = make_engine(settings.db_url)
     sm = make_sessionmaker(engine)
+    from gpufleet.service.webhooks import allow_internal_hosts
+
+    allow_internal_hosts(settings.webhook_internal_hosts)
     st = State(
         settings=settings,
         sm=sm,
@@ -126,6 +135,7 @@ def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
         summary="GPU capacity, cost, recommendations and fleet plans as a service.",
         lifespan=lifespan,
         openapi_url="/openapi.json",
+        dependencies=[Depends(check_request)],
     )
     app.state.gpufleet = st
 
@@ -219,5 +229,6 @@ def create_app(settings: ServiceSettings, *, run_jobs: bool = True) -> FastAPI:
 
     app.openapi = openapi  # type: ignore[method-assign]
     app.add_middleware(NoServerFilesMiddleware)
+    app.add_middleware(StrictJsonMiddleware)
     app.add_middleware(OpsMiddleware, metrics=st.metrics, max_body_bytes=settings.max_body_bytes)
     return app

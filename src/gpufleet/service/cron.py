@@ -2,7 +2,8 @@
 
 Written here rather than taken from croniter: the scheduler needs only "the next minute after t that matches",
 and croniter would be a dependency of the service for ~80 lines. Supported, as in Vixie cron (``man 5
-crontab``): ``*``, numbers, ranges ``a-b``, steps ``*/n`` and ``a-b/n``, lists ``a,b-c``; day of week 0-7 (0
+crontab``): ``*``, numbers (ASCII digits), ranges ``a-b``, steps ``*/n`` and ``a-b/n``
+(n at most the field's span: ``*/61`` minutes is refused), lists ``a,b-c``; day of week 0-7 (0
 and 7 are Sunday); when both day of month and day of week are restricted, a day matching either runs (the
 crontab(5) rule). Not supported (refused with a message): names (``mon``, ``jan``), ``@daily`` style macros,
 ``L``/``W``/``#`` and seconds. Times are UTC, so daylight-saving changes never skip or repeat a run.
@@ -70,26 +71,34 @@ class CronSchedule:
         raise InputError(f"Cron schedule {self.text!r} matches no time in {SEARCH_YEARS} years. {_HELP}")
 
 
+def _number(text: str) -> int:
+    """An ASCII decimal number (``int`` alone took ``1_0``, ``+5`` and other scripts' digits)."""
+    if not (text.isascii() and text.isdigit()) or len(text) > 4:
+        raise ValueError(text)
+    return int(text)
+
+
 def _field(text: str, name: str, lo: int, hi: int) -> frozenset[int]:
     out: set[int] = set()
     for part in text.split(","):
-        rng, _, step_text = part.partition("/")
+        rng, slash, step_text = part.partition("/")
         try:
-            step = int(step_text) if step_text else 1
+            step = _number(step_text) if slash else 1
             if rng == "*":
                 a, b = lo, hi
             elif "-" in rng:
                 a_text, b_text = rng.split("-", 1)
-                a, b = int(a_text), int(b_text)
+                a, b = _number(a_text), _number(b_text)
             else:
-                a = int(rng)
+                a = _number(rng)
                 b = hi if step_text else a
         except ValueError:
             raise InputError(f"Cron {name} field {text!r} is not valid. {_HELP}") from None
-        if step < 1 or not lo <= a <= b <= hi:
+        if step < 1 or step > hi - lo + 1 or not lo <= a <= b <= hi:
             raise InputError(
                 f"Cron {name} field {text!r} is out of range: values {lo}-{hi}, a range low-high, a step "
-                f"of at least 1. {_HELP}"
+                f"of at least 1 and at most {hi - lo + 1} (a larger one never repeats: */{hi - lo + 2} is "
+                f"not every {hi - lo + 2}). {_HELP}"
             )
         out.update(range(a, b + 1, step))
     return frozenset(out)

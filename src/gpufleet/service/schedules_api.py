@@ -14,7 +14,7 @@ from gpufleet.service import cron, scheduler
 from gpufleet.service.auth import Principal
 from gpufleet.service.db import Delivery, PriceChange, Schedule, ScheduleRun
 from gpufleet.service.deps import State, bearer_principal, state
-from gpufleet.service.schemas import ERROR_RESPONSES
+from gpufleet.service.schemas import ERROR_RESPONSES, Name
 
 router = APIRouter(prefix="/api/v1", responses=ERROR_RESPONSES)
 Who = Annotated[Principal, Depends(bearer_principal)]
@@ -32,22 +32,24 @@ class _Body(BaseModel):
 class ScheduleRequest(_Body):
     """A job run on a cron schedule (UTC). ``scope`` global is for catalog refreshes (admin only)."""
 
-    name: str = Field(min_length=1, max_length=100)
+    name: Name = Field(min_length=1, max_length=100)
     cron: str = Field(min_length=9, max_length=200, description="5 fields, UTC, e.g. '0 6 * * *'.")
     kind: JobKind
     params: dict[str, Any] = Field(default_factory=dict)
     scope: Literal["team", "global"] = "team"
-    time_limit_s: float | None = Field(None, gt=0, le=24 * 3600, description="Stop each job after [s].")
+    time_limit_s: float | None = Field(
+        None, gt=0, le=24 * 3600, strict=True, description="Stop each job after [s]."
+    )
     enabled: bool = True
 
 
 class SchedulePatch(_Body):
     """Fields to change; the others stay."""
 
-    name: str | None = Field(None, min_length=1, max_length=100)
+    name: Name | None = Field(None, min_length=1, max_length=100)
     cron: str | None = Field(None, min_length=9, max_length=200)
     params: dict[str, Any] | None = None
-    time_limit_s: float | None = Field(None, gt=0, le=24 * 3600)
+    time_limit_s: float | None = Field(None, gt=0, le=24 * 3600, strict=True)
     enabled: bool | None = None
 
 
@@ -229,7 +231,7 @@ def catalog_changes(
         float, Query(ge=0, le=10, description="0.05 = changes of 5 % or more.")
     ] = 0.0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> PriceChangePage:
     """Prices changed by the catalog refreshes (viewer): offer, old and new USD/h, relative change; newest
     refresh first, then largest change."""
@@ -257,7 +259,10 @@ def catalog_changes(
 
 @router.get("/deliveries", response_model=list[DeliveryOut], tags=["notifications"])
 def deliveries(
-    who: Who, st: St, limit: Annotated[int, Query(ge=1, le=500)] = 50, offset: Annotated[int, Query(ge=0)] = 0
+    who: Who,
+    st: St,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> list[DeliveryOut]:
     """The team's webhook deliveries, newest first, with their outcome (admin)."""
     who.require("admin")

@@ -6,15 +6,34 @@ components by :func:`add_shipped_schemas`."""
 from __future__ import annotations
 
 import json
-from typing import Any, Literal
+import unicodedata
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from gpufleet.service.db import Job
 
 
 class _Body(BaseModel):
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False, protected_namespaces=())
+
+
+def printable_name(value: str) -> str:
+    """A name shown in listings and pages: not blank, no control or format characters (NUL is refused by
+    PostgreSQL, a right-to-left override reverses what follows it on the page)."""
+    if not value.strip():
+        raise ValueError("a name must not be blank: give 1-100 visible characters, e.g. nightly-findings")
+    bad = [c for c in value if unicodedata.category(c) in ("Cc", "Cf", "Cs", "Co", "Cn")]
+    if bad:
+        raise ValueError(
+            f"a name must not hold control or invisible characters (found {bad[0]!r}): use letters, digits, "
+            "spaces and punctuation"
+        )
+    return value
+
+
+#: a name given by the user (schedules, tokens, fleets), checked by :func:`printable_name`
+Name = Annotated[str, AfterValidator(printable_name)]
 
 
 class JobRequest(_Body):
@@ -24,7 +43,9 @@ class JobRequest(_Body):
         "plan", "scenario_set", "catalog_refresh", "simulate", "sweep", "telemetry_pull", "findings"
     ]
     params: dict[str, Any]
-    time_limit_s: float | None = Field(None, gt=0, le=24 * 3600, description="Stop the job after [s].")
+    time_limit_s: float | None = Field(
+        None, gt=0, le=24 * 3600, strict=True, description="Stop the job after [s]."
+    )
 
 
 class PlanRequest(_Body):
@@ -32,8 +53,12 @@ class PlanRequest(_Body):
 
     fleet: dict[str, Any]
     source: str = Field("fleet.yaml", min_length=1, max_length=200, description="A name for messages.")
-    solver_time_limit_s: float = Field(60.0, gt=0, le=3600, description="The MILP's time limit [s].")
-    time_limit_s: float | None = Field(None, gt=0, le=24 * 3600, description="Stop the job after [s].")
+    solver_time_limit_s: float = Field(
+        60.0, gt=0, le=3600, strict=True, description="The MILP's time limit [s]."
+    )
+    time_limit_s: float | None = Field(
+        None, gt=0, le=24 * 3600, strict=True, description="Stop the job after [s]."
+    )
 
 
 class JobOut(BaseModel):
@@ -78,7 +103,7 @@ class JobPage(BaseModel):
 
 
 class FleetRequest(_Body):
-    name: str = Field(min_length=1, max_length=200)
+    name: Name = Field(min_length=1, max_length=200)
     text: str = Field(min_length=1, max_length=2_000_000, description="The fleet file (YAML or JSON).")
 
 
@@ -109,7 +134,7 @@ class UserCatalogOut(BaseModel):
 
 
 class TokenRequest(_Body):
-    name: str = Field(min_length=1, max_length=100)
+    name: Name = Field(min_length=1, max_length=100)
     role: Literal["viewer", "editor", "admin"]
 
 
@@ -233,10 +258,18 @@ class WebhookRequest(_Body):
     format: Literal["slack", "generic"] = "slack"
     events: list[WebhookEvent] = Field(default_factory=_failed_only, min_length=1, max_length=6)
     min_saving_usd_per_month: float | None = Field(
-        None, ge=0, le=1e9, description="saving_found: only savings of at least this [USD/month]."
+        None,
+        ge=0,
+        le=1e9,
+        strict=True,
+        description="saving_found: only savings of at least this [USD/month].",
     )
     min_price_change_fraction: float | None = Field(
-        None, ge=0, le=10, description="price_change: only changes of at least this share, 0.05 = 5 %."
+        None,
+        ge=0,
+        le=10,
+        strict=True,
+        description="price_change: only changes of at least this share, 0.05 = 5 %.",
     )
 
 

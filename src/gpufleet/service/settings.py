@@ -117,6 +117,9 @@ class ServiceSettings:
     upload_max_bytes: int = 8 * 1024 * 1024
     #: where each team's telemetry store lives (``team-<id>/``; default: ``telemetry`` in the data folder)
     telemetry_dir: Path | None = None
+    #: webhooks may post to loopback and private addresses (an on-premises chat server); off: public hosts
+    #: only (link-local and metadata addresses are refused either way: .webhooks)
+    webhook_internal_hosts: bool = False
 
     def team_telemetry_dir(self, team_id: int) -> Path:
         return (self.telemetry_dir or data_dir() / "telemetry") / f"team-{team_id}"

@@ -3,6 +3,7 @@ findings and alerts, through the same library calls as `gpufleet telemetry inges
 
 from __future__ import annotations
 
+import json
 import re
 import tempfile
 import threading
@@ -150,6 +151,7 @@ def ingest_upload(
     timezone: str | None = None,
 ) -> str:
     """Ingest an uploaded file into the team's store (editor); the ``telemetry_ingest`` JSON document."""
+    from gpufleet.errors import ConfigFileError
     from gpufleet.report.telemetry import to_json
     from gpufleet.telemetry.ingest import ingest_files
 
@@ -158,10 +160,14 @@ def ingest_upload(
     with tempfile.TemporaryDirectory(prefix="gpufleet-upload-") as tmp:
         path = Path(tmp) / name
         path.write_bytes(data)
-        with _team_lock(who.team_id):
-            report = ingest_files(
-                [path], store=_store(st, who), input_format=input_format, host=host, timezone=timezone
-            )
+        try:
+            with _team_lock(who.team_id):
+                report = ingest_files(
+                    [path], store=_store(st, who), input_format=input_format, host=host, timezone=timezone
+                )
+        except (ConfigFileError, InputError) as exc:  # name the upload, not the server's temporary folder
+            text = str(exc).replace(str(path), name).replace(tmp, "<upload>")
+            raise (ConfigFileError if isinstance(exc, ConfigFileError) else InputError)(text) from None
     if (
         report.rows_stored == 0
         and report.rows_read > 0
@@ -171,7 +177,8 @@ def ingest_upload(
             f"No sample of {name} could be stored: {len(report.problems)} problems, e.g. "
             f"{report.problems[0].kind if report.problems else 'unknown'}. Check the file."
         )
-    return to_json("telemetry_ingest", {"report": report})
+    # the report's sources name the upload, not the server's temporary folder
+    return to_json("telemetry_ingest", {"report": report}).replace(json.dumps(str(path))[1:-1], name)
 
 
 @router.get("/alerts")

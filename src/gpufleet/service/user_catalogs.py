@@ -72,13 +72,16 @@ def _files(catalogs: Sequence[CatalogFile]) -> Iterator[list[Path]]:
 
 
 def check_catalog(name: str, text: str) -> tuple[str, int, int]:
-    """(safe name, offers it adds, price overrides) of a catalog, read by the library (a
-    :class:`ConfigFileError` naming entry and field otherwise)."""
+    """(safe name, offers it adds, price overrides) of a catalog, read by the library and applied to the
+    shipped table as the CLI's ``--catalog`` is (a :class:`ConfigFileError` naming entry and field otherwise:
+    an override matching no offer was kept, then broke every recommend and plan of the team)."""
+    from gpufleet.catalog.offers import load_offers
     from gpufleet.catalog.user import read_user_catalog
 
     safe = safe_catalog_name(name)
     with _files([CatalogFile(name=safe, text=text)]) as (path,):
         cat = read_user_catalog(path)
+        load_offers(user_catalogs=[path])
     return safe, len(cat.offers), len(cat.price_overrides)
 
 
