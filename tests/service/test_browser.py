@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -22,9 +21,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from .browser_kit import CHROMIUM, chromium_page, make_viewer, unlabelled
+
 FLEET = Path("examples/fleets/assessment-platform.yaml").resolve()
 ONPREM = Path("tests/data/user_catalogs/onprem.yaml").resolve()
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 def _free_port() -> int:
@@ -126,129 +126,106 @@ def test_a_slow_client_does_not_hold_the_service(server: tuple[str, str]) -> Non
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (tools/system-deps.sh installs it)")
 def test_dashboard_in_chromium(server: tuple[str, str]) -> None:
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the dev extra)")
     base, admin = server
-    viewer = httpx.post(
-        base + "api/v1/tokens",
-        json={"name": "browser-viewer", "role": "viewer"},
-        headers={"Authorization": f"Bearer {admin}"},
-    ).json()["token"]
-    errors: list[str] = []
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            page = browser.new_context().new_page()
-            page.on("console", lambda m: errors.append(f"{m.type}: {m.text}") if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    viewer = make_viewer(base, admin, "browser-viewer")
+    with chromium_page() as (page, errors):
+        page.goto(base)
+        assert page.url.endswith("/login")
+        assert unlabelled(page) == []
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+        page.get_by_label("API token").fill(admin)
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url(base)
+        assert "Overview" in page.inner_text("h1")
 
-            def unlabelled() -> list[str]:
-                found: list[str] = page.evaluate(
-                    """() => [...document.querySelectorAll('input:not([type=hidden]), select, textarea')]
-                        .filter(e => !(e.labels && e.labels.length)).map(e => e.name || e.id)"""
-                )
-                return found
+        page.goto(base + "catalog")
+        page.get_by_label("GPU (id, alias or family)").fill("H100")
+        page.get_by_role("button", name="Filter").click()
+        assert "offers match" in page.inner_text("main")
+        assert unlabelled(page) == []
 
-            page.goto(base)
-            assert page.url.endswith("/login")
-            assert unlabelled() == []
-            page.keyboard.press("Tab")
-            assert page.evaluate("document.activeElement.textContent") == "Skip to content"
-            page.get_by_label("API token").fill(admin)
-            page.get_by_role("button", name="Sign in").click()
-            page.wait_for_url(base)
-            assert "Overview" in page.inner_text("h1")
+        page.goto(base + "recommend")
+        assert unlabelled(page) == []
+        page.get_by_label("Model (id, alias or Hugging Face config)").fill("llama-3.1-8b")
+        page.get_by_label("Target requests per second [1/s]").fill("2")
+        page.get_by_role("button", name="Recommend").click()
+        page.wait_for_selector("section.report svg", timeout=60_000)
 
-            page.goto(base + "catalog")
-            page.get_by_label("GPU (id, alias or family)").fill("H100")
-            page.get_by_role("button", name="Filter").click()
-            assert "offers match" in page.inner_text("main")
-            assert unlabelled() == []
-
-            page.goto(base + "recommend")
-            assert unlabelled() == []
-            page.get_by_label("Model (id, alias or Hugging Face config)").fill("llama-3.1-8b")
-            page.get_by_label("Target requests per second [1/s]").fill("2")
-            page.get_by_role("button", name="Recommend").click()
-            page.wait_for_selector("section.report svg", timeout=60_000)
-
-            page.goto(base + "plan")
-            assert unlabelled() == []
-            page.get_by_label("Fleet file (YAML or JSON)").set_input_files(str(FLEET))
-            page.get_by_role("button", name="Plan").click()
-            page.wait_for_url(re.compile(r".*/jobs/\d+$"))
-            job_url = page.url
-            deadline = time.monotonic() + 120
-            while "succeeded" not in page.inner_text("main") and time.monotonic() < deadline:
-                assert "failed" not in page.inner_text("main")
-                time.sleep(1)
-                page.goto(job_url)
-            assert "succeeded" in page.inner_text("main")
-            page.wait_for_selector("section.report svg")
-
-            page.goto(base)
-            main = page.inner_text("main")
-            assert "Latest plan" in main and "OPTIMAL" in main and "Cost per month by team" in main
-            assert "Savings by lever" in main and page.locator("main svg").count() >= 1
-            page.goto(base + "jobs")
-            assert "#1" in page.inner_text("main")
-            page.goto(base + "telemetry")
-            assert "no telemetry yet" in page.inner_text("main") and unlabelled() == []
-
-            # keyboard only: skip link, then the main menu, to the findings page
-            page.goto(base)
-            page.keyboard.press("Tab")
-            assert page.evaluate("document.activeElement.textContent") == "Skip to content"
-            page.keyboard.press("Tab")
-            assert page.evaluate("document.activeElement.textContent") == "Overview"
-            for _ in range(12):
-                if page.evaluate("document.activeElement.textContent") == "Findings":
-                    break
-                page.keyboard.press("Tab")
-            page.keyboard.press("Enter")
-            page.wait_for_url(base + "findings")
-            assert "no telemetry yet" in page.inner_text("main")
-
-            # user catalogs: uploaded through the form, listed, readable
-            page.goto(base + "catalogs")
-            assert unlabelled() == []
-            page.get_by_label("User catalog (YAML or JSON, the format of --catalog)").set_input_files(
-                str(ONPREM)
-            )
-            page.get_by_role("button", name="Upload catalog").click()
-            page.wait_for_url(base + "catalogs")
-            assert "onprem.yaml" in page.inner_text("main")
-            page.get_by_role("link", name="onprem.yaml").click()
-            assert "dgx-h100" in page.inner_text("main")
-
-            # price history: from a catalog row's instance link
-            page.goto(base + "catalog/history")
-            assert unlabelled() == []
-            page.get_by_label("Provider").fill("aws")
-            page.get_by_label("Instance type").fill("p5.48xlarge")
-            page.get_by_label("Region").fill("us-east-1")
-            page.get_by_role("button", name="Show history").click()
-            main = page.inner_text("main")
-            assert "p5.48xlarge" in page.inner_text("h1") and "shipped" in main
-            assert "No history to draw yet" in main or page.locator("main svg polyline").count() >= 1
-
-            page.get_by_role("button", name="Sign out").click()
-            page.wait_for_url(re.compile(r".*/login$"))
-            page.get_by_label("API token").fill(viewer)
-            page.get_by_role("button", name="Sign in").click()
-            page.wait_for_url(base)
-            assert page.get_by_role("link", name="Plan").count() == 0
-            resp = page.goto(base + "plan")
-            assert resp is not None and resp.status == 403
-            errors[:] = [e for e in errors if "403" not in e]  # the refused page's own status, as asked
+        page.goto(base + "plan")
+        assert unlabelled(page) == []
+        page.get_by_label("Fleet file (YAML or JSON)").set_input_files(str(FLEET))
+        page.get_by_role("button", name="Plan").click()
+        page.wait_for_url(re.compile(r".*/jobs/\d+$"))
+        job_url = page.url
+        deadline = time.monotonic() + 120
+        while "succeeded" not in page.inner_text("main") and time.monotonic() < deadline:
+            assert "failed" not in page.inner_text("main")
+            time.sleep(1)
             page.goto(job_url)
-            assert page.get_by_role("button", name="Cancel job").count() == 0
-            page.goto(base + "catalogs")
-            assert "onprem.yaml" in page.inner_text("main")
-            assert page.get_by_role("button", name="Upload catalog").count() == 0
-            assert page.get_by_role("button", name="Delete onprem.yaml").count() == 0
-            for path in ("", "findings", "catalog/history", "catalogs/1"):
-                resp = page.goto(base + path)
-                assert resp is not None and resp.status == 200, path
-        finally:
-            browser.close()
+        assert "succeeded" in page.inner_text("main")
+        page.wait_for_selector("section.report svg")
+
+        page.goto(base)
+        main = page.inner_text("main")
+        assert "Latest plan" in main and "OPTIMAL" in main and "Cost per month by team" in main
+        assert "Savings by lever" in main and page.locator("main svg").count() >= 1
+        page.goto(base + "jobs")
+        assert "#1" in page.inner_text("main")
+        page.goto(base + "telemetry")
+        assert "no telemetry yet" in page.inner_text("main") and unlabelled(page) == []
+
+        # keyboard only: skip link, then the main menu, to the findings page
+        page.goto(base)
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.activeElement.textContent") == "Overview"
+        for _ in range(12):
+            if page.evaluate("document.activeElement.textContent") == "Findings":
+                break
+            page.keyboard.press("Tab")
+        page.keyboard.press("Enter")
+        page.wait_for_url(base + "findings")
+        assert "no telemetry yet" in page.inner_text("main")
+
+        # user catalogs: uploaded through the form, listed, readable
+        page.goto(base + "catalogs")
+        assert unlabelled(page) == []
+        page.get_by_label("User catalog (YAML or JSON, the format of --catalog)").set_input_files(str(ONPREM))
+        page.get_by_role("button", name="Upload catalog").click()
+        page.wait_for_url(base + "catalogs")
+        assert "onprem.yaml" in page.inner_text("main")
+        page.get_by_role("link", name="onprem.yaml").click()
+        assert "dgx-h100" in page.inner_text("main")
+
+        # price history: from a catalog row's instance link
+        page.goto(base + "catalog/history")
+        assert unlabelled(page) == []
+        page.get_by_label("Provider").fill("aws")
+        page.get_by_label("Instance type").fill("p5.48xlarge")
+        page.get_by_label("Region").fill("us-east-1")
+        page.get_by_role("button", name="Show history").click()
+        main = page.inner_text("main")
+        assert "p5.48xlarge" in page.inner_text("h1") and "shipped" in main
+        assert "No history to draw yet" in main or page.locator("main svg polyline").count() >= 1
+
+        page.get_by_role("button", name="Sign out").click()
+        page.wait_for_url(re.compile(r".*/login$"))
+        page.get_by_label("API token").fill(viewer)
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url(base)
+        assert page.get_by_role("link", name="Plan").count() == 0
+        resp = page.goto(base + "plan")
+        assert resp is not None and resp.status == 403
+        errors[:] = [e for e in errors if "403" not in e]  # the refused page's own status, as asked
+        page.goto(job_url)
+        assert page.get_by_role("button", name="Cancel job").count() == 0
+        page.goto(base + "catalogs")
+        assert "onprem.yaml" in page.inner_text("main")
+        assert page.get_by_role("button", name="Upload catalog").count() == 0
+        assert page.get_by_role("button", name="Delete onprem.yaml").count() == 0
+        for path in ("", "findings", "catalog/history", "catalogs/1"):
+            resp = page.goto(base + path)
+            assert resp is not None and resp.status == 200, path
     assert errors == []

@@ -9,84 +9,57 @@ import re
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
-from .test_browser import CHROMIUM, server  # noqa: F401  (the `gpufleet serve` process fixture)
+from .browser_kit import CHROMIUM, chromium_page, make_viewer, sign_in, unlabelled
+from .test_browser import server  # noqa: F401  (the `gpufleet serve` process fixture)
 
 AZURE = Path("tests/data/traces/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv").resolve()
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (tools/system-deps.sh installs it)")
 def test_simulations_page_in_chromium(server: tuple[str, str], tmp_path: Path) -> None:  # noqa: F811
-    sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (the dev extra)")
     base, admin = server
-    viewer = httpx.post(
-        base + "api/v1/tokens",
-        json={"name": "sim-viewer", "role": "viewer"},
-        headers={"Authorization": f"Bearer {admin}"},
-    ).json()["token"]
+    viewer = make_viewer(base, admin, "sim-viewer")
     trace = tmp_path / "conv.csv"
     trace.write_text("\n".join(AZURE.read_text().splitlines()[:200]) + "\n")
     bad = tmp_path / "bad.csv"
     bad.write_text("a,b\n1,2\n")
-    errors: list[str] = []
-    with sync_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            page = browser.new_context().new_page()
-            page.on("console", lambda m: errors.append(f"{m.type}: {m.text}") if m.type == "error" else None)
-            page.on("pageerror", lambda e: errors.append(f"pageerror: {e}"))
+    with chromium_page() as (page, errors):
+        sign_in(page, base, admin)
+        page.get_by_role("link", name="Simulations").click()
+        page.wait_for_url(base + "simulations")
+        assert "no uploaded simulation input" in page.inner_text("main") and unlabelled(page) == []
+        page.get_by_label("Kind").select_option("trace")
+        page.get_by_label(re.compile(r"^File \(trace")).set_input_files(str(bad))
+        page.get_by_role("button", name="Upload").click()
+        assert "match no known layout" in page.get_by_role("alert").inner_text()
+        errors[:] = [e for e in errors if "422" not in e]  # the refused form's own status, as asked
+        page.goto(base + "simulations")
+        page.get_by_label(re.compile(r"^File \(trace")).set_input_files(str(trace))
+        page.get_by_role("button", name="Upload").click()
+        page.wait_for_url(base + "simulations")
+        main = page.inner_text("main")
+        assert "conv.csv" in main and "199 requests" in main and unlabelled(page) == []
+        page.get_by_label("GPU of a replica (empty: recommend's pick)").fill("l4")
+        page.get_by_label("Most replicas").fill("8")
+        page.get_by_role("button", name="Simulate autoscaling").click()
+        page.wait_for_url(re.compile(r".*/jobs/\d+$"))
+        job_url = page.url
+        deadline = time.monotonic() + 180
+        while "succeeded" not in page.inner_text("main") and time.monotonic() < deadline:
+            assert "failed" not in page.inner_text("main")
+            time.sleep(1)
+            page.goto(job_url)
+        assert "succeeded" in page.inner_text("main")
+        page.wait_for_selector("section.report svg")
 
-            def unlabelled() -> list[str]:
-                found: list[str] = page.evaluate(
-                    """() => [...document.querySelectorAll('input:not([type=hidden]), select, textarea')]
-                        .filter(e => !(e.labels && e.labels.length)).map(e => e.name || e.id)"""
-                )
-                return found
-
-            def sign_in(token: str) -> None:
-                page.goto(base + "login")
-                page.get_by_label("API token").fill(token)
-                page.get_by_role("button", name="Sign in").click()
-                page.wait_for_url(base)
-
-            sign_in(admin)
-            page.get_by_role("link", name="Simulations").click()
-            page.wait_for_url(base + "simulations")
-            assert "no uploaded simulation input" in page.inner_text("main") and unlabelled() == []
-            page.get_by_label("Kind").select_option("trace")
-            page.get_by_label(re.compile(r"^File \(trace")).set_input_files(str(bad))
-            page.get_by_role("button", name="Upload").click()
-            assert "match no known layout" in page.get_by_role("alert").inner_text()
-            errors[:] = [e for e in errors if "422" not in e]  # the refused form's own status, as asked
-            page.goto(base + "simulations")
-            page.get_by_label(re.compile(r"^File \(trace")).set_input_files(str(trace))
-            page.get_by_role("button", name="Upload").click()
-            page.wait_for_url(base + "simulations")
-            main = page.inner_text("main")
-            assert "conv.csv" in main and "199 requests" in main and unlabelled() == []
-            page.get_by_label("GPU of a replica (empty: recommend's pick)").fill("l4")
-            page.get_by_label("Most replicas").fill("8")
-            page.get_by_role("button", name="Simulate autoscaling").click()
-            page.wait_for_url(re.compile(r".*/jobs/\d+$"))
-            job_url = page.url
-            deadline = time.monotonic() + 180
-            while "succeeded" not in page.inner_text("main") and time.monotonic() < deadline:
-                assert "failed" not in page.inner_text("main")
-                time.sleep(1)
-                page.goto(job_url)
-            assert "succeeded" in page.inner_text("main")
-            page.wait_for_selector("section.report svg")
-
-            page.get_by_role("button", name="Sign out").click()
-            page.wait_for_url(re.compile(r".*/login$"))
-            sign_in(viewer)
-            page.goto(base + "simulations")
-            assert "conv.csv" in page.inner_text("main")
-            assert page.get_by_role("button", name="Upload").count() == 0
-            assert page.get_by_role("button", name="Delete conv.csv").count() == 0
-            assert page.get_by_role("button", name="Simulate autoscaling").count() == 0
-        finally:
-            browser.close()
+        page.get_by_role("button", name="Sign out").click()
+        page.wait_for_url(re.compile(r".*/login$"))
+        sign_in(page, base, viewer)
+        page.goto(base + "simulations")
+        assert "conv.csv" in page.inner_text("main")
+        assert page.get_by_role("button", name="Upload").count() == 0
+        assert page.get_by_role("button", name="Delete conv.csv").count() == 0
+        assert page.get_by_role("button", name="Simulate autoscaling").count() == 0
     assert errors == []
