@@ -119,6 +119,20 @@ def _page(
     return HTMLResponse(html, status_code=status)
 
 
+def delete_cell(action: str, name: str, csrf: str, editor: bool, created_unix_s: float) -> str:
+    """A listed object's "uploaded" and "action" cells: its upload time (UTC) and, for an editor, a Delete
+    button posting to ``action`` with the session's CSRF token (a viewer gets an empty cell)."""
+    from datetime import UTC, datetime
+
+    button = (
+        f'<form class="inline" method="post" action="{action}">'
+        f'<input type="hidden" name="csrf" value="{escape(csrf)}">'
+        f'<button type="submit" aria-label="Delete {escape(name)}">Delete</button></form>'
+    )
+    when = datetime.fromtimestamp(created_unix_s, UTC)
+    return f"<td>{when:%Y-%m-%d %H:%M} UTC</td><td>{button if editor else ''}</td>"
+
+
 def _error(text: str) -> str:
     return f'<p class="error" role="alert">{escape(text)}</p>'
 

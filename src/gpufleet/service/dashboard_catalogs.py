@@ -3,7 +3,6 @@ uploaded and deleted; the team's recommend and plan apply them. Another team's n
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from html import escape
 
 from fastapi import APIRouter, Request
@@ -12,7 +11,7 @@ from starlette.concurrency import run_in_threadpool
 
 from gpufleet.errors import GpufleetError, InputError
 from gpufleet.service import user_catalogs as uc
-from gpufleet.service.dashboard import PostedForm, SignedIn, _page, refused
+from gpufleet.service.dashboard import PostedForm, SignedIn, _page, delete_cell, refused
 from gpufleet.service.deps import state
 
 router = APIRouter(include_in_schema=False)
@@ -39,15 +38,8 @@ def _listing(request: Request, s: SignedIn) -> str:
     body = "".join(
         f'<tr><td><a href="/catalogs/{r.id}">{escape(r.name)}</a></td><td class="num">{r.offers}</td>'
         f'<td class="num">{r.price_overrides}</td>'
-        f"<td>{datetime.fromtimestamp(r.created_unix_s, UTC):%Y-%m-%d %H:%M} UTC</td><td>"
-        + (
-            f'<form class="inline" method="post" action="/catalogs/{r.id}/delete">'
-            f'<input type="hidden" name="csrf" value="{escape(s.csrf)}">'
-            f'<button type="submit" aria-label="Delete {escape(r.name)}">Delete</button></form>'
-            if editor
-            else ""
-        )
-        + "</td></tr>"
+        + delete_cell(f"/catalogs/{r.id}/delete", r.name, s.csrf, editor, r.created_unix_s)
+        + "</tr>"
         for r in rows
     )
     return (

@@ -5,7 +5,6 @@ Another team's upload never shows (404)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from html import escape
 from typing import Any
 
@@ -15,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from gpufleet.errors import GpufleetError, InputError
 from gpufleet.service import jobs, uploads
-from gpufleet.service.dashboard import PostedForm, Signed, SignedIn, _page, refused
+from gpufleet.service.dashboard import PostedForm, Signed, SignedIn, _page, delete_cell, refused
 from gpufleet.service.db import Upload
 from gpufleet.service.deps import state
 
@@ -41,15 +40,8 @@ def _listing(rows: list[Upload], s: Signed) -> str:
     body = "".join(
         f"<tr><td>{r.id}</td><td>{escape(KIND_LABELS.get(r.kind, r.kind))}</td><td>{escape(r.name)}</td>"
         f"<td>{escape(r.summary)}</td><td class='num'>{r.size_bytes:,}</td>"
-        f"<td>{datetime.fromtimestamp(r.created_unix_s, UTC):%Y-%m-%d %H:%M} UTC</td><td>"
-        + (
-            f'<form class="inline" method="post" action="/simulations/uploads/{r.id}/delete">'
-            f'<input type="hidden" name="csrf" value="{escape(s.csrf)}">'
-            f'<button type="submit" aria-label="Delete {escape(r.name)}">Delete</button></form>'
-            if editor
-            else ""
-        )
-        + "</td></tr>"
+        + delete_cell(f"/simulations/uploads/{r.id}/delete", r.name, s.csrf, editor, r.created_unix_s)
+        + "</tr>"
         for r in rows
     )
     return (
