@@ -99,3 +99,23 @@ def test_engine_equals_brute_force_on_random_subsets(w: Workload, seed: int) -> 
 )  # fmt: skip
 def test_engine_equals_brute_force_full_catalog(w: Workload) -> None:
     check(FULL, w)
+
+
+def test_only_embargoed_offers_say_so_and_the_reference_agrees() -> None:
+    """An offer in an embargoed country (here Russia) is no candidate unless allowed, in the engine and in the
+    reference alike (the reference once skipped the embargo and 'beat' the engine with a lium host in RU),
+    and the refusal names the embargo instead of claiming the catalog has no GPU offer."""
+    from gpufleet.recommend.filters import EMBARGOED_COUNTRIES, _table_locations
+
+    embargoed = np.isin(_table_locations(FULL)[1], EMBARGOED_COUNTRIES)
+    rows = np.flatnonzero(embargoed & (FULL.column("gpu_count") >= 1))
+    assert rows.size, "the shipped catalog lists hosts in embargoed countries"
+    table = FULL.take(rows)
+    w = Workload(name="e", model="fake-7b", task="inference", precision="fp16", target_requests_per_s=1)
+    r = recommend_on(table, w, EST, SPOT, limit=3)
+    assert r.status == "no_offers" and "embargo" in r.message and "allow_embargoed_countries" in r.message
+    assert brute_force_best(table, w, EST, SPOT, w.objective) is None
+    allowed = Workload(name="e", model="fake-7b", task="inference", precision="fp16", target_requests_per_s=1,
+                       allow_embargoed_countries=True)  # fmt: skip
+    check(table, allowed)
+    assert recommend_on(table, allowed, EST, SPOT, limit=3).status == "ok"

@@ -24,6 +24,7 @@ from gpufleet.recommend.candidates import (
     zones_mask,
 )
 from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, STALE_PRICE_DAYS, HostRules, offer_info
+from gpufleet.recommend.filters import EMBARGOED_COUNTRIES
 from gpufleet.recommend.fit import analyse_cannot_fit
 from gpufleet.recommend.near_ties import explain_near_ties
 from gpufleet.recommend.perf import Estimator
@@ -278,6 +279,16 @@ def no_offers_message(table: OfferTable, w: Workload) -> str:
         return tier
     bare = replace(w, providers=(), regions=(), gpu_vendors=(), **_NO_EXTRA_FILTERS)
     if not eligible_mask(table, bare).any():
+        if (
+            not w.allow_embargoed_countries
+            and eligible_mask(table, replace(bare, allow_embargoed_countries=True)).any()
+        ):
+            return (
+                "Every offer that could run this workload is in a country under a US/EU embargo "
+                f"({', '.join(EMBARGOED_COUNTRIES)}; 15 CFR Part 746, EU 833/2014 and 765/2006), which is "
+                "not recommended by default. Load a catalog with offers elsewhere (--catalog), or set "
+                "`allow_embargoed_countries: true` if your compliance team has cleared it."
+            )
         return (
             f"No offer in the catalog can run a {'training' if w.is_training else 'inference'} workload "
             "(no whole-GPU offer). Load a catalog with GPU offers (--catalog)."

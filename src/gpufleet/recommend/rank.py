@@ -478,15 +478,18 @@ def brute_force_best(
 
     It shares only the per-placement performance (:func:`configs_for`: the estimator's numbers), the offer
     capability lookups (class, fabric, price age), the host rules and the spot/schedule/risk formulas with
-    the engine; filtering, pricing, replica counts, costing, feasibility and selection are re-done row by
-    row over ``table.records()``.
+    the engine; filtering (the workload's filters and the embargo; not the price-per-GPU cap), pricing,
+    replica counts, costing, feasibility and selection are re-done row by row over ``table.records()``.
     Returns ``(key, row)`` of the pick: ``key`` is the value minimised (cost, -speed or -tokens/s per
     USD/h); among the rows within ``w.near_tie_fraction`` of the best, the simplest is picked (the near-tie
     rule, re-done here with tuples: nodes per unit, cross-node TP, risk, EP, marketplace host, GPUs).
     """
     from gpufleet.catalog.capabilities import fabric_for, offer_class
+    from gpufleet.catalog.provider_class import provider_class
+    from gpufleet.catalog.regions import region_location
     from gpufleet.recommend.candidates import NO_REGION
     from gpufleet.recommend.deploy import DEFAULT_HOST_RULES, node_network, trains_across_nodes
+    from gpufleet.recommend.filters import EMBARGOED_COUNTRIES
     from gpufleet.recommend.perf import at_confidence, rate_at_confidence
 
     kind = price_kind_for(w.pricing)
@@ -520,6 +523,21 @@ def brute_force_best(
         if w.regions and not any(region_matches(rec.region, g) for g in w.regions):
             continue
         if vendors and get_spec(rec.gpu).vendor.lower() not in vendors:
+            continue
+        place = region_location(rec.provider, rec.region)
+        if not w.allow_embargoed_countries and place.country in EMBARGOED_COUNTRIES:
+            continue
+        if w.geos and place.geo not in w.geos:
+            continue
+        if w.exclude_providers and rec.provider in {p.lower() for p in w.exclude_providers}:
+            continue
+        if w.provider_classes and provider_class(rec.provider) not in w.provider_classes:
+            continue
+        if w.gpus and rec.gpu not in w.gpus:
+            continue
+        if w.min_gpu_memory_gib is not None and not (rec.gpu_memory_gib >= w.min_gpu_memory_gib):
+            continue
+        if w.gpus_per_node and rec.gpu_count not in w.gpus_per_node:
             continue
         if w.tier == "production":
             if not w.allow_marketplace and offer_class(rec.provider, rec.instance_type) == "marketplace":
