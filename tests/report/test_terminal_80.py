@@ -109,3 +109,19 @@ def test_simulate_spot_layout_status_whole_in_a_pipe() -> None:
     layouts = text.split("Layouts searched", 1)[1]
     assert re.search(r"^ ?1 +- skipped ", layouts, re.M), layouts
     assert re.search(r"^ ?16 +2 meets +spot ", layouts, re.M), layouts
+
+
+def test_recommend_candidates_in_a_pipe_keep_money_whole() -> None:
+    """The compact candidate table at 80 columns: its Cost column kept every line unwrapped and squeezed the
+    Option column to 5 characters ("lambd/a gpu_8/x_b20"); now the cost cell wraps between words and never
+    inside a money figure, and the option's words stay readable."""
+    args = ("recommend", "--model", "llama-3.1-8b", "--task", "full_finetune", "--tokens", "2e9",
+            "--top", "3")  # fmt: skip
+    text = _pipe(*args)
+    _lines_fit(text)
+    table = text.split("Top candidates", 1)[1]
+    doc = json.loads(_pipe(*args, "-f", "json"))
+    for c in doc["result"]["ranked"]:
+        v = c["cost_usd_per_month"]
+        assert (f"${v:,.0f}" if v >= 1000 else f"${v:,.2f}") + "/month" in table, v
+        assert c["provider"] in table, c["provider"]

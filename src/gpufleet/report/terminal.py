@@ -59,6 +59,20 @@ def candidate_table(cands: Sequence[Candidate], title: str, *, compact: bool = F
     multi-line cells for narrow terminals.
     """
     table = Table(title=title, title_justify="left", header_style="bold", expand=False, pad_edge=False)
+    rows = [candidate_row(i, c) for i, c in enumerate(cands, 1)]
+    costs = [
+        "\n".join(
+            (
+                row["usd_per_month"],
+                f"{row['usd_per_hour']}/h",
+                *row["unit_cost"].split("; "),
+                f"price {row['price_date']}",
+            )
+        )
+        for row in rows
+    ]
+    # a cost cell wraps between words, never inside a money figure: the column is at least its longest word
+    cost_min_width = max((len(word) for cell in costs for word in cell.split()), default=4)
     if compact:
         table.box = box.SIMPLE_HEAD
         for header in (
@@ -73,13 +87,13 @@ def candidate_table(cands: Sequence[Candidate], title: str, *, compact: bool = F
                 header,
                 justify="right" if header == "#" else "left",
                 overflow="fold",
-                no_wrap=header in ("#", "Cost"),
+                no_wrap=header == "#",
+                min_width=cost_min_width if header == "Cost" else None,
             )
     else:
         for key, header in CANDIDATE_COLUMNS:
             table.add_column(header, justify="right" if key in _NUMERIC else "left", overflow="fold")
-    for i, c in enumerate(cands, 1):
-        row = candidate_row(i, c)
+    for i, (c, row, cost) in enumerate(zip(cands, rows, costs, strict=True), 1):
         style = "bold" if i == 1 else None
         if compact:
             table.add_row(
@@ -87,14 +101,7 @@ def candidate_table(cands: Sequence[Candidate], title: str, *, compact: bool = F
                 f"{row['provider']}\n{row['instance']}\n{row['region']}\n{row['deploy']}\n{row['host']}",
                 f"{row['gpus']}\n{row['parallelism']}, x{row['replicas']}\n{fit_gib_text(c)}",
                 row["speed"].replace(" (", "\n(", 1),
-                "\n".join(
-                    (
-                        row["usd_per_month"],
-                        f"{row['usd_per_hour']}/h",
-                        *row["unit_cost"].split("; "),
-                        f"price {row['price_date']}",
-                    )
-                ),
+                cost,
                 row["risk"].replace(": ", "\n", 1).replace("; ", "\n"),
                 style=style,
             )
