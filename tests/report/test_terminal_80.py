@@ -125,3 +125,40 @@ def test_recommend_candidates_in_a_pipe_keep_money_whole() -> None:
         v = c["cost_usd_per_month"]
         assert (f"${v:,.0f}" if v >= 1000 else f"${v:,.2f}") + "/month" in table, v
         assert c["provider"] in table, c["provider"]
+
+
+def test_a_table_too_wide_for_80_columns_is_stacked_with_every_cell_whole() -> None:
+    """The plan's placements at 80 columns folded region and instance words ("northc/entral/us",
+    "Standard_NC4/as_T4_v3") into 4-letter columns; a table that would break a word is printed as one block
+    per row with ``Header: value`` pairs, and the same table on a wide console stays a table."""
+    headers = [
+        "Workload",
+        "Team",
+        "Provider",
+        "Region",
+        "Instance",
+        "GPU",
+        "Pay",
+        "Nodes",
+        "h/month",
+        "$/month",
+    ]
+    rows = [
+        ["dev", "research", "azure", "northcentralus", "Standard_NC4as_T4_v3", "T4", "spot", "1", "176",
+         "$28.84"],
+        ["staging", "platform", "cudo", "us-newyork-1", "intel-broadwell-v100_1x4v8gb", "V100-SXM2-16GB",
+         "on_demand", "1", "88", "$20.24"],
+    ]  # fmt: skip
+
+    def render(width: int) -> str:
+        buf = io.StringIO()
+        Console(file=buf, width=width, color_system=None).print(whole_table(headers, rows, status=("Pay",)))
+        return buf.getvalue()
+
+    narrow = render(80)
+    _lines_fit(narrow)
+    for r in rows:
+        for h, cell in zip(headers, r, strict=True):
+            assert f"{h}: {cell}" in narrow, (h, cell)
+    wide = render(200)
+    assert "Region: " not in wide and re.search(r"^ *dev +research +azure +northcentralus ", wide, re.M), wide

@@ -4,7 +4,8 @@ Rich shrinks every column of a table wider than the console, and a cell that doe
 in an ellipsis: in an 80-column terminal or a pipe (rich's default width there is 80) a plan's "$/month"
 column read "$11…". :func:`whole_table` builds the table so that money and status cells are never cut:
 those columns do not wrap and are at least as wide as their longest cell (``no_wrap`` and ``min_width``);
-every other column folds (wraps, breaking long words) to make room.
+every other column folds (wraps) to make room. A table that would still break a word of a cell there
+(``northc/entral/us``) is printed stacked instead, one block per row with a header and its value per line.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ import re
 from collections.abc import Iterable, Sequence
 
 from rich import box
-from rich.console import Console, ConsoleOptions, RenderResult
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
+from rich.rule import Rule
 from rich.table import Table
 from rich.text import Text
 
@@ -134,8 +136,50 @@ class WholeTable:
             table.add_row(*(Text(c) for c in r))
         return table
 
+    def breaks_words(self, max_width: int) -> bool:
+        """Whether the table at ``max_width`` would break a word of a cell (``northc/entral/us``): a folded
+        column narrower than the longest word of its cells."""
+        table = self.table(max_width)
+        for j, column in enumerate(table.columns):
+            if j in self.keep or column.width is None:
+                continue
+            words = [w for r in self.rows if j < len(r) for w in r[j].split()]
+            if words and max(len(w) for w in words) > column.width:
+                return True
+        return False
+
+    def stacked(self, max_width: int) -> Group:
+        """One block per row, its ``Header: value`` pairs packed into lines of ``max_width`` (a pair is never
+        split unless it alone is wider): what a table too wide for the console becomes, so that no cell is
+        broken inside a word."""
+        sep = "  "
+        parts: list[RenderableType] = []
+        if self.title:
+            parts.append(Text(self.title, style="italic"))
+        for r in self.rows:
+            block = Text()
+            used = 0
+            for h, c in zip(self.headers, r, strict=False):
+                if c in _EMPTY:
+                    continue
+                pair = len(h) + 2 + len(c)
+                if used and used + len(sep) + pair > max_width:
+                    block.append("\n")
+                    used = 0
+                elif used:
+                    block.append(sep)
+                    used += len(sep)
+                block.append(f"{h}: ", style="dim").append(c)
+                used += pair
+            parts.append(Rule(style="dim"))
+            parts.append(block)
+        return Group(*parts)
+
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield self.table(options.max_width)
+        if self.rows and self.breaks_words(options.max_width):
+            yield self.stacked(options.max_width)
+        else:
+            yield self.table(options.max_width)
 
 
 def whole_table(
