@@ -30,6 +30,20 @@ def _hist(name: str, pod: str, per_min: dict[str, int]) -> list[dict[str, str]]:
     return out
 
 
+def _quiet(
+    name: str, pod: str, bounds: tuple[str, ...], slow_from: str, every_min: int = 5
+) -> list[dict[str, str]]:
+    """A quiet pod: one request every ``every_min`` minutes, each in the bucket ``slow_from`` and above (so
+    its p95 is far over the threshold), 0.0033 req/s: under the 0.1 req/s traffic floor."""
+    counts = " ".join(str(i // every_min) for i in range(21))
+    out = []
+    slow = False
+    for le in bounds:
+        slow = slow or le == slow_from
+        out.append({"series": f'{name}{{{NS},pod="{pod}",le="{le}"}}', "values": counts if slow else "0x20"})
+    return out
+
+
 #: rule -> (input series, eval time, the label sets that must fire; every other series must not)
 CASES: dict[str, tuple[list[dict[str, str]], str, list[dict[str, str]]]] = {
     "high_gpu_utilization": (
@@ -60,13 +74,20 @@ CASES: dict[str, tuple[list[dict[str, str]], str, list[dict[str, str]]]] = {
         _hist("vllm:time_to_first_token_seconds_bucket", "slow", {"0.5": 0, "1.0": 0, "2.5": 10, "+Inf": 0})
         + _hist(
             "sglang:time_to_first_token_seconds_bucket", "fast", {"0.5": 10, "1.0": 0, "2.5": 0, "+Inf": 0}
-        ),
+        )
+        # review: one slow request every 5 minutes paged (p95 of one request = that request); now under the
+        # 0.1 req/s floor it does not
+        + _quiet("vllm:time_to_first_token_seconds_bucket", "quiet", ("0.5", "1.0", "2.5", "+Inf"), "2.5"),
         "15m",
         [{"namespace": "serving", "pod": "slow"}],
     ),
     "serving_tpot": (
         _hist("tgi_request_mean_time_per_token_duration_bucket", "tgi-slow", {"0.1": 0, "0.5": 10, "+Inf": 0})
-        + _hist("vllm:inter_token_latency_seconds_bucket", "fast", {"0.1": 10, "0.5": 0, "+Inf": 0}),
+        + _hist("vllm:inter_token_latency_seconds_bucket", "fast", {"0.1": 10, "0.5": 0, "+Inf": 0})
+        # a quiet vLLM pod: 200 slow tokens a minute (a TPOT histogram counts tokens) but one request every 5
+        # minutes (its TTFT count): the floor counts requests, so it does not fire
+        + _hist("vllm:inter_token_latency_seconds_bucket", "quiet", {"0.1": 0, "0.5": 200, "+Inf": 0})
+        + _quiet("vllm:time_to_first_token_seconds_bucket", "quiet", ("0.5", "+Inf"), "0.5"),
         "15m",
         [{"namespace": "serving", "pod": "tgi-slow"}],
     ),
@@ -112,7 +133,8 @@ def _unit_tests(rules_file: str) -> dict[str, Any]:
     tests = []
     for name, (series, at, fire) in CASES.items():
         r = by_name[name]
-        ann = {"summary": f"{r.metric} {r.op} {r.threshold:g} for {r.for_text}", "action": r.action}
+        floor = f" at >= {r.min_requests_per_s:g} requests/s per pod" if r.min_requests_per_s else ""
+        ann = {"summary": f"{r.metric} {r.op} {r.threshold:g} for {r.for_text}{floor}", "action": r.action}
         tests.append(
             {
                 "interval": "1m",
@@ -198,3 +220,45 @@ def test_store_evaluation_of_the_serving_rules(tmp_path: Path) -> None:
         isinstance(rules["inference_latency"], AlertRule)
         and rules["inference_latency"].metric == "ttft_p95_s"
     )
+
+
+def test_store_evaluation_keeps_the_traffic_floor(tmp_path: Path) -> None:
+    """Review: over the store, a quiet pod (one request every 5 minutes, each 2 s to its first token) paged
+    ``inference_latency`` for its whole life: the p95 of one request is that request. Under the 0.1 req/s
+    floor (30 requests per 5-minute window) it does not; a pod at 10 req/min with the same latency does."""
+    import dataclasses
+
+    b = SampleBatch()
+    t0 = 1_780_000_200_000_000
+    minute = 60_000_000
+    for pod, per_min in (("quiet", 0.2), ("busy", 10.0)):
+        lab = {"host": f"svc:serving/{pod}", "namespace": "serving", "pod": pod, "source": "t"}
+        for i in range(60):
+            ts = t0 + i * minute
+            n = float(int(i * per_min))  # cumulative requests, all in the (1, 2.5] s bucket
+            for le, v in (("0.5", 0.0), ("1.0", 0.0), ("2.5", n), ("+Inf", n)):
+                b.add(labels={**lab, "le": le}, gpu_index=-1, ts_us=ts, metric="ttft_s_bucket", value=v)
+    s = TelemetryStore(tmp_path)
+    s.append(b, ProblemCounter(), sources=["t"], rows_read=len(b), now_us=t0 + 86_400_000_000)
+    w = resolve_window(s, 14, None, 0.95)
+    rule = {r.name: r for r in load_rules()}["inference_latency"]
+    assert rule.min_requests_per_s == pytest.approx(0.1)
+    assert {e.subject for e in evaluate(s, w, [rule])} == {"svc:serving/busy"}
+    # without the floor (the rule before this review) the quiet pod pages too
+    bare = dataclasses.replace(rule, min_requests_per_s=None)
+    assert {e.subject for e in evaluate(s, w, [bare])} == {"svc:serving/busy", "svc:serving/quiet"}
+
+
+def test_a_traffic_floor_only_on_latency_percentiles(tmp_path: Path) -> None:
+    from gpufleet.errors import ConfigFileError
+
+    f = tmp_path / "rules.yaml"
+    f.write_text(
+        "rules:\n  - {name: q, metric: queue_requests, op: '>', threshold: 0, for: 5m,"
+        " min_requests_per_s: 1}\n"
+    )
+    with pytest.raises(ConfigFileError, match="min_requests_per_s applies to request-latency percentiles"):
+        load_rules(f)
+    f.write_text("rules:\n  - {name: t, metric: ttft_p95_s, op: '>', threshold: 1, min_requests_per_s: 0}\n")
+    with pytest.raises(ConfigFileError, match="min_requests_per_s"):
+        load_rules(f)
