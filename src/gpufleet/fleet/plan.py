@@ -22,7 +22,7 @@ from gpufleet.fleet.options import ONPREM, build_options
 from gpufleet.fleet.pools import decode_pools, slice_line
 from gpufleet.fleet.prune import prune_options
 from gpufleet.fleet.sharing import options_for_levers
-from gpufleet.fleet.solve import binding_rows, solve
+from gpufleet.fleet.solve import binding_rows, shortfall_text, solve
 from gpufleet.fleet.spec import read_fleet_file
 from gpufleet.fleet.types import Fleet, FleetPlan, Option, PlanLine, SharedPool, SolveStats
 from gpufleet.recommend.perf import DefaultEstimator, Estimator
@@ -288,7 +288,7 @@ def solve_fleet(
         )
     if sol.status == "infeasible":
         binding = (
-            [f"{name} (short by {v:,.4g})" for name, v in binding_rows(p, time_limit_s=time_limit_s)]
+            [shortfall_text(p, name, v) for name, v in binding_rows(p, time_limit_s=time_limit_s)]
             if explain
             else []
         )
