@@ -231,7 +231,8 @@ def _memory_held_not_pressure(
             f"memory near capacity but compute {pct} {compute:.0%} (< {th.over_compute:.0%}, "
             "overprovisioned): memory held by a process that computes little (a loaded model, an engine's "
             "pre-allocation such as vLLM's gpu_memory_utilization 0.9, or a caching allocator), not memory "
-            "pressure; read it as pressure only with out-of-memory errors or a serving engine's KV-cache gauge"
+            "pressure; read it as pressure only with out-of-memory errors or a serving engine's KV-cache "
+            "gauge"
         )
     if serving is not None and serving.kv_cache_p is not None:
         return (
