@@ -262,3 +262,10 @@ def test_a_traffic_floor_only_on_latency_percentiles(tmp_path: Path) -> None:
     f.write_text("rules:\n  - {name: t, metric: ttft_p95_s, op: '>', threshold: 1, min_requests_per_s: 0}\n")
     with pytest.raises(ConfigFileError, match="min_requests_per_s"):
         load_rules(f)
+    # with the user's own expression the floor would not be exported: refused, not silently dropped
+    f.write_text(
+        "rules:\n  - {name: t, metric: ttft_p95_s, op: '>', threshold: 1, min_requests_per_s: 0.1,"
+        " promql: 'my_ttft_p95'}\n"
+    )
+    with pytest.raises(ConfigFileError, match="put the traffic guard in it"):
+        load_rules(f)

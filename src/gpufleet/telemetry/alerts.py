@@ -102,6 +102,14 @@ class _RuleIn(NoBoolNumbers):
                 "min_requests_per_s applies to request-latency percentiles "
                 f"({', '.join(FLOOR_METRICS)}), not {self.metric}; remove it from this rule"
             )
+        if self.min_requests_per_s is not None and self.promql:
+            # the exported rule would be the user's expression without the guard: a silent difference from
+            # the store's evaluation, which applies the floor
+            raise ValueError(
+                "min_requests_per_s is added to the built-in expression only; with your own promql, put the "
+                "traffic guard in it (e.g. `... and on (namespace, pod) (sum by (namespace, pod) "
+                "(rate(<histogram>_count[5m])) >= 0.1)`) and remove min_requests_per_s"
+            )
         return self
 
     @model_validator(mode="after")
@@ -553,7 +561,7 @@ def prometheus_rules(rules: Sequence[AlertRule], *, price_usd_per_gpu_hour: floa
                 "summary": f"{r.metric} {r.op} {r.threshold:g} for {r.for_text}"
                 + (
                     f" at >= {r.min_requests_per_s:g} requests/s per pod"
-                    if r.min_requests_per_s is not None and not r.promql
+                    if r.min_requests_per_s is not None
                     else ""
                 ),
                 "action": r.action or "see the runbook",
