@@ -269,3 +269,28 @@ def test_a_traffic_floor_only_on_latency_percentiles(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigFileError, match="put the traffic guard in it"):
         load_rules(f)
+
+
+def test_store_tpot_floor_counts_requests_not_tokens(tmp_path: Path) -> None:
+    """Over the store the TPOT rule counts requests from the pod's TTFT histogram (a vLLM TPOT histogram
+    observes every token: 200 slow tokens a minute are one request every 5 minutes here), and a pod with no
+    TTFT histogram (TGI) from its own per-request TPOT histogram (10 requests a minute: judged)."""
+    b = SampleBatch()
+    t0 = 1_780_000_200_000_000
+    minute = 60_000_000
+    for i in range(60):
+        ts = t0 + i * minute
+        quiet = {"host": "svc:serving/quiet", "namespace": "serving", "pod": "quiet", "source": "t"}
+        for le, v in (("0.1", 0.0), ("0.5", 200.0 * i), ("+Inf", 200.0 * i)):  # tokens, all slow
+            b.add(labels={**quiet, "le": le}, gpu_index=-1, ts_us=ts, metric="tpot_s_bucket", value=v)
+        n = float(i // 5)  # one request every 5 minutes
+        for le, v in (("0.5", n), ("+Inf", n)):
+            b.add(labels={**quiet, "le": le}, gpu_index=-1, ts_us=ts, metric="ttft_s_bucket", value=v)
+        tgi = {"host": "svc:serving/tgi", "namespace": "serving", "pod": "tgi", "source": "t"}
+        for le, v in (("0.1", 0.0), ("0.5", 10.0 * i), ("+Inf", 10.0 * i)):  # requests, all slow
+            b.add(labels={**tgi, "le": le}, gpu_index=-1, ts_us=ts, metric="tpot_s_bucket", value=v)
+    s = TelemetryStore(tmp_path)
+    s.append(b, ProblemCounter(), sources=["t"], rows_read=len(b), now_us=t0 + 86_400_000_000)
+    w = resolve_window(s, 14, None, 0.95)
+    rule = {r.name: r for r in load_rules()}["serving_tpot"]
+    assert {e.subject for e in evaluate(s, w, [rule])} == {"svc:serving/tgi"}
