@@ -93,3 +93,18 @@ def test_the_checker_catches_a_region_short_of_its_share(tmp_path: Path) -> None
     short = dataclasses.replace(o, region_loss_units=3)  # a region that would need 3 but runs 2
     bad = check_plan(fl, {**solved.options, key: short}, solved.lines, solved.cost_usd_per_month)
     assert any("regions lost" in b and "must carry 3" in b for b in bad), bad
+
+
+def test_serving_egress_is_split_over_the_regions_not_billed_in_each(tmp_path: Path) -> None:
+    """Each of the N regions serves 1/N of the month's responses. Before, every region was billed the whole
+    1,000 GiB: 2 x $96.64 = $193.27/month of egress for 1,000 GiB served, twice AWS's $0.09/GB."""
+    f = tmp_path / "fleet.yaml"
+    f.write_text(
+        FLEET.format(replicas=4, ha=2)
+        + "    data: {provider: aws, region: us-east-1, size_gib: 0, serving_egress_gib_per_month: 1000}\n"
+    )
+    plan = plan_fleet(f, savings=False)
+    assert plan.status == "optimal", plan.message
+    egress = sum(ln.cost_usd_per_month for ln in plan.lines if ln.pay_kind == "data_transfer")
+    gb = 1000 * 1.073741824  # GiB -> GB (AWS bills per GB)
+    assert egress == pytest.approx(gb * 0.09, rel=1e-6)  # $96.64: first AWS tier, both US regions
