@@ -167,8 +167,8 @@ def _transfer(fw: FleetWorkload, provider: str, region: str, notes: set[str]) ->
             total += usd * d.transfers_per_month
     if d.serving_egress_gib_per_month > 0:
         tiers = egress_tiers(provider, "internet_out", region)
-        # over ha_regions = N regions each serves 1/N of the traffic (the data above is copied to each); before
-        # the second review of 2026-11-29 every region was billed the whole month's responses (N x the egress)
+        # over ha_regions = N regions each serves 1/N of the traffic (the data above is copied to each);
+        # before the second review of 2026-11-29 every region was billed the whole month's responses
         share = d.serving_egress_gib_per_month / max(1, fw.ha_regions)
         if tiers:
             total += priced_gib(tiers, share)
