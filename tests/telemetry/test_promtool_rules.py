@@ -294,3 +294,31 @@ def test_store_tpot_floor_counts_requests_not_tokens(tmp_path: Path) -> None:
     w = resolve_window(s, 14, None, 0.95)
     rule = {r.name: r for r in load_rules()}["serving_tpot"]
     assert {e.subject for e in evaluate(s, w, [rule])} == {"svc:serving/tgi"}
+
+
+def test_an_event_peak_carries_its_unit(tmp_path: Path) -> None:
+    """The alerts table printed "peak 2.42" for a TTFT event: 2.42 of what? Each event carries the unit of
+    its rule's metric and the row shows it ("2.42 s")."""
+    from gpufleet.report.telemetry import alert_rows
+    from gpufleet.telemetry.alerts import metric_unit
+
+    b = SampleBatch()
+    t0 = 1_780_000_200_000_000
+    lab = {"host": "svc:serving/busy", "namespace": "serving", "pod": "busy", "source": "t"}
+    for i in range(60):
+        n = float(10 * i)
+        for le, v in (("1.0", 0.0), ("2.5", n), ("+Inf", n)):
+            b.add(labels={**lab, "le": le}, gpu_index=-1, ts_us=t0 + i * 60_000_000, metric="ttft_s_bucket",
+                  value=v)  # fmt: skip
+    s = TelemetryStore(tmp_path)
+    s.append(b, ProblemCounter(), sources=["t"], rows_read=len(b), now_us=t0 + 86_400_000_000)
+    w = resolve_window(s, 14, None, 0.95)
+    (e,) = evaluate(s, w, [{r.name: r for r in load_rules()}["inference_latency"]])
+    assert e.unit == "s"
+    assert alert_rows([e])[0][5] == f"{e.peak:.3g} s"
+    units = {r.name: metric_unit(r.metric) for r in load_rules()}
+    assert units == {
+        "high_gpu_utilization": "%", "high_memory_usage": "%", "inference_latency": "s",
+        "serving_tpot": "s/token", "serving_queue": "requests", "serving_kv_cache": "fraction",
+        "serving_preemptions": "preemptions/5 min", "cost_overrun": "USD/day",
+    }  # fmt: skip

@@ -157,10 +157,31 @@ class AlertEvent:
     #: what the event does not mean, where the data says so ('' otherwise): memory held flat at a high share
     #: for an hour or more is a reservation, not a shortage (:func:`reservation_note`)
     note: str = ""
+    #: the unit of ``peak`` (and of the rule's threshold): "%", "s", "USD/day", ... (:func:`metric_unit`)
+    unit: str = ""
 
     @property
     def duration_s(self) -> float:
         return (self.end - self.start).total_seconds()
+
+
+#: Units of the derived metrics (the canonical ones carry theirs in :data:`METRICS`).
+_DERIVED_UNITS: Final[dict[str, str]] = {
+    "memory_used_pct": "%",
+    "request_latency_p95_s": "s",
+    "ttft_p95_s": "s",
+    "tpot_p95_s": "s/token",
+    "preemptions_per_5m": "preemptions/5 min",
+    "cost_usd_per_day": "USD/day",
+}
+
+
+def metric_unit(metric: str) -> str:
+    """The unit a rule's threshold and an event's peak are in (a label states it: "peak 2.42" was bare)."""
+    if metric in _DERIVED_UNITS:
+        return _DERIVED_UNITS[metric]
+    unit = METRICS[metric][0] if metric in METRICS else ""
+    return "fraction" if unit == "ratio" else unit
 
 
 #: Most alert rules in one file: each rule is one query over the window (~25 ms on a small store).
@@ -415,6 +436,7 @@ def evaluate(
                             peak=usd,
                             severity=r.severity,
                             action=r.action,
+                            unit=metric_unit(r.metric),
                         )
                     )
             continue
@@ -455,6 +477,7 @@ def evaluate(
                     severity=r.severity,
                     action=r.action,
                     note=reservation_note(r.metric, float(spread), (end - start).total_seconds(), float(pk)),
+                    unit=metric_unit(r.metric),
                 )
             )
     return tuple(events)
