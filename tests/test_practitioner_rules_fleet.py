@@ -609,8 +609,14 @@ def test_migrate_rules() -> None:
         spec = get_spec(new.gpu)
         if new.mem_per_gpu_gib > spec.memory_gib + 1e-9:
             bad.append(f"M1 {sid}: {new.mem_per_gpu_gib:.1f} GiB per GPU > {spec.memory_gib:g} GiB {new.gpu}")
-        assert m.savings_usd_per_month is not None and m.new_cost_usd_per_month is not None
-        if not math.isclose(m.savings_usd_per_month, m.current_cost_usd_per_month - m.new_cost_usd_per_month):
+        assert m.new_cost_usd_per_month is not None
+        diff = m.current_cost_usd_per_month - m.new_cost_usd_per_month
+        if m.cost_change_to_meet_usd_per_month is not None:  # today misses the workload: no saving stated
+            if m.savings_usd_per_month is not None or not math.isclose(
+                m.cost_change_to_meet_usd_per_month, -diff
+            ):
+                bad.append(f"M1 {sid}: a saving against a deployment that misses the workload")
+        elif m.savings_usd_per_month is None or not math.isclose(m.savings_usd_per_month, diff):
             bad.append(f"M1 {sid}: savings != current - new")
         moved = (new.provider, new.region) != (m.current.provider, m.current.region)
         if moved and not any("one-off" in r for r in m.risk_reasons):

@@ -46,7 +46,8 @@ class UnknownNameError(InputError, KeyError):
             # a name holding a comma or a space is quoted, so the list reads unambiguously
             names = [repr(k) if ("," in k or k != k.strip() or " " in k) else k for k in known_list[:40]]
             shown = ", ".join(names) + (f" ... ({len(known_list)} in all)" if len(known_list) > 40 else "")
-            allowed = f"Known {kind}s: {shown}."
+            plural = kind + ("es" if kind.endswith(("s", "x", "ch", "sh")) else "s")  # provider classes
+            allowed = f"Known {plural}: {shown}."
         msg = f"Unknown {kind} {name!r}. {allowed}"
         if hint:
             msg += f" {hint}"

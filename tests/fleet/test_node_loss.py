@@ -43,6 +43,11 @@ def _production(path: Path) -> set[str]:
     return {w.name for w in read_fleet_file(path).workloads if w.production_serving}
 
 
+def _over_regions(path: Path) -> set[str]:
+    """Production services spread over ha_regions >= 2: sized for a lost region instead (test_ha_regions)."""
+    return {w.name for w in read_fleet_file(path).workloads if w.region_loss_sized}
+
+
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.stem)
 def test_every_production_service_survives_a_lost_node(path: Path) -> None:
     _f, plan = _solved(path.name)
@@ -51,7 +56,7 @@ def test_every_production_service_survives_a_lost_node(path: Path) -> None:
     prod = _production(path)
     assert prod, f"{path.name} has no production serving"
     opts = plan.options
-    for name in prod:
+    for name in prod - _over_regions(path):
         lines = [ln for ln in plan.lines if ln.workload == name and ln.pay_kind != "data_transfer"]
         assert lines, name
         for key in {ln.option for ln in lines}:
@@ -106,9 +111,22 @@ def test_the_checker_catches_a_service_on_one_node() -> None:
     assert any("losing the node" in b for b in bad), bad
 
 
+def test_a_service_over_regions_survives_a_lost_region() -> None:
+    """multicloud's chat-eu runs over 2 regions: each carries the whole peak (peak / (2 - 1)), no N+1 spare
+    inside a region (before: peak + one node in each)."""
+    _f, plan = _solved("multicloud.yaml")
+    (name,) = _over_regions(_path("multicloud.yaml"))
+    keys = {ln.option for ln in plan.lines if ln.workload == name and ln.pay_kind != "data_transfer"}
+    assert len({(plan.options[k].provider, plan.options[k].region) for k in keys}) == 2
+    for k in keys:
+        o = plan.options[k]
+        assert o.replicas_needed == 0 and o.region_loss_units >= 1
+        assert o.replicas_peak == o.region_loss_units  # no spare unit on top of the region's share
+
+
 def test_the_checker_catches_whole_gpu_serving_without_a_spare() -> None:
     f, plan = _solved("multicloud.yaml")
-    prod = _production(_path("multicloud.yaml"))
+    prod = _production(_path("multicloud.yaml")) - _over_regions(_path("multicloud.yaml"))
     key = next(ln.option for ln in plan.lines if ln.workload in prod and not ln.mig_profile)
     o = plan.options[key]
     tight = dataclasses.replace(o, replicas_needed=o.nodes_peak // o.nodes_per_replica)

@@ -30,6 +30,20 @@ def _hist(name: str, pod: str, per_min: dict[str, int]) -> list[dict[str, str]]:
     return out
 
 
+def _quiet(
+    name: str, pod: str, bounds: tuple[str, ...], slow_from: str, every_min: int = 5
+) -> list[dict[str, str]]:
+    """A quiet pod: one request every ``every_min`` minutes, each in the bucket ``slow_from`` and above (so
+    its p95 is far over the threshold), 0.0033 req/s: under the 0.1 req/s traffic floor."""
+    counts = " ".join(str(i // every_min) for i in range(21))
+    out = []
+    slow = False
+    for le in bounds:
+        slow = slow or le == slow_from
+        out.append({"series": f'{name}{{{NS},pod="{pod}",le="{le}"}}', "values": counts if slow else "0x20"})
+    return out
+
+
 #: rule -> (input series, eval time, the label sets that must fire; every other series must not)
 CASES: dict[str, tuple[list[dict[str, str]], str, list[dict[str, str]]]] = {
     "high_gpu_utilization": (
@@ -60,13 +74,20 @@ CASES: dict[str, tuple[list[dict[str, str]], str, list[dict[str, str]]]] = {
         _hist("vllm:time_to_first_token_seconds_bucket", "slow", {"0.5": 0, "1.0": 0, "2.5": 10, "+Inf": 0})
         + _hist(
             "sglang:time_to_first_token_seconds_bucket", "fast", {"0.5": 10, "1.0": 0, "2.5": 0, "+Inf": 0}
-        ),
+        )
+        # review: one slow request every 5 minutes paged (p95 of one request = that request); now under the
+        # 0.1 req/s floor it does not
+        + _quiet("vllm:time_to_first_token_seconds_bucket", "quiet", ("0.5", "1.0", "2.5", "+Inf"), "2.5"),
         "15m",
         [{"namespace": "serving", "pod": "slow"}],
     ),
     "serving_tpot": (
         _hist("tgi_request_mean_time_per_token_duration_bucket", "tgi-slow", {"0.1": 0, "0.5": 10, "+Inf": 0})
-        + _hist("vllm:inter_token_latency_seconds_bucket", "fast", {"0.1": 10, "0.5": 0, "+Inf": 0}),
+        + _hist("vllm:inter_token_latency_seconds_bucket", "fast", {"0.1": 10, "0.5": 0, "+Inf": 0})
+        # a quiet vLLM pod: 200 slow tokens a minute (a TPOT histogram counts tokens) but one request every 5
+        # minutes (its TTFT count): the floor counts requests, so it does not fire
+        + _hist("vllm:inter_token_latency_seconds_bucket", "quiet", {"0.1": 0, "0.5": 200, "+Inf": 0})
+        + _quiet("vllm:time_to_first_token_seconds_bucket", "quiet", ("0.5", "+Inf"), "0.5"),
         "15m",
         [{"namespace": "serving", "pod": "tgi-slow"}],
     ),
@@ -112,7 +133,8 @@ def _unit_tests(rules_file: str) -> dict[str, Any]:
     tests = []
     for name, (series, at, fire) in CASES.items():
         r = by_name[name]
-        ann = {"summary": f"{r.metric} {r.op} {r.threshold:g} for {r.for_text}", "action": r.action}
+        floor = f" at >= {r.min_requests_per_s:g} requests/s per pod" if r.min_requests_per_s else ""
+        ann = {"summary": f"{r.metric} {r.op} {r.threshold:g} for {r.for_text}{floor}", "action": r.action}
         tests.append(
             {
                 "interval": "1m",
@@ -198,3 +220,105 @@ def test_store_evaluation_of_the_serving_rules(tmp_path: Path) -> None:
         isinstance(rules["inference_latency"], AlertRule)
         and rules["inference_latency"].metric == "ttft_p95_s"
     )
+
+
+def test_store_evaluation_keeps_the_traffic_floor(tmp_path: Path) -> None:
+    """Review: over the store, a quiet pod (one request every 5 minutes, each 2 s to its first token) paged
+    ``inference_latency`` for its whole life: the p95 of one request is that request. Under the 0.1 req/s
+    floor (30 requests per 5-minute window) it does not; a pod at 10 req/min with the same latency does."""
+    import dataclasses
+
+    b = SampleBatch()
+    t0 = 1_780_000_200_000_000
+    minute = 60_000_000
+    for pod, per_min in (("quiet", 0.2), ("busy", 10.0)):
+        lab = {"host": f"svc:serving/{pod}", "namespace": "serving", "pod": pod, "source": "t"}
+        for i in range(60):
+            ts = t0 + i * minute
+            n = float(int(i * per_min))  # cumulative requests, all in the (1, 2.5] s bucket
+            for le, v in (("0.5", 0.0), ("1.0", 0.0), ("2.5", n), ("+Inf", n)):
+                b.add(labels={**lab, "le": le}, gpu_index=-1, ts_us=ts, metric="ttft_s_bucket", value=v)
+    s = TelemetryStore(tmp_path)
+    s.append(b, ProblemCounter(), sources=["t"], rows_read=len(b), now_us=t0 + 86_400_000_000)
+    w = resolve_window(s, 14, None, 0.95)
+    rule = {r.name: r for r in load_rules()}["inference_latency"]
+    assert rule.min_requests_per_s == pytest.approx(0.1)
+    assert {e.subject for e in evaluate(s, w, [rule])} == {"svc:serving/busy"}
+    # without the floor (the rule before this review) the quiet pod pages too
+    bare = dataclasses.replace(rule, min_requests_per_s=None)
+    assert {e.subject for e in evaluate(s, w, [bare])} == {"svc:serving/busy", "svc:serving/quiet"}
+
+
+def test_a_traffic_floor_only_on_latency_percentiles(tmp_path: Path) -> None:
+    from gpufleet.errors import ConfigFileError
+
+    f = tmp_path / "rules.yaml"
+    f.write_text(
+        "rules:\n  - {name: q, metric: queue_requests, op: '>', threshold: 0, for: 5m,"
+        " min_requests_per_s: 1}\n"
+    )
+    with pytest.raises(ConfigFileError, match="min_requests_per_s applies to request-latency percentiles"):
+        load_rules(f)
+    f.write_text("rules:\n  - {name: t, metric: ttft_p95_s, op: '>', threshold: 1, min_requests_per_s: 0}\n")
+    with pytest.raises(ConfigFileError, match="min_requests_per_s"):
+        load_rules(f)
+    # with the user's own expression the floor would not be exported: refused, not silently dropped
+    f.write_text(
+        "rules:\n  - {name: t, metric: ttft_p95_s, op: '>', threshold: 1, min_requests_per_s: 0.1,"
+        " promql: 'my_ttft_p95'}\n"
+    )
+    with pytest.raises(ConfigFileError, match="put the traffic guard in it"):
+        load_rules(f)
+
+
+def test_store_tpot_floor_counts_requests_not_tokens(tmp_path: Path) -> None:
+    """Over the store the TPOT rule counts requests from the pod's TTFT histogram (a vLLM TPOT histogram
+    observes every token: 200 slow tokens a minute are one request every 5 minutes here), and a pod with no
+    TTFT histogram (TGI) from its own per-request TPOT histogram (10 requests a minute: judged)."""
+    b = SampleBatch()
+    t0 = 1_780_000_200_000_000
+    minute = 60_000_000
+    for i in range(60):
+        ts = t0 + i * minute
+        quiet = {"host": "svc:serving/quiet", "namespace": "serving", "pod": "quiet", "source": "t"}
+        for le, v in (("0.1", 0.0), ("0.5", 200.0 * i), ("+Inf", 200.0 * i)):  # tokens, all slow
+            b.add(labels={**quiet, "le": le}, gpu_index=-1, ts_us=ts, metric="tpot_s_bucket", value=v)
+        n = float(i // 5)  # one request every 5 minutes
+        for le, v in (("0.5", n), ("+Inf", n)):
+            b.add(labels={**quiet, "le": le}, gpu_index=-1, ts_us=ts, metric="ttft_s_bucket", value=v)
+        tgi = {"host": "svc:serving/tgi", "namespace": "serving", "pod": "tgi", "source": "t"}
+        for le, v in (("0.1", 0.0), ("0.5", 10.0 * i), ("+Inf", 10.0 * i)):  # requests, all slow
+            b.add(labels={**tgi, "le": le}, gpu_index=-1, ts_us=ts, metric="tpot_s_bucket", value=v)
+    s = TelemetryStore(tmp_path)
+    s.append(b, ProblemCounter(), sources=["t"], rows_read=len(b), now_us=t0 + 86_400_000_000)
+    w = resolve_window(s, 14, None, 0.95)
+    rule = {r.name: r for r in load_rules()}["serving_tpot"]
+    assert {e.subject for e in evaluate(s, w, [rule])} == {"svc:serving/tgi"}
+
+
+def test_an_event_peak_carries_its_unit(tmp_path: Path) -> None:
+    """The alerts table printed "peak 2.42" for a TTFT event: 2.42 of what? Each event carries the unit of
+    its rule's metric and the row shows it ("2.42 s")."""
+    from gpufleet.report.telemetry import alert_rows
+    from gpufleet.telemetry.alerts import metric_unit
+
+    b = SampleBatch()
+    t0 = 1_780_000_200_000_000
+    lab = {"host": "svc:serving/busy", "namespace": "serving", "pod": "busy", "source": "t"}
+    for i in range(60):
+        n = float(10 * i)
+        for le, v in (("1.0", 0.0), ("2.5", n), ("+Inf", n)):
+            b.add(labels={**lab, "le": le}, gpu_index=-1, ts_us=t0 + i * 60_000_000, metric="ttft_s_bucket",
+                  value=v)  # fmt: skip
+    s = TelemetryStore(tmp_path)
+    s.append(b, ProblemCounter(), sources=["t"], rows_read=len(b), now_us=t0 + 86_400_000_000)
+    w = resolve_window(s, 14, None, 0.95)
+    (e,) = evaluate(s, w, [{r.name: r for r in load_rules()}["inference_latency"]])
+    assert e.unit == "s"
+    assert alert_rows([e])[0][5] == f"{e.peak:.3g} s"
+    units = {r.name: metric_unit(r.metric) for r in load_rules()}
+    assert units == {
+        "high_gpu_utilization": "%", "high_memory_usage": "%", "inference_latency": "s",
+        "serving_tpot": "s/token", "serving_queue": "requests", "serving_kv_cache": "fraction",
+        "serving_preemptions": "preemptions/5 min", "cost_overrun": "USD/day",
+    }  # fmt: skip

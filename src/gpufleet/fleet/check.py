@@ -59,6 +59,8 @@ def _check_node_loss(fw: FleetWorkload, opts: Sequence[Option]) -> list[str]:
     (:func:`gpufleet.fleet.pools.check_pools`)."""
     if not fw.production_serving:
         return []
+    if fw.region_loss_sized:
+        return _check_region_loss(fw, opts)
     bad = []
     for o in opts:
         if not o.survives_node_loss:
@@ -80,6 +82,29 @@ def _check_node_loss(fw: FleetWorkload, opts: Sequence[Option]) -> list[str]:
         if o.blocks and o.blocks[0].nodes < 2:
             bad.append(
                 f"{fw.name}: {o.key} runs {base} replica unit(s) in its base block (one lost node stops it)"
+            )
+    return bad
+
+
+def _check_region_loss(fw: FleetWorkload, opts: Sequence[Option]) -> list[str]:
+    """Production serving over ``ha_regions`` = N >= 2 regions survives the loss of one region: every
+    placement runs at peak the units that carry its share (the peak / (N - 1), in its own GPUs' units), so
+    the N - 1 left carry the peak; a lost node is less than a lost region."""
+    bad = []
+    for o in opts:
+        if o.region_loss_units <= 0:
+            bad.append(f"{fw.name}: {o.key} is not sized to carry peak / ({fw.ha_regions} - 1) of the load")
+            continue
+        if o.is_mig:
+            if o.mig_slices < o.region_loss_units:
+                bad.append(f"{fw.name}: {o.mig_slices} slice(s) in {o.key}, its region share needs "
+                           f"{o.region_loss_units}")  # fmt: skip
+            continue
+        units = _units_on(o.nodes_peak, max(1, o.units_per_node), max(1, o.nodes_per_replica))
+        if units < o.region_loss_units:
+            bad.append(
+                f"{fw.name}: {units} replica unit(s) at peak in {o.key}; with one of {fw.ha_regions} regions "
+                f"lost each region left must carry {o.region_loss_units}"
             )
     return bad
 

@@ -378,6 +378,7 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
             [(ov.s, 1.0) for ov in ovs],
             lo=need,
             hi=need,
+            unit="placements",
         )
         if fw.ha_regions > 1:
             by_region: dict[tuple[str, str], list[int]] = defaultdict(list)
@@ -424,7 +425,9 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
 
     for qi, q in enumerate(c.quotas):
         if quota_terms[qi] and worst_case(quota_max, qi) > q.limit + 1e-9:
-            p.add_row(f"{q.name} (<= {q.limit:g} {q.unit})", "quota", quota_terms[qi], hi=q.limit)
+            p.add_row(
+                f"{q.name} (<= {q.limit:g} {q.unit})", "quota", quota_terms[qi], hi=q.limit, unit=str(q.unit)
+            )
     for bi_, bud in enumerate(c.budgets if levers.budgets else ()):
         if budget_terms[bi_] and worst_case(budget_max, bi_) > bud.usd_per_month - budget_const[bi_] + 1e-9:
             p.add_row(
@@ -432,6 +435,7 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
                 "budget",
                 budget_terms[bi_],
                 hi=bud.usd_per_month - budget_const[bi_],
+                unit="USD/month",
             )
     for k, e in enumerate(existing):
         if existing_terms[k]:
@@ -449,6 +453,7 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
                 "capacity",
                 site_terms[site.name],
                 hi=float(site.nodes),
+                unit="nodes",
             )
     if c.max_providers is not None and len(provider_opts) > c.max_providers:
         uvars = {}
@@ -468,5 +473,6 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
             "providers",
             [(v, 1.0) for v in uvars.values()],
             hi=float(c.max_providers),
+            unit="providers",
         )
     return model

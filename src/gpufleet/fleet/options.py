@@ -125,7 +125,8 @@ def _blocks(
 
 
 def _units_for(fw: FleetWorkload, units: int) -> int:
-    """Units per region: HA over N >= 2 regions sizes each region to carry the peak with one region lost."""
+    """Units per region: HA over N >= 2 regions sizes each region to carry the peak with one region lost
+    (ceil(peak / (N - 1)); production serving adds no N+1 spare on top, :attr:`FleetWorkload.node_spare`)."""
     if fw.ha_regions >= 2:
         return math.ceil(units / (fw.ha_regions - 1))
     return units
@@ -166,8 +167,11 @@ def _transfer(fw: FleetWorkload, provider: str, region: str, notes: set[str]) ->
             total += usd * d.transfers_per_month
     if d.serving_egress_gib_per_month > 0:
         tiers = egress_tiers(provider, "internet_out", region)
+        # over ha_regions = N regions each serves 1/N of the traffic (the data above is copied to each);
+        # before the second review of 2026-11-29 every region was billed the whole month's responses
+        share = d.serving_egress_gib_per_month / max(1, fw.ha_regions)
         if tiers:
-            total += priced_gib(tiers, d.serving_egress_gib_per_month)
+            total += priced_gib(tiers, share)
         elif provider != ONPREM:
             notes.add(f"no sourced internet egress price for {provider}: serving traffic priced at $0")
     return total
@@ -211,12 +215,12 @@ def _option(
     units (N+1, :func:`gpufleet.recommend.failure.units_with_spare`) at every hour with demand."""
     units = _units_for(fw, units_peak)
     load = 0
-    if serving is None and fw.production_serving:  # capacity serving: one node's units spare (N+1)
+    if serving is None and fw.node_spare:  # capacity serving: one node's units spare (N+1)
         load = units
         units = load + _capacity_spare(units_per_node, nodes_per_unit)
         if blocks is None:
             blocks = _capacity_blocks(fw, load, units_per_node, nodes_per_unit)
-    elif serving is not None and needs_spare(serving):
+    elif serving is not None and needs_spare(serving) and fw.node_spare:
         load = units
         spare = units_with_spare(load, serving) - load
         units = load + spare
@@ -259,6 +263,7 @@ def _option(
         on_prem_fixed_usd_per_node_month=site.fixed_usd_per_node_month if site else 0.0,
         on_prem_energy_usd_per_node_hour=site.energy_usd_per_node_hour if site else 0.0,
         replicas_needed=load,
+        region_loss_units=units if fw.region_loss_sized else 0,
         units_per_node=units_per_node,
     )
 
@@ -339,11 +344,11 @@ class _Sizer:
         shape_code = cand.units_per_node * 4096 + cand.nodes_per_unit
         for sc in np.unique(shape_code).tolist():
             upn, npu = divmod(int(sc), 4096)
-            key = (fw.demand, units, upn, npu, fw.production_serving)
+            key = (fw.demand, units, upn, npu, fw.node_spare)
             if key not in self.blocks:
                 self.blocks[key] = (
                     _capacity_blocks(fw, units, upn, npu)
-                    if fw.production_serving
+                    if fw.node_spare
                     else _blocks(lambda k: fw.demand.hours_needing(k, units), units, upn, npu)
                 )
             bl = self.blocks[key]

@@ -22,7 +22,7 @@ from gpufleet.fleet.options import ONPREM, build_options
 from gpufleet.fleet.pools import decode_pools, slice_line
 from gpufleet.fleet.prune import prune_options
 from gpufleet.fleet.sharing import options_for_levers
-from gpufleet.fleet.solve import binding_rows, solve
+from gpufleet.fleet.solve import binding_rows, shortfall_text, solve
 from gpufleet.fleet.spec import read_fleet_file
 from gpufleet.fleet.types import Fleet, FleetPlan, Option, PlanLine, SharedPool, SolveStats
 from gpufleet.recommend.perf import DefaultEstimator, Estimator
@@ -288,7 +288,7 @@ def solve_fleet(
         )
     if sol.status == "infeasible":
         binding = (
-            [f"{name} (short by {v:,.4g})" for name, v in binding_rows(p, time_limit_s=time_limit_s)]
+            [shortfall_text(p, name, v) for name, v in binding_rows(p, time_limit_s=time_limit_s)]
             if explain
             else []
         )
@@ -453,7 +453,7 @@ def _model_notes(f: Fleet) -> tuple[str, ...]:
         "Spot is an expected cost: price x interruption factor (training: checkpoint/restart slowdown; "
         "inference: over-provisioning 1/availability), only for the workload's preemptible share.",
     ]
-    prod = [w.name for w in f.workloads if w.production_serving]
+    prod = [w.name for w in f.workloads if w.node_spare]
     if prod:
         out.append(
             f"Production serving ({', '.join(prod)}) survives one lost node: each placement keeps one node's "
@@ -461,8 +461,15 @@ def _model_notes(f: Fleet) -> tuple[str, ...]:
             "slices of a production service sit in two mirrored halves of their pool (checked per GPU)."
         )
     if any(w.ha_regions > 1 for w in f.workloads):
+        ha_prod = [w.name for w in f.workloads if w.region_loss_sized]
         out.append(
-            "HA over N regions sizes every region for the peak / (N - 1) replicas (survives one region)."
+            "HA over N regions sizes every region for the peak / (N - 1) replicas (survives one region)"
+            + (
+                f"; production serving over regions ({', '.join(ha_prod)}) adds no N+1 spare inside a "
+                "region: the N - 1 regions left carry the peak, and a lost node is less than a lost region."
+                if ha_prod
+                else "."
+            )
         )
     if any(w.sharing != "none" for w in f.workloads):
         out.append(

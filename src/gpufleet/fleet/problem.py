@@ -19,6 +19,7 @@ class Row:
     cols: list[int] = field(default_factory=list)
     vals: list[float] = field(default_factory=list)
     elastic: bool = True  # may be relaxed with a slack when explaining infeasibility
+    unit: str = ""  # what the row sums (a shortfall is stated in it): "USD/month", "gpus", "nodes", ...
 
 
 @dataclass(slots=True)
@@ -50,8 +51,9 @@ class Problem:
         lo: float = -math.inf,
         hi: float = math.inf,
         elastic: bool = True,
+        unit: str = "",
     ) -> Row:
-        row = Row(name=name, group=group, lo=lo, hi=hi, elastic=elastic)
+        row = Row(name=name, group=group, lo=lo, hi=hi, elastic=elastic, unit=unit)
         for j, v in terms:
             row.cols.append(j)
             row.vals.append(v)

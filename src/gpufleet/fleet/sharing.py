@@ -180,8 +180,11 @@ def mig_options(
                 n_region = math.ceil(n / (fw.ha_regions - 1)) if fw.ha_regions >= 2 else n
                 # production (N+1 over nodes): the N slices the load needs in each half of a mirrored pool,
                 # so one lost node or GPU leaves a whole half's N (gpufleet.fleet.pools.place_slices)
-                load = n_region if needs_spare(w) else 0
-                n_region = 2 * n_region if needs_spare(w) else n_region
+                # over ha_regions >= 2 the other regions are the spare (each sized for peak / (N - 1))
+                mirror = needs_spare(w) and fw.node_spare
+                load = n_region if mirror else 0
+                ha_units = n_region if fw.region_loss_sized else 0
+                n_region = 2 * n_region if mirror else n_region
                 out.append(
                     Option(
                         key=f"{fw.name}#mig{start + len(out)}",
@@ -206,6 +209,7 @@ def mig_options(
                         mig_compute_slices=s.compute_slices,
                         mig_compute_slices_total=s.compute_slices_total,
                         replicas_needed=load,
+                        region_loss_units=ha_units,
                     )
                 )
     return out, tuple(sorted(notes))

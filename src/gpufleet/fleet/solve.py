@@ -227,8 +227,20 @@ def solve(p: Problem, *, time_limit_s: float = 60.0, mip_rel_gap: float = 1e-6) 
     )
 
 
+def shortfall_text(p: Problem, name: str, v: float) -> str:
+    """``name (short by <v> <unit>)``: a budget short by $660.70/month, a quota by 4 gpus (was a bare
+    "short by 660.7")."""
+    unit = next((r.unit for r in p.rows if r.name == name), "")
+    if not math.isfinite(v):
+        return f"{name} (short by an amount not determined)"
+    if unit == "USD/month":
+        return f"{name} (short by ${v:,.2f}/month)"
+    return f"{name} (short by {v:,.4g}{' ' + unit if unit else ''})"
+
+
 def binding_rows(p: Problem, *, time_limit_s: float = 60.0) -> list[tuple[str, float]]:
-    """(row name, violation) for the rows an elastic re-solve must relax to become feasible."""
+    """(row name, violation in the row's unit, :attr:`Row.unit`) for the rows an elastic re-solve must relax
+    to become feasible (:func:`shortfall_text` says it with its unit)."""
     from scipy.optimize import Bounds, LinearConstraint, milp
     from scipy.sparse import csr_matrix, hstack
 

@@ -140,6 +140,19 @@ class FleetWorkload:
             return self.workload.tier == "production" and not self.workload.is_training
         return self.resources is not None and self.resources.tier == "production" and not self.resources.job
 
+    @property
+    def node_spare(self) -> bool:
+        """Production serving in one region keeps one node's worth of units spare (N+1). Over ``ha_regions``
+        >= 2 regions the spare is the other regions' share instead: each region is sized for the peak /
+        (N - 1), so the N - 1 regions left after losing one carry the peak, and a lost node (less than a
+        region) is covered too. Adding N+1 in every region as well paid for two failures at once."""
+        return self.production_serving and self.ha_regions < 2
+
+    @property
+    def region_loss_sized(self) -> bool:
+        """Production serving over ``ha_regions`` >= 2 regions: each placement carries the peak / (N - 1)."""
+        return self.production_serving and self.ha_regions >= 2
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Quota:
@@ -289,6 +302,10 @@ class Option:
     #: peak load in this region; the option deploys more so that one lost node (or MIG-hosting GPU) leaves
     #: them. 0 = no failure claim (batch, dev, training, capacity workloads)
     replicas_needed: int = 0
+    #: production serving over ha_regions = N >= 2 regions: the replica units (MIG: slices) this region must
+    #: run at peak so that the N - 1 regions left after one is lost carry the peak load (ceil(load / (N - 1)),
+    #: no spare inside the region); 0 = no region-loss claim
+    region_loss_units: int = 0
     units_per_node: int = 1  # replica units one node holds (capacity workloads may stack several) [count]
 
     @property

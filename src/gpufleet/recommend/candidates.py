@@ -698,6 +698,8 @@ def _cost(
         with np.errstate(invalid="ignore", divide="ignore"):
             per_mtok = cost_month / (load * service_s) * MILLION
             per_mtok_sat = cost_month / (sat_tput * service_s) * MILLION
+        # where full capacity is below the load the load's tokens are not made: no unit cost at the load
+        per_mtok = np.where(sat_tput >= load * (1.0 - 1e-9), per_mtok, np.nan)
         cost_run = nan
         ttt = nan
         speed = _col(cols, cfg_i, _SPEED)

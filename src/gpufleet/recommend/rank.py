@@ -344,13 +344,16 @@ def with_unit_costs(
     sat = c.saturated_output_tokens_per_s
     month_load = load * service_s if load else None
     month_sat = sat * service_s if sat else None
+    # a deployment whose full capacity is below the load does not make the load's tokens: no unit cost "at
+    # your load" (before: 1 A10G at 949 tok/s read $0.027/1M at a 10,240 tok/s load, 11x too low)
+    serves = load is not None and sat is not None and sat >= load * (1.0 - 1e-9)
     return dataclasses.replace(
         c,
         load_output_tokens_per_s=load,
         output_tokens_per_month_at_load=month_load,
         output_tokens_per_month_saturated=month_sat,
         cost_usd_per_million_output_tokens_at_load=c.cost_usd_per_month / month_load * MILLION
-        if month_load
+        if month_load and serves
         else None,
         cost_usd_per_million_output_tokens_saturated=c.cost_usd_per_month / month_sat * MILLION
         if month_sat

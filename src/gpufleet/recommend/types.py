@@ -351,6 +351,10 @@ class Migration:
     complexity_reasons: tuple[str, ...]
     verdict: str  # one paragraph: migrate / stay, and why
     recommendation: Recommendation
+    #: new - current [USD/month] when the current deployment misses the workload (its SLOs or load): what
+    #: meeting it costs more (negative: less). Not a saving, since the two do not meet the same SLOs, so
+    #: ``savings_usd_per_month`` and ``savings_pct`` are None then. None when the current one meets it.
+    cost_change_to_meet_usd_per_month: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

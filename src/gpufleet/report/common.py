@@ -115,13 +115,18 @@ def unit_cost_text(c: Candidate) -> str:
     (every replica paid for at its saturated batch, ``..._saturated``); training: $/run."""
     at_load = c.cost_usd_per_million_output_tokens_at_load
     sat = c.cost_usd_per_million_output_tokens_saturated
+    load = c.load_output_tokens_per_s
+    sat_tps = c.saturated_output_tokens_per_s
     parts = []
-    if at_load is not None and c.load_output_tokens_per_s:
-        parts.append(f"{usd(at_load)}/1M tok at your load ({num(c.load_output_tokens_per_s)} tok/s)")
+    if at_load is not None and load:
+        parts.append(f"{usd(at_load)}/1M tok at your load ({num(load)} tok/s)")
+    elif load and sat_tps is not None and sat_tps < load:
+        parts.append(f"cannot serve your load ({num(load)} tok/s > {num(sat_tps)} tok/s at full capacity)")
     elif sat is not None:
         parts.append("no load given")
     if sat is not None:
-        parts.append(f"{usd(sat)}/1M tok at full capacity")
+        at = f" ({num(sat_tps)} tok/s, saturated batch)" if sat_tps else ""
+        parts.append(f"{usd(sat)}/1M tok at full capacity{at}")
     if parts:
         return "; ".join(parts)
     if c.cost_usd_per_run is not None:

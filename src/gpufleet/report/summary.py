@@ -51,6 +51,12 @@ def migration_rows(m: Migration) -> list[tuple[str, str, str]]:
 
 
 def savings_text(m: Migration) -> str:
+    extra = m.cost_change_to_meet_usd_per_month
+    if extra is not None:
+        return (
+            f"none: the current deployment misses the workload, so the two do not meet the same SLOs; "
+            f"meeting it costs {usd(abs(extra))}/month {'more' if extra >= 0 else 'less'}"
+        )
     if m.savings_usd_per_month is None:
         return "none (nothing beats the current deployment)"
     return f"{usd(m.savings_usd_per_month)}/month ({pct(m.savings_pct)})"
@@ -96,4 +102,6 @@ def scenario_set_row(s: ScenarioResult) -> tuple[str, str, str, str, str]:
         cost = usd(s.migration.new_cost_usd_per_month)  # same runs/schedule as today (see Migration)
     if s.migration is not None and s.migration.savings_usd_per_month is not None:
         savings = f"{usd(s.migration.savings_usd_per_month)} ({pct(s.migration.savings_pct)})"
+    elif s.migration is not None and s.migration.cost_change_to_meet_usd_per_month is not None:
+        savings = "none (today misses the workload)"
     return (s.name, rec.status, label, cost, savings)

@@ -571,7 +571,7 @@ def alert_rows(events: Sequence[AlertEvent]) -> list[list[str]]:
             e.subject,
             f"{e.start:%Y-%m-%d %H:%M}",
             f"{e.duration_s / 60:.0f} min",
-            fmt_number(e.peak),
+            f"{fmt_number(e.peak)} {e.unit}".rstrip(),
             e.action,
             e.note,
         ]

@@ -221,6 +221,38 @@ def schedule_runs(
         ]
 
 
+def _check_change_filters(st: State, provider: str | None, instance_type: str | None) -> None:
+    """An unknown provider or instance type is a 404 naming the allowed values (as ``catalog offers
+    --provider`` and ``catalog history`` do), not a 200 with no changes, which reads as "prices unchanged".
+    Known = in the catalog the offer routes answer from (shipped + refreshed rows)."""
+    from gpufleet.errors import UnknownNameError
+
+    if provider is None and instance_type is None:
+        return
+    cat = st.catalogs.cached() or st.catalogs.current()
+    providers = cat.table.column("provider")
+    if provider is not None and provider not in set(providers.tolist()):
+        raise UnknownNameError(
+            "provider",
+            provider,
+            set(providers.tolist()),
+            "Provider names are lower case (aws, gcp, azure, ...).",
+        )
+    if instance_type is not None:
+        types = cat.table.column("instance_type")
+        if provider is not None:
+            types = types[providers == provider]
+        known = set(types.tolist())
+        if instance_type not in known:
+            raise UnknownNameError(
+                f"{provider} instance type" if provider else "instance type",
+                instance_type,
+                known,
+                "Instance types are the provider's own names (e.g. p5.48xlarge); "
+                "GET /api/v1/catalog/offers lists them.",
+            )
+
+
 @router.get("/catalog/changes", response_model=PriceChangePage, tags=["catalog"])
 def catalog_changes(
     who: Who,
@@ -234,7 +266,8 @@ def catalog_changes(
     offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
 ) -> PriceChangePage:
     """Prices changed by the catalog refreshes (viewer): offer, old and new USD/h, relative change; newest
-    refresh first, then largest change."""
+    refresh first, then largest change. An unknown provider or instance type is a 404 with the known ones."""
+    _check_change_filters(st, provider, instance_type)
     q = select(PriceChange)
     if provider is not None:
         q = q.where(PriceChange.provider == provider)

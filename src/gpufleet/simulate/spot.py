@@ -435,7 +435,10 @@ def simulate_spot_job(
                 p_deadline_miss=miss,
                 expected_interruptions=float(np.mean(ints)),
                 expected_on_demand_hours=float(np.mean(od_h)),
-                savings_vs_on_demand=1.0 - float(c.mean()) / od_cost if od_cost > 0 else 0.0,
+                # the on-demand row against itself is 0, not a float residue shown as "-0.0 %"
+                savings_vs_on_demand=1.0 - float(c.mean()) / od_cost
+                if od_cost > 0 and abs(float(c.mean()) - od_cost) > 1e-9 * od_cost
+                else 0.0,
                 hours_samples=tuple(h.tolist()),
             )
         )

@@ -43,6 +43,14 @@ DERIVED: Final[dict[str, str]] = {
     "preemptions_per_5m": "requests preempted per 5-minute window, per pod (vllm:num_preemptions_total)",
     "cost_usd_per_day": "fleet GPU-hours per UTC day x each GPU's price per hour (inventory/catalog)",
 }
+#: Metrics a traffic floor (``min_requests_per_s``) applies to: a p95 of requests per 5-minute window.
+FLOOR_METRICS: Final = ("ttft_p95_s", "tpot_p95_s")
+#: Requests per 5-minute window of one pod below which a latency p95 is not judged: with fewer than 20
+#: observations the empirical p95 is the slowest single request, so one slow request on a quiet service pages
+#: (Google SRE Workbook, "Alerting on SLOs", "Low-traffic services and error budget alerting"). The default
+#: rules ask 0.1 req/s, 30 requests a window, and the floor is read from the TTFT histogram's count (one
+#: observation per request; TGI, which exports no TTFT histogram: its per-request TPOT histogram's count).
+WINDOW_S: Final = 300.0
 _DURATION_RE: Final = re.compile(r"^(\d+(?:\.\d+)?)(s|m|h|d)$")
 _UNIT_S: Final = {"s": 1.0, "m": 60.0, "h": SECONDS_PER_HOUR, "d": SECONDS_PER_HOUR * HOURS_PER_DAY}
 Op = Literal[">", ">=", "<", "<="]
@@ -67,6 +75,8 @@ class _RuleIn(NoBoolNumbers):
     severity: str = "warning"
     action: str = ""
     promql: str | None = None
+    #: traffic floor [requests/s per pod over the 5-minute window]: below it the latency rule does not fire
+    min_requests_per_s: float | None = Field(default=None, gt=0, le=1e6)
 
     @field_validator("metric")
     @classmethod
@@ -84,6 +94,23 @@ class _RuleIn(NoBoolNumbers):
                 "maximum), so the rule could never fire; give at most 36500d"
             )
         return v
+
+    @model_validator(mode="after")
+    def _floor_metric(self) -> _RuleIn:
+        if self.min_requests_per_s is not None and self.metric not in FLOOR_METRICS:
+            raise ValueError(
+                "min_requests_per_s applies to request-latency percentiles "
+                f"({', '.join(FLOOR_METRICS)}), not {self.metric}; remove it from this rule"
+            )
+        if self.min_requests_per_s is not None and self.promql:
+            # the exported rule would be the user's expression without the guard: a silent difference from
+            # the store's evaluation, which applies the floor
+            raise ValueError(
+                "min_requests_per_s is added to the built-in expression only; with your own promql, put the "
+                "traffic guard in it (e.g. `... and on (namespace, pod) (sum by (namespace, pod) "
+                "(rate(<histogram>_count[5m])) >= 0.1)`) and remove min_requests_per_s"
+            )
+        return self
 
     @model_validator(mode="after")
     def _reachable(self) -> _RuleIn:
@@ -114,6 +141,8 @@ class AlertRule:
     severity: str
     action: str
     promql: str | None
+    #: traffic floor [requests/s per pod, 5-minute window]; None = the rule fires at any traffic
+    min_requests_per_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,10 +157,31 @@ class AlertEvent:
     #: what the event does not mean, where the data says so ('' otherwise): memory held flat at a high share
     #: for an hour or more is a reservation, not a shortage (:func:`reservation_note`)
     note: str = ""
+    #: the unit of ``peak`` (and of the rule's threshold): "%", "s", "USD/day", ... (:func:`metric_unit`)
+    unit: str = ""
 
     @property
     def duration_s(self) -> float:
         return (self.end - self.start).total_seconds()
+
+
+#: Units of the derived metrics (the canonical ones carry theirs in :data:`METRICS`).
+_DERIVED_UNITS: Final[dict[str, str]] = {
+    "memory_used_pct": "%",
+    "request_latency_p95_s": "s",
+    "ttft_p95_s": "s",
+    "tpot_p95_s": "s/token",
+    "preemptions_per_5m": "preemptions/5 min",
+    "cost_usd_per_day": "USD/day",
+}
+
+
+def metric_unit(metric: str) -> str:
+    """The unit a rule's threshold and an event's peak are in (a label states it: "peak 2.42" was bare)."""
+    if metric in _DERIVED_UNITS:
+        return _DERIVED_UNITS[metric]
+    unit = METRICS[metric][0] if metric in METRICS else ""
+    return "fraction" if unit == "ratio" else unit
 
 
 #: Most alert rules in one file: each rule is one query over the window (~25 ms on a small store).
@@ -156,7 +206,8 @@ def _parse_rules(doc: Any, source: str) -> tuple[AlertRule, ...]:
             raise ConfigFileError(
                 f"{source}, rule {i}: {'.'.join(str(x) for x in err['loc']) or 'rule'}: {err['msg']}. Keys: "
                 "name, "
-                "metric, op (> >= < <=), threshold, for (e.g. 10m), severity, action, promql."
+                "metric, op (> >= < <=), threshold, for (e.g. 10m), severity, action, promql, "
+                "min_requests_per_s (ttft_p95_s, tpot_p95_s)."
             ) from None
         if r.name in names:
             raise ConfigFileError(f"{source}: rule name {r.name!r} is used twice; names must be unique.")
@@ -172,6 +223,7 @@ def _parse_rules(doc: Any, source: str) -> tuple[AlertRule, ...]:
                 severity=r.severity,
                 action=r.action,
                 promql=r.promql,
+                min_requests_per_s=r.min_requests_per_s,
             )
         )
     return tuple(out)
@@ -223,13 +275,10 @@ _WINDOWED: Final[dict[str, str]] = {
 }
 
 
-def _windowed_values(store: TelemetryStore, window: Window, metric: str) -> dict[str, Any]:
-    """Columns (subject, t, v) of a counter-derived metric per 5-minute window: increases per window (a drop
-    is a restart: the new value counts), then the histogram's p95 (Prometheus ``histogram_quantile``) or
-    the increase itself."""
-    from gpufleet.telemetry.analyze_workloads import histogram_quantile
-
-    base = _WINDOWED[metric]
+def _bucket_increases(
+    store: TelemetryStore, window: Window, base: str
+) -> dict[tuple[str, Any], list[tuple[float, float]]]:
+    """(host, 5-minute window) -> [(upper bound, increase in the window)] of a counter family ``base``."""
     con = store.connect(int(window.start.timestamp() * US_PER_S), int(window.end.timestamp() * US_PER_S))
     rows = con.execute(
         """WITH d AS (SELECT host, le, ts, value - lag(value) OVER (PARTITION BY series_id ORDER BY ts) AS dv,
@@ -244,7 +293,30 @@ def _windowed_values(store: TelemetryStore, window: Window, metric: str) -> dict
     for host, t, le, inc in rows:
         bound = float("inf") if le is None else float(le) if le not in ("+Inf", "Inf") else float("inf")
         per.setdefault((host, t), []).append((bound, float(inc)))
-    out: dict[str, list[Any]] = {"subject": [], "t": [], "v": []}
+    return per
+
+
+def _requests(buckets: list[tuple[float, float]]) -> float:
+    """Observations in the window: the +Inf bucket's increase (a histogram's count)."""
+    return max((c for b, c in buckets if b == float("inf")), default=0.0)
+
+
+def _windowed_values(
+    store: TelemetryStore, window: Window, metric: str, min_requests_per_s: float | None = None
+) -> dict[str, Any]:
+    """Columns (subject, t, v) of a counter-derived metric per 5-minute window: increases per window (a drop
+    is a restart: the new value counts), then the histogram's p95 (Prometheus ``histogram_quantile``) or
+    the increase itself. With ``min_requests_per_s`` a window whose pod served fewer requests (the TTFT
+    histogram's count; a pod without one, TGI: its per-request TPOT histogram's count) reads as not
+    breaching: the column ``quiet`` marks it and the caller reads its value as never over the threshold."""
+    from gpufleet.telemetry.analyze_workloads import histogram_quantile
+
+    per = _bucket_increases(store, window, _WINDOWED[metric])
+    counts: dict[tuple[str, Any], float] = {}
+    if min_requests_per_s is not None:
+        counts = {k: _requests(b) for k, b in _bucket_increases(store, window, "ttft_s_bucket").items()}
+        ttft_hosts = {h for h, _ in counts}
+    out: dict[str, list[Any]] = {"subject": [], "t": [], "v": [], "quiet": []}
     for (host, t), buckets in per.items():
         if metric == "preemptions_per_5m":
             v: float | None = sum(c for _, c in buckets)
@@ -252,6 +324,11 @@ def _windowed_values(store: TelemetryStore, window: Window, metric: str) -> dict
             v = histogram_quantile(0.95, buckets)
         if v is None:
             continue
+        quiet = False
+        if min_requests_per_s is not None:
+            n = counts.get((host, t), 0.0) if host in ttft_hosts else _requests(buckets)
+            quiet = n < min_requests_per_s * WINDOW_S * (1.0 - 1e-9)
+        out["quiet"].append(quiet)
         out["subject"].append(host)
         out["t"].append(t)
         out["v"].append(v)
@@ -261,6 +338,7 @@ def _windowed_values(store: TelemetryStore, window: Window, metric: str) -> dict
         "subject": np.asarray(out["subject"], dtype=object),
         "t": np.asarray(out["t"], dtype="datetime64[us]"),
         "v": np.asarray(out["v"], dtype=float),
+        "quiet": np.asarray(out["quiet"], dtype=bool),
     }
 
 
@@ -358,6 +436,7 @@ def evaluate(
                             peak=usd,
                             severity=r.severity,
                             action=r.action,
+                            unit=metric_unit(r.metric),
                         )
                     )
             continue
@@ -365,8 +444,13 @@ def evaluate(
         peak = "max" if r.op.startswith(">") else "min"
         con = store.connect(int(window.start.timestamp() * US_PER_S), int(window.end.timestamp() * US_PER_S))
         if r.metric in _WINDOWED:
-            con.register("vtab", _windowed_values(store, window, r.metric))
-            sql = "WITH v AS (SELECT * FROM vtab)" + _RUNS_SQL.format(op=r.op, peak=peak)
+            con.register("vtab", _windowed_values(store, window, r.metric, r.min_requests_per_s))
+            # a window under the traffic floor is a non-breaching point (it ends a run), not a gap
+            never = "'-inf'::DOUBLE" if r.op.startswith(">") else "'inf'::DOUBLE"
+            sql = (
+                f"WITH v AS (SELECT subject, t, CASE WHEN quiet THEN {never} ELSE v END AS v FROM vtab)"
+                + _RUNS_SQL.format(op=r.op, peak=peak)
+            )
             args: list[Any] = [r.threshold, max(max_gap_s, step), step, r.for_s]
         else:
             sql = _series_sql(r.metric, step) + _RUNS_SQL.format(op=r.op, peak=peak)
@@ -393,6 +477,7 @@ def evaluate(
                     severity=r.severity,
                     action=r.action,
                     note=reservation_note(r.metric, float(spread), (end - start).total_seconds(), float(pk)),
+                    unit=metric_unit(r.metric),
                 )
             )
     return tuple(events)
@@ -455,6 +540,16 @@ _PROMQL: Final[dict[str, str]] = {
 }
 
 
+#: requests/s per pod over 5 minutes: the TTFT histogram's count (one observation per request) for vLLM and
+#: SGLang; TGI exports no TTFT histogram, its per-request TPOT histogram counts its requests. A pod runs one
+#: engine, so the sum counts each request once.
+_REQUEST_RATE: Final = (
+    'sum by (namespace, pod) (rate({__name__=~"'
+    + "|".join((*exporter_names("ttft_s_bucket"), "tgi_request_mean_time_per_token_duration_bucket"))
+    + '",le="+Inf"}[5m]))'
+)
+
+
 @checked_arguments("Prometheus rules export")
 def prometheus_rules(rules: Sequence[AlertRule], *, price_usd_per_gpu_hour: float | None = None) -> str:
     """The rules as a Prometheus rule file (``groups:
@@ -476,6 +571,8 @@ def prometheus_rules(rules: Sequence[AlertRule], *, price_usd_per_gpu_hour: floa
             expr = f"count(DCGM_FI_DEV_GPU_UTIL) * {price_usd_per_gpu_hour:.4f} * 24 {r.op} {r.threshold:g}"
         elif r.metric in _PROMQL:
             expr = f"({_PROMQL[r.metric]}) {r.op} {r.threshold:g}"
+            if r.min_requests_per_s is not None:
+                expr += f" and on (namespace, pod) ({_REQUEST_RATE} >= {r.min_requests_per_s:g})"
         else:
             skipped.append(r.name)
             continue
@@ -484,7 +581,12 @@ def prometheus_rules(rules: Sequence[AlertRule], *, price_usd_per_gpu_hour: floa
             "expr": expr,
             "labels": {"severity": r.severity},
             "annotations": {
-                "summary": f"{r.metric} {r.op} {r.threshold:g} for {r.for_text}",
+                "summary": f"{r.metric} {r.op} {r.threshold:g} for {r.for_text}"
+                + (
+                    f" at >= {r.min_requests_per_s:g} requests/s per pod"
+                    if r.min_requests_per_s is not None
+                    else ""
+                ),
                 "action": r.action or "see the runbook",
             },
         }

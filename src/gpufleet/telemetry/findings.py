@@ -217,16 +217,22 @@ def _memory_held_not_pressure(
     JAX pre-allocate likewise, so a healthy serving GPU reads ~90 % used whatever its traffic. Memory is
     pressure (a larger GPU helps) only where work runs into it. Two cases where it cannot be read so:
 
-    - compute below ``idle_compute`` at the percentile: nothing runs, so nothing is starved of memory (a
-      loaded model waiting for traffic; it is Overprovisioned, and a larger GPU would only cost more);
+    - compute below ``over_compute`` at the percentile (the bar under which the GPU is Overprovisioned on
+      compute): little work runs, so none is shown to run into the memory (a loaded model waiting for
+      traffic, an engine's or PyTorch's caching allocator holding freed blocks; it is Overprovisioned, and a
+      larger GPU would only cost more). Before the second review of 2026-11-29 the bar was ``idle_compute``
+      (5 %): an H100 pinned at 99 % memory with SM active ~5 % on average (p95 12 %) was Underprovisioned,
+      risk High, with a "larger GPU" option;
     - the workload exports a serving engine's KV-cache gauge: the engine's own measure of its memory
       (``kv_cache_pressure``) decides, not the reservation.
     """
-    if compute is not None and compute < th.idle_compute:
+    if compute is not None and compute < th.over_compute:
         return (
-            f"memory near capacity but compute {pct} {compute:.0%} (< {th.idle_compute:.0%}): memory held "
-            "by a process that does not compute (a loaded model or an engine's pre-allocation, e.g. vLLM's "
-            "gpu_memory_utilization 0.9), not memory pressure"
+            f"memory near capacity but compute {pct} {compute:.0%} (< {th.over_compute:.0%}, "
+            "overprovisioned): memory held by a process that computes little (a loaded model, an engine's "
+            "pre-allocation such as vLLM's gpu_memory_utilization 0.9, or a caching allocator), not memory "
+            "pressure; read it as pressure only with out-of-memory errors or a serving engine's KV-cache "
+            "gauge"
         )
     if serving is not None and serving.kv_cache_p is not None:
         return (
