@@ -14,6 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from gpufleet.report.fleet_report import LINE_COLUMNS
 from gpufleet.report.termtable import whole_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,18 +39,7 @@ def _lines_fit(text: str, width: int = 80) -> None:
 
 
 def test_whole_table_keeps_money_and_status_at_80() -> None:
-    headers = [
-        "Workload",
-        "Team",
-        "Provider",
-        "Region",
-        "Instance",
-        "GPU",
-        "Pay",
-        "Nodes",
-        "h/month",
-        "$/month",
-    ]
+    headers = list(LINE_COLUMNS)
     rows = [
         ["chat-eu-long-name", "product", "hyperstack", "NORWAY-1", "n3-RTX-A4000x2", "RTX-A4000",
          "data_transfer", "12", "730", "$11,467.25"],
@@ -131,18 +121,7 @@ def test_a_table_too_wide_for_80_columns_is_stacked_with_every_cell_whole() -> N
     """The plan's placements at 80 columns folded region and instance words ("northc/entral/us",
     "Standard_NC4/as_T4_v3") into 4-letter columns; a table that would break a word is printed as one block
     per row with ``Header: value`` pairs, and the same table on a wide console stays a table."""
-    headers = [
-        "Workload",
-        "Team",
-        "Provider",
-        "Region",
-        "Instance",
-        "GPU",
-        "Pay",
-        "Nodes",
-        "h/month",
-        "$/month",
-    ]
+    headers = list(LINE_COLUMNS)
     rows = [
         ["dev", "research", "azure", "northcentralus", "Standard_NC4as_T4_v3", "T4", "spot", "1", "176",
          "$28.84"],
