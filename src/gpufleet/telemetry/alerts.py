@@ -189,6 +189,12 @@ MAX_ALERT_RULES = 200
 
 
 def _parse_rules(doc: Any, source: str) -> tuple[AlertRule, ...]:
+    if isinstance(doc, dict) and set(doc) == {"alerts"}:  # the assessment seed's format (seed_alerts.py)
+        from gpufleet.telemetry.seed_alerts import seed_alerts_to_rules
+
+        defaults = parse_yaml_or_json(Path("default_alerts.yaml"), default_rules_text(), lambda k, e: e)
+        by_name = {r["name"]: r for r in defaults["rules"]}
+        doc = {"rules": seed_alerts_to_rules(doc["alerts"], source, by_name)}
     check_top_level(doc, source=source, allowed=("rules",), lists=("rules",), fix="See docs/telemetry.md.")
     if len(doc["rules"]) > MAX_ALERT_RULES:
         raise ConfigFileError(
