@@ -342,6 +342,14 @@ BAD_QUERIES = [
     ("/api/v1/catalog/changes?offset=1000000000000000000", "less than or equal"),
     ("/api/v1/catalog/changes?min_change_fraction=nan", "min_change_fraction"),
     ("/api/v1/catalog/changes?limit=2&limit=3", "given 2 times"),
+    # were 200 with an empty list, as if no price had changed (a typo or a blank filter)
+    ("/api/v1/catalog/changes?provider=nope", "unknown price-api provider"),
+    ("/api/v1/catalog/changes?provider=awss", "did you mean: aws"),
+    ("/api/v1/catalog/changes?provider=lambda", "refreshes of aws, azure and gcp"),
+    ("/api/v1/catalog/changes?provider=", "unknown price-api provider"),
+    ("/api/v1/catalog/changes?provider=%20", "unknown price-api provider"),
+    ("/api/v1/catalog/changes?instance_type=", "blank"),
+    ("/api/v1/catalog/changes?instance_type=%20%20", "blank"),
     ("/api/v1/deliveries?offset=99999999999999999999", "less than or equal"),
     ("/api/v1/deliveries?offset=-1", "greater than or equal"),
     ("/api/v1/deliveries?limit=501", "less than or equal"),
@@ -367,6 +375,8 @@ def test_query_refused(svc: Env, query: str, says: str) -> None:
         "/api/v1/catalog/offers?provider=aws&provider=gcp&limit=2&offset=1",
         "/api/v1/catalog/offers?offset=10000000",
         "/api/v1/jobs?limit=500&offset=10000000",
+        "/api/v1/catalog/changes?provider=AWS&instance_type=p5.48xlarge",
+        "/api/v1/catalog/changes?provider=gcp",
     ],
 )
 def test_list_keys_may_repeat(svc: Env, query: str) -> None:

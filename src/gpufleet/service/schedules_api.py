@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import func, select
 
+from gpufleet.errors import InputError, UnknownNameError
 from gpufleet.service import cron, scheduler
 from gpufleet.service.auth import Principal
 from gpufleet.service.db import Delivery, PriceChange, Schedule, ScheduleRun
@@ -221,6 +222,23 @@ def schedule_runs(
         ]
 
 
+def _refreshed_provider(provider: str) -> str:
+    """``provider`` as the refreshes record it (lower case); an :class:`UnknownNameError` for one no refresh
+    covers (a typo or a blank filter answered an empty list, as if nothing had changed)."""
+    from gpufleet.catalog.fetch.pipeline import PROVIDERS
+
+    name = provider.strip().lower()
+    if name not in PROVIDERS:
+        raise UnknownNameError(
+            "price-API provider",
+            provider,
+            PROVIDERS,
+            hint="Price changes are recorded by the catalog refreshes of aws, azure and gcp; pass one of "
+            "these as provider, or leave provider out for all three.",
+        )
+    return name
+
+
 @router.get("/catalog/changes", response_model=PriceChangePage, tags=["catalog"])
 def catalog_changes(
     who: Who,
@@ -237,9 +255,14 @@ def catalog_changes(
     refresh first, then largest change."""
     q = select(PriceChange)
     if provider is not None:
-        q = q.where(PriceChange.provider == provider)
+        q = q.where(PriceChange.provider == _refreshed_provider(provider))
     if instance_type is not None:
-        q = q.where(PriceChange.instance_type == instance_type)
+        if not instance_type.strip():
+            raise InputError(
+                f"instance_type={instance_type!r} is blank. Give an instance type as the catalog writes it "
+                "(e.g. p5.48xlarge), or leave instance_type out for every instance."
+            )
+        q = q.where(PriceChange.instance_type == instance_type.strip())
     if min_change_fraction > 0:
         q = q.where(func.abs(PriceChange.change_fraction) >= min_change_fraction)
     with st.sm() as db:
