@@ -307,3 +307,10 @@ def test_generated_mutation_keeps_the_contract(
         assert res.output.strip() and "Error" in res.output, res.output
     else:
         assert not any(w in res.output for w in ("NaN", "Infinity")), res.output[-800:]
+
+
+# ---- regions: a bandwidth no transfer runs at ------------------------------------------------------------
+@pytest.mark.parametrize("gbps", ["1e-320", "1e-9", "0.0009"])
+def test_regions_bandwidth_below_one_megabit(gbps: str) -> None:
+    """1e-320 Gbit/s answered exit 0 with every transfer time null (the division overflowed)."""
+    _check(["regions", "--model", "llama-3-8b", "--bandwidth-gbps", gbps], ["--bandwidth-gbps", "1 Mbit/s"])

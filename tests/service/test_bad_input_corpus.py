@@ -614,6 +614,28 @@ def test_booleans_and_strings_are_not_numbers(svc: Env, route: str, body: dict[s
     _refused(svc.client.post(route, headers=svc.h("a_admin"), json=body), 422, "valid number")
 
 
+@pytest.mark.parametrize(
+    ("route", "field"),
+    [
+        ("/api/v1/estimate/infer", "tp"),
+        ("/api/v1/estimate/infer", "gpu_count"),
+        ("/api/v1/estimate/infer", "batch"),
+        ("/api/v1/estimate/infer", "input_len_tokens"),
+        ("/api/v1/estimate/memory", "pp"),
+        ("/api/v1/estimate/memory", "dp"),
+        ("/api/v1/estimate/memory", "seq_len_tokens"),
+        ("/api/v1/estimate/train", "gpu_count"),
+        ("/api/v1/estimate/train", "seq_len_tokens"),
+    ],
+)
+def test_estimate_counts_refuse_booleans(svc: Env, route: str, field: str) -> None:
+    """``"tp": true`` was read as 1 (pydantic's lax int) and answered 200."""
+    body = {"model": "llama-3.1-8b", "gpu": "H100-SXM", field: True}
+    _refused(
+        svc.client.post(route, headers=svc.h("a_viewer"), json=body), 422, f"{field}: got the boolean true"
+    )
+
+
 def test_a_catalog_override_matching_no_offer_is_refused_at_upload(svc: Env) -> None:
     """It was kept (201), then every recommend, plan and offer query of the team failed on it."""
     text = (
