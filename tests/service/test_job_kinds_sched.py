@@ -20,6 +20,9 @@ from gpufleet.service.job_kinds import check_params, execute
 from .fixtures import Env, make_env
 
 ROOT = Path(__file__).resolve().parents[2]
+#: a valid spot simulate job and the base of a valid spot sweep, each case changing one field
+SPOT: dict[str, Any] = {"simulator": "spot", "model": "llama-3.1-8b", "tokens": 1e9}
+SWEEP_BASE: dict[str, Any] = {"model": "llama-3.1-8b", "tokens": 1e9}
 
 
 @pytest.mark.parametrize(
@@ -68,6 +71,38 @@ ROOT = Path(__file__).resolve().parents[2]
         ("sweep", {"kind": "spot", "base": {"fleet": "f.yaml"}, "grid": {}}, "names a file"),
         ("sweep", {"kind": "spot", "grid": {"gpus": []}}, "non-empty list"),
         ("sweep", {"kind": "spot", "grid": {"runs": list(range(1, 1002))}}, "1001 runs; at most 1000"),
+        # accepted (202) before, the job failing later (or a 500: the name too long for the file system)
+        ("simulate", {**SPOT, "model": "x" * 5000}, "Unknown model"),
+        ("simulate", {**SPOT, "gpu": "h1000"}, "Unknown GPU"),
+        ("simulate", {**SPOT, "gpu": " "}, "gpu is blank"),
+        ("simulate", {**SPOT, "precision": "fp7"}, "precision = 'fp7'. Allowed: fp32"),
+        ("simulate", {**SPOT, "precision": ""}, "precision = ''"),
+        ("simulate", {**SPOT, "task": "inference"}, "prices a training run"),
+        ("simulate", {**SPOT, "task": ""}, "task = ''"),
+        ("simulate", {**SPOT, "provider": "awss"}, "Did you mean: aws"),
+        ("simulate", {**SPOT, "provider": ""}, "Unknown provider"),
+        ("simulate", {**SPOT, "seed": -1}, "seed = -1 must be a whole number from 0"),
+        ("sweep", {"kind": "spot", "base": {**SWEEP_BASE, "model": "x" * 5000}}, "Unknown model"),
+        ("sweep", {"kind": "spot", "base": {**SWEEP_BASE, "gpu": "80GB"}}, "Unknown GPU"),
+        (
+            "sweep",
+            {"kind": "spot", "base": SWEEP_BASE, "grid": {"task": ["lora", "serving"]}},
+            "task = 'serving'",
+        ),
+        ("sweep", {"kind": "spot", "base": SWEEP_BASE, "seeds": 0}, "seeds = '0'"),
+        ("sweep", {"kind": "spot", "base": SWEEP_BASE, "seeds": ""}, "non-empty list of integers"),
+        ("sweep", {"kind": "spot", "base": SWEEP_BASE, "seeds": []}, "non-empty list of integers"),
+        ("sweep", {"kind": "spot", "base": SWEEP_BASE, "seeds": [0, 0]}, "repeat a seed"),
+        ("sweep", {"kind": "spot", "base": SWEEP_BASE, "seeds": [-1]}, "from 0 to 2^63 - 1"),
+        ("sweep", {"kind": "spot", "base": SWEEP_BASE, "grid": 0}, "grid = '0'"),
+        ("sweep", {"kind": "spot", "base": SWEEP_BASE, "grid": []}, "grid = '[]'"),
+        ("sweep", {"kind": "spot", "base": ""}, "base = ''"),
+        (
+            "sweep",
+            {"kind": "spot", "base": {}, "grid": {"gpus": [8, 16]}},
+            "model and tokens are not in base",
+        ),
+        ("sweep", {"kind": "spot", "base": {"model": "llama-3.1-8b"}}, "tokens is not in base or grid"),
         ("telemetry_pull", {"url": "file:///etc/passwd"}, "http(s)://"),
         ("telemetry_pull", {"url": "http://prom:9090", "lookback_hours": 0}, "lookback_hours = 0"),
         ("telemetry_pull", {"url": "http://prom:9090", "_telemetry_dir": "/"}, "Unknown telemetry_pull job"),
