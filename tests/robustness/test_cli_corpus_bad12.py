@@ -314,3 +314,12 @@ def test_generated_mutation_keeps_the_contract(
 def test_regions_bandwidth_below_one_megabit(gbps: str) -> None:
     """1e-320 Gbit/s answered exit 0 with every transfer time null (the division overflowed)."""
     _check(["regions", "--model", "llama-3-8b", "--bandwidth-gbps", gbps], ["--bandwidth-gbps", "1 Mbit/s"])
+
+
+# ---- GPU Fleet Optimizer model_config.json: a size class that is not a mapping -----------------------------
+@pytest.mark.parametrize("entry", ["0", '"80GB"', "null", "[]", "true", '""'])
+def test_gfo_model_config_class_not_a_mapping(tmp_path: Path, entry: str) -> None:
+    """``small: 0`` was skipped and the class kept gpufleet's pinned model: `config check` said OK."""
+    path = tmp_path / "model_config.json"
+    path.write_text('{"model_sizes": {"small": ' + entry + ', "medium": {"parameter_count_billion": 35}}}')
+    _check(["config", "check", str(path)], ["entry 'small'", "expected a mapping", "parameter_count_billion"])
