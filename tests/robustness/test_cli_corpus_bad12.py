@@ -323,3 +323,19 @@ def test_gfo_model_config_class_not_a_mapping(tmp_path: Path, entry: str) -> Non
     path = tmp_path / "model_config.json"
     path.write_text('{"model_sizes": {"small": ' + entry + ', "medium": {"parameter_count_billion": 35}}}')
     _check(["config", "check", str(path)], ["entry 'small'", "expected a mapping", "parameter_count_billion"])
+
+
+# ---- telemetry: a blank --prometheus URL -------------------------------------------------------------------
+@pytest.mark.parametrize("url", ["", " ", "\t"])
+@pytest.mark.parametrize(
+    "cmd",
+    [
+        ["telemetry", "findings"],
+        ["telemetry", "report"],
+        ["telemetry", "ingest", "--start", "2026-07-01T00:00:00Z"],
+    ],
+    ids=["findings", "report", "ingest"],
+)
+def test_telemetry_blank_prometheus_url(cmd: list[str], url: str) -> None:
+    """It was read as not given: findings and report analysed the local store (exit 0)."""
+    _check([*cmd, "--prometheus", url], ["--prometheus", "is blank", "base URL"])
