@@ -339,3 +339,11 @@ def test_gfo_model_config_class_not_a_mapping(tmp_path: Path, entry: str) -> Non
 def test_telemetry_blank_prometheus_url(cmd: list[str], url: str) -> None:
     """It was read as not given: findings and report analysed the local store (exit 0)."""
     _check([*cmd, "--prometheus", url], ["--prometheus", "is blank", "base URL"])
+
+
+@pytest.mark.parametrize("flag", ["--models", "--gpus"])
+@pytest.mark.parametrize("blank", ["", " ", ","])
+def test_matrix_blank_value_among_names(flag: str, blank: str) -> None:
+    """``--gpus h100 --gpus ""`` dropped the blank one and answered the matrix (exit 0)."""
+    argv = ["estimate", "matrix", "--models", "llama-3-8b", "--gpus", "h100", flag, blank]
+    _check(argv, [flag, "given 2 times", "names nothing"])
