@@ -305,6 +305,21 @@ def test_path_id_beyond_64_bits(svc: Env, method: str, route: str, huge: str) ->
     _refused(r, 400, "out of range")
 
 
+#: ids pydantic's lax int read as 1 (or 10): ``DELETE /api/v1/tokens/1%20`` revoked token 1 (``1e0``, ``0x1``
+#: and non-ASCII digits are refused by pydantic itself, 422)
+ODD_IDS = ["1%20", "%201", "+1", "%2B1", "1.0", "1_0", "%091"]
+
+
+@pytest.mark.parametrize("odd", ODD_IDS)
+@pytest.mark.parametrize(
+    ("method", "route"),
+    [("GET", "/api/v1/jobs/{}"), ("DELETE", "/api/v1/tokens/{}"), ("DELETE", "/api/v1/webhooks/{}")],
+)
+def test_path_id_not_plain_digits(svc: Env, method: str, route: str, odd: str) -> None:
+    r = svc.client.request(method, route.format(odd), headers=svc.h("b_admin"))
+    _refused(r, 400, "is not an id")
+
+
 @pytest.mark.parametrize("route", ["/api/v1/jobs/0", "/api/v1/jobs/-1", "/api/v1/jobs/9223372036854775807"])
 def test_path_id_in_range_but_absent_is_404(svc: Env, route: str) -> None:
     _refused(svc.client.get(route, headers=svc.h("a_admin")), 404, "no job")
