@@ -320,6 +320,23 @@ def test_path_id_not_plain_digits(svc: Env, method: str, route: str, odd: str) -
     _refused(r, 400, "is not an id")
 
 
+@pytest.mark.parametrize(
+    "query",
+    [
+        "/api/v1/jobs?limit=%205",
+        "/api/v1/jobs?limit=5%20",
+        "/api/v1/jobs?limit=%2B5",
+        "/api/v1/jobs?limit=5.0",
+        "/api/v1/jobs?offset=1_0",
+        "/api/v1/deliveries?limit=5.0",
+        "/api/v1/catalog/changes?limit=%2010",
+    ],
+)
+def test_query_int_not_plain_digits(svc: Env, query: str) -> None:
+    """pydantic's lax int read ``limit=5.0`` or ``limit= 5`` as 5."""
+    _refused(svc.client.get(query, headers=svc.h("a_admin")), 400, "not a whole number as written")
+
+
 @pytest.mark.parametrize("route", ["/api/v1/jobs/0", "/api/v1/jobs/-1", "/api/v1/jobs/9223372036854775807"])
 def test_path_id_in_range_but_absent_is_404(svc: Env, route: str) -> None:
     _refused(svc.client.get(route, headers=svc.h("a_admin")), 404, "no job")

@@ -94,3 +94,11 @@ async def check_request(request: Request) -> None:
             f"Query parameter {repeated[0]!r} is given {counts[repeated[0]]} times; it takes one value. "
             "Give it once (only list filters such as gpu or provider may repeat)."
         )
+    ints = {f.alias for f in fields if _int_param(f.field_info.annotation)}  # ?limit=5.0 was read as 5
+    for key, value in request.query_params.multi_items():
+        if key in ints and not (value.isascii() and value.lstrip("-").isdigit()) and _lax_int(value):
+            raise InputError(
+                f"Query parameter {key}={value[:40]!r} is not a whole number as written: give it with the "
+                "digits 0-9 only (no plus sign, space, decimal point or underscore), e.g. "
+                f"{key}={value.strip().lstrip('+').split('.')[0].replace('_', '') or '1'}."
+            )
