@@ -109,7 +109,7 @@ def _spot_options(where: str, opts: Mapping[str, Any]) -> None:
             _model(where, str(v))
         elif k in _SPOT_NAMES:
             _SPOT_NAMES[k](where, v)
-        elif k == "seed" and not 0 <= v <= 2**63 - 1:
+        elif k == "seed" and isinstance(v, int) and not 0 <= v <= 2**63 - 1:
             raise InputError(f"{where}: seed = {v!r} must be a whole number from 0 to 2^63 - 1.")
         elif k != "seed" and isinstance(v, int | float) and not (0 < v < 1e18):
             raise InputError(f"{where}: {k} = {v!r} must be a finite number above 0.")
