@@ -223,3 +223,40 @@ def test_a_scheduled_telemetry_pull_fills_the_team_store(
         assert 2 * 120 <= doc["report"]["rows_stored"] <= 2 * 125
         team_dirs = sorted(p.name for p in (tmp_path / "tele").iterdir())
         assert len(team_dirs) == 1 and not TelemetryStore(tmp_path / "tele" / team_dirs[0]).is_empty()
+
+
+_SPOT_FULL: dict[str, Any] = {
+    **SPOT,
+    "gpu": "h100",
+    "gpus": 8,
+    "precision": "bf16",
+    "task": "pretrain",
+    "deadline_h": 48,
+    "provider": "aws",
+    "interval_h": 1,
+    "runs": 100,
+    "seed": 0,
+    "regions": 3,
+}
+_JUNK: list[Any] = [
+    None, True, 0, -1, -0.0, 1.5, 1e308, 10**30, "", "  ", "80GB", "nan", [], {}, "x" * 5000, "\uff48100",
+    "2999-01-01", -1e-300,
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("value", _JUNK, ids=[f"v{k}" for k in range(len(_JUNK))])
+@pytest.mark.parametrize("key", sorted(set(_SPOT_FULL) - {"simulator"}))
+def test_generated_spot_job_parameters(key: str, value: Any) -> None:
+    """Every junk value of every spot job parameter is refused at submission with a one-paragraph
+    GpufleetError (a 4xx), never another exception (a 500) and never accepted when it names nothing."""
+    from gpufleet.errors import GpufleetError
+
+    params = {**_SPOT_FULL, key: value}
+    try:
+        check_params("simulate", params)
+    except GpufleetError as err:
+        assert "Traceback" not in str(err) and str(err).strip()
+        return
+    # what may pass: a number that is a valid value of that option (1.5 h, 1e308 is refused above)
+    assert isinstance(value, int | float) and not isinstance(value, bool), (key, value)
+    assert key in ("tokens", "deadline_h", "interval_h", "seed"), (key, value)
