@@ -347,3 +347,38 @@ def test_matrix_blank_value_among_names(flag: str, blank: str) -> None:
     """``--gpus h100 --gpus ""`` dropped the blank one and answered the matrix (exit 0)."""
     argv = ["estimate", "matrix", "--models", "llama-3-8b", "--gpus", "h100", flag, blank]
     _check(argv, [flag, "given 2 times", "names nothing"])
+
+
+# ---- serve: refused before the server starts -------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (["--db", ""], ["--db ''", "is blank"]),
+        (["--db", "  "], ["--db '", "is blank"]),
+        (["--db", "{tmp}/no/such/folder/s.sqlite3"], ["database file (--db)", "folder"]),
+        (["--db", "sqlite:///{tmp}/no/such/folder/s.sqlite3"], ["database file (--db)", "folder"]),
+        (["--db", "{tmp}"], ["database file (--db)", "is a folder"]),
+        (["--db", "{tmp}/" + "x" * 300], ["database file (--db)"]),
+        (["--port", "0"], ["--port", "1<=x<=65535"]),
+        (["--request-time-limit", "1e-320"], ["--request-time-limit", "below 0.1 s", "0 for no limit"]),
+        (["--request-time-limit", "0.01"], ["--request-time-limit", "below 0.1 s"]),
+        (["--rate-limit", "1e-320"], ["--rate-limit", "below 0.001", "0 for no limit"]),
+    ],
+)
+def test_serve_refuses_before_starting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: list[str], words: list[str]
+) -> None:
+    """Each started the server (a blank --db: the default database or a file named " "; --port 0: a random
+    port while the banner printed :0; a 1e-320 s time limit: a 504 for every request) or failed after it
+    started with SQLite's traceback (a missing folder, a 300-character name). A server that would start
+    fails the case instead of serving."""
+    import uvicorn
+
+    def started(*_: object, **__: object) -> None:
+        raise AssertionError("the server started")
+
+    monkeypatch.setattr(uvicorn, "run", started)
+    argv = ["serve", "--no-scheduler", *(a.replace("{tmp}", str(tmp_path)) for a in args)]
+    if "--db" not in args:
+        argv += ["--db", str(tmp_path / "s.sqlite3")]
+    _check(argv, words)
