@@ -31,6 +31,11 @@ SWEEP_BASE: dict[str, Any] = {"model": "llama-3.1-8b", "tokens": 1e9}
         ("catalog_refresh", {"provider": "ibm"}, "Allowed: aws, azure, gcp"),
         ("catalog_refresh", {"provider": "aws", "regions": "us-east-1"}, "regions is a list"),
         ("catalog_refresh", {"provider": "aws", "key": 1}, "Unknown catalog_refresh job parameter(s): key"),
+        # accepted (202) before, the refresh failing later (or [] refreshing every shipped region)
+        ("catalog_refresh", {"provider": "aws", "regions": []}, "regions is a list of one or more"),
+        ("catalog_refresh", {"provider": "aws", "regions": ["  "]}, "regions is a list"),
+        ("catalog_refresh", {"provider": "aws", "regions": ["80GB"]}, "regions = ['80GB']"),
+        ("catalog_refresh", {"provider": "aws", "regions": ["us-east-1", "x" * 50]}, "lower-case region"),
         ("simulate", {"simulator": "autoscale", "trace": "/etc/passwd"}, "never a path"),
         ("simulate", {"simulator": "queueing"}, "Allowed: spot, autoscale"),
         ("simulate", {"simulator": "spot", "model": "llama-3.1-8b"}, "model and tokens are required"),

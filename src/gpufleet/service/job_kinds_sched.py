@@ -21,6 +21,7 @@ as ``_telemetry_dir`` when it starts the job (:data:`TEAM_STORE_KINDS`).
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -52,6 +53,9 @@ SPOT_OPTIONS: dict[str, tuple[type, ...]] = {
 #: sweep keys naming files: refused (the spec would read files on the server)
 FILE_KEYS = frozenset({"trace", "jobs", "fleet", "interruptions"})
 MAX_SWEEP_CONFIGS = 1000
+#: a region code as the price APIs write it (``catalog update --region`` checks the same:
+#: ``catalog.fetch.pipeline._REGION``); "80GB" or "  " was accepted, 202, and the refresh failed later
+REGION_CODE = re.compile(r"^[a-z0-9][a-z0-9-]{1,40}$")
 
 
 def over_uploads(kind: str, params: Mapping[str, Any]) -> bool:
@@ -171,9 +175,15 @@ def check(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
             )
         regions = params.get("regions")
         if regions is not None and (
-            not isinstance(regions, list) or not all(isinstance(r, str) and r for r in regions)
+            not isinstance(regions, list)
+            or not regions  # [] fetched every shipped region, as if regions were left out
+            or not all(isinstance(r, str) and REGION_CODE.match(r) for r in regions)
         ):
-            raise InputError("catalog_refresh job: regions is a list of region codes, e.g. ['us-east-1'].")
+            raise InputError(
+                f"catalog_refresh job: regions = {str(regions)[:80]}; regions is a list of one or more of "
+                "the API's lower-case region codes, e.g. ['us-east-1'] (aws), ['eastus'] (azure), "
+                "['us-central1'] (gcp); or leave regions out for the shipped ones."
+            )
         return {"provider": provider, "regions": sorted(set(regions)) if regions else None}
     if over_uploads(kind, params):
         from gpufleet.service import job_kinds_sim
