@@ -305,6 +305,38 @@ def test_path_id_beyond_64_bits(svc: Env, method: str, route: str, huge: str) ->
     _refused(r, 400, "out of range")
 
 
+#: ids pydantic's lax int read as 1 (or 10): ``DELETE /api/v1/tokens/1%20`` revoked token 1 (``1e0``, ``0x1``
+#: and non-ASCII digits are refused by pydantic itself, 422)
+ODD_IDS = ["1%20", "%201", "+1", "%2B1", "1.0", "1_0", "%091"]
+
+
+@pytest.mark.parametrize("odd", ODD_IDS)
+@pytest.mark.parametrize(
+    ("method", "route"),
+    [("GET", "/api/v1/jobs/{}"), ("DELETE", "/api/v1/tokens/{}"), ("DELETE", "/api/v1/webhooks/{}")],
+)
+def test_path_id_not_plain_digits(svc: Env, method: str, route: str, odd: str) -> None:
+    r = svc.client.request(method, route.format(odd), headers=svc.h("b_admin"))
+    _refused(r, 400, "is not an id")
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "/api/v1/jobs?limit=%205",
+        "/api/v1/jobs?limit=5%20",
+        "/api/v1/jobs?limit=%2B5",
+        "/api/v1/jobs?limit=5.0",
+        "/api/v1/jobs?offset=1_0",
+        "/api/v1/deliveries?limit=5.0",
+        "/api/v1/catalog/changes?limit=%2010",
+    ],
+)
+def test_query_int_not_plain_digits(svc: Env, query: str) -> None:
+    """pydantic's lax int read ``limit=5.0`` or ``limit= 5`` as 5."""
+    _refused(svc.client.get(query, headers=svc.h("a_admin")), 400, "not a whole number as written")
+
+
 @pytest.mark.parametrize("route", ["/api/v1/jobs/0", "/api/v1/jobs/-1", "/api/v1/jobs/9223372036854775807"])
 def test_path_id_in_range_but_absent_is_404(svc: Env, route: str) -> None:
     _refused(svc.client.get(route, headers=svc.h("a_admin")), 404, "no job")
@@ -342,6 +374,14 @@ BAD_QUERIES = [
     ("/api/v1/catalog/changes?offset=1000000000000000000", "less than or equal"),
     ("/api/v1/catalog/changes?min_change_fraction=nan", "min_change_fraction"),
     ("/api/v1/catalog/changes?limit=2&limit=3", "given 2 times"),
+    # were 200 with an empty list, as if no price had changed (a typo or a blank filter)
+    ("/api/v1/catalog/changes?provider=nope", "unknown price-api provider"),
+    ("/api/v1/catalog/changes?provider=awss", "did you mean: aws"),
+    ("/api/v1/catalog/changes?provider=lambda", "refreshes of aws, azure and gcp"),
+    ("/api/v1/catalog/changes?provider=", "unknown price-api provider"),
+    ("/api/v1/catalog/changes?provider=%20", "unknown price-api provider"),
+    ("/api/v1/catalog/changes?instance_type=", "blank"),
+    ("/api/v1/catalog/changes?instance_type=%20%20", "blank"),
     ("/api/v1/deliveries?offset=99999999999999999999", "less than or equal"),
     ("/api/v1/deliveries?offset=-1", "greater than or equal"),
     ("/api/v1/deliveries?limit=501", "less than or equal"),
@@ -367,6 +407,8 @@ def test_query_refused(svc: Env, query: str, says: str) -> None:
         "/api/v1/catalog/offers?provider=aws&provider=gcp&limit=2&offset=1",
         "/api/v1/catalog/offers?offset=10000000",
         "/api/v1/jobs?limit=500&offset=10000000",
+        "/api/v1/catalog/changes?provider=AWS&instance_type=p5.48xlarge",
+        "/api/v1/catalog/changes?provider=gcp",
     ],
 )
 def test_list_keys_may_repeat(svc: Env, query: str) -> None:
@@ -602,6 +644,28 @@ def test_corpus_size() -> None:
 def test_booleans_and_strings_are_not_numbers(svc: Env, route: str, body: dict[str, Any]) -> None:
     """``true`` was read as 1 s (a job stopped after one second), a string as its number."""
     _refused(svc.client.post(route, headers=svc.h("a_admin"), json=body), 422, "valid number")
+
+
+@pytest.mark.parametrize(
+    ("route", "field"),
+    [
+        ("/api/v1/estimate/infer", "tp"),
+        ("/api/v1/estimate/infer", "gpu_count"),
+        ("/api/v1/estimate/infer", "batch"),
+        ("/api/v1/estimate/infer", "input_len_tokens"),
+        ("/api/v1/estimate/memory", "pp"),
+        ("/api/v1/estimate/memory", "dp"),
+        ("/api/v1/estimate/memory", "seq_len_tokens"),
+        ("/api/v1/estimate/train", "gpu_count"),
+        ("/api/v1/estimate/train", "seq_len_tokens"),
+    ],
+)
+def test_estimate_counts_refuse_booleans(svc: Env, route: str, field: str) -> None:
+    """``"tp": true`` was read as 1 (pydantic's lax int) and answered 200."""
+    body = {"model": "llama-3.1-8b", "gpu": "H100-SXM", field: True}
+    _refused(
+        svc.client.post(route, headers=svc.h("a_viewer"), json=body), 422, f"{field}: got the boolean true"
+    )
 
 
 def test_a_catalog_override_matching_no_offer_is_refused_at_upload(svc: Env) -> None:

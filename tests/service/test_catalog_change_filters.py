@@ -1,7 +1,7 @@
 """Review: ``GET /api/v1/catalog/changes`` answered 200 with an empty list for a provider or instance
-type the catalog does not know (``provider=AWS``, a typo), which reads as "no price changed". It is now
-a 404 naming the known values, as ``/catalog/offers`` and ``/catalog/history`` (and the CLI's
-``--provider``) answer."""
+type the catalog does not know (a typo), which reads as "no price changed". It is now a 404 naming the
+known values: the providers whose price APIs the refreshes record (aws, azure, gcp; case-insensitive, as
+the CLI's ``--provider``) and the instance types of the catalog."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from .fixtures import Env
 @pytest.mark.parametrize(
     ("query", "says"),
     [
-        ("provider=bogus", "Known providers: aws, azure"),
-        ("provider=AWS", "Did you mean: aws?"),
+        ("provider=bogus", "Known price-API providers: aws, azure, gcp"),
+        ("provider=lambda", "refreshes of aws, azure and gcp"),
         ("provider=aws&instance_type=zzz", "Unknown aws instance type 'zzz'"),
         ("instance_type=p5.48xlarg", "Did you mean: p5.48xlarge"),
         ("provider=gcp&instance_type=p5.48xlarge", "Unknown gcp instance type"),
@@ -28,7 +28,8 @@ def test_unknown_names_are_refused(env: Env, query: str, says: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "query", ["", "provider=aws", "provider=aws&instance_type=p5.48xlarge", "instance_type=g5.xlarge"]
+    "query",
+    ["", "provider=aws", "provider=AWS", "provider=aws&instance_type=p5.48xlarge", "instance_type=g5.xlarge"],
 )
 def test_known_names_answer(env: Env, query: str) -> None:
     r = env.client.get(f"/api/v1/catalog/changes?{query}", headers=env.h("a_viewer"))

@@ -20,6 +20,9 @@ from gpufleet.service.job_kinds import check_params, execute
 from .fixtures import Env, make_env
 
 ROOT = Path(__file__).resolve().parents[2]
+#: a valid spot simulate job and the base of a valid spot sweep, each case changing one field
+SPOT: dict[str, Any] = {"simulator": "spot", "model": "llama-3.1-8b", "tokens": 1e9}
+SWEEP_BASE: dict[str, Any] = {"model": "llama-3.1-8b", "tokens": 1e9}
 
 
 @pytest.mark.parametrize(
@@ -28,6 +31,11 @@ ROOT = Path(__file__).resolve().parents[2]
         ("catalog_refresh", {"provider": "ibm"}, "Allowed: aws, azure, gcp"),
         ("catalog_refresh", {"provider": "aws", "regions": "us-east-1"}, "regions is a list"),
         ("catalog_refresh", {"provider": "aws", "key": 1}, "Unknown catalog_refresh job parameter(s): key"),
+        # accepted (202) before, the refresh failing later (or [] refreshing every shipped region)
+        ("catalog_refresh", {"provider": "aws", "regions": []}, "regions is a list of one or more"),
+        ("catalog_refresh", {"provider": "aws", "regions": ["  "]}, "regions is a list"),
+        ("catalog_refresh", {"provider": "aws", "regions": ["80GB"]}, "regions = ['80GB']"),
+        ("catalog_refresh", {"provider": "aws", "regions": ["us-east-1", "x" * 50]}, "lower-case region"),
         ("simulate", {"simulator": "autoscale", "trace": "/etc/passwd"}, "never a path"),
         ("simulate", {"simulator": "queueing"}, "Allowed: spot, autoscale"),
         ("simulate", {"simulator": "spot", "model": "llama-3.1-8b"}, "model and tokens are required"),
@@ -68,6 +76,38 @@ ROOT = Path(__file__).resolve().parents[2]
         ("sweep", {"kind": "spot", "base": {"fleet": "f.yaml"}, "grid": {}}, "names a file"),
         ("sweep", {"kind": "spot", "grid": {"gpus": []}}, "non-empty list"),
         ("sweep", {"kind": "spot", "grid": {"runs": list(range(1, 1002))}}, "1001 runs; at most 1000"),
+        # accepted (202) before, the job failing later (or a 500: the name too long for the file system)
+        ("simulate", {**SPOT, "model": "x" * 5000}, "Unknown model"),
+        ("simulate", {**SPOT, "gpu": "h1000"}, "Unknown GPU"),
+        ("simulate", {**SPOT, "gpu": " "}, "gpu is blank"),
+        ("simulate", {**SPOT, "precision": "fp7"}, "precision = 'fp7'. Allowed: fp32"),
+        ("simulate", {**SPOT, "precision": ""}, "precision = ''"),
+        ("simulate", {**SPOT, "task": "inference"}, "prices a training run"),
+        ("simulate", {**SPOT, "task": ""}, "task = ''"),
+        ("simulate", {**SPOT, "provider": "awss"}, "Did you mean: aws"),
+        ("simulate", {**SPOT, "provider": ""}, "Unknown provider"),
+        ("simulate", {**SPOT, "seed": -1}, "seed = -1 must be a whole number from 0"),
+        ("sweep", {"kind": "spot", "base": {**SWEEP_BASE, "model": "x" * 5000}}, "Unknown model"),
+        ("sweep", {"kind": "spot", "base": {**SWEEP_BASE, "gpu": "80GB"}}, "Unknown GPU"),
+        (
+            "sweep",
+            {"kind": "spot", "base": SWEEP_BASE, "grid": {"task": ["lora", "serving"]}},
+            "task = 'serving'",
+        ),
+        ("sweep", {"kind": "spot", "base": SWEEP_BASE, "seeds": 0}, "seeds = '0'"),
+        ("sweep", {"kind": "spot", "base": SWEEP_BASE, "seeds": ""}, "non-empty list of integers"),
+        ("sweep", {"kind": "spot", "base": SWEEP_BASE, "seeds": []}, "non-empty list of integers"),
+        ("sweep", {"kind": "spot", "base": SWEEP_BASE, "seeds": [0, 0]}, "repeat a seed"),
+        ("sweep", {"kind": "spot", "base": SWEEP_BASE, "seeds": [-1]}, "from 0 to 2^63 - 1"),
+        ("sweep", {"kind": "spot", "base": SWEEP_BASE, "grid": 0}, "grid = '0'"),
+        ("sweep", {"kind": "spot", "base": SWEEP_BASE, "grid": []}, "grid = '[]'"),
+        ("sweep", {"kind": "spot", "base": ""}, "base = ''"),
+        (
+            "sweep",
+            {"kind": "spot", "base": {}, "grid": {"gpus": [8, 16]}},
+            "model and tokens are not in base",
+        ),
+        ("sweep", {"kind": "spot", "base": {"model": "llama-3.1-8b"}}, "tokens is not in base or grid"),
         ("telemetry_pull", {"url": "file:///etc/passwd"}, "http(s)://"),
         ("telemetry_pull", {"url": "http://prom:9090", "lookback_hours": 0}, "lookback_hours = 0"),
         ("telemetry_pull", {"url": "http://prom:9090", "_telemetry_dir": "/"}, "Unknown telemetry_pull job"),
@@ -188,3 +228,40 @@ def test_a_scheduled_telemetry_pull_fills_the_team_store(
         assert 2 * 120 <= doc["report"]["rows_stored"] <= 2 * 125
         team_dirs = sorted(p.name for p in (tmp_path / "tele").iterdir())
         assert len(team_dirs) == 1 and not TelemetryStore(tmp_path / "tele" / team_dirs[0]).is_empty()
+
+
+_SPOT_FULL: dict[str, Any] = {
+    **SPOT,
+    "gpu": "h100",
+    "gpus": 8,
+    "precision": "bf16",
+    "task": "pretrain",
+    "deadline_h": 48,
+    "provider": "aws",
+    "interval_h": 1,
+    "runs": 100,
+    "seed": 0,
+    "regions": 3,
+}
+_JUNK: list[Any] = [
+    None, True, 0, -1, -0.0, 1.5, 1e308, 10**30, "", "  ", "80GB", "nan", [], {}, "x" * 5000, "\uff48100",
+    "2999-01-01", -1e-300,
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("value", _JUNK, ids=[f"v{k}" for k in range(len(_JUNK))])
+@pytest.mark.parametrize("key", sorted(set(_SPOT_FULL) - {"simulator"}))
+def test_generated_spot_job_parameters(key: str, value: Any) -> None:
+    """Every junk value of every spot job parameter is refused at submission with a one-paragraph
+    GpufleetError (a 4xx), never another exception (a 500) and never accepted when it names nothing."""
+    from gpufleet.errors import GpufleetError
+
+    params = {**_SPOT_FULL, key: value}
+    try:
+        check_params("simulate", params)
+    except GpufleetError as err:
+        assert "Traceback" not in str(err) and str(err).strip()
+        return
+    # what may pass: a number that is a valid value of that option (1.5 h, 1e308 is refused above)
+    assert isinstance(value, int | float) and not isinstance(value, bool), (key, value)
+    assert key in ("tokens", "deadline_h", "interval_h", "seed"), (key, value)

@@ -36,6 +36,9 @@ USER_CAPTURED_AT = _USER_CAPTURED_AT
 #: Most GPUs in one machine of a user catalog (a GB200 NVL72 rack is 72; a DGX SuperPOD row far less than
 #: this); a bound against typos such as 1e12 (memory per GPU and prices: gpufleet.validation maxima).
 MAX_GPUS_PER_MACHINE = 1024
+#: the smallest GPU share sold as a machine: AWS g6f.large, 1/8 of an L4 (EC2 GpuPartitionSize 0.125-0.5,
+#: catalog/data/gpu_aliases.csv; the shipped slices are 1/8 to 1/2); a machine has whole GPUs or one slice
+MIN_GPU_SLICE = 0.125
 GFO_REGION = "unspecified"
 
 #: GPU Fleet Optimizer ``gpu_type`` -> spec id. Its instances are AWS G4dn (T4), G5 (A10G), G6 (L4), G6e
@@ -177,6 +180,12 @@ class OfferIn(_Strict):
             )
         if self.gpu and self.gpu_count <= 0:
             raise ValueError("gpu_count must be > 0 when gpu is set (fractions allowed for GPU slices)")
+        if self.gpu and not self.gpu_count.is_integer() and not MIN_GPU_SLICE <= self.gpu_count < 1:
+            raise ValueError(
+                f"gpu_count {self.gpu_count:g} is neither a whole number of GPUs nor one GPU slice (a "
+                f"fraction from {MIN_GPU_SLICE:g} to below 1, e.g. 0.5 for half a GPU); give the machine's "
+                "whole GPU count, or its share of one GPU"
+            )
         if not self.gpu and self.gpu_count != 0:
             raise ValueError("gpu_count must be 0 (or left out) for a CPU-only machine without gpu")
         return self

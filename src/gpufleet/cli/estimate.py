@@ -103,7 +103,7 @@ def _served_precision(precision: str | None, model: str, task: str) -> tuple[str
     """The precision given, else for serving (or loading) a model whose weights are published below 16 bit
     that format, with a note, as recommend does (``WorkloadSpec._precision_served``); else bf16."""
     if precision is not None or task not in ("inference", "load"):
-        return precision or "bf16", ()
+        return ("bf16" if precision is None else precision), ()  # a blank --precision is refused, not bf16
     from gpufleet.models.registry import released_precision
 
     released = released_precision(model)

@@ -235,6 +235,13 @@ def matrix(
 
     if task not in TRAINING_TASKS:
         raise UnknownNameError("training task", task, TRAINING_TASKS, hint="(--task of the training grid)")
+    for flag, given in (("--models", models), ("--gpus", gpus)):
+        blank = [v for v in given if not v.strip(" ,\t")]
+        if blank and len(given) > 1:  # `--gpus h100 --gpus ""` dropped the blank one silently
+            raise InputError(
+                f"{flag} is given {len(given)} times and {blank[0]!r} names nothing. Give each {flag} a "
+                f"name (or a comma-separated list), or remove the empty one."
+            )
     names, gpu_names = _split(",".join(models), "--models"), _split(",".join(gpus), "--gpus")
     archs = [model_arg(n) for n in names]
     specs = [gpu_arg(g) for g in gpu_names]

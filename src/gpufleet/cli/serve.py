@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gpufleet.errors import UnsupportedError
+from gpufleet.errors import InputError, UnsupportedError
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session as DbSession
@@ -61,11 +61,33 @@ def _db(db: str | None) -> DbSession:
     return make_sessionmaker(engine)()
 
 
+def _check_limits(request_time_limit_s: float, rate_limit_per_s: float) -> None:
+    """0 turns each limit off; a tiny positive value (1e-320) started a service that timed out or
+    rate-limited every request."""
+    if 0 < request_time_limit_s < MIN_REQUEST_TIME_LIMIT_S:
+        raise InputError(
+            f"--request-time-limit {request_time_limit_s:g} s is below {MIN_REQUEST_TIME_LIMIT_S:g} s, less "
+            "than any recommend or estimate takes, so every such request would get a 504. Give seconds "
+            "(default 30), or 0 for no limit."
+        )
+    if 0 < rate_limit_per_s < MIN_RATE_LIMIT_PER_S:
+        raise InputError(
+            f"--rate-limit {rate_limit_per_s:g} requests/s is below {MIN_RATE_LIMIT_PER_S:g} (one request "
+            "in 1,000 s), which refuses almost every request. Give requests per second (default 20), or 0 "
+            "for no limit."
+        )
+
+
+#: the smallest non-zero --request-time-limit [s] and --rate-limit [requests/s] the service starts with
+MIN_REQUEST_TIME_LIMIT_S = 0.1
+MIN_RATE_LIMIT_PER_S = 0.001
+
+
 @app.callback()
 def serve(
     ctx: typer.Context,
     host: Annotated[str, typer.Option("--host", help="Address to bind (loopback by default).")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="TCP port.", min=0, max=65535)] = 8642,
+    port: Annotated[int, typer.Option("--port", help="TCP port.", min=1, max=65535)] = 8642,
     db: DbOpt = None,
     public: Annotated[
         bool, typer.Option("--public", help="Allow a non-loopback --host (put TLS in front).")
@@ -141,6 +163,7 @@ def serve(
     from gpufleet.service.settings import ServiceSettings, check_bind, db_url_from
 
     check_bind(host, public=public)
+    _check_limits(request_time_limit, rate_limit)
     configure(log_level, log_format)  # a bad value is refused before anything starts
     settings = ServiceSettings(
         db_url=db_url_from(db),

@@ -177,6 +177,15 @@ def ingest(
         _ingest(files, prometheus, start, end, step, timeout, input_format, timezone, host, store, fmt)
 
 
+def _no_blank_url(prometheus: str | None) -> None:
+    """``--prometheus ""`` was read as not given (the files or the local store were used instead)."""
+    if prometheus is not None and not prometheus.strip():
+        raise InputError(
+            f"--prometheus {prometheus!r} is blank. Give the server's base URL (e.g. "
+            "http://prometheus:9090), or leave --prometheus out to use telemetry files or the local store."
+        )
+
+
 def _ingest(
     files: list[Path] | None,
     prometheus: str | None,
@@ -195,6 +204,7 @@ def _ingest(
 
     if fmt not in (Format.table, Format.json):
         raise InputError(f"ingest prints table or json, not {fmt.value}.")
+    _no_blank_url(prometheus)
     if bool(files) == bool(prometheus):
         raise InputError("Give telemetry files or --prometheus URL (one of the two).")
     if prometheus:
@@ -353,6 +363,7 @@ def report(
     from gpufleet.telemetry.summary import summarize
 
     st: TelemetryStore | None = None
+    _no_blank_url(prometheus)
     if prometheus:
         from gpufleet.telemetry.api import analyze_prometheus
 

@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 
 #: default network bandwidth for transfer times [Gbit/s]: a common cloud NIC class; pass the real one
 DEFAULT_BANDWIDTH_GBIT_S = 10.0
+#: the slowest link --bandwidth-gbps takes [Gbit/s] (1 Mbit/s); below it the transfer time is no estimate
+MIN_BANDWIDTH_GBIT_S = 1e-3
 #: bytes a served output token takes on the wire [B/token]: ~4 characters of English text per token (OpenAI,
 #: "What are tokens and how to count them": 1 token ~ 4 characters), 1 byte per character in UTF-8; used to
 #: estimate the responses' internet egress of a serving workload when no volume is given
@@ -192,6 +194,12 @@ def _check_args(
     user_lat_lon: tuple[float, float] | None,
 ) -> None:
     check_number("bandwidth_gbit_s", bandwidth_gbit_s, maximum=1e6, flag="--bandwidth-gbps")
+    if bandwidth_gbit_s < MIN_BANDWIDTH_GBIT_S:  # 1e-320 Gbit/s: transfer_time_h overflowed to null
+        raise InputError(
+            f"--bandwidth-gbps {bandwidth_gbit_s:g} is below {MIN_BANDWIDTH_GBIT_S:g} Gbit/s (1 Mbit/s), "
+            "slower than any network a data transfer runs on. Give the link's bandwidth in Gbit/s (e.g. 10), "
+            "or leave --bandwidth-gbps out for the default."
+        )
     check_number("data_size_gib", data_size_gib, allow_zero=True, maximum=1e12, flag="--data-gib")
     if serving_egress_gib_per_month is not None:
         check_number("serving_egress_gib_per_month", serving_egress_gib_per_month, allow_zero=True,

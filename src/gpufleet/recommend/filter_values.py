@@ -13,12 +13,18 @@ from gpufleet.errors import InputError, UnknownNameError
 
 
 def split_values(values: str | Iterable[str] | None) -> tuple[str, ...]:
-    """``["aws,gcp", "azure"]`` or ``"aws, gcp"`` -> ``("aws", "gcp", "azure")``: stripped, empty items and
-    repeats dropped, order kept; :class:`InputError` when values were given but all are empty
-    (``--gpu ""``)."""
+    """``["aws,gcp", "azure"]`` or ``"aws, gcp"`` -> ``("aws", "gcp", "azure")``: stripped, empty items of a
+    comma list (``"aws,"``) and repeats dropped, order kept; :class:`InputError` when a value given is blank
+    as a whole (``--gpu ""``, also next to another: ``--gpu H100 --gpu " "`` kept H100 alone, silently)."""
     if values is None:
         return ()
     items = [values] if isinstance(values, str) else list(values)
+    if len(items) > 1 and any(not str(item).strip(" ,\t") for item in items):
+        raise InputError(
+            f"A filter was given an empty value among its values ({', '.join(repr(str(i)) for i in items)}): "
+            "each value names at least one item (for example --gpu H100 --gpu A100, or --provider aws,gcp); "
+            "remove the empty one."
+        )
     out: list[str] = []
     for item in items:
         for part in str(item).split(","):

@@ -404,6 +404,12 @@ def parse_gfo_model_config(data: Mapping[str, Any], *, source: str) -> dict[str,
     out: dict[str, str] = {}
     for cls, entry in body.items():
         ref = str(cls).upper()
+        if not isinstance(entry, Mapping):  # `small: 0` kept the pinned class silently
+            raise ConfigFileError(
+                f"GPU Fleet Optimizer model config {source}, entry {cls!r}: expected a mapping of fields "
+                f"(name, parameter_count_billion, model_id, ...), got {document_kind(entry)}. Write the "
+                "class as a mapping (e.g. small: {parameter_count_billion: 13}), or leave it out."
+            )
         if isinstance(entry, Mapping):
             lower = {str(k).lower(): v for k, v in entry.items()}
             _check_model_numbers(lower, source, str(cls))

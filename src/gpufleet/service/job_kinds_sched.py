@@ -21,12 +21,13 @@ as ``_telemetry_dir`` when it starts the job (:data:`TEAM_STORE_KINDS`).
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 from urllib.parse import urlsplit
 
-from gpufleet.errors import InputError
+from gpufleet.errors import InputError, UnknownNameError
 
 #: (fraction done in [0, 1], what is happening), as :data:`.job_kinds.ProgressFn`
 Progress = Callable[[float, str], None]
@@ -52,6 +53,9 @@ SPOT_OPTIONS: dict[str, tuple[type, ...]] = {
 #: sweep keys naming files: refused (the spec would read files on the server)
 FILE_KEYS = frozenset({"trace", "jobs", "fleet", "interruptions"})
 MAX_SWEEP_CONFIGS = 1000
+#: a region code as the price APIs write it (``catalog update --region`` checks the same:
+#: ``catalog.fetch.pipeline._REGION``); "80GB" or "  " was accepted, 202, and the refresh failed later
+REGION_CODE = re.compile(r"^[a-z0-9][a-z0-9-]{1,40}$")
 
 
 def over_uploads(kind: str, params: Mapping[str, Any]) -> bool:
@@ -81,7 +85,11 @@ def _model(where: str, name: str) -> None:
 
     from gpufleet.models.registry import resolve_model
 
-    if name.startswith(("/", "~", ".")) or "\\" in name or name.endswith(".json") or Path(name).exists():
+    try:
+        on_disk = Path(name).exists()
+    except OSError:  # a name longer than the file system allows (5,000 characters: a 500 before)
+        on_disk = False
+    if name.startswith(("/", "~", ".")) or "\\" in name or name.endswith(".json") or on_disk:
         raise InputError(
             f"{where}: model {name[:100]!r} looks like a file path; a job cannot read files on the server. "
             "Give a shipped model id, alias, Hugging Face repo id or size class (GET /api/v1/catalog/models)."
@@ -103,8 +111,55 @@ def _spot_options(where: str, opts: Mapping[str, Any]) -> None:
             raise InputError(f"{where}: {k} = {v!r} must be a {' or '.join(t.__name__ for t in types)}.")
         if k == "model":
             _model(where, str(v))
+        elif k in _SPOT_NAMES:
+            _SPOT_NAMES[k](where, v)
+        elif k == "seed" and isinstance(v, int) and not 0 <= v <= 2**63 - 1:
+            raise InputError(f"{where}: seed = {v!r} must be a whole number from 0 to 2^63 - 1.")
         elif k != "seed" and isinstance(v, int | float) and not (0 < v < 1e18):
             raise InputError(f"{where}: {k} = {v!r} must be a finite number above 0.")
+
+
+def _spot_gpu(where: str, value: str) -> None:
+    from gpufleet.catalog.specs import get_spec
+
+    get_spec(value)  # an unknown name: UnknownNameError with close matches
+
+
+def _spot_precision(where: str, value: str) -> None:
+    from gpufleet.precision import PRECISIONS
+
+    if value.strip().lower() not in PRECISIONS:
+        raise InputError(f"{where}: precision = {value!r}. Allowed: {', '.join(PRECISIONS)}.")
+
+
+def _spot_task(where: str, value: str) -> None:
+    from gpufleet.estimate.types import TRAINING_TASKS
+
+    if value not in TRAINING_TASKS:
+        raise InputError(
+            f"{where}: task = {value!r}; the spot simulator prices a training run. Allowed: "
+            f"{', '.join(TRAINING_TASKS)}."
+        )
+
+
+def _spot_provider(where: str, value: str) -> None:
+    from gpufleet.catalog.offers import load_offers
+
+    known = load_offers().providers()
+    if value.strip().lower() not in known:
+        raise UnknownNameError(
+            "provider", value, known, hint=f"{where}: leave provider out to search every provider."
+        )
+
+
+#: the spot options that name something, each checked when the job is submitted (a bad one was accepted,
+#: 202, and failed the job later)
+_SPOT_NAMES: dict[str, Callable[[str, Any], None]] = {
+    "gpu": _spot_gpu,
+    "precision": _spot_precision,
+    "task": _spot_task,
+    "provider": _spot_provider,
+}
 
 
 def check(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
@@ -120,9 +175,15 @@ def check(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
             )
         regions = params.get("regions")
         if regions is not None and (
-            not isinstance(regions, list) or not all(isinstance(r, str) and r for r in regions)
+            not isinstance(regions, list)
+            or not regions  # [] fetched every shipped region, as if regions were left out
+            or not all(isinstance(r, str) and REGION_CODE.match(r) for r in regions)
         ):
-            raise InputError("catalog_refresh job: regions is a list of region codes, e.g. ['us-east-1'].")
+            raise InputError(
+                f"catalog_refresh job: regions = {str(regions)[:80]}; regions is a list of one or more of "
+                "the API's lower-case region codes, e.g. ['us-east-1'] (aws), ['eastus'] (azure), "
+                "['us-central1'] (gcp); or leave regions out for the shipped ones."
+            )
         return {"provider": provider, "regions": sorted(set(regions)) if regions else None}
     if over_uploads(kind, params):
         from gpufleet.service import job_kinds_sim
@@ -146,15 +207,30 @@ def check(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
                 f"sweep job: kind = {params.get('kind')!r}. Allowed: spot, autoscale (over trace uploads), "
                 "batch (over job file uploads)."
             )
-        base, grid, seeds = params.get("base") or {}, params.get("grid") or {}, params.get("seeds") or [0]
+        # null or absent = the default; another falsy value (0, "", [], false) is a wrong type, not the
+        # default (`"seeds": 0` or `"base": ""` ran the default sweep, as the CLI's sweep spec did)
+        base, grid, seeds = (params.get(k) for k in ("base", "grid", "seeds"))
+        base = {} if base is None else base
+        grid = {} if grid is None else grid
+        seeds = [0] if seeds is None else seeds
         if not isinstance(base, dict) or not isinstance(grid, dict):
-            raise InputError("sweep job: base is a mapping of options, grid maps option names to lists.")
+            raise InputError(
+                f"sweep job: base = {str(base)[:80]!r}, grid = {str(grid)[:80]!r}; base is a mapping of "
+                "options, grid maps option names to lists (or leave either out)."
+            )
         if not all(isinstance(v, list) and v for v in grid.values()):
             raise InputError("sweep job: each grid entry is a non-empty list of values.")
-        if not isinstance(seeds, list) or not all(
-            isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds
+        if (
+            not isinstance(seeds, list)
+            or not seeds
+            or not all(isinstance(s, int) and not isinstance(s, bool) and 0 <= s <= 2**63 - 1 for s in seeds)
         ):
-            raise InputError("sweep job: seeds is a list of integers >= 0.")
+            raise InputError(
+                f"sweep job: seeds = {str(seeds)[:80]!r}; seeds is a non-empty list of integers from 0 to "
+                "2^63 - 1 (e.g. [0, 1, 2]), or leave it out for the single seed 0."
+            )
+        if len(set(seeds)) != len(seeds):
+            raise InputError(f"sweep job: seeds {seeds} repeat a seed (the same runs twice); give each once.")
         _spot_options("sweep job base", base)
         for k, values in grid.items():
             for v in values:
@@ -165,6 +241,12 @@ def check(kind: str, params: Mapping[str, Any]) -> dict[str, Any]:
         if n > MAX_SWEEP_CONFIGS:
             raise InputError(
                 f"sweep job: {n} runs; at most {MAX_SWEEP_CONFIGS}. Shrink the grid or the seeds."
+            )
+        missing = [k for k in ("model", "tokens") if k not in base and k not in grid]
+        if missing:  # as the simulate job requires them (each run would fail)
+            raise InputError(
+                f"sweep job: {' and '.join(missing)} {'is' if len(missing) == 1 else 'are'} not in base or "
+                "grid; every run needs model and tokens (e.g. base: {model: llama-3-8b, tokens: 2e10})."
             )
         return {"kind": "spot", "base": base, "grid": grid, "seeds": seeds}
     if kind == "telemetry_pull":

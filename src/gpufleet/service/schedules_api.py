@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import func, select
 
+from gpufleet.errors import InputError, UnknownNameError
 from gpufleet.service import cron, scheduler
 from gpufleet.service.auth import Principal
 from gpufleet.service.db import Delivery, PriceChange, Schedule, ScheduleRun
@@ -253,6 +254,23 @@ def _check_change_filters(st: State, provider: str | None, instance_type: str | 
             )
 
 
+def _refreshed_provider(provider: str) -> str:
+    """``provider`` as the refreshes record it (lower case); an :class:`UnknownNameError` for one no refresh
+    covers (a typo or a blank filter answered an empty list, as if nothing had changed)."""
+    from gpufleet.catalog.fetch.pipeline import PROVIDERS
+
+    name = provider.strip().lower()
+    if name not in PROVIDERS:
+        raise UnknownNameError(
+            "price-API provider",
+            provider,
+            PROVIDERS,
+            hint="Price changes are recorded by the catalog refreshes of aws, azure and gcp; pass one of "
+            "these as provider, or leave provider out for all three.",
+        )
+    return name
+
+
 @router.get("/catalog/changes", response_model=PriceChangePage, tags=["catalog"])
 def catalog_changes(
     who: Who,
@@ -267,6 +285,15 @@ def catalog_changes(
 ) -> PriceChangePage:
     """Prices changed by the catalog refreshes (viewer): offer, old and new USD/h, relative change; newest
     refresh first, then largest change. An unknown provider or instance type is a 404 with the known ones."""
+    if provider is not None:
+        provider = _refreshed_provider(provider)
+    if instance_type is not None:
+        if not instance_type.strip():
+            raise InputError(
+                f"instance_type={instance_type!r} is blank. Give an instance type as the catalog writes it "
+                "(e.g. p5.48xlarge), or leave instance_type out for every instance."
+            )
+        instance_type = instance_type.strip()
     _check_change_filters(st, provider, instance_type)
     q = select(PriceChange)
     if provider is not None:

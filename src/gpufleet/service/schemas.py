@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from gpufleet.service.db import Job
+from gpufleet.strict_model import NoBoolNumbers
 
 
 class _Body(BaseModel):
@@ -158,7 +159,10 @@ class Me(BaseModel):
     role: str
 
 
-class _EstimateBase(_Body):
+class _EstimateBase(_Body, NoBoolNumbers):
+    """The estimate routes' common fields; JSON ``true`` in a count (``"tp": true``) is refused, not read as 1
+    (pydantic's lax int)."""
+
     model: str = Field(min_length=1, max_length=4096, description="Model id, alias or size class.")
     gpu: str = Field(min_length=1, max_length=200, description="Accelerator spec id or alias.")
     precision: str = Field("bf16", max_length=40)

@@ -31,8 +31,13 @@ def default_db_url() -> str:
 def db_url_from(db: str | None) -> str:
     """A SQLAlchemy URL from ``--db``: a URL (``postgresql://...``, ``sqlite:///...``) as given, a plain path
     as a SQLite file, nothing as the default. ``postgresql://`` uses psycopg 3."""
-    if not db:
+    if db is None:
         return default_db_url()
+    if not db.strip():  # `--db ""` was the default database, `--db " "` a file " " in the working folder
+        raise InputError(
+            f"--db {db!r} is blank. Give a SQLite file path, sqlite:///PATH or "
+            "postgresql://USER:PASSWORD@HOST:PORT/DB, or leave --db out for the default database."
+        )
     if db.startswith(("postgresql://", "postgres://")):
         return "postgresql+psycopg://" + db.split("://", 1)[1]
     if "://" in db:
@@ -41,8 +46,19 @@ def db_url_from(db: str | None) -> str:
                 f"--db {db.split('://', 1)[0]}://... is not supported. Allowed: a SQLite file path, "
                 "sqlite:///PATH, or postgresql://USER:PASSWORD@HOST:PORT/DB (psycopg 3)."
             )
+        if db.startswith("sqlite:///") and db[len("sqlite:///") :] not in ("", ":memory:"):
+            _check_db_file(db[len("sqlite:///") :])
         return db
-    return f"sqlite:///{Path(db).expanduser().resolve()}"
+    return f"sqlite:///{_check_db_file(str(Path(db).expanduser())).resolve()}"
+
+
+def _check_db_file(path: str) -> Path:
+    """``path`` as a SQLite file the service can create or open: in an existing folder, not a folder or a
+    special file, a name the file system takes (a missing folder or a 300-character name was a traceback from
+    SQLite, "unable to open database file", after the server had started)."""
+    from gpufleet.fileio import check_output_path
+
+    return check_output_path(path, what="database file (--db)", replaces_input=True)
 
 
 def is_loopback(host: str) -> bool:

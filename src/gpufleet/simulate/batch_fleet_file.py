@@ -33,10 +33,12 @@ class PoolIn(_Strict):
 
 
 class TeamIn(_Strict):
-    """A Kueue ClusterQueue of the cohort: nominal quota and borrowing limit [GPUs]; null or absent = none."""
+    """A Kueue ClusterQueue of the cohort: nominal quota and borrowing limit [GPUs]; null or absent = none.
+    Whole GPUs: ``nvidia.com/gpu`` is an integer resource in Kueue and every job asks for whole GPUs (a
+    quota of 1.5 GPUs was taken as given)."""
 
-    nominal_gpus: float | None = Field(None, ge=0, le=MAX_GPUS)
-    borrowing_limit_gpus: float | None = Field(None, ge=0, le=MAX_GPUS)
+    nominal_gpus: int | None = Field(None, ge=0, le=MAX_GPUS)
+    borrowing_limit_gpus: int | None = Field(None, ge=0, le=MAX_GPUS)
 
 
 class OffPeakIn(_Strict):

@@ -94,19 +94,29 @@ def read_sweep_spec(path: str | Path) -> SweepSpec:
             f"The sweep spec {p}: seeds: [] lists no seed, so no run would be made. Give at least one "
             "integer >= 0 (e.g. seeds: [0, 1, 2]), or leave seeds out for the single seed 0."
         )
-    base = doc.get("base") or {}
-    grid = doc.get("grid") or {}
-    seeds = doc.get("seeds") or [0]
+    # null or absent = the default; any other falsy value (0, "", [], false) is a wrong type, not the default
+    # (`seeds: 0`, `grid: ""` and `base: []` ran the default sweep silently)
+    base, grid, seeds = (doc.get(k) for k in ("base", "grid", "seeds"))
+    base = {} if base is None else base
+    grid = {} if grid is None else grid
+    seeds = [0] if seeds is None else seeds
     if (
         not isinstance(base, dict)
         or not isinstance(grid, dict)
         or not all(isinstance(v, list) and v for v in grid.values())
     ):
-        raise ConfigFileError(f"The sweep spec {p}: base is a mapping, grid maps names to non-empty lists.")
+        raise ConfigFileError(
+            f"The sweep spec {p}: base = {_shown(base)}, grid = {_shown(grid)}; base is a mapping of "
+            "settings and grid maps each setting to a non-empty list of values (e.g. grid: {policy: [fifo, "
+            "easy]}). Fix them, or leave either out."
+        )
     if not isinstance(seeds, list) or not all(
         isinstance(s, int) and not isinstance(s, bool) and s >= 0 for s in seeds
     ):
-        raise ConfigFileError(f"The sweep spec {p}: seeds is a list of integers >= 0.")
+        raise ConfigFileError(
+            f"The sweep spec {p}: seeds = {_shown(seeds)}; seeds is a list of integers >= 0 (e.g. seeds: "
+            "[0, 1, 2]). Fix it, or leave seeds out for the single seed 0."
+        )
     if len(set(seeds)) != len(seeds):
         raise ConfigFileError(
             f"The sweep spec {p}: seeds {seeds} repeat a seed (the same runs twice); give each seed once."
@@ -125,6 +135,12 @@ def read_sweep_spec(path: str | Path) -> SweepSpec:
         if k in grid:
             grid[k] = [_relative_to(p, v) if isinstance(v, str) else v for v in grid[k]]
     return SweepSpec(kind=doc["kind"], base=base, grid=grid, seeds=tuple(seeds))
+
+
+def _shown(value: Any) -> str:
+    """``value`` for a message: its repr, cut at 80 characters."""
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 def _relative_to(spec: Path, path: str) -> str:

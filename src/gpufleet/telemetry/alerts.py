@@ -127,6 +127,15 @@ class _RuleIn(NoBoolNumbers):
                 f"threshold {t:g} with op {self.op!r} can never be met: {self.metric} ranges from {lo:g} to "
                 f"{hi:g}. Check the unit (percent 0-100, MiB, W, s) of the threshold"
             )
+        # the mirror: a threshold outside the range on the side the op accepts fires on every sample
+        # (gpu_util_pct > -1 was an alert that is always on)
+        always = {">": t < lo, ">=": t < lo, "<": t > hi, "<=": t > hi}[self.op]
+        if always:
+            raise ValueError(
+                f"threshold {t:g} with op {self.op!r} is met by every value: {self.metric} ranges from "
+                f"{lo:g} to {hi:g}, so the rule would fire all the time. Give a threshold inside that range "
+                "(check its unit: percent 0-100, MiB, W, s)"
+            )
         return self
 
 
