@@ -4,12 +4,13 @@ operational emissions per workload, each figure recomputed here from the shipped
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 
 from gpufleet.catalog.specs import get_spec
-from gpufleet.errors import InputError
+from gpufleet.errors import ConfigFileError, InputError
 from gpufleet.fleet.carbon import country_grid, emissions_kg_per_month
 from gpufleet.fleet.plan import plan_fleet
 from gpufleet.fleet.refdata import carbon, pue_by_provider
@@ -128,3 +129,22 @@ def test_plan_emissions_per_workload_and_total() -> None:
     )
     assert e is not None and cloud.emissions_kg_co2e_per_month == pytest.approx(e.kg_co2e_per_month)
     assert any(x.startswith("Emissions: ") and "kgCO2e/month" in x for x in summary_lines(cloud))
+
+
+@pytest.mark.parametrize(
+    ("drop", "value", "says"),
+    [
+        ("power_kw_per_node", None, "power_kw_per_node: Field required"),
+        ("usd_per_kwh", None, "usd_per_kwh: Field required"),
+        ("power_kw_per_node", 0, "power_kw_per_node = 0: Input should be greater than 0"),
+        ("usd_per_kwh", 0.0, "usd_per_kwh = 0.0: Input should be greater than 0"),
+    ],
+)
+def test_a_site_without_its_power_or_electricity_price_is_refused(drop: str, value: Any, says: str) -> None:
+    """Both defaulted to 0: a site without them cost $0 of power and emitted 0 kgCO2e, a silent
+    under-estimate of its TCO against the cloud; they are required and above 0."""
+    site = {k: v for k, v in SITE.items() if k != drop}
+    if value is not None:
+        site[drop] = value
+    with pytest.raises(ConfigFileError, match=re.escape(says)):
+        _fleet(["onprem"], site=site)

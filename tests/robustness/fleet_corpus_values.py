@@ -552,7 +552,8 @@ VALUE_CASES: list[Case] = [
         PL,
         _plan(
             FLEET
-            + b"on_prem:\n  - {name: dc, gpu: h100, gpus_per_node: 8, nodes: 1, capex_usd_per_node: -5}\n"
+            + b"on_prem:\n  - {name: dc, gpu: h100, gpus_per_node: 8, nodes: 1, capex_usd_per_node: -5, "
+            + b"power_kw_per_node: 10, usd_per_kwh: 0.1}\n"
         ),
         ("capex_usd_per_node",),
     ),
@@ -561,7 +562,8 @@ VALUE_CASES: list[Case] = [
         PL,
         _plan(
             FLEET
-            + b"on_prem:\n  - {name: dc, gpu: h1000, gpus_per_node: 8, nodes: 1, capex_usd_per_node: 5}\n"
+            + b"on_prem:\n  - {name: dc, gpu: h1000, gpus_per_node: 8, nodes: 1, capex_usd_per_node: 5, "
+            + b"power_kw_per_node: 10, usd_per_kwh: 0.1}\n"
         ),
         ("h1000",),
     ),

@@ -234,9 +234,11 @@ class OnPremSpec(_Strict):
     nodes: int = Field(ge=1)
     capex_usd_per_node: float = Field(ge=0)
     depreciation_months: float = Field(36.0, gt=0)
-    power_kw_per_node: float = Field(0.0, ge=0)
+    # required and > 0: an on-prem site without its power or its electricity price costs $0 of power and
+    # emits 0 kgCO2e, a silent under-estimate of its TCO against the cloud (the red-team pass of 2026-11-29)
+    power_kw_per_node: float = Field(gt=0, le=200)
     pue: float = Field(1.56, ge=1.0, le=3.0)
-    usd_per_kwh: float = Field(0.0, ge=0)
+    usd_per_kwh: float = Field(gt=0, le=10)
     ops_usd_per_node_per_month: float = Field(0.0, ge=0)
     capex_sunk: bool = False
     vcpus_per_node: float = Field(0.0, ge=0)
