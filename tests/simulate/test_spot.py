@@ -130,6 +130,7 @@ def test_skypilot_trace(tmp_path: Path) -> None:
     [
         ({"data": [1, 0]}, "SkyPilot spot-traces layout"),
         ({"metadata": {"gap_seconds": 0}, "data": [1]}, "gap_seconds"),
+        ({"metadata": {"gap_seconds": 1e-300}, "data": [1]}, "from 1 to 86,400"),
         ({"metadata": {"gap_seconds": 60}, "data": []}, "non-empty"),
         ({"metadata": {"gap_seconds": 60}, "data": [1, -1]}, "whole count"),
         ({"metadata": {"gap_seconds": 60}, "data": [1], "extra": 1}, "unknown keys"),

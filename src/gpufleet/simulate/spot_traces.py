@@ -16,6 +16,9 @@ from gpufleet.fileio import load_structured_file
 
 #: Longest tick of a trace [s]: one day; and most instances per tick: 10^6 (the traces probe 1-16 nodes).
 MAX_GAP_S = 86_400.0
+#: the shortest tick [s]: availability is sampled per second at the finest (1e-300 s ticks passed the old
+#: "> 0" check and failed later with a message about --checkpoint-hours)
+MIN_GAP_S = 1.0
 MAX_INSTANCES = 1_000_000
 
 
@@ -40,10 +43,10 @@ def read_spot_trace(path: str | Path) -> SpotTrace:
         raise ConfigFileError(f"{where} has unknown keys {unknown}; allowed: metadata, data, prices.")
     meta = doc["metadata"]
     gap = meta.get("gap_seconds") if isinstance(meta, dict) else None
-    if not isinstance(gap, int | float) or isinstance(gap, bool) or not 0 < gap <= MAX_GAP_S:
+    if not isinstance(gap, int | float) or isinstance(gap, bool) or not MIN_GAP_S <= gap <= MAX_GAP_S:
         raise ConfigFileError(
-            f"{where}: metadata.gap_seconds = {gap!r}; it must be a number of seconds per tick, > 0 and at "
-            f"most {MAX_GAP_S:,.0f} (one day; the SkyPilot traces tick every 600 s)."
+            f"{where}: metadata.gap_seconds = {gap!r}; it must be a number of seconds per tick, from "
+            f"{MIN_GAP_S:g} to {MAX_GAP_S:,.0f} (one day; the SkyPilot traces tick every 600 s)."
         )
     data = doc["data"]
     if not isinstance(data, list) or not data:
