@@ -144,6 +144,14 @@ def autoscale_cmd(
             "(input + output tokens reserved at admission).",
         ),
     ] = "paged",
+    tier: Annotated[
+        str,
+        typer.Option(
+            "--tier",
+            help="Deployment tier the replica is priced under: production (default: no marketplace or "
+            "community host, no stale price), batch or dev.",
+        ),
+    ] = "production",
     seed: SeedOpt = 0,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
@@ -180,7 +188,13 @@ def autoscale_cmd(
         else None
     )
     dep = deployment_for(
-        tr, model=model, gpu=gpu, precision=precision, gpus_per_replica=gpus_per_replica, cold_start=cs
+        tr,
+        model=model,
+        gpu=gpu,
+        precision=precision,
+        gpus_per_replica=gpus_per_replica,
+        cold_start=cs,
+        tier=tier,
     )
     result = simulate_autoscale(
         tr,
