@@ -56,7 +56,7 @@ REGION_COLUMNS = (
     "Workload",
     "Provider",
     "Region",
-    "Instance",
+    "Nodes x instance (GPUs)",
     "On-demand $/month",
     "Spot $/month",
     "1y $/month",
@@ -354,7 +354,8 @@ def region_rows(a: RegionAnalysis) -> list[list[str]]:
             r.workload,
             r.provider,
             r.region + (" (data)" if r.is_data_region else ""),
-            r.instance_type,
+            # the monthly figures are for this many instances: "13 x ECS1GPU11 (13 A30)", not one instance
+            f"{r.nodes} x {r.instance_type} ({r.gpus:g} {r.gpu})",
             opt(r.on_demand_usd_per_month),
             opt(r.spot_usd_per_month),
             opt(r.commit_1y_usd_per_month),
