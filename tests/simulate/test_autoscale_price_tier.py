@@ -15,12 +15,19 @@ from gpufleet.simulate.autoscale import _price_offer
 
 
 def _cheapest_per_gpu(gpu: str, tier: str) -> float:
+    """By hand: the cheapest per-GPU price among the tier's offers whose host holds the floor at 0 GiB of
+    weights (8 GiB RAM, 2 + GPUs vCPUs; unknown RAM/vCPUs kept, as the tier decides)."""
+    from gpufleet.recommend.deploy import DEFAULT_HOST_RULES
+
     table = load_offers().filter(gpu=gpu)
     w = Workload(name="t", model="llama-3.1-8b", task="inference", precision="bf16", tier=tier)
     return min(
         o.price_on_demand_usd_per_hour / o.gpu_count
         for o, keep in zip(table.records(), eligible_mask(table, w), strict=True)
-        if keep and o.gpu_count >= 1
+        if keep
+        and o.gpu_count >= 1
+        and (o.ram_gib is None or o.ram_gib >= DEFAULT_HOST_RULES.ram_base_gib)
+        and (o.vcpus is None or o.vcpus >= DEFAULT_HOST_RULES.vcpus_needed(int(o.gpu_count), training=False))
     )
 
 
@@ -55,3 +62,24 @@ def test_production_is_dearer_than_any_host() -> None:
 def test_unknown_tier_is_refused() -> None:
     with pytest.raises(InputError, match="Allowed: production, batch, dev"):
         _price_offer("l40s", 1, None, tier="prod")
+
+
+def test_host_ram_and_vcpu_floor_as_recommend() -> None:
+    """An H100 replica of Llama 3.1 8B (~15 GiB of weights) was priced at cudo's 1 x H100 host with 2 vCPUs
+    and 4 GB RAM; recommend's host floor (RAM >= GPUs x weights per GPU + 8 GiB, vCPUs >= 2 + GPUs) rules
+    it out, and so does the replay's price now."""
+    from gpufleet.recommend.deploy import DEFAULT_HOST_RULES
+
+    weights_gib = 15.0
+    price, _, offer, _ = _price_offer("h100", 1, None, weights_per_gpu_gib=weights_gib)
+    rec = next(
+        o
+        for o in load_offers().filter(gpu="h100").records()
+        if f"{o.provider}/{o.region}/{o.instance_type}" == offer
+    )
+    g = int(rec.gpu_count)
+    assert rec.ram_gib is not None and rec.ram_gib >= DEFAULT_HOST_RULES.ram_needed_gib(weights_gib * g)
+    assert rec.vcpus is not None and rec.vcpus >= DEFAULT_HOST_RULES.vcpus_needed(g, training=False)
+    assert offer != "cudo/no-kristiansand-1/sapphire-rapids-h100_1x2v4gb"
+    floorless, _, _, _ = _price_offer("h100", 1, None)  # weights 0: the floor is 8 GiB and 3 vCPUs
+    assert price >= floorless
