@@ -24,3 +24,22 @@ def test_region_row_names_the_instances_and_gpus_priced() -> None:
     for r, row in zip(a.rows, region_rows(a), strict=True):
         assert row[col] == f"{r.nodes} x {r.instance_type} ({r.gpus:g} {r.gpu})"
     assert any(r.nodes > 1 for r in a.rows)
+
+
+def test_total_with_unpriced_egress_is_a_lower_bound() -> None:
+    """Review 3: with 50 TB/month served, rows of providers with no sourced egress price showed a total
+    with that egress at $0 ("$2,752") beside priced rows paying thousands for it; such a total is now
+    written as a lower bound (">= $2,752"), a priced one as before."""
+    w = as_workload(
+        None, model="llama-3.1-8b", task="inference", target_rps=20, input_len=1000, output_len=300, geo="eu"
+    )
+    a = analyze_regions([w], limit=40, serving_egress_gib_per_month=50_000)
+    col = REGION_COLUMNS.index("Total $/month")
+    rows = region_rows(a)
+    unpriced = [row for r, row in zip(a.rows, rows, strict=True) if r.egress_usd_per_month is None]
+    priced = [(r, row) for r, row in zip(a.rows, rows, strict=True) if r.egress_usd_per_month is not None]
+    assert unpriced and priced
+    assert all(row[col].startswith(">= $") for row in unpriced)
+    for r, row in priced:
+        assert not row[col].startswith(">=")
+        assert r.total_usd_per_month >= r.on_demand_usd_per_month + (r.egress_usd_per_month or 0.0) - 1e-6

@@ -367,7 +367,11 @@ def region_rows(a: RegionAnalysis) -> list[list[str]]:
             opt(r.rtt_ms, "n"),
             opt(r.carbon_gco2e_per_kwh, "n"),
             opt(r.carbon_gco2e_per_month, "n"),
-            opt(r.total_usd_per_month),
+            # egress unpriced (None) while some data leaves the region: the total holds it as $0, a lower
+            # bound; shown as such so a "$2,752" row is not read as cheaper than a priced "$6,900" one
+            opt(r.total_usd_per_month)
+            if r.egress_usd_per_month is not None
+            else f">= {usd(r.total_usd_per_month)}",
         ]
         for r in a.rows
     ]
