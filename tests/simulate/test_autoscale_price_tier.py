@@ -5,6 +5,8 @@ now priced under the deployment tier (production by default; --tier batch/dev al
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from gpufleet.catalog.offers import load_offers
@@ -83,3 +85,34 @@ def test_host_ram_and_vcpu_floor_as_recommend() -> None:
     assert offer != "cudo/no-kristiansand-1/sapphire-rapids-h100_1x2v4gb"
     floorless, _, _, _ = _price_offer("h100", 1, None)  # weights 0: the floor is 8 GiB and 3 vCPUs
     assert price >= floorless
+
+
+def _cli_price(tmp_path: Any, *extra: str) -> float:
+    import json
+
+    from typer.testing import CliRunner
+
+    from gpufleet.cli.app import app
+
+    trace = tmp_path / "t.csv"
+    trace.write_text(
+        "timestamp_s,input_tokens,output_tokens\n" + "".join(f"{k * 0.5},200,50\n" for k in range(40))
+    )
+    res = CliRunner().invoke(
+        app,
+        ["simulate", "autoscale", str(trace), "--gpu", "l40s", "--policy", "static", "--no-static-peak",
+         "-f", "json", *extra],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    return float(json.loads(res.output)["result"]["price_usd_per_replica_hour"])
+
+
+def test_cli_tier_and_workload_tier(tmp_path: Any) -> None:
+    prod = _cli_price(tmp_path)
+    assert prod == pytest.approx(_price_offer("l40s", 1, None, weights_per_gpu_gib=15.0)[0])
+    dev = _cli_price(tmp_path, "--tier", "dev")
+    assert dev < prod
+    wl = tmp_path / "w.yaml"
+    wl.write_text("model: llama-3.1-8b\ntask: inference\ntier: dev\n")
+    assert _cli_price(tmp_path, "--workload", str(wl)) == pytest.approx(dev)  # the file's tier
+    assert _cli_price(tmp_path, "--workload", str(wl), "--tier", "production") == pytest.approx(prod)
