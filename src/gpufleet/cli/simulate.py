@@ -144,6 +144,14 @@ def autoscale_cmd(
             "(input + output tokens reserved at admission).",
         ),
     ] = "paged",
+    tier: Annotated[
+        str | None,
+        typer.Option(
+            "--tier",
+            help="Deployment tier the replica is priced under: production (default: no marketplace or "
+            "community host, no stale price), batch or dev; with --workload, the file's tier.",
+        ),
+    ] = None,
     seed: SeedOpt = 0,
     fmt: FormatOpt = Format.table,
     output: OutputOpt = None,
@@ -170,6 +178,7 @@ def autoscale_cmd(
                 "replays serving requests. Give a workload with task: inference, or --model/--precision."
             )
         model, precision = w.model, w.precision
+        tier = tier or w.tier
     tr = read_trace(trace, trace_format)
     if rate != 1.0:
         tr = scale_rate(tr, rate)
@@ -180,7 +189,13 @@ def autoscale_cmd(
         else None
     )
     dep = deployment_for(
-        tr, model=model, gpu=gpu, precision=precision, gpus_per_replica=gpus_per_replica, cold_start=cs
+        tr,
+        model=model,
+        gpu=gpu,
+        precision=precision,
+        gpus_per_replica=gpus_per_replica,
+        cold_start=cs,
+        tier=tier or "production",
     )
     result = simulate_autoscale(
         tr,

@@ -56,7 +56,7 @@ REGION_COLUMNS = (
     "Workload",
     "Provider",
     "Region",
-    "Instance",
+    "Nodes x instance (GPUs)",
     "On-demand $/month",
     "Spot $/month",
     "1y $/month",
@@ -354,7 +354,8 @@ def region_rows(a: RegionAnalysis) -> list[list[str]]:
             r.workload,
             r.provider,
             r.region + (" (data)" if r.is_data_region else ""),
-            r.instance_type,
+            # the monthly figures are for this many instances: "13 x ECS1GPU11 (13 A30)", not one instance
+            f"{r.nodes} x {r.instance_type} ({r.gpus:g} {r.gpu})",
             opt(r.on_demand_usd_per_month),
             opt(r.spot_usd_per_month),
             opt(r.commit_1y_usd_per_month),
@@ -366,7 +367,11 @@ def region_rows(a: RegionAnalysis) -> list[list[str]]:
             opt(r.rtt_ms, "n"),
             opt(r.carbon_gco2e_per_kwh, "n"),
             opt(r.carbon_gco2e_per_month, "n"),
-            opt(r.total_usd_per_month),
+            # egress unpriced (None) while some data leaves the region: the total holds it as $0, a lower
+            # bound; shown as such so a "$2,752" row is not read as cheaper than a priced "$6,900" one
+            opt(r.total_usd_per_month)
+            if r.egress_usd_per_month is not None
+            else f">= {usd(r.total_usd_per_month)}",
         ]
         for r in a.rows
     ]

@@ -2,8 +2,9 @@
 
 The deployment is a model on a GPU (or the best pick of :func:`gpufleet.recommend`), its speed sampled
 from the estimator (:mod:`gpufleet.simulate.serving`) and its price from the catalog (the cheapest offer of
-that GPU: the per-GPU price x GPUs per replica). The replay (:mod:`gpufleet.simulate.cluster`) measures
-TTFT, TPOT and end-to-end latency per request, replica-hours and scale events.
+that GPU passing the deployment tier's rules, production by default: the per-GPU price x GPUs per replica).
+The replay (:mod:`gpufleet.simulate.cluster`) measures TTFT, TPOT and end-to-end latency per request,
+replica-hours and scale events.
 
 "Static peak" is the smallest fixed replica count that meets every SLO set (p95 TTFT, p95 TPOT and, when
 given, the SLO attainment; found by bisection: more replicas never raise latency, a property test); the
@@ -16,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
-from typing import Final
+from typing import Any, Final
 
 import numpy as np
 
@@ -36,7 +37,7 @@ from gpufleet.simulate.policies import (
 )
 from gpufleet.simulate.serving import ServiceModel, service_from_estimator
 from gpufleet.simulate.traces import RequestTrace
-from gpufleet.units import SECONDS_PER_DAY, SECONDS_PER_HOUR
+from gpufleet.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, gib_from_bytes
 from gpufleet.validation import check_count, check_number, checked_arguments
 
 #: default SLOs when none is given: p95 TTFT 2 s and TPOT 0.1 s (interactive chat; the MLPerf Inference
@@ -172,14 +173,61 @@ class AutoscaleResult:
     notes: tuple[str, ...]
 
 
-def _price_offer(gpu: str, gpus: int, provider: str | None) -> tuple[float, float | None, str, str]:
+#: deployment tiers a serving replica may be priced under (the recommender's ``--tier``)
+PRICE_TIERS = ("production", "batch", "dev")
+
+
+def _price_offer(
+    gpu: str,
+    gpus: int,
+    provider: str | None,
+    *,
+    model: str = "llama-3.1-8b",
+    tier: str = "production",
+    weights_per_gpu_gib: float = 0.0,
+) -> tuple[float, float | None, str, str]:
     """(on-demand price, spot price, offer, spot provider) per replica: the cheapest whole-GPU offers of
-    ``gpu`` (per GPU x the replica's GPUs); the spot price is the cheapest spot offer, maybe elsewhere."""
+    ``gpu`` (per GPU x the replica's GPUs) that pass the recommender's deployability rules for ``tier``
+    (:func:`gpufleet.recommend.candidates.eligible_mask`: production takes no marketplace or community host
+    and no stale or undated price, as ``recommend`` and ``simulate batch`` do); the spot price is the
+    cheapest such spot offer, maybe elsewhere. Before, any offer priced a production service: L40S at a
+    marketplace host's $0.38/GPU-h against $0.85 for the cheapest production offer.
+
+    The host must also hold the recommender's RAM and vCPU floor (:class:`gpufleet.recommend.deploy.
+    HostRules`: RAM >= the node's GPUs x ``weights_per_gpu_gib`` + 8 GiB, vCPUs >= 2 + GPUs for serving), as
+    ``recommend`` does: an H100 was priced at a host of 2 vCPUs and 4 GB RAM, which cannot load 15 GiB of
+    weights through host memory. Offers with unknown RAM or vCPUs are left to the tier (production drops
+    them)."""
+    from gpufleet.recommend.candidates import eligible_mask
+    from gpufleet.recommend.deploy import DEFAULT_HOST_RULES
+    from gpufleet.recommend.types import Workload
+
+    def host_ok(o: Any) -> bool:
+        g = int(o.gpu_count)
+        ram_need = DEFAULT_HOST_RULES.ram_needed_gib(weights_per_gpu_gib * g)
+        cpu_need = DEFAULT_HOST_RULES.vcpus_needed(g, training=False)
+        return (o.ram_gib is None or o.ram_gib >= ram_need - 1e-9) and (
+            o.vcpus is None or o.vcpus >= cpu_need - 1e-9
+        )
+
+    if tier not in PRICE_TIERS:
+        raise InputError(f"tier {tier!r} is unknown. Allowed: {', '.join(PRICE_TIERS)}.")
     table = load_offers().filter(gpu=gpu, provider=provider) if provider else load_offers().filter(gpu=gpu)
-    whole = [o for o in table.records() if o.gpu_count >= 1]
+    w = Workload(name="autoscale replica", model=model, task="inference", precision="bf16", tier=tier)
+    records = table.records()
+    whole = [
+        o
+        for o, keep in zip(records, eligible_mask(table, w), strict=True)
+        if keep and o.gpu_count >= 1 and host_ok(o)
+    ]
     if not whole:
         where = f" at {provider}" if provider else ""
-        raise InfeasibleError(f"no catalog offer has whole {gpu} GPUs{where}; choose another GPU.")
+        offered = sum(1 for o in records if o.gpu_count >= 1)
+        raise InfeasibleError(
+            f"no catalog offer of whole {gpu} GPUs{where} passes the {tier} tier ({offered} offer(s) of it "
+            "in all, marketplace or community hosts and stale prices left out); choose another GPU, or price "
+            "the replica at a given price (price_usd_per_replica_hour) or at tier batch/dev."
+        )
     od = min(whole, key=lambda o: (o.price_on_demand_usd_per_hour / o.gpu_count, o.provider, o.region))
     spots = [o for o in whole if o.price_spot_usd_per_hour is not None]
     spot_price, spot_provider = None, od.provider
@@ -230,6 +278,7 @@ def deployment_for(
     software: str = "vllm",
     cold_start: ColdStart | None = None,
     price_usd_per_replica_hour: float | None = None,
+    tier: str = "production",
 ) -> Deployment:
     """A deployment of ``model`` sized for ``trace``'s mean request; ``gpu`` None: the top pick of
     :func:`gpufleet.recommend` for the trace's mean lengths and rate."""
@@ -259,6 +308,7 @@ def deployment_for(
             pricing="on_demand",
             limit=1,
             providers=(provider,) if provider else (),
+            tier=tier,
         )
         if rec.best is None:
             raise InfeasibleError(f"recommend found no offer for {model} ({rec.message}); pass --gpu.")
@@ -273,9 +323,19 @@ def deployment_for(
         mean_output_tokens=mean_out,
         software=software,
     )
-    price, spot, offer, prov = _price_offer(gpu, service.gpus_per_replica, provider)
-    if price_usd_per_replica_hour is not None:
+    wpg = gib_from_bytes(service.weights_bytes) / service.gpus_per_replica  # host RAM floor [GiB per GPU]
+    if price_usd_per_replica_hour is not None:  # no catalog offer needed: a given price has no tier
+        try:
+            _, spot, _, prov = _price_offer(
+                gpu, service.gpus_per_replica, provider, model=model, tier=tier, weights_per_gpu_gib=wpg
+            )
+        except InfeasibleError:
+            spot, prov = None, provider or ""
         price, offer = price_usd_per_replica_hour, "given price"
+    else:
+        price, spot, offer, prov = _price_offer(
+            gpu, service.gpus_per_replica, provider, model=model, tier=tier, weights_per_gpu_gib=wpg
+        )
     return Deployment(
         service=service,
         cold_start=cold_start or cold_start_for(service.weights_bytes),

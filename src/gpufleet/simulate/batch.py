@@ -14,6 +14,7 @@ A job runs as a gang (all its GPUs at once, in one pool). Kueue semantics: a tea
 and borrow unused nominal quota of the cohort up to its borrowing limit; the cohort never runs more than the
 sum of the nominal quotas, and there is no preemption to reclaim (Kueue's default ``reclaimWithinCohort:
 Never``), so a team under its nominal quota waits while others' borrowed jobs hold the cohort.
+Each team queues on its own: a job over its quota waits without holding the other teams back.
 Non-preemptible jobs never run on spot pools.
 
 Policies: ``fifo`` (strict order, head-of-line blocking), ``priority`` (higher first), ``easy`` (EASY
@@ -563,9 +564,22 @@ def simulate_batch(
         head_blocked = False
         shadow = math.inf
         free_room = room()
+        #: teams whose queue is held by a job over the team's quota (strict policies: its later jobs wait)
+        quota_held: set[str] = set()
         for i in order():
             if policy != "offpeak" and all(free_room[p] == 0 for p in (False, True) if queued_kind[p]):
                 break  # no queued job can start or backfill until a job ends
+            if jobs[i].team in quota_held:
+                continue
+            if not quota_ok(jobs[i]):
+                # Kueue: each team is its own ClusterQueue; a workload over its quota (or the cohort's)
+                # waits there while the other queues' heads are admitted (kueue.sigs.k8s.io "Cluster
+                # Queue"). It neither blocks the other teams nor takes EASY's reservation (its pool may
+                # have room: the reservation at "now" stopped every backfill). Strict policies keep the
+                # order inside the team: its later jobs wait behind it.
+                if policy != "easy":
+                    quota_held.add(jobs[i].team)
+                continue
             w = defer_offpeak(i)
             if w is not None:
                 if w not in wakeups:

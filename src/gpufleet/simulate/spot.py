@@ -97,7 +97,9 @@ class StrategyOutcome:
     p_deadline_miss: float | None
     expected_interruptions: float
     expected_on_demand_hours: float
-    savings_vs_on_demand: float  # 1 - expected cost / on-demand cost [fraction]
+    #: 1 - expected cost / on-demand cost [fraction]; None when a deadline is set and this strategy or the
+    #: on-demand run misses it (P(miss) > MAX_DEADLINE_MISS): a saving is stated only at equal service
+    savings_vs_on_demand: float | None
     hours_samples: tuple[float, ...] = field(repr=False)
 
 
@@ -387,6 +389,11 @@ def exact_expected_hours(job: SpotJob) -> float:
 CONFIDENCES = ("p90", "p50")
 
 
+#: the largest P(deadline miss) a strategy may have to count as meeting the deadline (the best pick and the
+#: savings column use it)
+MAX_DEADLINE_MISS = 0.05
+
+
 def simulate_spot_job(
     job: SpotJob, *, strategies: Sequence[str] = STRATEGIES, runs: int = DEFAULT_RUNS, seed: int = 0
 ) -> tuple[StrategyOutcome, ...]:
@@ -411,6 +418,8 @@ def simulate_spot_job(
             "simulates; pass a longer --checkpoint-hours, or fewer tokens / more GPUs."
         )
     od_cost = (job.work_h + job.restart_overhead_h) * job.price_on_demand_usd_per_hour
+    # the on-demand run is deterministic: it meets the deadline or it does not
+    od_meets = job.deadline_h is None or job.work_h + job.restart_overhead_h <= job.deadline_h + 1e-9
     out = []
     for s in strategies:
         hours, costs, od_h, ints = [], [], [], []
@@ -423,6 +432,16 @@ def simulate_spot_job(
         h = np.asarray(hours)
         c = np.asarray(costs)
         miss = float(np.mean(h > job.deadline_h + 1e-9)) if job.deadline_h is not None else None
+        # a saving against on-demand only where both meet the deadline: a spot run finishing after it is
+        # not a cheaper way to do the same job (was: "68.7 %" beside P(miss) 100 %)
+        comparable = od_meets and (miss is None or miss <= MAX_DEADLINE_MISS)
+        saving: float | None
+        if not comparable:
+            saving = None
+        elif od_cost > 0 and abs(float(c.mean()) - od_cost) > 1e-9 * od_cost:
+            saving = 1.0 - float(c.mean()) / od_cost
+        else:  # the on-demand row against itself is 0, not a float residue shown as "-0.0 %"
+            saving = 0.0
         out.append(
             StrategyOutcome(
                 strategy=s,
@@ -435,17 +454,14 @@ def simulate_spot_job(
                 p_deadline_miss=miss,
                 expected_interruptions=float(np.mean(ints)),
                 expected_on_demand_hours=float(np.mean(od_h)),
-                # the on-demand row against itself is 0, not a float residue shown as "-0.0 %"
-                savings_vs_on_demand=1.0 - float(c.mean()) / od_cost
-                if od_cost > 0 and abs(float(c.mean()) - od_cost) > 1e-9 * od_cost
-                else 0.0,
+                savings_vs_on_demand=saving,
                 hours_samples=tuple(h.tolist()),
             )
         )
     return tuple(out)
 
 
-def best_strategy(outcomes: Sequence[StrategyOutcome], max_miss: float = 0.05) -> str | None:
+def best_strategy(outcomes: Sequence[StrategyOutcome], max_miss: float = MAX_DEADLINE_MISS) -> str | None:
     ok = [o for o in outcomes if o.p_deadline_miss is None or o.p_deadline_miss <= max_miss]
     return min(ok, key=lambda o: o.expected_cost_usd).strategy if ok else None
 
@@ -717,6 +733,18 @@ def _spot_layout(
             f"({nodes} node(s); cost/spot.py assumptions)."
         ),
     ]
+    no_saving = [o.strategy for o in outcomes if o.savings_vs_on_demand is None]
+    if no_saving:
+        notes.append(
+            f"Savings n/a for {', '.join(no_saving)}: "
+            + (
+                f"on demand needs {work_h + restart_h:.1f} h, past the {deadline_h:g} h deadline, so no "
+                "saving is stated against it."
+                if deadline_h is not None and work_h + restart_h > deadline_h + 1e-9
+                else f"P(miss) above {MAX_DEADLINE_MISS:.0%}: a run that finishes after the {deadline_h:g} h "
+                "deadline is not a cheaper way to do the same job."
+            )
+        )
     return SpotResult(
         confidence=confidence,
         model=arch.id,
