@@ -55,3 +55,17 @@ def make_viewer(base: str, admin: str, name: str) -> str:
         headers={"Authorization": f"Bearer {admin}"},
     ).json()["token"]
     return token
+
+
+def wait_for_job(page: Any, timeout_s: float) -> None:
+    """On a job's page: reload until it says succeeded (a failure fails at once), then wait for its report."""
+    import time
+
+    job_url = page.url
+    deadline = time.monotonic() + timeout_s
+    while "succeeded" not in page.inner_text("main") and time.monotonic() < deadline:
+        assert "failed" not in page.inner_text("main")
+        time.sleep(1)
+        page.goto(job_url)
+    assert "succeeded" in page.inner_text("main")
+    page.wait_for_selector("section.report svg")

@@ -21,7 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from .browser_kit import CHROMIUM, chromium_page, make_viewer, unlabelled
+from .browser_kit import CHROMIUM, chromium_page, make_viewer, unlabelled, wait_for_job
 
 FLEET = Path("examples/fleets/assessment-platform.yaml").resolve()
 ONPREM = Path("tests/data/user_catalogs/onprem.yaml").resolve()
@@ -158,13 +158,7 @@ def test_dashboard_in_chromium(server: tuple[str, str]) -> None:
         page.get_by_role("button", name="Plan").click()
         page.wait_for_url(re.compile(r".*/jobs/\d+$"))
         job_url = page.url
-        deadline = time.monotonic() + 120
-        while "succeeded" not in page.inner_text("main") and time.monotonic() < deadline:
-            assert "failed" not in page.inner_text("main")
-            time.sleep(1)
-            page.goto(job_url)
-        assert "succeeded" in page.inner_text("main")
-        page.wait_for_selector("section.report svg")
+        wait_for_job(page, timeout_s=120)
 
         page.goto(base)
         main = page.inner_text("main")

@@ -6,12 +6,11 @@ viewer sees the uploads without any form or action."""
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
 
 import pytest
 
-from .browser_kit import CHROMIUM, chromium_page, make_viewer, sign_in, unlabelled
+from .browser_kit import CHROMIUM, chromium_page, make_viewer, sign_in, unlabelled, wait_for_job
 from .test_browser import server  # noqa: F401  (the `gpufleet serve` process fixture)
 
 AZURE = Path("tests/data/traces/azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv").resolve()
@@ -45,14 +44,7 @@ def test_simulations_page_in_chromium(server: tuple[str, str], tmp_path: Path) -
         page.get_by_label("Most replicas").fill("8")
         page.get_by_role("button", name="Simulate autoscaling").click()
         page.wait_for_url(re.compile(r".*/jobs/\d+$"))
-        job_url = page.url
-        deadline = time.monotonic() + 180
-        while "succeeded" not in page.inner_text("main") and time.monotonic() < deadline:
-            assert "failed" not in page.inner_text("main")
-            time.sleep(1)
-            page.goto(job_url)
-        assert "succeeded" in page.inner_text("main")
-        page.wait_for_selector("section.report svg")
+        wait_for_job(page, timeout_s=180)
 
         page.get_by_role("button", name="Sign out").click()
         page.wait_for_url(re.compile(r".*/login$"))

@@ -136,10 +136,9 @@ class WholeTable:
             table.add_row(*(Text(c) for c in r))
         return table
 
-    def breaks_words(self, max_width: int) -> bool:
-        """Whether the table at ``max_width`` would break a word of a cell (``northc/entral/us``): a folded
-        column narrower than the longest word of its cells."""
-        table = self.table(max_width)
+    def breaks_words(self, table: Table) -> bool:
+        """Whether ``table`` (:meth:`table` at some width) breaks a word of a cell (``northc/entral/us``): a
+        folded column narrower than the longest word of its cells."""
         for j, column in enumerate(table.columns):
             if j in self.keep or column.width is None:
                 continue
@@ -176,10 +175,8 @@ class WholeTable:
         return Group(*parts)
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        if self.rows and self.breaks_words(options.max_width):
-            yield self.stacked(options.max_width)
-        else:
-            yield self.table(options.max_width)
+        table = self.table(options.max_width)
+        yield self.stacked(options.max_width) if self.rows and self.breaks_words(table) else table
 
 
 def whole_table(

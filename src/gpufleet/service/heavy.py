@@ -116,28 +116,36 @@ def _with_catalog(text: str, catalog: CatalogRef) -> str:
     return _json(doc)
 
 
+def _ranked_json(
+    kind: str,
+    workload: dict[str, Any],
+    objective: str | None,
+    limit: int,
+    cats: Catalogs,
+    catalog: CatalogRef,
+) -> str:
+    """``gpufleet {kind} --format json`` (recommend or migrate) on the team's offers, with its ``catalog``."""
+    from gpufleet.recommend import api
+    from gpufleet.report import render_text
+
+    run = api.recommend if kind == "recommend" else api.migrate
+    offers = team_table(cats, catalog[0])
+    doc = render_text(run(workload, objective=objective, limit=limit, offers=offers), "json")
+    return _with_catalog(doc, catalog)
+
+
 def recommend_json(
     workload: dict[str, Any], objective: str | None, limit: int, cats: Catalogs, catalog: CatalogRef
 ) -> str:
     """``gpufleet recommend --format json`` for ``workload`` on the team's offers, with its ``catalog``."""
-    from gpufleet.recommend.api import recommend
-    from gpufleet.report import render_text
-
-    offers = team_table(cats, catalog[0])
-    doc = render_text(recommend(workload, objective=objective, limit=limit, offers=offers), "json")
-    return _with_catalog(doc, catalog)
+    return _ranked_json("recommend", workload, objective, limit, cats, catalog)
 
 
 def migrate_json(
     workload: dict[str, Any], objective: str | None, limit: int, cats: Catalogs, catalog: CatalogRef
 ) -> str:
     """``gpufleet migrate --format json``: the current deployment against the best alternative."""
-    from gpufleet.recommend.api import migrate
-    from gpufleet.report import render_text
-
-    offers = team_table(cats, catalog[0])
-    doc = render_text(migrate(workload, objective=objective, limit=limit, offers=offers), "json")
-    return _with_catalog(doc, catalog)
+    return _ranked_json("migrate", workload, objective, limit, cats, catalog)
 
 
 def regions_json(workload: dict[str, Any], limit: int, cats: Catalogs, catalog: CatalogRef) -> str:
