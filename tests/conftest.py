@@ -15,6 +15,14 @@ settings.register_profile("default", deadline=None, max_examples=50)
 settings.register_profile("ci", deadline=None, max_examples=100, derandomize=True, database=None)
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
+# The CLI's consoles copy the environment when gpufleet.cli.console is imported, as a process does at start-up
+# (a COLUMNS there fixes their width for good); the CLI imports that module on first use. Import it now with
+# no COLUMNS or LINES (pytest-xdist workers inherit COLUMNS=80, a shell may export its own), so every test's
+# width (CliRunner env=, monkeypatch) is read live, in any worker and any test order.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
+import gpufleet.cli.console  # noqa: E402, F401
+
 
 @pytest.fixture(autouse=True)
 def _restore_root_logging() -> Iterator[None]:
