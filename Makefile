@@ -40,8 +40,9 @@ check: $(DEV_STAMP)
 system-deps:
 	@bash tools/system-deps.sh
 
+# the suite on every core, at most 4 workers (pytest-xdist; `$(BIN)/pytest` alone runs it in one process)
 unit: $(DEV_STAMP) system-deps
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto --maxprocesses=4
 
 test: check unit
 
