@@ -53,6 +53,15 @@ def register(app: typer.Typer) -> None:
         allow_fallback: rc.FallbackOpt = None,
         user_lat: Annotated[float | None, typer.Option("--user-lat", help="Users' latitude (deg).")] = None,
         user_lon: Annotated[float | None, typer.Option("--user-lon", help="Users' longitude (deg).")] = None,
+        user_location: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--user-location",
+                help="Where users are, NAME[:SHARE] (repeatable): a city of the region table (Paris, "
+                "Frankfurt, Tokyo, ...) or LAT,LON, with its share of the traffic (0.6 or 60%; none: equal). "
+                "RTT is then traffic-weighted / worst location, and --max-rtt-ms holds for every location.",
+            ),
+        ] = None,
         data_provider: Annotated[
             str | None, typer.Option("--data-provider", help="Where the data lives.")
         ] = None,
@@ -99,10 +108,14 @@ def register(app: typer.Typer) -> None:
                 "Give the user location as both --user-lat and --user-lon (degrees), or neither."
             )
         loc = (user_lat, user_lon) if user_lat is not None and user_lon is not None else None
+        from gpufleet.fleet.locations import parse_user_locations
+
+        users = parse_user_locations(user_location) if user_location else ()
         a = analyze_regions(
             [w],
             offers=rc.catalog_offers(catalog),
             user_lat_lon=loc,
+            user_locations=users,
             data_provider=data_provider,
             data_region=data_region,
             data_size_gib=data_gib,

@@ -364,7 +364,9 @@ def region_rows(a: RegionAnalysis) -> list[list[str]]:
             "-" if r.spot_discount is None else f"{r.spot_discount:.0%}",
             opt(r.egress_usd_per_month),
             opt(r.transfer_time_h, "n"),
-            opt(r.rtt_ms, "n"),
+            # several user locations: traffic-weighted mean / the worst location
+            opt(r.rtt_ms, "n")
+            + (f" / {num(r.rtt_worst_ms)}" if r.rtt_by_location_ms and r.rtt_worst_ms else ""),
             opt(r.carbon_gco2e_per_kwh, "n"),
             opt(r.carbon_gco2e_per_month, "n"),
             # egress unpriced (None) while some data leaves the region: the total holds it as $0, a lower
