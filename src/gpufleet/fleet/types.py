@@ -478,6 +478,11 @@ class NewCommitment:
     break_even_months: float = math.nan  # months the workload must run for the term to beat on-demand
     on_demand_usd_per_month: float = math.nan  # the same nodes on demand for the hours used [USD/month]
     margin_fraction: float = math.nan  # the margin the purchase rule demanded [fraction]
+    #: what the whole term bills, owed whatever the use: usd_per_month x term_months [USD]
+    term_obligation_usd: float = math.nan
+    #: how far the committed nodes' used hours may fall before the term costs more than on-demand for the
+    #: hours still used: 1 - break_even_utilisation / expected_utilisation [fraction]
+    use_drop_tolerated_fraction: float = math.nan
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -212,7 +212,10 @@ def commitment_line(c: NewCommitment) -> str:
         f"[{c.rate_program or '?'} {c.rate_basis or '?'}, {flag}: {c.rate_source}]; expected use "
         f"{c.expected_utilisation:.0%} of 730 h vs break-even {c.break_even_utilisation:.0%} (margin "
         f"{c.margin_fraction:.0%}); pays back after {c.break_even_months:.1f} of {c.term_months:g} months; "
-        f"on-demand alternative {usd(c.on_demand_usd_per_month)}/month for the same hours"
+        f"on-demand alternative {usd(c.on_demand_usd_per_month)}/month for the same hours; lock-in: "
+        f"{usd(c.term_obligation_usd)} owed over the {c.term_months:g} months whatever the use, dearer than "
+        f"on-demand once these nodes' use falls more than {c.use_drop_tolerated_fraction:.0%} (below "
+        f"{c.break_even_utilisation:.0%} of 730 h)"
     )
 
 
