@@ -220,3 +220,67 @@ workloads:
     jsonschema.validators.validator_for(schema)(schema).validate(dep)
     (task,) = skypilot_export(plan).tasks.values()
     assert "keep 4 replica(s) up" in task
+
+
+def _pod(doc: dict) -> dict:  # type: ignore[type-arg]
+    return doc["spec"]["template"]["spec"]  # type: ignore[no-any-return]
+
+
+def test_spot_and_on_demand_are_selected_with_each_clouds_own_node_labels(tmp_path: Path) -> None:
+    """GKE and AKS nodes carry no Karpenter label: before, every placement selected
+    `karpenter.sh/capacity-type`, so a GCP or Azure Deployment matched no node and stayed Pending."""
+    text = """
+name: gke
+workloads:
+  embed:
+    team: search
+    resources: {gpus: [L4], gpus_per_replica: 1, replicas: 4}
+    demand: {schedule: "24/7"}
+    providers: [gcp]
+    regions: [us-central1]
+    preemptible_fraction: 0.5
+"""
+    _, plan = _plan(tmp_path, text)
+    schema = json.loads(SCHEMA.read_text())
+    validator = jsonschema.validators.validator_for(schema)(schema)
+
+    def by_kind(p: FleetPlan) -> dict[str, dict]:  # type: ignore[type-arg]
+        docs = list(yaml.safe_load_all(k8s_yaml(k8s_manifests(p, image="ghcr.io/acme/serve:1"))))
+        for d in docs:
+            validator.validate(d)
+            assert not any(k.startswith("karpenter.sh/") for k in _pod(d)["nodeSelector"]), d
+        return {d["metadata"]["name"].rsplit("-", 1)[1]: d for d in docs}
+
+    gke = by_kind(plan)
+    assert _pod(gke["spot"])["nodeSelector"]["cloud.google.com/gke-spot"] == "true"
+    (term,) = _pod(gke["od"])["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"][
+        "nodeSelectorTerms"]  # fmt: skip
+    assert term["matchExpressions"] == [
+        {"key": "cloud.google.com/gke-spot", "operator": "NotIn", "values": ["true"]}
+    ]
+    # the same plan on Azure: spot pools are tainted kubernetes.azure.com/scalesetpriority=spot:NoSchedule
+    az = dataclasses.replace(
+        plan, lines=tuple(dataclasses.replace(ln, provider="azure", region="eastus") for ln in plan.lines)
+    )
+    aks = by_kind(az)
+    spot = _pod(aks["spot"])
+    assert spot["nodeSelector"]["kubernetes.azure.com/scalesetpriority"] == "spot"
+    assert {"key": "kubernetes.azure.com/scalesetpriority", "operator": "Equal", "value": "spot",
+            "effect": "NoSchedule"} in spot["tolerations"]  # fmt: skip
+    assert "kubernetes.azure.com/scalesetpriority" not in _pod(aks["od"])["nodeSelector"]
+    # a provider without a known label: no capacity selector, the pay kind as an annotation
+    other = dataclasses.replace(
+        plan, lines=tuple(dataclasses.replace(ln, provider="lambda", region="us-east-1") for ln in plan.lines)
+    )
+    lam = by_kind(other)
+    assert lam["spot"]["metadata"]["annotations"]["gpufleet.io/capacity-type"] == "spot"
+    assert lam["od"]["metadata"]["annotations"]["gpufleet.io/capacity-type"] == "on-demand"
+    # AWS keeps Karpenter's label
+    aws = dataclasses.replace(
+        plan, lines=tuple(dataclasses.replace(ln, provider="aws", region="us-east-1") for ln in plan.lines)
+    )
+    docs = list(yaml.safe_load_all(k8s_yaml(k8s_manifests(aws, image="x/y:1"))))
+    assert sorted(_pod(d)["nodeSelector"]["karpenter.sh/capacity-type"] for d in docs) == [
+        "on-demand",
+        "spot",
+    ]

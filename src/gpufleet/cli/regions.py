@@ -57,7 +57,7 @@ def register(app: typer.Typer) -> None:
             list[str] | None,
             typer.Option(
                 "--user-location",
-                help="Where users are, NAME[:SHARE] (repeatable): a city of the region table (Paris, "
+                help="Where users are, NAME or NAME:SHARE (repeatable): a city of the region table (Paris, "
                 "Frankfurt, Tokyo, ...) or LAT,LON, with its share of the traffic (0.6 or 60%; none: equal). "
                 "RTT is then traffic-weighted / worst location, and --max-rtt-ms holds for every location.",
             ),

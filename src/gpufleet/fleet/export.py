@@ -16,7 +16,7 @@ import io
 import json
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from functools import cache
 from typing import TYPE_CHECKING
@@ -559,6 +559,46 @@ def k8s_topology(provider: str, region: str, zone_ids: Sequence[str] = ()) -> tu
     return parent, tuple(f"{group}{c}" for c in (letters or ["a"]))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CapacityScheduling:
+    """How a pod asks for spot or on-demand nodes on one provider's Kubernetes: node labels to select, node
+    affinity terms (``NotIn`` also matches nodes without the label) and tolerations."""
+
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    match_expressions: tuple[Mapping[str, object], ...] = ()
+    tolerations: tuple[Mapping[str, str], ...] = ()
+
+
+def capacity_scheduling(provider: str, spot: bool) -> CapacityScheduling:
+    """The spot / on-demand node selection each provider's nodes carry. AWS: Karpenter's well-known label
+    ``karpenter.sh/capacity-type`` = ``spot`` | ``on-demand`` (Karpenter "Well-Known Labels"). GCP (GKE):
+    Spot VM nodes carry ``cloud.google.com/gke-spot: "true"`` (GKE "Spot VMs": select them with that
+    nodeSelector), on-demand nodes carry no such label, so on-demand pods keep off spot nodes with
+    ``NotIn ["true"]``. Azure (AKS): spot node pools are labelled and tainted
+    ``kubernetes.azure.com/scalesetpriority=spot:NoSchedule`` (AKS "Add an Azure Spot node pool"): spot pods
+    select and tolerate it, on-demand pods keep off it with ``NotIn [spot]``. Other providers: no label is
+    known, so none is set (a Karpenter label on a GKE or AKS cluster matches no node and the pod stays
+    Pending); the object's ``gpufleet.io/capacity-type`` annotation says which the plan priced."""
+    if provider == "aws":
+        return CapacityScheduling(
+            node_selector={"karpenter.sh/capacity-type": "spot" if spot else "on-demand"}
+        )
+    if provider == "gcp":
+        key = "cloud.google.com/gke-spot"
+        if spot:
+            return CapacityScheduling(node_selector={key: "true"})
+        return CapacityScheduling(match_expressions=({"key": key, "operator": "NotIn", "values": ["true"]},))
+    if provider == "azure":
+        key = "kubernetes.azure.com/scalesetpriority"
+        if spot:
+            return CapacityScheduling(
+                node_selector={key: "spot"},
+                tolerations=({"key": key, "operator": "Equal", "value": "spot", "effect": "NoSchedule"},),
+            )
+        return CapacityScheduling(match_expressions=({"key": key, "operator": "NotIn", "values": ["spot"]},))
+    return CapacityScheduling()
+
+
 def k8s_manifests(
     plan: FleetPlan,
     *,
@@ -616,7 +656,8 @@ def k8s_manifests(
             selector["topology.kubernetes.io/region"] = region
             if len(zones) == 1:
                 selector["topology.kubernetes.io/zone"] = zones[0]
-            selector["karpenter.sh/capacity-type"] = "spot" if p.spot else "on-demand"
+        cap = capacity_scheduling(p.provider, p.spot) if not p.on_prem else CapacityScheduling()
+        selector.update(cap.node_selector)
         container: dict[str, object] = {"name": k8s_name(p.workload)}
         if image:
             container["image"] = image
@@ -631,25 +672,30 @@ def k8s_manifests(
                 "requests": {"nvidia.com/gpu": gpus},
             }
         pod: dict[str, object] = {"nodeSelector": selector, "containers": [container]}
+        terms: list[dict[str, object]] = [dict(t) for t in cap.match_expressions]
         if not p.on_prem and len(zones) > 1:  # any zone of the Local Zone group: node affinity, In
-            term = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(zones)}
+            terms.append({"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(zones)})
+        if terms:
             pod["affinity"] = {
                 "nodeAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                        {"matchExpressions": [term]}
+                        {"matchExpressions": terms}
                     ]}
                 }
             }  # fmt: skip
         if p.mig_profile:
             labels = {**labels, "gpufleet.io/mig-profile": p.mig_profile}
+        tolerations = [dict(t) for t in cap.tolerations]
         if gpus > 0:
-            pod["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+            tolerations.insert(0, {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"})
+        if tolerations:
+            pod["tolerations"] = tolerations
         if p.workload in jobs:
             docs.append(
                 {
                     "apiVersion": "batch/v1",
                     "kind": "Job",
-                    "metadata": {"name": name, "labels": labels},
+                    "metadata": {"name": name, "labels": labels, **_annotations(p, job=True)},
                     "spec": {
                         "completions": p.nodes,
                         "parallelism": p.nodes,
@@ -699,8 +745,10 @@ def k8s_manifests(
     return docs
 
 
-def _annotations(p: Placement) -> dict[str, object]:
-    notes = schedule_annotations(p)
+def _annotations(p: Placement, *, job: bool = False) -> dict[str, object]:
+    notes = {} if job else schedule_annotations(p)
+    if not p.on_prem and p.provider not in ("aws", "gcp", "azure"):  # no known capacity label (see above)
+        notes = {**notes, "gpufleet.io/capacity-type": "spot" if p.spot else "on-demand"}
     return {"annotations": notes} if notes else {}
 
 
