@@ -169,3 +169,19 @@ def test_cli_user_location(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "Unknown user location" in bad.output
     both = runner.invoke(app, [*base, "--user-location", "Paris", "--user-lat", "1", "--user-lon", "2"])
     assert both.exit_code == 2 and "not both" in both.output
+
+
+def test_no_region_within_the_bound_exits_3_even_with_the_data_region_shown(tmp_path: Path) -> None:
+    """Users in mid-Atlantic (0 N, 30 W) with a 5 ms bound: no region qualifies; the data's region
+    (aws eu-west-3, ~92 ms) is shown unranked for comparison. Before: exit 0 (the unranked row read as an
+    answer)."""
+    out = tmp_path / "r.json"
+    args = ["regions", "--model", "llama-3.1-8b", "--target-rps", "2", "--ttft-ms", "500", "--user-lat", "0",
+            "--user-lon", "-30", "--max-rtt-ms", "5", "--data-provider", "aws", "--data-region", "eu-west-3",
+            "-f", "json", "-o", str(out)]  # fmt: skip
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 3, res.output
+    rows = json.loads(out.read_text())["result"]["rows"]
+    assert [(r["provider"], r["region"], r["rank"]) for r in rows] == [("aws", "eu-west-3", None)]
+    assert rows[0]["rtt_ms"] > 5
+    assert "within --max-rtt-ms" in res.output

@@ -4,14 +4,18 @@ egress, transfer time, latency from a user location, grid carbon). Takes a workl
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from gpufleet.cli import recommend as rc
 from gpufleet.cli.console import console
 from gpufleet.errors import InputError
+
+if TYPE_CHECKING:
+    from gpufleet.fleet.regions import RegionRow
 
 
 def register(app: typer.Typer) -> None:
@@ -148,9 +152,18 @@ def register(app: typer.Typer) -> None:
         _exit_if_no_region(a.rows)
 
 
-def _exit_if_no_region(rows: object) -> None:
-    """Exit 3 (gpufleet.cli.exit_codes) after the output where no region can run the workload."""
-    if not rows:
-        from gpufleet.cli.exit_codes import ExitCode, exit_with
+def _exit_if_no_region(rows: Sequence[RegionRow]) -> None:
+    """Exit 3 (gpufleet.cli.exit_codes) after the output where no region can run the workload, or none is
+    ranked: every region that can is beyond --max-rtt-ms (the data's region may still be shown, unranked,
+    for comparison; before the fourth review of 2026-11-29 that row alone made the answer exit 0)."""
+    from gpufleet.cli.exit_codes import ExitCode, exit_with
 
+    if not rows:
         exit_with(ExitCode.NO_CANDIDATE, "no region can run the workload with these filters (see the notes).")
+    elif all(r.rank is None for r in rows):
+        exit_with(
+            ExitCode.NO_CANDIDATE,
+            "no region that can run the workload is within --max-rtt-ms of the users (every location); the "
+            "data's region is shown unranked for comparison (see the notes). Raise --max-rtt-ms or move the "
+            "users' locations.",
+        )
