@@ -267,11 +267,16 @@ def test_k8s_local_zone_selects_the_parent_region_and_the_zone_names(platform_pl
         assert (
             "us-west-2-lax1" not in regions and "us-west-2" in regions
         )  # no node carries a Local Zone region
-        lz = [p for p in pods if "affinity" in p]
-        assert lz  # the moved placement (and any Local Zone placement the plan already has)
-        terms = [
-            p["affinity"]["nodeAffinity"][req]["nodeSelectorTerms"][0]["matchExpressions"][0] for p in lz
+        # a zone term (GCP/Azure on-demand pods also carry a capacity-type NotIn term: review 4)
+        zone_terms = [
+            (p, next((t for t in exprs if t["key"] == "topology.kubernetes.io/zone"), None))
+            for p in pods
+            if "affinity" in p
+            for exprs in [p["affinity"]["nodeAffinity"][req]["nodeSelectorTerms"][0]["matchExpressions"]]
         ]
+        lz = [p for p, t in zone_terms if t is not None]
+        terms = [t for _p, t in zone_terms if t is not None]
+        assert lz  # the moved placement (and any Local Zone placement the plan already has)
         assert all(t["key"] == "topology.kubernetes.io/zone" and t["operator"] == "In" for t in terms)
         assert ["us-west-2-lax-1a", "us-west-2-lax-1b"] in [t["values"] for t in terms]
         for p, t in zip(lz, terms, strict=True):  # a zone name = parent region + metro + number + letter

@@ -4,14 +4,18 @@ egress, transfer time, latency from a user location, grid carbon). Takes a workl
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from gpufleet.cli import recommend as rc
 from gpufleet.cli.console import console
 from gpufleet.errors import InputError
+
+if TYPE_CHECKING:
+    from gpufleet.fleet.regions import RegionRow
 
 
 def register(app: typer.Typer) -> None:
@@ -53,6 +57,15 @@ def register(app: typer.Typer) -> None:
         allow_fallback: rc.FallbackOpt = None,
         user_lat: Annotated[float | None, typer.Option("--user-lat", help="Users' latitude (deg).")] = None,
         user_lon: Annotated[float | None, typer.Option("--user-lon", help="Users' longitude (deg).")] = None,
+        user_location: Annotated[
+            list[str] | None,
+            typer.Option(
+                "--user-location",
+                help="Where users are, NAME or NAME:SHARE (repeatable): a city of the region table (Paris, "
+                "Frankfurt, Tokyo, ...) or LAT,LON, with its share of the traffic (0.6 or 60%; none: equal). "
+                "RTT is then traffic-weighted / worst location, and --max-rtt-ms holds for every location.",
+            ),
+        ] = None,
         data_provider: Annotated[
             str | None, typer.Option("--data-provider", help="Where the data lives.")
         ] = None,
@@ -99,10 +112,14 @@ def register(app: typer.Typer) -> None:
                 "Give the user location as both --user-lat and --user-lon (degrees), or neither."
             )
         loc = (user_lat, user_lon) if user_lat is not None and user_lon is not None else None
+        from gpufleet.fleet.locations import parse_user_locations
+
+        users = parse_user_locations(user_location) if user_location else ()
         a = analyze_regions(
             [w],
             offers=rc.catalog_offers(catalog),
             user_lat_lon=loc,
+            user_locations=users,
             data_provider=data_provider,
             data_region=data_region,
             data_size_gib=data_gib,
@@ -135,9 +152,18 @@ def register(app: typer.Typer) -> None:
         _exit_if_no_region(a.rows)
 
 
-def _exit_if_no_region(rows: object) -> None:
-    """Exit 3 (gpufleet.cli.exit_codes) after the output where no region can run the workload."""
-    if not rows:
-        from gpufleet.cli.exit_codes import ExitCode, exit_with
+def _exit_if_no_region(rows: Sequence[RegionRow]) -> None:
+    """Exit 3 (gpufleet.cli.exit_codes) after the output where no region can run the workload, or none is
+    ranked: every region that can is beyond --max-rtt-ms (the data's region may still be shown, unranked,
+    for comparison; before the fourth review of 2026-11-29 that row alone made the answer exit 0)."""
+    from gpufleet.cli.exit_codes import ExitCode, exit_with
 
+    if not rows:
         exit_with(ExitCode.NO_CANDIDATE, "no region can run the workload with these filters (see the notes).")
+    elif all(r.rank is None for r in rows):
+        exit_with(
+            ExitCode.NO_CANDIDATE,
+            "no region that can run the workload is within --max-rtt-ms of the users (every location); the "
+            "data's region is shown unranked for comparison (see the notes). Raise --max-rtt-ms or move the "
+            "users' locations.",
+        )

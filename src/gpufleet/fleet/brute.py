@@ -128,7 +128,8 @@ def _option_configs(fleet: Fleet, fw: FleetWorkload, o: Option) -> list[list[Pla
     for combo in itertools.product(*per_block):
         lines = [ln for part in combo for ln in part] + transfer
         spot = sum(ln.nodes for ln in lines if ln.pay_kind == "spot")
-        if spot <= math.floor(fw.preemptible_fraction * o.nodes_peak + 1e-9):
+        whole = all(ln.nodes % max(1, o.nodes_per_replica) == 0 for ln in lines if ln.pay_kind == "spot")
+        if whole and spot <= o.spot_share_nodes(fw.preemptible_fraction):
             out.append(lines)
     return out
 

@@ -125,6 +125,7 @@ def check_plan(
     by_wl: dict[str, set[str]] = defaultdict(set)
     nodes_in_block: dict[tuple[str, int], int] = defaultdict(int)
     spot_nodes: dict[str, int] = defaultdict(int)
+    spot_by_block: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     cost_by_wl: dict[str, float] = defaultdict(float)
     # team/workload budgets: MIG slices count at their on-demand chargeback (the pool's pay kind is a
     # fleet-level choice); everything else at its cost
@@ -185,6 +186,7 @@ def check_plan(
             bad.append(f"{o.key}: on-prem nodes paid as {ln.pay_kind}")
         if ln.pay_kind == "spot":
             spot_nodes[o.key] += ln.nodes
+            spot_by_block[o.key][ln.block] += ln.nodes
         if ln.pay_kind == "existing":
             ex = next((e for e in c.existing if e.name == ln.commitment), None)
             if ex is None or (ex.provider, ex.region, ex.instance_type) != (
@@ -219,10 +221,17 @@ def check_plan(
                         f"{fw.name}: block {bi} of {o.key} has {nodes_in_block[(o.key, bi)]} nodes paid, "
                         f"needs {b.nodes}"
                     )
-            share = math.floor(fw.preemptible_fraction * o.nodes_peak + 1e-9)
+            npr = max(1, o.nodes_per_replica)  # a replica over npr nodes is all spot or all regular
+            share = math.floor(fw.preemptible_fraction * o.nodes_peak + 1e-9) // npr * npr
             if spot_nodes[o.key] > share:
                 bad.append(
-                    f"{fw.name}: {spot_nodes[o.key]} spot nodes exceed its preemptible share ({share})"
+                    f"{fw.name}: {spot_nodes[o.key]} spot nodes exceed its preemptible share ({share} nodes, "
+                    f"whole replicas of {npr})"
+                )
+            if npr > 1 and any(n % npr for n in spot_by_block.get(o.key, {}).values()):
+                bad.append(
+                    f"{fw.name}: a replica of {o.key} over {npr} nodes is split between spot and regular "
+                    "nodes (one reclaimed node stops the replica: spot goes in whole replicas)"
                 )
             if fw.providers and o.provider not in fw.providers:
                 bad.append(f"{fw.name}: provider {o.provider} not allowed")

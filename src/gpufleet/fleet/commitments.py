@@ -67,6 +67,8 @@ def _describe(key: tuple[str, str, str, str], a: _Agg, margin: float) -> NewComm
     term_months = TERM_MONTHS[kind]
     capacity = a.nodes * HOURS_PER_MONTH
     used_per_node = a.used_node_hours / a.nodes if a.nodes else 0.0
+    expected = a.used_node_hours / capacity if capacity else math.nan
+    be_use = break_even_utilisation(a.rate_usd_per_hour, a.on_demand_usd_per_hour)
     return NewCommitment(
         provider=provider,
         region=region,
@@ -84,13 +86,20 @@ def _describe(key: tuple[str, str, str, str], a: _Agg, margin: float) -> NewComm
         rate_verified=info.verified if info else False,
         term_months=term_months,
         used_node_hours_per_month=a.used_node_hours,
-        expected_utilisation=a.used_node_hours / capacity if capacity else math.nan,
-        break_even_utilisation=break_even_utilisation(a.rate_usd_per_hour, a.on_demand_usd_per_hour),
+        expected_utilisation=expected,
+        break_even_utilisation=be_use,
         break_even_months=break_even_months(
             a.rate_usd_per_hour, a.on_demand_usd_per_hour, used_per_node, term_months
         ),
         on_demand_usd_per_month=a.on_demand_usd_per_hour * a.used_node_hours,
         margin_fraction=margin,
+        # the lock-in: the term is owed in full, and it stays no dearer than on-demand only while the
+        # committed nodes keep running at least the break-even share of 730 h (a falling load empties the
+        # on-demand nodes above them first, then these)
+        term_obligation_usd=a.usd_per_month * term_months,
+        use_drop_tolerated_fraction=(
+            max(0.0, 1.0 - be_use / expected) if expected and math.isfinite(expected) else math.nan
+        ),
     )
 
 

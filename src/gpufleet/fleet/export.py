@@ -16,7 +16,7 @@ import io
 import json
 import re
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from functools import cache
 from typing import TYPE_CHECKING
@@ -286,6 +286,39 @@ class Placement:
     spot: bool
     on_prem: bool
     mig_profile: str = ""  # MIG slices: ``nodes`` counts slices of this profile on a shared pool
+    nodes_per_replica: int = 1  # nodes one replica spans (TP x PP over nodes): launched as one group
+    #: (nodes, hours each runs a month), most hours first: the demand profile's blocks as the plan pays them
+    node_hours: tuple[tuple[int, float], ...] = ()
+
+
+def _node_hours(lines: Sequence[PlanLine]) -> tuple[tuple[int, float], ...]:
+    by: dict[float, int] = {}
+    for ln in lines:
+        h = round(ln.hours_per_month, 1)
+        by[h] = by.get(h, 0) + ln.nodes
+    return tuple((n, h) for h, n in sorted(by.items(), reverse=True))
+
+
+def schedule_annotations(p: Placement) -> dict[str, str]:
+    """Kubernetes annotations for a placement whose nodes do not all run the whole month: the manifest's
+    replica count is the peak (what the busiest hour needs), and the plan's cost assumes the nodes above the
+    base run only the hours the demand profile needs them, so an autoscaler (HPA/KEDA on the serving queue,
+    Karpenter removing the empty nodes) must scale between ``gpufleet.io/min-replicas`` and the peak; kept at
+    the peak all month, the placement costs more than the plan says. Empty where every node runs 730 h."""
+    if p.mig_profile or not p.node_hours or all(h >= HOURS_PER_MONTH - 0.05 for _, h in p.node_hours):
+        return {}
+    npr = max(1, p.nodes_per_replica)
+    base = sum(n for n, h in p.node_hours if h >= HOURS_PER_MONTH - 0.05)
+    return {
+        "gpufleet.io/min-replicas": str(base // npr),
+        "gpufleet.io/max-replicas": str(p.nodes // npr),
+        "gpufleet.io/node-hours-per-month": ", ".join(f"{n} x {h:,.0f} h" for n, h in p.node_hours),
+        "gpufleet.io/note": (
+            "replicas is the peak; the plan pays the nodes above min-replicas only for the hours "
+            "listed: scale them with the load (HPA/KEDA, Karpenter consolidation) or the month costs "
+            "more than the plan"
+        ),
+    }
 
 
 def placements(plan: FleetPlan) -> list[Placement]:
@@ -312,6 +345,8 @@ def placements(plan: FleetPlan) -> list[Placement]:
                 spot=spot,
                 on_prem=ln.pay_kind == "on_prem",
                 mig_profile=ln.mig_profile,
+                nodes_per_replica=ln.nodes_per_replica,
+                node_hours=_node_hours(lines),
             )
         )
     return out
@@ -449,19 +484,36 @@ def skypilot_export(
             resources["zone"] = zones[0]
         elif zones:  # any zone of the Local Zone group (SkyPilot "any_of" resources)
             resources["any_of"] = [{"zone": z} for z in zones]
+        npr = max(1, p.nodes_per_replica)
         task = {
             "name": k8s_name(p.workload, "spot" if p.spot else "od"),
-            "num_nodes": p.nodes if job else 1,
+            # a service replica split over nodes (TP x PP across nodes) is one multi-node task per replica:
+            # one copy per node would start halves of a model that no single node holds
+            "num_nodes": p.nodes if job else npr,
             "resources": resources,
         }
+        if job:
+            how = "# One multi-node job: num_nodes launches every node (SKYPILOT_NODE_RANK); add setup/run.\n"
+        elif npr > 1:
+            how = (
+                f"# Each replica spans {npr} nodes: launch this task once per replica ({p.nodes // npr} "
+                f"cop{'y' if p.nodes // npr == 1 else 'ies'}); num_nodes starts the replica's {npr} nodes "
+                "together (SKYPILOT_NODE_RANK); add setup/run commands.\n"
+            )
+        else:
+            copies = f"{p.nodes} cop{'y' if p.nodes == 1 else 'ies'}"
+            how = f"# Launch one copy per node ({copies}); add setup/run commands.\n"
+        sched = schedule_annotations(p)
+        if sched and not job:
+            how += (
+                f"# Nodes run {sched['gpufleet.io/node-hours-per-month']} a month: keep "
+                f"{sched['gpufleet.io/min-replicas']} replica(s) up and the rest only while the load needs "
+                "them (the plan's cost assumes it).\n"
+            )
         header = (
             f"# gpufleet plan {plan.fleet}: workload {p.workload} (team {p.team}), {p.nodes} node(s) of "
             f"{p.instance_type} ({p.gpu}) in {p.provider}/{p.region}, {'spot' if p.spot else 'not spot'}.\n"
-            + (
-                "# One multi-node job: num_nodes launches every node (SKYPILOT_NODE_RANK); add setup/run.\n"
-                if job
-                else "# Launch one copy per node; add setup/run commands.\n"
-            )
+            + how
         )
         out[f"{task['name']}-{k8s_name(p.provider, p.region)}.sky.yaml"] = header + yaml.safe_dump(
             task, sort_keys=False
@@ -507,6 +559,46 @@ def k8s_topology(provider: str, region: str, zone_ids: Sequence[str] = ()) -> tu
     return parent, tuple(f"{group}{c}" for c in (letters or ["a"]))
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CapacityScheduling:
+    """How a pod asks for spot or on-demand nodes on one provider's Kubernetes: node labels to select, node
+    affinity terms (``NotIn`` also matches nodes without the label) and tolerations."""
+
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    match_expressions: tuple[Mapping[str, object], ...] = ()
+    tolerations: tuple[Mapping[str, str], ...] = ()
+
+
+def capacity_scheduling(provider: str, spot: bool) -> CapacityScheduling:
+    """The spot / on-demand node selection each provider's nodes carry. AWS: Karpenter's well-known label
+    ``karpenter.sh/capacity-type`` = ``spot`` | ``on-demand`` (Karpenter "Well-Known Labels"). GCP (GKE):
+    Spot VM nodes carry ``cloud.google.com/gke-spot: "true"`` (GKE "Spot VMs": select them with that
+    nodeSelector), on-demand nodes carry no such label, so on-demand pods keep off spot nodes with
+    ``NotIn ["true"]``. Azure (AKS): spot node pools are labelled and tainted
+    ``kubernetes.azure.com/scalesetpriority=spot:NoSchedule`` (AKS "Add an Azure Spot node pool"): spot pods
+    select and tolerate it, on-demand pods keep off it with ``NotIn [spot]``. Other providers: no label is
+    known, so none is set (a Karpenter label on a GKE or AKS cluster matches no node and the pod stays
+    Pending); the object's ``gpufleet.io/capacity-type`` annotation says which the plan priced."""
+    if provider == "aws":
+        return CapacityScheduling(
+            node_selector={"karpenter.sh/capacity-type": "spot" if spot else "on-demand"}
+        )
+    if provider == "gcp":
+        key = "cloud.google.com/gke-spot"
+        if spot:
+            return CapacityScheduling(node_selector={key: "true"})
+        return CapacityScheduling(match_expressions=({"key": key, "operator": "NotIn", "values": ["true"]},))
+    if provider == "azure":
+        key = "kubernetes.azure.com/scalesetpriority"
+        if spot:
+            return CapacityScheduling(
+                node_selector={key: "spot"},
+                tolerations=({"key": key, "operator": "Equal", "value": "spot", "effect": "NoSchedule"},),
+            )
+        return CapacityScheduling(match_expressions=({"key": key, "operator": "NotIn", "values": ["spot"]},))
+    return CapacityScheduling()
+
+
 def k8s_manifests(
     plan: FleetPlan,
     *,
@@ -527,6 +619,17 @@ def k8s_manifests(
     (Kubernetes "Jobs": Indexed completion mode; Kueue admits batch/v1 Jobs, JobSets and Kubeflow
     PyTorchJobs, not Deployments).
 
+    A serving replica that spans several nodes (``nodes_per_replica`` > 1: TP x PP across nodes) is a
+    ``LeaderWorkerSet`` (kubernetes-sigs/lws, API ``leaderworkerset.x-k8s.io/v1``; the multi-node serving
+    deployment vLLM and SGLang document): ``replicas`` groups of ``leaderWorkerTemplate.size`` pods, one
+    per node, created, placed and restarted together (its default restart policy recreates the whole group
+    when one pod fails). A Deployment of independent pods would start halves of a model that no one pod
+    holds, and lose no whole replica when a node goes.
+
+    Every pod carries ``gpufleet.io/placement`` (= the object's name) and a Deployment selects on it, so
+    two placements of one workload in one cluster (on-demand and spot, or two HA regions) never overlap
+    (Kubernetes "Deployments": do not overlap selectors with other controllers).
+
     Region and zone selectors are the labels nodes carry (:func:`k8s_topology`): an AWS Local Zone placement
     selects its parent region and the Local Zone's zone names. ``zone_ids``: (provider, region) -> the
     catalog's zone IDs (default: the shipped catalog's)."""
@@ -535,7 +638,14 @@ def k8s_manifests(
     docs: list[dict[str, object]] = []
     for p in placements(plan):
         name = k8s_name(p.workload, p.region, "spot" if p.spot else "od")
-        labels = {"app.kubernetes.io/name": k8s_name(p.workload), "gpufleet.io/team": k8s_name(p.team)}
+        # the placement label keeps the selectors of one workload's placements (spot and on-demand, or one
+        # per HA region in one cluster) apart: Kubernetes "Deployments": "do not overlap labels or
+        # selectors with other controllers", or the controllers fight over each other's pods
+        labels = {
+            "app.kubernetes.io/name": k8s_name(p.workload),
+            "gpufleet.io/team": k8s_name(p.team),
+            "gpufleet.io/placement": name,
+        }
         selector: dict[str, str] = {}
         zones: tuple[str, ...] = ()
         if p.on_prem:
@@ -546,7 +656,8 @@ def k8s_manifests(
             selector["topology.kubernetes.io/region"] = region
             if len(zones) == 1:
                 selector["topology.kubernetes.io/zone"] = zones[0]
-            selector["karpenter.sh/capacity-type"] = "spot" if p.spot else "on-demand"
+        cap = capacity_scheduling(p.provider, p.spot) if not p.on_prem else CapacityScheduling()
+        selector.update(cap.node_selector)
         container: dict[str, object] = {"name": k8s_name(p.workload)}
         if image:
             container["image"] = image
@@ -561,25 +672,30 @@ def k8s_manifests(
                 "requests": {"nvidia.com/gpu": gpus},
             }
         pod: dict[str, object] = {"nodeSelector": selector, "containers": [container]}
+        terms: list[dict[str, object]] = [dict(t) for t in cap.match_expressions]
         if not p.on_prem and len(zones) > 1:  # any zone of the Local Zone group: node affinity, In
-            term = {"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(zones)}
+            terms.append({"key": "topology.kubernetes.io/zone", "operator": "In", "values": list(zones)})
+        if terms:
             pod["affinity"] = {
                 "nodeAffinity": {
                     "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-                        {"matchExpressions": [term]}
+                        {"matchExpressions": terms}
                     ]}
                 }
             }  # fmt: skip
         if p.mig_profile:
             labels = {**labels, "gpufleet.io/mig-profile": p.mig_profile}
+        tolerations = [dict(t) for t in cap.tolerations]
         if gpus > 0:
-            pod["tolerations"] = [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
+            tolerations.insert(0, {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"})
+        if tolerations:
+            pod["tolerations"] = tolerations
         if p.workload in jobs:
             docs.append(
                 {
                     "apiVersion": "batch/v1",
                     "kind": "Job",
-                    "metadata": {"name": name, "labels": labels},
+                    "metadata": {"name": name, "labels": labels, **_annotations(p, job=True)},
                     "spec": {
                         "completions": p.nodes,
                         "parallelism": p.nodes,
@@ -592,19 +708,48 @@ def k8s_manifests(
                 }
             )
             continue
+        npr = max(1, p.nodes_per_replica)
+        if npr > 1:  # one replica over npr nodes: a LeaderWorkerSet group of npr pods, one per node
+            docs.append(
+                {
+                    "apiVersion": "leaderworkerset.x-k8s.io/v1",
+                    "kind": "LeaderWorkerSet",
+                    "metadata": {"name": name, "labels": labels, **_annotations(p)},
+                    "spec": {
+                        "replicas": p.nodes // npr,
+                        "leaderWorkerTemplate": {
+                            "size": npr,
+                            "workerTemplate": {"metadata": {"labels": labels}, "spec": pod},
+                        },
+                    },
+                }
+            )
+            continue
         docs.append(
             {
                 "apiVersion": "apps/v1",
                 "kind": "Deployment",
-                "metadata": {"name": name, "labels": labels},
+                "metadata": {"name": name, "labels": labels, **_annotations(p)},
                 "spec": {
                     "replicas": p.nodes,
-                    "selector": {"matchLabels": {"app.kubernetes.io/name": k8s_name(p.workload)}},
+                    "selector": {
+                        "matchLabels": {
+                            "app.kubernetes.io/name": k8s_name(p.workload),
+                            "gpufleet.io/placement": name,
+                        }
+                    },
                     "template": {"metadata": {"labels": labels}, "spec": pod},
                 },
             }
         )
     return docs
+
+
+def _annotations(p: Placement, *, job: bool = False) -> dict[str, object]:
+    notes = {} if job else schedule_annotations(p)
+    if not p.on_prem and p.provider not in ("aws", "gcp", "azure"):  # no known capacity label (see above)
+        notes = {**notes, "gpufleet.io/capacity-type": "spot" if p.spot else "on-demand"}
+    return {"annotations": notes} if notes else {}
 
 
 def catalog_zone_ids(offers: OfferTable | None = None) -> dict[tuple[str, str], tuple[str, ...]]:

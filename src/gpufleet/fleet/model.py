@@ -118,13 +118,16 @@ def quota_units_per_node(q: Quota, o: Option) -> float:
 class OptionVars:
     option: Option
     s: int
-    spot: dict[int, int] = field(default_factory=dict)  # block -> var
+    spot: dict[int, int] = field(default_factory=dict)  # block -> var (whole replicas of spot_nodes_per_unit)
     existing: dict[tuple[int, int], int] = field(default_factory=dict)  # (block, commitment) -> var
     regular: list[tuple[str, float]] = field(default_factory=list)  # per block: (kind, USD/node-month)
     spot_cost: dict[int, float] = field(default_factory=dict)  # block -> USD/node-month
     # block -> spot nodes per chosen unit, fixed where no live row couples the option's spot use (folded into
     # the choice's cost; see _spot_fixed)
     spot_fixed: dict[int, int] = field(default_factory=dict)
+    spot_nodes_per_unit: int = (
+        1  # nodes one ``spot`` variable unit stands for (the option's nodes per replica)
+    )
 
 
 @dataclass(slots=True)
@@ -202,7 +205,7 @@ def _live_quotas(
                     pooled[qi] = True
                 continue
             peak = o.nodes_peak
-            limit = math.floor(fw.preemptible_fraction * peak + 1e-9)
+            limit = o.spot_share_nodes(fw.preemptible_fraction)
             spot_ub = sum(
                 min(b.nodes, limit)
                 for b in o.blocks
@@ -222,8 +225,11 @@ def _spot_fixed(
 ) -> tuple[dict[int, int], float]:
     """(spot nodes per block, USD/month saved) of the cheapest spot use of one chosen option: blocks by
     saving per node, each up to its nodes, all within the preemptible share (a fractional knapsack with
-    unit weights, so greedy is optimal and integral). Exact where no live row couples the spot use."""
-    limit = math.floor(fw.preemptible_fraction * o.nodes_peak + 1e-9)
+    unit weights, so greedy is optimal and integral). Exact where no live row couples the spot use. A
+    replica over several nodes goes to spot whole (:meth:`Option.spot_share_nodes`; blocks hold whole
+    replicas), so the knapsack's items are replicas of ``nodes_per_replica`` nodes."""
+    limit = o.spot_share_nodes(fw.preemptible_fraction)
+    npr = max(1, o.nodes_per_replica)
     if limit <= 0:
         return {}, 0.0
     gains = []
@@ -237,7 +243,9 @@ def _spot_fixed(
     for gain, bi, nodes in sorted(gains, key=lambda g: (-g[0], g[1])):
         if left <= 0:
             break
-        k = min(nodes, left)
+        k = min(nodes, left) // npr * npr
+        if k <= 0:
+            continue
         out[bi] = k
         saved += k * gain
         left -= k
@@ -303,30 +311,31 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
             charge = o.mig_slices * o.mig_slice_usd_per_hour * HOURS_PER_MONTH  # MIG chargeback (0 otherwise)
             # dearer spot only helps by freeing an on-demand quota: without one it is never used
             od_quota = any(not c.quotas[qi].spot for qi in matching)
-            limit = math.floor(fw.preemptible_fraction * o.nodes_peak + 1e-9)
+            limit = o.spot_share_nodes(fw.preemptible_fraction)
+            # a spot variable counts whole replicas (npr nodes each): no replica is half spot
+            npr = ov.spot_nodes_per_unit = max(1, o.nodes_per_replica)
             for bi, b in enumerate(o.blocks):
-                flex = []
+                flex: list[tuple[int, float]] = []
                 sc = spot_usd_per_node_month(fw, o, b, levers)
-                if not fold and sc is not None and limit > 0 and (sc < regs[bi][1] or od_quota):
-                    v = p.add_var(
-                        f"spot[{o.key},{bi}]", ub=float(m * min(b.nodes, limit)), cost=sc - regs[bi][1]
-                    )
+                spot_ub = min(b.nodes, limit) // npr
+                if not fold and sc is not None and spot_ub > 0 and (sc < regs[bi][1] or od_quota):
+                    v = p.add_var(f"spot[{o.key},{bi}]", ub=float(m * spot_ub), cost=npr * (sc - regs[bi][1]))
                     ov.spot[bi] = v
                     ov.spot_cost[bi] = sc
                     spot_vars.append(v)
-                    flex.append(v)
+                    flex.append((v, float(npr)))
                 for k in matching_existing(o, existing):
                     v = p.add_var(
                         f"existing[{o.key},{bi},{existing[k].name}]", ub=float(m * b.nodes), cost=-regs[bi][1]
                     )
                     ov.existing[(bi, k)] = v
                     existing_terms[k].append((v, 1.0))
-                    flex.append(v)
+                    flex.append((v, 1.0))
                 if flex:
                     p.add_row(
                         f"block {o.key}/{bi}",
                         "block",
-                        [(v, 1.0) for v in flex] + [(s, -float(b.nodes))],
+                        [*flex, (s, -float(b.nodes))],
                         hi=0.0,
                         elastic=False,
                     )
@@ -335,7 +344,7 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
                 p.add_row(
                     f"preemptible share of {fw.name} ({fw.preemptible_fraction:.0%})",
                     "spot_share",
-                    [(v, 1.0) for v in spot_vars] + [(s, -float(limit))],
+                    [(v, float(npr)) for v in spot_vars] + [(s, -float(limit))],
                     hi=0.0,
                     elastic=False,
                 )
@@ -345,21 +354,21 @@ def build_model(fleet: Fleet, options: dict[str, list[Option]], levers: Levers |
                 if u <= 0:
                     continue
                 if q.spot:
-                    quota_terms[qi] += [(v, u) for v in ov.spot.values()]
-                    use = u * sum(p.ub[v] for v in ov.spot.values())  # already x m
+                    quota_terms[qi] += [(v, u * npr) for v in ov.spot.values()]
+                    use = u * npr * sum(p.ub[v] for v in ov.spot.values())  # already x m
                 else:
                     quota_terms[qi].append((s, u * o.nodes_peak))
-                    quota_terms[qi] += [(v, -u) for v in ov.spot.values()]
+                    quota_terms[qi] += [(v, -u * npr) for v in ov.spot.values()]
                     use = u * o.nodes_peak * m
                 quota_max[(qi, fw.name)] = max(quota_max.get((qi, fw.name), 0.0), use)
             worst = m * fixed + sum(
-                max(0.0, ov.spot_cost[bi] - regs[bi][1]) * p.ub[v] for bi, v in ov.spot.items()
+                max(0.0, ov.spot_cost[bi] - regs[bi][1]) * npr * p.ub[v] for bi, v in ov.spot.items()
             )
             for bi_ in budgets:
                 scoped = bool(c.budgets[bi_].teams or c.budgets[bi_].workloads)  # MIG: charged back by team
                 budget_terms[bi_].append((s, fixed + (charge if scoped else 0.0)))
                 for bi, v in ov.spot.items():
-                    budget_terms[bi_].append((v, ov.spot_cost[bi] - regs[bi][1]))
+                    budget_terms[bi_].append((v, npr * (ov.spot_cost[bi] - regs[bi][1])))
                 for (bi, _k), v in ov.existing.items():
                     budget_terms[bi_].append((v, -regs[bi][1]))
                 w_max = worst + (m * charge if scoped else 0.0)

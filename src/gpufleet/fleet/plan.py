@@ -115,15 +115,17 @@ def _decode(
                             )
                         )
                 continue
-            share = math.floor(pre[rep] * rep_o.nodes_peak + 1e-9)
+            share = rep_o.spot_share_nodes(pre[rep])
+            npr = max(1, rep_o.nodes_per_replica)  # spot goes in whole replicas (Option.spot_share_nodes)
             spot_left = [share] * count
             start = 0
             for bi, b in enumerate(rep_o.blocks):
                 spot = [0] * count
                 if bi in ov.spot or bi in ov.spot_fixed:
-                    caps = [min(b.nodes, spot_left[j]) for j in range(count)]
-                    total = round(x[ov.spot[bi]]) if bi in ov.spot else ov.spot_fixed[bi] * count
-                    spot, start = _spread(total, count, caps, start)
+                    caps = [min(b.nodes, spot_left[j]) // npr for j in range(count)]
+                    total = round(x[ov.spot[bi]]) if bi in ov.spot else ov.spot_fixed[bi] * count // npr
+                    units, start = _spread(total, count, caps, start)
+                    spot = [k * npr for k in units]
                     spot_left = [spot_left[j] - spot[j] for j in range(count)]
                 used = list(spot)
                 ex_split: dict[int, list[int]] = {}

@@ -94,6 +94,7 @@ def _mirror_key(
     units = tuple((qi, quota_units_per_node(q, o)) for qi, q in enumerate(c.quotas) if quota_matches(q, o))
     key = (
         tuple((b.nodes, round(b.hours_per_month, 9)) for b in o.blocks),
+        max(1, o.nodes_per_replica),  # spot goes in whole replicas: only equal replica widths copy a split
         units,
         has_spot,
         tuple(matching_existing(o, c.existing if levers.existing else ())),

@@ -30,6 +30,7 @@ from gpufleet.catalog.specs import get_spec
 from gpufleet.cost.prices import node_prices_usd_per_hour
 from gpufleet.cost.spot import load_spot_assumptions
 from gpufleet.errors import InputError
+from gpufleet.fleet.locations import UserLocation
 from gpufleet.fleet.names import check_data_location
 from gpufleet.fleet.refdata import (
     _rows,
@@ -85,8 +86,8 @@ class RegionRow:
     )  # the responses leaving this region to the internet [USD/month]
     egress_usd_per_month: float | None  # data_transfer + serving egress; None = a part has no sourced price
     transfer_time_h: float | None  # dataset + weights at the bandwidth [h]
-    distance_km: float | None
-    rtt_ms: float | None
+    distance_km: float | None  # from the users (several locations: traffic-weighted mean) [km]
+    rtt_ms: float | None  # round trip from the users (several locations: traffic-weighted mean) [ms]
     carbon_gco2e_per_kwh: float | None  # location-based grid intensity [gCO2e/kWh]
     carbon_source: str
     energy_kwh_per_month: float | None  # GPUs x TDP x hours per month x PUE [kWh/month]
@@ -94,6 +95,8 @@ class RegionRow:
     total_usd_per_month: float  # on-demand + data transfer + serving egress (an unpriced part counted as 0)
     rank: int | None  # position by total cost among the regions within the filters and RTT bound (1 = best)
     is_data_region: bool  # the data's own (provider, region)
+    rtt_worst_ms: float | None = None  # the farthest user location's round trip [ms]
+    rtt_by_location_ms: tuple[tuple[str, float], ...] = ()  # (location, round trip [ms]) per user location
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -101,6 +104,7 @@ class RegionAnalysis:
     workloads: tuple[str, ...]
     rows: tuple[RegionRow, ...]
     notes: tuple[str, ...]
+    user_locations: tuple[UserLocation, ...] = ()  # where the users are, with their traffic shares
 
 
 @cache
@@ -192,6 +196,7 @@ def _check_args(
     data_provider: str | None,
     data_region: str | None,
     user_lat_lon: tuple[float, float] | None,
+    user_locations: Sequence[UserLocation] = (),
 ) -> None:
     check_number("bandwidth_gbit_s", bandwidth_gbit_s, maximum=1e6, flag="--bandwidth-gbps")
     if bandwidth_gbit_s < MIN_BANDWIDTH_GBIT_S:  # 1e-320 Gbit/s: transfer_time_h overflowed to null
@@ -206,10 +211,24 @@ def _check_args(
                      maximum=1e12, flag="--serving-gib")  # fmt: skip
     if max_rtt_ms is not None:
         check_number("max_rtt_ms", max_rtt_ms, maximum=1e5, flag="--max-rtt-ms")
-        if user_lat_lon is None:
+        if user_lat_lon is None and not user_locations:
             raise InputError(
                 "--max-rtt-ms bounds the round trip from the users, but no user location was given: add "
-                "--user-lat and --user-lon (degrees), or drop --max-rtt-ms."
+                "--user-lat and --user-lon (degrees) or --user-location, or drop --max-rtt-ms."
+            )
+    if user_lat_lon is not None and user_locations:
+        raise InputError(
+            "Give the users' location either as --user-lat/--user-lon or as --user-location (repeatable, "
+            "with traffic shares), not both."
+        )
+    if user_locations:
+        if any(not isinstance(u, UserLocation) for u in user_locations):
+            raise InputError("user_locations must be UserLocation values (gpufleet.fleet.locations).")
+        total = sum(u.share for u in user_locations)
+        if any(not (u.share > 0) for u in user_locations) or abs(total - 1.0) > 1e-6:
+            raise InputError(
+                f"user_locations' traffic shares must be > 0 and sum to 1 (they sum to {total:g}); "
+                "gpufleet.fleet.locations.parse_user_locations normalises them."
             )
     check_count("limit", limit, flag="--limit")
     for name, value in (("data_provider", data_provider), ("data_region", data_region)):
@@ -248,15 +267,24 @@ def analyze_regions(
     bandwidth_gbit_s: float = DEFAULT_BANDWIDTH_GBIT_S,
     max_rtt_ms: float | None = None,
     limit: int = 25,
+    user_locations: Sequence[UserLocation] = (),
 ) -> RegionAnalysis:
     """Compare every region that can run each workload: the cheapest ``limit`` per workload by total monthly
     cost within ``max_rtt_ms`` of the users, plus the data's own region. ``serving_egress_gib_per_month``
-    None = estimated from a serving workload's target (:func:`serving_egress_estimate_gib`)."""
+    None = estimated from a serving workload's target (:func:`serving_egress_estimate_gib`).
+
+    The users are at ``user_lat_lon`` or at several ``user_locations`` with traffic shares
+    (:func:`gpufleet.fleet.locations.parse_user_locations`): each row then gives the traffic-weighted RTT,
+    the worst location's and each location's, and ``max_rtt_ms`` must hold for every location."""
     from gpufleet.recommend.candidates import build_candidates
     from gpufleet.recommend.filters import check_against_table
 
     _check_args(bandwidth_gbit_s, data_size_gib, serving_egress_gib_per_month, limit, max_rtt_ms,
-                data_provider, data_region, user_lat_lon)  # fmt: skip
+                data_provider, data_region, user_lat_lon, user_locations)  # fmt: skip
+    users = tuple(user_locations)
+    if user_lat_lon is not None:
+        lat, lon = user_lat_lon
+        users = (UserLocation(name=f"{lat:g},{lon:g}", latitude_deg=lat, longitude_deg=lon, share=1.0),)
     table = offers if offers is not None else load_offers()
     for w in workloads:
         check_against_table(table, w)  # an unknown provider or region is an error, not an empty answer
@@ -291,18 +319,24 @@ def analyze_regions(
         rows: list[RegionRow] = []
         for (prov, reg), rs in by_region.items():
             row, missing = _row(w, table, cs, prices, prov, reg, rs, serving_gib, data_provider, data_region,
-                                data_size_gib, move_gib, bandwidth_gbit_s, user_lat_lon)  # fmt: skip
+                                data_size_gib, move_gib, bandwidth_gbit_s, users)  # fmt: skip
             if missing:
                 unpriced.add(prov)
             rows.append(row)
         rows.sort(key=lambda row: row.total_usd_per_month)
-        within = [r for r in rows if max_rtt_ms is None or (r.rtt_ms is not None and r.rtt_ms <= max_rtt_ms)]
+        # the bound holds for every user location: the worst one decides (one location: its RTT)
+        within = [
+            r
+            for r in rows
+            if max_rtt_ms is None or (r.rtt_worst_ms is not None and r.rtt_worst_ms <= max_rtt_ms)
+        ]
         if max_rtt_ms is not None:
-            far = sum(1 for r in rows if r.rtt_ms is not None and r.rtt_ms > max_rtt_ms)
-            unknown = sum(1 for r in rows if r.rtt_ms is None)
+            far = sum(1 for r in rows if r.rtt_worst_ms is not None and r.rtt_worst_ms > max_rtt_ms)
+            unknown = sum(1 for r in rows if r.rtt_worst_ms is None)
+            every = " (every location)" if len(users) > 1 else ""
             notes.append(
-                f"{w.name}: {len(within)} of {len(rows)} regions within {max_rtt_ms:g} ms RTT of the users; "
-                f"{far} farther and {unknown} without coordinates (no RTT estimate) left out."
+                f"{w.name}: {len(within)} of {len(rows)} regions within {max_rtt_ms:g} ms RTT of the "
+                f"users{every}; {far} farther and {unknown} without coordinates (no RTT estimate) left out."
             )
         ranked = [replace(r, rank=i + 1) for i, r in enumerate(within)]
         shown = ranked[:limit]
@@ -311,7 +345,16 @@ def analyze_regions(
                                        notes)  # fmt: skip
         kept.extend(shown)
     notes += _notes(bandwidth_gbit_s, unpriced, bool(kept))
-    return RegionAnalysis(workloads=tuple(w.name for w in workloads), rows=tuple(kept), notes=tuple(notes))
+    if len(users) > 1:
+        notes.append(
+            "Users at "
+            + ", ".join(f"{u.name} ({u.share:.0%})" for u in users)
+            + ": RTT = traffic-weighted mean over the locations / the worst location; --max-rtt-ms holds for "
+            "every location."
+        )
+    return RegionAnalysis(
+        workloads=tuple(w.name for w in workloads), rows=tuple(kept), notes=tuple(notes), user_locations=users
+    )
 
 
 def _data_region_rows(
@@ -339,9 +382,9 @@ def _data_region_rows(
     out = next((r for r in rows if r.is_data_region), None)
     if out is not None:
         notes.append(
-            f"{w.name}: the data's region {data_provider} {data_region} is {out.rtt_ms or 0:,.0f} ms RTT "
-            f"from the users, beyond --max-rtt-ms {max_rtt_ms:g}; shown unranked."
-            if out.rtt_ms is not None
+            f"{w.name}: the data's region {data_provider} {data_region} is {out.rtt_worst_ms or 0:,.0f} ms "
+            f"RTT from the (farthest) users, beyond --max-rtt-ms {max_rtt_ms:g}; shown unranked."
+            if out.rtt_worst_ms is not None
             else f"{w.name}: the data's region {data_provider} {data_region} has no coordinates (no RTT "
             "estimate); shown unranked."
         )
@@ -368,7 +411,7 @@ def _row(
     data_size_gib: float,
     move_gib: float,
     bandwidth_gbit_s: float,
-    user_lat_lon: tuple[float, float] | None,
+    users: Sequence[UserLocation],
 ) -> tuple[RegionRow, bool]:
     """One region's row and whether a part of its egress has no sourced price."""
     c = cs
@@ -404,10 +447,19 @@ def _row(
         missing |= serve_usd is None
     priced = (data_usd or 0.0) + (serve_usd or 0.0)
     info = region_info(prov, reg)
-    dist = rtt = None
-    if user_lat_lon is not None and info and info.latitude_deg is not None and info.longitude_deg is not None:
-        dist = great_circle_km(user_lat_lon[0], user_lat_lon[1], info.latitude_deg, info.longitude_deg)
-        rtt = rtt_estimate_ms(dist)
+    dist = rtt = worst = None
+    by_loc: tuple[tuple[str, float], ...] = ()
+    if users and info and info.latitude_deg is not None and info.longitude_deg is not None:
+        d = [
+            great_circle_km(u.latitude_deg, u.longitude_deg, info.latitude_deg, info.longitude_deg)
+            for u in users
+        ]
+        dist = sum(u.share * x for u, x in zip(users, d, strict=True))
+        rtts = [rtt_estimate_ms(x) for x in d]
+        rtt = sum(u.share * x for u, x in zip(users, rtts, strict=True))
+        worst = max(rtts)
+        if len(users) > 1:
+            by_loc = tuple((u.name, x) for u, x in zip(users, rtts, strict=True))
     grid = grid_intensity(prov, reg)
     gpu = str(table.column("gpu")[o])
     kwh, co2 = placement_emissions(prov, reg, gpu, gpus, w.hours_per_month)
@@ -441,6 +493,8 @@ def _row(
         total_usd_per_month=od + priced,
         rank=None,
         is_data_region=(prov, reg) == (data_provider, data_region),
+        rtt_worst_ms=worst,
+        rtt_by_location_ms=by_loc,
     )
     return row, missing
 

@@ -312,6 +312,14 @@ class Option:
     def survives_node_loss(self) -> bool:
         return self.replicas_needed > 0
 
+    def spot_share_nodes(self, preemptible_fraction: float) -> int:
+        """Most nodes of this option that may run on spot: the preemptible share of its peak nodes, in whole
+        replicas. A replica spread over several nodes (``nodes_per_replica`` > 1) is all spot or all
+        regular: one reclaimed node stops the whole replica, so a half-spot replica pays on-demand for nodes
+        that fail with the spot ones (and no export can launch it as one group)."""
+        npr = max(1, self.nodes_per_replica)
+        return math.floor(preemptible_fraction * self.nodes_peak + 1e-9) // npr * npr
+
     @property
     def nodes_peak(self) -> int:
         return sum(b.nodes for b in self.blocks)
@@ -363,6 +371,9 @@ class PlanLine:
     # compute slices
     pool: str = ""
     mig_profile: str = ""
+    #: nodes one replica (unit) of the placement spans: > 1 for a model split over nodes (TP x PP across
+    #: nodes) or a capacity replica wider than a node; the exports launch such a replica as one group
+    nodes_per_replica: int = 1
 
     @classmethod
     def for_option(
@@ -402,6 +413,7 @@ class PlanLine:
                 nodes * unit_usd_per_hour * billed_hours if cost_usd_per_month is None else cost_usd_per_month
             ),
             commitment=commitment,
+            nodes_per_replica=max(1, o.nodes_per_replica),
         )
 
 
@@ -466,6 +478,11 @@ class NewCommitment:
     break_even_months: float = math.nan  # months the workload must run for the term to beat on-demand
     on_demand_usd_per_month: float = math.nan  # the same nodes on demand for the hours used [USD/month]
     margin_fraction: float = math.nan  # the margin the purchase rule demanded [fraction]
+    #: what the whole term bills, owed whatever the use: usd_per_month x term_months [USD]
+    term_obligation_usd: float = math.nan
+    #: how far the committed nodes' used hours may fall before the term costs more than on-demand for the
+    #: hours still used: 1 - break_even_utilisation / expected_utilisation [fraction]
+    use_drop_tolerated_fraction: float = math.nan
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -465,6 +465,11 @@ def assess_risk(
         )
     if new.gpu != cur.gpu:
         cx.append(f"different GPU ({cur.gpu} -> {new.gpu}): re-benchmark and re-tune batch sizes")
+    from gpufleet.recommend.host_arch import arch_change
+
+    port = arch_change((cur.provider, cur.instance_type, cur.gpu), (new.provider, new.instance_type, new.gpu))
+    if port:
+        cx.append(port)
     if w.ttft_p95_s and new.ttft_s and new.ttft_s.central > (1 - SLO_HEADROOM) * w.ttft_p95_s:
         med.append(
             f"thin TTFT headroom: {new.ttft_s.central * 1e3:.0f} ms vs SLO {w.ttft_p95_s * 1e3:.0f} ms"
@@ -500,7 +505,7 @@ def assess_risk(
         "high"
         if any("stack" in c for c in cx)
         else "medium"
-        if any(c in ("different provider", "multi-node orchestration") for c in cx)
+        if port or any(c in ("different provider", "multi-node orchestration") for c in cx)
         else "low"
     )
     if not cx:

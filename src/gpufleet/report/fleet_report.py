@@ -212,7 +212,10 @@ def commitment_line(c: NewCommitment) -> str:
         f"[{c.rate_program or '?'} {c.rate_basis or '?'}, {flag}: {c.rate_source}]; expected use "
         f"{c.expected_utilisation:.0%} of 730 h vs break-even {c.break_even_utilisation:.0%} (margin "
         f"{c.margin_fraction:.0%}); pays back after {c.break_even_months:.1f} of {c.term_months:g} months; "
-        f"on-demand alternative {usd(c.on_demand_usd_per_month)}/month for the same hours"
+        f"on-demand alternative {usd(c.on_demand_usd_per_month)}/month for the same hours; lock-in: "
+        f"{usd(c.term_obligation_usd)} owed over the {c.term_months:g} months whatever the use, dearer than "
+        f"on-demand once these nodes' use falls more than {c.use_drop_tolerated_fraction:.0%} (below "
+        f"{c.break_even_utilisation:.0%} of 730 h)"
     )
 
 
@@ -364,7 +367,9 @@ def region_rows(a: RegionAnalysis) -> list[list[str]]:
             "-" if r.spot_discount is None else f"{r.spot_discount:.0%}",
             opt(r.egress_usd_per_month),
             opt(r.transfer_time_h, "n"),
-            opt(r.rtt_ms, "n"),
+            # several user locations: traffic-weighted mean / the worst location
+            opt(r.rtt_ms, "n")
+            + (f" / {num(r.rtt_worst_ms)}" if r.rtt_by_location_ms and r.rtt_worst_ms else ""),
             opt(r.carbon_gco2e_per_kwh, "n"),
             opt(r.carbon_gco2e_per_month, "n"),
             # egress unpriced (None) while some data leaves the region: the total holds it as $0, a lower
