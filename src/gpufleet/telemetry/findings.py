@@ -18,7 +18,9 @@ Rules (knobs in :class:`Thresholds`; percentiles from :mod:`gpufleet.telemetry.a
   Compute (SM_ACTIVE, GPU_UTIL) or DRAM activity near 100 % alone is **never** under-provisioned: a busy GPU
   is the goal; it is Optimized, with its evidence listed.
 - ``Overprovisioned``: compute < ``over_compute`` (and not under-provisioned); memory and bandwidth reasons
-  added when they are low too.
+  added when they are low too. Also a GPU busy only in bursts (:func:`_bursts`: compute mean below
+  ``burst_duty_max`` of its p99 or percentile, e.g. a nightly job): held idle between jobs; never ``Idle``
+  (the jobs need it while they run), and its options are sized on the bursts' level.
 - ``Optimized``: otherwise.
 Options, priced from the catalog with a 0-4 performance risk, come from :mod:`gpufleet.telemetry.options`:
 release the GPU (idle), a MIG slice, a smaller/cheaper GPU, a larger GPU (under-provisioned), fewer GPUs per
@@ -76,6 +78,39 @@ def _compute(st: GpuStats) -> tuple[str, float | None, float | None, tuple[str, 
             caveat = () if name == "sm_active_ratio" else (UPPER_BOUND_CAVEAT.format(signal=name),)
             return name, m[name].p_hi * scale, m[name].mean * scale, caveat
     return "none", None, None, ("no compute metric (SM_ACTIVE, GR_ENGINE_ACTIVE or GPU_UTIL) in the window",)
+
+
+def _bursts(
+    st: GpuStats,
+    signal: str,
+    compute: float | None,
+    compute_mean: float | None,
+    serving: ServingStats | None,
+    th: Thresholds,
+    pct: str,
+) -> tuple[float | None, str]:
+    """(the compute level its bursts run at, evidence) when the GPU works only in bursts, else (None, '').
+
+    The level is the larger of the window's percentile and the p99 (a job running 1 h a night is 4 % of the
+    samples: above the p95, inside the p99; the Prometheus path pushes no compute p99 down, so there it is the
+    percentile). Bursty: the level is at least ``over_compute`` and the mean below ``burst_duty_max`` of it
+    (the mean is the level times the share of time the GPU works, plus ~0 for the rest). A serving engine
+    that exports its metrics is judged by them (its peaks are what the SLO needs), not by this rule."""
+    if compute is None or compute_mean is None or signal not in st.metrics:
+        return None, ""
+    if serving is not None and serving.is_serving:
+        return None, ""
+    scale = 0.01 if signal == "gpu_util_pct" else 1.0
+    p99 = st.metrics[signal].p99 * scale
+    level, at = (p99, "p99") if math.isfinite(p99) and p99 > compute else (compute, pct)
+    if level < th.over_compute or compute_mean >= th.burst_duty_max * level:
+        return None, ""
+    return level, (
+        f"busy in bursts: compute mean {compute_mean:.0%} against {at} {level:.0%}, so it works about "
+        f"{compute_mean / level:.0%} of the observed time (< {th.burst_duty_max:.0%}) and is held idle "
+        "between jobs (nightly or one-off jobs): share it (time-slicing, a job queue) or run the jobs on "
+        "scheduled capacity; not Idle, since the jobs need a GPU of this size while they run"
+    )
 
 
 def _capacity_gib(st: GpuStats, spec: AcceleratorSpec | None) -> float | None:
@@ -336,6 +371,9 @@ def classify(
         under += t_reasons
         evidence += t_evidence
         caveats = (*caveats, *t_caveats)
+    burst, burst_why = _bursts(st, signal, compute, compute_mean, serving, th, pct)
+    if burst_why:
+        evidence.append(burst_why)
     reasons: tuple[str, ...]
     holds_memory = mem_share is not None and mem_share >= th.idle_max_memory
     if st.hours < th.min_observed_hours:
@@ -347,7 +385,9 @@ def classify(
             f"insufficient data: {st.hours:.1f} h observed in {what}, {th.min_observed_hours:g} h needed "
             "(AWS Compute Optimizer's minimum); no finding or savings until more telemetry is stored",
         )
-    elif compute is not None and compute < th.idle_compute and not holds_memory and not under:
+    elif (
+        compute is not None and compute < th.idle_compute and not holds_memory and not under and burst is None
+    ):
         finding, reasons = "Idle", ("GPUOverprovisioned",)
     elif under:
         finding, reasons = "Underprovisioned", tuple(under)
@@ -355,13 +395,16 @@ def classify(
         # near-zero compute while a process holds the memory (a loaded model waiting for traffic): not idle,
         # releasing the GPU would kill that process (FB used = memory of active contexts, fleet-anchors C.5)
         finding, reasons = "Overprovisioned", tuple(dict.fromkeys(("GPUOverprovisioned", *over)))
-        caveats = (
-            *caveats,
-            f"compute near zero but {mem:.1f} GiB held by a running process: not called idle; scale it "
-            "to zero only where a cold start fits the latency SLO",
-        )
+        if burst is None:
+            caveats = (
+                *caveats,
+                f"compute near zero but {mem or 0.0:.1f} GiB held by a running process: not called idle; "
+                "scale it to zero only where a cold start fits the latency SLO",
+            )
     elif "GPUOverprovisioned" in over:
         finding, reasons = "Overprovisioned", tuple(over)
+    elif burst is not None:
+        finding, reasons = "Overprovisioned", tuple(dict.fromkeys(("GPUOverprovisioned", *over)))
     else:
         finding, reasons = "Optimized", ()
     gpu_tier = resolve_tier(
@@ -373,8 +416,14 @@ def classify(
         caveats = (*caveats, "price: catalog median for this GPU (no inventory or instance labels)")
     if cost.price_basis == "unknown":
         caveats = (*caveats, "price unknown: the GPU model is not in the catalog; give an inventory file")
+    # a bursty GPU's target must run its bursts: sized on their level, not on the idle-dominated percentile
     f = ObservedNeeds(
-        finding=finding, compute_p=compute, memory_p99_gib=mem, dram_active_p=dram, memory_peak_gib=mem_peak
+        finding=finding,
+        compute_p=compute if burst is None else burst,
+        memory_p99_gib=mem,
+        dram_active_p=dram,
+        memory_peak_gib=mem_peak,
+        burst_duty=None if burst is None or compute_mean is None else compute_mean / burst,
     )
     options = (
         gpu_options(st, f, spec, cost, th, window, tier=gpu_tier, reasons=reasons)
@@ -484,7 +533,9 @@ def _workload_finding(ws: WorkloadStats, g: GpuFinding) -> WorkloadFinding:
     elif g.finding == "Overprovisioned":
         pick = mig or best
         rec = (
-            f"{pick.target} per replica"
+            f"run its jobs on {pick.target.removeprefix('the same ')}"
+            if pick is not None and pick.kind == "schedule_bursts"
+            else f"{pick.target} per replica"
             if pick is not None and pick.kind in ("mig_slice", "smaller_gpu")
             else f"a {fraction:.2f} share of one {g.gpu or 'GPU'} per replica (time-slicing or MPS)"
             if fraction is not None
