@@ -35,13 +35,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 from zoneinfo import ZoneInfo
 
 import numpy as np
 
-from gpufleet.telemetry.alerts import AlertEvent
-from gpufleet.telemetry.finding_types import FleetFindings, Option
+from gpufleet.telemetry.finding_types import FleetFindings
 
 DATA: Final = Path(__file__).parent / "data"
 T0_S: Final = 1_792_713_600  # 2026-10-23 00:00:00 UTC, a Friday: Europe leaves summer time on the 25th
@@ -752,44 +751,60 @@ class Scored:
         return not self.actions or self.action in self.actions
 
 
-def _action(finding: str, options: tuple[Option, ...]) -> str:
-    best = next((o for o in options if o.rank == 1), None)
+#: what the tool said of a subject: (level, key) -> (finding, reason codes, best action)
+Seen = dict[tuple[str, str], tuple[str, tuple[str, ...], str]]
+
+
+def _action(finding: str, ranked_kinds: list[tuple[int, str]]) -> str:
+    """The best option's kind; without one, ``keep`` for Optimized, ``share`` for Overprovisioned (the
+    workload's recommendation is then a share of its GPU), else ``none``."""
+    best = next((k for r, k in ranked_kinds if r == 1), None)
     if best is not None:
-        return best.kind
+        return best
     return {"Optimized": "keep", "Overprovisioned": "share"}.get(finding, "none")
 
 
-def score(corpus: Corpus, ff: FleetFindings) -> list[Scored]:
-    gpus = {g.gpu_key: g for g in ff.gpus}
-    wls = {w.key: w for w in ff.workloads}
+def seen_from_findings(ff: FleetFindings) -> Seen:
+    out: Seen = {}
+    for g in ff.gpus:
+        out["gpu", g.gpu_key] = (
+            g.finding,
+            g.reason_codes,
+            _action(g.finding, [(o.rank, o.kind) for o in g.options]),
+        )
+    for w in ff.workloads:
+        opts = [(o.rank, o.kind) for o in w.replica.options]
+        out["workload", w.key] = (w.finding, w.reason_codes, _action(w.finding, opts))
+    return out
+
+
+def seen_from_json(doc: dict[str, Any]) -> Seen:
+    """The same from ``gpufleet telemetry findings --format json``."""
+    f = doc["findings"]
+    out: Seen = {}
+    for g in f["gpus"]:
+        opts = [(o["rank"], o["kind"]) for o in g["options"]]
+        out["gpu", g["gpu_key"]] = (g["finding"], tuple(g["reason_codes"]), _action(g["finding"], opts))
+    for w in f["workloads"]:
+        opts = [(o["rank"], o["kind"]) for o in w["replica"]["options"]]
+        out["workload", w["key"]] = (w["finding"], tuple(w["reason_codes"]), _action(w["finding"], opts))
+    return out
+
+
+def score(corpus: Corpus, seen: Seen) -> list[Scored]:
     out = []
     for tr in corpus.truths:
-        got = (gpus if tr.level == "gpu" else wls).get(tr.subject)
-        if got is None:
-            out.append(
-                Scored(
-                    subject=tr.subject,
-                    level=tr.level,
-                    state=tr.state,
-                    truth=tr.finding,
-                    predicted="(missing)",
-                    actions=tr.actions,
-                    action="none",
-                    reasons=(),
-                )
-            )
-            continue
-        opts = got.options if tr.level == "gpu" else got.replica.options
+        finding, reasons, action = seen.get((tr.level, tr.subject), ("(missing)", (), "none"))
         out.append(
             Scored(
                 subject=tr.subject,
                 level=tr.level,
                 state=tr.state,
                 truth=tr.finding,
-                predicted=got.finding,
+                predicted=finding,
                 actions=tr.actions,
-                action=_action(got.finding, opts),
-                reasons=got.reason_codes,
+                action=action,
+                reasons=reasons,
             )
         )
     return out
@@ -813,11 +828,14 @@ def precision_recall(rows: list[Scored]) -> dict[str, tuple[float | None, float 
     return out
 
 
-def score_alerts(corpus: Corpus, events: Sequence[AlertEvent]) -> list[tuple[AlertTruth, bool, str]]:
+def score_alerts(
+    corpus: Corpus, events: Sequence[tuple[str, str, str]]
+) -> list[tuple[AlertTruth, bool, str]]:
+    """``events``: (rule, subject, note) of every alert event."""
     out = []
     for a in corpus.alerts:
-        hit = [e for e in events if e.rule == a.rule and e.subject == a.subject]
-        note = next((e.note for e in hit if e.note), "")[:120]
+        hit = [e for e in events if e[0] == a.rule and e[1] == a.subject]
+        note = next((e[2] for e in hit if e[2]), "")[:120]
         out.append((a, bool(hit), note))
     return out
 
@@ -892,7 +910,10 @@ def run(out: Path, seed: int = 20260302) -> Result:
         rep = ingest_telemetry([path], store=store, **kw)
         problems[path.name] = {p.kind: p.count for p in rep.problems}
     ff = analyze_fleet(store, lookback_days=14, end=window_end())
-    events = list(evaluate_alerts(store))
+    events = [(e.rule, e.subject, e.note) for e in evaluate_alerts(store)]
     return Result(
-        corpus=corpus, rows=score(corpus, ff), alerts=score_alerts(corpus, events), problems=problems
+        corpus=corpus,
+        rows=score(corpus, seen_from_findings(ff)),
+        alerts=score_alerts(corpus, events),
+        problems=problems,
     )
