@@ -5,6 +5,9 @@ end of daylight saving time) scored end to end, and the rules it showed wrong (t
 - a GPU busy only in bursts (a 3 h nightly job, one 20 h job in a 4-day window) was Optimized: the p95
   falls inside the bursts and nothing looked at the duty cycle; a 1 h nightly job (4 % of the samples, under
   the p95) that frees its memory between runs was Idle, "release the GPU", which takes the job's GPU away;
+- a MIG instance was priced as its whole GPU (two 3g.40gb instances cost two A100s, releasing an idle one
+  "saved" a whole A100), and a node of one MIG-mode GPU counted each instance as a GPU;
+- a node with 7 busy GPUs and one idle was "Idle" (the worst GPU's finding), as if it could be released;
 - nvidia-smi timestamps in the hour repeated when daylight saving time ends were read as the first pass: an
   hour of samples landed an hour early among the first pass's, and the hour after had none.
 """
@@ -33,9 +36,12 @@ def test_truth_corpus_scores(tmp_path: Path) -> None:
     res = tc.run(tmp_path)
     gpus = [r for r in res.rows if r.level == "gpu"]
     wls = [r for r in res.rows if r.level == "workload"]
-    assert (len(gpus), len(wls), len(res.alerts)) == (31, 19, 11)
+    nodes = [r for r in res.rows if r.level == "node"]
+    assert (len(gpus), len(wls), len(nodes), len(res.alerts)) == (31, 19, 7, 11)
     wrong = [(r.subject, r.state, r.truth, r.predicted, r.action) for r in res.rows if not r.finding_ok]
-    assert not wrong  # before the fixes: 3 GPUs (two nightly jobs, the 20 h job) Optimized instead of Over...
+    # before the fixes: 2 GPUs (a 3 h nightly job, a 20 h job in 96 h) Optimized instead of Overprovisioned,
+    # and the node with 7 busy ranks and one idle GPU Idle
+    assert not wrong
     bad_action = [(r.subject, r.state, r.action, r.actions) for r in res.rows if not r.action_ok]
     assert not bad_action
     assert all(fired == a.fires for a, fired, _ in res.alerts), res.alerts
@@ -141,3 +147,65 @@ def test_nvidia_smi_reads_the_repeated_hour_when_summer_time_ends() -> None:
     assert len(ts) == 12
     assert set(np.diff(ts).tolist()) == {20 * 60 * 1_000_000}  # every 20 minutes, no hour missing
     assert ts[0] == 1_792_882_800 * 1_000_000  # 01:00 CEST = 2026-10-24 23:00 UTC
+
+
+def _mig_store(tmp_path: Path) -> TelemetryStore:
+    b = SampleBatch()
+    for gi, sm in (("1", 0.7), ("2", 0.0)):
+        lab = {"host": "m1", "gpu_uuid": "GPU-mig", "model": "NVIDIA A100-SXM4-80GB", "source": "t"}
+        lab |= {"mig_profile": "3g.40gb", "mig_instance": gi}
+        lab |= {"provider": "aws", "instance_type": "p4de.24xlarge", "region": "us-east-1"}
+        for i in range(4 * 288):
+            ts = (T0_S + 300 * i) * 1_000_000
+            b.add(labels=lab, gpu_index=0, ts_us=ts, metric="sm_active_ratio", value=sm)
+            b.add(labels=lab, gpu_index=0, ts_us=ts, metric="fb_used_mib", value=30_000.0 if sm else 10.0)
+    s = TelemetryStore(tmp_path)
+    s.append(b, ProblemCounter(), sources=["t"], rows_read=len(b), now_us=NOW_US)
+    return s
+
+
+def test_a_mig_instance_is_priced_at_its_slices_and_a_node_counts_physical_gpus(tmp_path: Path) -> None:
+    s = _mig_store(tmp_path)
+    w = resolve_window(s, 14, None, 0.95)
+    ff = find(gpu_stats(s, w), w)
+    busy, idle = sorted(ff.gpus, key=lambda g: g.gpu_key)
+    assert (busy.finding, idle.finding) == ("Optimized", "Idle")
+    assert busy.memory_capacity_gib == pytest.approx(39.25)  # the 3g.40gb profile, not the GPU
+    from gpufleet.telemetry.inventory import resolve_cost
+
+    whole = resolve_cost(
+        host="m1",
+        gpu_uuid="GPU-mig",
+        labels={"provider": "aws", "instance_type": "p4de.24xlarge", "region": "us-east-1"},
+        model="NVIDIA A100-SXM4-80GB",
+        inventory=(),
+    ).price_usd_per_gpu_hour
+    assert whole
+    # before: each instance cost the whole GPU, and releasing the idle one saved it all
+    assert busy.cost.price_usd_per_gpu_hour == pytest.approx(whole * 3 / 7)
+    assert idle.cost_usd_per_month == pytest.approx(whole * 3 / 7 * 730)
+    assert idle.best_savings_usd_per_month == pytest.approx(whole * 3 / 7 * 730)
+    assert any("3/7 of the GPU's price" in c for c in idle.caveats)
+    (node,) = ff.nodes
+    assert (node.gpus, node.idle_gpus, node.finding) == (1, 0, "Overprovisioned")  # before: 2 GPUs, Idle
+    assert not node.options  # no "fewer GPUs" for one GPU cut into slices
+
+
+def test_a_node_with_one_idle_gpu_among_busy_ones_is_overprovisioned_not_idle(tmp_path: Path) -> None:
+    # 8 x A100-80GB on an aws p4de.24xlarge (no smaller A100-80GB instance there: no "fewer GPUs" option)
+    b = SampleBatch()
+    for idx in range(8):
+        lab = {"host": "n8", "gpu_uuid": f"GPU-{idx}", "model": "NVIDIA A100-SXM4-80GB", "source": "t"}
+        lab |= {"provider": "aws", "instance_type": "p4de.24xlarge", "region": "us-east-1"}
+        sm, fb = (0.0, 10.0) if idx == 7 else (0.8, 60_000.0)
+        for i in range(2 * 288):
+            ts = (T0_S + 300 * i) * 1_000_000
+            b.add(labels=lab, gpu_index=idx, ts_us=ts, metric="sm_active_ratio", value=sm)
+            b.add(labels=lab, gpu_index=idx, ts_us=ts, metric="fb_used_mib", value=fb)
+    s = TelemetryStore(tmp_path)
+    s.append(b, ProblemCounter(), sources=["t"], rows_read=len(b), now_us=NOW_US)
+    w = resolve_window(s, 14, None, 0.95)
+    (node,) = find(gpu_stats(s, w), w).nodes
+    assert (node.gpus, node.idle_gpus) == (8, 1)
+    assert not node.options
+    assert node.finding == "Overprovisioned"  # before: Idle

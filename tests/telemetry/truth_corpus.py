@@ -420,6 +420,7 @@ def build(out: Path, seed: int = 20260302) -> Corpus:
         "topology_kubernetes_io_region": "us-east-1",
         "provider": "aws",
     }
+    t("trn-a100-01", "node", "8 GPUs, 7 busy ranks, one GPU never used", "Overprovisioned")
     write_dcgm_text(out / "dcgm-trn-a100-01.prom", "trn-a100-01", a_gpus, node)
     c.files.append((out / "dcgm-trn-a100-01.prom", {}))
 
@@ -472,6 +473,12 @@ def build(out: Path, seed: int = 20260302) -> Corpus:
     b_gpus.append(oom)
     t(oom.key, "gpu", "out-of-memory crash loop every 3 h", "Underprovisioned", "larger_gpu")
     t("research/longctx-sft", "workload", "out-of-memory crash loop", "Underprovisioned", "larger_gpu")
+    t(
+        "trn-a100-02",
+        "node",
+        "single-GPU jobs, one out of memory (the worst GPU names the node)",
+        "Underprovisioned",
+    )
     write_dcgm_text(out / "dcgm-trn-a100-02.prom", "trn-a100-02", b_gpus)
     c.files.append((out / "dcgm-trn-a100-02.prom", {}))
     c.alerts.append(
@@ -557,6 +564,7 @@ def build(out: Path, seed: int = 20260302) -> Corpus:
     c_gpus.append(g)
     t(g.key, "gpu", "DRAM-bandwidth-bound trainer (DRAM 90 %, SM 50 %)", "Optimized", "keep")
     t("ads/dlrm-train", "workload", "DRAM-bandwidth-bound trainer", "Optimized", "keep")
+    t("batch-h100-01", "node", "nightly and one-off jobs, one busy trainer", "Overprovisioned")
     write_dcgm_text(out / "dcgm-batch-h100-01.prom", "batch-h100-01", c_gpus)
     c.files.append((out / "dcgm-batch-h100-01.prom", {}))
 
@@ -584,6 +592,7 @@ def build(out: Path, seed: int = 20260302) -> Corpus:
             g.pods = [(0, N, _pod("serving", name, "embed"))]
         d_gpus.append(g)
         t(g.key, "gpu", f"MIG 3g.40gb instance {gi}", fnd, *act)
+    t("mig-a100-01", "node", "one A100 in MIG mode, one of its two slices idle", "Overprovisioned")
     write_dcgm_text(out / "dcgm-mig-a100-01.prom", "mig-a100-01", d_gpus)
     c.files.append((out / "dcgm-mig-a100-01.prom", {}))
 
@@ -676,6 +685,7 @@ def build(out: Path, seed: int = 20260302) -> Corpus:
             for name, _, _, fld, _ in DCGM_METRICS:
                 vals = np.array([_value(g, fld, i) for i in range(N)])
                 series.append(prom_series({"__name__": name, **lab0}, TS + off, vals))
+    t("serve-h100-01", "node", "vLLM node, one service short of capacity", "Underprovisioned")
     write_prom_json(out / "prom-serve-h100-01.json", series)
     c.files.append((out / "prom-serve-h100-01.json", {}))
     c.alerts.append(
@@ -703,6 +713,7 @@ def build(out: Path, seed: int = 20260302) -> Corpus:
     f1.fb[:] = 1.0
     t(f0.key, "gpu", "diurnal serving in Tokyo (GPU_UTIL only)", "Optimized", "keep")
     t(f1.key, "gpu", "idle L40S", "Idle", "release")
+    t("inf-tyo-01", "node", "one serving GPU, one idle", "Overprovisioned")
     write_smi(out / "smi-tokyo.csv", "Asia/Tokyo", [f0, f1], power_na=True)
     c.files.append((out / "smi-tokyo.csv", {"timezone": "Asia/Tokyo", "host": "inf-tyo-01"}))
 
@@ -717,6 +728,7 @@ def build(out: Path, seed: int = 20260302) -> Corpus:
     hc.util = np.where(((TS - T0_S) % 86_400) // STEP_S == 48, 100.0, 0.0)
     hc.fb[:] = np.where(hc.util > 0, 20_000.0, 0.0)
     t(hc.key, "gpu", "idle A10G with a daily 5-minute health check", "Idle", "release")
+    t("dev-ber-01", "node", "two idle GPUs", "Idle")
     write_smi(out / "smi-berlin.csv", "Europe/Berlin", [g, hc], power_na=False, step=1)
     c.files.append((out / "smi-berlin.csv", {"timezone": "Europe/Berlin", "host": "dev-ber-01"}))
     return c
@@ -775,6 +787,12 @@ def seen_from_findings(ff: FleetFindings) -> Seen:
     for w in ff.workloads:
         opts = [(o.rank, o.kind) for o in w.replica.options]
         out["workload", w.key] = (w.finding, w.reason_codes, _action(w.finding, opts))
+    for n in ff.nodes:
+        out["node", n.name] = (
+            n.finding,
+            n.reason_codes,
+            _action(n.finding, [(o.rank, o.kind) for o in n.options]),
+        )
     return out
 
 
@@ -788,6 +806,9 @@ def seen_from_json(doc: dict[str, Any]) -> Seen:
     for w in f["workloads"]:
         opts = [(o["rank"], o["kind"]) for o in w["replica"]["options"]]
         out["workload", w["key"]] = (w["finding"], tuple(w["reason_codes"]), _action(w["finding"], opts))
+    for n in f["nodes"]:
+        opts = [(o["rank"], o["kind"]) for o in n["options"]]
+        out["node", n["name"]] = (n["finding"], tuple(n["reason_codes"]), _action(n["finding"], opts))
     return out
 
 
@@ -850,7 +871,7 @@ def format_report(res: Result) -> str:
         ),
         "",
     ]
-    for level in ("gpu", "workload"):
+    for level in ("gpu", "workload", "node"):
         sub = [r for r in rows if r.level == level]
         m = confusion(sub)
         cols = [k for k in (*CLASSES, "(missing)") if any(k in v for v in m.values())]

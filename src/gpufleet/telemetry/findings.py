@@ -29,11 +29,12 @@ node, a commitment price model.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from gpufleet.catalog.specs import AcceleratorSpec, get_spec
 from gpufleet.errors import InputError
@@ -52,6 +53,7 @@ from gpufleet.telemetry.finding_types import (
     WorkloadFinding,
 )
 from gpufleet.telemetry.inventory import (
+    GpuCost,
     InventoryEntry,
     check_inventory_matches,
     resolve_cost,
@@ -67,6 +69,9 @@ from gpufleet.telemetry.options import (
 )
 from gpufleet.telemetry.workloads import TIERS, TrainingJob, WorkloadId, WorkloadRule, workload_of
 from gpufleet.units import HOURS_PER_MONTH, gib_from_mib
+
+if TYPE_CHECKING:
+    from gpufleet.telemetry.mig import MigProfile
 
 _risk = performance_risk  # kept for callers of the old private name
 
@@ -113,14 +118,38 @@ def _bursts(
     )
 
 
+def _mig_profile(st: GpuStats, spec: AcceleratorSpec | None) -> MigProfile | None:
+    """The MIG profile of a MIG instance (``GPU_I_PROFILE``) on its GPU, when the table knows it."""
+    if not st.mig_profile or spec is None:
+        return None
+    from gpufleet.telemetry.mig import mig_profiles
+
+    return next((p for p in mig_profiles().get(spec.id, ()) if p.profile == st.mig_profile), None)
+
+
+def _mig_priced(cost: GpuCost, prof: MigProfile | None) -> tuple[GpuCost, tuple[str, ...]]:
+    """A MIG instance's cost: its compute slices' share of the GPU's price (a 3g.40gb instance is 3/7 of an
+    A100). Priced whole, every instance of a GPU cost the whole GPU (two 3g.40gb instances: twice the GPU)
+    and releasing an idle one "saved" the whole GPU (corpus review, telem3 2026-11-29)."""
+    if prof is None or cost.price_usd_per_gpu_hour is None:
+        return cost, ()
+    share = prof.compute_slices / prof.compute_slices_total
+    od = cost.on_demand_usd_per_gpu_hour
+    return dataclasses.replace(
+        cost,
+        price_usd_per_gpu_hour=cost.price_usd_per_gpu_hour * share,
+        on_demand_usd_per_gpu_hour=None if od is None else od * share,
+    ), (
+        f"MIG {prof.profile}: priced at {prof.compute_slices}/{prof.compute_slices_total} of the GPU's price "
+        "(its compute slices); the GPU's other slices are priced with their own instances",
+    )
+
+
 def _capacity_gib(st: GpuStats, spec: AcceleratorSpec | None) -> float | None:
     m = st.metrics
-    if st.mig_profile and spec is not None:
-        from gpufleet.telemetry.mig import mig_profiles
-
-        prof = next((p for p in mig_profiles().get(spec.id, ()) if p.profile == st.mig_profile), None)
-        if prof is not None:
-            return prof.memory_gib
+    prof = _mig_profile(st, spec)
+    if prof is not None:
+        return prof.memory_gib
     if "fb_total_mib" in m:
         return gib_from_mib(m["fb_total_mib"].max)
     if "fb_used_mib" in m and "fb_free_mib" in m:
@@ -316,6 +345,7 @@ def classify(
             spec = get_spec(cost.gpu)
         except Exception:
             spec = None
+    cost, mig_caveats = _mig_priced(cost, _mig_profile(st, spec))
     m = st.metrics
     cap = _capacity_gib(st, spec)
     mem = gib_from_mib(m["fb_used_mib"].p99) if "fb_used_mib" in m else None
@@ -414,6 +444,7 @@ def classify(
     cost_usd = None if cost.price_usd_per_gpu_hour is None else cost.price_usd_per_gpu_hour * hours
     if cost.price_basis == "catalog median":
         caveats = (*caveats, "price: catalog median for this GPU (no inventory or instance labels)")
+    caveats = (*caveats, *mig_caveats)
     if cost.price_basis == "unknown":
         caveats = (*caveats, "price unknown: the GPU model is not in the catalog; give an inventory file")
     # a bursty GPU's target must run its bursts: sized on their level, not on the idle-dominated percentile
@@ -488,12 +519,23 @@ def _group(level: str, name: str, members: list[GpuFinding]) -> GroupFinding:
     team = next((g.team for g in members if g.team), None)
     savings = sum(g.best_savings_usd_per_month for g in members)
     options: tuple[Option, ...] = ()
+    # physical GPUs: the MIG instances of one GPU share its index (two 3g.40gb instances are one GPU)
+    physical: dict[int, list[GpuFinding]] = defaultdict(list)
+    for g in members:
+        physical[g.gpu_index].append(g)
+    n_gpus = len(physical)
+    idle_gpus = sum(all(g.idle for g in ms) for ms in physical.values())
     if level == "node":
         if all(g.finding == "Idle" for g in members):
             worst = "Idle"
+        elif worst == "Idle":
+            # some GPUs idle, the others working: the node holds GPUs its work does not use (before, a node
+            # with 7 busy ranks and one idle GPU was "Idle", as if the node could be released)
+            worst = "Overprovisioned"
         needed = gpus_needed(members)
         tier = "production" if any(g.tier == "production" for g in members) else (members[0].tier or "batch")
-        fewer = fewer_gpus_option(members, needed, tier) if 0 < needed < len(members) else None
+        mig = any(g.mig_profile for g in members)  # fewer GPUs counts whole GPUs, not slices
+        fewer = fewer_gpus_option(members, needed, tier) if not mig and 0 < needed < len(members) else None
         if fewer is not None:
             options = (fewer,)
             if not any(g.finding == "Underprovisioned" for g in members):
@@ -502,10 +544,10 @@ def _group(level: str, name: str, members: list[GpuFinding]) -> GroupFinding:
         level=level,
         name=name,
         team=team,
-        gpus=len(members),
+        gpus=n_gpus,
         finding=worst,
         reason_codes=reasons,
-        idle_gpus=sum(g.idle for g in members),
+        idle_gpus=idle_gpus,
         cost_usd_per_month=sum(costs) if costs else None,
         savings_usd_per_month=savings,
         options=options,
