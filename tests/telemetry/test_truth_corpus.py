@@ -54,6 +54,8 @@ def test_truth_corpus_scores(tmp_path: Path) -> None:
     assert res.problems["dcgm-trn-a100-01.prom"] == {"missing_value": 48}  # NaN + blank sentinels
     assert res.problems["smi-tokyo.csv"] == {"missing_value": 1152}  # power.draw [N/A]
     assert res.problems["smi-berlin.csv"] == {"missing_value": 18}  # [Not Supported]; before + out_of_order 4
+    # the MIG GPU's two 3g.40gb instances cost 6/7 of the GPU (before: 2 x the GPU)
+    assert list(res.mig_cost_ratio.values()) == [pytest.approx(6 / 7)]
     # the reservation note on the vLLM GPU's memory alert
     note = next(n for a, _, n in res.alerts if a.rule == "high_memory_usage" and "reservation" in a.why)
     assert "held flat" in note

@@ -903,6 +903,9 @@ def format_report(res: Result) -> str:
                 f"({', '.join(r.actions)}) | {r.state} |"
             )
     lines.append("")
+    for uuid, ratio in res.mig_cost_ratio.items():
+        lines.append(f"MIG GPU {uuid}: its instances are priced at {ratio:.2f} x the GPU's price (at most 1)")
+    lines.append("")
     ok = sum(fired == a.fires for a, fired, _ in alerts)
     lines.append(f"alerts: {ok}/{len(alerts)} as expected")
     for a, fired, note in alerts:
@@ -917,12 +920,17 @@ class Result:
     rows: list[Scored]
     alerts: list[tuple[AlertTruth, bool, str]]
     problems: dict[str, dict[str, int]]  # file name -> problem kind -> count
+    #: MIG GPUs: the sum of their instances' monthly cost / the whole GPU's (at most 1: a GPU cut into
+    #: slices costs what the GPU costs)
+    mig_cost_ratio: dict[str, float] = field(default_factory=dict)
 
 
 def run(out: Path, seed: int = 20260302) -> Result:
     """Build the corpus under ``out``, ingest it file by file, analyze, evaluate alerts, score."""
     from gpufleet.telemetry.api import analyze_fleet, evaluate_alerts, ingest_telemetry
+    from gpufleet.telemetry.inventory import resolve_cost
     from gpufleet.telemetry.store import TelemetryStore
+    from gpufleet.units import HOURS_PER_MONTH
 
     corpus = build(out, seed)
     store = TelemetryStore(out / "store")
@@ -932,9 +940,19 @@ def run(out: Path, seed: int = 20260302) -> Result:
         problems[path.name] = {p.kind: p.count for p in rep.problems}
     ff = analyze_fleet(store, lookback_days=14, end=window_end())
     events = [(e.rule, e.subject, e.note) for e in evaluate_alerts(store)]
+    mig: dict[str, float] = {}
+    for g in ff.gpus:
+        if g.mig_profile and g.cost_usd_per_month is not None:
+            whole = resolve_cost(
+                host=g.host, gpu_uuid=None, labels={}, model=g.model, inventory=()
+            ).price_usd_per_gpu_hour
+            mig[g.gpu_key.split("/")[0]] = mig.get(g.gpu_key.split("/")[0], 0.0) + g.cost_usd_per_month / (
+                (whole or math.inf) * HOURS_PER_MONTH
+            )
     return Result(
         corpus=corpus,
         rows=score(corpus, seen_from_findings(ff)),
         alerts=score_alerts(corpus, events),
         problems=problems,
+        mig_cost_ratio=mig,
     )
