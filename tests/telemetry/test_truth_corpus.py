@@ -14,6 +14,7 @@ end of daylight saving time) scored end to end, and the rules it showed wrong (t
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -211,3 +212,36 @@ def test_a_node_with_one_idle_gpu_among_busy_ones_is_overprovisioned_not_idle(tm
     assert (node.gpus, node.idle_gpus) == (8, 1)
     assert not node.options
     assert node.finding == "Overprovisioned"  # before: Idle
+
+
+def test_prometheus_fold_a_series_with_a_nan_sample_has_an_unknown_mean_not_zero() -> None:
+    # sum_over_time of a series holding one NaN scrape is NaN, which the query drops: its count arrives alone.
+    # Before, the GPU's mean was the other series' sum over every sample (0 for a single series), and the
+    # corpus's pretraining ranks (one NaN each) read "mean 0%", busy only in bursts, on the Prometheus path.
+    from gpufleet.telemetry.promql import _Acc
+
+    clean, nan = _Acc(), _Acc()
+    clean.add("n", 10)
+    clean.add("sum", 8.0)
+    nan.add("n", 10)  # no "sum" part
+    gpu = _Acc()
+    gpu.merge(clean)
+    assert gpu.stats().mean == pytest.approx(0.8)
+    gpu.merge(nan)
+    assert math.isnan(gpu.stats().mean)
+    wl = _Acc()
+    wl.merge(gpu)
+    assert math.isnan(wl.stats().mean)
+
+
+def test_an_unknown_mean_is_not_read_as_bursts(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    s = _store(tmp_path, np.full(4 * 288, 0.8), np.full(4 * 288, 0.6))
+    w = resolve_window(s, 14, None, 0.95)
+    (st,) = gpu_stats(s, w)
+    m = dict(st.metrics)
+    m["sm_active_ratio"] = replace(m["sm_active_ratio"], mean=math.nan, p99=math.nan)
+    (g,) = find([replace(st, metrics=m)], w).gpus
+    assert g.finding == "Optimized" and g.compute_mean is None
+    assert any("mean unknown" in e for e in g.evidence)

@@ -31,6 +31,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -73,6 +74,8 @@ class Corpus:
     files: list[tuple[Path, dict[str, str]]] = field(default_factory=list)  # path, ingest kwargs
     truths: list[Truth] = field(default_factory=list)
     alerts: list[AlertTruth] = field(default_factory=list)
+    #: subjects only the nvidia-smi logs hold (no Prometheus form)
+    smi_only: set[str] = field(default_factory=set)
 
 
 # ---------------------------------------------------------------- real distributions (AcmeTrace CDFs)
@@ -714,6 +717,7 @@ def build(out: Path, seed: int = 20260302) -> Corpus:
     t(f0.key, "gpu", "diurnal serving in Tokyo (GPU_UTIL only)", "Optimized", "keep")
     t(f1.key, "gpu", "idle L40S", "Idle", "release")
     t("inf-tyo-01", "node", "one serving GPU, one idle", "Overprovisioned")
+    c.smi_only |= {f0.key, f1.key, "inf-tyo-01"}
     write_smi(out / "smi-tokyo.csv", "Asia/Tokyo", [f0, f1], power_na=True)
     c.files.append((out / "smi-tokyo.csv", {"timezone": "Asia/Tokyo", "host": "inf-tyo-01"}))
 
@@ -729,6 +733,7 @@ def build(out: Path, seed: int = 20260302) -> Corpus:
     hc.fb[:] = np.where(hc.util > 0, 20_000.0, 0.0)
     t(hc.key, "gpu", "idle A10G with a daily 5-minute health check", "Idle", "release")
     t("dev-ber-01", "node", "two idle GPUs", "Idle")
+    c.smi_only |= {g.key, hc.key, "dev-ber-01"}
     write_smi(out / "smi-berlin.csv", "Europe/Berlin", [g, hc], power_na=False, step=1)
     c.files.append((out / "smi-berlin.csv", {"timezone": "Europe/Berlin", "host": "dev-ber-01"}))
     return c
@@ -956,3 +961,45 @@ def run(out: Path, seed: int = 20260302) -> Result:
         problems=problems,
         mig_cost_ratio=mig,
     )
+
+
+# ---------------------------------------------------------------- the Prometheus path
+
+_LINE = re.compile(r"^([A-Za-z_:][A-Za-z0-9_:]*)\{(.*)\} (\S+) (\d+)$")
+
+
+def to_openmetrics(corpus: Corpus) -> str:
+    """The corpus's Prometheus-side files (dcgm-exporter text, query_range JSON) as one OpenMetrics text for
+    ``promtool tsdb create-blocks-from openmetrics`` (seconds, each family's series together, ``# EOF``);
+    the nvidia-smi logs have no Prometheus form and are left out. Values are kept as scraped (NaN, DCGM
+    blank sentinels), as a Prometheus would store them."""
+    series: dict[str, dict[str, list[tuple[float, str]]]] = {}
+    for path, _ in corpus.files:
+        if path.suffix == ".prom":
+            for line in path.read_text(encoding="utf-8").splitlines():
+                m = _LINE.match(line)
+                if m:
+                    name, labels, value, ts_ms = m.groups()
+                    series.setdefault(name, {}).setdefault(labels, []).append((int(ts_ms) / 1000, value))
+        elif path.suffix == ".json":
+            for s in json.loads(path.read_text(encoding="utf-8"))["data"]["result"]:
+                lab = dict(s["metric"])
+                name = lab.pop("__name__")
+                labels = ",".join(f'{k}="{v}"' for k, v in sorted(lab.items()))
+                series.setdefault(name, {}).setdefault(labels, []).extend(
+                    (float(t), v) for t, v in s["values"]
+                )
+    out = []
+    for name, by_labels in series.items():
+        for labels, points in by_labels.items():
+            out += [f"{name}{{{labels}}} {v} {t:.3f}" for t, v in sorted(points)]
+    return "\n".join([*out, "# EOF", ""])
+
+
+def run_prometheus(url: str, corpus: Corpus) -> list[Scored]:
+    """Findings computed inside the Prometheus at ``url`` (backfilled with :func:`to_openmetrics`), scored on
+    the subjects that Prometheus holds (not the nvidia-smi hosts)."""
+    from gpufleet.telemetry.api import analyze_prometheus
+
+    ff = analyze_prometheus(url, lookback_days=14, end=window_end(), timeout_s=300)
+    return [r for r in score(corpus, seen_from_findings(ff)) if r.subject not in corpus.smi_only]

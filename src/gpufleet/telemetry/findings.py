@@ -81,7 +81,9 @@ def _compute(st: GpuStats) -> tuple[str, float | None, float | None, tuple[str, 
     for name, scale in (("sm_active_ratio", 1.0), ("gr_engine_active_ratio", 1.0), ("gpu_util_pct", 0.01)):
         if name in m:
             caveat = () if name == "sm_active_ratio" else (UPPER_BOUND_CAVEAT.format(signal=name),)
-            return name, m[name].p_hi * scale, m[name].mean * scale, caveat
+            mean = m[name].mean * scale
+            # NaN: unknown (a Prometheus series with a NaN sample has no sum_over_time; promql._Acc)
+            return name, m[name].p_hi * scale, mean if math.isfinite(mean) else None, caveat
     return "none", None, None, ("no compute metric (SM_ACTIVE, GR_ENGINE_ACTIVE or GPU_UTIL) in the window",)
 
 
@@ -156,7 +158,9 @@ def _capacity_gib(st: GpuStats, spec: AcceleratorSpec | None) -> float | None:
         # memory.total = used + free + reserved (nvidia-smi; fleet-anchors C.5): dcgm-exporter's default
         # counters carry FB_RESERVED but not FB_TOTAL (C.1)
         reserved = m["fb_reserved_mib"].mean if "fb_reserved_mib" in m else 0.0
-        return gib_from_mib(m["fb_used_mib"].mean + m["fb_free_mib"].mean + reserved)
+        total = m["fb_used_mib"].mean + m["fb_free_mib"].mean + reserved
+        if math.isfinite(total):  # NaN: a Prometheus series with a NaN sample (promql._Acc)
+            return gib_from_mib(total)
     return spec.memory_gib if spec else None
 
 
@@ -366,7 +370,8 @@ def classify(
     if compute is not None:
         busy = compute >= th.under_compute
         evidence.append(
-            f"compute ({signal}) {pct} {compute:.0%}, mean {compute_mean or 0:.0%}"
+            f"compute ({signal}) {pct} {compute:.0%}, "
+            + ("mean unknown (a NaN sample)" if compute_mean is None else f"mean {compute_mean:.0%}")
             + (": busy, which is the goal on a GPU, not a shortage on its own" if busy else "")
         )
         if compute < th.over_compute:
