@@ -5,9 +5,12 @@ GPUs and MIG instances, 19 workloads, 11 alert expectations), then runs it twice
 (``ingest_telemetry``, ``analyze_fleet``, ``evaluate_alerts``) and through the CLI as a user would
 (``gpufleet telemetry ingest`` per file, ``findings --format json``, ``alerts --format json``), and prints
 the confusion matrix per level, precision and recall per finding, the wrong rows and the alert checks.
-Exits 1 when the two paths disagree.
+With ``--prometheus`` the dcgm-exporter and query_range files are also backfilled into a real Prometheus
+(``promtool tsdb create-blocks-from openmetrics``, values as scraped: NaN and DCGM blank sentinels kept) and
+the findings computed inside it (``analyze_prometheus``) are scored on the subjects it holds (the nvidia-smi
+hosts have no Prometheus form). Exits 1 when the library and the CLI disagree.
 
-    python benchmarks/bench_telemetry_truth.py [--seed N] [--out DIR] [--library-only]
+    python benchmarks/bench_telemetry_truth.py [--seed N] [--out DIR] [--library-only] [--prometheus]
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=20260302)
     ap.add_argument("--out", type=Path, default=None, help="keep the corpus and stores here")
     ap.add_argument("--library-only", action="store_true", help="skip the CLI run")
+    ap.add_argument("--prometheus", action="store_true", help="also score the Prometheus pushdown path")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         out = a.out or Path(tmp)
@@ -68,6 +72,16 @@ def main() -> int:
         t1 = time.perf_counter()
         print(f"## library path ({t1 - t0:.1f} s: build, ingest, findings, alerts)\n")
         print(tc.format_report(lib))
+        if a.prometheus:
+            from telemetry.promserver import prometheus_with
+
+            prom_dir = out / "prometheus"
+            prom_dir.mkdir(exist_ok=True)
+            with prometheus_with(tc.to_openmetrics(lib.corpus), prom_dir) as url:
+                rows = tc.run_prometheus(url, lib.corpus)
+            print(f"\n## Prometheus path ({time.perf_counter() - t1:.1f} s, backfill included)\n")
+            print(tc.format_report(tc.Result(corpus=lib.corpus, rows=rows, alerts=[], problems={})))
+            t1 = time.perf_counter()
         if a.library_only:
             return 0
         cli = cli_run(out, lib.corpus)

@@ -868,14 +868,13 @@ def score_alerts(
 
 def format_report(res: Result) -> str:
     rows, alerts = res.rows, res.alerts
-    lines = [
-        "ingest problems (counted per file, by kind): "
-        + "; ".join(
+    lines = []
+    if res.problems:
+        probs = "; ".join(
             f"{f}: " + (", ".join(f"{k} {n:,}" for k, n in p.items()) or "none")
             for f, p in res.problems.items()
-        ),
-        "",
-    ]
+        )
+        lines += [f"ingest problems (counted per file, by kind): {probs}", ""]
     for level in ("gpu", "workload", "node"):
         sub = [r for r in rows if r.level == level]
         m = confusion(sub)
@@ -911,6 +910,8 @@ def format_report(res: Result) -> str:
     for uuid, ratio in res.mig_cost_ratio.items():
         lines.append(f"MIG GPU {uuid}: its instances are priced at {ratio:.2f} x the GPU's price (at most 1)")
     lines.append("")
+    if not alerts:
+        return "\n".join(lines)
     ok = sum(fired == a.fires for a, fired, _ in alerts)
     lines.append(f"alerts: {ok}/{len(alerts)} as expected")
     for a, fired, note in alerts:
