@@ -245,3 +245,15 @@ def test_an_unknown_mean_is_not_read_as_bursts(tmp_path: Path) -> None:
     (g,) = find([replace(st, metrics=m)], w).gpus
     assert g.finding == "Optimized" and g.compute_mean is None
     assert any("mean unknown" in e for e in g.evidence)
+
+
+@pytest.mark.parametrize(("days", "warned"), [(4, True), (8, False)])
+def test_idle_over_less_than_a_week_says_a_weekly_job_would_not_show(
+    tmp_path: Path, days: int, warned: bool
+) -> None:
+    n = days * 288
+    s = _store(tmp_path, np.full(n, 0.001), np.full(n, 0.003))
+    w = resolve_window(s, 14, None, 0.95)
+    (g,) = find(gpu_stats(s, w), w).gpus
+    assert g.finding == "Idle"
+    assert any("weekly" in c for c in g.caveats) is warned  # before: no caveat

@@ -74,6 +74,7 @@ if TYPE_CHECKING:
     from gpufleet.telemetry.mig import MigProfile
 
 _risk = performance_risk  # kept for callers of the old private name
+_WEEK_H: Final = 7 * 24.0  # hours in a week: the longest common job cycle short of monthly
 
 
 def _compute(st: GpuStats) -> tuple[str, float | None, float | None, tuple[str, ...]]:
@@ -424,6 +425,15 @@ def classify(
         compute is not None and compute < th.idle_compute and not holds_memory and not under and burst is None
     ):
         finding, reasons = "Idle", ("GPUOverprovisioned",)
+        if st.hours < _WEEK_H:
+            # a nightly job shows in any window of 30 h or more (it is read as bursts, not Idle); a weekly
+            # or monthly one may fall outside a shorter observation
+            caveats = (
+                *caveats,
+                f"idle over the {st.hours / 24:.1f} days observed: a job that runs less often (weekly, "
+                "monthly) would not show; check its schedule before releasing the GPU, or look back 14 days "
+                "or more",
+            )
     elif under:
         finding, reasons = "Underprovisioned", tuple(under)
     elif compute is not None and compute < th.idle_compute:
