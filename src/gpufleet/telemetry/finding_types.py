@@ -70,6 +70,13 @@ class Thresholds:
     #: Overprovisioned instead (a smaller GPU or a MIG slice that still holds the memory)
     idle_max_memory: float = 0.10
     over_compute: float = 0.40
+    #: a GPU busy only in bursts: compute mean / compute at the percentile below this (the share of its
+    #: observed time the GPU works, when it works at that level) while the percentile itself is at or above
+    #: ``over_compute``: a nightly 3 h job (12 % of the day), one 20 h job in a 4-day window. The percentile
+    #: alone called it Optimized (Compute Optimizer's percentile sizing has no duty cycle); it is held idle
+    #: between jobs, Overprovisioned (share it or run the jobs on scheduled capacity). gpufleet's default
+    #: (judgement, not a published rule); serving engines with their own metrics are judged by them instead.
+    burst_duty_max: float = 0.30
     under_compute: float = 0.85
     over_memory: float = 0.40
     under_memory: float = 0.90
@@ -104,7 +111,8 @@ class Thresholds:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Option:
-    kind: str  # release | mig_slice | smaller_gpu | larger_gpu | fewer_gpus | price_model
+    #: release | mig_slice | smaller_gpu | larger_gpu | fewer_gpus | price_model | scale_out | schedule_bursts
+    kind: str
     target: str  # e.g. "MIG 3g.40gb on H100-SXM", "aws g6e.xlarge (L40S)", "commit_1y"
     price_usd_per_gpu_hour: float | None  # on-demand basis, per current GPU replaced
     savings_usd_per_month: float | None  # on-demand basis (CO savingsOpportunity)

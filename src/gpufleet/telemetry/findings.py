@@ -18,7 +18,9 @@ Rules (knobs in :class:`Thresholds`; percentiles from :mod:`gpufleet.telemetry.a
   Compute (SM_ACTIVE, GPU_UTIL) or DRAM activity near 100 % alone is **never** under-provisioned: a busy GPU
   is the goal; it is Optimized, with its evidence listed.
 - ``Overprovisioned``: compute < ``over_compute`` (and not under-provisioned); memory and bandwidth reasons
-  added when they are low too.
+  added when they are low too. Also a GPU busy only in bursts (:func:`_bursts`: compute mean below
+  ``burst_duty_max`` of its p99 or percentile, e.g. a nightly job): held idle between jobs; never ``Idle``
+  (the jobs need it while they run), and its options are sized on the bursts' level.
 - ``Optimized``: otherwise.
 Options, priced from the catalog with a 0-4 performance risk, come from :mod:`gpufleet.telemetry.options`:
 release the GPU (idle), a MIG slice, a smaller/cheaper GPU, a larger GPU (under-provisioned), fewer GPUs per
@@ -27,11 +29,12 @@ node, a commitment price model.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from gpufleet.catalog.specs import AcceleratorSpec, get_spec
 from gpufleet.errors import InputError
@@ -50,6 +53,7 @@ from gpufleet.telemetry.finding_types import (
     WorkloadFinding,
 )
 from gpufleet.telemetry.inventory import (
+    GpuCost,
     InventoryEntry,
     check_inventory_matches,
     resolve_cost,
@@ -66,7 +70,11 @@ from gpufleet.telemetry.options import (
 from gpufleet.telemetry.workloads import TIERS, TrainingJob, WorkloadId, WorkloadRule, workload_of
 from gpufleet.units import HOURS_PER_MONTH, gib_from_mib
 
+if TYPE_CHECKING:
+    from gpufleet.telemetry.mig import MigProfile
+
 _risk = performance_risk  # kept for callers of the old private name
+_WEEK_H: Final = 7 * 24.0  # hours in a week: the longest common job cycle short of monthly
 
 
 def _compute(st: GpuStats) -> tuple[str, float | None, float | None, tuple[str, ...]]:
@@ -74,25 +82,86 @@ def _compute(st: GpuStats) -> tuple[str, float | None, float | None, tuple[str, 
     for name, scale in (("sm_active_ratio", 1.0), ("gr_engine_active_ratio", 1.0), ("gpu_util_pct", 0.01)):
         if name in m:
             caveat = () if name == "sm_active_ratio" else (UPPER_BOUND_CAVEAT.format(signal=name),)
-            return name, m[name].p_hi * scale, m[name].mean * scale, caveat
+            mean = m[name].mean * scale
+            # NaN: unknown (a Prometheus series with a NaN sample has no sum_over_time; promql._Acc)
+            return name, m[name].p_hi * scale, mean if math.isfinite(mean) else None, caveat
     return "none", None, None, ("no compute metric (SM_ACTIVE, GR_ENGINE_ACTIVE or GPU_UTIL) in the window",)
+
+
+def _bursts(
+    st: GpuStats,
+    signal: str,
+    compute: float | None,
+    compute_mean: float | None,
+    serving: ServingStats | None,
+    th: Thresholds,
+    pct: str,
+) -> tuple[float | None, str]:
+    """(the compute level its bursts run at, evidence) when the GPU works only in bursts, else (None, '').
+
+    The level is the larger of the window's percentile and the p99 (a job running 1 h a night is 4 % of the
+    samples: above the p95, inside the p99; the Prometheus path pushes no compute p99 down, so there it is the
+    percentile). Bursty: the level is at least ``over_compute`` and the mean below ``burst_duty_max`` of it
+    (the mean is the level times the share of time the GPU works, plus ~0 for the rest). A serving engine
+    that exports its metrics is judged by them (its peaks are what the SLO needs), not by this rule."""
+    if compute is None or compute_mean is None or signal not in st.metrics:
+        return None, ""
+    if serving is not None and serving.is_serving:
+        return None, ""
+    scale = 0.01 if signal == "gpu_util_pct" else 1.0
+    p99 = st.metrics[signal].p99 * scale
+    level, at = (p99, "p99") if math.isfinite(p99) and p99 > compute else (compute, pct)
+    if level < th.over_compute or compute_mean >= th.burst_duty_max * level:
+        return None, ""
+    return level, (
+        f"busy in bursts: compute mean {compute_mean:.0%} against {at} {level:.0%}, so it works about "
+        f"{compute_mean / level:.0%} of the observed time (< {th.burst_duty_max:.0%}) and is held idle "
+        "between jobs (nightly or one-off jobs): share it (time-slicing, a job queue) or run the jobs on "
+        "scheduled capacity; not Idle, since the jobs need a GPU of this size while they run"
+    )
+
+
+def _mig_profile(st: GpuStats, spec: AcceleratorSpec | None) -> MigProfile | None:
+    """The MIG profile of a MIG instance (``GPU_I_PROFILE``) on its GPU, when the table knows it."""
+    if not st.mig_profile or spec is None:
+        return None
+    from gpufleet.telemetry.mig import mig_profiles
+
+    return next((p for p in mig_profiles().get(spec.id, ()) if p.profile == st.mig_profile), None)
+
+
+def _mig_priced(cost: GpuCost, prof: MigProfile | None) -> tuple[GpuCost, tuple[str, ...]]:
+    """A MIG instance's cost: its compute slices' share of the GPU's price (a 3g.40gb instance is 3/7 of an
+    A100). Priced whole, every instance of a GPU cost the whole GPU (two 3g.40gb instances: twice the GPU)
+    and releasing an idle one "saved" the whole GPU (corpus review, telem3 2026-11-29)."""
+    if prof is None or cost.price_usd_per_gpu_hour is None:
+        return cost, ()
+    share = prof.compute_slices / prof.compute_slices_total
+    od = cost.on_demand_usd_per_gpu_hour
+    return dataclasses.replace(
+        cost,
+        price_usd_per_gpu_hour=cost.price_usd_per_gpu_hour * share,
+        on_demand_usd_per_gpu_hour=None if od is None else od * share,
+    ), (
+        f"MIG {prof.profile}: priced at {prof.compute_slices}/{prof.compute_slices_total} of the GPU's price "
+        "(its compute slices); the GPU's other slices are priced with their own instances",
+    )
 
 
 def _capacity_gib(st: GpuStats, spec: AcceleratorSpec | None) -> float | None:
     m = st.metrics
-    if st.mig_profile and spec is not None:
-        from gpufleet.telemetry.mig import mig_profiles
-
-        prof = next((p for p in mig_profiles().get(spec.id, ()) if p.profile == st.mig_profile), None)
-        if prof is not None:
-            return prof.memory_gib
+    prof = _mig_profile(st, spec)
+    if prof is not None:
+        return prof.memory_gib
     if "fb_total_mib" in m:
         return gib_from_mib(m["fb_total_mib"].max)
     if "fb_used_mib" in m and "fb_free_mib" in m:
         # memory.total = used + free + reserved (nvidia-smi; fleet-anchors C.5): dcgm-exporter's default
         # counters carry FB_RESERVED but not FB_TOTAL (C.1)
         reserved = m["fb_reserved_mib"].mean if "fb_reserved_mib" in m else 0.0
-        return gib_from_mib(m["fb_used_mib"].mean + m["fb_free_mib"].mean + reserved)
+        total = m["fb_used_mib"].mean + m["fb_free_mib"].mean + reserved
+        if math.isfinite(total):  # NaN: a Prometheus series with a NaN sample (promql._Acc)
+            return gib_from_mib(total)
     return spec.memory_gib if spec else None
 
 
@@ -281,6 +350,7 @@ def classify(
             spec = get_spec(cost.gpu)
         except Exception:
             spec = None
+    cost, mig_caveats = _mig_priced(cost, _mig_profile(st, spec))
     m = st.metrics
     cap = _capacity_gib(st, spec)
     mem = gib_from_mib(m["fb_used_mib"].p99) if "fb_used_mib" in m else None
@@ -301,7 +371,8 @@ def classify(
     if compute is not None:
         busy = compute >= th.under_compute
         evidence.append(
-            f"compute ({signal}) {pct} {compute:.0%}, mean {compute_mean or 0:.0%}"
+            f"compute ({signal}) {pct} {compute:.0%}, "
+            + ("mean unknown (a NaN sample)" if compute_mean is None else f"mean {compute_mean:.0%}")
             + (": busy, which is the goal on a GPU, not a shortage on its own" if busy else "")
         )
         if compute < th.over_compute:
@@ -336,6 +407,9 @@ def classify(
         under += t_reasons
         evidence += t_evidence
         caveats = (*caveats, *t_caveats)
+    burst, burst_why = _bursts(st, signal, compute, compute_mean, serving, th, pct)
+    if burst_why:
+        evidence.append(burst_why)
     reasons: tuple[str, ...]
     holds_memory = mem_share is not None and mem_share >= th.idle_max_memory
     if st.hours < th.min_observed_hours:
@@ -347,21 +421,35 @@ def classify(
             f"insufficient data: {st.hours:.1f} h observed in {what}, {th.min_observed_hours:g} h needed "
             "(AWS Compute Optimizer's minimum); no finding or savings until more telemetry is stored",
         )
-    elif compute is not None and compute < th.idle_compute and not holds_memory and not under:
+    elif (
+        compute is not None and compute < th.idle_compute and not holds_memory and not under and burst is None
+    ):
         finding, reasons = "Idle", ("GPUOverprovisioned",)
+        if st.hours < _WEEK_H:
+            # a nightly job shows in any window of 30 h or more (it is read as bursts, not Idle); a weekly
+            # or monthly one may fall outside a shorter observation
+            caveats = (
+                *caveats,
+                f"idle over the {st.hours / 24:.1f} days observed: a job that runs less often (weekly, "
+                "monthly) would not show; check its schedule before releasing the GPU, or look back 14 days "
+                "or more",
+            )
     elif under:
         finding, reasons = "Underprovisioned", tuple(under)
     elif compute is not None and compute < th.idle_compute:
         # near-zero compute while a process holds the memory (a loaded model waiting for traffic): not idle,
         # releasing the GPU would kill that process (FB used = memory of active contexts, fleet-anchors C.5)
         finding, reasons = "Overprovisioned", tuple(dict.fromkeys(("GPUOverprovisioned", *over)))
-        caveats = (
-            *caveats,
-            f"compute near zero but {mem:.1f} GiB held by a running process: not called idle; scale it "
-            "to zero only where a cold start fits the latency SLO",
-        )
+        if burst is None:
+            caveats = (
+                *caveats,
+                f"compute near zero but {mem or 0.0:.1f} GiB held by a running process: not called idle; "
+                "scale it to zero only where a cold start fits the latency SLO",
+            )
     elif "GPUOverprovisioned" in over:
         finding, reasons = "Overprovisioned", tuple(over)
+    elif burst is not None:
+        finding, reasons = "Overprovisioned", tuple(dict.fromkeys(("GPUOverprovisioned", *over)))
     else:
         finding, reasons = "Optimized", ()
     gpu_tier = resolve_tier(
@@ -371,10 +459,17 @@ def classify(
     cost_usd = None if cost.price_usd_per_gpu_hour is None else cost.price_usd_per_gpu_hour * hours
     if cost.price_basis == "catalog median":
         caveats = (*caveats, "price: catalog median for this GPU (no inventory or instance labels)")
+    caveats = (*caveats, *mig_caveats)
     if cost.price_basis == "unknown":
         caveats = (*caveats, "price unknown: the GPU model is not in the catalog; give an inventory file")
+    # a bursty GPU's target must run its bursts: sized on their level, not on the idle-dominated percentile
     f = ObservedNeeds(
-        finding=finding, compute_p=compute, memory_p99_gib=mem, dram_active_p=dram, memory_peak_gib=mem_peak
+        finding=finding,
+        compute_p=compute if burst is None else burst,
+        memory_p99_gib=mem,
+        dram_active_p=dram,
+        memory_peak_gib=mem_peak,
+        burst_duty=None if burst is None or compute_mean is None else compute_mean / burst,
     )
     options = (
         gpu_options(st, f, spec, cost, th, window, tier=gpu_tier, reasons=reasons)
@@ -439,12 +534,23 @@ def _group(level: str, name: str, members: list[GpuFinding]) -> GroupFinding:
     team = next((g.team for g in members if g.team), None)
     savings = sum(g.best_savings_usd_per_month for g in members)
     options: tuple[Option, ...] = ()
+    # physical GPUs: the MIG instances of one GPU share its index (two 3g.40gb instances are one GPU)
+    physical: dict[int, list[GpuFinding]] = defaultdict(list)
+    for g in members:
+        physical[g.gpu_index].append(g)
+    n_gpus = len(physical)
+    idle_gpus = sum(all(g.idle for g in ms) for ms in physical.values())
     if level == "node":
         if all(g.finding == "Idle" for g in members):
             worst = "Idle"
+        elif worst == "Idle":
+            # some GPUs idle, the others working: the node holds GPUs its work does not use (before, a node
+            # with 7 busy ranks and one idle GPU was "Idle", as if the node could be released)
+            worst = "Overprovisioned"
         needed = gpus_needed(members)
         tier = "production" if any(g.tier == "production" for g in members) else (members[0].tier or "batch")
-        fewer = fewer_gpus_option(members, needed, tier) if 0 < needed < len(members) else None
+        mig = any(g.mig_profile for g in members)  # fewer GPUs counts whole GPUs, not slices
+        fewer = fewer_gpus_option(members, needed, tier) if not mig and 0 < needed < len(members) else None
         if fewer is not None:
             options = (fewer,)
             if not any(g.finding == "Underprovisioned" for g in members):
@@ -453,10 +559,10 @@ def _group(level: str, name: str, members: list[GpuFinding]) -> GroupFinding:
         level=level,
         name=name,
         team=team,
-        gpus=len(members),
+        gpus=n_gpus,
         finding=worst,
         reason_codes=reasons,
-        idle_gpus=sum(g.idle for g in members),
+        idle_gpus=idle_gpus,
         cost_usd_per_month=sum(costs) if costs else None,
         savings_usd_per_month=savings,
         options=options,
@@ -484,7 +590,9 @@ def _workload_finding(ws: WorkloadStats, g: GpuFinding) -> WorkloadFinding:
     elif g.finding == "Overprovisioned":
         pick = mig or best
         rec = (
-            f"{pick.target} per replica"
+            f"run its jobs on {pick.target.removeprefix('the same ')}"
+            if pick is not None and pick.kind == "schedule_bursts"
+            else f"{pick.target} per replica"
             if pick is not None and pick.kind in ("mig_slice", "smaller_gpu")
             else f"a {fraction:.2f} share of one {g.gpu or 'GPU'} per replica (time-slicing or MPS)"
             if fraction is not None

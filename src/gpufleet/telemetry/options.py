@@ -130,6 +130,9 @@ class ObservedNeeds:
     #: sizing memory: the peak (max) FB used, not a percentile (memory is not compressible: Compute Optimizer
     #: sizes on the maximum of each 5-minute interval, Azure Advisor on P100 memory; fleet-anchors A.1, A.3)
     memory_peak_gib: float | None = None
+    #: a GPU busy only in bursts: the share of its observed time it works (compute mean / the bursts' level;
+    #: findings._bursts), else None
+    burst_duty: float | None = None
 
 
 def gpu_options(
@@ -296,6 +299,32 @@ def gpu_options(
                 rank=0,
                 notes=("users wait (serving evidence): capacity is added, not saved",),
                 cost_usd_per_month=price * month,
+            )
+        )
+    if finding == "Overprovisioned" and f.burst_duty is not None and price is not None:
+        # hold the GPU only while the jobs run: per-hour (or per-second) on-demand billing of the same GPU,
+        # so the jobs run as fast as now; the cost is the duty cycle's share of the hours
+        per = price * f.burst_duty
+        s, sa, pct = saving(per, per)
+        opts.append(
+            Option(
+                kind="schedule_bursts",
+                target=f"the same {spec.id if spec else 'GPU'} on demand, only while its jobs run",
+                price_usd_per_gpu_hour=per,
+                savings_usd_per_month=s,
+                savings_after_discounts_usd_per_month=sa,
+                savings_pct=pct,
+                performance_risk=2.0,
+                projected_utilization=None,
+                rank=0,
+                notes=(
+                    f"works about {f.burst_duty:.0%} of the observed time (compute mean / the bursts' "
+                    "level); priced as that share of the hours at the on-demand price",
+                    "assumes on-demand capacity of this GPU at each job start (or a shared queue such as "
+                    "Kueue or Slurm) and a job that tolerates minutes of start-up; a commitment is paid "
+                    "either way",
+                ),
+                cost_usd_per_month=per * month,
             )
         )
     busy_share = st.hours / (window.days * 24.0) if window.days > 0 else 0.0

@@ -263,6 +263,12 @@ class _Acc:
     p_hi: float = math.nan
     p99: float = math.nan
     mx: float = -math.inf
+    #: count parts and sum parts folded in: a series holding a NaN sample has a NaN sum_over_time, which
+    #: the query drops, so its count arrives without its sum; the mean is then unknown (NaN), not the sum of
+    #: the other series over every sample (before: a GPU with one NaN scrape had mean 0)
+    n_parts: int = 0
+    sum_parts: int = 0
+    incomplete: bool = False
 
     def add(self, part: str, v: float) -> None:
         """Fold one part (n, sum, phi, p99, max) in: counts and sums add; percentiles and the peak take the
@@ -270,8 +276,10 @@ class _Acc:
         series)."""
         if part == "n":
             self.n += v
+            self.n_parts += 1
         elif part == "sum":
             self.total += v
+            self.sum_parts += 1
         elif part == "phi":
             self.p_hi = v if math.isnan(self.p_hi) else max(self.p_hi, v)
         elif part == "p99":
@@ -279,7 +287,12 @@ class _Acc:
         else:
             self.mx = max(self.mx, v)
 
+    @property
+    def sum_known(self) -> bool:
+        return not self.incomplete and self.sum_parts >= self.n_parts
+
     def merge(self, o: _Acc) -> None:
+        self.incomplete |= not o.sum_known
         self.add("n", o.n)
         self.add("sum", o.total)
         if not math.isnan(o.p_hi):
@@ -291,7 +304,7 @@ class _Acc:
     def stats(self) -> MetricStats:
         return MetricStats(
             samples=int(self.n),
-            mean=self.total / self.n if self.n else 0.0,
+            mean=(self.total / self.n if self.n else 0.0) if self.sum_known else math.nan,
             p50=math.nan,  # not read by the findings: not pushed down
             p_hi=self.p_hi,
             p99=self.p99,
@@ -573,6 +586,7 @@ def _workload_stats(
             continue
         ids.setdefault(wid.key, wid)
         for metric, a in s.metrics.items():
+            acc[wid.key][metric].incomplete |= not a.sum_known
             acc[wid.key][metric].add("n", a.n)
             acc[wid.key][metric].add("sum", a.total)
             acc[wid.key][metric].add("max", a.mx)

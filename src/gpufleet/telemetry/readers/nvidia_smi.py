@@ -84,7 +84,9 @@ def _header_key(text: str) -> str:
     return text.strip().split(" [", 1)[0].strip().lower()
 
 
-def _timestamp_us(text: str, tz: ZoneInfo) -> int | None:
+def _timestamp_us(text: str, tz: ZoneInfo, fold: int = 0) -> int | None:
+    """UTC microseconds of a host-local timestamp; ``fold`` 1 picks the second of a wall time that occurs
+    twice (the hour repeated when the clocks go back at the end of daylight saving time)."""
     t = text.strip()
     if len(t) == 23 and t[4] in "/-" and t[10] == " " and t[19] == ".":  # fast path: YYYY/MM/DD HH:MM:SS.mmm
         try:
@@ -97,6 +99,7 @@ def _timestamp_us(text: str, tz: ZoneInfo) -> int | None:
                 int(t[17:19]),
                 int(t[20:23]) * 1000,
                 tzinfo=tz,
+                fold=fold,
             )
         except ValueError:
             return None
@@ -106,7 +109,7 @@ def _timestamp_us(text: str, tz: ZoneInfo) -> int | None:
             dt = datetime.strptime(text.strip(), fmt)
         except ValueError:
             continue
-        return int(dt.replace(tzinfo=tz).timestamp() * US_PER_S)
+        return int(dt.replace(tzinfo=tz, fold=fold).timestamp() * US_PER_S)
     return None
 
 
@@ -153,6 +156,7 @@ def read_nvidia_smi_csv(
     units = [h.split(" [", 1)[1].rstrip("] ").strip() if " [" in h else "" for h in raw_header]
     unknown = [k for k in keys if k not in FIELD_METRICS and k not in ID_FIELDS and k not in IGNORED_FIELDS]
     n_lines = 0
+    last_ts: int | None = None  # the latest timestamp read so far: nvidia-smi -l writes in time order
     for lineno, line in enumerate(lines[1:], start=2):
         if not line.strip():
             continue
@@ -175,6 +179,14 @@ def read_nvidia_smi_csv(
         if ts is None:
             problems.add(where, "malformed_line", f"{example} (timestamp not YYYY/MM/DD HH:MM:SS.mmm)")
             continue
+        if last_ts is not None and ts < last_ts:
+            # the hour repeated when daylight saving time ends (Europe/Berlin 2026-10-25 02:00-02:59 twice):
+            # read as the first pass it lands an hour early, among the first pass's samples; a log that goes
+            # on in time order is in the second pass (fold 1; a time that occurs once reads the same)
+            later = _timestamp_us(row["timestamp"], tz, fold=1)
+            if later is not None and later >= last_ts:
+                ts = later
+        last_ts = ts if last_ts is None else max(last_ts, ts)
         labels = {"source": "nvidia_smi_csv", "host": host}
         for k, col in ID_FIELDS.items():
             if k in row and col not in ("timestamp", "index") and row[k] and not row[k].startswith("["):
