@@ -211,3 +211,41 @@ def test_readme_autoscaling_vs_static_peak() -> None:
         f"KPA, target 14, min 6: ${best.cost_usd:.2f} ({best.replica_hours:.2f} replica-hours), i.e. "
         f"**{more:.0%} more** than static peak".replace("%", " %"),
     )
+
+
+# ---- the accuracy the README's introduction, "Limits" and docs/recommend.md quote -------------------------
+def _pct_pair(cell: str) -> tuple[int, int]:
+    m = re.fullmatch(r"(\d+) % / (\d+) %", cell.strip())
+    assert m, cell
+    return int(m.group(1)), int(m.group(2))
+
+
+def test_accuracy_quotes_follow_the_accuracy_table() -> None:
+    """`make validate-table` regenerates README "Accuracy"; the figures quoted from its "origin" table
+    elsewhere (cases counted, published-case errors held out) must be that table's."""
+    rows = {}
+    for line in README.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if cells[0] in ("published", "measured here (benchmarks/ probes)") and len(cells) == 10:
+            rows[cells[0]] = cells
+    published, ours = rows["published"], rows["measured here (benchmarks/ probes)"]
+    n_pub, n_ours = int(published[1]), int(ours[1])
+    loo = _pct_pair(published[3])
+    groups = [_pct_pair(c) for c in published[4:8]]
+    worst = _pct_pair(published[8])
+    medians, p90s = sorted(g[0] for g in groups), sorted(g[1] for g in groups)
+    held = f"{medians[0]}-{medians[-1]} % median and {p90s[0]}-{p90s[-1]} % at p90"
+    _states(
+        README,
+        f"on {n_pub} published measurements",
+        f"and {n_ours} of its own on an H200",
+        f"On the {n_pub} published cases, held out by whole groups the error is {held}",
+        f"leave-one-out {loo[0]} % / {loo[1]} %; "
+        f"the worst of the four groupings per case {worst[0]} % / {worst[1]} %",
+        f"{published[9]} within 2x at the worst held-out fit",
+    )
+    _states(
+        ROOT / "docs" / "recommend.md",
+        f"{loo[0]} % leave-one-out over the {n_pub} published calibration cases and "
+        f"{medians[0]}-{medians[-1]} % held out by whole groups",
+    )
