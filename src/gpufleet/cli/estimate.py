@@ -32,6 +32,7 @@ from gpufleet.validation import check_context
 if TYPE_CHECKING:
     from rich.table import Table
 
+    from gpufleet.estimate.memory_params import MemoryEstimate
     from gpufleet.estimate.performance import InferenceEstimate, TrainingEstimate
 
 app = typer.Typer(
@@ -125,15 +126,18 @@ def _emit_json(result: Any, kind: str) -> None:
     typer.echo(json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False))
 
 
-def _exit_if_not_fit(fits: bool, needed_gib: float, usable_gib: float) -> None:
-    """Exit 5 (gpufleet.cli.exit_codes) after the output where the configuration does not fit."""
+def _exit_if_not_fit(fits: bool, mem: MemoryEstimate) -> None:
+    """Exit 5 (gpufleet.cli.exit_codes) after the output where the configuration does not fit: the message
+    compares the two figures the verdict compares (the memory table's rows)."""
     if not fits:
         from gpufleet.cli.exit_codes import ExitCode, exit_with
 
+        needed = mem.per_gpu_gib_p90 - mem.breakdown_gib.get("optimizer_states_paged", 0.0)
         exit_with(
             ExitCode.DOES_NOT_FIT,
-            f"does not fit: {needed_gib:,.1f} GiB needed per GPU, {usable_gib:,.1f} GiB usable (see the "
-            "notes for a layout that fits).",
+            f"does not fit: {needed:,.1f} GiB needed per GPU at the p90 of the estimate, at most "
+            f"{mem.fit_limit_gib:,.1f} GiB allowed on the {mem.capacity_gib:,.1f} GiB device (see the notes "
+            "for a layout that fits).",
         )
 
 
@@ -311,7 +315,7 @@ def memory(
         )
         console.print(memory_table(mem, title))
         console.print(notes_table(mem.assumptions))
-    _exit_if_not_fit(mem.fits, mem.per_gpu_gib, mem.usable_gib)
+    _exit_if_not_fit(mem.fits, mem)
 
 
 def _lighter(task: str, dp: int = 1) -> str:
@@ -397,7 +401,7 @@ def infer(
     else:
         title = f"{arch.id} inference on {gpus}× {spec.id}, {prec}, {input_len} in / {output_len} out tokens"
         _print_estimate(inference_table(est, title), est)
-    _exit_if_not_fit(est.fits, est.memory.per_gpu_gib, est.memory.usable_gib)
+    _exit_if_not_fit(est.fits, est.memory)
 
 
 @app.command("train")
@@ -475,4 +479,4 @@ def train(
     else:
         title = f"{arch.id} {task} on {gpus}× {spec.id}, {prec}, global batch {batch} × {seq_len} tokens"
         _print_estimate(training_table(est, title), est)
-    _exit_if_not_fit(est.fits, est.memory.per_gpu_gib, est.memory.usable_gib)
+    _exit_if_not_fit(est.fits, est.memory)

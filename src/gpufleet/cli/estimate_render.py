@@ -43,8 +43,12 @@ def memory_table(mem: MemoryEstimate, title: str) -> Table:
         t.add_row(name, f"{gib:,.2f}")
     t.add_row("[bold]needed (nvidia-smi view)[/]", f"[bold]{mem.per_gpu_gib:,.2f}[/]")
     t.add_row("allocated (torch max_memory_allocated view)", f"{mem.allocated_gib:,.2f}")
-    t.add_row("needed at p90 of the estimate (verdict)", f"{mem.per_gpu_gib_p90:,.2f}")
-    t.add_row("usable after CUDA context and engine reserve", f"{mem.usable_gib:,.2f}")
+    paged = mem.breakdown_gib.get("optimizer_states_paged", 0.0)
+    t.add_row(
+        "needed at p90 of the estimate (verdict" + ("; paged states left out" if paged else "") + ")",
+        f"{mem.per_gpu_gib_p90 - paged:,.2f}",
+    )
+    t.add_row("most the verdict allows (same view)", f"{mem.fit_limit_gib:,.2f}")
     t.add_row("device capacity", f"{mem.capacity_gib:,.2f}")
     verdict = "[green]fits at p90[/]" if mem.fits else f"[red]{DOES_NOT_FIT}[/] (at p90)"
     t.add_row("[bold]verdict[/]", verdict)

@@ -214,6 +214,8 @@ def estimate_memory(
     return MemoryEstimate(
         per_gpu_gib=(resident + paged_on_gpu + sum(over.values())) / GIB,
         per_gpu_gib_p90=per_gpu_p90 / GIB,
+        # fits <=> slack >= 0 <=> per_gpu_p90 - paged_on_gpu <= this (the same bytes, seen from the device)
+        fit_limit_gib=(per_gpu_p90 - paged_on_gpu + slack) / GIB,
         allocated_gib=resident / GIB,
         usable_gib=usable / GIB,
         capacity_gib=spec.memory_gib,

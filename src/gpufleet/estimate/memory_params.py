@@ -86,6 +86,11 @@ class MemoryEstimate:
     #: by the checkpoint's format, and the KV cache, sized by the engine's block arithmetic) times
     #: :func:`memory_p90_factor`; ``fits`` is judged on it
     per_gpu_gib_p90: float = 0.0
+    #: the most ``per_gpu_gib_p90`` less the paged optimizer states (``optimizer_states_paged``: evicted to
+    #: the host under pressure) may be for ``fits``, in the same view: the device capacity where the
+    #: trainer's allocator may fill the GPU; vLLM's ``gpu_memory_utilization`` budget plus the CUDA context
+    #: and NCCL buffers it leaves outside; TRT-LLM's capacity less the free memory its KV pool leaves [GiB]
+    fit_limit_gib: float = 0.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
