@@ -102,11 +102,12 @@ def test_ha_regions_2_gives_two_cluster_manifests_each_with_its_own_replicas(
     with_chat = []
     for c in clusters:
         assert c.provider == "aws" and c.file_name == f"aws-{c.region}.k8s.yaml"
-        text = cluster_yaml(plan, c, of=len(clusters))
+        text = cluster_yaml(plan, c, clusters=[x.name for x in clusters])
         assert text.startswith(
             f"# gpufleet plan ha-kueue: Kubernetes objects for the cluster in aws/{c.region} only"
         )
-        assert f"The plan spans {len(clusters)} clusters" in text
+        assert f"The plan spans {len(clusters)} clusters" in text and "Do not apply theirs here" in text
+        assert all(x.name in text for x in clusters if x is not c)  # the others, named
         docs = list(yaml.safe_load_all(text))
         assert docs == list(c.docs)
         for d in docs:  # every object of this cluster runs in this cluster's region only
@@ -238,3 +239,16 @@ def test_fleet_kueue_key_turns_it_on_and_the_options_are_k8s_only(tmp_path: Path
     f.write_text(FLEET.format(kueue="kueue: sometimes"))
     res = runner.invoke(app, ["plan", str(f), "--no-savings", "-f", "k8s"])
     assert res.exit_code == 2 and "kueue" in res.output and "Traceback" not in res.output
+
+
+def test_a_local_zone_joins_its_parent_regions_cluster_and_a_site_is_its_own() -> None:
+    from gpufleet.fleet.export import Placement
+    from gpufleet.fleet.export_k8s import cluster_of
+
+    common = {"workload": "w", "team": "t", "gpu": "L4", "gpus_per_node": 1.0, "nodes": 1, "spot": False}
+    lz = Placement(
+        provider="aws", region="us-west-2-lax1", instance_type="g6.xlarge", on_prem=False, **common
+    )
+    assert cluster_of(lz) == ("aws", "us-west-2")  # EKS in us-west-2 runs the Local Zone's nodes
+    site = Placement(provider="onprem", region="on-prem", instance_type="dc-a", on_prem=True, **common)
+    assert cluster_of(site) == ("onprem", "dc-a")  # two sites in the default region are two clusters

@@ -332,7 +332,8 @@ def _output_k8s(
         zone_ids=export.catalog_zone_ids(offers) if offers is not None else None,
         kueue=fleet.kueue,
     )
-    names = ", ".join(c.name for c in clusters) or "none"
+    everyone = [c.name for c in clusters]
+    names = ", ".join(everyone) or "none"
     if cluster:
         chosen = [c for c in clusters if c.name == cluster]
         if not chosen:
@@ -357,11 +358,11 @@ def _output_k8s(
                 f"Cannot create the manifest folder {folder}: {exc.strerror or exc}. Give another folder."
             ) from None
         for c in chosen:
-            _write(folder / c.file_name, export_k8s.cluster_yaml(plan, c, of=len(clusters)))
+            _write(folder / c.file_name, export_k8s.cluster_yaml(plan, c, clusters=everyone))
         if not chosen:
             err_console.print("No placement in the plan: no Kubernetes manifest written.", highlight=False)
         return
-    text = "".join(export_k8s.cluster_yaml(plan, c, of=len(clusters)) for c in chosen)
+    text = "".join(export_k8s.cluster_yaml(plan, c, clusters=everyone) for c in chosen)
     if output is None:
         typer.echo(text, nl=False)
     else:

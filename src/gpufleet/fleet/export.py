@@ -714,7 +714,7 @@ def k8s_placement_docs(
             pod["tolerations"] = tolerations
         if p.workload in jobs:
             queued = {"kueue.x-k8s.io/queue-name": kueue_local_queue(p.team)} if kueue else {}
-            docs.append((p, {
+            job_doc: dict[str, object] = {
                 "apiVersion": "batch/v1",
                 "kind": "Job",
                 "metadata": {"name": name, "labels": {**labels, **queued}, **_annotations(p, job=True)},
@@ -725,38 +725,41 @@ def k8s_placement_docs(
                     "completionMode": "Indexed",
                     "template": {"metadata": {"labels": labels}, "spec": {**pod, "restartPolicy": "Never"}},
                 },
-            }))  # fmt: skip
+            }
+            docs.append((p, job_doc))
             continue
         npr = max(1, p.nodes_per_replica)
         if npr > 1:  # one replica over npr nodes: a LeaderWorkerSet group of npr pods, one per node
-            docs.append((p, {
-                    "apiVersion": "leaderworkerset.x-k8s.io/v1",
-                    "kind": "LeaderWorkerSet",
-                    "metadata": {"name": name, "labels": labels, **_annotations(p)},
-                    "spec": {
-                        "replicas": p.nodes // npr,
-                        "leaderWorkerTemplate": {
-                            "size": npr,
-                            "workerTemplate": {"metadata": {"labels": labels}, "spec": pod},
-                        },
-                    },
-                }))  # fmt: skip
-            continue
-        docs.append((p, {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
+            lws: dict[str, object] = {
+                "apiVersion": "leaderworkerset.x-k8s.io/v1",
+                "kind": "LeaderWorkerSet",
                 "metadata": {"name": name, "labels": labels, **_annotations(p)},
                 "spec": {
-                    "replicas": p.nodes,
-                    "selector": {
-                        "matchLabels": {
-                            "app.kubernetes.io/name": k8s_name(p.workload),
-                            "gpufleet.io/placement": name,
-                        }
+                    "replicas": p.nodes // npr,
+                    "leaderWorkerTemplate": {
+                        "size": npr,
+                        "workerTemplate": {"metadata": {"labels": labels}, "spec": pod},
                     },
-                    "template": {"metadata": {"labels": labels}, "spec": pod},
                 },
-            }))  # fmt: skip
+            }
+            docs.append((p, lws))
+            continue
+        deployment: dict[str, object] = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "labels": labels, **_annotations(p)},
+            "spec": {
+                "replicas": p.nodes,
+                "selector": {
+                    "matchLabels": {
+                        "app.kubernetes.io/name": k8s_name(p.workload),
+                        "gpufleet.io/placement": name,
+                    }
+                },
+                "template": {"metadata": {"labels": labels}, "spec": pod},
+            },
+        }
+        docs.append((p, deployment))
     return docs
 
 

@@ -150,8 +150,8 @@ def kueue_objects(
         if amount <= 0:  # a CPU-only Job requests no GPU: no quota to hold
             quota.setdefault(p.team, {})
             continue
-        team = quota.setdefault(p.team, {}).setdefault(name, {})
-        team[res] = team.get(res, 0) + amount
+        held = quota.setdefault(p.team, {}).setdefault(name, {})
+        held[res] = held.get(res, 0) + amount
     docs: list[dict[str, object]] = [
         {
             "apiVersion": KUEUE_API,
@@ -205,13 +205,16 @@ def kueue_objects(
     return docs
 
 
-def cluster_yaml(plan: FleetPlan, cluster: K8sCluster, *, of: int) -> str:
-    """One cluster's manifest, with a header saying which cluster it is for and how to apply it."""
-    others = (
-        f"# The plan spans {of} clusters: the other clusters' objects are in their own files. Applied "
-        "here as\n# well, their pods would select other regions' nodes and stay Pending: the plan would "
-        "run in one region (no HA).\n"
-        if of > 1
+def cluster_yaml(plan: FleetPlan, cluster: K8sCluster, *, clusters: Sequence[str] = ()) -> str:
+    """One cluster's manifest, with a header saying which cluster it is for and how to apply it.
+    ``clusters``: the names of every cluster of the plan (:attr:`K8sCluster.name`), named in the header
+    where there are several."""
+    others = [c for c in clusters if c != cluster.name]
+    more = (
+        f"# The plan spans {len(others) + 1} clusters; the others ({', '.join(others)}) get their own "
+        "manifests (-o FOLDER).\n# Do not apply theirs here: their pods select other regions' nodes and "
+        "stay Pending, and the plan\n# would run in one region (no HA).\n"
+        if others
         else ""
     )
     nodes = (
@@ -222,7 +225,7 @@ def cluster_yaml(plan: FleetPlan, cluster: K8sCluster, *, of: int) -> str:
     header = (
         f"# gpufleet plan {plan.fleet}: Kubernetes objects for the cluster in {cluster.where} only (its "
         f"nodes carry {nodes}).\n"
-        f"# Apply with the kubeconfig context of that cluster: kubectl --context <{cluster.where} cluster> "
-        f"apply -f {cluster.file_name}\n" + others
+        f"# Apply with that cluster's kubeconfig context: kubectl --context <{cluster.where} cluster> "
+        "apply -f <this file>\n" + more
     )
     return header + "".join("---\n" + yaml.safe_dump(d, sort_keys=False) for d in cluster.docs)
