@@ -252,3 +252,14 @@ def test_a_local_zone_joins_its_parent_regions_cluster_and_a_site_is_its_own() -
     assert cluster_of(lz) == ("aws", "us-west-2")  # EKS in us-west-2 runs the Local Zone's nodes
     site = Placement(provider="onprem", region="on-prem", instance_type="dc-a", on_prem=True, **common)
     assert cluster_of(site) == ("onprem", "dc-a")  # two sites in the default region are two clusters
+
+
+def test_kueue_on_a_plan_without_jobs_says_so(tmp_path: Path) -> None:
+    f = tmp_path / "fleet.yaml"
+    f.write_text(
+        "name: serve-only\nkueue: true\nworkloads:\n  s:\n    resources: {gpus: [T4], replicas: 1}\n"
+        "    providers: [aws]\n    regions: [us-east-1]\n"
+    )
+    res = runner.invoke(app, ["plan", str(f), "--no-savings", "-f", "k8s"])
+    assert res.exit_code == 0, res.output
+    assert "Kueue: the plan has no Job" in res.stderr and "kueue.x-k8s.io" not in res.stdout

@@ -334,6 +334,15 @@ def _output_k8s(
     )
     everyone = [c.name for c in clusters]
     names = ", ".join(everyone) or "none"
+    if not clusters:  # an infeasible plan exits 4 next
+        err_console.print("No placement in the plan: no Kubernetes manifest written.", highlight=False)
+        return
+    if fleet.kueue and not any(d["kind"] == "Job" for c in clusters for d in c.docs):
+        err_console.print(
+            "Kueue: the plan has no Job (training or `job: true` workloads), so no queue is written; "
+            "Deployments and LeaderWorkerSets are not queued.",
+            highlight=False,
+        )
     if cluster:
         chosen = [c for c in clusters if c.name == cluster]
         if not chosen:
@@ -359,8 +368,6 @@ def _output_k8s(
             ) from None
         for c in chosen:
             _write(folder / c.file_name, export_k8s.cluster_yaml(plan, c, clusters=everyone))
-        if not chosen:
-            err_console.print("No placement in the plan: no Kubernetes manifest written.", highlight=False)
         return
     text = "".join(export_k8s.cluster_yaml(plan, c, clusters=everyone) for c in chosen)
     if output is None:
