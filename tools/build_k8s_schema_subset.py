@@ -4,11 +4,12 @@ Source: the kubernetes-validate wheel (PyPI, Apache-2.0, https://github.com/will
 which ships the JSON schemas generated from the official Kubernetes OpenAPI spec
 (kubernetes/kubernetes api/openapi-spec). We take ``v1.31.0-local-strict/deployment-apps-v1.json`` and the
 transitive closure of the ``$defs`` it references from ``_definitions.json``, and write one self-contained
-schema.
+schema; a second argument picks another object (``job-batch-v1``: the batch/v1 Job the plan exports for
+training and batch workloads).
 
     pip download kubernetes-validate==1.31.0 --no-deps -d /tmp/kv && unzip /tmp/kv/*.whl -d /tmp/kv/x
     python tools/build_k8s_schema_subset.py \
-        /tmp/kv/x/kubernetes_validate/kubernetes-json-schema/v1.31.0-local-strict
+        /tmp/kv/x/kubernetes_validate/kubernetes-json-schema/v1.31.0-local-strict [job-batch-v1]
 """
 
 from __future__ import annotations
@@ -18,13 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-OUT = (
-    Path(__file__).resolve().parents[1]
-    / "tests"
-    / "fleet"
-    / "data"
-    / "k8s-v1.31-deployment-apps-v1.schema.json"
-)
+DATA = Path(__file__).resolve().parents[1] / "tests" / "fleet" / "data"
+KINDS = {"deployment-apps-v1": "Deployment apps/v1", "job-batch-v1": "Job batch/v1"}
 PREFIX = "/api/_definitions.json#/$defs/"
 LOCAL = "#/$defs/"
 
@@ -52,9 +48,10 @@ def _rewrite(node: Any) -> Any:
     return node
 
 
-def main(folder: str) -> None:
+def main(folder: str, kind: str = "deployment-apps-v1") -> None:
     root = Path(folder)
-    top = json.loads((root / "deployment-apps-v1.json").read_text())
+    out = DATA / f"k8s-v1.31-{kind}.schema.json"
+    top = json.loads((root / f"{kind}.json").read_text())
     defs = json.loads((root / "_definitions.json").read_text())["$defs"]
     need: set[str] = set()
     _refs(top, need)
@@ -67,13 +64,13 @@ def main(folder: str) -> None:
     schema["$defs"] = {k: _rewrite(defs[k]) for k in sorted(done)}
     schema["$comment"] = (
         "Subset of the Kubernetes v1.31 JSON schema (kubernetes-validate 1.31.0 wheel, Apache-2.0, "
-        "generated from the official OpenAPI spec): Deployment apps/v1 and the definitions it references."
+        f"generated from the official OpenAPI spec): {KINDS[kind]} and the definitions it references."
         " Built by "
         "tools/build_k8s_schema_subset.py."
     )
-    OUT.write_text(json.dumps(schema, indent=1, sort_keys=True) + "\n")
-    print(f"wrote {OUT} ({len(done)} definitions)")
+    out.write_text(json.dumps(schema, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {out} ({len(done)} definitions)")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:3])

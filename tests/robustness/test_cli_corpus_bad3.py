@@ -550,7 +550,8 @@ GOOD_FILES: list[tuple[str, list[str], str, bytes]] = [
     ("regions-markup-name", ["regions", "{f}"], ".yaml", WORKLOAD.replace(b"name: w", b"name: '[/]'")),
     (
         "plan-k8s-image",
-        ["plan", "{f}", "--no-savings", "-f", "k8s", "--image", "x:1"],
+        # the multi-cloud plan spans 4 clusters: one manifest per cluster into a folder (export2)
+        ["plan", "{f}", "--no-savings", "-f", "k8s", "--image", "x:1", "-o", "{tmp}/k8s"],
         ".yaml",
         (FLEETS / "multicloud.yaml").read_bytes(),
     ),

@@ -580,8 +580,8 @@ GOOD: list[tuple[str, list[str], dict[str, Content]]] = [
     ("gfo-own-extra-key", ["config", "check", "{g}"], {"g.json": _gfo(legacy_memory_multiplier=1.5)}),
     ("gfo-same-value-twice", ["config", "check", "{g}"], {"g.json": _gfo(Use_Spot=True)}),
     (
-        "plan-image",
-        ["plan", "{f}", "--no-savings", "-f", "k8s", "--image", "ghcr.io/org/srv:1.2"],
+        "plan-image",  # the multi-cloud plan spans 4 clusters: one manifest per cluster into a folder
+        ["plan", "{f}", "--no-savings", "-f", "k8s", "--image", "ghcr.io/org/srv:1.2", "-o", "{tmp}/k8s"],
         {"f.yaml": MULTI},
     ),
 ]

@@ -1,10 +1,12 @@
 """`gpufleet plan FLEET.yaml`: plan a whole fleet (MILP, HiGHS) and export it.
 
 Formats: table (terminal), json, markdown, html (charts), csv (plan lines), focus (FOCUS-shaped CSV),
-skypilot (one task YAML per placement, into the -o folder), k8s (Kubernetes manifests). Exit codes
-(gpufleet.cli.exit_codes): an infeasible fleet is reported with the binding constraints, then exits 4; a
-SkyPilot export that leaves placements out (providers SkyPilot has no cloud for, on-premises sites) lists
-each on stderr and exits 6; a bad fleet file exits 2.
+skypilot (one task YAML per placement, into the -o folder), k8s (Kubernetes manifests, one per cluster =
+provider/region: into the -o folder, or one cluster's with --cluster). Exit codes (gpufleet.cli.exit_codes):
+an infeasible fleet is reported with the binding constraints, then exits 4; a SkyPilot export that leaves
+placements out (providers SkyPilot has no cloud for, on-premises sites) lists each on stderr and exits 6; a
+bad fleet file exits 2, and so does a k8s export of a plan spanning several clusters into one file or stdout
+without --cluster (nothing is written: applied to one cluster, that file would run every region there).
 """
 
 from __future__ import annotations
@@ -77,6 +79,19 @@ def _skypilot_folder(output: Path) -> Path:
     return output
 
 
+def _k8s_folder(output: Path | None) -> Path | None:
+    """``output`` as the folder for one manifest per cluster (an existing folder, or a new path without a
+    file extension in an existing folder), or None where it names a file (or is not given)."""
+    if output is None or not (output.is_dir() or (not output.suffix and not output.exists())):
+        return None
+    if not output.parent.is_dir():
+        raise InputError(
+            f"--output {output}: the folder {output.parent} does not exist, so the manifest folder cannot be "
+            f"created in it. Create it first (mkdir -p {output.parent}) or give a folder in an existing one."
+        )
+    return output
+
+
 def register(app: typer.Typer) -> None:
     """Attach `gpufleet plan` to the root app."""
 
@@ -94,7 +109,8 @@ def register(app: typer.Typer) -> None:
             typer.Option(
                 "--output",
                 "-o",
-                help="File to write (skypilot: a folder for the task files, created if missing).",
+                help="File to write (skypilot: a folder for the task files, created if missing; k8s: a "
+                "file, or a folder (no extension) for one manifest per cluster).",
             ),
         ] = None,
         time_limit: Annotated[
@@ -109,6 +125,22 @@ def register(app: typer.Typer) -> None:
         ] = True,
         period: Annotated[str | None, typer.Option("--period", help="FOCUS billing month, YYYY-MM.")] = None,
         image: Annotated[str, typer.Option("--image", help="Container image for the k8s manifests.")] = "",
+        cluster: Annotated[
+            str,
+            typer.Option(
+                "--cluster",
+                help="k8s: write only this cluster's manifest (provider-region, e.g. aws-us-east-1); needed "
+                "for one file or stdout when the plan spans several clusters.",
+            ),
+        ] = "",
+        kueue: Annotated[
+            bool | None,
+            typer.Option(
+                "--kueue/--no-kueue",
+                help="k8s: label Jobs with their team's Kueue LocalQueue and emit the Kueue queues and "
+                "flavors (default: the fleet's `kueue:`).",
+            ),
+        ] = None,
         catalog: Annotated[
             list[Path] | None, typer.Option("--catalog", help="User catalog (repeatable).")
         ] = None,
@@ -142,7 +174,7 @@ def register(app: typer.Typer) -> None:
             )
         if fmt is not PlanFormat.k8s:
             reject_ignored(
-                ["image"],
+                ["image", "cluster", "kueue"],
                 why=f"with --format {fmt.value} (the image goes into the Kubernetes manifests only)",
                 fix="Leave --image out, or pass --format k8s.",
             )
@@ -158,7 +190,12 @@ def register(app: typer.Typer) -> None:
 
             fleet = replace(fleet, constraints=replace(fleet.constraints, allow_unverified_commitments=True))
         offers = load_offers(catalog) if catalog else None
-        if output is not None and fmt is not PlanFormat.skypilot:  # after the inputs, before the solve
+        if kueue is not None:
+            from dataclasses import replace
+
+            fleet = replace(fleet, kueue=kueue)
+        k8s_dir = _k8s_folder(output) if fmt is PlanFormat.k8s else None
+        if output is not None and fmt is not PlanFormat.skypilot and k8s_dir is None:  # before the solve
             from gpufleet.fileio import check_output_suffix
 
             check_output_suffix(output, fmt.value)
@@ -185,7 +222,10 @@ def register(app: typer.Typer) -> None:
                 savings=savings,
                 progress=progress,
             )
-        _output(plan, fmt, output, fleet, image=image, start=start, offers=offers)
+        if fmt is PlanFormat.k8s:
+            _output_k8s(plan, output, fleet, image=image, offers=offers, folder=k8s_dir, cluster=cluster)
+        else:
+            _output(plan, fmt, output, fleet, image=image, start=start, offers=offers)
         _exit_if_infeasible(plan)
 
 
@@ -261,17 +301,75 @@ def _output(
         PlanFormat.html: lambda: fr.render_plan_html(plan),
         PlanFormat.csv: lambda: export.lines_csv(plan),
         PlanFormat.focus: lambda: export.focus_csv(plan, period_start=start, version=__version__),
-        PlanFormat.k8s: lambda: export.k8s_yaml(
-            export.k8s_manifests(
-                plan,
-                image=image,
-                jobs=export.job_names(fleet),
-                zone_ids=export.catalog_zone_ids(offers) if offers is not None else None,
-            )
-        ),
     }[fmt]()
     if fmt is PlanFormat.html and output is None:
         output = Path("gpufleet-plan.html")
+    if output is None:
+        typer.echo(text, nl=False)
+    else:
+        _write(output, text)
+
+
+def _output_k8s(
+    plan: FleetPlan,
+    output: Path | None,
+    fleet: Fleet,
+    *,
+    image: str,
+    offers: OfferTable | None,
+    folder: Path | None,
+    cluster: str,
+) -> None:
+    """One manifest per cluster (provider/region, or on-prem site: fleet.export_k8s): into ``folder``, or the
+    one cluster's (``cluster``, or the plan's only one) to ``output`` / stdout. A plan spanning several
+    clusters written to one file without ``cluster`` is refused (exit 2) before anything is written."""
+    from gpufleet.fleet import export, export_k8s
+
+    clusters = export_k8s.k8s_clusters(
+        plan,
+        image=image,
+        jobs=export.job_names(fleet),
+        zone_ids=export.catalog_zone_ids(offers) if offers is not None else None,
+        kueue=fleet.kueue,
+    )
+    everyone = [c.name for c in clusters]
+    names = ", ".join(everyone) or "none"
+    if not clusters:  # an infeasible plan exits 4 next
+        err_console.print("No placement in the plan: no Kubernetes manifest written.", highlight=False)
+        return
+    if fleet.kueue and not any(d["kind"] == "Job" for c in clusters for d in c.docs):
+        err_console.print(
+            "Kueue: the plan has no Job (training or `job: true` workloads), so no queue is written; "
+            "Deployments and LeaderWorkerSets are not queued.",
+            highlight=False,
+        )
+    if cluster:
+        chosen = [c for c in clusters if c.name == cluster]
+        if not chosen:
+            raise InputError(
+                f"--cluster {cluster!r} is not a cluster of this plan; its clusters (provider-region): "
+                f"{names}. Pass one of them, or leave --cluster out with -o FOLDER for all."
+            )
+    elif folder is None and len(clusters) > 1:
+        raise InputError(
+            f"The plan places workloads in {len(clusters)} Kubernetes clusters ({names}): one manifest "
+            "is applied to one cluster, where the other regions' pods would select nodes it lacks and stay "
+            "Pending: the plan would run in one region (no HA). Nothing written. Pass -o FOLDER (one file "
+            "per cluster) or --cluster NAME (that cluster's manifest only)."
+        )
+    else:
+        chosen = clusters
+    if folder is not None:
+        try:
+            folder.mkdir(exist_ok=True)
+        except OSError as exc:
+            raise InputError(
+                f"Cannot create the manifest folder {folder}: {exc.strerror or exc}. Give another folder."
+            ) from None
+        for c in chosen:
+            _write(folder / c.file_name, export_k8s.cluster_yaml(plan, c, clusters=everyone))
+        return
+    text = "".join(export_k8s.cluster_yaml(plan, c, clusters=everyone) for c in chosen)
     if output is None:
         typer.echo(text, nl=False)
     else:

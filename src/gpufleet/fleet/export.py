@@ -605,19 +605,41 @@ def k8s_manifests(
     image: str = "",
     jobs: Collection[str] = (),
     zone_ids: Mapping[tuple[str, str], Sequence[str]] | None = None,
+    kueue: bool = False,
 ) -> list[dict[str, object]]:
-    """A Deployment per serving placement: one pod per node, GPUs as limits, nodeSelector and the GPU
-    toleration (as in the assessment seed's kubernetes_gpu_scheduling block). MIG placements: one pod per
-    slice requesting ``nvidia.com/mig-<profile>: 1``, the resource name the NVIDIA GPU Operator /
-    k8s-device-plugin advertise with the *mixed* MIG strategy (NVIDIA GPU Operator docs, "GPU Operator with
-    MIG"; NVIDIA k8s-device-plugin README, MIG support).
+    """The Kubernetes objects of every placement (:func:`k8s_placement_docs`), in one list: the objects of
+    *all* clusters; ``fleet.export_k8s.k8s_clusters`` splits them into one manifest per cluster."""
+    return [d for _p, d in k8s_placement_docs(plan, image=image, jobs=jobs, zone_ids=zone_ids, kueue=kueue)]
+
+
+def kueue_local_queue(team: str) -> str:
+    """The Kueue LocalQueue a team's Jobs name in ``kueue.x-k8s.io/queue-name``: one per team."""
+    return k8s_name(team)
+
+
+def k8s_placement_docs(
+    plan: FleetPlan,
+    *,
+    image: str = "",
+    jobs: Collection[str] = (),
+    zone_ids: Mapping[tuple[str, str], Sequence[str]] | None = None,
+    kueue: bool = False,
+) -> list[tuple[Placement, dict[str, object]]]:
+    """(placement, object) pairs. A Deployment per serving placement: one pod per node, GPUs as limits,
+    nodeSelector and the GPU toleration (as in the assessment seed's kubernetes_gpu_scheduling block). MIG
+    placements: one pod per slice requesting ``nvidia.com/mig-<profile>: 1``, the resource name the NVIDIA
+    GPU Operator / k8s-device-plugin advertise with the *mixed* MIG strategy (NVIDIA GPU Operator docs,
+    "GPU Operator with MIG"; NVIDIA k8s-device-plugin README, MIG support).
 
     A workload in ``jobs`` (:func:`job_names`: training and batch jobs) is a ``batch/v1`` Job instead: a
     Deployment restarts its pods after they finish and never forms one multi-node job. The Job runs one pod
     per node, all at once (``parallelism`` = ``completions`` = nodes) with ``completionMode: Indexed``, the
     rank a torchrun/JobSet-style launcher reads from ``JOB_COMPLETION_INDEX``, and ``restartPolicy: Never``
     (Kubernetes "Jobs": Indexed completion mode; Kueue admits batch/v1 Jobs, JobSets and Kubeflow
-    PyTorchJobs, not Deployments).
+    PyTorchJobs, not Deployments). ``kueue``: each Job carries the label ``kueue.x-k8s.io/queue-name`` = its
+    team's LocalQueue (:func:`kueue_local_queue`) and is created with ``suspend: true``, which Kueue lifts
+    when it admits the Job (Kueue docs, "Run A Kubernetes Job": the queue-name label, and "Kueue
+    Workloads": a Job is created suspended and unsuspended on admission).
 
     A serving replica that spans several nodes (``nodes_per_replica`` > 1: TP x PP across nodes) is a
     ``LeaderWorkerSet`` (kubernetes-sigs/lws, API ``leaderworkerset.x-k8s.io/v1``; the multi-node serving
@@ -635,7 +657,7 @@ def k8s_manifests(
     catalog's zone IDs (default: the shipped catalog's)."""
     if zone_ids is None:
         zone_ids = catalog_zone_ids() if any(_AWS_LOCAL_ZONE.match(ln.region) for ln in plan.lines) else {}
-    docs: list[dict[str, object]] = []
+    docs: list[tuple[Placement, dict[str, object]]] = []
     for p in placements(plan):
         name = k8s_name(p.workload, p.region, "spot" if p.spot else "od")
         # the placement label keeps the selectors of one workload's placements (spot and on-demand, or one
@@ -691,57 +713,53 @@ def k8s_manifests(
         if tolerations:
             pod["tolerations"] = tolerations
         if p.workload in jobs:
-            docs.append(
-                {
-                    "apiVersion": "batch/v1",
-                    "kind": "Job",
-                    "metadata": {"name": name, "labels": labels, **_annotations(p, job=True)},
-                    "spec": {
-                        "completions": p.nodes,
-                        "parallelism": p.nodes,
-                        "completionMode": "Indexed",
-                        "template": {
-                            "metadata": {"labels": labels},
-                            "spec": {**pod, "restartPolicy": "Never"},
-                        },
-                    },
-                }
-            )
+            queued = {"kueue.x-k8s.io/queue-name": kueue_local_queue(p.team)} if kueue else {}
+            job_doc: dict[str, object] = {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": name, "labels": {**labels, **queued}, **_annotations(p, job=True)},
+                "spec": {
+                    **({"suspend": True} if kueue else {}),
+                    "completions": p.nodes,
+                    "parallelism": p.nodes,
+                    "completionMode": "Indexed",
+                    "template": {"metadata": {"labels": labels}, "spec": {**pod, "restartPolicy": "Never"}},
+                },
+            }
+            docs.append((p, job_doc))
             continue
         npr = max(1, p.nodes_per_replica)
         if npr > 1:  # one replica over npr nodes: a LeaderWorkerSet group of npr pods, one per node
-            docs.append(
-                {
-                    "apiVersion": "leaderworkerset.x-k8s.io/v1",
-                    "kind": "LeaderWorkerSet",
-                    "metadata": {"name": name, "labels": labels, **_annotations(p)},
-                    "spec": {
-                        "replicas": p.nodes // npr,
-                        "leaderWorkerTemplate": {
-                            "size": npr,
-                            "workerTemplate": {"metadata": {"labels": labels}, "spec": pod},
-                        },
-                    },
-                }
-            )
-            continue
-        docs.append(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "Deployment",
+            lws: dict[str, object] = {
+                "apiVersion": "leaderworkerset.x-k8s.io/v1",
+                "kind": "LeaderWorkerSet",
                 "metadata": {"name": name, "labels": labels, **_annotations(p)},
                 "spec": {
-                    "replicas": p.nodes,
-                    "selector": {
-                        "matchLabels": {
-                            "app.kubernetes.io/name": k8s_name(p.workload),
-                            "gpufleet.io/placement": name,
-                        }
+                    "replicas": p.nodes // npr,
+                    "leaderWorkerTemplate": {
+                        "size": npr,
+                        "workerTemplate": {"metadata": {"labels": labels}, "spec": pod},
                     },
-                    "template": {"metadata": {"labels": labels}, "spec": pod},
                 },
             }
-        )
+            docs.append((p, lws))
+            continue
+        deployment: dict[str, object] = {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "labels": labels, **_annotations(p)},
+            "spec": {
+                "replicas": p.nodes,
+                "selector": {
+                    "matchLabels": {
+                        "app.kubernetes.io/name": k8s_name(p.workload),
+                        "gpufleet.io/placement": name,
+                    }
+                },
+                "template": {"metadata": {"labels": labels}, "spec": pod},
+            },
+        }
+        docs.append((p, deployment))
     return docs
 
 

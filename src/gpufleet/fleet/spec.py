@@ -254,6 +254,9 @@ class FleetSpec(_Strict):
     workloads: dict[str, WorkloadEntry]
     constraints: ConstraintsSpec = Field(default_factory=ConstraintsSpec)
     on_prem: list[OnPremSpec] = Field(default_factory=list)
+    # the team's clusters run Kueue: `plan -f k8s` labels Jobs with their team's LocalQueue and emits the
+    # ResourceFlavors / ClusterQueues / LocalQueues (fleet.export_k8s); `--kueue/--no-kueue` overrides
+    kueue: bool = False
 
     @field_validator("workloads")
     @classmethod
@@ -455,7 +458,12 @@ def fleet_from_dict(data: Any, *, source: str = "<fleet>") -> Fleet:
         _check_site_location(site, source)
     on_prem = tuple(OnPremSite(**s.model_dump()) for s in spec.on_prem)
     return Fleet(
-        name=spec.name, workloads=tuple(workloads), constraints=constraints, on_prem=on_prem, source=source
+        name=spec.name,
+        workloads=tuple(workloads),
+        constraints=constraints,
+        on_prem=on_prem,
+        source=source,
+        kueue=spec.kueue,
     )
 
 

@@ -250,6 +250,7 @@ class Fleet:
     constraints: Constraints
     on_prem: tuple[OnPremSite, ...] = ()
     source: str = "<fleet>"
+    kueue: bool = False  # its clusters run Kueue: the k8s export queues Jobs (fleet.export_k8s)
 
 
 # ------------------------------------------------------------------------------------------------ options
