@@ -200,13 +200,13 @@ def _resolve_fleet(doc: Any, source: str) -> Fleet:
             get_spec(raw.gpu)  # a misspelt GPU with its own price was simulated under that name, unchecked
         except UnknownNameError as exc:
             raise ConfigFileError(f"The fleet file {source}, pool {raw.name or k}: {exc}") from None
-        price, source = raw.price_usd_per_node_hour, "given"
+        price, price_source = raw.price_usd_per_node_hour, "given"
         if price is None:
-            price, source = _catalog_price(
+            price, price_source = _catalog_price(
                 raw.gpu, raw.gpus_per_node, raw.kind == "spot", raw.tier, raw.provider
             )
         # the interruption hazard of the provider the spot price comes from (a given price: the pool's)
-        hazard_provider = source.split("/")[0] if source != "given" else raw.provider
+        hazard_provider = price_source.split("/")[0] if price_source != "given" else raw.provider
         a = assumption_for(hazard_provider, load_spot_assumptions())
         pools.append(
             Pool(
@@ -217,7 +217,7 @@ def _resolve_fleet(doc: Any, source: str) -> Fleet:
                 kind=raw.kind,
                 price_usd_per_node_hour=price,
                 mtbi_h=1.0 / a.interruptions_per_h if raw.kind == "spot" else math.inf,
-                price_source=source,
+                price_source=price_source,
             )
         )
     names = [p.name for p in pools]
