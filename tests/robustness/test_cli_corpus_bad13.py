@@ -1,0 +1,132 @@
+"""Bad-input corpus, thirteenth pass (same checker as ``test_cli_corpus.py``): exit 2, one message naming the
+problem, no traceback, no hang (10 s alarm per case). The dashboard's query strings are in
+``tests/service/test_dashboard_bad_params.py``.
+
+Before the fixes:
+
+- ``simulate spot --checkpoint-hours 1000`` (an interval far beyond the 2.25 h MTBI): every interruption loses
+  the work since the start, E[T] grows as e^(work / MTBI); the 2-GPU layout simulated ~10,000 h of wall time
+  per run (4,000+ interruptions x 100 runs) and the command took a minute. Now refused up front from the
+  closed form when a run expects more than 1,000 interruptions (the layout is skipped with that reason; with
+  ``--gpus 2`` the command exits 2);
+- ``simulate spot --runs 0`` (``--seed -1``, ``--confidence 0.5``, ``--checkpoint-hours 0``) without
+  ``--gpus``: the same message once per GPU count searched ("1 GPUs: --runs must be ...; 2 GPUs: --runs
+  must be ...", ten times); now once, before the search;
+- a ``simulate batch`` fleet file with two pools of one name (or a pool naming an unknown GPU after a pool
+  priced from the catalog): the message named a catalog offer ("The fleet file cudo/no-kristiansand-1/...")
+  instead of the file (a variable holding the file name was reused for the price's source).
+
+The generated part (:data:`SPOT_OPTION_CASES`) runs every shared option of ``simulate spot`` with values
+that are not numbers, not finite, zero, negative, with units or in other scripts: each exits 2 naming the
+option once.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from test_cli_corpus import _check, runner
+
+from gpufleet.cli.app import app
+
+pytestmark = pytest.mark.usefixtures("cli_case_guard")
+
+DATA = Path(__file__).parents[1] / "data"
+JOBS = DATA / "simulate" / "jobs.csv"
+SPOT = ["simulate", "spot", "--model", "llama-3-8b", "--tokens", "1e9", "--gpu", "h100"]
+
+
+# ---- simulate spot: a checkpoint interval far beyond the MTBI ------------------------------------
+def test_spot_interval_far_beyond_the_mtbi_is_refused_fast() -> None:
+    start = time.monotonic()
+    _check(
+        [*SPOT, "--gpus", "2", "--checkpoint-hours", "1000"],
+        ["Checkpointing every 1000 h", "between interruptions", "1,000 interruptions", "--checkpoint-hours"],
+    )
+    assert time.monotonic() - start < 8
+
+
+def test_spot_layout_search_skips_the_layout_that_cannot_progress() -> None:
+    start = time.monotonic()
+    res = runner.invoke(app, [*SPOT, "--checkpoint-hours", "1000", "--format", "json"])
+    assert res.exit_code == 0, res.output[-800:]
+    assert time.monotonic() - start < 8
+    flat = " ".join(res.output.split())
+    assert "Checkpointing every 1000 h" in flat and '"status": "skipped"' in flat, flat[:600]
+    assert '"gpus": 8' in flat  # the answer is a layout that progresses
+
+
+def test_spot_a_checkpoint_interval_within_reach_still_runs() -> None:
+    res = runner.invoke(app, [*SPOT, "--gpus", "8", "--checkpoint-hours", "1", "--runs", "20"])
+    assert res.exit_code == 0, res.output[-800:]
+
+
+# ---- simulate spot: the options every layout shares, reported once -------------------------------
+@pytest.mark.parametrize(
+    ("opt", "value"),
+    [("--runs", "0"), ("--seed", "-1"), ("--confidence", "0.5"), ("--checkpoint-hours", "0")],
+)
+def test_spot_shared_option_error_is_reported_once(opt: str, value: str) -> None:
+    res = runner.invoke(app, [*SPOT, opt, value])
+    assert res.exit_code == 2, res.output[-800:]
+    flat = " ".join(res.output.split())
+    assert "GPUs:" not in flat and "No layout" not in flat, flat[:600]
+    assert len(flat) < 400, flat  # one message (it was ten, one per GPU count)
+
+
+SPOT_BAD_VALUES = ["0", "-1", "nan", "inf", "-inf", "1e309", "80GB", "1.5h", "200ms", "", " ", "٥", "1,5"]
+SPOT_OPTIONS = [
+    "--runs",
+    "--seed",
+    "--checkpoint-hours",
+    "--deadline-hours",
+    "--confidence",
+    "--tokens",
+    "--gpus",
+]
+#: every (option, value) whose value the option refuses (--seed 0 is a seed)
+SPOT_OPTION_CASES = [
+    (opt, value)
+    for opt in SPOT_OPTIONS
+    for value in SPOT_BAD_VALUES
+    if not (opt == "--seed" and value == "0")
+]
+
+
+@pytest.mark.parametrize(("opt", "value"), SPOT_OPTION_CASES)
+def test_spot_option_values(opt: str, value: str) -> None:
+    argv = [a for a in SPOT if a not in ("--tokens", "1e9")] if opt == "--tokens" else list(SPOT)
+    res = runner.invoke(app, [*argv, opt, value])
+    out = res.output
+    assert not isinstance(res.exception, TimeoutError), "hang"
+    assert "Traceback" not in out, out
+    assert res.exit_code == 2, f"exit {res.exit_code}: {out[-600:]}"
+    flat = " ".join(out.split())
+    assert "GPUs:" not in flat, flat[:600]  # not repeated per layout
+    name = opt.removeprefix("--")
+    assert name in flat or name.replace("-", "_") in flat or opt in flat, flat[:600]
+
+
+# ---- simulate batch: the fleet file named in its messages ----------------------------------------
+POOL = {"name": "od", "gpu": "h100", "gpus_per_node": 8, "nodes": 4, "kind": "on_demand"}
+
+
+@pytest.mark.parametrize(
+    "pools",
+    [
+        [POOL, dict(POOL)],
+        [POOL, {**POOL, "name": "x", "gpu": "H999", "price_usd_per_node_hour": 10}],
+    ],
+    ids=["duplicate-pool-name", "unknown-gpu-after-a-catalog-priced-pool"],
+)
+def test_batch_fleet_messages_name_the_file(tmp_path: Path, pools: list[dict[str, object]]) -> None:
+    path = tmp_path / "fleet.yaml"
+    path.write_text(yaml.safe_dump({"pools": pools}))
+    res = runner.invoke(app, ["simulate", "batch", str(JOBS), "--fleet", str(path)])
+    assert res.exit_code == 2, res.output[-600:]
+    flat = "".join(res.output.split())
+    assert f"Thefleetfile{path}".replace(" ", "") in flat, flat[:600]
+    assert "pool" in flat
