@@ -16,7 +16,7 @@ from gpufleet.errors import GpufleetError, InputError
 from gpufleet.service.dashboard import PAGE_SIZE, SignedIn, _error, _money, _opt, _page, _values
 from gpufleet.service.deps import state
 from gpufleet.service.errors import http_status
-from gpufleet.validation import check_number
+from gpufleet.validation import MAX_PRICE_USD_PER_HOUR, check_number
 
 if TYPE_CHECKING:
     from gpufleet.catalog.history import PricePoint
@@ -49,7 +49,11 @@ def catalog(request: Request, s: SignedIn) -> Response:
             raise InputError(f"spot={spot_text!r} is not allowed: 1 (spot prices only) or leave it out.")
         page = _page_number(page_text)
         price = (
-            check_number("max_price_usd_per_hour", _number(max_price, "max price"))
+            check_number(
+                "max_price_usd_per_hour",
+                _number(max_price, "max price"),
+                maximum=MAX_PRICE_USD_PER_HOUR,
+            )
             if max_price.strip()
             else None
         )
