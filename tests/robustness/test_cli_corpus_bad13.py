@@ -130,3 +130,24 @@ def test_batch_fleet_messages_name_the_file(tmp_path: Path, pools: list[dict[str
     flat = "".join(res.output.split())
     assert f"Thefleetfile{path}".replace(" ", "") in flat, flat[:600]
     assert "pool" in flat
+
+
+# ---- serve token: ids beyond 64 bits, a database that cannot be opened ---------------------------------
+@pytest.mark.parametrize("token_id", ["99999999999999999999999", str(2**63), str(-(2**63) - 1)])
+def test_token_revoke_id_beyond_64_bits(tmp_path: Path, token_id: str) -> None:
+    pytest.importorskip("sqlalchemy")
+    _check(
+        ["serve", "token", "revoke", "--db", f"sqlite:///{tmp_path / 't.db'}", "--", token_id],
+        [f"No token with id {token_id}", "List the tokens"],
+    )
+
+
+@pytest.mark.parametrize("command", [["create", "--team", "a"], ["list"], ["revoke", "1"]])
+def test_token_commands_database_refused(command: list[str]) -> None:
+    pytest.importorskip("psycopg")
+    url = "postgresql://u:secret@127.0.0.1:1/x"  # port 1: nothing listens, the connection is refused at once
+    _check(
+        ["serve", "token", *command, "--db", url], ["Cannot open the database", "u:***@127.0.0.1:1", "--db"]
+    )
+    res = runner.invoke(app, ["serve", "token", *command, "--db", url])
+    assert "secret" not in res.output
