@@ -1,6 +1,6 @@
 """Bad-input corpus, thirteenth pass (same checker as ``test_cli_corpus.py``): exit 2, one message naming the
 problem, no traceback, no hang (10 s alarm per case). The dashboard's query strings are in
-``tests/service/test_dashboard_bad_params.py``.
+``tests/service/test_dashboard_bad_params.py`` (with API bodies carrying a Content-Encoding).
 
 Before the fixes:
 

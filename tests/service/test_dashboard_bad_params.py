@@ -153,3 +153,37 @@ def test_dashboard_forms_never_5xx(dash: tuple[Env, str], path: str, field: str,
     env, csrf = dash
     r = env.client.post(path, data=FORMS[path] | {field: value, "csrf": csrf}, follow_redirects=False)
     assert r.status_code < 500, (r.status_code, r.text[:300])
+
+
+# ---- API request bodies with a Content-Encoding (read as if plain: a gzip body was "not UTF-8", a plain one
+# labelled gzip answered 200) ---------------------------------------------------------------------------
+@pytest.mark.parametrize("encoding", ["gzip", "br", "deflate", "zstd", "gzip, identity", "x"])
+@pytest.mark.parametrize("compress", [False, True], ids=["plain", "gzipped"])
+def test_api_body_with_a_content_encoding_is_415(
+    dash: tuple[Env, str], encoding: str, compress: bool
+) -> None:
+    import gzip
+    import json
+
+    env, _ = dash
+    body = json.dumps({"model": "llama-3-8b", "gpu": "h100"}).encode()
+    r = env.client.post(
+        "/api/v1/estimate/memory",
+        content=gzip.compress(body) if compress else body,
+        headers=env.h("a_admin") | {"content-type": "application/json", "content-encoding": encoding},
+    )
+    assert r.status_code == 415, (r.status_code, r.text[:300])
+    assert (
+        "Content-Encoding" in r.json()["error"]["message"] and "uncompressed" in r.json()["error"]["message"]
+    )
+
+
+@pytest.mark.parametrize("encoding", ["identity", "IDENTITY", ""])
+def test_api_body_identity_encoding_passes(dash: tuple[Env, str], encoding: str) -> None:
+    env, _ = dash
+    r = env.client.post(
+        "/api/v1/estimate/memory",
+        json={"model": "llama-3-8b", "gpu": "h100"},
+        headers=env.h("a_admin") | {"content-encoding": encoding},
+    )
+    assert r.status_code == 200, (r.status_code, r.text[:300])
