@@ -151,3 +151,17 @@ def test_token_commands_database_refused(command: list[str]) -> None:
     )
     res = runner.invoke(app, ["serve", "token", *command, "--db", url])
     assert "secret" not in res.output
+
+
+@pytest.mark.parametrize(
+    ("fleet", "label"), [(DATA / "simulate" / "fleet.yaml", "fleet.yaml"), (None, "default fleet")]
+)
+def test_batch_result_names_its_fleet(fleet: Path | None, label: str) -> None:
+    """The result's fleet label was the last pool's price source: "given" (a pool with its own price) or a
+    catalog offer such as "nebius/eu-north1/..." for the default fleet."""
+    import json
+
+    argv = ["simulate", "batch", str(JOBS), "-f", "json", *(["--fleet", str(fleet)] if fleet else [])]
+    res = runner.invoke(app, argv)
+    assert res.exit_code == 0, res.output[-600:]
+    assert json.loads(res.stdout)["result"]["fleet"] == label
