@@ -165,3 +165,25 @@ def test_batch_result_names_its_fleet(fleet: Path | None, label: str) -> None:
     res = runner.invoke(app, argv)
     assert res.exit_code == 0, res.output[-600:]
     assert json.loads(res.stdout)["result"]["fleet"] == label
+
+
+# ---- simulate sweep --engine ray: an address nothing listens on -------------------------------------------
+@pytest.mark.parametrize(
+    ("address", "words"),
+    [
+        ("127.0.0.1:1", ["Cannot reach the Ray cluster", "'127.0.0.1:1'", "ray start --head"]),
+        ("ray://127.0.0.1:1", ["Cannot reach the Ray cluster", "ray start --head"]),
+        ("nope", ["is not a Ray cluster address", "HOST:PORT"]),
+        ("head:99999", ["is not a Ray cluster address", "HOST:PORT"]),
+        ("head:", ["is not a Ray cluster address"]),
+        (":6379", ["is not a Ray cluster address"]),
+    ],
+)
+def test_sweep_ray_address_unreachable(address: str, words: list[str]) -> None:
+    """ray.init retried an unreachable address for ~5 minutes (signals blocked: no alarm ends it), then ended
+    the process with exit 15; now a TCP check of 5 s at most comes first."""
+    pytest.importorskip("ray")
+    sweep = str(DATA / "simulate" / "sweep.yaml")
+    start = time.monotonic()
+    _check(["simulate", "sweep", sweep, "--engine", "ray", "--address", address], words)
+    assert time.monotonic() - start < 8
