@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from gpufleet.errors import InputError, UnsupportedError
+from gpufleet.errors import FetchError, InputError, UnsupportedError
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session as DbSession
@@ -53,11 +53,21 @@ def require_service_extra() -> None:
 
 def _db(db: str | None) -> DbSession:
     require_service_extra()
+    from sqlalchemy.exc import OperationalError
+
     from gpufleet.service.db import make_engine, make_sessionmaker, upgrade
     from gpufleet.service.settings import db_url_from
 
-    engine = make_engine(db_url_from(db))
-    upgrade(engine)
+    url = db_url_from(db)
+    engine = make_engine(url)
+    try:
+        upgrade(engine)
+    except OperationalError as exc:  # a server that is down or refuses the user: was a traceback
+        first = str(exc.orig or exc).strip().splitlines()[0] if str(exc.orig or exc).strip() else "failed"
+        raise FetchError(
+            f"Cannot open the database {_safe(url)}: {first[:300]}. Check that the server runs and that --db "
+            "(or GPUFLEET_DB) gives the right host, port, user, password and database."
+        ) from None
     return make_sessionmaker(engine)()
 
 

@@ -188,7 +188,9 @@ def list_tokens(db: DbSession, team_id: int | None = None) -> list[TokenInfo]:
 
 def revoke_token(db: DbSession, token_id: int, team_id: int | None = None) -> TokenInfo:
     """Revoke a token (of ``team_id`` when given: another team's id is not found) and end its sessions."""
-    tok = db.get(Token, token_id)
+    # an id beyond the database's 64-bit integers was an OverflowError traceback (`serve token revoke 1e23`)
+    in_range = -(2**63) <= token_id < 2**63
+    tok = db.get(Token, token_id) if in_range else None
     if tok is None or (team_id is not None and tok.team_id != team_id):
         raise NotFound(f"No token with id {token_id}. List the tokens to see their ids.")
     if tok.revoked_unix_s is None:

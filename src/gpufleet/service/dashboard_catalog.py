@@ -16,6 +16,7 @@ from gpufleet.errors import GpufleetError, InputError
 from gpufleet.service.dashboard import PAGE_SIZE, SignedIn, _error, _money, _opt, _page, _values
 from gpufleet.service.deps import state
 from gpufleet.service.errors import http_status
+from gpufleet.validation import MAX_PRICE_USD_PER_HOUR, check_number
 
 if TYPE_CHECKING:
     from gpufleet.catalog.history import PricePoint
@@ -35,18 +36,27 @@ def catalog(request: Request, s: SignedIn) -> Response:
 
     q = request.query_params
     gpu, provider, region = q.get("gpu", ""), q.get("provider", ""), q.get("region", "")
-    max_price, sort, spot = (
-        q.get("max_price_usd_per_hour", ""),
-        q.get("sort", "price_per_gpu"),
-        bool(q.get("spot")),
-    )
-    try:
-        page = max(0, int(q.get("page", "0") or 0))
-    except ValueError:
-        page = 0
+    max_price, sort = q.get("max_price_usd_per_hour", ""), q.get("sort", "") or "price_per_gpu"
+    spot_text, page_text = q.get("spot", ""), q.get("page", "")
+    spot = spot_text.strip().lower() in _SPOT_ON
+    page = 0
     error, rows, per_gpu, total = "", [], [], 0
     try:
-        price = float(max_price) if max_price else None
+        # a spot value other than the checkbox's was read as on ("spot=0" listed spot prices), an unknown
+        # sort key as price_per_gpu (the page said "sorted by nope"), a page that is no whole number as
+        # the first page, and a price of inf (or 1e309) as no limit
+        if spot_text.strip().lower() not in _SPOT_ON + _SPOT_OFF:
+            raise InputError(f"spot={spot_text!r} is not allowed: 1 (spot prices only) or leave it out.")
+        page = _page_number(page_text)
+        price = (
+            check_number(
+                "max_price_usd_per_hour",
+                _number(max_price, "max price"),
+                maximum=MAX_PRICE_USD_PER_HOUR,
+            )
+            if max_price.strip()
+            else None
+        )
         current = state(request).catalogs.current().table  # the latest refreshed prices
         mine = team_offers(state(request).sm, who.team_id, current)  # the team's catalogs applied
         result = query_offers(
@@ -56,14 +66,20 @@ def catalog(request: Request, s: SignedIn) -> Response:
             regions=_values(region),
             spot=spot,
             max_price_usd_per_hour=price,
-            sort=sort if sort in SORT_KEYS else "price_per_gpu",
+            sort=sort,
         )
         total = len(result)
+        if page and page * PAGE_SIZE >= total:
+            last = max(0, (total - 1) // PAGE_SIZE)
+            raise InputError(
+                f"page {page} is beyond the last page of these {total:,} offers (pages 0 to {last}); "
+                "follow the Previous link or leave page out."
+            )
         shown = result.take(slice(page * PAGE_SIZE, (page + 1) * PAGE_SIZE))
         rows = offer_rows(shown)
         per_gpu = [_per_gpu(o, spot) for o in shown.records()]
-    except (GpufleetError, ValueError) as exc:
-        error = str(exc) if isinstance(exc, GpufleetError) else f"max price {max_price!r} is not a number."
+    except GpufleetError as exc:
+        error = str(exc)
     sorts = "".join(f'<option value="{k}"{" selected" if k == sort else ""}>{k}</option>' for k in SORT_KEYS)
     form = (
         '<form method="get" action="/catalog"><div class="fields">'
@@ -115,6 +131,32 @@ def catalog(request: Request, s: SignedIn) -> Response:
         csrf,
         status=http_status(InputError()) if error else 200,
     )
+
+
+_SPOT_ON = ("1", "true", "on", "yes")
+_SPOT_OFF = ("", "0", "false", "off", "no")
+
+
+def _number(text: str, what: str) -> float:
+    """A plain decimal number (float() also reads "1_0" as 10 and "١٠" as 10)."""
+    try:
+        if "_" in text or not text.strip().isascii():
+            raise ValueError(text)
+        return float(text.strip())
+    except ValueError:
+        raise InputError(f"{what} {text!r} is not a number; give a plain number or leave it empty.") from None
+
+
+def _page_number(text: str) -> int:
+    """The ``page`` query value: blank is the first page (0); a whole number >= 0 otherwise."""
+    if not text.strip():
+        return 0
+    if not text.strip().isascii() or not text.strip().isdigit() or len(text.strip()) > 9:
+        raise InputError(
+            f"page {text!r} is not a page number: give a whole number from 0 (the first page) or leave "
+            "it out."
+        )
+    return int(text.strip())
 
 
 def _per_gpu(o: Offer, spot: bool) -> float | None:

@@ -24,6 +24,23 @@ def _is_json(scope: Scope) -> bool:
     return False
 
 
+def _content_encoding(scope: Scope) -> str:
+    """The request's Content-Encoding ('' when absent or identity)."""
+    for name, value in scope.get("headers", []):
+        if name == b"content-encoding":
+            text = bytes(value).decode("latin-1").strip().lower()
+            return "" if text in ("", "identity") else text
+    return ""
+
+
+async def _refuse(send: Send, status: int, kind: str, message: str) -> None:
+    payload = json.dumps({"error": {"status": status, "type": kind, "message": message}}).encode()
+    await send(
+        {"type": "http.response.start", "status": status, "headers": [(b"content-type", b"application/json")]}
+    )
+    await send({"type": "http.response.body", "body": payload})
+
+
 def body_problem(body: bytes) -> str | None:
     """What is wrong with a JSON body (None: nothing)."""
     if not body.strip():
@@ -51,12 +68,22 @@ class StrictJsonMiddleware:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            scope["type"] != "http"
-            or scope.get("method") not in _METHODS
-            or not str(scope.get("path", "")).startswith("/api/")
-            or not _is_json(scope)
-        ):
+        api_body = (
+            scope["type"] == "http"
+            and scope.get("method") in _METHODS
+            and str(scope.get("path", "")).startswith("/api/")
+        )
+        encoding = _content_encoding(scope) if api_body else ""
+        if encoding:  # the body was read as if plain: a gzip body failed as "not UTF-8", a plain one passed
+            await _refuse(
+                send,
+                415,
+                "UnsupportedMediaType",
+                f"Content-Encoding {encoding[:40]!r} is not accepted: request bodies are read as sent. Send "
+                "the body uncompressed, without a Content-Encoding header (or Content-Encoding: identity).",
+            )
+            return
+        if not api_body or not _is_json(scope):
             await self.app(scope, receive, send)
             return
         chunks: list[bytes] = []
@@ -71,26 +98,14 @@ class StrictJsonMiddleware:
         body = b"".join(chunks)
         problem = body_problem(body)
         if problem is not None:
-            doc = {
-                "error": {
-                    "status": 422,
-                    "type": "ValidationError",
-                    "message": (
-                        f"The request body is not valid JSON: {problem}. Send one JSON object in UTF-8 "
-                        "(no byte-order mark), each key once, numbers finite, nested at most "
-                        f"{MAX_NESTING_DEPTH} levels, with Content-Type: application/json."
-                    ),
-                }
-            }
-            payload = json.dumps(doc).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 422,
-                    "headers": [(b"content-type", b"application/json")],
-                }
+            await _refuse(
+                send,
+                422,
+                "ValidationError",
+                f"The request body is not valid JSON: {problem}. Send one JSON object in UTF-8 "
+                "(no byte-order mark), each key once, numbers finite, nested at most "
+                f"{MAX_NESTING_DEPTH} levels, with Content-Type: application/json.",
             )
-            await send({"type": "http.response.body", "body": payload})
             return
         sent = [False]
 

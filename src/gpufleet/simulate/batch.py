@@ -131,7 +131,8 @@ def default_fleet() -> Fleet:
 @checked_arguments("batch fleet reader")
 def read_fleet(path: str | Path) -> Fleet:
     p = Path(path)
-    return _resolve_fleet(load_structured_file(p, what="fleet file"), str(p))
+    # labelled by the file's name: the folder is the caller's (a server's temporary folder for an upload)
+    return _resolve_fleet(load_structured_file(p, what="fleet file"), str(p), p.name)
 
 
 def _catalog_price(gpu: str, per_node: int, spot: bool, tier: str, provider: str) -> tuple[float, str]:
@@ -172,7 +173,9 @@ def _catalog_price(gpu: str, per_node: int, spot: bool, tier: str, provider: str
     return best
 
 
-def _resolve_fleet(doc: Any, source: str) -> Fleet:
+def _resolve_fleet(doc: Any, source: str, name: str | None = None) -> Fleet:
+    """The fleet of a fleet file's document; ``source`` names it in messages, ``name`` (default: ``source``)
+    labels the result (it was the last pool's price source: "given" or a catalog offer)."""
     from pydantic import ValidationError
 
     from gpufleet.cost.spot import assumption_for, load_spot_assumptions
@@ -200,13 +203,13 @@ def _resolve_fleet(doc: Any, source: str) -> Fleet:
             get_spec(raw.gpu)  # a misspelt GPU with its own price was simulated under that name, unchecked
         except UnknownNameError as exc:
             raise ConfigFileError(f"The fleet file {source}, pool {raw.name or k}: {exc}") from None
-        price, source = raw.price_usd_per_node_hour, "given"
+        price, price_source = raw.price_usd_per_node_hour, "given"
         if price is None:
-            price, source = _catalog_price(
+            price, price_source = _catalog_price(
                 raw.gpu, raw.gpus_per_node, raw.kind == "spot", raw.tier, raw.provider
             )
         # the interruption hazard of the provider the spot price comes from (a given price: the pool's)
-        hazard_provider = source.split("/")[0] if source != "given" else raw.provider
+        hazard_provider = price_source.split("/")[0] if price_source != "given" else raw.provider
         a = assumption_for(hazard_provider, load_spot_assumptions())
         pools.append(
             Pool(
@@ -217,7 +220,7 @@ def _resolve_fleet(doc: Any, source: str) -> Fleet:
                 kind=raw.kind,
                 price_usd_per_node_hour=price,
                 mtbi_h=1.0 / a.interruptions_per_h if raw.kind == "spot" else math.inf,
-                price_source=source,
+                price_source=price_source,
             )
         )
     names = [p.name for p in pools]
@@ -235,7 +238,7 @@ def _resolve_fleet(doc: Any, source: str) -> Fleet:
     }
     op = spec.off_peak
     off = None if op is None else (op.start_hour, op.end_hour, op.price_factor)
-    return Fleet(pools=tuple(pools), teams=teams, off_peak=off, name=source)
+    return Fleet(pools=tuple(pools), teams=teams, off_peak=off, name=name or source)
 
 
 def _in_window(hour: float, off: tuple[float, float, float]) -> bool:

@@ -385,6 +385,37 @@ def exact_expected_hours(job: SpotJob) -> float:
     return total
 
 
+#: Most interruptions a run may expect (closed form, memoryless hazard) before it is refused as not
+#: progressing: a checkpoint interval far beyond the MTBI loses the work again and again (E[T] grows as
+#: e^(interval / MTBI)), and simulating each loss made ``--checkpoint-hours 1000`` on a 2.25 h MTBI run for a
+#: minute (10,000 h of expected wall time for 19 h of work) before answering.
+MAX_EXPECTED_INTERRUPTIONS = 1_000
+
+
+def _check_progress(job: SpotJob, strategies: Sequence[str]) -> None:
+    """Refuse a job whose spot runs expect more than :data:`MAX_EXPECTED_INTERRUPTIONS` interruptions (first
+    region, memoryless hazard: :func:`exact_expected_hours`); a trace-driven region is simulated as is."""
+    r0 = job.regions[0] if job.regions else None
+    if r0 is None or r0.availability or not math.isfinite(r0.mtbi_h):
+        return
+    if not {"spot", "failover"} & set(strategies):
+        return
+    try:
+        expected_h = exact_expected_hours(job)
+    except OverflowError:
+        expected_h = math.inf
+    if expected_h / r0.mtbi_h <= MAX_EXPECTED_INTERRUPTIONS:
+        return
+    tau = job.tau_h(r0)
+    shown = f"{expected_h:,.0f} h" if math.isfinite(expected_h) else "beyond any bound"
+    raise InputError(
+        f"Checkpointing every {tau:g} h of work with a mean of {r0.mtbi_h:.2f} h between interruptions: "
+        f"a spot run of {job.work_h:,.1f} h of work expects {shown} of wall time (more than "
+        f"{MAX_EXPECTED_INTERRUPTIONS:,} interruptions, each losing the work since the last checkpoint). "
+        "Pass a --checkpoint-hours below the MTBI (or none: Young's interval), or more GPUs / fewer tokens."
+    )
+
+
 #: the percentiles of the estimate the work (and so the deadline) is taken at, as recommend's --confidence
 CONFIDENCES = ("p90", "p50")
 
@@ -417,6 +448,7 @@ def simulate_spot_job(
             f"{min(job.tau_h(r) for r in job.regions):g} h) is more than the {MAX_SEGMENTS_PER_RUN:,} a run "
             "simulates; pass a longer --checkpoint-hours, or fewer tokens / more GPUs."
         )
+    _check_progress(job, strategies)
     od_cost = (job.work_h + job.restart_overhead_h) * job.price_on_demand_usd_per_hour
     # the on-demand run is deterministic: it meets the deadline or it does not
     od_meets = job.deadline_h is None or job.work_h + job.restart_overhead_h <= job.deadline_h + 1e-9
@@ -517,8 +549,61 @@ def simulate_spot(
         return out
     from gpufleet.simulate.spot_search import search_layouts
 
-    check_number("deadline_h", deadline_h, flag="--deadline-hours", allow_none=True)
+    check_number("tokens", tokens, flag="--tokens")
+    _check_options(
+        runs=runs,
+        regions=regions,
+        seed=seed,
+        deadline_h=deadline_h,
+        interval_h=interval_h,
+        strategies=strategies,
+        names={"model": model, "gpu": gpu, "precision": precision, "task": task},
+        provider=provider,
+        confidence=confidence,
+    )
     return search_layouts(kw)
+
+
+def _check_options(
+    *,
+    runs: object,
+    regions: object,
+    seed: object,
+    deadline_h: object,
+    interval_h: object,
+    strategies: object,
+    names: dict[str, object],
+    provider: object,
+    confidence: object,
+) -> None:
+    """The options every layout shares, checked once: before the layout search they were checked per
+    layout, so ``--runs 0`` was reported ten times ("1 GPUs: --runs must be ...; 2 GPUs: ...")."""
+    check_count("runs", runs, maximum=MAX_RUNS, flag="--runs")
+    check_count("regions", regions, maximum=1000)
+    check_count("seed", seed, minimum=0, maximum=2**63 - 1, flag="--seed")
+    check_number("deadline_h", deadline_h, flag="--deadline-hours", allow_none=True)
+    check_number("interval_h", interval_h, flag="--checkpoint-hours", maximum=MAX_HOURS, allow_none=True)
+    if (
+        isinstance(strategies, str)
+        or not isinstance(strategies, Sequence)
+        or not all(isinstance(s, str) for s in strategies)
+    ):
+        raise InputError(
+            f"strategies must be a list of names, got {strategies!r}. Allowed: {', '.join(STRATEGIES)}."
+        )
+    for name, value in names.items():
+        if not isinstance(value, str):
+            raise InputError(f"{name} must be a name (string), got {value!r}.")
+    if provider is not None and (not isinstance(provider, str) or not provider.strip()):
+        raise InputError(
+            f"provider must be a provider name such as aws (see `gpufleet catalog offers`), got "
+            f"{provider!r}; leave it out to search every provider."
+        )
+    if confidence not in CONFIDENCES:
+        raise InputError(
+            f"confidence {confidence!r} is not allowed: p90 (the default: the work at the slow end of the "
+            "estimate's interval, as recommend checks deadlines) or p50 (the central estimate)."
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -563,6 +648,17 @@ def _spot_layout(
 
     tokens = check_number("tokens", tokens, flag="--tokens")  # type: ignore[assignment]
     gpus = check_count("gpus", gpus, flag="--gpus")  # type: ignore[assignment]
+    _check_options(
+        runs=runs,
+        regions=regions,
+        seed=seed,
+        deadline_h=deadline_h,
+        interval_h=interval_h,
+        strategies=strategies,
+        names={"model": model, "gpu": gpu, "precision": precision, "task": task},
+        provider=provider,
+        confidence=confidence,
+    )
     runs = check_count("runs", runs, maximum=MAX_RUNS, flag="--runs")  # type: ignore[assignment]
     regions = check_count("regions", regions, maximum=1000)  # type: ignore[assignment]
     seed = check_count("seed", seed, minimum=0, maximum=2**63 - 1, flag="--seed")  # type: ignore[assignment]
@@ -570,23 +666,6 @@ def _spot_layout(
     interval_h = check_number(
         "interval_h", interval_h, flag="--checkpoint-hours", maximum=MAX_HOURS, allow_none=True
     )
-    if isinstance(strategies, str) or not all(isinstance(s, str) for s in strategies):
-        raise InputError(
-            f"strategies must be a list of names, got {strategies!r}. Allowed: {', '.join(STRATEGIES)}."
-        )
-    for name, value in (("model", model), ("gpu", gpu), ("precision", precision), ("task", task)):
-        if not isinstance(value, str):
-            raise InputError(f"{name} must be a name (string), got {value!r}.")
-    if provider is not None and (not isinstance(provider, str) or not provider.strip()):
-        raise InputError(
-            f"provider must be a provider name such as aws (see `gpufleet catalog offers`), got "
-            f"{provider!r}; leave it out to search every provider."
-        )
-    if confidence not in CONFIDENCES:
-        raise InputError(
-            f"confidence {confidence!r} is not allowed: p90 (the default: the work at the slow end of the "
-            "estimate's interval, as recommend checks deadlines) or p50 (the central estimate)."
-        )
     arch = resolve_model(model)
     est = estimate_training(
         model=arch,

@@ -30,7 +30,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from gpufleet.errors import ConfigFileError, InputError, UnsupportedError, close_matches
+from gpufleet.errors import ConfigFileError, FetchError, InputError, UnsupportedError, close_matches
 from gpufleet.fileio import check_top_level, load_structured_file
 from gpufleet.validation import MAX_SWEEP_RUNS, check_count, checked_arguments
 
@@ -456,6 +456,34 @@ def run_sweep(
     )
 
 
+#: seconds to wait for a Ray head node to accept a connection before ray.init (which retries for minutes)
+RAY_CONNECT_TIMEOUT_S = 5.0
+
+
+def _check_ray_address(address: str | None) -> None:
+    """Refuse an ``address`` that is no HOST:PORT, or whose head node does not accept a TCP connection:
+    ``ray.init`` retried an unreachable address for ~5 minutes, then exited the process with code 15."""
+    import socket
+
+    if address is None or address.strip().lower() in ("auto", "local"):
+        return
+    target = address.strip().removeprefix("ray://")
+    host, sep, port = target.rpartition(":")
+    if not sep or not host or not port.isascii() or not port.isdigit() or not 0 < int(port) < 65536:
+        raise InputError(
+            f"--address {address!r} is not a Ray cluster address: give HOST:PORT of the head node (e.g. "
+            "10.0.0.5:6379), ray://HOST:PORT, or auto; leave it out to start a local Ray."
+        )
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=RAY_CONNECT_TIMEOUT_S).close()
+    except OSError as exc:
+        raise FetchError(
+            f"Cannot reach the Ray cluster at {address!r} ({exc.strerror or exc}): nothing accepted a "
+            f"connection within {RAY_CONNECT_TIMEOUT_S:g} s. Start the head node (ray start --head), fix "
+            "--address, or leave it out to start a local Ray."
+        ) from None
+
+
 def _run_ray(
     kind: str,
     configs: list[dict[str, Any]],
@@ -469,6 +497,7 @@ def _run_ray(
         raise UnsupportedError("the Ray engine needs the ray extra: pip install 'gpufleet[ray]'.") from None
     started = not ray.is_initialized()
     if started:
+        _check_ray_address(address)
         ray.init(address=address, include_dashboard=False, log_to_driver=False, ignore_reinit_error=True)
     try:
         remote = ray.remote(run_config)
