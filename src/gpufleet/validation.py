@@ -286,6 +286,9 @@ _NOT_QUANTITIES = frozenset(
         "bias",
         "speedup_change",
         "z",
+        # coordinates: south of the equator and west of Greenwich are negative
+        "latitude_deg",
+        "longitude_deg",
     }
 )
 
