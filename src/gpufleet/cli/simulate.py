@@ -213,6 +213,14 @@ def autoscale_cmd(
         kv_mode=kv_mode,
     )
     _emit(result, fmt, output)
+    if not result.meets_slo:  # the question was "does this policy meet my SLOs?": no, after the replay
+        from gpufleet.cli.exit_codes import ExitCode, exit_with
+
+        exit_with(
+            ExitCode.NO_CANDIDATE,
+            f"the {policy} policy misses the SLO over this trace: {'; '.join(result.slo_gaps)}. Raise "
+            "--min-replicas, tune --param, shorten the cold start, or relax --slo-ttft/--slo-tpot.",
+        )
 
 
 @app.command("spot")

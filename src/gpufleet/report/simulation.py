@@ -40,6 +40,8 @@ def _s(v: float) -> str:
         return "n/a"
     if v == float("inf"):
         return "never (not served)"
+    if v < 1e-3:  # below a millisecond: three significant digits, never "0 ms" for a nonzero time
+        return f"{v * 1000:.3g} ms"
     return f"{v * 1000:.0f} ms" if v < 1 else f"{v:.2f} s"
 
 
