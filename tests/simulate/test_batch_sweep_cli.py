@@ -295,7 +295,7 @@ def test_a_long_spot_job_that_progresses_finishes_after_thousands_of_interruptio
 
 
 def test_cli_autoscale_exits_3_when_the_policy_misses_the_slo(tmp_path: Path) -> None:
-    """"Can I autoscale and still meet my SLOs?" A replay that misses them printed "SLO missed" and exited 0,
+    """ "Can I autoscale and still meet my SLOs?" A replay that misses them printed "SLO missed" and exited 0,
     so a script gating a policy on the exit code passed it; and a 1 us TTFT SLO read "TTFT <= 0 ms"."""
     trace = tmp_path / "t.csv"
     lines = (AZURE / "AzureLLMInferenceTrace_conv.csv").read_text().splitlines()[:200]
