@@ -39,3 +39,14 @@ def _restore_root_logging() -> Iterator[None]:
     finally:
         root.handlers[:] = handlers
         root.setLevel(level)
+
+
+@pytest.fixture(autouse=True)
+def _library_cache_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An app sets the estimator cache bounds of the whole process (service settings; tests outside
+    tests/service build apps too, e.g. `serve` in the bad-input corpora): every test gets the library's back
+    after it, so no test runs with bounds another left, in any order or worker."""
+    from gpufleet.recommend import candidates, perf
+
+    monkeypatch.setattr(perf, "_CALLS_MAX", perf._CALLS_MAX)
+    monkeypatch.setattr(candidates, "_CACHE_MAX", candidates._CACHE_MAX)

@@ -15,7 +15,6 @@ else:
         any_db_url,
         any_env,
         env,
-        library_cache_bounds,
         own_data_dir,
         pg_server,
         sqlite_url,

@@ -28,16 +28,6 @@ _db_counter = itertools.count()
 
 
 @pytest.fixture(autouse=True)
-def library_cache_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An app sets the estimator cache bounds of the whole process (service settings): put the library's back
-    after each service test, so the tests that follow run with the CLI's bounds."""
-    from gpufleet.recommend import candidates, perf
-
-    monkeypatch.setattr(perf, "_CALLS_MAX", perf._CALLS_MAX)
-    monkeypatch.setattr(candidates, "_CACHE_MAX", candidates._CACHE_MAX)
-
-
-@pytest.fixture(autouse=True)
 def own_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Each service test gets its own data folder (team telemetry stores, refreshed prices): the default is
     the user's, where an earlier test's upload showed up as this test's findings (a test may set its own)."""

@@ -67,5 +67,5 @@ def test_cache_bounds_must_be_positive() -> None:
 
 
 def test_the_library_bounds_come_back_after_a_service_test() -> None:
-    # tests/service/fixtures.py library_cache_bounds: the test above ran an app with 60 and 40
+    # tests/conftest.py _library_cache_bounds: the test above ran an app with 60 and 40
     assert (perf._CALLS_MAX, candidates._CACHE_MAX) == (500_000, 100_000)
