@@ -41,12 +41,21 @@ def _restore_root_logging() -> Iterator[None]:
         root.setLevel(level)
 
 
+#: the library's estimator cache bounds (recommend.perf / recommend.candidates), read before any test runs
+_LIBRARY_CACHE_BOUNDS: tuple[int, int] | None = None
+
+
 @pytest.fixture(autouse=True)
 def _library_cache_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
-    """An app sets the estimator cache bounds of the whole process (service settings; tests outside
-    tests/service build apps too, e.g. `serve` in the bad-input corpora): every test gets the library's back
-    after it, so no test runs with bounds another left, in any order or worker."""
+    """An app sets the estimator cache bounds of the whole process (service settings), at start-up and in
+    its route-worker initialiser, which may run after the test that started it has ended; tests outside
+    tests/service build apps too. Every test starts from the library's bounds and gets them back after it,
+    in any order or pytest-xdist worker."""
+    global _LIBRARY_CACHE_BOUNDS
     from gpufleet.recommend import candidates, perf
 
-    monkeypatch.setattr(perf, "_CALLS_MAX", perf._CALLS_MAX)
-    monkeypatch.setattr(candidates, "_CACHE_MAX", candidates._CACHE_MAX)
+    if _LIBRARY_CACHE_BOUNDS is None:  # the first test of this process: nothing has built an app yet
+        _LIBRARY_CACHE_BOUNDS = (perf._CALLS_MAX, candidates._CACHE_MAX)
+    calls_max, configs_max = _LIBRARY_CACHE_BOUNDS
+    monkeypatch.setattr(perf, "_CALLS_MAX", calls_max)
+    monkeypatch.setattr(candidates, "_CACHE_MAX", configs_max)
