@@ -263,3 +263,20 @@ def test_kueue_on_a_plan_without_jobs_says_so(tmp_path: Path) -> None:
     res = runner.invoke(app, ["plan", str(f), "--no-savings", "-f", "k8s"])
     assert res.exit_code == 0, res.output
     assert "Kueue: the plan has no Job" in res.stderr and "kueue.x-k8s.io" not in res.stdout
+
+
+def test_a_manifest_without_image_says_so(fleet_file: Path) -> None:
+    """Without --image the containers had no `image` and nothing said so: the API server refuses such a pod
+    template at apply time. The header and stderr now say to set it; with --image nothing is said."""
+    from gpufleet.fleet.export_k8s import NO_IMAGE_NOTE, lacks_image
+
+    args = ["plan", str(fleet_file), "--no-savings", "-f", "k8s", "--cluster", "aws-us-west-2"]
+    res = runner.invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert NO_IMAGE_NOTE in res.stdout and "no --image" in res.stderr
+    docs = [d for d in yaml.safe_load_all(res.stdout) if d]
+    assert docs and lacks_image(docs)
+    res = runner.invoke(app, [*args, "--image", "ghcr.io/a/b:1"])
+    assert res.exit_code == 0, res.output
+    assert NO_IMAGE_NOTE not in res.stdout and "no --image" not in res.stderr
+    assert not lacks_image([d for d in yaml.safe_load_all(res.stdout) if d])

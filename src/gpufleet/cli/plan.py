@@ -359,6 +359,12 @@ def _output_k8s(
         )
     else:
         chosen = clusters
+    if not image and any(export_k8s.lacks_image(c.docs) for c in chosen):
+        err_console.print(
+            "Note: no --image: the manifests' containers have no image; set it before applying (each "
+            "file's header says so).",
+            highlight=False,
+        )
     if folder is not None:
         try:
             folder.mkdir(exist_ok=True)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 
@@ -205,6 +206,31 @@ def kueue_objects(
     return docs
 
 
+#: the header line of a manifest whose containers have no image (no --image): the API server refuses a pod
+#: template container without one (kustomize or Helm usually set it)
+NO_IMAGE_NOTE = (
+    "# No container image given (gpufleet plan --image IMAGE): set each container's image before applying\n"
+    "# (the API server refuses a container without one; kustomize `images:` or Helm can set it).\n"
+)
+
+
+def lacks_image(docs: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether a container of ``docs`` (Deployments, Jobs, LeaderWorkerSets: any nested ``containers``
+    list) has no ``image``."""
+
+    def walk(node: Any) -> bool:
+        if isinstance(node, Mapping):
+            conts = node.get("containers")
+            if isinstance(conts, list) and any(isinstance(c, Mapping) and not c.get("image") for c in conts):
+                return True
+            return any(walk(v) for v in node.values())
+        if isinstance(node, list):
+            return any(walk(v) for v in node)
+        return False
+
+    return any(walk(d) for d in docs)
+
+
 def cluster_yaml(plan: FleetPlan, cluster: K8sCluster, *, clusters: Sequence[str] = ()) -> str:
     """One cluster's manifest, with a header saying which cluster it is for and how to apply it.
     ``clusters``: the names of every cluster of the plan (:attr:`K8sCluster.name`), named in the header
@@ -226,6 +252,6 @@ def cluster_yaml(plan: FleetPlan, cluster: K8sCluster, *, clusters: Sequence[str
         f"# gpufleet plan {plan.fleet}: Kubernetes objects for the cluster in {cluster.where} only (its "
         f"nodes carry {nodes}).\n"
         f"# Apply with that cluster's kubeconfig context: kubectl --context <{cluster.where} cluster> "
-        "apply -f <this file>\n" + more
+        "apply -f <this file>\n" + more + (NO_IMAGE_NOTE if lacks_image(cluster.docs) else "")
     )
     return header + "".join("---\n" + yaml.safe_dump(d, sort_keys=False) for d in cluster.docs)
