@@ -268,7 +268,7 @@ def test_kueue_on_a_plan_without_jobs_says_so(tmp_path: Path) -> None:
 def test_a_manifest_without_image_says_so(fleet_file: Path) -> None:
     """Without --image the containers had no `image` and nothing said so: the API server refuses such a pod
     template at apply time. The header and stderr now say to set it; with --image nothing is said."""
-    from gpufleet.fleet.export_k8s import NO_IMAGE_NOTE, lacks_image
+    from gpufleet.fleet.export_k8s import NO_IMAGE_NOTE
 
     args = ["plan", str(fleet_file), "--no-savings", "-f", "k8s", "--cluster", "aws-us-west-2"]
     res = runner.invoke(app, args)
@@ -280,3 +280,17 @@ def test_a_manifest_without_image_says_so(fleet_file: Path) -> None:
     assert res.exit_code == 0, res.output
     assert NO_IMAGE_NOTE not in res.stdout and "no --image" not in res.stderr
     assert not lacks_image([d for d in yaml.safe_load_all(res.stdout) if d])
+
+
+def lacks_image(docs: list[Any]) -> bool:
+    """Whether a container of ``docs`` (any nested ``containers`` list) has no ``image``."""
+
+    def walk(node: Any) -> bool:
+        if isinstance(node, dict):
+            conts = node.get("containers")
+            if isinstance(conts, list) and any(isinstance(c, dict) and not c.get("image") for c in conts):
+                return True
+            return any(walk(v) for v in node.values())
+        return isinstance(node, list) and any(walk(v) for v in node)
+
+    return any(walk(d) for d in docs)

@@ -359,7 +359,7 @@ def _output_k8s(
         )
     else:
         chosen = clusters
-    if not image and any(export_k8s.lacks_image(c.docs) for c in chosen):
+    if not image:
         err_console.print(
             "Note: no --image: the manifests' containers have no image; set it before applying (each "
             "file's header says so).",

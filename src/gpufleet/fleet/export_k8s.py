@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import yaml
 
@@ -49,6 +48,8 @@ class K8sCluster:
     region: str
     docs: tuple[dict[str, object], ...]
     on_prem: bool = False
+    #: the containers carry an image (``--image``); without one the API server refuses them at apply time
+    image_given: bool = True
 
     @property
     def name(self) -> str:
@@ -97,7 +98,11 @@ def k8s_clusters(
             else []
         )
         docs = [_tagged(d, f"{provider}/{region}") for d in [*queues, *(d for _p, d in pairs)]]
-        out.append(K8sCluster(provider=provider, region=region, docs=tuple(docs), on_prem=on_prem))
+        out.append(
+            K8sCluster(
+                provider=provider, region=region, docs=tuple(docs), on_prem=on_prem, image_given=bool(image)
+            )
+        )
     return out
 
 
@@ -214,23 +219,6 @@ NO_IMAGE_NOTE = (
 )
 
 
-def lacks_image(docs: Sequence[Mapping[str, Any]]) -> bool:
-    """Whether a container of ``docs`` (Deployments, Jobs, LeaderWorkerSets: any nested ``containers``
-    list) has no ``image``."""
-
-    def walk(node: Any) -> bool:
-        if isinstance(node, Mapping):
-            conts = node.get("containers")
-            if isinstance(conts, list) and any(isinstance(c, Mapping) and not c.get("image") for c in conts):
-                return True
-            return any(walk(v) for v in node.values())
-        if isinstance(node, list):
-            return any(walk(v) for v in node)
-        return False
-
-    return any(walk(d) for d in docs)
-
-
 def cluster_yaml(plan: FleetPlan, cluster: K8sCluster, *, clusters: Sequence[str] = ()) -> str:
     """One cluster's manifest, with a header saying which cluster it is for and how to apply it.
     ``clusters``: the names of every cluster of the plan (:attr:`K8sCluster.name`), named in the header
@@ -252,6 +240,6 @@ def cluster_yaml(plan: FleetPlan, cluster: K8sCluster, *, clusters: Sequence[str
         f"# gpufleet plan {plan.fleet}: Kubernetes objects for the cluster in {cluster.where} only (its "
         f"nodes carry {nodes}).\n"
         f"# Apply with that cluster's kubeconfig context: kubectl --context <{cluster.where} cluster> "
-        "apply -f <this file>\n" + more + (NO_IMAGE_NOTE if lacks_image(cluster.docs) else "")
+        "apply -f <this file>\n" + more + ("" if cluster.image_given else NO_IMAGE_NOTE)
     )
     return header + "".join("---\n" + yaml.safe_dump(d, sort_keys=False) for d in cluster.docs)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -543,46 +543,21 @@ def simulate_spot(
         "interval_h": interval_h, "strategies": strategies, "runs": runs, "seed": seed, "regions": regions,
         "confidence": confidence,
     }  # fmt: skip
+    kw.update(_checked_options(kw))  # once for every layout: each layout used to report the same bad option
     if gpus is not None:
         out = _spot_layout(gpus=gpus, **kw)
         assert isinstance(out, SpotResult)
         return out
     from gpufleet.simulate.spot_search import search_layouts
 
-    check_number("tokens", tokens, flag="--tokens")
-    _check_options(
-        runs=runs,
-        regions=regions,
-        seed=seed,
-        deadline_h=deadline_h,
-        interval_h=interval_h,
-        strategies=strategies,
-        names={"model": model, "gpu": gpu, "precision": precision, "task": task},
-        provider=provider,
-        confidence=confidence,
-    )
     return search_layouts(kw)
 
 
-def _check_options(
-    *,
-    runs: object,
-    regions: object,
-    seed: object,
-    deadline_h: object,
-    interval_h: object,
-    strategies: object,
-    names: dict[str, object],
-    provider: object,
-    confidence: object,
-) -> None:
-    """The options every layout shares, checked once: before the layout search they were checked per
-    layout, so ``--runs 0`` was reported ten times ("1 GPUs: --runs must be ...; 2 GPUs: ...")."""
-    check_count("runs", runs, maximum=MAX_RUNS, flag="--runs")
-    check_count("regions", regions, maximum=1000)
-    check_count("seed", seed, minimum=0, maximum=2**63 - 1, flag="--seed")
-    check_number("deadline_h", deadline_h, flag="--deadline-hours", allow_none=True)
-    check_number("interval_h", interval_h, flag="--checkpoint-hours", maximum=MAX_HOURS, allow_none=True)
+def _checked_options(kw: Mapping[str, Any]) -> dict[str, Any]:
+    """The options every layout of :func:`simulate_spot` shares (``kw``: its arguments but ``gpus``), checked
+    once before any layout and returned normalised (tokens, runs, regions, seed, deadline, checkpoint
+    interval): checked per layout, ``--runs 0`` was reported ten times ("1 GPUs: --runs must be ...")."""
+    strategies = kw["strategies"]
     if (
         isinstance(strategies, str)
         or not isinstance(strategies, Sequence)
@@ -591,19 +566,30 @@ def _check_options(
         raise InputError(
             f"strategies must be a list of names, got {strategies!r}. Allowed: {', '.join(STRATEGIES)}."
         )
-    for name, value in names.items():
-        if not isinstance(value, str):
-            raise InputError(f"{name} must be a name (string), got {value!r}.")
+    for name in ("model", "gpu", "precision", "task"):
+        if not isinstance(kw[name], str):
+            raise InputError(f"{name} must be a name (string), got {kw[name]!r}.")
+    provider = kw["provider"]
     if provider is not None and (not isinstance(provider, str) or not provider.strip()):
         raise InputError(
             f"provider must be a provider name such as aws (see `gpufleet catalog offers`), got "
             f"{provider!r}; leave it out to search every provider."
         )
-    if confidence not in CONFIDENCES:
+    if kw["confidence"] not in CONFIDENCES:
         raise InputError(
-            f"confidence {confidence!r} is not allowed: p90 (the default: the work at the slow end of the "
-            "estimate's interval, as recommend checks deadlines) or p50 (the central estimate)."
+            f"confidence {kw['confidence']!r} is not allowed: p90 (the default: the work at the slow end of "
+            "the estimate's interval, as recommend checks deadlines) or p50 (the central estimate)."
         )
+    return {
+        "tokens": check_number("tokens", kw["tokens"], flag="--tokens"),
+        "runs": check_count("runs", kw["runs"], maximum=MAX_RUNS, flag="--runs"),
+        "regions": check_count("regions", kw["regions"], maximum=1000),
+        "seed": check_count("seed", kw["seed"], minimum=0, maximum=2**63 - 1, flag="--seed"),
+        "deadline_h": check_number("deadline_h", kw["deadline_h"], flag="--deadline-hours", allow_none=True),
+        "interval_h": check_number(
+            "interval_h", kw["interval_h"], flag="--checkpoint-hours", maximum=MAX_HOURS, allow_none=True
+        ),
+    }
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -646,26 +632,8 @@ def _spot_layout(
     from gpufleet.simulate.spot_traces import read_spot_trace
     from gpufleet.units import SECONDS_PER_HOUR
 
-    tokens = check_number("tokens", tokens, flag="--tokens")  # type: ignore[assignment]
+    # the shared options were checked and normalised once by simulate_spot (_checked_options)
     gpus = check_count("gpus", gpus, flag="--gpus")  # type: ignore[assignment]
-    _check_options(
-        runs=runs,
-        regions=regions,
-        seed=seed,
-        deadline_h=deadline_h,
-        interval_h=interval_h,
-        strategies=strategies,
-        names={"model": model, "gpu": gpu, "precision": precision, "task": task},
-        provider=provider,
-        confidence=confidence,
-    )
-    runs = check_count("runs", runs, maximum=MAX_RUNS, flag="--runs")  # type: ignore[assignment]
-    regions = check_count("regions", regions, maximum=1000)  # type: ignore[assignment]
-    seed = check_count("seed", seed, minimum=0, maximum=2**63 - 1, flag="--seed")  # type: ignore[assignment]
-    deadline_h = check_number("deadline_h", deadline_h, flag="--deadline-hours", allow_none=True)
-    interval_h = check_number(
-        "interval_h", interval_h, flag="--checkpoint-hours", maximum=MAX_HOURS, allow_none=True
-    )
     arch = resolve_model(model)
     est = estimate_training(
         model=arch,

@@ -68,13 +68,13 @@ from gpufleet.telemetry.options import (
     performance_risk,
 )
 from gpufleet.telemetry.workloads import TIERS, TrainingJob, WorkloadId, WorkloadRule, workload_of
-from gpufleet.units import HOURS_PER_MONTH, gib_from_mib
+from gpufleet.units import HOURS_PER_DAY, HOURS_PER_MONTH, gib_from_mib
 
 if TYPE_CHECKING:
     from gpufleet.telemetry.mig import MigProfile
 
 _risk = performance_risk  # kept for callers of the old private name
-_WEEK_H: Final = 7 * 24.0  # hours in a week: the longest common job cycle short of monthly
+_WEEK_H: Final = 7 * HOURS_PER_DAY  # hours in a week: the longest common job cycle short of monthly
 
 
 def _compute(st: GpuStats) -> tuple[str, float | None, float | None, tuple[str, ...]]:
@@ -430,9 +430,9 @@ def classify(
             # or monthly one may fall outside a shorter observation
             caveats = (
                 *caveats,
-                f"idle over the {st.hours / 24:.1f} days observed: a job that runs less often (weekly, "
-                "monthly) would not show; check its schedule before releasing the GPU, or look back 14 days "
-                "or more",
+                f"idle over the {st.hours / HOURS_PER_DAY:.1f} days observed: a job that runs less often "
+                "(weekly, monthly) would not show; check its schedule before releasing the GPU, or look back "
+                "14 days or more",
             )
     elif under:
         finding, reasons = "Underprovisioned", tuple(under)
